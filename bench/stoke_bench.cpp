@@ -1,0 +1,272 @@
+// stoke-bench: runs a loader over a dataset and reports what it delivered and how fast.
+//
+//   stoke-bench [--data PATH] [--split train|test] [--batch B] [--devices cpu:G]
+//               [--workers N] [--epochs E] [--seed S] [--size HxW] [--augment default|none]
+//               [--on-error skip|error] [--prefetch S] [--chunk C] [--json]
+//
+// Without --data it reads Fashion-MNIST from Debian's dataset-fashion-mnist. With --json the
+// last line of output is one JSON object (fields documented in docs/BENCHMARKS.md).
+
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "stoke/loader.hpp"
+#include "stoke/mnist.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+  stoke::Options options;
+  std::int64_t epochs = 1;
+  bool json = false;
+};
+
+[[noreturn]] void usage(int code) {
+  std::fprintf(code == 0 ? stdout : stderr,
+               "usage: stoke-bench [options]\n"
+               "  --data PATH            image folder root/<class>/<image>, list file "
+               "(path<TAB>label), or IDX folder\n"
+               "                         (default: %s)\n"
+               "  --split train|test     IDX split (default train)\n"
+               "  --batch B              samples per batch per rank (default 256)\n"
+               "  --devices cpu:G|auto   devices the batch is split over (default auto)\n"
+               "  --workers N            worker processes; 0 = in-process (default 2)\n"
+               "  --epochs E             epochs to run (default 1)\n"
+               "  --seed S               shuffle and augmentation seed (default 0)\n"
+               "  --size HxW             output size (default: 28x28 for IDX, 224x224 for images)\n"
+               "  --augment default|none training augmentation, or resize + centre crop\n"
+               "  --on-error skip|error  bad input: replace and count, or stop (default skip)\n"
+               "  --prefetch S           batch slots (default 2 x workers + 2)\n"
+               "  --chunk C              samples per unit of work (default batch / (2 x workers))\n"
+               "  --json                 end the output with one JSON object\n",
+               stoke::kDefaultFashionMnistDir);
+  std::exit(code);
+}
+
+long long parse_number(const std::string& flag, const std::string& v, long long lo) {
+  try {
+    std::size_t used = 0;
+    const long long n = std::stoll(v, &used);
+    if (used == v.size() && n >= lo) return n;
+  } catch (const std::exception&) {
+  }
+  std::fprintf(stderr, "stoke-bench: %s needs an integer >= %lld, got '%s'\n", flag.c_str(), lo,
+               v.c_str());
+  std::exit(2);
+}
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  a.options.data = stoke::kDefaultFashionMnistDir;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") usage(0);
+    if (flag == "--json") {
+      a.json = true;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "stoke-bench: %s needs a value\n", flag.c_str());
+      usage(2);
+    }
+    const std::string v = argv[++i];
+    auto& o = a.options;
+    if (flag == "--data") {
+      o.data = v;
+    } else if (flag == "--split") {
+      if (v != "train" && v != "test") usage(2);
+      o.split = v == "train" ? stoke::Split::kTrain : stoke::Split::kTest;
+    } else if (flag == "--batch") {
+      o.batch = static_cast<int>(parse_number(flag, v, 1));
+    } else if (flag == "--devices") {
+      o.devices = stoke::DeviceSet::parse(v);
+    } else if (flag == "--workers") {
+      o.workers = static_cast<int>(parse_number(flag, v, 0));
+    } else if (flag == "--epochs") {
+      a.epochs = parse_number(flag, v, 1);
+    } else if (flag == "--seed") {
+      o.seed = static_cast<std::uint64_t>(parse_number(flag, v, 0));
+    } else if (flag == "--size") {
+      const auto x = v.find('x');
+      if (x == std::string::npos) {
+        std::fprintf(stderr, "stoke-bench: --size wants HxW (e.g. 224x224), got '%s'\n", v.c_str());
+        std::exit(2);
+      }
+      o.height = static_cast<int>(parse_number(flag, v.substr(0, x), 1));
+      o.width = static_cast<int>(parse_number(flag, v.substr(x + 1), 1));
+    } else if (flag == "--augment") {
+      if (v != "default" && v != "none") usage(2);
+      o.augment = v == "default" ? stoke::Augment::kTraining : stoke::Augment::kEvaluation;
+    } else if (flag == "--on-error") {
+      if (v != "skip" && v != "error") usage(2);
+      o.on_error = v == "skip" ? stoke::OnError::kSkip : stoke::OnError::kError;
+    } else if (flag == "--prefetch") {
+      o.prefetch = static_cast<int>(parse_number(flag, v, 1));
+    } else if (flag == "--chunk") {
+      o.chunk = static_cast<int>(parse_number(flag, v, 1));
+    } else {
+      std::fprintf(stderr, "stoke-bench: unknown option %s\n", flag.c_str());
+      usage(2);
+    }
+  }
+  return a;
+}
+
+// Resident memory of this process in MiB, from /proc/self/status.
+double rss_mib(const char* field = "VmRSS:") {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field, 0) == 0) return std::stod(line.substr(std::strlen(field))) / 1024.0;
+  }
+  return 0;
+}
+
+std::string with_commas(double v) {
+  const std::string digits = std::to_string(static_cast<long long>(v + 0.5));
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+std::string hex128(const XXH128_hash_t& h) {
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
+  return buf;
+}
+
+class Progress {
+ public:
+  Progress(std::int64_t total, bool enabled) : total_(total), enabled_(enabled) {}
+  void update(std::int64_t done, std::int64_t epoch, std::int64_t epochs, double rate) {
+    const auto now = Clock::now();
+    if (!enabled_ || (now - last_ < std::chrono::milliseconds(200) && done != total_)) return;
+    last_ = now;
+    const int width = 30;
+    const int filled = static_cast<int>(width * done / std::max<std::int64_t>(total_, 1));
+    std::fprintf(stderr, "\repoch %lld/%lld [%s%s] %lld/%lld batches  %s samples/s   ",
+                 static_cast<long long>(epoch + 1), static_cast<long long>(epochs),
+                 std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
+                 static_cast<long long>(done), static_cast<long long>(total_),
+                 with_commas(rate).c_str());
+    if (done == total_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  std::int64_t total_;
+  bool enabled_;
+  Clock::time_point last_{};
+};
+
+int run(const Args& args) {
+  stoke::Loader loader(args.options);
+  const auto& o = args.options;
+  const std::int64_t bpe = loader.batches_per_epoch();
+  if (!args.json || ::isatty(STDOUT_FILENO)) {
+    std::printf("stoke-bench %s\n", stoke::version());
+    std::printf("  data       %s (%lld samples)\n", o.data.c_str(),
+                static_cast<long long>(loader.dataset_size()));
+    std::printf("  pipeline   ");
+    std::string steps = loader.pipeline().describe();
+    for (char& ch : steps) ch = ch == '\n' ? ';' : ch;
+    std::printf("%s\n", steps.c_str());
+    std::printf("  batch      %d per rank (rank %d of %d) on %s, %lld batches per epoch\n",
+                o.batch, loader.rank(), loader.world(), o.devices.to_string().c_str(),
+                static_cast<long long>(bpe));
+    std::printf("  workers    %d%s\n", o.workers, o.workers == 0 ? " (in-process)" : "");
+    std::fflush(stdout);
+  }
+
+  XXH3_state_t* hash = XXH3_createState();
+  XXH3_128bits_reset(hash);
+  std::vector<double> rss_per_epoch;
+  Progress progress(bpe, ::isatty(STDERR_FILENO) != 0);
+  const auto started = Clock::now();
+  for (std::int64_t e = 0; e < args.epochs; ++e) {
+    loader.set_epoch(e);
+    std::int64_t done = 0;
+    while (auto batch = loader.next()) {
+      XXH3_128bits_update(hash, batch->pixels().data(), batch->pixels().size_bytes());
+      XXH3_128bits_update(hash, batch->labels().data(), batch->labels().size_bytes());
+      XXH3_128bits_update(hash, batch->valid().data(), batch->valid().size_bytes());
+      ++done;
+      const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
+      progress.update(done, e, args.epochs,
+                      elapsed > 0 ? static_cast<double>(loader.stats().samples) / elapsed : 0);
+    }
+    rss_per_epoch.push_back(rss_mib());
+  }
+  const stoke::Stats s = loader.stats();
+  const std::string checksum = hex128(XXH3_128bits_digest(hash));
+  XXH3_freeState(hash);
+
+  if (!args.json || ::isatty(STDOUT_FILENO)) {
+    std::printf("result\n");
+    std::printf("  delivered  %lld batches, %lld samples (%lld padding repeats), %lld skipped\n",
+                static_cast<long long>(s.batches), static_cast<long long>(s.samples),
+                static_cast<long long>(s.padded), static_cast<long long>(s.skipped));
+    for (const auto& [reason, n] : s.skipped_by_reason)
+      std::printf("               %s: %lld\n", reason.c_str(), static_cast<long long>(n));
+    std::printf("  throughput %s samples/s\n", with_commas(s.samples_per_s).c_str());
+    std::printf("  startup    %.3f s (construction to first batch)\n", s.startup_s);
+    std::printf("  waiting    %.1f%% of the consumer's time\n", 100 * s.wait_fraction);
+    std::printf("  memory     %.1f MiB resident (peak %.1f), arena %.1f MiB\n", rss_mib(),
+                rss_mib("VmHWM:"), static_cast<double>(s.arena_bytes) / (1 << 20));
+    std::printf("  restarts   %lld worker restarts\n", static_cast<long long>(s.worker_restarts));
+    std::printf("  checksum   xxh3-128 %s\n", checksum.c_str());
+  }
+  if (args.json) {
+    nlohmann::json j;
+    j["version"] = stoke::version();
+    j["data"] = o.data;
+    j["dataset_size"] = loader.dataset_size();
+    j["batch"] = o.batch;
+    j["devices"] = o.devices.to_string();
+    j["workers"] = o.workers;
+    j["epochs"] = args.epochs;
+    j["samples"] = s.samples;
+    j["batches"] = s.batches;
+    j["padded"] = s.padded;
+    j["skipped"] = s.skipped;
+    j["skipped_by_reason"] = s.skipped_by_reason;
+    j["samples_per_s"] = s.samples_per_s;
+    j["startup_s"] = s.startup_s;
+    j["wait_fraction"] = s.wait_fraction;
+    j["worker_restarts"] = s.worker_restarts;
+    j["rss_mib"] = rss_mib();
+    j["rss_mib_per_epoch"] = rss_per_epoch;
+    j["checksum"] = checksum;
+    std::printf("%s\n", j.dump().c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(parse_args(argc, argv));
+  } catch (const stoke::ConfigError& e) {
+    std::fprintf(stderr, "stoke-bench: invalid configuration: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "stoke-bench: %s\n", e.what());
+    return 1;
+  }
+}

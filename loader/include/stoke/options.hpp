@@ -1,0 +1,81 @@
+#pragma once
+// Loader configuration. Thread-safety: plain value types.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stoke/pipeline.hpp"
+#include "stoke/state.hpp"
+
+namespace stoke {
+
+enum class LastBatch { kPad, kDrop };
+enum class OnError { kSkip, kError };
+enum class Split { kTrain, kTest };
+// Built-in pipelines, used when Options::pipeline is unset.
+//   kTraining:   photographs: random-resized-crop + horizontal flip;
+//                small images (IDX): pad-(side/7) random crop + horizontal flip.
+//   kEvaluation: resize the shorter side, then centre crop.
+enum class Augment { kTraining, kEvaluation };
+
+// The devices one rank feeds. Every batch is split into count() equal chunks, one per device.
+struct DeviceSet {
+  enum class Kind { kCpu, kCuda };
+  Kind kind = Kind::kCpu;
+  int count = 1;
+
+  // Parses "cpu:G" (G host devices) or "auto". Throws ConfigError on anything else.
+  static DeviceSet parse(std::string_view spec);
+  std::string to_string() const;
+};
+
+struct Options {
+  // Dataset: an image-folder tree root/<class>/<image>, a list file (path<TAB>label per line,
+  // paths relative to the list), or a folder holding MNIST-style IDX files (plain or .gz).
+  std::string data;
+  Split split = Split::kTrain;  // IDX data only
+
+  int batch = 256;  // per rank; must be a multiple of devices.count
+  DeviceSet devices;
+  int workers = 2;  // 0 runs the pipeline in-process on the calling thread
+
+  std::uint64_t seed = 0;
+  bool shuffle = true;
+  LastBatch last_batch = LastBatch::kPad;
+  OnError on_error = OnError::kSkip;
+
+  // Rank and world size; -1 reads RANK/WORLD_SIZE (torchrun) or OMPI_COMM_WORLD_RANK/_SIZE
+  // (mpirun) from the environment, else 0 and 1.
+  int rank = -1;
+  int world = -1;
+
+  // The sample pipeline. Unset: the `augment` preset at height x width, which default to the
+  // IDX images' own size (gray) or 224x224 (RGB) for image files.
+  std::optional<Pipeline> pipeline;
+  Augment augment = Augment::kTraining;
+  int height = 0;
+  int width = 0;
+
+  int prefetch = 0;        // batch slots; 0 = 2 * workers + 2
+  int chunk = 0;           // samples per unit of work; 0 = batch / (2 * workers), at least 1
+  std::size_t memory_budget = 0;  // bytes for batch slots, held ones included; 0 = 2 GiB
+  std::optional<LoaderState> resume;  // start at this position instead of epoch 0, batch 0
+
+  std::string worker_path;  // stoke-worker to run; empty = the one installed beside the library
+  // Receives one line per notable event (skipped file, worker restart). Default: stderr.
+  std::function<void(std::string_view)> log;
+};
+
+// Reads rank/world from the launcher's environment as described above.
+struct RankInfo {
+  int rank = 0;
+  int world = 1;
+};
+RankInfo rank_from_environment();
+
+}  // namespace stoke

@@ -1,0 +1,88 @@
+#pragma once
+// A declarative, serializable description of how one sample becomes an output image.
+//
+// Thread-safety: a Pipeline is a value type; concurrent const access is safe.
+//
+// A pipeline is a list of steps applied in order after decoding, ending in an image of exactly
+// output_height() x output_width() x output_channels() uint8 pixels. Random steps draw from a
+// generator seeded only by (seed, epoch, global sample position), so the same sample at the same
+// position always produces the same bytes, whatever process or thread runs it.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stoke {
+
+enum class StepKind : std::uint32_t {
+  kResizeShorter = 1,      // scale so the shorter side equals `size`
+  kResize = 2,             // scale to exactly height x width
+  kCenterCrop = 3,         // crop height x width around the centre (pads with 0 if larger)
+  kRandomResizedCrop = 4,  // torchvision RandomResizedCrop(scale, ratio) to height x width
+  kHorizontalFlip = 5,     // mirror left-right with probability `probability`
+  kPadRandomCrop = 6,      // pad `pad` pixels of 0 on every side, then crop height x width
+  kColorJitter = 7,        // brightness and contrast factors drawn from [1-b, 1+b], [1-c, 1+c]
+};
+
+// One step. A plain struct so a pipeline can be copied byte-for-byte into shared memory.
+struct Step {
+  StepKind kind{};
+  std::int32_t size = 0;
+  std::int32_t height = 0;
+  std::int32_t width = 0;
+  std::int32_t pad = 0;
+  float probability = 0.f;
+  float scale_min = 0.f;
+  float scale_max = 0.f;
+  float ratio_min = 0.f;
+  float ratio_max = 0.f;
+  float brightness = 0.f;
+  float contrast = 0.f;
+};
+
+class Pipeline {
+ public:
+  // REQUIRES: channels is 1 (gray) or 3 (RGB).
+  Pipeline(int output_height, int output_width, int channels);
+
+  Pipeline& resize_shorter(int size);
+  Pipeline& resize(int height, int width);
+  Pipeline& center_crop(int height, int width);
+  Pipeline& random_resized_crop(int height, int width, float scale_min = 0.08f,
+                                float scale_max = 1.0f, float ratio_min = 3.f / 4.f,
+                                float ratio_max = 4.f / 3.f);
+  Pipeline& horizontal_flip(float probability = 0.5f);
+  Pipeline& pad_random_crop(int pad, int height, int width);
+  Pipeline& color_jitter(float brightness, float contrast);
+
+  // The training pipeline for a dataset whose images are about `source_size` pixels on a side:
+  // random-resized-crop + flip for photographs, pad-(size/7) random crop + flip for small images
+  // (28x28 digits and the like).
+  static Pipeline training(int height, int width, int channels, bool small_images);
+  // The evaluation pipeline: resize the shorter side (to size/0.875 for photographs, to the
+  // output size for small images), then centre crop.
+  static Pipeline evaluation(int height, int width, int channels, bool small_images);
+
+  int output_height() const { return height_; }
+  int output_width() const { return width_; }
+  int output_channels() const { return channels_; }
+  const std::vector<Step>& steps() const { return steps_; }
+
+  // Throws ConfigError when a parameter is out of range or the steps cannot end in a fixed
+  // output size. `fixed_source` is the source size when every sample has the same size
+  // (IDX data), or {0, 0} for decoded files of varying size.
+  void validate(int source_height, int source_width) const;
+
+  // One line per step, e.g. "random_resized_crop 224x224 scale [0.08, 1] ratio [0.75, 1.33]".
+  std::string describe() const;
+
+ private:
+  Pipeline& add(const Step& step);
+
+  int height_;
+  int width_;
+  int channels_;
+  std::vector<Step> steps_;
+};
+
+}  // namespace stoke

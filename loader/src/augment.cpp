@@ -1,0 +1,248 @@
+#include "augment.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+
+namespace stoke::detail {
+namespace {
+
+std::uint8_t clamp_u8(double v) {
+  return static_cast<std::uint8_t>(std::clamp(std::nearbyint(v), 0.0, 255.0));
+}
+
+// Mirrors `n` pixels of `c` channels from src (left to right) into dst (right to left).
+void copy_mirrored(std::uint8_t* dst, const std::uint8_t* src, int n, int c) {
+  if (c == 1) {
+    for (int i = 0; i < n; ++i) dst[i] = src[n - 1 - i];
+    return;
+  }
+  for (int i = 0; i < n; ++i) std::memcpy(dst + i * c, src + (n - 1 - i) * c, c);
+}
+
+}  // namespace
+
+void Augmenter::run(const Step* steps, int step_count, const ImageRef& source, SampleRng& rng,
+                    std::uint8_t* dst, int out_height, int out_width, int out_channels) {
+  lut_active_ = false;
+  next_scratch_ = 0;
+  Window w{source, 0, 0, source.width, source.height, false};
+  for (int i = 0; i < step_count; ++i) {
+    const Step& s = steps[i];
+    switch (s.kind) {
+      case StepKind::kResizeShorter: {
+        const double scale = static_cast<double>(s.size) / std::min(w.height, w.width);
+        if (w.height <= w.width)
+          resize_to(w, s.size, static_cast<int>(w.width * scale));
+        else
+          resize_to(w, static_cast<int>(w.height * scale), s.size);
+        break;
+      }
+      case StepKind::kResize: resize_to(w, s.height, s.width); break;
+      case StepKind::kCenterCrop:
+        crop(w, static_cast<int>(std::nearbyint((w.width - s.width) / 2.0)),
+             static_cast<int>(std::nearbyint((w.height - s.height) / 2.0)), s.width, s.height);
+        break;
+      case StepKind::kRandomResizedCrop: random_resized_crop(w, s, rng); break;
+      case StepKind::kHorizontalFlip:
+        if (rng.bernoulli(s.probability)) w.flip = !w.flip;
+        break;
+      case StepKind::kPadRandomCrop: {
+        const int span_x = w.width + 2 * s.pad - s.width;
+        const int span_y = w.height + 2 * s.pad - s.height;
+        const int x = span_x >= 0 ? static_cast<int>(rng.below(span_x + 1)) - s.pad : span_x / 2 - s.pad;
+        const int y = span_y >= 0 ? static_cast<int>(rng.below(span_y + 1)) - s.pad : span_y / 2 - s.pad;
+        crop(w, x, y, s.width, s.height);
+        break;
+      }
+      case StepKind::kColorJitter: color_jitter(w, s, rng); break;
+    }
+  }
+  // Validation guarantees the window has the output size here.
+  (void)out_height;
+  (void)out_width;
+  write_output(w, dst, out_channels);
+}
+
+// (x, y) are in the window's own (possibly mirrored) coordinates.
+void Augmenter::crop(Window& w, int x, int y, int width, int height) const {
+  w.x0 += w.flip ? (w.width - x - width) : x;
+  w.y0 += y;
+  w.width = width;
+  w.height = height;
+}
+
+// torchvision's RandomResizedCrop.get_params, drawing from the sample's generator.
+void Augmenter::random_resized_crop(Window& w, const Step& s, SampleRng& rng) {
+  const double area = static_cast<double>(w.width) * w.height;
+  const double log_lo = std::log(static_cast<double>(s.ratio_min));
+  const double log_hi = std::log(static_cast<double>(s.ratio_max));
+  int cw = 0, ch = 0, cx = 0, cy = 0;
+  bool found = false;
+  for (int attempt = 0; attempt < 10 && !found; ++attempt) {
+    const double target = area * rng.uniform(s.scale_min, s.scale_max);
+    const double aspect = std::exp(rng.uniform(log_lo, log_hi));
+    cw = static_cast<int>(std::nearbyint(std::sqrt(target * aspect)));
+    ch = static_cast<int>(std::nearbyint(std::sqrt(target / aspect)));
+    if (cw > 0 && cw <= w.width && ch > 0 && ch <= w.height) {
+      cy = static_cast<int>(rng.below(w.height - ch + 1));
+      cx = static_cast<int>(rng.below(w.width - cw + 1));
+      found = true;
+    }
+  }
+  if (!found) {  // fall back to a centre crop at the nearest allowed aspect ratio
+    const double in_ratio = static_cast<double>(w.width) / w.height;
+    if (in_ratio < s.ratio_min) {
+      cw = w.width;
+      ch = static_cast<int>(std::nearbyint(cw / static_cast<double>(s.ratio_min)));
+    } else if (in_ratio > s.ratio_max) {
+      ch = w.height;
+      cw = static_cast<int>(std::nearbyint(ch * static_cast<double>(s.ratio_max)));
+    } else {
+      cw = w.width;
+      ch = w.height;
+    }
+    cy = (w.height - ch) / 2;
+    cx = (w.width - cw) / 2;
+  }
+  crop(w, cx, cy, std::max(cw, 1), std::max(ch, 1));
+  resize_to(w, s.height, s.width);
+}
+
+// Resizes the window's pixels (ignoring a pending flip, which commutes with resizing).
+void Augmenter::resize_to(Window& w, int height, int width) {
+  height = std::max(height, 1);
+  width = std::max(width, 1);
+  if (height == w.height && width == w.width) return;
+  cv::Mat src = materialize(w);
+  std::vector<std::uint8_t>& buf = scratch_[next_scratch_];
+  next_scratch_ = (next_scratch_ + 1) % 3;
+  const int c = w.src.channels;
+  buf.resize(static_cast<std::size_t>(height) * width * c);
+  cv::Mat dst(height, width, CV_8UC(c), buf.data());
+  const bool shrink = width * 2 <= src.cols && height * 2 <= src.rows;
+  cv::resize(src, dst, dst.size(), 0, 0, shrink ? cv::INTER_AREA : cv::INTER_LINEAR);
+  w.src = ImageRef{buf.data(), height, width, c, static_cast<std::size_t>(width) * c, w.src.bgr};
+  w.x0 = w.y0 = 0;
+  w.width = width;
+  w.height = height;
+}
+
+// The window's pixels, unmirrored, as a Mat: a view when the window lies inside the source and no
+// lookup table is pending, else a copy with zero padding and the table applied.
+cv::Mat Augmenter::materialize(const Window& w) {
+  const ImageRef& s = w.src;
+  const int type = CV_8UC(s.channels);
+  cv::Mat whole(s.height, s.width, type, const_cast<std::uint8_t*>(s.data), s.stride);
+  const bool inside =
+      w.x0 >= 0 && w.y0 >= 0 && w.x0 + w.width <= s.width && w.y0 + w.height <= s.height;
+  if (inside && !lut_active_) return whole(cv::Rect(w.x0, w.y0, w.width, w.height));
+
+  std::vector<std::uint8_t>& buf = scratch_[next_scratch_];
+  next_scratch_ = (next_scratch_ + 1) % 3;
+  buf.assign(static_cast<std::size_t>(w.width) * w.height * s.channels, 0);
+  cv::Mat out(w.height, w.width, type, buf.data());
+  const cv::Rect inter = cv::Rect(w.x0, w.y0, w.width, w.height) & cv::Rect(0, 0, s.width, s.height);
+  if (!inter.empty()) whole(inter).copyTo(out(inter - cv::Point(w.x0, w.y0)));
+  if (lut_active_) {
+    cv::Mat table(1, 256, CV_8U, lut_);
+    cv::LUT(out, table, out);
+    lut_active_ = false;
+  }
+  return out;
+}
+
+// Brightness then contrast (torchvision's order within ColorJitter when both are set), as one
+// lookup table. The contrast pivot is the mean gray level of the window after brightness.
+void Augmenter::color_jitter(const Window& w, const Step& s, SampleRng& rng) {
+  const double b = rng.uniform(1.0 - s.brightness, 1.0 + s.brightness);
+  const double c = rng.uniform(1.0 - s.contrast, 1.0 + s.contrast);
+  const ImageRef& src = w.src;
+  double sum = 0;
+  for (int y = std::max(w.y0, 0); y < std::min(w.y0 + w.height, src.height); ++y) {
+    const std::uint8_t* row = src.data + y * src.stride;
+    for (int x = std::max(w.x0, 0); x < std::min(w.x0 + w.width, src.width); ++x) {
+      const std::uint8_t* p = row + x * src.channels;
+      if (src.channels == 1) {
+        sum += lut_active_ ? lut_[p[0]] : p[0];
+      } else {
+        const int r = src.bgr ? p[2] : p[0], g = p[1], bl = src.bgr ? p[0] : p[2];
+        sum += lut_active_ ? 0.299 * lut_[r] + 0.587 * lut_[g] + 0.114 * lut_[bl]
+                           : 0.299 * r + 0.587 * g + 0.114 * bl;
+      }
+    }
+  }
+  const double mean = b * sum / (static_cast<double>(w.width) * w.height);
+  std::uint8_t next[256];
+  for (int v = 0; v < 256; ++v) {
+    const int in = lut_active_ ? lut_[v] : v;
+    const double bright = std::clamp(in * b, 0.0, 255.0);
+    next[v] = clamp_u8((bright - mean) * c + mean);
+  }
+  std::memcpy(lut_, next, sizeof lut_);
+  lut_active_ = true;
+}
+
+void Augmenter::write_output(const Window& w, std::uint8_t* dst, int out_channels) const {
+  const ImageRef& s = w.src;
+  const int sc = s.channels;
+  const std::size_t row_bytes = static_cast<std::size_t>(w.width) * out_channels;
+  const std::uint8_t fill = lut_active_ ? lut_[0] : 0;
+  // Columns [lo, hi) of the output read source pixels; the rest are padding.
+  int lo, hi;
+  if (!w.flip) {
+    lo = std::clamp(-w.x0, 0, w.width);
+    hi = std::clamp(s.width - w.x0, lo, w.width);
+  } else {  // output x reads source column x0 + width - 1 - x
+    lo = std::clamp(w.x0 + w.width - s.width, 0, w.width);
+    hi = std::clamp(w.x0 + w.width, lo, w.width);
+  }
+  const bool plain = !lut_active_ && sc == out_channels && !(sc == 3 && s.bgr);
+  for (int y = 0; y < w.height; ++y) {
+    std::uint8_t* out = dst + y * row_bytes;
+    const int sy = w.y0 + y;
+    if (sy < 0 || sy >= s.height || lo == hi) {
+      std::memset(out, fill, row_bytes);
+      continue;
+    }
+    std::memset(out, fill, static_cast<std::size_t>(lo) * out_channels);
+    std::memset(out + hi * out_channels, fill, static_cast<std::size_t>(w.width - hi) * out_channels);
+    const std::uint8_t* row = s.data + sy * s.stride;
+    if (plain) {
+      if (!w.flip) {
+        std::memcpy(out + lo * sc, row + (w.x0 + lo) * sc, static_cast<std::size_t>(hi - lo) * sc);
+      } else {
+        const int first_src = w.x0 + w.width - hi;  // source column written at output hi-1
+        copy_mirrored(out + lo * sc, row + first_src * sc, hi - lo, sc);
+      }
+      continue;
+    }
+    for (int x = lo; x < hi; ++x) {
+      const int sx = w.flip ? w.x0 + w.width - 1 - x : w.x0 + x;
+      const std::uint8_t* p = row + sx * sc;
+      std::uint8_t* o = out + x * out_channels;
+      std::uint8_t r, g, b;
+      if (sc == 1) {
+        r = g = b = p[0];
+      } else {
+        r = s.bgr ? p[2] : p[0];
+        g = p[1];
+        b = s.bgr ? p[0] : p[2];
+      }
+      if (out_channels == 3) {
+        o[0] = r;
+        o[1] = g;
+        o[2] = b;
+      } else {
+        o[0] = sc == 1 ? r : static_cast<std::uint8_t>((299 * r + 587 * g + 114 * b + 500) / 1000);
+      }
+      if (lut_active_) {
+        for (int k = 0; k < out_channels; ++k) o[k] = lut_[o[k]];
+      }
+    }
+  }
+}
+
+}  // namespace stoke::detail

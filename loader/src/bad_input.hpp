@@ -1,0 +1,33 @@
+#pragma once
+// Why a sample could not be produced. Thread-safety: constants only.
+
+#include <cstdint>
+
+namespace stoke::detail {
+
+enum class BadInput : std::uint32_t {
+  kNone = 0,
+  kMissing,      // the file does not exist
+  kUnreadable,   // open/read failed for another reason (permissions, I/O error)
+  kEmpty,        // zero bytes
+  kUndecodable,  // not an image any decoder understands, or corrupt
+  kTooLarge,     // absurd dimensions
+  kCount,
+};
+
+inline constexpr int kBadInputCount = static_cast<int>(BadInput::kCount);
+
+inline const char* bad_input_name(BadInput reason) noexcept {
+  switch (reason) {
+    case BadInput::kNone: return "none";
+    case BadInput::kMissing: return "missing";
+    case BadInput::kUnreadable: return "unreadable";
+    case BadInput::kEmpty: return "empty";
+    case BadInput::kUndecodable: return "undecodable";
+    case BadInput::kTooLarge: return "too_large";
+    case BadInput::kCount: break;
+  }
+  return "unknown";
+}
+
+}  // namespace stoke::detail

@@ -1,0 +1,75 @@
+#include "chunk_runner.hpp"
+
+#include <new>
+#include <opencv2/core.hpp>
+
+namespace stoke::detail {
+
+ChunkRunner::ChunkRunner(const ArenaView& arena) : arena_(arena), dataset_(arena) {}
+
+BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst) {
+  const ArenaHeader& h = arena_.header();
+  ImageRef src;
+  if (dataset_.raw()) {
+    src = ImageRef{dataset_.raw_pixels(sample), h.raw_height, h.raw_width, h.raw_channels,
+                   static_cast<std::size_t>(h.raw_width) * h.raw_channels, false};
+  } else {
+    path_.assign(dataset_.path(sample));
+    if (const BadInput r = decoder_.decode(path_, h.out_channels, decoded_); r != BadInput::kNone)
+      return r;
+    src = ImageRef{decoded_.data, decoded_.rows, decoded_.cols, decoded_.channels(),
+                   decoded_.step[0], decoded_.channels() == 3};
+  }
+  try {
+    augmenter_.run(arena_.steps(), static_cast<int>(h.step_count), src, rng, dst, h.out_height,
+                   h.out_width, h.out_channels);
+  } catch (const std::bad_alloc&) {
+    return BadInput::kTooLarge;
+  } catch (const cv::Exception&) {
+    return BadInput::kUndecodable;
+  }
+  return BadInput::kNone;
+}
+
+Completion ChunkRunner::run(const Task& task) noexcept {
+  const ArenaHeader& h = arena_.header();
+  Completion done;
+  done.seq = task.seq;
+  std::uint8_t* pixels = arena_.pixels(task.slot);
+  std::int32_t* labels = arena_.labels(task.slot);
+  std::int64_t* ids = arena_.ids(task.slot);
+  const std::int64_t* planned = arena_.planned_ids(task.slot);
+  const std::int64_t n = dataset_.size();
+  for (std::uint32_t j = task.begin; j < task.begin + task.count; ++j) {
+    const std::int64_t position = task.global_begin + (j - task.begin);
+    const std::int64_t wanted = planned[j];
+    std::uint8_t* dst = pixels + j * h.sample_bytes;
+    // Every attempt at this position draws the same numbers: output depends on the position only.
+    const auto rng = [&] { return SampleRng(h.seed, kSampleStream, task.epoch, position); };
+    std::int64_t sample = wanted;
+    const BadInput reason = produce(wanted, rng(), dst);
+    if (reason != BadInput::kNone) {
+      const auto fail = [&] {
+        done.status = Completion::kDataError;
+        done.reason = static_cast<std::uint32_t>(reason);
+        done.error_sample = wanted;
+        return done;
+      };
+      if (!h.on_error_skip) return fail();
+      done.skipped_by_reason[static_cast<int>(reason)] += 1;
+      if (done.reported < Completion::kMaxReported)
+        done.skipped[done.reported++] = SkippedSample{wanted, static_cast<std::uint32_t>(reason), 0};
+      bool replaced = false;
+      for (int k = 1; k <= kMaxSubstitutes && !replaced; ++k) {
+        sample = (wanted + k) % n;
+        replaced = produce(sample, rng(), dst) == BadInput::kNone;
+      }
+      if (!replaced) return fail();
+    }
+    labels[j] = dataset_.label(sample);
+    ids[j] = sample;
+  }
+  return done;
+}
+
+}  // namespace stoke::detail

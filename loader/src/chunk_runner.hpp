@@ -1,0 +1,39 @@
+#pragma once
+// Produces the samples one Task names, straight into the task's slot. The same code runs in
+// stoke-worker processes and in-process (workers = 0), which is why their bytes are identical.
+// Thread-safety: one ChunkRunner per thread; it owns decode and resize buffers.
+
+#include <opencv2/core/mat.hpp>
+#include <string>
+
+#include "arena_layout.hpp"
+#include "augment.hpp"
+#include "dataset_index.hpp"
+#include "decode.hpp"
+
+namespace stoke::detail {
+
+class ChunkRunner {
+ public:
+  explicit ChunkRunner(const ArenaView& arena);
+
+  // Writes pixels, labels and actual sample ids of samples [task.begin, task.begin + task.count)
+  // of task.slot. Never throws for bad input; reports it in the Completion.
+  Completion run(const Task& task) noexcept;
+
+ private:
+  // Produces one sample into `dst`; returns why it could not.
+  BadInput produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst);
+
+  ArenaView arena_;
+  DatasetView dataset_;
+  Augmenter augmenter_;
+  ImageDecoder decoder_;
+  cv::Mat decoded_;
+  std::string path_;
+};
+
+// Substitutes tried, in order, for a bad sample under OnError::kSkip: sample + 1, + 2, ...
+inline constexpr int kMaxSubstitutes = 16;
+
+}  // namespace stoke::detail

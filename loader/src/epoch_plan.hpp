@@ -1,0 +1,57 @@
+#pragma once
+// The global epoch plan. Thread-safety: const methods are safe from any thread once constructed,
+// except batch(), which caches permutations and must be called by one thread at a time.
+//
+// Each epoch, a seeded permutation of the N samples (or the identity when not shuffling) is
+// padded by repeating from its start (LastBatch::kPad) or truncated (kDrop) to a whole number of
+// global batches of B x W samples. Global batch k is positions [k*B*W, (k+1)*B*W); rank r takes
+// positions [k*B*W + r*B, k*B*W + (r+1)*B), and device g of that rank takes its g-th sub-chunk
+// of B/G. So W ranks x 1 device see exactly what 1 rank x W devices see.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "stoke/options.hpp"
+
+namespace stoke::detail {
+
+struct PlanConfig {
+  std::int64_t samples = 0;  // N
+  int batch = 0;             // B, per rank
+  int devices = 1;           // G
+  int rank = 0;
+  int world = 1;             // W
+  std::uint64_t seed = 0;
+  bool shuffle = true;
+  LastBatch last_batch = LastBatch::kPad;
+};
+
+// Throws ConfigError (with a suggested fix) when the configuration cannot produce batches.
+void validate_plan(const PlanConfig& config);
+
+class EpochPlan {
+ public:
+  explicit EpochPlan(const PlanConfig& config);
+
+  std::int64_t batches_per_epoch() const { return batches_; }
+  const PlanConfig& config() const { return config_; }
+
+  // Fills the B sample ids and valid flags of this rank's batch `index` of `epoch`, and returns
+  // the global position of its first sample.
+  // REQUIRES: 0 <= index < batches_per_epoch(); ids.size() == valid.size() == B.
+  std::int64_t batch(std::int64_t epoch, std::int64_t index, std::span<std::int64_t> ids,
+                     std::span<std::uint8_t> valid);
+
+  // The epoch's sample order before padding (a permutation of 0..N-1).
+  const std::vector<std::int64_t>& order(std::int64_t epoch);
+
+ private:
+  PlanConfig config_;
+  std::int64_t batches_ = 0;
+  std::int64_t cached_epoch_[2] = {-1, -1};
+  std::vector<std::int64_t> cached_order_[2];
+  int next_cache_ = 0;
+};
+
+}  // namespace stoke::detail

@@ -1,0 +1,672 @@
+#include "stoke/loader.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <future>
+#include <map>
+#include <thread>
+
+#include "build_info.hpp"
+#include "chunk_runner.hpp"
+#include "dataset_index.hpp"
+#include "epoch_plan.hpp"
+#include "loader_core.hpp"
+#include "worker_exit_codes.hpp"
+#include "worker_locate.hpp"
+#include "worker_pool.hpp"
+
+namespace stoke {
+
+using namespace detail;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int kTasksInFlightPerWorker = 4;
+constexpr int kMaxRedo = 3;  // a chunk whose worker died this often is declared fatal
+constexpr std::size_t kDefaultMemoryBudget = std::size_t{2} << 30;
+constexpr auto kStartupTimeout = std::chrono::seconds(30);
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+void default_log(std::string_view line) {
+  std::fprintf(stderr, "stoke: %.*s\n", static_cast<int>(line.size()), line.data());
+}
+
+void drain_eventfd(int fd) {
+  std::uint64_t v;
+  while (::read(fd, &v, sizeof v) > 0) {
+  }
+}
+
+}  // namespace
+
+class Loader::Impl {
+ public:
+  Impl(Options options, DatasetIndex index);
+  ~Impl();
+
+  std::optional<Batch> next();
+  void set_epoch(std::int64_t epoch);
+  LoaderState state() const;
+  Stats stats() const;
+
+  std::int64_t batches_per_epoch() const { return bpe_; }
+  std::int64_t dataset_size() const { return plan_.config().samples; }
+  int rank() const { return plan_.config().rank; }
+  int world() const { return plan_.config().world; }
+  const Pipeline& pipeline() const { return pipeline_; }
+
+ private:
+  static Pipeline choose_pipeline(const Options& o, const DatasetIndex& index);
+  static PlanConfig plan_config(const Options& o, std::int64_t samples);
+  void lay_out_arena(const DatasetIndex& index);
+
+  // Everything named *_locked runs with core_->mutex held.
+  int free_slot_locked() const;
+  int slot_of_locked(std::int64_t seq) const;
+  void assign_locked(int slot, std::int64_t seq);
+  void assign_free_slots_locked();
+  bool grow_locked();
+  void reposition_locked(std::int64_t epoch, std::int64_t batch);
+  void complete_locked(const Task& task, const Completion& done);
+  void fill_inline(std::unique_lock<std::mutex>& lock, int slot);
+  Batch deliver_locked(int slot);
+  std::string describe_sample(std::int64_t sample) const;
+
+  // Supervisor thread.
+  void supervise(std::promise<void>& started);
+  void start_workers();
+  void dispatch_locked();
+  void drain_completions_locked(int worker);
+  void handle_exit_locked(int worker);
+  void log(const std::string& line) const { options_.log ? options_.log(line) : default_log(line); }
+
+  Options options_;
+  Pipeline pipeline_;
+  EpochPlan plan_;
+  const std::int64_t bpe_;  // batches per epoch
+  const int workers_;
+  int chunk_ = 1;
+  std::size_t slot_capacity_ = 0;
+  std::shared_ptr<LoaderCore> core_;
+  std::unique_ptr<DatasetView> dataset_;  // the arena's index, to name bad files
+  const Clock::time_point created_;
+
+  // Guarded by core_->mutex.
+  std::int64_t epoch_ = 0;       // consumer position: the next batch is (epoch_, next_batch_)
+  std::int64_t next_batch_ = 0;  // in [0, bpe_]; bpe_ means "epoch exhausted, say so next"
+  std::int64_t assign_seq_ = 0;  // next batch sequence (epoch * bpe_ + index) to give a slot
+  std::uint64_t next_task_seq_ = 1;
+  std::deque<Task> pending_;     // tasks not yet handed to a worker
+  std::string data_error_;       // sticky: OnError::kError stops the loader
+  std::exception_ptr fatal_;     // sticky: the supervisor could not keep workers alive
+  bool stop_ = false;
+  Stats stats_;
+  bool delivered_any_ = false;
+  Clock::time_point first_delivery_{}, last_delivery_{};
+
+  // Supervisor thread only.
+  std::unique_ptr<ChunkRunner> inline_runner_;  // workers == 0 (used by the consumer thread)
+  std::unique_ptr<WorkerPool> pool_;
+  std::vector<std::deque<Task>> in_flight_;  // guarded by the mutex too (read by reposition)
+  std::map<std::uint64_t, int> redo_;
+  int done_fd_ = -1;
+  std::thread supervisor_;
+};
+
+// ---- construction --------------------------------------------------------------------------
+
+Pipeline Loader::Impl::choose_pipeline(const Options& o, const DatasetIndex& index) {
+  if (o.pipeline) return *o.pipeline;
+  if ((o.height > 0) != (o.width > 0) || o.height < 0 || o.width < 0)
+    throw ConfigError("set both height and width (e.g. 224x224), or neither for the default size");
+  const bool raw = index.kind == DatasetKind::kRaw;
+  const int h = o.height > 0 ? o.height : (raw ? index.height : 224);
+  const int w = o.width > 0 ? o.width : (raw ? index.width : 224);
+  const int c = raw ? index.channels : 3;
+  if (o.augment == Augment::kEvaluation) return Pipeline::evaluation(h, w, c, raw);
+  if (!raw) return Pipeline::training(h, w, c, false);
+  // Small images: bring them to the output size first, then the pad-crop-flip recipe.
+  Pipeline p(h, w, c);
+  if (h != index.height || w != index.width) p.resize(h, w);
+  p.pad_random_crop(std::max(1, std::min(h, w) / 7), h, w).horizontal_flip(0.5f);
+  return p;
+}
+
+PlanConfig Loader::Impl::plan_config(const Options& o, std::int64_t samples) {
+  RankInfo ranks = rank_from_environment();
+  if (o.rank >= 0) ranks.rank = o.rank;
+  if (o.world >= 0) ranks.world = o.world;
+  return PlanConfig{samples, o.batch, o.devices.count, ranks.rank, ranks.world,
+                    o.seed,  o.shuffle, o.last_batch};
+}
+
+Loader::Impl::Impl(Options options, DatasetIndex index)
+    : options_(std::move(options)),
+      pipeline_(choose_pipeline(options_, index)),
+      plan_(plan_config(options_, index.size)),
+      bpe_(plan_.batches_per_epoch()),
+      workers_(options_.workers),
+      created_(Clock::now()) {
+  if (index.kind == DatasetKind::kRaw)
+    pipeline_.validate(index.height, index.width);
+  else
+    pipeline_.validate(0, 0);
+  const int b = options_.batch;
+  chunk_ = options_.chunk > 0 ? std::min(options_.chunk, b)
+                              : (workers_ == 0 ? b : std::max(1, (b + 2 * workers_ - 1) / (2 * workers_)));
+  for (const RejectedFile& r : index.rejected) {
+    stats_.skipped += 1;
+    stats_.skipped_by_reason[bad_input_name(r.reason)] += 1;
+    log("skipped " + r.path + " while indexing: " + bad_input_name(r.reason));
+  }
+  lay_out_arena(index);
+  index = DatasetIndex{};  // the arena holds it now
+  dataset_ = std::make_unique<DatasetView>(core_->view);
+  if (options_.resume) {
+    const LoaderState& s = *options_.resume;
+    if (s.dataset_size != plan_.config().samples ||
+        s.global_batch != std::int64_t{b} * plan_.config().world || s.seed != options_.seed)
+      throw ConfigError("cannot resume from '" + s.serialize() + "': it was saved with another "
+                        "dataset size, global batch or seed (now dataset_size=" +
+                        std::to_string(plan_.config().samples) + " global_batch=" +
+                        std::to_string(std::int64_t{b} * plan_.config().world) +
+                        " seed=" + std::to_string(options_.seed) + ")");
+    if (s.epoch < 0 || s.next_batch < 0 || s.next_batch > bpe_)
+      throw ConfigError("cannot resume from '" + s.serialize() + "': next_batch must be in 0.." +
+                        std::to_string(bpe_));
+    epoch_ = s.epoch;
+    next_batch_ = s.next_batch;
+    assign_seq_ = epoch_ * bpe_ + next_batch_;
+  }
+  if (workers_ == 0) {
+    inline_runner_ = std::make_unique<ChunkRunner>(core_->view);
+    return;
+  }
+  const std::string exe = locate_worker(options_.worker_path);
+  done_fd_ = raise_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "an eventfd");
+  pool_ = std::make_unique<WorkerPool>(core_->view, core_->arena.fd(), done_fd_, exe);
+  in_flight_.resize(static_cast<std::size_t>(workers_));
+  std::promise<void> started;
+  auto ready = started.get_future();
+  supervisor_ = std::thread([this, &started] { supervise(started); });
+  try {
+    ready.get();
+  } catch (...) {
+    supervisor_.join();
+    ::close(done_fd_);
+    throw;
+  }
+}
+
+void Loader::Impl::lay_out_arena(const DatasetIndex& index) {
+  const int b = options_.batch;
+  ArenaHeader h;
+  std::snprintf(h.version, sizeof h.version, "%s", worker_version_tag().c_str());
+  h.dataset_kind = index.kind;
+  h.on_error_skip = options_.on_error == OnError::kSkip ? 1 : 0;
+  h.sample_count = index.size;
+  h.raw_height = index.height;
+  h.raw_width = index.width;
+  h.raw_channels = index.channels;
+  h.seed = options_.seed;
+  h.out_height = pipeline_.output_height();
+  h.out_width = pipeline_.output_width();
+  h.out_channels = pipeline_.output_channels();
+  h.step_count = static_cast<std::uint32_t>(pipeline_.steps().size());
+  h.batch = static_cast<std::uint32_t>(b);
+  h.worker_capacity = static_cast<std::uint32_t>(workers_);
+  h.worker_stride = align_up(sizeof(WorkerRecord), 64);
+  h.sample_bytes = std::size_t(h.out_height) * h.out_width * h.out_channels;
+  // Slot: pixels | labels | ids | planned ids | valid, each 64-byte aligned.
+  h.labels_offset = align_up(h.sample_bytes * b, 64);
+  h.ids_offset = align_up(h.labels_offset + sizeof(std::int32_t) * b, 64);
+  h.planned_offset = align_up(h.ids_offset + sizeof(std::int64_t) * b, 64);
+  h.valid_offset = align_up(h.planned_offset + sizeof(std::int64_t) * b, 64);
+  h.slot_stride = align_up(h.valid_offset + b, kPage);
+
+  h.index_offset = kPage;
+  h.index_size = index.arena_bytes();
+  h.steps_offset = align_up(h.index_offset + h.index_size, kPage);
+  h.workers_offset = align_up(h.steps_offset + sizeof(Step) * h.step_count, kPage);
+  h.slots_offset = align_up(h.workers_offset + h.worker_stride * h.worker_capacity, kPage);
+
+  const std::size_t initial = options_.prefetch > 0 ? options_.prefetch : 2 * workers_ + 2;
+  const std::size_t budget = options_.memory_budget > 0 ? options_.memory_budget : kDefaultMemoryBudget;
+  slot_capacity_ = std::max(initial, budget / h.slot_stride);
+  h.slot_capacity = static_cast<std::uint32_t>(slot_capacity_);
+  h.total_size = h.slots_offset + slot_capacity_ * h.slot_stride;
+
+  core_ = std::make_shared<LoaderCore>(h.total_size, h.slots_offset + initial * h.slot_stride);
+  core_->devices = options_.devices.count;
+  core_->batch = b;
+  core_->height = h.out_height;
+  core_->width = h.out_width;
+  core_->channels = h.out_channels;
+  core_->slots.resize(initial);
+  std::uint8_t* base = core_->arena.base();
+  std::memcpy(base, &h, sizeof h);
+  index.write_to(base + h.index_offset);
+  std::memcpy(base + h.steps_offset, pipeline_.steps().data(), sizeof(Step) * h.step_count);
+  for (std::uint32_t i = 0; i < h.worker_capacity; ++i) new (&core_->view.worker(i)) WorkerRecord();
+}
+
+Loader::Impl::~Impl() {
+  {
+    std::lock_guard lock(core_->mutex);
+    stop_ = true;
+  }
+  core_->wake();
+  if (supervisor_.joinable()) supervisor_.join();
+  if (done_fd_ >= 0) ::close(done_fd_);
+  // Batches still held keep core_ (and the arena mapping) alive; nothing else refers to us.
+}
+
+// ---- slots and the plan --------------------------------------------------------------------
+
+int Loader::Impl::free_slot_locked() const {
+  for (std::size_t i = 0; i < core_->slots.size(); ++i) {
+    if (core_->slots[i].state == SlotInfo::kFree) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int Loader::Impl::slot_of_locked(std::int64_t seq) const {
+  for (std::size_t i = 0; i < core_->slots.size(); ++i) {
+    const SlotInfo& s = core_->slots[i];
+    if (s.seq == seq && (s.state == SlotInfo::kFilling || s.state == SlotInfo::kReady))
+      return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void Loader::Impl::assign_locked(int slot, std::int64_t seq) {
+  const ArenaView& view = core_->view;
+  const auto s = static_cast<std::uint32_t>(slot);
+  const int b = options_.batch;
+  const std::int64_t epoch = seq / bpe_;
+  const std::int64_t index = seq % bpe_;
+  const std::int64_t first = plan_.batch(epoch, index, {view.planned_ids(s), std::size_t(b)},
+                                         {view.valid(s), std::size_t(b)});
+  SlotInfo& info = core_->slots[slot];
+  info = SlotInfo{};
+  info.state = SlotInfo::kFilling;
+  info.seq = seq;
+  info.epoch = epoch;
+  info.index = index;
+  info.padded = static_cast<int>(std::count(view.valid(s), view.valid(s) + b, 0));
+  for (int begin = 0; begin < b; begin += chunk_) {
+    Task t;
+    t.seq = next_task_seq_++;
+    t.slot = s;
+    t.epoch = epoch;
+    t.global_begin = first + begin;
+    t.begin = static_cast<std::uint32_t>(begin);
+    t.count = static_cast<std::uint32_t>(std::min(chunk_, b - begin));
+    pending_.push_back(t);
+    info.pending += 1;
+  }
+}
+
+void Loader::Impl::assign_free_slots_locked() {
+  for (int slot = free_slot_locked(); slot >= 0; slot = free_slot_locked()) {
+    assign_locked(slot, assign_seq_++);
+  }
+}
+
+// Adds a slot when the consumer holds every one. False when the memory budget is exhausted.
+bool Loader::Impl::grow_locked() {
+  const std::size_t n = core_->slots.size();
+  if (n >= slot_capacity_) return false;
+  const ArenaHeader& h = core_->view.header();
+  core_->arena.reserve(h.slots_offset + (n + 1) * h.slot_stride);
+  core_->slots.emplace_back();
+  log("the consumer holds all " + std::to_string(n) + " batch slots; added slot " +
+      std::to_string(n + 1) + " of at most " + std::to_string(slot_capacity_));
+  return true;
+}
+
+void Loader::Impl::reposition_locked(std::int64_t epoch, std::int64_t batch) {
+  const std::int64_t old_seq = epoch_ * bpe_ + next_batch_;
+  const std::int64_t seq = epoch * bpe_ + batch;
+  epoch_ = epoch;
+  next_batch_ = batch;
+  // Batches prepared in [old_seq, assign_seq_) stay useful from `seq` on when seq lies inside.
+  const bool keep_ahead = old_seq <= seq && seq <= assign_seq_;
+  for (auto& s : core_->slots) {
+    if (s.state != SlotInfo::kFilling && s.state != SlotInfo::kReady) continue;
+    if (keep_ahead && s.seq >= seq) continue;
+    s.state = s.pending > 0 ? SlotInfo::kOrphan : SlotInfo::kFree;
+  }
+  std::deque<Task> keep;
+  for (const Task& t : pending_) {
+    SlotInfo& s = core_->slots[t.slot];
+    if (s.state != SlotInfo::kOrphan) {
+      keep.push_back(t);
+    } else if (--s.pending == 0) {
+      s.state = SlotInfo::kFree;
+    }
+  }
+  pending_.swap(keep);
+  if (!keep_ahead) assign_seq_ = seq;
+  core_->wake();
+}
+
+void Loader::Impl::complete_locked(const Task& task, const Completion& done) {
+  SlotInfo& s = core_->slots[task.slot];
+  for (std::uint32_t i = 0; i < done.reported; ++i) {
+    log("skipped " + describe_sample(done.skipped[i].sample) + ": " +
+        bad_input_name(static_cast<BadInput>(done.skipped[i].reason)) +
+        " (replaced by a neighbouring sample)");
+  }
+  for (int r = 0; r < kBadInputCount; ++r) s.skipped[r] += done.skipped_by_reason[r];
+  if (done.status == Completion::kDataError && s.error.empty()) {
+    s.error = describe_sample(done.error_sample) + ": " +
+              bad_input_name(static_cast<BadInput>(done.reason)) +
+              (options_.on_error == OnError::kSkip ? " (and no substitute could be produced)"
+                                                   : "");
+  }
+  redo_.erase(task.seq);
+  if (--s.pending > 0) return;
+  if (s.state == SlotInfo::kFilling) {
+    s.state = SlotInfo::kReady;
+    core_->cv.notify_all();
+  } else if (s.state == SlotInfo::kOrphan) {
+    s.state = SlotInfo::kFree;
+  }
+}
+
+std::string Loader::Impl::describe_sample(std::int64_t sample) const {
+  if (dataset_->raw()) return options_.data + " sample " + std::to_string(sample);
+  return std::string(dataset_->path(sample)) + " (sample " + std::to_string(sample) + ")";
+}
+
+void Loader::Impl::fill_inline(std::unique_lock<std::mutex>& lock, int slot) {
+  std::vector<Task> tasks(pending_.begin(), pending_.end());
+  pending_.clear();
+  lock.unlock();
+  std::vector<Completion> done;
+  done.reserve(tasks.size());
+  for (const Task& t : tasks) done.push_back(inline_runner_->run(t));
+  lock.lock();
+  for (std::size_t i = 0; i < tasks.size(); ++i) complete_locked(tasks[i], done[i]);
+  (void)slot;
+}
+
+// ---- consumer ------------------------------------------------------------------------------
+
+std::optional<Batch> Loader::Impl::next() {
+  const Clock::time_point entered = Clock::now();
+  std::unique_lock lock(core_->mutex);
+  if (!data_error_.empty()) throw DataError(data_error_);
+  if (next_batch_ == bpe_) {
+    ++epoch_;
+    next_batch_ = 0;
+    return std::nullopt;
+  }
+  const std::int64_t seq = epoch_ * bpe_ + next_batch_;
+  for (;;) {
+    if (fatal_) std::rethrow_exception(fatal_);
+    int slot = slot_of_locked(seq);
+    if (slot >= 0 && core_->slots[slot].state == SlotInfo::kReady) {
+      Batch batch = deliver_locked(slot);
+      const Clock::time_point now = Clock::now();
+      if (delivered_any_) {
+        stats_.wait_s += seconds(now - entered);
+      } else {
+        delivered_any_ = true;
+        first_delivery_ = now;
+        stats_.startup_s = seconds(now - created_);
+      }
+      last_delivery_ = now;
+      return batch;
+    }
+    if (slot < 0 && assign_seq_ == seq) {
+      const bool all_held = std::all_of(core_->slots.begin(), core_->slots.end(),
+                                        [](const SlotInfo& s) { return s.state == SlotInfo::kHeld; });
+      if (all_held && !grow_locked()) {
+        const auto& h = core_->view.header();
+        throw Error("the consumer holds all " + std::to_string(core_->slots.size()) +
+                    " batch slots (" + std::to_string(h.slot_stride >> 20) +
+                    " MiB each) and the memory budget allows no more; release batches you no "
+                    "longer need (drop them or call Batch::release) or raise memory_budget");
+      }
+      if (workers_ == 0) {
+        slot = free_slot_locked();
+        if (slot >= 0) {
+          assign_locked(slot, assign_seq_++);
+          fill_inline(lock, slot);
+          continue;
+        }
+      } else {
+        core_->wake();
+      }
+    }
+    core_->cv.wait(lock);
+  }
+}
+
+Batch Loader::Impl::deliver_locked(int slot) {
+  SlotInfo& s = core_->slots[slot];
+  s.state = SlotInfo::kHeld;
+  ++next_batch_;
+  if (!s.error.empty()) {
+    data_error_ = s.error;
+    s.state = SlotInfo::kFree;
+    core_->wake();
+    throw DataError(data_error_);
+  }
+  stats_.batches += 1;
+  stats_.samples += options_.batch;
+  stats_.padded += s.padded;
+  for (int r = 0; r < kBadInputCount; ++r) {
+    if (s.skipped[r] == 0) continue;
+    stats_.skipped += s.skipped[r];
+    stats_.skipped_by_reason[bad_input_name(static_cast<BadInput>(r))] += s.skipped[r];
+  }
+  return Batch(std::make_shared<BatchLease>(core_, slot, s.epoch, s.index, s.padded));
+}
+
+void Loader::Impl::set_epoch(std::int64_t epoch) {
+  if (epoch < 0) throw ConfigError("epoch must be >= 0, got " + std::to_string(epoch));
+  std::lock_guard lock(core_->mutex);
+  reposition_locked(epoch, 0);
+}
+
+LoaderState Loader::Impl::state() const {
+  std::lock_guard lock(core_->mutex);
+  LoaderState s;
+  s.seed = options_.seed;
+  s.epoch = epoch_;
+  s.next_batch = next_batch_;
+  s.dataset_size = plan_.config().samples;
+  s.global_batch = std::int64_t{options_.batch} * plan_.config().world;
+  return s;
+}
+
+Stats Loader::Impl::stats() const {
+  std::lock_guard lock(core_->mutex);
+  Stats s = stats_;
+  s.workers = workers_;
+  s.slots = static_cast<int>(core_->slots.size());
+  s.arena_bytes = static_cast<std::int64_t>(core_->arena.reserved());
+  if (delivered_any_) {
+    s.active_s = seconds(last_delivery_ - first_delivery_);
+    if (s.active_s > 0) {
+      s.samples_per_s = static_cast<double>(s.samples - options_.batch) / s.active_s;
+      s.wait_fraction = std::min(1.0, s.wait_s / s.active_s);
+    }
+  }
+  return s;
+}
+
+// ---- supervisor ----------------------------------------------------------------------------
+
+void Loader::Impl::start_workers() {
+  for (int i = 0; i < workers_; ++i) pool_->spawn(i);
+  const Clock::time_point deadline = Clock::now() + kStartupTimeout;
+  for (;;) {
+    int ready = 0;
+    for (int i = 0; i < workers_; ++i) {
+      const WorkerRecord& r = core_->view.worker(static_cast<std::uint32_t>(i));
+      const auto st = r.state.load(std::memory_order_acquire);
+      if (st == WorkerRecord::kReady) ++ready;
+      if (st == WorkerRecord::kVersionMismatch) {
+        throw Error(pool_->executable() + " is version " + std::string(r.version) +
+                    " but this library is " + worker_version_tag() +
+                    "; install the stoke-worker that came with this library");
+      }
+    }
+    if (ready == workers_) return;
+    std::vector<pollfd> fds{{done_fd_, POLLIN, 0}};
+    for (int i = 0; i < workers_; ++i) fds.push_back({pool_->pidfd(i), POLLIN, 0});
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0)
+      throw Error("stoke-worker (" + pool_->executable() + ") did not start within " +
+                  std::to_string(kStartupTimeout.count()) + " s");
+    ::poll(fds.data(), fds.size(), static_cast<int>(left.count()));
+    drain_eventfd(done_fd_);
+    for (int i = 0; i < workers_; ++i) {
+      if (!(fds[i + 1].revents & POLLIN)) continue;
+      const WorkerExit exit = pool_->reap(i);
+      if (!exit.signaled && exit.status == kExitVersionMismatch)
+        throw Error(pool_->executable() + " does not match this library (" +
+                    worker_version_tag() + "); install the stoke-worker that came with it");
+      throw Error("stoke-worker (" + pool_->executable() + ") exited during start-up with " +
+                  exit.describe());
+    }
+  }
+}
+
+void Loader::Impl::supervise(std::promise<void>& started) {
+  try {
+    start_workers();
+  } catch (...) {
+    pool_.reset();
+    started.set_exception(std::current_exception());
+    return;
+  }
+  started.set_value();
+  std::vector<pollfd> fds;
+  for (;;) {
+    {
+      std::lock_guard lock(core_->mutex);
+      if (stop_) break;
+      if (!fatal_) {
+        assign_free_slots_locked();
+        dispatch_locked();
+      }
+    }
+    fds.assign({{done_fd_, POLLIN, 0}, {core_->wake_fd, POLLIN, 0}});
+    for (int i = 0; i < workers_; ++i) fds.push_back({pool_->pidfd(i), POLLIN, 0});
+    ::poll(fds.data(), fds.size(), 1000);
+    drain_eventfd(done_fd_);
+    drain_eventfd(core_->wake_fd);
+    std::lock_guard lock(core_->mutex);
+    for (int i = 0; i < workers_; ++i) drain_completions_locked(i);
+    for (int i = 0; i < workers_; ++i) {
+      if (fds[i + 2].revents & POLLIN) handle_exit_locked(i);
+    }
+  }
+  pool_->stop_all(std::chrono::milliseconds(1000));
+  pool_.reset();
+}
+
+void Loader::Impl::dispatch_locked() {
+  while (!pending_.empty()) {
+    int best = -1;
+    for (int i = 0; i < workers_; ++i) {
+      if (!pool_->running(i) || in_flight_[i].size() >= kTasksInFlightPerWorker) continue;
+      if (best < 0 || in_flight_[i].size() < in_flight_[best].size()) best = i;
+    }
+    if (best < 0) return;
+    WorkerRecord& r = core_->view.worker(static_cast<std::uint32_t>(best));
+    const Task t = pending_.front();
+    if (!r.tasks.push(t)) return;
+    pending_.pop_front();
+    in_flight_[best].push_back(t);
+    r.tasks_posted.post();
+  }
+}
+
+void Loader::Impl::drain_completions_locked(int worker) {
+  WorkerRecord& r = core_->view.worker(static_cast<std::uint32_t>(worker));
+  Completion done;
+  while (r.done.pop(done)) {
+    auto& q = in_flight_[worker];
+    // A worker serves its ring in order, so its completions arrive in dispatch order.
+    while (!q.empty() && q.front().seq != done.seq) q.pop_front();
+    if (q.empty()) continue;
+    const Task task = q.front();
+    q.pop_front();
+    complete_locked(task, done);
+  }
+}
+
+void Loader::Impl::handle_exit_locked(int worker) {
+  const pid_t pid = pool_->pid(worker);
+  const WorkerExit exit = pool_->reap(worker);
+  drain_completions_locked(worker);
+  auto& q = in_flight_[worker];
+  std::string samples;
+  for (auto it = q.rbegin(); it != q.rend(); ++it) {
+    if (++redo_[it->seq] >= kMaxRedo && samples.empty()) {
+      const SlotInfo& s = core_->slots[it->slot];
+      samples = "samples " + std::to_string(it->begin) + ".." +
+                std::to_string(it->begin + it->count - 1) + " of batch " +
+                std::to_string(s.index) + " (epoch " + std::to_string(s.epoch) + ")";
+    }
+    pending_.push_front(*it);
+  }
+  log("worker " + std::to_string(worker) + " (pid " + std::to_string(pid) + ") died with " +
+      exit.describe() + "; restarting it and redoing " + std::to_string(q.size()) + " chunk(s)");
+  q.clear();
+  stats_.worker_restarts += 1;
+  if (!samples.empty()) {
+    fatal_ = std::make_exception_ptr(Error(
+        "workers died " + std::to_string(kMaxRedo) + " times while working on " + samples +
+        "; last death: " + exit.describe()));
+    core_->cv.notify_all();
+    return;
+  }
+  try {
+    pool_->spawn(worker);
+  } catch (...) {
+    fatal_ = std::current_exception();
+    core_->cv.notify_all();
+  }
+}
+
+// ---- public surface ------------------------------------------------------------------------
+
+Loader::Loader(Options options) {
+  if (options.workers < 0)
+    throw ConfigError("workers must be 0 (in-process) or more, got " + std::to_string(options.workers));
+  if (options.prefetch < 0 || options.chunk < 0)
+    throw ConfigError("prefetch and chunk must be 0 (automatic) or positive");
+  DatasetIndex index = build_index(options.data, options.split);
+  impl_ = std::make_unique<Impl>(std::move(options), std::move(index));
+}
+
+Loader::~Loader() = default;
+std::optional<Batch> Loader::next() { return impl_->next(); }
+void Loader::set_epoch(std::int64_t epoch) { impl_->set_epoch(epoch); }
+LoaderState Loader::state() const { return impl_->state(); }
+std::int64_t Loader::batches_per_epoch() const { return impl_->batches_per_epoch(); }
+std::int64_t Loader::dataset_size() const { return impl_->dataset_size(); }
+int Loader::rank() const { return impl_->rank(); }
+int Loader::world() const { return impl_->world(); }
+const Pipeline& Loader::pipeline() const { return impl_->pipeline(); }
+Stats Loader::stats() const { return impl_->stats(); }
+
+const char* version() { return kVersion; }
+
+}  // namespace stoke

@@ -1,0 +1,96 @@
+#pragma once
+// State shared by a Loader and every Batch it handed out, so a Batch held past the Loader's
+// destruction still points at mapped memory.
+//
+// Thread-safety: `mutex` guards `slots`; everything else is immutable after construction.
+// Invariants (under mutex): a slot in kHeld is never written by anyone; a slot is handed to
+// workers only from kFree; a kOrphan slot (abandoned by a reposition) becomes kFree when its
+// last outstanding chunk completes.
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "arena_layout.hpp"
+#include "bad_input.hpp"
+#include "shared_arena.hpp"
+
+namespace stoke::detail {
+
+struct SlotInfo {
+  enum State { kFree, kFilling, kReady, kHeld, kOrphan };
+  State state = kFree;
+  std::int64_t seq = -1;  // epoch * batches_per_epoch + index
+  std::int64_t epoch = 0;
+  std::int64_t index = 0;
+  int pending = 0;  // chunks not yet completed
+  int padded = 0;
+  std::string error;  // first data error in this batch (OnError::kError)
+  std::int64_t skipped[kBadInputCount] = {};
+};
+
+struct LoaderCore {
+  LoaderCore(std::size_t capacity, std::size_t reserved)
+      : arena(capacity, reserved),
+        view(arena.base()),
+        wake_fd(raise_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "an eventfd")) {}
+  ~LoaderCore() { ::close(wake_fd); }
+
+  // Wakes the supervisor thread (slot released, reposition, shutdown).
+  void wake() const {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto n = ::write(wake_fd, &one, sizeof one);
+  }
+
+  // Returns a delivered slot to the pool. Any thread.
+  void release(int slot) {
+    {
+      std::lock_guard lock(mutex);
+      slots[slot].state = SlotInfo::kFree;
+    }
+    cv.notify_all();
+    wake();
+  }
+
+  SharedArena arena;
+  ArenaView view;
+  const int wake_fd;
+  int devices = 1;
+  int batch = 0;
+  int height = 0, width = 0, channels = 0;
+
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::vector<SlotInfo> slots;  // guarded by mutex
+};
+
+class BatchLease {
+ public:
+  BatchLease(std::shared_ptr<LoaderCore> core, int slot, std::int64_t epoch, std::int64_t index,
+             int padded)
+      : core_(std::move(core)), slot_(slot), epoch_(epoch), index_(index), padded_(padded) {}
+  ~BatchLease() { core_->release(slot_); }
+  BatchLease(const BatchLease&) = delete;
+  BatchLease& operator=(const BatchLease&) = delete;
+
+  const LoaderCore& core() const { return *core_; }
+  int slot() const { return slot_; }
+  std::int64_t epoch() const { return epoch_; }
+  std::int64_t index() const { return index_; }
+  int padded() const { return padded_; }
+
+ private:
+  std::shared_ptr<LoaderCore> core_;
+  int slot_;
+  std::int64_t epoch_;
+  std::int64_t index_;
+  int padded_;
+};
+
+}  // namespace stoke::detail

@@ -1,0 +1,56 @@
+#include "stoke/options.hpp"
+
+#include <charconv>
+#include <cstdlib>
+
+#include "stoke/error.hpp"
+
+namespace stoke {
+namespace {
+
+bool parse_int(std::string_view text, int& out) {
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+// Reads an integer environment variable; false when unset. Throws ConfigError when malformed.
+bool env_int(const char* name, int& out) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return false;
+  if (!parse_int(v, out))
+    throw ConfigError(std::string("environment variable ") + name + "='" + v +
+                      "' is not an integer");
+  return true;
+}
+
+}  // namespace
+
+DeviceSet DeviceSet::parse(std::string_view spec) {
+  if (spec == "auto") return DeviceSet{};  // GPU discovery arrives with the GPU path: cpu:1
+  if (spec.starts_with("cpu:")) {
+    int count = 0;
+    if (parse_int(spec.substr(4), count) && count >= 1 && count <= 1024)
+      return DeviceSet{Kind::kCpu, count};
+  } else if (spec == "cpu") {
+    return DeviceSet{};
+  }
+  throw ConfigError("devices '" + std::string(spec) +
+                    "' not understood; use cpu:G (G host devices, e.g. cpu:4) or auto");
+}
+
+std::string DeviceSet::to_string() const {
+  return (kind == Kind::kCpu ? "cpu:" : "cuda:") + std::to_string(count);
+}
+
+RankInfo rank_from_environment() {
+  RankInfo info;
+  int rank = 0, world = 1;
+  if (env_int("RANK", rank) | env_int("WORLD_SIZE", world)) {
+    info = {rank, world};
+  } else if (env_int("OMPI_COMM_WORLD_RANK", rank) | env_int("OMPI_COMM_WORLD_SIZE", world)) {
+    info = {rank, world};
+  }
+  return info;
+}
+
+}  // namespace stoke
