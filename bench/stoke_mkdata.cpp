@@ -3,8 +3,8 @@
 //   stoke-mkdata fashion-mnist --out DIR [--limit N] [--split train|test] [--from DIR]
 //   stoke-mkdata jpeg-corpus --out DIR [--count N] [--seed S]
 //
-// Both write DIR/<class>/<NNNNN>.<ext>, with class folders that sort (byte order) in class-id order,
-// because a folder dataset's class id is the index of its sorted folder name.
+// Both write DIR/<class>/<NNNNN>.<ext>, with class folders that sort (byte order) in class-id
+// order, because a folder dataset's class id is the index of its sorted folder name.
 
 #include <algorithm>
 #include <cctype>
@@ -110,8 +110,7 @@ std::uint64_t parse_u64(const std::string& name, const std::string& text, std::u
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (ec != std::errc() || ptr != end || value < min) {
-    throw UsageError(name + " wants an integer >= " + std::to_string(min) + ", got '" + text +
-                     "'");
+    throw UsageError(name + " wants an integer >= " + std::to_string(min) + ", got '" + text + "'");
   }
   return value;
 }
@@ -142,10 +141,10 @@ void prepare_out_dir(const fs::path& out) {
 
 // Zero-padded so names sort in index order; at least 5 digits, more for larger sets.
 std::string numbered_name(std::uint64_t index, std::uint64_t total, const char* ext) {
-  const int width = std::max(5, static_cast<int>(std::to_string(total - 1).size()));
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%0*llu.%s", width, static_cast<unsigned long long>(index), ext);
-  return buf;
+  const std::size_t width = std::max<std::size_t>(5, std::to_string(total - 1).size());
+  std::string digits = std::to_string(index);
+  if (digits.size() < width) digits = std::string(width - digits.size(), '0') + digits;
+  return digits + "." + ext;
 }
 
 // Writes `image` and returns the file's size in bytes.
@@ -197,8 +196,8 @@ void print_summary(std::uint64_t images, std::size_t classes, const fs::path& ou
 
 // Label-prefixed so that byte-order sorting of the folder names reproduces the label order.
 constexpr const char* kFashionClasses[] = {
-    "0-tshirt-top", "1-trouser", "2-pullover", "3-dress",   "4-coat",
-    "5-sandal",     "6-shirt",   "7-sneaker",  "8-bag",     "9-ankle-boot",
+    "0-tshirt-top", "1-trouser", "2-pullover", "3-dress", "4-coat",
+    "5-sandal",     "6-shirt",   "7-sneaker",  "8-bag",   "9-ankle-boot",
 };
 constexpr std::size_t kFashionClassCount = std::size(kFashionClasses);
 
@@ -312,9 +311,9 @@ std::string class_name(std::size_t index, const fs::path& source) {
     const auto u = static_cast<unsigned char>(c);
     c = std::isalnum(u) ? static_cast<char>(std::tolower(u)) : '-';
   }
-  char prefix[16];
-  std::snprintf(prefix, sizeof prefix, "c%02zu-", index);
-  return prefix + stem;
+  std::string number = std::to_string(index);
+  if (number.size() < 2) number.insert(0, 2 - number.size(), '0');
+  return "c" + number + "-" + stem;
 }
 
 std::vector<fs::path> usable_sources() {
@@ -331,18 +330,22 @@ std::vector<fs::path> usable_sources() {
   return found;
 }
 
-// A random crop in the style of RandomResizedCrop: area and aspect are drawn, then the size
-// is clipped to the source, so small sources still give valid rectangles.
+// A random crop in the style of RandomResizedCrop: area and aspect are drawn, then a crop that
+// does not fit is shrunk to fit the source with its aspect kept, so every output stays within
+// [3/4, 4/3] like ImageNet-style training crops (at the cost of a smaller area).
 cv::Rect random_crop(const cv::Size& src, Rng& rng) {
   const double area = static_cast<double>(src.area()) * rng.uniform(kMinAreaFraction, 1.0);
   // Log-uniform, so that wide and tall crops are equally likely.
   const double aspect =
       std::exp(rng.uniform(std::log(kMinAspect), std::log(kMaxAspect)));  // width / height
-  const int w = std::clamp(static_cast<int>(std::lround(std::sqrt(area * aspect))), 1, src.width);
-  const int h = std::clamp(static_cast<int>(std::lround(std::sqrt(area / aspect))), 1, src.height);
-  const int x = rng.uniform_int(0, src.width - w);
-  const int y = rng.uniform_int(0, src.height - h);
-  return {x, y, w, h};
+  const double w = std::sqrt(area * aspect);
+  const double h = std::sqrt(area / aspect);
+  const double fit = std::min({1.0, src.width / w, src.height / h});
+  const int cw = std::clamp(static_cast<int>(std::lround(w * fit)), 1, src.width);
+  const int ch = std::clamp(static_cast<int>(std::lround(h * fit)), 1, src.height);
+  const int x = rng.uniform_int(0, src.width - cw);
+  const int y = rng.uniform_int(0, src.height - ch);
+  return {x, y, cw, ch};
 }
 
 // Scales so the long side is `long_side`; INTER_AREA when shrinking avoids aliasing.

@@ -31,6 +31,12 @@ BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* 
   return BadInput::kNone;
 }
 
+void ChunkRunner::prefetch_raw(std::int64_t sample) const {
+  const std::uint8_t* p = dataset_.raw_pixels(sample);
+  const std::size_t bytes = dataset_.raw_bytes();
+  for (std::size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
+}
+
 Completion ChunkRunner::run(const Task& task) noexcept {
   const ArenaHeader& h = arena_.header();
   Completion done;
@@ -40,7 +46,11 @@ Completion ChunkRunner::run(const Task& task) noexcept {
   std::int64_t* ids = arena_.ids(task.slot);
   const std::int64_t* planned = arena_.planned_ids(task.slot);
   const std::int64_t n = dataset_.size();
-  for (std::uint32_t j = task.begin; j < task.begin + task.count; ++j) {
+  const std::uint32_t end = task.begin + task.count;
+  for (std::uint32_t j = task.begin; j < end; ++j) {
+    // Raw samples sit at random places in a large index: fetch the next ones' pixels early so
+    // the copy below does not wait on memory.
+    if (dataset_.raw() && j + 2 < end) prefetch_raw(planned[j + 2]);
     const std::int64_t position = task.global_begin + (j - task.begin);
     const std::int64_t wanted = planned[j];
     std::uint8_t* dst = pixels + j * h.sample_bytes;

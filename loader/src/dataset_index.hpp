@@ -60,6 +60,7 @@ class DatasetView {
   }
   // REQUIRES: raw()
   const std::uint8_t* raw_pixels(std::int64_t i) const { return raw_pixels_ + i * raw_bytes_; }
+  std::size_t raw_bytes() const { return raw_bytes_; }
   // REQUIRES: !raw()
   std::string_view path(std::int64_t i) const {
     return {paths_ + entries_[i].path_offset, entries_[i].path_length};

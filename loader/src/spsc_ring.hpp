@@ -54,7 +54,7 @@ class SpscRing {
  private:
   alignas(64) std::atomic<std::uint64_t> head_{0};  // written by the consumer
   alignas(64) std::atomic<std::uint64_t> tail_{0};  // written by the producer
-  alignas(64) T items_[N];
+  alignas(64) T items_[N] = {};
 };
 
 }  // namespace stoke::detail

@@ -1,6 +1,7 @@
 #include "worker_locate.hpp"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -18,7 +19,8 @@ std::string worker_version_tag() {
 std::string locate_worker(const std::string& configured) {
   namespace fs = std::filesystem;
   if (!configured.empty()) {
-    if (::access(configured.c_str(), X_OK) != 0)
+    struct stat st {};
+    if (::stat(configured.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0)
       throw ConfigError("worker path " + configured + " is not an executable file; point it at "
                         "the stoke-worker that came with this library");
     return configured;

@@ -59,7 +59,12 @@ int serve(WorkerRecord& record, const ArenaView& arena, pid_t parent) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef STOKE_TEST_WORKER_VERSION
+  // Only for the test that proves a worker of another version is refused.
+  const std::string tag = STOKE_TEST_WORKER_VERSION "/layout" + std::to_string(kLayoutVersion);
+#else
   const std::string tag = worker_version_tag();
+#endif
   if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
     std::printf("stoke-worker %s\n", tag.c_str());
     return 0;

@@ -1,0 +1,29 @@
+#!/bin/sh
+# Installs everything stoke needs to build, test and benchmark on Debian 12 (bookworm).
+# Runs apt through sudo when not root. Safe to run repeatedly.
+set -eu
+
+PACKAGES="
+  build-essential cmake ninja-build pkg-config git
+  libopencv-dev libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
+  libtbb-dev libboost-dev libxxhash-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  dataset-fashion-mnist mate-backgrounds opencv-doc
+  python3 procps
+"
+
+if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+
+missing=""
+for p in $PACKAGES; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+
+if [ -n "$missing" ]; then
+  echo "setup.sh: installing:$missing"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  # shellcheck disable=SC2086
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
+else
+  echo "setup.sh: all packages present"
+fi

@@ -1,0 +1,219 @@
+// The loader end to end: determinism, order, padding, resume, held batches, real datasets.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "epoch_plan.hpp"
+#include "test_support.hpp"
+
+namespace stoke {
+namespace {
+
+using test::collect;
+using test::Delivered;
+using test::fashion_options;
+
+TEST(Loader, DeliversIdenticalBytesForAnyWorkerCountAndNewBytesEachEpoch) {
+  std::vector<Delivered> epoch0, epoch1;
+  for (int workers : {0, 1, 2, 4}) {
+    Loader loader(fashion_options(workers));
+    epoch0.push_back(collect(loader));  // ends by consuming the end-of-epoch nullopt
+    epoch1.push_back(collect(loader));
+  }
+  for (std::size_t i = 1; i < epoch0.size(); ++i) {
+    EXPECT_TRUE(epoch0[i] == epoch0[0]) << "workers index " << i;
+    EXPECT_TRUE(epoch1[i] == epoch1[0]) << "workers index " << i;
+  }
+  EXPECT_EQ(epoch0[0].pixels.size(), 10000u * 28 * 28);
+  EXPECT_NE(epoch0[0].pixels, epoch1[0].pixels);
+  EXPECT_NE(epoch0[0].ids, epoch1[0].ids);
+}
+
+TEST(Loader, DeliversBatchesInPlanOrderWithDatasetLabels) {
+  const IdxImages idx = read_idx(kDefaultFashionMnistDir, Split::kTest);
+  Options o = fashion_options(2, 64);
+  o.chunk = 5;  // many small chunks finishing out of order across workers
+  Loader loader(o);
+  detail::EpochPlan plan({10000, 64, 1, 0, 1, o.seed, true, LastBatch::kPad});
+  for (std::int64_t k = 0; k < loader.batches_per_epoch(); ++k) {
+    auto b = loader.next();
+    ASSERT_TRUE(b);
+    ASSERT_EQ(b->index(), k);
+    ASSERT_EQ(b->epoch(), 0);
+    std::vector<std::int64_t> ids(64);
+    std::vector<std::uint8_t> valid(64);
+    plan.batch(0, k, ids, valid);
+    ASSERT_TRUE(std::equal(ids.begin(), ids.end(), b->sample_ids().begin()));
+    ASSERT_TRUE(std::equal(valid.begin(), valid.end(), b->valid().begin()));
+    for (int j = 0; j < 64; ++j) ASSERT_EQ(b->labels()[j], idx.labels[ids[j]]);
+  }
+  EXPECT_FALSE(loader.next());
+}
+
+TEST(Loader, EveryBatchHasTheConfiguredSizeAndTheLastIsPaddedWithAValidMask) {
+  Options o = fashion_options(2, 384);
+  o.devices = DeviceSet::parse("cpu:4");
+  Loader loader(o);
+  EXPECT_EQ(loader.batches_per_epoch(), 27);  // ceil(10000 / 384)
+  std::int64_t batches = 0, valid = 0, padded = 0;
+  while (auto b = loader.next()) {
+    ++batches;
+    ASSERT_EQ(b->size(), 384);
+    ASSERT_EQ(b->device_count(), 4);
+    for (int g = 0; g < 4; ++g) {
+      const DeviceChunk c = b->chunk(g);
+      EXPECT_EQ(c.samples, 96);
+      EXPECT_EQ(c.first, 96 * g);
+      EXPECT_EQ(c.pixels.data(), b->pixels().data() + 96 * g * 28 * 28);
+      EXPECT_EQ(c.pixels.size(), 96u * 28 * 28);
+    }
+    valid += std::count(b->valid().begin(), b->valid().end(), 1);
+    padded += b->padded();
+  }
+  EXPECT_EQ(batches, 27);
+  EXPECT_EQ(valid, 10000);
+  EXPECT_EQ(padded, 27 * 384 - 10000);
+  EXPECT_EQ(loader.stats().padded, padded);
+}
+
+TEST(Loader, DropPolicyNeverEmitsAShortBatch) {
+  Options o = fashion_options(1, 384);
+  o.last_batch = LastBatch::kDrop;
+  Loader loader(o);
+  const Delivered d = collect(loader);
+  EXPECT_EQ(d.indices.size(), 26u);
+  EXPECT_EQ(d.padded, 0);
+}
+
+TEST(Loader, ResumesMidEpochExactly) {
+  Loader full(fashion_options(2));
+  const Delivered all0 = collect(full);
+  const Delivered all1 = collect(full);
+
+  Loader first(fashion_options(2));
+  collect(first, 37);
+  const LoaderState saved = first.state();
+  EXPECT_EQ(saved.epoch, 0);
+  EXPECT_EQ(saved.next_batch, 37);
+
+  Options o = fashion_options(1);
+  o.resume = LoaderState::parse(saved.serialize());
+  Loader resumed(o);
+  const Delivered rest = collect(resumed);
+  ASSERT_EQ(rest.indices.front(), 37);
+  const std::size_t skip = 37u * 100 * 28 * 28;
+  ASSERT_EQ(rest.pixels.size() + skip, all0.pixels.size());
+  EXPECT_TRUE(std::equal(rest.pixels.begin(), rest.pixels.end(), all0.pixels.begin() + skip));
+  EXPECT_TRUE(collect(resumed) == all1);
+}
+
+TEST(Loader, SetEpochRepositionsToTheStartOfThatEpoch) {
+  Loader a(fashion_options(2));
+  a.set_epoch(3);
+  const Delivered e3 = collect(a, 4);
+  Loader b(fashion_options(2));
+  collect(b, 10);
+  b.set_epoch(3);
+  EXPECT_TRUE(collect(b, 4) == e3);
+  b.set_epoch(3);  // backwards within the epoch
+  EXPECT_TRUE(collect(b, 4) == e3);
+}
+
+TEST(Loader, HeldBatchesKeepTheirBytesWhileMoreSlotsAreAdded) {
+  Options o = fashion_options(2);
+  o.prefetch = 2;
+  Loader loader(o);
+  std::vector<Batch> held;
+  std::vector<std::vector<std::uint8_t>> copies;
+  for (int i = 0; i < 10; ++i) {
+    auto b = loader.next();
+    ASSERT_TRUE(b);
+    copies.emplace_back(b->pixels().begin(), b->pixels().end());
+    held.push_back(*b);
+  }
+  collect(loader, 20);
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(held[i].index(), i);
+    EXPECT_TRUE(std::equal(copies[i].begin(), copies[i].end(), held[i].pixels().begin()))
+        << "batch " << i << " changed while held";
+  }
+  EXPECT_GE(loader.stats().slots, 11);
+}
+
+TEST(Loader, HoldingMoreThanTheMemoryBudgetIsAClearError) {
+  Options o = fashion_options(1);
+  o.prefetch = 2;
+  o.memory_budget = 1;  // no room beyond the initial slots
+  Loader loader(o);
+  auto a = loader.next();
+  auto b = loader.next();
+  ASSERT_TRUE(a && b);
+  try {
+    loader.next();
+    FAIL() << "a third batch appeared with every slot held";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the consumer holds all 2 batch slots"), std::string::npos)
+        << e.what();
+  }
+  b.reset();
+  auto c = loader.next();  // releasing one lets the loader continue
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->index(), 2);
+}
+
+TEST(Loader, BatchOutlivesItsLoader) {
+  std::optional<Batch> kept;
+  std::vector<std::uint8_t> copy;
+  {
+    Loader loader(fashion_options(2));
+    kept = loader.next();
+    copy.assign(kept->pixels().begin(), kept->pixels().end());
+  }
+  EXPECT_TRUE(std::equal(copy.begin(), copy.end(), kept->pixels().begin()));
+}
+
+TEST(Loader, ImageTreeOfPngsIsIdenticalInProcessAndWithWorkers) {
+  Options o;
+  o.data = test::testdata("fashion-png");
+  o.batch = 50;
+  o.height = 28;
+  o.width = 28;
+  o.log = [](std::string_view) {};
+  o.workers = 0;
+  Loader inline_loader(o);
+  o.workers = 2;
+  Loader pooled(o);
+  const Delivered a = collect(inline_loader), b = collect(pooled);
+  EXPECT_TRUE(a == b);
+  EXPECT_EQ(a.labels.size(), 1000u);
+  // Folder order gives the real labels: per-class counts equal those of the IDX file's first
+  // 1000 training images, which the tree was made from.
+  const IdxImages idx = read_idx(kDefaultFashionMnistDir, Split::kTrain);
+  std::vector<int> expected(10, 0), got(10, 0);
+  for (int i = 0; i < 1000; ++i) expected[idx.labels[i]] += 1;
+  for (std::size_t i = 0; i < a.labels.size(); ++i) {
+    ASSERT_GE(a.labels[i], 0);
+    ASSERT_LT(a.labels[i], 10);
+    if (a.valid[i]) got[a.labels[i]] += 1;
+  }
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(inline_loader.pipeline().output_channels(), 3);
+}
+
+TEST(Loader, JpegCorpusIsIdenticalInProcessAndWithWorkers) {
+  Options o;
+  o.data = test::testdata("jpeg");
+  o.batch = 16;
+  o.log = [](std::string_view) {};
+  o.workers = 0;
+  Loader inline_loader(o);
+  o.workers = 2;
+  Loader pooled(o);
+  const Delivered a = collect(inline_loader), b = collect(pooled);
+  EXPECT_TRUE(a == b);
+  EXPECT_EQ(a.pixels.size(), a.labels.size() * 224 * 224 * 3);
+  EXPECT_EQ(pooled.stats().skipped, 0);
+}
+
+}  // namespace
+}  // namespace stoke

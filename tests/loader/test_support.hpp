@@ -1,0 +1,114 @@
+#pragma once
+// Helpers shared by the loader tests: temporary folders, process/descriptor/shm snapshots, and
+// collecting what a loader delivers.
+
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "stoke/loader.hpp"
+#include "stoke/mnist.hpp"
+
+namespace stoke::test {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "stoke-test-XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::string str() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline std::string testdata(const char* name) { return std::string(STOKE_TESTDATA_DIR) + "/" + name; }
+
+// Fashion-MNIST's 10,000-image test split with a small batch: quick, and big enough.
+inline Options fashion_options(int workers, int batch = 100) {
+  Options o;
+  o.data = kDefaultFashionMnistDir;
+  o.split = Split::kTest;
+  o.batch = batch;
+  o.workers = workers;
+  o.seed = 7;
+  o.log = [](std::string_view) {};
+  return o;
+}
+
+struct Delivered {
+  std::vector<std::uint8_t> pixels;
+  std::vector<std::int32_t> labels;
+  std::vector<std::int64_t> ids;
+  std::vector<std::uint8_t> valid;
+  std::vector<std::int64_t> indices;  // Batch::index() of each batch, in delivery order
+  std::int64_t padded = 0;
+
+  bool operator==(const Delivered&) const = default;
+};
+
+// Drains the loader's current epoch (or `max_batches` of it).
+inline Delivered collect(Loader& loader, std::int64_t max_batches = -1) {
+  Delivered d;
+  for (std::int64_t n = 0; max_batches < 0 || n < max_batches; ++n) {
+    auto b = loader.next();
+    if (!b) break;
+    d.pixels.insert(d.pixels.end(), b->pixels().begin(), b->pixels().end());
+    d.labels.insert(d.labels.end(), b->labels().begin(), b->labels().end());
+    d.ids.insert(d.ids.end(), b->sample_ids().begin(), b->sample_ids().end());
+    d.valid.insert(d.valid.end(), b->valid().begin(), b->valid().end());
+    d.indices.push_back(b->index());
+    d.padded += b->padded();
+  }
+  return d;
+}
+
+// Children of this process (every thread's), from /proc.
+inline std::set<pid_t> children() {
+  std::set<pid_t> out;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(task.path() / "children");
+    pid_t pid;
+    while (in >> pid) out.insert(pid);
+  }
+  return out;
+}
+
+inline int open_fds() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+inline std::set<std::string> dev_shm() {
+  std::set<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec))
+    out.insert(e.path().filename().string());
+  return out;
+}
+
+inline bool process_exists(pid_t pid) {
+  // A zombie still has a /proc entry; count it as gone when its state is Z.
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  if (!in) return false;
+  std::string line;
+  std::getline(in, line);
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+}
+
+}  // namespace stoke::test

@@ -1,0 +1,13 @@
+# Creates the test datasets with stoke-mkdata unless they already exist.
+if(NOT EXISTS ${OUT}/fashion-png/.done)
+  file(REMOVE_RECURSE ${OUT}/fashion-png)
+  execute_process(COMMAND ${MKDATA} fashion-mnist --out ${OUT}/fashion-png --limit 1000
+                  COMMAND_ERROR_IS_FATAL ANY)
+  file(TOUCH ${OUT}/fashion-png/.done)
+endif()
+if(NOT EXISTS ${OUT}/jpeg/.done)
+  file(REMOVE_RECURSE ${OUT}/jpeg)
+  execute_process(COMMAND ${MKDATA} jpeg-corpus --out ${OUT}/jpeg --count 96
+                  COMMAND_ERROR_IS_FATAL ANY)
+  file(TOUCH ${OUT}/jpeg/.done)
+endif()
