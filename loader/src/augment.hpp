@@ -43,11 +43,14 @@ class Augmenter {
   void resize_to(Window& w, int height, int width);
   void color_jitter(const Window& w, const Step& s, SampleRng& rng);
   cv::Mat materialize(const Window& w);
-  void write_output(const Window& w, std::uint8_t* dst, int out_channels) const;
+  void write_output(const Window& w, std::uint8_t* dst, int out_channels);
+  bool write_small_gray(const Window& w, std::uint8_t* dst);
 
   bool lut_active_ = false;
   std::uint8_t lut_[256] = {};
   std::vector<std::uint8_t> scratch_[3];
+  std::vector<std::uint8_t> padded_;  // write_small_gray's zero-margined copy of the source
+  int padded_width_ = 0;
   int next_scratch_ = 0;
 };
 

@@ -50,7 +50,7 @@ void drain_eventfd(int fd) {
 
 class Loader::Impl {
  public:
-  Impl(Options options, DatasetIndex index);
+  Impl(Options options, DatasetIndex index, Clock::time_point created);
   ~Impl();
 
   std::optional<Batch> next();
@@ -149,13 +149,13 @@ PlanConfig Loader::Impl::plan_config(const Options& o, std::int64_t samples) {
                     o.seed,  o.shuffle, o.last_batch};
 }
 
-Loader::Impl::Impl(Options options, DatasetIndex index)
+Loader::Impl::Impl(Options options, DatasetIndex index, Clock::time_point created)
     : options_(std::move(options)),
       pipeline_(choose_pipeline(options_, index)),
       plan_(plan_config(options_, index.size)),
       bpe_(plan_.batches_per_epoch()),
       workers_(options_.workers),
-      created_(Clock::now()) {
+      created_(created) {
   if (index.kind == DatasetKind::kRaw)
     pipeline_.validate(index.height, index.width);
   else
@@ -648,12 +648,13 @@ void Loader::Impl::handle_exit_locked(int worker) {
 // ---- public surface ------------------------------------------------------------------------
 
 Loader::Loader(Options options) {
+  const Clock::time_point created = Clock::now();
   if (options.workers < 0)
     throw ConfigError("workers must be 0 (in-process) or more, got " + std::to_string(options.workers));
   if (options.prefetch < 0 || options.chunk < 0)
     throw ConfigError("prefetch and chunk must be 0 (automatic) or positive");
   DatasetIndex index = build_index(options.data, options.split);
-  impl_ = std::make_unique<Impl>(std::move(options), std::move(index));
+  impl_ = std::make_unique<Impl>(std::move(options), std::move(index), created);
 }
 
 Loader::~Loader() = default;
