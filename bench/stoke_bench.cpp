@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -134,6 +135,23 @@ double rss_mib(const char* field = "VmRSS:") {
   return 0;
 }
 
+// Resident memory of this process's children (the workers) in MiB, summed.
+double children_rss_mib() {
+  double total = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream children(task.path() / "children");
+    std::string pid;
+    while (children >> pid) {
+      std::ifstream in("/proc/" + pid + "/status");
+      std::string line;
+      while (std::getline(in, line)) {
+        if (line.rfind("VmRSS:", 0) == 0) total += std::stod(line.substr(6)) / 1024.0;
+      }
+    }
+  }
+  return total;
+}
+
 std::string with_commas(double v) {
   const std::string digits = std::to_string(static_cast<long long>(v + 0.5));
   std::string out;
@@ -184,10 +202,11 @@ int run(const Args& args) {
                 static_cast<long long>(loader.dataset_size()));
     std::printf("  pipeline   ");
     std::string steps = loader.pipeline().describe();
-    for (char& ch : steps) ch = ch == '\n' ? ';' : ch;
+    for (std::size_t at = steps.find('\n'); at != std::string::npos; at = steps.find('\n', at))
+      steps.replace(at, 1, " | ");
     std::printf("%s\n", steps.c_str());
-    std::printf("  batch      %d per rank (rank %d of %d) on %s, %lld batches per epoch\n",
-                o.batch, loader.rank(), loader.world(), o.devices.to_string().c_str(),
+    std::printf("  batch      %d per rank (rank %d of %d) on %s, %lld batches per epoch\n", o.batch,
+                loader.rank(), loader.world(), o.devices.to_string().c_str(),
                 static_cast<long long>(bpe));
     std::printf("  workers    %d%s\n", o.workers, o.workers == 0 ? " (in-process)" : "");
     std::fflush(stdout);
@@ -195,7 +214,7 @@ int run(const Args& args) {
 
   XXH3_state_t* hash = XXH3_createState();
   XXH3_128bits_reset(hash);
-  std::vector<double> rss_per_epoch;
+  std::vector<double> rss_per_epoch, worker_rss_per_epoch;
   Progress progress(bpe, ::isatty(STDERR_FILENO) != 0);
   const auto started = Clock::now();
   for (std::int64_t e = 0; e < args.epochs; ++e) {
@@ -211,6 +230,7 @@ int run(const Args& args) {
                       elapsed > 0 ? static_cast<double>(loader.stats().samples) / elapsed : 0);
     }
     rss_per_epoch.push_back(rss_mib());
+    worker_rss_per_epoch.push_back(children_rss_mib());
   }
   const stoke::Stats s = loader.stats();
   const std::string checksum = hex128(XXH3_128bits_digest(hash));
@@ -226,8 +246,9 @@ int run(const Args& args) {
     std::printf("  throughput %s samples/s\n", with_commas(s.samples_per_s).c_str());
     std::printf("  startup    %.3f s (construction to first batch)\n", s.startup_s);
     std::printf("  waiting    %.1f%% of the consumer's time\n", 100 * s.wait_fraction);
-    std::printf("  memory     %.1f MiB resident (peak %.1f), arena %.1f MiB\n", rss_mib(),
-                rss_mib("VmHWM:"), static_cast<double>(s.arena_bytes) / (1 << 20));
+    std::printf("  memory     %.1f MiB resident (peak %.1f), workers %.1f MiB, arena %.1f MiB\n",
+                rss_mib(), rss_mib("VmHWM:"), children_rss_mib(),
+                static_cast<double>(s.arena_bytes) / (1 << 20));
     std::printf("  restarts   %lld worker restarts\n", static_cast<long long>(s.worker_restarts));
     std::printf("  checksum   xxh3-128 %s\n", checksum.c_str());
   }
@@ -251,6 +272,7 @@ int run(const Args& args) {
     j["worker_restarts"] = s.worker_restarts;
     j["rss_mib"] = rss_mib();
     j["rss_mib_per_epoch"] = rss_per_epoch;
+    j["worker_rss_mib_per_epoch"] = worker_rss_per_epoch;
     j["checksum"] = checksum;
     std::printf("%s\n", j.dump().c_str());
   }

@@ -6,6 +6,8 @@
 // Both write DIR/<class>/<NNNNN>.<ext>, with class folders that sort (byte order) in class-id
 // order, because a folder dataset's class id is the index of its sorted folder name.
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -166,11 +168,17 @@ class Progress {
     if (open_line_) std::cerr << '\n';
   }
 
-  // Redraws at most ~200 times per run: a line per image would cost more than the writing.
+  // On a terminal, redraws one line at most ~200 times per run; in a log file, writes a line at
+  // every tenth of the way.
   void done(std::uint64_t n) {
-    if (n == total_ || n % std::max<std::uint64_t>(1, total_ / 200) == 0) {
-      std::cerr << "\rwriting " << n << '/' << total_ << std::flush;
-      open_line_ = true;
+    const std::uint64_t step = std::max<std::uint64_t>(1, total_ / (tty_ ? 200 : 10));
+    if (n == total_ || n % step == 0) {
+      if (tty_) {
+        std::cerr << "\rwriting " << n << '/' << total_ << std::flush;
+        open_line_ = true;
+      } else if (n != total_) {
+        std::cerr << "writing " << n << '/' << total_ << '\n';
+      }
     }
     if (n == total_) {
       std::cerr << '\n';
@@ -180,6 +188,7 @@ class Progress {
 
  private:
   std::uint64_t total_;
+  bool tty_ = ::isatty(STDERR_FILENO) != 0;
   bool open_line_ = false;
 };
 

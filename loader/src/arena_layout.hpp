@@ -37,7 +37,9 @@ inline constexpr std::uint32_t kLayoutVersion = 1;
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
 
-inline constexpr std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+inline constexpr std::size_t align_up(std::size_t n, std::size_t a) {
+  return (n + a - 1) / a * a;
+}
 
 enum class DatasetKind : std::uint32_t { kRaw = 1, kFiles = 2 };
 
@@ -140,9 +142,7 @@ class ArenaView {
 
   std::uint8_t* base() const { return base_; }
   ArenaHeader& header() const { return *reinterpret_cast<ArenaHeader*>(base_); }
-  const Step* steps() const {
-    return reinterpret_cast<const Step*>(base_ + header().steps_offset);
-  }
+  const Step* steps() const { return reinterpret_cast<const Step*>(base_ + header().steps_offset); }
   WorkerRecord& worker(std::uint32_t i) const {
     return *reinterpret_cast<WorkerRecord*>(base_ + header().workers_offset +
                                             i * header().worker_stride);

@@ -112,24 +112,32 @@ void Augmenter::run(const Step* steps, int step_count, const ImageRef& source, S
           resize_to(w, static_cast<int>(w.height * scale), s.size);
         break;
       }
-      case StepKind::kResize: resize_to(w, s.height, s.width); break;
+      case StepKind::kResize:
+        resize_to(w, s.height, s.width);
+        break;
       case StepKind::kCenterCrop:
         crop(w, static_cast<int>(std::nearbyint((w.width - s.width) / 2.0)),
              static_cast<int>(std::nearbyint((w.height - s.height) / 2.0)), s.width, s.height);
         break;
-      case StepKind::kRandomResizedCrop: random_resized_crop(w, s, rng); break;
+      case StepKind::kRandomResizedCrop:
+        random_resized_crop(w, s, rng);
+        break;
       case StepKind::kHorizontalFlip:
         if (rng.bernoulli(s.probability)) w.flip = !w.flip;
         break;
       case StepKind::kPadRandomCrop: {
         const int span_x = w.width + 2 * s.pad - s.width;
         const int span_y = w.height + 2 * s.pad - s.height;
-        const int x = span_x >= 0 ? static_cast<int>(rng.below(span_x + 1)) - s.pad : span_x / 2 - s.pad;
-        const int y = span_y >= 0 ? static_cast<int>(rng.below(span_y + 1)) - s.pad : span_y / 2 - s.pad;
+        const int x =
+            span_x >= 0 ? static_cast<int>(rng.below(span_x + 1)) - s.pad : span_x / 2 - s.pad;
+        const int y =
+            span_y >= 0 ? static_cast<int>(rng.below(span_y + 1)) - s.pad : span_y / 2 - s.pad;
         crop(w, x, y, s.width, s.height);
         break;
       }
-      case StepKind::kColorJitter: color_jitter(w, s, rng); break;
+      case StepKind::kColorJitter:
+        color_jitter(w, s, rng);
+        break;
     }
   }
   // Validation guarantees the window has the output size here.
@@ -216,7 +224,8 @@ cv::Mat Augmenter::materialize(const Window& w) {
   next_scratch_ = (next_scratch_ + 1) % 3;
   buf.assign(static_cast<std::size_t>(w.width) * w.height * s.channels, 0);
   cv::Mat out(w.height, w.width, type, buf.data());
-  const cv::Rect inter = cv::Rect(w.x0, w.y0, w.width, w.height) & cv::Rect(0, 0, s.width, s.height);
+  const cv::Rect inter =
+      cv::Rect(w.x0, w.y0, w.width, w.height) & cv::Rect(0, 0, s.width, s.height);
   if (!inter.empty()) whole(inter).copyTo(out(inter - cv::Point(w.x0, w.y0)));
   if (lut_active_) {
     cv::Mat table(1, 256, CV_8U, lut_);

@@ -19,13 +19,20 @@ inline constexpr int kBadInputCount = static_cast<int>(BadInput::kCount);
 
 inline const char* bad_input_name(BadInput reason) noexcept {
   switch (reason) {
-    case BadInput::kNone: return "none";
-    case BadInput::kMissing: return "missing";
-    case BadInput::kUnreadable: return "unreadable";
-    case BadInput::kEmpty: return "empty";
-    case BadInput::kUndecodable: return "undecodable";
-    case BadInput::kTooLarge: return "too_large";
-    case BadInput::kCount: break;
+    case BadInput::kNone:
+      return "none";
+    case BadInput::kMissing:
+      return "missing";
+    case BadInput::kUnreadable:
+      return "unreadable";
+    case BadInput::kEmpty:
+      return "empty";
+    case BadInput::kUndecodable:
+      return "undecodable";
+    case BadInput::kTooLarge:
+      return "too_large";
+    case BadInput::kCount:
+      break;
   }
   return "unknown";
 }

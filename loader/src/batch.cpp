@@ -10,14 +10,30 @@ using detail::BatchLease;
 
 Batch::Batch(std::shared_ptr<BatchLease> lease) : lease_(std::move(lease)) {}
 
-std::int64_t Batch::epoch() const { return lease_->epoch(); }
-std::int64_t Batch::index() const { return lease_->index(); }
-int Batch::size() const { return lease_->core().batch; }
-int Batch::padded() const { return lease_->padded(); }
-int Batch::height() const { return lease_->core().height; }
-int Batch::width() const { return lease_->core().width; }
-int Batch::channels() const { return lease_->core().channels; }
-int Batch::device_count() const { return lease_->core().devices; }
+std::int64_t Batch::epoch() const {
+  return lease_->epoch();
+}
+std::int64_t Batch::index() const {
+  return lease_->index();
+}
+int Batch::size() const {
+  return lease_->core().batch;
+}
+int Batch::padded() const {
+  return lease_->padded();
+}
+int Batch::height() const {
+  return lease_->core().height;
+}
+int Batch::width() const {
+  return lease_->core().width;
+}
+int Batch::channels() const {
+  return lease_->core().channels;
+}
+int Batch::device_count() const {
+  return lease_->core().devices;
+}
 
 std::span<const std::uint8_t> Batch::pixels() const {
   const auto& c = lease_->core();
@@ -59,6 +75,8 @@ DeviceChunk Batch::chunk(int device) const {
   return c;
 }
 
-void Batch::release() { lease_.reset(); }
+void Batch::release() {
+  lease_.reset();
+}
 
 }  // namespace stoke

@@ -11,14 +11,18 @@ BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* 
   const ArenaHeader& h = arena_.header();
   ImageRef src;
   if (dataset_.raw()) {
-    src = ImageRef{dataset_.raw_pixels(sample), h.raw_height, h.raw_width, h.raw_channels,
-                   static_cast<std::size_t>(h.raw_width) * h.raw_channels, false};
+    src = ImageRef{dataset_.raw_pixels(sample),
+                   h.raw_height,
+                   h.raw_width,
+                   h.raw_channels,
+                   static_cast<std::size_t>(h.raw_width) * h.raw_channels,
+                   false};
   } else {
     path_.assign(dataset_.path(sample));
     if (const BadInput r = decoder_.decode(path_, h.out_channels, decoded_); r != BadInput::kNone)
       return r;
-    src = ImageRef{decoded_.data, decoded_.rows, decoded_.cols, decoded_.channels(),
-                   decoded_.step[0], decoded_.channels() == 3};
+    src = ImageRef{decoded_.data,       decoded_.rows,    decoded_.cols,
+                   decoded_.channels(), decoded_.step[0], decoded_.channels() == 3};
   }
   try {
     augmenter_.run(arena_.steps(), static_cast<int>(h.step_count), src, rng, dst, h.out_height,
@@ -68,7 +72,8 @@ Completion ChunkRunner::run(const Task& task) noexcept {
       if (!h.on_error_skip) return fail();
       done.skipped_by_reason[static_cast<int>(reason)] += 1;
       if (done.reported < Completion::kMaxReported)
-        done.skipped[done.reported++] = SkippedSample{wanted, static_cast<std::uint32_t>(reason), 0};
+        done.skipped[done.reported++] =
+            SkippedSample{wanted, static_cast<std::uint32_t>(reason), 0};
       bool replaced = false;
       for (int k = 1; k <= kMaxSubstitutes && !replaced; ++k) {
         sample = (wanted + k) % n;

@@ -20,10 +20,9 @@ bool has_image_extension(const fs::path& p) {
   std::string ext = p.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  static constexpr const char* kKnown[] = {".jpg", ".jpeg", ".jpe", ".png", ".bmp", ".dib",
-                                           ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".pbm",
-                                           ".pnm", ".pxm", ".jp2", ".sr",  ".ras", ".hdr",
-                                           ".pic", ".exr"};
+  static constexpr const char* kKnown[] = {".jpg",  ".jpeg", ".jpe", ".png", ".bmp", ".dib", ".tif",
+                                           ".tiff", ".webp", ".ppm", ".pgm", ".pbm", ".pnm", ".pxm",
+                                           ".jp2",  ".sr",   ".ras", ".hdr", ".pic", ".exr"};
   return std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return ext == k; });
 }
 
@@ -62,8 +61,8 @@ DatasetIndex index_tree(const fs::path& root) {
   std::sort(classes.begin(), classes.end());
   for (std::size_t label = 0; label < classes.size(); ++label) {
     std::vector<fs::path> files;
-    for (const auto& entry :
-         fs::recursive_directory_iterator(classes[label], fs::directory_options::skip_permission_denied)) {
+    for (const auto& entry : fs::recursive_directory_iterator(
+             classes[label], fs::directory_options::skip_permission_denied)) {
       if (!entry.is_directory() && has_image_extension(entry.path())) files.push_back(entry.path());
     }
     std::sort(files.begin(), files.end());
@@ -75,7 +74,8 @@ DatasetIndex index_tree(const fs::path& root) {
         index.rejected.push_back({f.string(), BadInput::kEmpty});
         continue;
       }
-      add_file(index, fs::absolute(f).lexically_normal().string(), static_cast<std::int32_t>(label));
+      add_file(index, fs::absolute(f).lexically_normal().string(),
+               static_cast<std::int32_t>(label));
     }
   }
   index.size = static_cast<std::int64_t>(index.entries.size());
@@ -123,7 +123,8 @@ DatasetIndex build_index(const std::string& path, Split split) {
   std::error_code ec;
   const auto status = fs::status(path, ec);
   if (ec || !fs::exists(status))
-    throw ConfigError(path + ": No such file or directory (the data path must be an image "
+    throw ConfigError(path +
+                      ": No such file or directory (the data path must be an image "
                       "folder, a list file or a folder of IDX files)");
   if (fs::is_directory(status)) {
     if (is_idx_folder(path)) {

@@ -31,11 +31,11 @@ struct RejectedFile {
 struct DatasetIndex {
   DatasetKind kind = DatasetKind::kRaw;
   std::int64_t size = 0;
-  std::vector<std::int32_t> labels;  // kRaw
+  std::vector<std::int32_t> labels;         // kRaw
   int height = 0, width = 0, channels = 0;  // kRaw
-  std::vector<std::uint8_t> pixels;  // kRaw
-  std::vector<FileEntry> entries;    // kFiles
-  std::string paths;                 // kFiles
+  std::vector<std::uint8_t> pixels;         // kRaw
+  std::vector<FileEntry> entries;           // kFiles
+  std::string paths;                        // kFiles
   std::vector<std::string> class_names;
   std::vector<RejectedFile> rejected;  // files left out while indexing (counted as skipped)
 
@@ -48,16 +48,13 @@ struct DatasetIndex {
 // is missing, holds no samples, or a list line is malformed (naming the file and line).
 DatasetIndex build_index(const std::string& path, Split split);
 
-
 class DatasetView {
  public:
   explicit DatasetView(const ArenaView& arena);
 
   std::int64_t size() const { return size_; }
   bool raw() const { return kind_ == DatasetKind::kRaw; }
-  std::int32_t label(std::int64_t i) const {
-    return raw() ? raw_labels_[i] : entries_[i].label;
-  }
+  std::int32_t label(std::int64_t i) const { return raw() ? raw_labels_[i] : entries_[i].label; }
   // REQUIRES: raw()
   const std::uint8_t* raw_pixels(std::int64_t i) const { return raw_pixels_ + i * raw_bytes_; }
   std::size_t raw_bytes() const { return raw_bytes_; }

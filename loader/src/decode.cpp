@@ -32,7 +32,8 @@ class Fd {
 
 BadInput ImageDecoder::read_file(const std::string& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return errno == ENOENT || errno == ENOTDIR ? BadInput::kMissing : BadInput::kUnreadable;
+  if (fd.get() < 0)
+    return errno == ENOENT || errno == ENOTDIR ? BadInput::kMissing : BadInput::kUnreadable;
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return BadInput::kUnreadable;
   if (st.st_size == 0) return BadInput::kEmpty;

@@ -11,7 +11,8 @@ namespace stoke::detail {
 void validate_plan(const PlanConfig& c) {
   if (c.devices <= 0)
     throw ConfigError("device count must be at least 1, got " + std::to_string(c.devices));
-  if (c.world <= 0) throw ConfigError("world size must be at least 1, got " + std::to_string(c.world));
+  if (c.world <= 0)
+    throw ConfigError("world size must be at least 1, got " + std::to_string(c.world));
   if (c.rank < 0 || c.rank >= c.world)
     throw ConfigError("rank " + std::to_string(c.rank) + " is outside world size " +
                       std::to_string(c.world) + "; ranks are 0.." + std::to_string(c.world - 1));

@@ -21,7 +21,7 @@ struct PlanConfig {
   int batch = 0;             // B, per rank
   int devices = 1;           // G
   int rank = 0;
-  int world = 1;             // W
+  int world = 1;  // W
   std::uint64_t seed = 0;
   bool shuffle = true;
   LastBatch last_batch = LastBatch::kPad;

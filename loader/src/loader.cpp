@@ -30,11 +30,14 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr int kTasksInFlightPerWorker = 4;
+constexpr int kMaxWorkers = 512;
 constexpr int kMaxRedo = 3;  // a chunk whose worker died this often is declared fatal
 constexpr std::size_t kDefaultMemoryBudget = std::size_t{2} << 30;
 constexpr auto kStartupTimeout = std::chrono::seconds(30);
 
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
 
 void default_log(std::string_view line) {
   std::fprintf(stderr, "stoke: %.*s\n", static_cast<int>(line.size()), line.data());
@@ -105,9 +108,9 @@ class Loader::Impl {
   std::int64_t next_batch_ = 0;  // in [0, bpe_]; bpe_ means "epoch exhausted, say so next"
   std::int64_t assign_seq_ = 0;  // next batch sequence (epoch * bpe_ + index) to give a slot
   std::uint64_t next_task_seq_ = 1;
-  std::deque<Task> pending_;     // tasks not yet handed to a worker
-  std::string data_error_;       // sticky: OnError::kError stops the loader
-  std::exception_ptr fatal_;     // sticky: the supervisor could not keep workers alive
+  std::deque<Task> pending_;  // tasks not yet handed to a worker
+  std::string data_error_;    // sticky: OnError::kError stops the loader
+  std::exception_ptr fatal_;  // sticky: the supervisor could not keep workers alive
   bool stop_ = false;
   Stats stats_;
   bool delivered_any_ = false;
@@ -145,8 +148,8 @@ PlanConfig Loader::Impl::plan_config(const Options& o, std::int64_t samples) {
   RankInfo ranks = rank_from_environment();
   if (o.rank >= 0) ranks.rank = o.rank;
   if (o.world >= 0) ranks.world = o.world;
-  return PlanConfig{samples, o.batch, o.devices.count, ranks.rank, ranks.world,
-                    o.seed,  o.shuffle, o.last_batch};
+  return PlanConfig{samples,     o.batch, o.devices.count, ranks.rank,
+                    ranks.world, o.seed,  o.shuffle,       o.last_batch};
 }
 
 Loader::Impl::Impl(Options options, DatasetIndex index, Clock::time_point created)
@@ -161,8 +164,9 @@ Loader::Impl::Impl(Options options, DatasetIndex index, Clock::time_point create
   else
     pipeline_.validate(0, 0);
   const int b = options_.batch;
-  chunk_ = options_.chunk > 0 ? std::min(options_.chunk, b)
-                              : (workers_ == 0 ? b : std::max(1, (b + 2 * workers_ - 1) / (2 * workers_)));
+  chunk_ = options_.chunk > 0
+               ? std::min(options_.chunk, b)
+               : (workers_ == 0 ? b : std::max(1, (b + 2 * workers_ - 1) / (2 * workers_)));
   for (const RejectedFile& r : index.rejected) {
     stats_.skipped += 1;
     stats_.skipped_by_reason[bad_input_name(r.reason)] += 1;
@@ -175,10 +179,11 @@ Loader::Impl::Impl(Options options, DatasetIndex index, Clock::time_point create
     const LoaderState& s = *options_.resume;
     if (s.dataset_size != plan_.config().samples ||
         s.global_batch != std::int64_t{b} * plan_.config().world || s.seed != options_.seed)
-      throw ConfigError("cannot resume from '" + s.serialize() + "': it was saved with another "
+      throw ConfigError("cannot resume from '" + s.serialize() +
+                        "': it was saved with another "
                         "dataset size, global batch or seed (now dataset_size=" +
-                        std::to_string(plan_.config().samples) + " global_batch=" +
-                        std::to_string(std::int64_t{b} * plan_.config().world) +
+                        std::to_string(plan_.config().samples) +
+                        " global_batch=" + std::to_string(std::int64_t{b} * plan_.config().world) +
                         " seed=" + std::to_string(options_.seed) + ")");
     if (s.epoch < 0 || s.next_batch < 0 || s.next_batch > bpe_)
       throw ConfigError("cannot resume from '" + s.serialize() + "': next_batch must be in 0.." +
@@ -240,7 +245,8 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index) {
   h.slots_offset = align_up(h.workers_offset + h.worker_stride * h.worker_capacity, kPage);
 
   const std::size_t initial = options_.prefetch > 0 ? options_.prefetch : 2 * workers_ + 2;
-  const std::size_t budget = options_.memory_budget > 0 ? options_.memory_budget : kDefaultMemoryBudget;
+  const std::size_t budget =
+      options_.memory_budget > 0 ? options_.memory_budget : kDefaultMemoryBudget;
   slot_capacity_ = std::max(initial, budget / h.slot_stride);
   h.slot_capacity = static_cast<std::uint32_t>(slot_capacity_);
   h.total_size = h.slots_offset + slot_capacity_ * h.slot_stride;
@@ -371,8 +377,7 @@ void Loader::Impl::complete_locked(const Task& task, const Completion& done) {
   if (done.status == Completion::kDataError && s.error.empty()) {
     s.error = describe_sample(done.error_sample) + ": " +
               bad_input_name(static_cast<BadInput>(done.reason)) +
-              (options_.on_error == OnError::kSkip ? " (and no substitute could be produced)"
-                                                   : "");
+              (options_.on_error == OnError::kSkip ? " (and no substitute could be produced)" : "");
   }
   redo_.erase(task.seq);
   if (--s.pending > 0) return;
@@ -430,8 +435,9 @@ std::optional<Batch> Loader::Impl::next() {
       return batch;
     }
     if (slot < 0 && assign_seq_ == seq) {
-      const bool all_held = std::all_of(core_->slots.begin(), core_->slots.end(),
-                                        [](const SlotInfo& s) { return s.state == SlotInfo::kHeld; });
+      const bool all_held =
+          std::all_of(core_->slots.begin(), core_->slots.end(),
+                      [](const SlotInfo& s) { return s.state == SlotInfo::kHeld; });
       if (all_held && !grow_locked()) {
         const auto& h = core_->view.header();
         throw Error("the consumer holds all " + std::to_string(core_->slots.size()) +
@@ -528,7 +534,8 @@ void Loader::Impl::start_workers() {
     if (ready == workers_) return;
     std::vector<pollfd> fds{{done_fd_, POLLIN, 0}};
     for (int i = 0; i < workers_; ++i) fds.push_back({pool_->pidfd(i), POLLIN, 0});
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0)
       throw Error("stoke-worker (" + pool_->executable() + ") did not start within " +
                   std::to_string(kStartupTimeout.count()) + " s");
@@ -538,8 +545,8 @@ void Loader::Impl::start_workers() {
       if (!(fds[i + 1].revents & POLLIN)) continue;
       const WorkerExit exit = pool_->reap(i);
       if (!exit.signaled && exit.status == kExitVersionMismatch)
-        throw Error(pool_->executable() + " does not match this library (" +
-                    worker_version_tag() + "); install the stoke-worker that came with it");
+        throw Error(pool_->executable() + " does not match this library (" + worker_version_tag() +
+                    "); install the stoke-worker that came with it");
       throw Error("stoke-worker (" + pool_->executable() + ") exited during start-up with " +
                   exit.describe());
     }
@@ -621,8 +628,8 @@ void Loader::Impl::handle_exit_locked(int worker) {
     if (++redo_[it->seq] >= kMaxRedo && samples.empty()) {
       const SlotInfo& s = core_->slots[it->slot];
       samples = "samples " + std::to_string(it->begin) + ".." +
-                std::to_string(it->begin + it->count - 1) + " of batch " +
-                std::to_string(s.index) + " (epoch " + std::to_string(s.epoch) + ")";
+                std::to_string(it->begin + it->count - 1) + " of batch " + std::to_string(s.index) +
+                " (epoch " + std::to_string(s.epoch) + ")";
     }
     pending_.push_front(*it);
   }
@@ -631,9 +638,9 @@ void Loader::Impl::handle_exit_locked(int worker) {
   q.clear();
   stats_.worker_restarts += 1;
   if (!samples.empty()) {
-    fatal_ = std::make_exception_ptr(Error(
-        "workers died " + std::to_string(kMaxRedo) + " times while working on " + samples +
-        "; last death: " + exit.describe()));
+    fatal_ = std::make_exception_ptr(Error("workers died " + std::to_string(kMaxRedo) +
+                                           " times while working on " + samples +
+                                           "; last death: " + exit.describe()));
     core_->cv.notify_all();
     return;
   }
@@ -649,8 +656,9 @@ void Loader::Impl::handle_exit_locked(int worker) {
 
 Loader::Loader(Options options) {
   const Clock::time_point created = Clock::now();
-  if (options.workers < 0)
-    throw ConfigError("workers must be 0 (in-process) or more, got " + std::to_string(options.workers));
+  if (options.workers < 0 || options.workers > kMaxWorkers)
+    throw ConfigError("workers must be in 0.." + std::to_string(kMaxWorkers) +
+                      " (0 runs in-process), got " + std::to_string(options.workers));
   if (options.prefetch < 0 || options.chunk < 0)
     throw ConfigError("prefetch and chunk must be 0 (automatic) or positive");
   DatasetIndex index = build_index(options.data, options.split);
@@ -658,16 +666,36 @@ Loader::Loader(Options options) {
 }
 
 Loader::~Loader() = default;
-std::optional<Batch> Loader::next() { return impl_->next(); }
-void Loader::set_epoch(std::int64_t epoch) { impl_->set_epoch(epoch); }
-LoaderState Loader::state() const { return impl_->state(); }
-std::int64_t Loader::batches_per_epoch() const { return impl_->batches_per_epoch(); }
-std::int64_t Loader::dataset_size() const { return impl_->dataset_size(); }
-int Loader::rank() const { return impl_->rank(); }
-int Loader::world() const { return impl_->world(); }
-const Pipeline& Loader::pipeline() const { return impl_->pipeline(); }
-Stats Loader::stats() const { return impl_->stats(); }
+std::optional<Batch> Loader::next() {
+  return impl_->next();
+}
+void Loader::set_epoch(std::int64_t epoch) {
+  impl_->set_epoch(epoch);
+}
+LoaderState Loader::state() const {
+  return impl_->state();
+}
+std::int64_t Loader::batches_per_epoch() const {
+  return impl_->batches_per_epoch();
+}
+std::int64_t Loader::dataset_size() const {
+  return impl_->dataset_size();
+}
+int Loader::rank() const {
+  return impl_->rank();
+}
+int Loader::world() const {
+  return impl_->world();
+}
+const Pipeline& Loader::pipeline() const {
+  return impl_->pipeline();
+}
+Stats Loader::stats() const {
+  return impl_->stats();
+}
 
-const char* version() { return kVersion; }
+const char* version() {
+  return kVersion;
+}
 
 }  // namespace stoke

@@ -100,8 +100,8 @@ IdxImages read_idx(const std::string& dir, Split split) {
                   ", expected 2049)");
     const std::uint32_t count = read_be32(f.get(), labels_path);
     if (count != out.count)
-      throw Error(labels_path + ": holds " + std::to_string(count) + " labels but " +
-                  images_path + " holds " + std::to_string(out.count) + " images");
+      throw Error(labels_path + ": holds " + std::to_string(count) + " labels but " + images_path +
+                  " holds " + std::to_string(out.count) + " images");
     out.labels.resize(count);
     read_exact(f.get(), labels_path, out.labels.data(), out.labels.size());
   }

@@ -83,8 +83,8 @@ Pipeline& Pipeline::horizontal_flip(float probability) {
 
 Pipeline& Pipeline::pad_random_crop(int pad, int height, int width) {
   if (pad < 0 || pad > kMaxSide)
-    throw ConfigError("pad_random_crop: pad must be in 0.." + std::to_string(kMaxSide) +
-                      ", got " + std::to_string(pad));
+    throw ConfigError("pad_random_crop: pad must be in 0.." + std::to_string(kMaxSide) + ", got " +
+                      std::to_string(pad));
   check_side("pad_random_crop", "height", height);
   check_side("pad_random_crop", "width", width);
   return add({.kind = StepKind::kPadRandomCrop, .height = height, .width = width, .pad = pad});
@@ -146,34 +146,42 @@ void Pipeline::validate(int source_height, int source_width) const {
     }
   }
   if (h == 0 || w == 0)
-    throw ConfigError("pipeline: images of varying size reach the output; end the pipeline with "
-                      "resize, center_crop, random_resized_crop or pad_random_crop to " +
-                      std::to_string(height_) + "x" + std::to_string(width_));
+    throw ConfigError(
+        "pipeline: images of varying size reach the output; end the pipeline with "
+        "resize, center_crop, random_resized_crop or pad_random_crop to " +
+        std::to_string(height_) + "x" + std::to_string(width_));
   if (h != height_ || w != width_)
-    throw ConfigError("pipeline: the steps produce " + std::to_string(h) + "x" +
-                      std::to_string(w) + " images but the output is " + std::to_string(height_) +
-                      "x" + std::to_string(width_) + "; add a crop or resize to the output size");
+    throw ConfigError("pipeline: the steps produce " + std::to_string(h) + "x" + std::to_string(w) +
+                      " images but the output is " + std::to_string(height_) + "x" +
+                      std::to_string(width_) + "; add a crop or resize to the output size");
 }
 
 std::string Pipeline::describe() const {
   std::ostringstream out;
   for (const Step& s : steps_) {
     switch (s.kind) {
-      case StepKind::kResizeShorter: out << "resize_shorter " << s.size; break;
-      case StepKind::kResize: out << "resize " << s.height << "x" << s.width; break;
-      case StepKind::kCenterCrop: out << "center_crop " << s.height << "x" << s.width; break;
+      case StepKind::kResizeShorter:
+        out << "resize_shorter " << s.size;
+        break;
+      case StepKind::kResize:
+        out << "resize " << s.height << "x" << s.width;
+        break;
+      case StepKind::kCenterCrop:
+        out << "center_crop " << s.height << "x" << s.width;
+        break;
       case StepKind::kRandomResizedCrop:
         out << "random_resized_crop " << s.height << "x" << s.width << " scale ["
             << fmt(s.scale_min) << ", " << fmt(s.scale_max) << "] ratio [" << fmt(s.ratio_min)
             << ", " << fmt(s.ratio_max) << "]";
         break;
-      case StepKind::kHorizontalFlip: out << "horizontal_flip p=" << fmt(s.probability); break;
+      case StepKind::kHorizontalFlip:
+        out << "horizontal_flip p=" << fmt(s.probability);
+        break;
       case StepKind::kPadRandomCrop:
         out << "pad_random_crop pad " << s.pad << " to " << s.height << "x" << s.width;
         break;
       case StepKind::kColorJitter:
-        out << "color_jitter brightness " << fmt(s.brightness) << " contrast "
-            << fmt(s.contrast);
+        out << "color_jitter brightness " << fmt(s.brightness) << " contrast " << fmt(s.contrast);
         break;
     }
     out << "\n";

@@ -63,11 +63,11 @@ void SharedArena::reserve(std::size_t bytes) {
   if (bytes <= reserved_) return;
   if (bytes > capacity_)
     throw Error("shared arena: " + mib(bytes) + " requested but its capacity is " + mib(capacity_));
-  const int err = ::posix_fallocate(fd_, static_cast<off_t>(reserved_),
-                                    static_cast<off_t>(bytes - reserved_));
+  const int err =
+      ::posix_fallocate(fd_, static_cast<off_t>(reserved_), static_cast<off_t>(bytes - reserved_));
   if (err != 0) {
-    throw Error("cannot reserve " + mib(bytes) + " of shared memory for the arena: " +
-                std::strerror(err) +
+    throw Error("cannot reserve " + mib(bytes) +
+                " of shared memory for the arena: " + std::strerror(err) +
                 "; free memory, or lower the batch size, image size or prefetch depth");
   }
   reserved_ = bytes;

@@ -22,8 +22,8 @@ LoaderState LoaderState::parse(std::string_view text) {
   std::istringstream in{std::string(text)};
   std::string word;
   if (!(in >> word) || word != kTag)
-    throw ConfigError("not a saved loader state (expected it to start with '" +
-                      std::string(kTag) + "'): '" + std::string(text) + "'");
+    throw ConfigError("not a saved loader state (expected it to start with '" + std::string(kTag) +
+                      "'): '" + std::string(text) + "'");
   LoaderState s;
   int seen = 0;
   while (in >> word) {
@@ -33,12 +33,18 @@ LoaderState LoaderState::parse(std::string_view text) {
     const char* b = word.data() + eq + 1;
     const char* e = word.data() + word.size();
     std::from_chars_result r{};
-    if (key == "seed") r = std::from_chars(b, e, s.seed);
-    else if (key == "epoch") r = std::from_chars(b, e, s.epoch);
-    else if (key == "next_batch") r = std::from_chars(b, e, s.next_batch);
-    else if (key == "dataset_size") r = std::from_chars(b, e, s.dataset_size);
-    else if (key == "global_batch") r = std::from_chars(b, e, s.global_batch);
-    else throw ConfigError("loader state: unknown field '" + key + "'");
+    if (key == "seed")
+      r = std::from_chars(b, e, s.seed);
+    else if (key == "epoch")
+      r = std::from_chars(b, e, s.epoch);
+    else if (key == "next_batch")
+      r = std::from_chars(b, e, s.next_batch);
+    else if (key == "dataset_size")
+      r = std::from_chars(b, e, s.dataset_size);
+    else if (key == "global_batch")
+      r = std::from_chars(b, e, s.global_batch);
+    else
+      throw ConfigError("loader state: unknown field '" + key + "'");
     if (r.ec != std::errc() || r.ptr != e)
       throw ConfigError("loader state: field '" + word + "' is not a number");
     ++seen;

@@ -21,7 +21,8 @@ std::string locate_worker(const std::string& configured) {
   if (!configured.empty()) {
     struct stat st {};
     if (::stat(configured.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0)
-      throw ConfigError("worker path " + configured + " is not an executable file; point it at "
+      throw ConfigError("worker path " + configured +
+                        " is not an executable file; point it at "
                         "the stoke-worker that came with this library");
     return configured;
   }

@@ -24,7 +24,9 @@ extern char** environ;
 namespace stoke::detail {
 namespace {
 
-int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+int pidfd_open(pid_t pid) {
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+}
 
 }  // namespace
 
@@ -48,7 +50,9 @@ WorkerPool::WorkerPool(ArenaView arena, int arena_fd, int done_fd, std::string e
       executable_(std::move(executable)),
       workers_(arena.header().worker_capacity) {}
 
-WorkerPool::~WorkerPool() { stop_all(std::chrono::milliseconds(0)); }
+WorkerPool::~WorkerPool() {
+  stop_all(std::chrono::milliseconds(0));
+}
 
 void WorkerPool::spawn(int i) {
   reset_worker_record(arena_, static_cast<std::uint32_t>(i));
@@ -74,19 +78,16 @@ void WorkerPool::spawn(int i) {
 
   const std::string index = std::to_string(i);
   const std::string parent = std::to_string(::getpid());
-  char* argv[] = {const_cast<char*>(executable_.c_str()),
-                  const_cast<char*>("--worker"),
-                  const_cast<char*>(index.c_str()),
-                  const_cast<char*>("--parent"),
-                  const_cast<char*>(parent.c_str()),
-                  nullptr};
+  char* argv[] = {const_cast<char*>(executable_.c_str()), const_cast<char*>("--worker"),
+                  const_cast<char*>(index.c_str()),       const_cast<char*>("--parent"),
+                  const_cast<char*>(parent.c_str()),      nullptr};
   pid_t pid = -1;
   const int err = ::posix_spawn(&pid, executable_.c_str(), &actions, &attr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (err != 0) {
     throw Error("cannot start worker " + executable_ + ": " + std::strerror(err) +
-                (err == ENOENT ? " (reinstall stoke, or set the worker path)"
+                (err == ENOENT   ? " (reinstall stoke, or set the worker path)"
                  : err == EACCES ? " (the file is not executable: chmod +x it)"
                                  : ""));
   }

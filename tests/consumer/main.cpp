@@ -1,14 +1,13 @@
 // Runs one epoch of Fashion-MNIST's test split with two workers through an installed stoke and
 // prints the executables of its worker processes, so the test can check where they came from.
-#include <stoke/loader.hpp>
-#include <stoke/mnist.hpp>
-
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <stoke/loader.hpp>
+#include <stoke/mnist.hpp>
 #include <string>
 
 namespace {

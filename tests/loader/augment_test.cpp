@@ -12,7 +12,8 @@ namespace {
 cv::Mat pattern(int h, int w, int c) {
   cv::Mat m(h, w, CV_8UC(c));
   for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w * c; ++x) m.ptr<std::uint8_t>(y)[x] = static_cast<std::uint8_t>(y * 31 + x * 7 + 1);
+    for (int x = 0; x < w * c; ++x)
+      m.ptr<std::uint8_t>(y)[x] = static_cast<std::uint8_t>(y * 31 + x * 7 + 1);
   return m;
 }
 

@@ -48,7 +48,7 @@ TEST(Config, NamesAMissingDataPath) {
 
 TEST(Config, RejectsNegativeWorkersAndHalfGivenSize) {
   Options o = fashion_options(-1);
-  EXPECT_EQ(construction_error(o), "workers must be 0 (in-process) or more, got -1");
+  EXPECT_EQ(construction_error(o), "workers must be in 0..512 (0 runs in-process), got -1");
   o = fashion_options(0);
   o.height = 32;
   EXPECT_EQ(construction_error(o),
@@ -118,13 +118,13 @@ TEST(Config, RejectsAWorkerPathThatIsNotExecutable) {
   test::TempDir dir;
   const std::string path = dir.str() + "/stoke-worker";
   std::ofstream(path) << "not a program\n";
-  std::filesystem::permissions(path, std::filesystem::perms::owner_read |
-                                         std::filesystem::perms::owner_write);
+  std::filesystem::permissions(
+      path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   Options o = fashion_options(2);
   o.worker_path = path;
-  EXPECT_EQ(construction_error(o),
-            "worker path " + path + " is not an executable file; point it at the stoke-worker "
-            "that came with this library");
+  EXPECT_EQ(construction_error(o), "worker path " + path +
+                                       " is not an executable file; point it at the stoke-worker "
+                                       "that came with this library");
 }
 
 TEST(Config, RefusesAWorkerOfAnotherVersion) {

@@ -18,7 +18,8 @@ void write_png(const fs::path& p, int tag, int w = 40, int h = 30) {
   fs::create_directories(p.parent_path());
   cv::Mat m(h, w, CV_8UC3);
   for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x) m.at<cv::Vec3b>(y, x) = cv::Vec3b(tag % 256, (x * 7) % 256, (y * 5) % 256);
+    for (int x = 0; x < w; ++x)
+      m.at<cv::Vec3b>(y, x) = cv::Vec3b(tag % 256, (x * 7) % 256, (y * 5) % 256);
   ASSERT_TRUE(cv::imwrite(p.string(), m));
 }
 
@@ -78,8 +79,9 @@ TEST(Dataset, MalformedListLineIsNamedWithItsLineNumber) {
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()),
-              list.string() + ":2: expected 'path<TAB>label' with a non-negative integer label, "
-                              "got 'b.png 2'");
+              list.string() +
+                  ":2: expected 'path<TAB>label' with a non-negative integer label, "
+                  "got 'b.png 2'");
   }
 }
 
@@ -155,7 +157,8 @@ TEST(Dataset, BadFileStopsWithItsPathUnderError) {
     loader.next();
     FAIL() << "a missing file did not stop the loader";
   } catch (const DataError& e) {
-    EXPECT_EQ(std::string(e.what()), (dir.path() / "c" / "img1.png").string() + " (sample 1): missing");
+    EXPECT_EQ(std::string(e.what()),
+              (dir.path() / "c" / "img1.png").string() + " (sample 1): missing");
   }
 }
 

@@ -44,8 +44,8 @@ TEST(EpochPlan, EverySampleOncePerEpochAcrossRanksAndPadsByRepeatingFromEpochSta
         for (int devices : {1, 2, 4}) {
           if (batch % devices != 0) continue;
           PlanConfig c{n, batch, devices, 0, world, 3, true, LastBatch::kPad};
-          SCOPED_TRACE(testing::Message() << "N=" << n << " B=" << batch << " W=" << world
-                                          << " G=" << devices);
+          SCOPED_TRACE(testing::Message()
+                       << "N=" << n << " B=" << batch << " W=" << world << " G=" << devices);
           const EpochIds e = global_epoch(c, 2);
           const std::int64_t global = std::int64_t{batch} * world;
           ASSERT_EQ(static_cast<std::int64_t>(e.ids.size()), (n + global - 1) / global * global);

@@ -1,10 +1,9 @@
 // Worker processes: shutdown leaves nothing behind, deaths are survived, the training process
 // dying takes the workers with it.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <thread>

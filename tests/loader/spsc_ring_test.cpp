@@ -25,7 +25,8 @@ TEST(SpscRing, KeepsOrderAndReportsFullAndEmpty) {
 
 TEST(SpscRing, CarriesItemsBetweenProcessesInOrder) {
   using Ring = SpscRing<std::uint64_t, 64>;
-  void* mem = ::mmap(nullptr, sizeof(Ring), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  void* mem =
+      ::mmap(nullptr, sizeof(Ring), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(mem, MAP_FAILED);
   auto* ring = new (mem) Ring();
   constexpr std::uint64_t kItems = 200000;

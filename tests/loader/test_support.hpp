@@ -35,7 +35,9 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-inline std::string testdata(const char* name) { return std::string(STOKE_TESTDATA_DIR) + "/" + name; }
+inline std::string testdata(const char* name) {
+  return std::string(STOKE_TESTDATA_DIR) + "/" + name;
+}
 
 // Fashion-MNIST's 10,000-image test split with a small batch: quick, and big enough.
 inline Options fashion_options(int workers, int batch = 100) {

@@ -38,7 +38,7 @@ class Batch {
 
   std::span<const std::uint8_t> pixels() const;  // size() x height x width x channels
   std::span<const std::int32_t> labels() const;
-  std::span<const std::uint8_t> valid() const;  // 1 = real sample, 0 = padding repeat
+  std::span<const std::uint8_t> valid() const;       // 1 = real sample, 0 = padding repeat
   std::span<const std::int64_t> sample_ids() const;  // dataset indices
 
   int device_count() const;

@@ -22,7 +22,7 @@ struct Stats {
   double wait_fraction = 0;  // wait_s / active_s
 
   int workers = 0;
-  int slots = 0;             // batch slots in the arena now
+  int slots = 0;  // batch slots in the arena now
   std::int64_t arena_bytes = 0;
 };
 
