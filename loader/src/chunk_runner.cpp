@@ -8,6 +8,16 @@ namespace stoke::detail {
 ChunkRunner::ChunkRunner(const ArenaView& arena) : arena_(arena), dataset_(arena) {}
 
 BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst) {
+  try {
+    return produce_or_throw(sample, rng, dst);
+  } catch (const std::bad_alloc&) {
+    return BadInput::kTooLarge;
+  } catch (const cv::Exception&) {
+    return BadInput::kUndecodable;
+  }
+}
+
+BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std::uint8_t* dst) {
   const ArenaHeader& h = arena_.header();
   ImageRef src;
   if (dataset_.raw()) {
@@ -24,14 +34,8 @@ BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* 
     src = ImageRef{decoded_.data,       decoded_.rows,    decoded_.cols,
                    decoded_.channels(), decoded_.step[0], decoded_.channels() == 3};
   }
-  try {
-    augmenter_.run(arena_.steps(), static_cast<int>(h.step_count), src, rng, dst, h.out_height,
-                   h.out_width, h.out_channels);
-  } catch (const std::bad_alloc&) {
-    return BadInput::kTooLarge;
-  } catch (const cv::Exception&) {
-    return BadInput::kUndecodable;
-  }
+  augmenter_.run(arena_.steps(), static_cast<int>(h.step_count), src, rng, dst, h.out_height,
+                 h.out_width, h.out_channels);
   return BadInput::kNone;
 }
 

@@ -24,6 +24,7 @@ class ChunkRunner {
  private:
   // Produces one sample into `dst`; returns why it could not.
   BadInput produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst);
+  BadInput produce_or_throw(std::int64_t sample, SampleRng& rng, std::uint8_t* dst);
   void prefetch_raw(std::int64_t sample) const;
 
   ArenaView arena_;

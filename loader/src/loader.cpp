@@ -31,6 +31,8 @@ namespace {
 
 constexpr int kTasksInFlightPerWorker = 4;
 constexpr int kMaxWorkers = 512;
+constexpr std::int64_t kMaxEpoch = std::int64_t{1} << 32;  // keeps epoch * batches in range
+constexpr int kMaxDeathsWithoutProgress = 5;
 constexpr int kMaxRedo = 3;  // a chunk whose worker died this often is declared fatal
 constexpr std::size_t kDefaultMemoryBudget = std::size_t{2} << 30;
 constexpr auto kStartupTimeout = std::chrono::seconds(30);
@@ -89,8 +91,15 @@ class Loader::Impl {
   void start_workers();
   void dispatch_locked();
   void drain_completions_locked(int worker);
-  void handle_exit_locked(int worker);
+  bool handle_exit_locked(int worker);  // true: start a replacement
   void log(const std::string& line) const { options_.log ? options_.log(line) : default_log(line); }
+  // The user's log callback never runs under the mutex (it may call stats() or drop a Batch):
+  // lines are queued under the lock and emitted by flush_log() after it is released.
+  void log_locked(std::string line) { log_queue_.push_back(std::move(line)); }
+  void flush_log();
+  std::optional<Batch> next_unflushed();
+  void supervise_loop();
+  void fail_locked(std::exception_ptr error);
 
   Options options_;
   Pipeline pipeline_;
@@ -109,6 +118,7 @@ class Loader::Impl {
   std::int64_t assign_seq_ = 0;  // next batch sequence (epoch * bpe_ + index) to give a slot
   std::uint64_t next_task_seq_ = 1;
   std::deque<Task> pending_;  // tasks not yet handed to a worker
+  std::vector<std::string> log_queue_;
   std::string data_error_;    // sticky: OnError::kError stops the loader
   std::exception_ptr fatal_;  // sticky: the supervisor could not keep workers alive
   bool stop_ = false;
@@ -119,8 +129,9 @@ class Loader::Impl {
   // Supervisor thread only.
   std::unique_ptr<ChunkRunner> inline_runner_;  // workers == 0 (used by the consumer thread)
   std::unique_ptr<WorkerPool> pool_;
-  std::vector<std::deque<Task>> in_flight_;  // guarded by the mutex too (read by reposition)
-  std::map<std::uint64_t, int> redo_;
+  std::vector<std::deque<Task>> in_flight_;   // guarded by the mutex too (read by reposition)
+  std::map<std::uint64_t, int> redo_;         // task seq -> deaths of the worker running it
+  std::vector<int> deaths_without_progress_;  // per worker, reset by a completion
   int done_fd_ = -1;
   std::thread supervisor_;
 };
@@ -168,6 +179,8 @@ Loader::Impl::Impl(Options options, DatasetIndex index, Clock::time_point create
                ? std::min(options_.chunk, b)
                : (workers_ == 0 ? b : std::max(1, (b + 2 * workers_ - 1) / (2 * workers_)));
   for (const RejectedFile& r : index.rejected) {
+    if (options_.on_error == OnError::kError)
+      throw DataError(r.path + ": " + bad_input_name(r.reason) + " (found while indexing)");
     stats_.skipped += 1;
     stats_.skipped_by_reason[bad_input_name(r.reason)] += 1;
     log("skipped " + r.path + " while indexing: " + bad_input_name(r.reason));
@@ -185,7 +198,7 @@ Loader::Impl::Impl(Options options, DatasetIndex index, Clock::time_point create
                         std::to_string(plan_.config().samples) +
                         " global_batch=" + std::to_string(std::int64_t{b} * plan_.config().world) +
                         " seed=" + std::to_string(options_.seed) + ")");
-    if (s.epoch < 0 || s.next_batch < 0 || s.next_batch > bpe_)
+    if (s.epoch < 0 || s.epoch > kMaxEpoch || s.next_batch < 0 || s.next_batch > bpe_)
       throw ConfigError("cannot resume from '" + s.serialize() + "': next_batch must be in 0.." +
                         std::to_string(bpe_));
     epoch_ = s.epoch;
@@ -198,16 +211,21 @@ Loader::Impl::Impl(Options options, DatasetIndex index, Clock::time_point create
   }
   const std::string exe = locate_worker(options_.worker_path);
   done_fd_ = raise_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "an eventfd");
-  pool_ = std::make_unique<WorkerPool>(core_->view, core_->arena.fd(), done_fd_, exe);
-  in_flight_.resize(static_cast<std::size_t>(workers_));
-  std::promise<void> started;
-  auto ready = started.get_future();
-  supervisor_ = std::thread([this, &started] { supervise(started); });
   try {
-    ready.get();
+    pool_ = std::make_unique<WorkerPool>(core_->view, core_->arena.fd(), done_fd_, exe);
+    in_flight_.resize(static_cast<std::size_t>(workers_));
+    deaths_without_progress_.assign(static_cast<std::size_t>(workers_), 0);
+    std::promise<void> started;
+    auto ready = started.get_future();
+    supervisor_ = std::thread([this, &started] { supervise(started); });
+    try {
+      ready.get();
+    } catch (...) {
+      supervisor_.join();
+      throw;
+    }
   } catch (...) {
-    supervisor_.join();
-    ::close(done_fd_);
+    ::close(done_fd_);  // ~Impl does not run for a constructor that throws
     throw;
   }
 }
@@ -335,8 +353,8 @@ bool Loader::Impl::grow_locked() {
   const ArenaHeader& h = core_->view.header();
   core_->arena.reserve(h.slots_offset + (n + 1) * h.slot_stride);
   core_->slots.emplace_back();
-  log("the consumer holds all " + std::to_string(n) + " batch slots; added slot " +
-      std::to_string(n + 1) + " of at most " + std::to_string(slot_capacity_));
+  log_locked("the consumer holds all " + std::to_string(n) + " batch slots; added slot " +
+             std::to_string(n + 1) + " of at most " + std::to_string(slot_capacity_));
   return true;
 }
 
@@ -357,9 +375,10 @@ void Loader::Impl::reposition_locked(std::int64_t epoch, std::int64_t batch) {
     SlotInfo& s = core_->slots[t.slot];
     if (s.state != SlotInfo::kOrphan) {
       keep.push_back(t);
-    } else if (--s.pending == 0) {
-      s.state = SlotInfo::kFree;
+      continue;
     }
+    redo_.erase(t.seq);
+    if (--s.pending == 0) s.state = SlotInfo::kFree;
   }
   pending_.swap(keep);
   if (!keep_ahead) assign_seq_ = seq;
@@ -369,9 +388,9 @@ void Loader::Impl::reposition_locked(std::int64_t epoch, std::int64_t batch) {
 void Loader::Impl::complete_locked(const Task& task, const Completion& done) {
   SlotInfo& s = core_->slots[task.slot];
   for (std::uint32_t i = 0; i < done.reported; ++i) {
-    log("skipped " + describe_sample(done.skipped[i].sample) + ": " +
-        bad_input_name(static_cast<BadInput>(done.skipped[i].reason)) +
-        " (replaced by a neighbouring sample)");
+    log_locked("skipped " + describe_sample(done.skipped[i].sample) + ": " +
+               bad_input_name(static_cast<BadInput>(done.skipped[i].reason)) +
+               " (replaced by a neighbouring sample)");
   }
   for (int r = 0; r < kBadInputCount; ++r) s.skipped[r] += done.skipped_by_reason[r];
   if (done.status == Completion::kDataError && s.error.empty()) {
@@ -408,7 +427,27 @@ void Loader::Impl::fill_inline(std::unique_lock<std::mutex>& lock, int slot) {
 
 // ---- consumer ------------------------------------------------------------------------------
 
+void Loader::Impl::flush_log() {
+  std::vector<std::string> lines;
+  {
+    std::lock_guard lock(core_->mutex);
+    lines.swap(log_queue_);
+  }
+  for (const std::string& line : lines) log(line);
+}
+
 std::optional<Batch> Loader::Impl::next() {
+  try {
+    std::optional<Batch> batch = next_unflushed();
+    flush_log();
+    return batch;
+  } catch (...) {
+    flush_log();
+    throw;
+  }
+}
+
+std::optional<Batch> Loader::Impl::next_unflushed() {
   const Clock::time_point entered = Clock::now();
   std::unique_lock lock(core_->mutex);
   if (!data_error_.empty()) throw DataError(data_error_);
@@ -482,7 +521,9 @@ Batch Loader::Impl::deliver_locked(int slot) {
 }
 
 void Loader::Impl::set_epoch(std::int64_t epoch) {
-  if (epoch < 0) throw ConfigError("epoch must be >= 0, got " + std::to_string(epoch));
+  if (epoch < 0 || epoch > kMaxEpoch)
+    throw ConfigError("epoch must be in 0.." + std::to_string(kMaxEpoch) + ", got " +
+                      std::to_string(epoch));
   std::lock_guard lock(core_->mutex);
   reposition_locked(epoch, 0);
 }
@@ -562,29 +603,51 @@ void Loader::Impl::supervise(std::promise<void>& started) {
     return;
   }
   started.set_value();
+  try {
+    supervise_loop();
+  } catch (...) {
+    std::lock_guard lock(core_->mutex);
+    fail_locked(std::current_exception());
+  }
+  flush_log();
+  // Workers are stopped from this thread, the one that spawned them, before it exits.
+  pool_->stop_all(std::chrono::milliseconds(1000));
+  pool_.reset();
+}
+
+void Loader::Impl::fail_locked(std::exception_ptr error) {
+  if (!fatal_) fatal_ = std::move(error);
+  stop_ = true;
+  core_->cv.notify_all();
+}
+
+void Loader::Impl::supervise_loop() {
   std::vector<pollfd> fds;
+  std::vector<int> respawn;
   for (;;) {
     {
       std::lock_guard lock(core_->mutex);
-      if (stop_) break;
-      if (!fatal_) {
-        assign_free_slots_locked();
-        dispatch_locked();
-      }
+      if (stop_) return;
+      assign_free_slots_locked();
+      dispatch_locked();
     }
     fds.assign({{done_fd_, POLLIN, 0}, {core_->wake_fd, POLLIN, 0}});
     for (int i = 0; i < workers_; ++i) fds.push_back({pool_->pidfd(i), POLLIN, 0});
     ::poll(fds.data(), fds.size(), 1000);
     drain_eventfd(done_fd_);
     drain_eventfd(core_->wake_fd);
-    std::lock_guard lock(core_->mutex);
-    for (int i = 0; i < workers_; ++i) drain_completions_locked(i);
-    for (int i = 0; i < workers_; ++i) {
-      if (fds[i + 2].revents & POLLIN) handle_exit_locked(i);
+    respawn.clear();
+    {
+      std::lock_guard lock(core_->mutex);
+      for (int i = 0; i < workers_; ++i) drain_completions_locked(i);
+      for (int i = 0; i < workers_ && !stop_; ++i) {
+        if ((fds[i + 2].revents & POLLIN) && handle_exit_locked(i)) respawn.push_back(i);
+      }
     }
+    flush_log();
+    // Spawning takes a while; consumers releasing batches must not wait for it.
+    for (int i : respawn) pool_->spawn(i);
   }
-  pool_->stop_all(std::chrono::milliseconds(1000));
-  pool_.reset();
 }
 
 void Loader::Impl::dispatch_locked() {
@@ -606,50 +669,58 @@ void Loader::Impl::dispatch_locked() {
 
 void Loader::Impl::drain_completions_locked(int worker) {
   WorkerRecord& r = core_->view.worker(static_cast<std::uint32_t>(worker));
+  auto& q = in_flight_[worker];
   Completion done;
   while (r.done.pop(done)) {
-    auto& q = in_flight_[worker];
     // A worker serves its ring in order, so its completions arrive in dispatch order.
-    while (!q.empty() && q.front().seq != done.seq) q.pop_front();
-    if (q.empty()) continue;
+    if (q.empty() || q.front().seq != done.seq) {
+      fail_locked(std::make_exception_ptr(Error("internal error: worker " + std::to_string(worker) +
+                                                " completed task " + std::to_string(done.seq) +
+                                                " out of order; please report this")));
+      return;
+    }
     const Task task = q.front();
     q.pop_front();
+    deaths_without_progress_[worker] = 0;
     complete_locked(task, done);
   }
 }
 
-void Loader::Impl::handle_exit_locked(int worker) {
+bool Loader::Impl::handle_exit_locked(int worker) {
   const pid_t pid = pool_->pid(worker);
   const WorkerExit exit = pool_->reap(worker);
   drain_completions_locked(worker);
   auto& q = in_flight_[worker];
-  std::string samples;
-  for (auto it = q.rbegin(); it != q.rend(); ++it) {
-    if (++redo_[it->seq] >= kMaxRedo && samples.empty()) {
-      const SlotInfo& s = core_->slots[it->slot];
-      samples = "samples " + std::to_string(it->begin) + ".." +
-                std::to_string(it->begin + it->count - 1) + " of batch " + std::to_string(s.index) +
-                " (epoch " + std::to_string(s.epoch) + ")";
-    }
-    pending_.push_front(*it);
-  }
-  log("worker " + std::to_string(worker) + " (pid " + std::to_string(pid) + ") died with " +
-      exit.describe() + "; restarting it and redoing " + std::to_string(q.size()) + " chunk(s)");
-  q.clear();
+  log_locked("worker " + std::to_string(worker) + " (pid " + std::to_string(pid) + ") died with " +
+             exit.describe() + "; restarting it and redoing " + std::to_string(q.size()) +
+             " chunk(s)");
   stats_.worker_restarts += 1;
-  if (!samples.empty()) {
-    fatal_ = std::make_exception_ptr(Error("workers died " + std::to_string(kMaxRedo) +
-                                           " times while working on " + samples +
-                                           "; last death: " + exit.describe()));
-    core_->cv.notify_all();
-    return;
+  if (!exit.signaled && exit.status == kExitVersionMismatch) {
+    fail_locked(std::make_exception_ptr(
+        Error(pool_->executable() + " no longer matches this library (" + worker_version_tag() +
+              "); it was replaced while running: reinstall stoke and restart")));
+    return false;
   }
-  try {
-    pool_->spawn(worker);
-  } catch (...) {
-    fatal_ = std::current_exception();
-    core_->cv.notify_all();
+  // Only the front task was running: a worker serves its ring in order.
+  if (!q.empty() && ++redo_[q.front().seq] >= kMaxRedo) {
+    const Task& t = q.front();
+    const SlotInfo& s = core_->slots[t.slot];
+    fail_locked(std::make_exception_ptr(
+        Error("workers died " + std::to_string(kMaxRedo) + " times while working on samples " +
+              std::to_string(t.begin) + ".." + std::to_string(t.begin + t.count - 1) +
+              " of batch " + std::to_string(s.index) + " (epoch " + std::to_string(s.epoch) +
+              "); last death: " + exit.describe())));
+    return false;
   }
+  if (++deaths_without_progress_[worker] >= kMaxDeathsWithoutProgress) {
+    fail_locked(std::make_exception_ptr(Error(
+        "worker " + std::to_string(worker) + " died " + std::to_string(kMaxDeathsWithoutProgress) +
+        " times in a row without finishing any work; last death: " + exit.describe())));
+    return false;
+  }
+  for (auto it = q.rbegin(); it != q.rend(); ++it) pending_.push_front(*it);
+  q.clear();
+  return true;
 }
 
 // ---- public surface ------------------------------------------------------------------------

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <boost/date_time/posix_time/posix_time_types.hpp>
+#include <boost/interprocess/exceptions.hpp>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -42,7 +43,13 @@ int serve(WorkerRecord& record, const ArenaView& arena, pid_t parent) {
   for (;;) {
     const auto deadline =
         boost::posix_time::microsec_clock::universal_time() + boost::posix_time::milliseconds(250);
-    if (!record.tasks_posted.timed_wait(deadline)) {
+    bool posted = false;
+    try {
+      posted = record.tasks_posted.timed_wait(deadline);
+    } catch (const boost::interprocess::interprocess_exception&) {
+      continue;  // EINTR from a signal handler (a profiler, say): wait again
+    }
+    if (!posted) {
       if (::getppid() != parent) return kExitParentGone;
       continue;
     }

@@ -31,6 +31,7 @@ int pidfd_open(pid_t pid) {
 }  // namespace
 
 std::string WorkerExit::describe() const {
+  if (!signaled && status < 0) return "an unknown status (reaped elsewhere)";
   if (!signaled) return "exit code " + std::to_string(status);
   const char* name = ::strsignal(status);
   return "signal " + std::to_string(status) + " (" + (name != nullptr ? name : "?") + ")";
@@ -98,18 +99,39 @@ void WorkerPool::spawn(int i) {
     ::waitpid(pid, nullptr, 0);
     throw Error(std::string("pidfd_open failed for a worker: ") + std::strerror(e) +
                 (e == EMFILE ? " (raise the open-file limit: ulimit -n)"
-                             : " (stoke needs Linux 5.3 or newer)"));
+                             : " (stoke needs Linux 5.4 or newer)"));
   }
-  workers_[i] = Process{pid, raise_fd(fd, "a worker pidfd")};
+  try {
+    workers_[i] = Process{pid, raise_fd(fd, "a worker pidfd")};
+  } catch (...) {
+    // Never leave a running worker untracked: it would pin the arena and use record i.
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    throw;
+  }
 }
 
 WorkerExit WorkerPool::reap(int i) {
   Process& p = workers_[i];
   siginfo_t info{};
   WorkerExit exit;
-  if (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(p.pidfd), &info, WEXITED) == 0) {
+  int rc;
+  do {
+    rc = ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(p.pidfd), &info, WEXITED);
+  } while (rc != 0 && errno == EINTR);
+  if (rc == 0) {
     exit.signaled = info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED;
     exit.status = info.si_status;
+  } else {
+    // Someone else reaped it (a SIGCHLD handler of the host program, or SIG_IGN).
+    int status = 0;
+    if (::waitpid(p.pid, &status, WNOHANG) == p.pid) {
+      exit.signaled = WIFSIGNALED(status);
+      exit.status = exit.signaled ? WTERMSIG(status) : WEXITSTATUS(status);
+    } else {
+      exit.signaled = false;
+      exit.status = -1;
+    }
   }
   ::close(p.pidfd);
   p = Process{};

@@ -24,7 +24,7 @@ namespace stoke::detail {
 struct WorkerExit {
   bool signaled = false;
   int status = 0;                // exit code, or signal number when signaled
-  std::string describe() const;  // "exit code 3" or "signal 9 (Killed)"
+  std::string describe() const;  // "exit code 3", "signal 9 (Killed)" or "an unknown status"
 };
 
 class WorkerPool {

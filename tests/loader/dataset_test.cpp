@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <atomic>
 #include <fstream>
 #include <opencv2/imgcodecs.hpp>
 
@@ -160,6 +161,63 @@ TEST(Dataset, BadFileStopsWithItsPathUnderError) {
     EXPECT_EQ(std::string(e.what()),
               (dir.path() / "c" / "img1.png").string() + " (sample 1): missing");
   }
+}
+
+}  // namespace
+}  // namespace stoke
+
+namespace stoke {
+namespace {
+
+TEST(Dataset, EmptyFileFoundWhileIndexingStopsConstructionUnderError) {
+  test::TempDir dir;
+  std::filesystem::create_directories(dir.path() / "c");
+  cv::Mat m(8, 8, CV_8UC3, cv::Scalar(1, 2, 3));
+  ASSERT_TRUE(cv::imwrite((dir.path() / "c" / "a.png").string(), m));
+  std::ofstream(dir.path() / "c" / "b.png");
+  Options o;
+  o.data = dir.str();
+  o.batch = 1;
+  o.workers = 0;
+  o.on_error = OnError::kError;
+  try {
+    Loader loader(o);
+    FAIL() << "an empty file was skipped under OnError::kError";
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              (dir.path() / "c" / "b.png").string() + ": empty (found while indexing)");
+  }
+}
+
+TEST(Dataset, LogCallbackMayCallBackIntoTheLoader) {
+  test::TempDir dir;
+  std::filesystem::create_directories(dir.path() / "c");
+  for (int i = 0; i < 8; ++i) {
+    cv::Mat m(8, 8, CV_8UC3, cv::Scalar(i, i, i));
+    ASSERT_TRUE(cv::imwrite((dir.path() / "c" / ("img" + std::to_string(i) + ".png")).string(), m));
+  }
+  // In batch 1, which the single slot can only hold once batch 0 is released: after `self` is set.
+  std::ofstream(dir.path() / "c" / "img5.png", std::ios::trunc) << "broken";
+  std::atomic<Loader*> self{nullptr};
+  std::atomic<std::int64_t> seen_batches{-1};
+  Options o;
+  o.data = dir.str();
+  o.batch = 4;
+  o.shuffle = false;
+  o.prefetch = 1;
+  o.workers = 2;
+  o.height = o.width = 8;
+  o.log = [&](std::string_view) {
+    // Runs on the supervisor thread; stats() takes the loader's lock, so the line must not be
+    // emitted while that lock is held.
+    if (Loader* l = self.load()) seen_batches = l->stats().batches;
+  };
+  Loader loader(o);
+  self = &loader;
+  while (auto b = loader.next()) {
+  }
+  EXPECT_GE(seen_batches, 0);
+  EXPECT_EQ(loader.stats().skipped, 1);
 }
 
 }  // namespace
