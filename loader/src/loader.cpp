@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -95,7 +96,10 @@ class Loader::Impl {
   void log(const std::string& line) const { options_.log ? options_.log(line) : default_log(line); }
   // The user's log callback never runs under the mutex (it may call stats() or drop a Batch):
   // lines are queued under the lock and emitted by flush_log() after it is released.
-  void log_locked(std::string line) { log_queue_.push_back(std::move(line)); }
+  void log_locked(std::string line) {
+    log_queue_.push_back(std::move(line));
+    log_pending_.store(true, std::memory_order_release);
+  }
   void flush_log();
   std::optional<Batch> next_unflushed();
   void supervise_loop();
@@ -119,6 +123,7 @@ class Loader::Impl {
   std::uint64_t next_task_seq_ = 1;
   std::deque<Task> pending_;  // tasks not yet handed to a worker
   std::vector<std::string> log_queue_;
+  std::atomic<bool> log_pending_{false};  // lets flush_log skip the lock when nothing is queued
   std::string data_error_;    // sticky: OnError::kError stops the loader
   std::exception_ptr fatal_;  // sticky: the supervisor could not keep workers alive
   bool stop_ = false;
@@ -175,9 +180,11 @@ Loader::Impl::Impl(Options options, DatasetIndex index, Clock::time_point create
   else
     pipeline_.validate(0, 0);
   const int b = options_.batch;
-  chunk_ = options_.chunk > 0
-               ? std::min(options_.chunk, b)
-               : (workers_ == 0 ? b : std::max(1, (b + 2 * workers_ - 1) / (2 * workers_)));
+  // One chunk per worker per batch: fewer, larger units cost less coordination, and with
+  // several batches in flight every worker stays busy. (Measured on Fashion-MNIST with 2
+  // workers: batch/4-sized chunks delivered 10-25% fewer samples per second.)
+  chunk_ = options_.chunk > 0 ? std::min(options_.chunk, b)
+                              : (workers_ == 0 ? b : std::max(1, (b + workers_ - 1) / workers_));
   for (const RejectedFile& r : index.rejected) {
     if (options_.on_error == OnError::kError)
       throw DataError(r.path + ": " + bad_input_name(r.reason) + " (found while indexing)");
@@ -428,10 +435,12 @@ void Loader::Impl::fill_inline(std::unique_lock<std::mutex>& lock, int slot) {
 // ---- consumer ------------------------------------------------------------------------------
 
 void Loader::Impl::flush_log() {
+  if (!log_pending_.load(std::memory_order_acquire)) return;
   std::vector<std::string> lines;
   {
     std::lock_guard lock(core_->mutex);
     lines.swap(log_queue_);
+    log_pending_.store(false, std::memory_order_relaxed);
   }
   for (const std::string& line : lines) log(line);
 }

@@ -62,7 +62,7 @@ struct Options {
   int width = 0;
 
   int prefetch = 0;               // batch slots; 0 = 2 * workers + 2
-  int chunk = 0;                  // samples per unit of work; 0 = batch / (2 * workers), at least 1
+  int chunk = 0;                  // samples per unit of work; 0 = batch / workers, at least 1
   std::size_t memory_budget = 0;  // bytes for batch slots, held ones included; 0 = 2 GiB
   std::optional<LoaderState> resume;  // start at this position instead of epoch 0, batch 0
 
