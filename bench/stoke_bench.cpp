@@ -218,6 +218,7 @@ std::string hex128(const XXH128_hash_t& h) {
 class Progress {
  public:
   Progress(std::int64_t total, bool enabled) : total_(total), enabled_(enabled) {}
+  bool on_terminal() const { return enabled_; }
   void update(std::int64_t done, std::int64_t epoch, std::int64_t epochs, double rate) {
     const auto now = Clock::now();
     if (!enabled_ || (now - last_ < std::chrono::milliseconds(200) && done != total_)) return;
@@ -274,6 +275,13 @@ int run(const Args& args) {
       const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
       progress.update(done, e, args.epochs,
                       elapsed > 0 ? static_cast<double>(loader.stats().samples) / elapsed : 0);
+    }
+    if (!progress.on_terminal() && args.epochs > 1) {
+      const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
+      std::fprintf(stderr, "epoch %lld/%lld: %lld batches, %s samples/s so far\n",
+                   static_cast<long long>(e + 1), static_cast<long long>(args.epochs),
+                   static_cast<long long>(done),
+                   with_commas(static_cast<double>(loader.stats().samples) / elapsed).c_str());
     }
     rss_per_epoch.push_back(rss_mib());
     worker_rss_per_epoch.push_back(children_rss_mib());
