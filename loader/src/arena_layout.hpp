@@ -98,6 +98,7 @@ struct ArenaHeader {
   // Dataset index.
   DatasetKind dataset_kind = DatasetKind::kRaw;
   std::uint32_t on_error_skip = 1;
+  std::int64_t max_pixels = 0;  // decoded images larger than this are bad input (kTooLarge)
   std::int64_t sample_count = 0;
   std::uint64_t index_offset = 0;
   std::uint64_t index_size = 0;

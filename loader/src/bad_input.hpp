@@ -11,7 +11,10 @@ enum class BadInput : std::uint32_t {
   kUnreadable,   // open/read failed for another reason (permissions, I/O error)
   kEmpty,        // zero bytes
   kUndecodable,  // not an image any decoder understands, or corrupt
-  kTooLarge,     // absurd dimensions
+  kTooLarge,     // dimensions beyond the configured pixel limit, or absurd
+  kNotAFile,     // a directory or device where an image file should be
+  kCorrupt,      // decodes only with warnings: truncated, missing end marker, damaged scan data
+  kCrashedWorker,  // workers died on it repeatedly (OnError::kSkip skips it from then on)
   kCount,
 };
 
@@ -31,6 +34,12 @@ inline const char* bad_input_name(BadInput reason) noexcept {
       return "undecodable";
     case BadInput::kTooLarge:
       return "too_large";
+    case BadInput::kNotAFile:
+      return "not_a_file";
+    case BadInput::kCorrupt:
+      return "corrupt";
+    case BadInput::kCrashedWorker:
+      return "crashed_worker";
     case BadInput::kCount:
       break;
   }

@@ -5,7 +5,8 @@
 
 namespace stoke::detail {
 
-ChunkRunner::ChunkRunner(const ArenaView& arena) : arena_(arena), dataset_(arena) {}
+ChunkRunner::ChunkRunner(const ArenaView& arena)
+    : arena_(arena), dataset_(arena), decoder_(arena.header().max_pixels) {}
 
 BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst) {
   try {
@@ -31,8 +32,8 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
     path_.assign(dataset_.path(sample));
     if (const BadInput r = decoder_.decode(path_, h.out_channels, decoded_); r != BadInput::kNone)
       return r;
-    src = ImageRef{decoded_.data,       decoded_.rows,    decoded_.cols,
-                   decoded_.channels(), decoded_.step[0], decoded_.channels() == 3};
+    const cv::Mat& m = decoded_.pixels;
+    src = ImageRef{m.data, m.rows, m.cols, m.channels(), m.step[0], decoded_.bgr};
   }
   augmenter_.run(arena_.steps(), static_cast<int>(h.step_count), src, rng, dst, h.out_height,
                  h.out_width, h.out_channels);

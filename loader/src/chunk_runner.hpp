@@ -31,7 +31,7 @@ class ChunkRunner {
   DatasetView dataset_;
   Augmenter augmenter_;
   ImageDecoder decoder_;
-  cv::Mat decoded_;
+  DecodedImage decoded_;
   std::string path_;
 };
 

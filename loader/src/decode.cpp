@@ -4,14 +4,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+// clang-format off
+#include <cstdio>  // jpeglib.h needs FILE and size_t first
+#include <jpeglib.h>
+// clang-format on
+
 #include <cerrno>
+#include <csetjmp>
+#include <cstring>
 #include <new>
 #include <opencv2/imgcodecs.hpp>
 
 namespace stoke::detail {
 namespace {
 
-// Larger than any real photograph; keeps a corrupt header from asking for gigabytes.
+// Larger than any real photograph's file; keeps a huge file from being read whole.
 constexpr std::int64_t kMaxFileBytes = std::int64_t{1} << 30;
 
 class Fd {
@@ -28,14 +35,73 @@ class Fd {
   int fd_;
 };
 
+std::uint32_t be32(const std::uint8_t* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+         std::uint32_t{p[3]};
+}
+
+std::int32_t le32(const std::uint8_t* p) {
+  return static_cast<std::int32_t>(std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8) |
+                                   (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24));
+}
+
+// libjpeg reports fatal errors through error_exit (which must not return) and warnings through
+// emit_message(-1). Both are recorded; nothing is printed.
+struct JpegErrors {
+  jpeg_error_mgr mgr;
+  std::jmp_buf jump;
+  bool warned = false;
+};
+
+[[noreturn]] void jpeg_fail(j_common_ptr cinfo) {
+  std::longjmp(reinterpret_cast<JpegErrors*>(cinfo->err)->jump, 1);
+}
+
+void jpeg_message(j_common_ptr cinfo, int level) {
+  if (level < 0) reinterpret_cast<JpegErrors*>(cinfo->err)->warned = true;
+}
+
+void jpeg_quiet(j_common_ptr) {}
+
+// Adobe CMYK JPEGs store inverted ink values: R = C * K / 255 (and so on) on the stored bytes.
+void cmyk_to_rgb(const std::uint8_t* in, std::uint8_t* out, int pixels) {
+  for (int i = 0; i < pixels; ++i, in += 4, out += 3) {
+    const int k = in[3];
+    out[0] = static_cast<std::uint8_t>((in[0] * k + 127) / 255);
+    out[1] = static_cast<std::uint8_t>((in[1] * k + 127) / 255);
+    out[2] = static_cast<std::uint8_t>((in[2] * k + 127) / 255);
+  }
+}
+
 }  // namespace
+
+bool peek_dimensions(const std::uint8_t* data, std::size_t size, std::int64_t& width,
+                     std::int64_t& height) {
+  static constexpr std::uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (size >= 24 && std::memcmp(data, kPng, 8) == 0 && std::memcmp(data + 12, "IHDR", 4) == 0) {
+    width = be32(data + 16);
+    height = be32(data + 20);
+    return true;
+  }
+  if (size >= 26 && data[0] == 'B' && data[1] == 'M') {
+    width = le32(data + 18);
+    height = le32(data + 22);
+    if (width < 0) width = -width;
+    if (height < 0) height = -height;  // top-down bitmaps store a negative height
+    return true;
+  }
+  return false;
+}
 
 BadInput ImageDecoder::read_file(const std::string& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0)
-    return errno == ENOENT || errno == ENOTDIR ? BadInput::kMissing : BadInput::kUnreadable;
+  if (fd.get() < 0) {
+    if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return BadInput::kMissing;
+    return BadInput::kUnreadable;
+  }
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return BadInput::kUnreadable;
+  if (::fstat(fd.get(), &st) != 0) return BadInput::kUnreadable;
+  if (!S_ISREG(st.st_mode)) return BadInput::kNotAFile;
   if (st.st_size == 0) return BadInput::kEmpty;
   if (st.st_size > kMaxFileBytes) return BadInput::kTooLarge;
   file_.resize(static_cast<std::size_t>(st.st_size));
@@ -43,7 +109,7 @@ BadInput ImageDecoder::read_file(const std::string& path) {
   while (done < file_.size()) {
     const ssize_t got = ::read(fd.get(), file_.data() + done, file_.size() - done);
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return BadInput::kUnreadable;
+    if (got < 0) return errno == EISDIR ? BadInput::kNotAFile : BadInput::kUnreadable;
     if (got == 0) break;  // shrank while reading
     done += static_cast<std::size_t>(got);
   }
@@ -51,17 +117,97 @@ BadInput ImageDecoder::read_file(const std::string& path) {
   return done == 0 ? BadInput::kEmpty : BadInput::kNone;
 }
 
-BadInput ImageDecoder::decode(const std::string& path, int channels, cv::Mat& out) {
+BadInput ImageDecoder::decode(const std::string& path, int channels, DecodedImage& out) {
   if (const BadInput r = read_file(path); r != BadInput::kNone) return r;
+  return decode_buffer(file_.data(), file_.size(), channels, out);
+}
+
+BadInput ImageDecoder::decode_buffer(const std::uint8_t* data, std::size_t size, int channels,
+                                     DecodedImage& out) {
+  if (size == 0) return BadInput::kEmpty;
   try {
-    const cv::Mat encoded(1, static_cast<int>(file_.size()), CV_8U, file_.data());
-    out = cv::imdecode(encoded, channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
+    if (size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF)
+      return decode_jpeg(data, size, channels, out);
+    return decode_other(data, size, channels, out);
   } catch (const std::bad_alloc&) {
     return BadInput::kTooLarge;
   } catch (const cv::Exception&) {
     return BadInput::kUndecodable;
   }
-  if (out.empty() || out.depth() != CV_8U) return BadInput::kUndecodable;
+}
+
+BadInput ImageDecoder::decode_jpeg(const std::uint8_t* data, std::size_t size, int channels,
+                                   DecodedImage& out) {
+  jpeg_decompress_struct cinfo{};
+  JpegErrors errors;
+  cinfo.err = jpeg_std_error(&errors.mgr);
+  errors.mgr.error_exit = jpeg_fail;
+  errors.mgr.emit_message = jpeg_message;
+  errors.mgr.output_message = jpeg_quiet;
+  // After a longjmp only volatile locals and memory outside this frame may be trusted.
+  volatile bool header_read = false;
+  if (setjmp(errors.jump) != 0) {
+    jpeg_destroy_decompress(&cinfo);
+    return header_read ? BadInput::kCorrupt : BadInput::kUndecodable;
+  }
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
+  if (jpeg_read_header(&cinfo, TRUE) != JPEG_HEADER_OK) {
+    jpeg_destroy_decompress(&cinfo);
+    return BadInput::kUndecodable;
+  }
+  header_read = true;
+  const std::int64_t w = cinfo.image_width, h = cinfo.image_height;
+  if (w <= 0 || h <= 0 || w * h > max_pixels_) {
+    jpeg_destroy_decompress(&cinfo);
+    return BadInput::kTooLarge;
+  }
+  // libjpeg converts gray to RGB and YCbCr to gray, but CMYK only to CMYK: we convert that.
+  const bool cmyk_in = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
+  cinfo.out_color_space = cmyk_in ? JCS_CMYK : (channels == 1 ? JCS_GRAYSCALE : JCS_RGB);
+  cinfo.dct_method = JDCT_ISLOW;
+  jpeg_start_decompress(&cinfo);
+  const int out_c = cinfo.output_components;
+  out.pixels.create(static_cast<int>(h), static_cast<int>(w), CV_8UC(channels));
+  out.bgr = false;
+  std::vector<std::uint8_t>& cmyk = cmyk_row_;
+  if (out_c == 4) cmyk.resize(static_cast<std::size_t>(w) * 4);
+  while (cinfo.output_scanline < cinfo.output_height) {
+    std::uint8_t* row = out.pixels.ptr<std::uint8_t>(static_cast<int>(cinfo.output_scanline));
+    JSAMPROW target = out_c == 4 ? cmyk.data() : row;
+    jpeg_read_scanlines(&cinfo, &target, 1);
+    if (out_c == 4) {
+      if (channels == 3) {
+        cmyk_to_rgb(cmyk.data(), row, static_cast<int>(w));
+      } else {
+        std::uint8_t rgb[3];
+        for (std::int64_t x = 0; x < w; ++x) {
+          cmyk_to_rgb(cmyk.data() + 4 * x, rgb, 1);
+          row[x] = static_cast<std::uint8_t>((299 * rgb[0] + 587 * rgb[1] + 114 * rgb[2] + 500) /
+                                             1000);
+        }
+      }
+    }
+  }
+  jpeg_finish_decompress(&cinfo);  // reads through the end-of-image marker
+  const bool warned = errors.warned;
+  jpeg_destroy_decompress(&cinfo);
+  return warned ? BadInput::kCorrupt : BadInput::kNone;
+}
+
+BadInput ImageDecoder::decode_other(const std::uint8_t* data, std::size_t size, int channels,
+                                    DecodedImage& out) {
+  std::int64_t w = 0, h = 0;
+  if (peek_dimensions(data, size, w, h) && (w <= 0 || h <= 0 || w * h > max_pixels_))
+    return BadInput::kTooLarge;
+  const cv::Mat encoded(1, static_cast<int>(size), CV_8U, const_cast<std::uint8_t*>(data));
+  const int flags = (channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR) |
+                    cv::IMREAD_IGNORE_ORIENTATION;
+  out.pixels = cv::imdecode(encoded, flags);
+  out.bgr = channels == 3;
+  if (out.pixels.empty() || out.pixels.depth() != CV_8U) return BadInput::kUndecodable;
+  if (static_cast<std::int64_t>(out.pixels.rows) * out.pixels.cols > max_pixels_)
+    return BadInput::kTooLarge;
   return BadInput::kNone;
 }
 

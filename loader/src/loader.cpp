@@ -243,6 +243,7 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index) {
   std::snprintf(h.version, sizeof h.version, "%s", worker_version_tag().c_str());
   h.dataset_kind = index.kind;
   h.on_error_skip = options_.on_error == OnError::kSkip ? 1 : 0;
+  h.max_pixels = options_.max_pixels;
   h.sample_count = index.size;
   h.raw_height = index.height;
   h.raw_width = index.width;
@@ -739,6 +740,8 @@ Loader::Loader(Options options) {
   if (options.workers < 0 || options.workers > kMaxWorkers)
     throw ConfigError("workers must be in 0.." + std::to_string(kMaxWorkers) +
                       " (0 runs in-process), got " + std::to_string(options.workers));
+  if (options.max_pixels <= 0)
+    throw ConfigError("max_pixels must be positive, got " + std::to_string(options.max_pixels));
   if (options.prefetch < 0 || options.chunk < 0)
     throw ConfigError("prefetch and chunk must be 0 (automatic) or positive");
   DatasetIndex index = build_index(options.data, options.split);

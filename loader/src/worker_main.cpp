@@ -108,5 +108,7 @@ int main(int argc, char** argv) {
   if (!match) return kExitVersionMismatch;
 
   cv::setNumThreads(0);  // one worker = one core; parallelism comes from the pool
+  // OpenCV's own decoders allocate by their header; hold them to the loader's limit too.
+  ::setenv("OPENCV_IO_MAX_IMAGE_PIXELS", std::to_string(header.max_pixels).c_str(), 1);
   return serve(record, arena, parent);
 }

@@ -48,6 +48,9 @@ struct Options {
   bool shuffle = true;
   LastBatch last_batch = LastBatch::kPad;
   OnError on_error = OnError::kSkip;
+  // Images whose header claims more pixels than this are bad input ("too_large"), rejected
+  // before their pixels are allocated.
+  std::int64_t max_pixels = 100'000'000;
 
   // Rank and world size; -1 reads RANK/WORLD_SIZE (torchrun) or OMPI_COMM_WORLD_RANK/_SIZE
   // (mpirun) from the environment, else 0 and 1.
