@@ -82,6 +82,9 @@ struct WorkerRecord {
   std::atomic<std::uint32_t> state{kEmpty};
   std::int32_t pid = 0;
   char version[kVersionChars] = {};
+  // The dataset index the worker is producing right now (-1 between samples). Written by the
+  // worker, read by the training process after the worker died or timed out, to name the sample.
+  std::atomic<std::int64_t> current_sample{-1};
   // Posted once per task pushed; the worker waits on it when its ring is empty.
   boost::interprocess::interprocess_semaphore tasks_posted{0};
   SpscRing<Task, kRingSize> tasks;       // training process -> worker
@@ -125,6 +128,11 @@ struct ArenaHeader {
   std::uint32_t batch = 0;
   std::uint32_t slot_capacity = 0;
   std::uint64_t slots_offset = 0;
+  // Samples that killed workers repeatedly; under OnError::kSkip workers treat them as bad input.
+  // Appended by the training process only: entries [0, poisoned_count) are final.
+  std::uint64_t poison_offset = 0;
+  std::uint32_t poison_capacity = 0;
+  std::uint32_t pad2 = 0;
   std::uint64_t slot_stride = 0;
   std::uint64_t sample_bytes = 0;
   std::uint64_t labels_offset = 0;  // within a slot
@@ -160,6 +168,13 @@ class ArenaView {
   }
   std::int64_t* planned_ids(std::uint32_t s) const {
     return reinterpret_cast<std::int64_t*>(slot(s) + header().planned_offset);
+  }
+  std::int64_t* poisoned() const {
+    return reinterpret_cast<std::int64_t*>(base_ + header().poison_offset);
+  }
+  std::atomic<std::uint32_t>& poisoned_count() const {
+    return *reinterpret_cast<std::atomic<std::uint32_t>*>(base_ + header().poison_offset -
+                                                          sizeof(std::uint64_t));
   }
   std::uint8_t* valid(std::uint32_t s) const { return slot(s) + header().valid_offset; }
 

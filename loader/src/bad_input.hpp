@@ -7,13 +7,13 @@ namespace stoke::detail {
 
 enum class BadInput : std::uint32_t {
   kNone = 0,
-  kMissing,      // the file does not exist
-  kUnreadable,   // open/read failed for another reason (permissions, I/O error)
-  kEmpty,        // zero bytes
-  kUndecodable,  // not an image any decoder understands, or corrupt
-  kTooLarge,     // dimensions beyond the configured pixel limit, or absurd
-  kNotAFile,     // a directory or device where an image file should be
-  kCorrupt,      // decodes only with warnings: truncated, missing end marker, damaged scan data
+  kMissing,        // the file does not exist
+  kUnreadable,     // open/read failed for another reason (permissions, I/O error)
+  kEmpty,          // zero bytes
+  kUndecodable,    // not an image any decoder understands, or corrupt
+  kTooLarge,       // dimensions beyond the configured pixel limit, or absurd
+  kNotAFile,       // a directory or device where an image file should be
+  kCorrupt,        // decodes only with warnings: truncated, missing end marker, damaged scan data
   kCrashedWorker,  // workers died on it repeatedly (OnError::kSkip skips it from then on)
   kCount,
 };

@@ -9,6 +9,8 @@ ChunkRunner::ChunkRunner(const ArenaView& arena)
     : arena_(arena), dataset_(arena), decoder_(arena.header().max_pixels) {}
 
 BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst) {
+  if (current_ != nullptr) current_->store(sample, std::memory_order_relaxed);
+  if (poisoned(sample)) return BadInput::kCrashedWorker;
   try {
     return produce_or_throw(sample, rng, dst);
   } catch (const std::bad_alloc&) {
@@ -30,6 +32,7 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
                    false};
   } else {
     path_.assign(dataset_.path(sample));
+    if (before_read_) before_read_(path_);
     if (const BadInput r = decoder_.decode(path_, h.out_channels, decoded_); r != BadInput::kNone)
       return r;
     const cv::Mat& m = decoded_.pixels;
@@ -46,8 +49,18 @@ void ChunkRunner::prefetch_raw(std::int64_t sample) const {
   for (std::size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
 }
 
-Completion ChunkRunner::run(const Task& task) noexcept {
+bool ChunkRunner::poisoned(std::int64_t sample) const {
+  const std::uint32_t n = arena_.poisoned_count().load(std::memory_order_acquire);
+  const std::int64_t* list = arena_.poisoned();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (list[i] == sample) return true;
+  }
+  return false;
+}
+
+Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current) noexcept {
   const ArenaHeader& h = arena_.header();
+  current_ = current;
   Completion done;
   done.seq = task.seq;
   std::uint8_t* pixels = arena_.pixels(task.slot);
@@ -69,6 +82,7 @@ Completion ChunkRunner::run(const Task& task) noexcept {
     const BadInput reason = produce(wanted, rng(), dst);
     if (reason != BadInput::kNone) {
       const auto fail = [&] {
+        if (current_ != nullptr) current_->store(-1, std::memory_order_relaxed);
         done.status = Completion::kDataError;
         done.reason = static_cast<std::uint32_t>(reason);
         done.error_sample = wanted;
@@ -89,6 +103,7 @@ Completion ChunkRunner::run(const Task& task) noexcept {
     labels[j] = dataset_.label(sample);
     ids[j] = sample;
   }
+  if (current_ != nullptr) current_->store(-1, std::memory_order_relaxed);
   return done;
 }
 

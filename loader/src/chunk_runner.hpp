@@ -3,8 +3,11 @@
 // stoke-worker processes and in-process (workers = 0), which is why their bytes are identical.
 // Thread-safety: one ChunkRunner per thread; it owns decode and resize buffers.
 
+#include <atomic>
+#include <functional>
 #include <opencv2/core/mat.hpp>
 #include <string>
+#include <string_view>
 
 #include "arena_layout.hpp"
 #include "augment.hpp"
@@ -19,13 +22,20 @@ class ChunkRunner {
 
   // Writes pixels, labels and actual sample ids of samples [task.begin, task.begin + task.count)
   // of task.slot. Never throws for bad input; reports it in the Completion.
-  Completion run(const Task& task) noexcept;
+  // Fault injection for tests: called with each file's path before it is read.
+  void set_before_read(std::function<void(std::string_view)> hook) {
+    before_read_ = std::move(hook);
+  }
+
+  // `current`, when given, is kept set to the dataset index being produced.
+  Completion run(const Task& task, std::atomic<std::int64_t>* current = nullptr) noexcept;
 
  private:
   // Produces one sample into `dst`; returns why it could not.
   BadInput produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst);
   BadInput produce_or_throw(std::int64_t sample, SampleRng& rng, std::uint8_t* dst);
   void prefetch_raw(std::int64_t sample) const;
+  bool poisoned(std::int64_t sample) const;
 
   ArenaView arena_;
   DatasetView dataset_;
@@ -33,6 +43,8 @@ class ChunkRunner {
   ImageDecoder decoder_;
   DecodedImage decoded_;
   std::string path_;
+  std::atomic<std::int64_t>* current_ = nullptr;
+  std::function<void(std::string_view)> before_read_;
 };
 
 // Substitutes tried, in order, for a bad sample under OnError::kSkip: sample + 1, + 2, ...

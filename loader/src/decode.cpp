@@ -183,8 +183,8 @@ BadInput ImageDecoder::decode_jpeg(const std::uint8_t* data, std::size_t size, i
         std::uint8_t rgb[3];
         for (std::int64_t x = 0; x < w; ++x) {
           cmyk_to_rgb(cmyk.data() + 4 * x, rgb, 1);
-          row[x] = static_cast<std::uint8_t>((299 * rgb[0] + 587 * rgb[1] + 114 * rgb[2] + 500) /
-                                             1000);
+          row[x] =
+              static_cast<std::uint8_t>((299 * rgb[0] + 587 * rgb[1] + 114 * rgb[2] + 500) / 1000);
         }
       }
     }
@@ -201,8 +201,8 @@ BadInput ImageDecoder::decode_other(const std::uint8_t* data, std::size_t size, 
   if (peek_dimensions(data, size, w, h) && (w <= 0 || h <= 0 || w * h > max_pixels_))
     return BadInput::kTooLarge;
   const cv::Mat encoded(1, static_cast<int>(size), CV_8U, const_cast<std::uint8_t*>(data));
-  const int flags = (channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR) |
-                    cv::IMREAD_IGNORE_ORIENTATION;
+  const int flags =
+      (channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR) | cv::IMREAD_IGNORE_ORIENTATION;
   out.pixels = cv::imdecode(encoded, flags);
   out.bgr = channels == 3;
   if (out.pixels.empty() || out.pixels.depth() != CV_8U) return BadInput::kUndecodable;

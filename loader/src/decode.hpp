@@ -39,8 +39,7 @@ class ImageDecoder {
 
  private:
   BadInput read_file(const std::string& path);
-  BadInput decode_jpeg(const std::uint8_t* data, std::size_t size, int channels,
-                       DecodedImage& out);
+  BadInput decode_jpeg(const std::uint8_t* data, std::size_t size, int channels, DecodedImage& out);
   BadInput decode_other(const std::uint8_t* data, std::size_t size, int channels,
                         DecodedImage& out);
 

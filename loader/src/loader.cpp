@@ -2,14 +2,17 @@
 
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <future>
 #include <map>
 #include <thread>
@@ -33,10 +36,32 @@ namespace {
 constexpr int kTasksInFlightPerWorker = 4;
 constexpr int kMaxWorkers = 512;
 constexpr std::int64_t kMaxEpoch = std::int64_t{1} << 32;  // keeps epoch * batches in range
-constexpr int kMaxDeathsWithoutProgress = 5;
-constexpr int kMaxRedo = 3;  // a chunk whose worker died this often is declared fatal
+constexpr int kMaxDeathsWithoutProgress = 5;  // in a row, before reaching the handshake
+constexpr int kMaxDeathsPerSample = 3;  // then the sample is skipped (kSkip) or fatal (kError)
+constexpr std::uint32_t kPoisonCapacity = 4096;
 constexpr std::size_t kDefaultMemoryBudget = std::size_t{2} << 30;
 constexpr auto kStartupTimeout = std::chrono::seconds(30);
+
+// A loader needs a memfd, two eventfds and a pidfd per worker, all moved above fd 10. Checking
+// up front turns a too-low `ulimit -n` into a message instead of a failure halfway through.
+void check_descriptor_limit(int workers) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
+  std::error_code ec;
+  long open = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    ++open;
+  const long needed = 3 + workers + 1;  // +1: the directory listing's own descriptor, above
+  const long limit_n = static_cast<long>(limit.rlim_cur);
+  if (limit_n < 16 || open + needed > limit_n) {
+    throw ConfigError("the open-file limit (ulimit -n) is " + std::to_string(limit_n) + " and " +
+                      std::to_string(open) + " descriptors are open, but a loader with " +
+                      std::to_string(workers) + " workers needs " + std::to_string(needed) +
+                      " more (and at least 16 in all); raise the limit (ulimit -n 4096) or "
+                      "use fewer workers");
+  }
+}
 
 double seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
@@ -93,6 +118,8 @@ class Loader::Impl {
   void dispatch_locked();
   void drain_completions_locked(int worker);
   bool handle_exit_locked(int worker);  // true: start a replacement
+  int poll_timeout_ms() const;
+  void kill_stuck_workers_locked();
   void log(const std::string& line) const { options_.log ? options_.log(line) : default_log(line); }
   // The user's log callback never runs under the mutex (it may call stats() or drop a Batch):
   // lines are queued under the lock and emitted by flush_log() after it is released.
@@ -124,8 +151,8 @@ class Loader::Impl {
   std::deque<Task> pending_;  // tasks not yet handed to a worker
   std::vector<std::string> log_queue_;
   std::atomic<bool> log_pending_{false};  // lets flush_log skip the lock when nothing is queued
-  std::string data_error_;    // sticky: OnError::kError stops the loader
-  std::exception_ptr fatal_;  // sticky: the supervisor could not keep workers alive
+  std::string data_error_;                // sticky: OnError::kError stops the loader
+  std::exception_ptr fatal_;              // sticky: the supervisor could not keep workers alive
   bool stop_ = false;
   Stats stats_;
   bool delivered_any_ = false;
@@ -134,9 +161,11 @@ class Loader::Impl {
   // Supervisor thread only.
   std::unique_ptr<ChunkRunner> inline_runner_;  // workers == 0 (used by the consumer thread)
   std::unique_ptr<WorkerPool> pool_;
-  std::vector<std::deque<Task>> in_flight_;   // guarded by the mutex too (read by reposition)
-  std::map<std::uint64_t, int> redo_;         // task seq -> deaths of the worker running it
-  std::vector<int> deaths_without_progress_;  // per worker, reset by a completion
+  std::vector<std::deque<Task>> in_flight_;     // guarded by the mutex too (read by reposition)
+  std::map<std::int64_t, int> sample_deaths_;   // dataset index -> workers that died on it
+  std::vector<Clock::time_point> front_since_;  // per worker: when its front task started
+  std::vector<bool> timed_out_;                 // per worker: killed for exceeding the timeout
+  std::vector<int> deaths_without_progress_;    // per worker: deaths before the handshake, in a row
   int done_fd_ = -1;
   std::thread supervisor_;
 };
@@ -222,6 +251,8 @@ Loader::Impl::Impl(Options options, DatasetIndex index, Clock::time_point create
     pool_ = std::make_unique<WorkerPool>(core_->view, core_->arena.fd(), done_fd_, exe);
     in_flight_.resize(static_cast<std::size_t>(workers_));
     deaths_without_progress_.assign(static_cast<std::size_t>(workers_), 0);
+    front_since_.assign(static_cast<std::size_t>(workers_), Clock::time_point{});
+    timed_out_.assign(static_cast<std::size_t>(workers_), false);
     std::promise<void> started;
     auto ready = started.get_future();
     supervisor_ = std::thread([this, &started] { supervise(started); });
@@ -268,7 +299,11 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index) {
   h.index_size = index.arena_bytes();
   h.steps_offset = align_up(h.index_offset + h.index_size, kPage);
   h.workers_offset = align_up(h.steps_offset + sizeof(Step) * h.step_count, kPage);
-  h.slots_offset = align_up(h.workers_offset + h.worker_stride * h.worker_capacity, kPage);
+  // Poison list: a count word, then the dataset indices.
+  h.poison_capacity = kPoisonCapacity;
+  h.poison_offset = align_up(h.workers_offset + h.worker_stride * h.worker_capacity, kPage) +
+                    sizeof(std::uint64_t);
+  h.slots_offset = align_up(h.poison_offset + sizeof(std::int64_t) * kPoisonCapacity, kPage);
 
   const std::size_t initial = options_.prefetch > 0 ? options_.prefetch : 2 * workers_ + 2;
   const std::size_t budget =
@@ -385,7 +420,6 @@ void Loader::Impl::reposition_locked(std::int64_t epoch, std::int64_t batch) {
       keep.push_back(t);
       continue;
     }
-    redo_.erase(t.seq);
     if (--s.pending == 0) s.state = SlotInfo::kFree;
   }
   pending_.swap(keep);
@@ -406,7 +440,6 @@ void Loader::Impl::complete_locked(const Task& task, const Completion& done) {
               bad_input_name(static_cast<BadInput>(done.reason)) +
               (options_.on_error == OnError::kSkip ? " (and no substitute could be produced)" : "");
   }
-  redo_.erase(task.seq);
   if (--s.pending > 0) return;
   if (s.state == SlotInfo::kFilling) {
     s.state = SlotInfo::kReady;
@@ -643,13 +676,14 @@ void Loader::Impl::supervise_loop() {
     }
     fds.assign({{done_fd_, POLLIN, 0}, {core_->wake_fd, POLLIN, 0}});
     for (int i = 0; i < workers_; ++i) fds.push_back({pool_->pidfd(i), POLLIN, 0});
-    ::poll(fds.data(), fds.size(), 1000);
+    ::poll(fds.data(), fds.size(), poll_timeout_ms());
     drain_eventfd(done_fd_);
     drain_eventfd(core_->wake_fd);
     respawn.clear();
     {
       std::lock_guard lock(core_->mutex);
       for (int i = 0; i < workers_; ++i) drain_completions_locked(i);
+      kill_stuck_workers_locked();
       for (int i = 0; i < workers_ && !stop_; ++i) {
         if ((fds[i + 2].revents & POLLIN) && handle_exit_locked(i)) respawn.push_back(i);
       }
@@ -672,6 +706,7 @@ void Loader::Impl::dispatch_locked() {
     const Task t = pending_.front();
     if (!r.tasks.push(t)) return;
     pending_.pop_front();
+    if (in_flight_[best].empty()) front_since_[best] = Clock::now();
     in_flight_[best].push_back(t);
     r.tasks_posted.post();
   }
@@ -691,19 +726,68 @@ void Loader::Impl::drain_completions_locked(int worker) {
     }
     const Task task = q.front();
     q.pop_front();
-    deaths_without_progress_[worker] = 0;
+    if (!q.empty()) front_since_[worker] = Clock::now();
     complete_locked(task, done);
   }
 }
 
+int Loader::Impl::poll_timeout_ms() const {
+  int ms = 1000;
+  if (options_.task_timeout_s <= 0) return ms;
+  const auto limit = std::chrono::duration<double>(options_.task_timeout_s);
+  const Clock::time_point now = Clock::now();
+  for (int i = 0; i < workers_; ++i) {
+    if (in_flight_[i].empty() || timed_out_[i]) continue;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        front_since_[i] + std::chrono::duration_cast<Clock::duration>(limit) - now);
+    ms = std::clamp(static_cast<int>(left.count()) + 1, 0, ms);
+  }
+  return ms;
+}
+
+// A worker that has spent longer than the task timeout on one chunk (a decoder stuck in a loop,
+// a read hanging on a dead network mount, a stopped process) is killed; the exit path then
+// replaces it and redoes its work.
+void Loader::Impl::kill_stuck_workers_locked() {
+  if (options_.task_timeout_s <= 0) return;
+  const Clock::time_point now = Clock::now();
+  for (int i = 0; i < workers_; ++i) {
+    if (in_flight_[i].empty() || timed_out_[i] || !pool_->running(i)) continue;
+    if (std::chrono::duration<double>(now - front_since_[i]).count() < options_.task_timeout_s)
+      continue;
+    const Task& t = in_flight_[i].front();
+    const std::int64_t sample =
+        core_->view.worker(static_cast<std::uint32_t>(i)).current_sample.load();
+    const SlotInfo& s = core_->slots[t.slot];
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%g", options_.task_timeout_s);
+    const std::int64_t first = core_->view.planned_ids(t.slot)[t.begin];
+    log_locked("worker " + std::to_string(i) + " (pid " + std::to_string(pool_->pid(i)) +
+               ") spent more than " + limit + " s on samples " + std::to_string(t.begin) + ".." +
+               std::to_string(t.begin + t.count - 1) + " of batch " + std::to_string(s.index) +
+               " (epoch " + std::to_string(s.epoch) + ")" +
+               (sample >= 0 ? ", at " + describe_sample(sample)
+                            : ", not yet past the first, " + describe_sample(first)) +
+               "; killing it");
+    timed_out_[i] = true;
+    pool_->kill(i);
+  }
+}
+
 bool Loader::Impl::handle_exit_locked(int worker) {
+  WorkerRecord& record = core_->view.worker(static_cast<std::uint32_t>(worker));
   const pid_t pid = pool_->pid(worker);
   const WorkerExit exit = pool_->reap(worker);
+  const std::int64_t sample = record.current_sample.load();
+  const bool timed_out = timed_out_[worker];
+  timed_out_[worker] = false;
   drain_completions_locked(worker);
   auto& q = in_flight_[worker];
-  log_locked("worker " + std::to_string(worker) + " (pid " + std::to_string(pid) + ") died with " +
-             exit.describe() + "; restarting it and redoing " + std::to_string(q.size()) +
-             " chunk(s)");
+  const std::string how =
+      timed_out ? "was killed for exceeding the task timeout" : "died with " + exit.describe();
+  log_locked("worker " + std::to_string(worker) + " (pid " + std::to_string(pid) + ") " + how +
+             (sample >= 0 && !q.empty() ? " while producing " + describe_sample(sample) : "") +
+             "; restarting it and redoing " + std::to_string(q.size()) + " chunk(s)");
   stats_.worker_restarts += 1;
   if (!exit.signaled && exit.status == kExitVersionMismatch) {
     fail_locked(std::make_exception_ptr(
@@ -711,21 +795,43 @@ bool Loader::Impl::handle_exit_locked(int worker) {
               "); it was replaced while running: reinstall stoke and restart")));
     return false;
   }
-  // Only the front task was running: a worker serves its ring in order.
-  if (!q.empty() && ++redo_[q.front().seq] >= kMaxRedo) {
-    const Task& t = q.front();
-    const SlotInfo& s = core_->slots[t.slot];
+  if (!exit.signaled && exit.status == kExitBadArena) {
     fail_locked(std::make_exception_ptr(
-        Error("workers died " + std::to_string(kMaxRedo) + " times while working on samples " +
-              std::to_string(t.begin) + ".." + std::to_string(t.begin + t.count - 1) +
-              " of batch " + std::to_string(s.index) + " (epoch " + std::to_string(s.epoch) +
-              "); last death: " + exit.describe())));
+        Error("stoke-worker could not map the shared arena; check memory limits (ulimit -v, "
+              "cgroup memory) and seccomp filters")));
     return false;
   }
-  if (++deaths_without_progress_[worker] >= kMaxDeathsWithoutProgress) {
+  if (sample >= 0 && !q.empty() && ++sample_deaths_[sample] >= kMaxDeathsPerSample) {
+    const std::string what = describe_sample(sample) + ": crashed_worker (" +
+                             std::to_string(kMaxDeathsPerSample) +
+                             " workers died on it; last: " + exit.describe() + ")";
+    if (options_.on_error == OnError::kError) {
+      fail_locked(std::make_exception_ptr(DataError(what)));
+      return false;
+    }
+    std::atomic<std::uint32_t>& count = core_->view.poisoned_count();
+    const std::uint32_t n = count.load();
+    if (n < core_->view.header().poison_capacity) {
+      core_->view.poisoned()[n] = sample;
+      count.store(n + 1, std::memory_order_release);
+    }
+    log_locked(what + "; skipping it from now on");
+  }
+  // A worker that keeps dying before it is even ready (an unsupported CPU, a broken library)
+  // would otherwise be restarted forever.
+  // SIGKILL comes from outside (an operator, the OOM killer), never from a crash, so it does not
+  // count; each restart costs a process start, so even a persistent killer cannot spin us.
+  const bool started = record.state.load() == WorkerRecord::kReady;
+  const bool killed = exit.signaled && exit.status == SIGKILL;
+  if (started) {
+    deaths_without_progress_[worker] = 0;
+  } else if (!killed) {
+    deaths_without_progress_[worker] += 1;
+  }
+  if (deaths_without_progress_[worker] >= kMaxDeathsWithoutProgress) {
     fail_locked(std::make_exception_ptr(Error(
         "worker " + std::to_string(worker) + " died " + std::to_string(kMaxDeathsWithoutProgress) +
-        " times in a row without finishing any work; last death: " + exit.describe())));
+        " times in a row during start-up; last death: " + exit.describe())));
     return false;
   }
   for (auto it = q.rbegin(); it != q.rend(); ++it) pending_.push_front(*it);
@@ -740,10 +846,13 @@ Loader::Loader(Options options) {
   if (options.workers < 0 || options.workers > kMaxWorkers)
     throw ConfigError("workers must be in 0.." + std::to_string(kMaxWorkers) +
                       " (0 runs in-process), got " + std::to_string(options.workers));
+  if (!(options.task_timeout_s >= 0))
+    throw ConfigError("task_timeout_s must be >= 0 (0 disables the timeout)");
   if (options.max_pixels <= 0)
     throw ConfigError("max_pixels must be positive, got " + std::to_string(options.max_pixels));
   if (options.prefetch < 0 || options.chunk < 0)
     throw ConfigError("prefetch and chunk must be 0 (automatic) or positive");
+  check_descriptor_limit(options.workers);
   DatasetIndex index = build_index(options.data, options.split);
   impl_ = std::make_unique<Impl>(std::move(options), std::move(index), created);
 }

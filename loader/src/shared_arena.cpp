@@ -4,8 +4,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <string>
 
 #include "stoke/error.hpp"
@@ -15,6 +18,38 @@ namespace {
 
 std::string mib(std::size_t bytes) {
   return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB";
+}
+
+// Bytes of memory the arena can still take: MemAvailable, and the cgroup v2 limit when one is
+// set. posix_fallocate on a memfd allocates page by page and, past what is available, invokes
+// the OOM killer instead of failing, so the check has to come first.
+std::size_t available_memory() {
+  std::size_t available = SIZE_MAX;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::size_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib) {
+    std::getline(meminfo, unit);
+    if (key == "MemAvailable:") {
+      available = kib * 1024;
+      break;
+    }
+  }
+  std::ifstream cgroup("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(cgroup, line)) {
+    if (line.rfind("0::", 0) != 0) continue;
+    const std::string dir = "/sys/fs/cgroup" + line.substr(3);
+    std::ifstream max_file(dir + "/memory.max"), current_file(dir + "/memory.current");
+    std::string max_text;
+    std::size_t current = 0;
+    if (max_file >> max_text && max_text != "max" && current_file >> current) {
+      const std::size_t limit = std::stoull(max_text);
+      available = std::min(available, limit > current ? limit - current : 0);
+    }
+  }
+  return available;
 }
 
 }  // namespace
@@ -63,8 +98,15 @@ void SharedArena::reserve(std::size_t bytes) {
   if (bytes <= reserved_) return;
   if (bytes > capacity_)
     throw Error("shared arena: " + mib(bytes) + " requested but its capacity is " + mib(capacity_));
-  const int err =
-      ::posix_fallocate(fd_, static_cast<off_t>(reserved_), static_cast<off_t>(bytes - reserved_));
+  const std::size_t more = bytes - reserved_;
+  const std::size_t available = available_memory();
+  // Leave a quarter of what is free to everything else.
+  if (more > available / 4 * 3) {
+    throw Error("the shared arena needs " + mib(more) + " more memory but only " + mib(available) +
+                " is available; lower the batch size, image size or prefetch depth, or free "
+                "memory");
+  }
+  const int err = ::posix_fallocate(fd_, static_cast<off_t>(reserved_), static_cast<off_t>(more));
   if (err != 0) {
     throw Error("cannot reserve " + mib(bytes) +
                 " of shared memory for the arena: " + std::strerror(err) +

@@ -40,6 +40,13 @@ void notify_parent() {
 
 int serve(WorkerRecord& record, const ArenaView& arena, pid_t parent) {
   ChunkRunner runner(arena);
+#ifdef STOKE_TEST_CRASH_MARKER
+  // Only in the test build of the worker: a file whose path contains the marker kills it, as a
+  // decoder crash would.
+  runner.set_before_read([](std::string_view path) {
+    if (path.find(STOKE_TEST_CRASH_MARKER) != std::string_view::npos) std::raise(SIGSEGV);
+  });
+#endif
   for (;;) {
     const auto deadline =
         boost::posix_time::microsec_clock::universal_time() + boost::posix_time::milliseconds(250);
@@ -56,7 +63,7 @@ int serve(WorkerRecord& record, const ArenaView& arena, pid_t parent) {
     Task task;
     if (!record.tasks.pop(task)) continue;
     if (task.kind == Task::kStop) return 0;
-    const Completion done = runner.run(task);
+    const Completion done = runner.run(task, &record.current_sample);
     // The training process keeps at most kRingSize tasks outstanding, so this never spins long.
     while (!record.done.push(done)) ::usleep(100);
     notify_parent();

@@ -111,6 +111,11 @@ void WorkerPool::spawn(int i) {
   }
 }
 
+void WorkerPool::kill(int i) {
+  if (workers_[i].pidfd >= 0)
+    ::syscall(SYS_pidfd_send_signal, workers_[i].pidfd, SIGKILL, nullptr, 0);
+}
+
 WorkerExit WorkerPool::reap(int i) {
   Process& p = workers_[i];
   siginfo_t info{};

@@ -44,6 +44,8 @@ class WorkerPool {
   int pidfd(int i) const { return workers_[i].pidfd; }
   bool running(int i) const { return workers_[i].pid > 0; }
 
+  // Sends SIGKILL to worker i (through its pidfd: never to a recycled pid).
+  void kill(int i);
   // Collects worker i's exit status. REQUIRES: its pidfd polled readable.
   WorkerExit reap(int i);
 

@@ -1,11 +1,18 @@
-// Worker processes: shutdown leaves nothing behind, deaths are survived, the training process
-// dying takes the workers with it.
+// Worker processes under real faults: killed, stopped, crashing on a sample; the training process
+// killed or interrupted; resource limits. Nothing may be lost, duplicated, leaked or hung.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <opencv2/imgcodecs.hpp>
+#include <random>
 #include <thread>
 
 #include "test_support.hpp"
@@ -16,13 +23,75 @@ namespace {
 using namespace std::chrono_literals;
 using test::fashion_options;
 
+// Runs `body` in a forked child and returns what it wrote to the pipe (its last act is _exit).
+// The child must not return; gtest state in it is irrelevant.
+template <class Body>
+std::string in_child(Body body, int* status = nullptr) {
+  int fds[2];
+  EXPECT_EQ(::pipe(fds), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(fds[0]);
+    std::string out;
+    try {
+      out = body();
+    } catch (const std::exception& e) {
+      out = std::string("exception: ") + e.what();
+    }
+    (void)!::write(fds[1], out.data(), out.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  int st = 0;
+  ::waitpid(child, &st, 0);
+  if (status != nullptr) *status = st;
+  return out;
+}
+
+bool wait_until_gone(const std::vector<pid_t>& pids, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    if (std::none_of(pids.begin(), pids.end(), test::process_exists)) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+}
+
+// A pipeline heavy enough that an epoch of the 1000-PNG tree lasts a while.
+Options slow_png_options(int workers) {
+  Options o;
+  o.data = test::testdata("fashion-png");
+  o.batch = 20;
+  o.chunk = 5;
+  o.workers = workers;
+  o.seed = 3;
+  Pipeline p(64, 64, 3);
+  p.resize(192, 192).random_resized_crop(64, 64).horizontal_flip(0.5f);
+  o.pipeline = p;
+  o.log = [](std::string_view) {};
+  return o;
+}
+
+void append(test::Delivered& d, const Batch& b) {
+  d.pixels.insert(d.pixels.end(), b.pixels().begin(), b.pixels().end());
+  d.labels.insert(d.labels.end(), b.labels().begin(), b.labels().end());
+  d.ids.insert(d.ids.end(), b.sample_ids().begin(), b.sample_ids().end());
+  d.valid.insert(d.valid.end(), b.valid().begin(), b.valid().end());
+  d.indices.push_back(b.index());
+  d.padded += b.padded();
+}
+
 TEST(Process, ShutdownMidEpochLeavesNoWorkerFdOrSharedMemoryBehind) {
   const auto shm_before = test::dev_shm();
   const int fds_before = test::open_fds();
   std::set<pid_t> workers;
   {
-    Options o = fashion_options(2, 50);
-    Loader loader(o);
+    Loader loader(fashion_options(2, 50));
     loader.next();
     loader.next();
     workers = test::children();
@@ -34,10 +103,26 @@ TEST(Process, ShutdownMidEpochLeavesNoWorkerFdOrSharedMemoryBehind) {
   EXPECT_EQ(test::dev_shm(), shm_before);
 }
 
-TEST(Process, CreatingAndDestroyingManyLoadersLeaksNothing) {
+TEST(Process, AnExceptionInTheConsumerWhileWorkersAreBusyShutsDownCleanly) {
+  const int fds_before = test::open_fds();
+  try {
+    Options o = slow_png_options(2);
+    o.prefetch = 2;  // workers fill every slot and wait for more
+    Loader loader(o);
+    auto b = loader.next();
+    std::this_thread::sleep_for(50ms);
+    throw std::runtime_error("the training step failed");
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "the training step failed");
+  }
+  EXPECT_TRUE(test::children().empty());
+  EXPECT_EQ(test::open_fds(), fds_before);
+}
+
+TEST(Process, CreatingAndDestroyingAHundredLoadersLeaksNothing) {
   const auto shm_before = test::dev_shm();
   const int fds_before = test::open_fds();
-  for (int i = 0; i < 20; ++i) {
+  for (int i = 0; i < 100; ++i) {
     Loader loader(fashion_options(2));
     if (i % 2 == 0) loader.next();
   }
@@ -52,6 +137,29 @@ TEST(Process, WorkersRunInTheirOwnProcessGroup) {
     EXPECT_NE(::getpgid(pid), ::getpgrp());
     EXPECT_EQ(::getpgid(pid), pid);
   }
+}
+
+TEST(Process, CtrlCReachesTheTrainingProcessButNotTheWorkers) {
+  const std::string out = in_child([] {
+    ::setpgid(0, 0);  // the "terminal's" foreground process group is this child's
+    static std::atomic<int> interrupts{0};
+    struct sigaction sa {};
+    sa.sa_handler = [](int) { interrupts.fetch_add(1); };
+    ::sigaction(SIGINT, &sa, nullptr);
+    Loader loader(fashion_options(2));
+    loader.next();
+    const auto workers = test::children();
+    ::kill(-::getpgrp(), SIGINT);  // what the terminal does on Ctrl-C
+    std::this_thread::sleep_for(100ms);
+    int alive = 0;
+    for (pid_t pid : workers) alive += test::process_exists(pid);
+    std::int64_t batches = 1;
+    while (loader.next()) ++batches;
+    return "interrupts=" + std::to_string(interrupts.load()) + " alive=" + std::to_string(alive) +
+           " of=" + std::to_string(workers.size()) + " batches=" + std::to_string(batches) +
+           " restarts=" + std::to_string(loader.stats().worker_restarts);
+  });
+  EXPECT_EQ(out, "interrupts=1 alive=2 of=2 batches=100 restarts=0");
 }
 
 TEST(Process, AKilledWorkerIsReplacedAndTheBytesDoNotChange) {
@@ -74,50 +182,242 @@ TEST(Process, AKilledWorkerIsReplacedAndTheBytesDoNotChange) {
     }
     auto b = loader.next();
     if (!b) break;
-    got.pixels.insert(got.pixels.end(), b->pixels().begin(), b->pixels().end());
-    got.labels.insert(got.labels.end(), b->labels().begin(), b->labels().end());
-    got.ids.insert(got.ids.end(), b->sample_ids().begin(), b->sample_ids().end());
-    got.valid.insert(got.valid.end(), b->valid().begin(), b->valid().end());
-    got.indices.push_back(b->index());
-    got.padded += b->padded();
+    append(got, *b);
   }
   EXPECT_TRUE(got == expected);
   EXPECT_EQ(loader.stats().worker_restarts, killed);
   ASSERT_FALSE(log.empty());
-  EXPECT_NE(log[0].find("died with signal 9"), std::string::npos) << log[0];
+  EXPECT_NE(log[0].find("died with signal 9 (Killed)"), std::string::npos) << log[0];
   EXPECT_EQ(test::children().size(), 2u);
 }
 
-TEST(Process, WorkersExitWhenTheTrainingProcessIsKilled) {
-  int pipe_fds[2];
-  ASSERT_EQ(::pipe(pipe_fds), 0);
+TEST(Process, TwentyRandomKillsDuringAnEpochChangeNoByte) {
+  Loader reference(slow_png_options(0));
+  const test::Delivered expected = test::collect(reference);
+  std::atomic<int> kills{0};
+  std::atomic<bool> done{false};
+  Loader loader(slow_png_options(2));
+  std::jthread killer([&] {
+    std::mt19937 rng(12345);
+    while (!done.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50 + rng() % 60));
+      const auto workers = test::children();
+      if (workers.empty() || done.load()) continue;
+      auto it = workers.begin();
+      std::advance(it, rng() % workers.size());
+      if (::kill(*it, SIGKILL) == 0) kills.fetch_add(1);
+    }
+  });
+  // The consumer paces itself until 20 kills have landed, so they all fall inside the epoch
+  // however fast this machine runs it; the kills themselves come at random moments.
+  test::Delivered got;
+  for (std::int64_t k = 0; k < loader.batches_per_epoch(); ++k) {
+    const bool last = k + 1 == loader.batches_per_epoch();
+    for (int waited = 0; kills.load() < 20 && waited < (last ? 400 : 2); ++waited)
+      std::this_thread::sleep_for(25ms);
+    auto b = loader.next();
+    ASSERT_TRUE(b);
+    append(got, *b);
+  }
+  const int during_epoch = kills.load();
+  EXPECT_FALSE(loader.next());  // the epoch is over
+  done = true;
+  killer.join();
+  EXPECT_GE(during_epoch, 20) << "the epoch ended too soon to kill 20 workers during it";
+  EXPECT_TRUE(got == expected) << "bytes changed after " << during_epoch << " kills";
+  EXPECT_GE(loader.stats().worker_restarts, during_epoch);
+  std::printf("%d kills during the epoch, %lld restarts\n", during_epoch,
+              static_cast<long long>(loader.stats().worker_restarts));
+}
+
+TEST(Process, AStoppedWorkerTimesOutAndIsReplaced) {
+  Loader reference(slow_png_options(0));
+  const test::Delivered expected = test::collect(reference);
+  std::vector<std::string> log;
+  std::mutex log_mutex;
+  Options o = slow_png_options(2);
+  o.task_timeout_s = 0.3;
+  o.log = [&](std::string_view l) {
+    std::lock_guard lock(log_mutex);
+    log.emplace_back(l);
+  };
+  Loader loader(o);
+  test::Delivered got;
+  auto b = loader.next();
+  append(got, *b);
+  const pid_t victim = *test::children().begin();
+  ::kill(victim, SIGSTOP);
+  while (auto next = loader.next()) append(got, *next);
+  EXPECT_TRUE(got == expected);
+  EXPECT_FALSE(test::process_exists(victim));
+  EXPECT_GE(loader.stats().worker_restarts, 1);
+  std::lock_guard lock(log_mutex);
+  const bool named = std::any_of(log.begin(), log.end(), [&](const std::string& l) {
+    return l.find("(pid " + std::to_string(victim) + ") spent more than 0.3 s") !=
+               std::string::npos &&
+           l.find("fashion-png/") != std::string::npos &&
+           l.find("; killing it") != std::string::npos;
+  });
+  std::string all;
+  for (const auto& l : log) all += l + "\n";
+  EXPECT_TRUE(named) << all;
+}
+
+// A tree whose file *crash-me* kills any worker that reads it (the test worker's planted fault).
+class CrashingSample : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 8; ++i) {
+      cv::Mat m(12, 12, CV_8UC3, cv::Scalar(i * 10, i * 10, i * 10));
+      const std::string name = i == 3 ? "03-crash-me.png" : "0" + std::to_string(i) + ".png";
+      std::filesystem::create_directories(dir_.path() / "c");
+      ASSERT_TRUE(cv::imwrite((dir_.path() / "c" / name).string(), m));
+    }
+  }
+  Options options(OnError policy) {
+    Options o;
+    o.data = dir_.str();
+    o.batch = 8;
+    o.workers = 2;
+    o.shuffle = false;
+    o.height = o.width = 12;
+    o.augment = Augment::kEvaluation;
+    o.on_error = policy;
+    o.worker_path = STOKE_CRASH_TEST_WORKER;
+    o.log = [this](std::string_view l) { log_.emplace_back(l); };
+    return o;
+  }
+  std::string crash_path() const { return (dir_.path() / "c" / "03-crash-me.png").string(); }
+
+  test::TempDir dir_;
+  std::vector<std::string> log_;
+};
+
+TEST_F(CrashingSample, IsSkippedAndCountedAfterThreeWorkerDeathsUnderSkip) {
+  Loader loader(options(OnError::kSkip));
+  auto b = loader.next();
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->sample_ids()[3], 4);  // replaced by its neighbour
+  const Stats s = loader.stats();
+  EXPECT_EQ(s.worker_restarts, 3);
+  EXPECT_EQ(s.skipped_by_reason.at("crashed_worker"), 1);
+  b.reset();
+  loader.next();               // epoch end
+  EXPECT_TRUE(loader.next());  // the next epoch skips it at once: no more deaths
+  EXPECT_EQ(loader.stats().worker_restarts, 3);
+  EXPECT_TRUE(std::any_of(log_.begin(), log_.end(), [&](const std::string& l) {
+    return l.find(crash_path() +
+                  " (sample 3): crashed_worker (3 workers died on it; last: "
+                  "signal 11 (Segmentation fault)); skipping it from now on") != std::string::npos;
+  }));
+}
+
+TEST_F(CrashingSample, StopsWithItsPathAfterThreeWorkerDeathsUnderError) {
+  Loader loader(options(OnError::kError));
+  try {
+    loader.next();
+    FAIL() << "a sample that kills every worker did not stop the loader";
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              crash_path() +
+                  " (sample 3): crashed_worker (3 workers died on it; last: signal 11 "
+                  "(Segmentation fault))");
+  }
+}
+
+TEST(Process, WorkersExitWithinASecondWhenTheTrainingProcessIsKilled) {
+  // Orphaned workers are re-parented to this process, so their exit is seen at once and only
+  // this test's own descendants are looked at.
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  const auto shm_before = test::dev_shm();
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
   const pid_t trainer = ::fork();
   ASSERT_GE(trainer, 0);
   if (trainer == 0) {
-    ::close(pipe_fds[0]);
+    ::close(fds[0]);
     Loader loader(fashion_options(2));
     loader.next();
     for (pid_t pid : test::children()) {
-      if (::write(pipe_fds[1], &pid, sizeof pid) != sizeof pid) ::_exit(1);
+      if (::write(fds[1], &pid, sizeof pid) != sizeof pid) ::_exit(1);
     }
-    ::close(pipe_fds[1]);
+    ::close(fds[1]);
     for (;;) ::pause();
   }
-  ::close(pipe_fds[1]);
+  ::close(fds[1]);
   std::vector<pid_t> workers;
   pid_t pid;
-  while (::read(pipe_fds[0], &pid, sizeof pid) == sizeof pid) workers.push_back(pid);
-  ::close(pipe_fds[0]);
+  while (::read(fds[0], &pid, sizeof pid) == sizeof pid) workers.push_back(pid);
+  ::close(fds[0]);
   ASSERT_EQ(workers.size(), 2u);
   ::kill(trainer, SIGKILL);
   ::waitpid(trainer, nullptr, 0);
-  const auto deadline = std::chrono::steady_clock::now() + 1s;
-  bool gone = false;
-  while (!gone && std::chrono::steady_clock::now() < deadline) {
-    gone = std::none_of(workers.begin(), workers.end(), test::process_exists);
-    if (!gone) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(wait_until_gone(workers, 1000ms)) << "workers outlived their training process";
+  for (pid_t w : workers) ::waitpid(w, nullptr, 0);  // reap the re-parented orphans
+  EXPECT_EQ(test::dev_shm(), shm_before);
+  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+TEST(Process, TooLowAnOpenFileLimitIsAClearErrorAtConstruction) {
+  const std::string out = in_child([] {
+    rlimit low{12, 12};
+    ::setrlimit(RLIMIT_NOFILE, &low);
+    Loader loader(fashion_options(2));
+    return std::string("constructed");
+  });
+  EXPECT_NE(out.find("exception: the open-file limit (ulimit -n) is 12"), std::string::npos) << out;
+  EXPECT_NE(out.find("raise the limit (ulimit -n 4096) or use fewer workers"), std::string::npos);
+}
+
+TEST(Process, AnArenaLargerThanMemoryIsAClearErrorAtConstruction) {
+  Options o = fashion_options(2, 4096);
+  o.height = o.width = 4096;  // 4096 x 4096 x 4096 bytes per slot: 64 GiB, x6 slots
+  try {
+    Loader loader(o);
+    FAIL() << "a 384 GiB arena was accepted";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("the shared arena needs "), std::string::npos) << msg;
+    EXPECT_NE(msg.find("lower the batch size, image size or prefetch depth"), std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("MiB"), std::string::npos) << msg;
   }
-  EXPECT_TRUE(gone) << "workers outlived their training process by more than 1 s";
+  EXPECT_TRUE(test::children().empty());
+}
+
+TEST(Process, WorksWhenDevShmIsOnly64MB) {
+  const std::string out = in_child([] {
+    if (::unshare(CLONE_NEWNS) != 0) return std::string("skip: unshare: ") + std::strerror(errno);
+    ::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr);
+    if (::mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=64m") != 0)
+      return std::string("skip: mount: ") + std::strerror(errno);
+    Options o;
+    o.data = test::testdata("jpeg");
+    o.batch = 96;  // 96 x 224 x 224 x 3 = 14 MiB per slot, 6 slots: 87 MiB > 64 MB
+    o.workers = 2;
+    o.log = [](std::string_view) {};
+    Loader loader(o);
+    std::int64_t samples = 0;
+    while (auto b = loader.next()) samples += b->size();
+    return "samples=" + std::to_string(samples) +
+           " arena_mib=" + std::to_string(loader.stats().arena_bytes >> 20);
+  });
+  if (out.rfind("skip:", 0) == 0) GTEST_SKIP() << out;
+  EXPECT_EQ(out.substr(0, out.find(' ')), "samples=96") << out;
+  EXPECT_GT(std::stol(out.substr(out.find("arena_mib=") + 10)), 64) << out;
+}
+
+TEST(Process, AMissingWorkerBinaryIsAClearError) {
+  Options o = fashion_options(2);
+  o.worker_path = "/nonexistent/stoke-worker";
+  try {
+    Loader loader(o);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "worker path /nonexistent/stoke-worker is not an executable file; point it at "
+                 "the stoke-worker that came with this library");
+  }
 }
 
 }  // namespace

@@ -51,6 +51,9 @@ struct Options {
   // Images whose header claims more pixels than this are bad input ("too_large"), rejected
   // before their pixels are allocated.
   std::int64_t max_pixels = 100'000'000;
+  // A worker busy on one chunk for longer than this is killed, replaced, and the chunk redone
+  // (0 disables). A sample that kills three workers is skipped (kSkip) or an error (kError).
+  double task_timeout_s = 60;
 
   // Rank and world size; -1 reads RANK/WORLD_SIZE (torchrun) or OMPI_COMM_WORLD_RANK/_SIZE
   // (mpirun) from the environment, else 0 and 1.
@@ -64,9 +67,9 @@ struct Options {
   int height = 0;
   int width = 0;
 
-  int prefetch = 0;               // batch slots; 0 = 2 * workers + 2
-  int chunk = 0;                  // samples per unit of work; 0 = batch / workers, at least 1
-  std::size_t memory_budget = 0;  // bytes for batch slots, held ones included; 0 = 2 GiB
+  int prefetch = 0;                   // batch slots; 0 = 2 * workers + 2
+  int chunk = 0;                      // samples per unit of work; 0 = batch / workers, at least 1
+  std::size_t memory_budget = 0;      // bytes for batch slots, held ones included; 0 = 2 GiB
   std::optional<LoaderState> resume;  // start at this position instead of epoch 0, batch 0
 
   std::string worker_path;  // stoke-worker to run; empty = the one installed beside the library

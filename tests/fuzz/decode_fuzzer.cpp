@@ -1,0 +1,207 @@
+// libFuzzer target: raw bytes -> ImageDecoder::decode_buffer -> Augmenter::run, the path a
+// stoke-worker takes for every file-backed sample (see loader/src/chunk_runner.cpp).
+//
+// Input layout (so that a mutation can change the pipeline or the random draws without touching
+// the image, and the image without touching them):
+//
+//   byte 0      control: bit 0 = output channels (0: gray, 1: RGB)
+//                        bits 1-2 = pipeline (see make_pipelines below)
+//   bytes 1..4  little-endian position for the per-sample generator (SampleRng)
+//   bytes 5..   the encoded image (JPEG, PNG, BMP, or anything else OpenCV may recognize)
+//
+// Strip the first 5 bytes of a reproducer (`tail -c +6 crash-...`) to get the bare image file.
+//
+// Checks beyond the sanitizers:
+//   * a successful decode returns 8-bit pixels with the requested channel count within the pixel
+//     limit, as stoke-worker assumes;
+//   * the augmenter never throws for a successfully decoded image (the library would turn a
+//     cv::Exception here into "undecodable", i.e. silently drop a valid image);
+//   * output is deterministic: the long-lived augmenter (reused across inputs, as in a worker)
+//     and a fresh one produce the same bytes from the same draws.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <new>
+#include <opencv2/core.hpp>
+#include <opencv2/core/utils/logger.hpp>
+#include <string>
+#include <vector>
+
+#include "augment.hpp"
+#include "decode.hpp"
+#include "sample_rng.hpp"
+#include "stoke/pipeline.hpp"
+
+namespace {
+
+using stoke::Pipeline;
+using stoke::detail::Augmenter;
+using stoke::detail::BadInput;
+using stoke::detail::DecodedImage;
+using stoke::detail::ImageDecoder;
+using stoke::detail::ImageRef;
+using stoke::detail::SampleRng;
+
+// Far below the library default (100M) so a fuzzed header cannot make a single decode allocate
+// more than libFuzzer's -rss_limit_mb.
+constexpr std::int64_t kMaxPixels = 4'000'000;
+constexpr std::size_t kHeaderBytes = 5;
+constexpr std::uint64_t kSeed = 0x5eed;
+
+// The four pipelines for one output channel count, indexed by bits 1-2 of the control byte.
+std::vector<Pipeline> make_pipelines(int channels) {
+  std::vector<Pipeline> p;
+  // 0: photographs' training pipeline: random_resized_crop 32x32 + horizontal_flip.
+  p.push_back(Pipeline::training(32, 32, channels, false));
+  // 1: resize + crops + jitter: the steps that move the window outside the source and apply the
+  //    lookup table (color_jitter) before a crop with padding.
+  {
+    Pipeline q(32, 32, channels);
+    q.resize_shorter(36).center_crop(36, 36).color_jitter(0.4f, 0.4f).pad_random_crop(4, 32, 32);
+    q.horizontal_flip(0.5f);
+    p.push_back(std::move(q));
+  }
+  // 2: small-image training pipeline: pad_random_crop 28x28 + flip straight on the decoded
+  //    source (the write_small_gray fast path for gray sources 16..256 wide).
+  p.push_back(Pipeline::training(28, 28, channels, true));
+  // 3: evaluation pipeline: resize_shorter(37) + center_crop 32x32.
+  p.push_back(Pipeline::evaluation(32, 32, channels, false));
+  for (const Pipeline& q : p) q.validate(0, 0);  // what Loader does for decoded datasets
+  return p;
+}
+
+struct Fixture {
+  std::vector<Pipeline> pipelines[2] = {make_pipelines(1), make_pipelines(3)};  // gray, RGB
+  ImageDecoder decoder{kMaxPixels};
+  Augmenter augmenter;  // long-lived, like ChunkRunner's
+  DecodedImage decoded;
+};
+
+Fixture* fixture = nullptr;
+
+// Known library bugs (docs/FUZZING.md, "Findings") that every run would otherwise hit within
+// seconds, ending it. The harness steps around exactly those inputs so a run keeps looking for
+// new bugs; STOKE_FUZZ_KNOWN_BUGS=1 turns the filters off (to confirm a fix with the reproducers
+// in tests/fuzz/reproducers/). Remove a filter once its bug is fixed.
+bool filter_known_bugs = true;
+
+// Finding 1: decode_other's pre-check multiplies a PNG header's 32-bit width and height as
+// int64 (decode.cpp, `w * h > max_pixels_`), which overflows (UB) when both are ~3.04e9 or more.
+bool png_dimension_product_overflows(const std::uint8_t* data, std::size_t size) {
+  std::int64_t w = 0, h = 0, product = 0;
+  return stoke::detail::peek_dimensions(data, size, w, h) && __builtin_mul_overflow(w, h, &product);
+}
+
+// Finding 2: resize_shorter scales the long side by size / short side with no bound, so a strip
+// image within the pixel limit (e.g. 1 x 1'000'000) makes Augmenter::resize_to allocate gigabytes.
+// True when some resize_shorter in `p` would produce more than kMaxPixels pixels from a
+// rows x cols source (the window sizes are tracked as Pipeline::validate does).
+bool resize_shorter_exceeds_limit(const Pipeline& p, std::int64_t rows, std::int64_t cols) {
+  for (const stoke::Step& s : p.steps()) {
+    switch (s.kind) {
+      case stoke::StepKind::kResizeShorter: {
+        const double scale =
+            static_cast<double>(s.size) / static_cast<double>(std::min(rows, cols));
+        const double long_side = static_cast<double>(std::max(rows, cols)) * scale;
+        if (long_side * s.size > static_cast<double>(kMaxPixels)) return true;
+        const bool wide = rows <= cols;  // as Augmenter::run decides which side is shorter
+        rows = wide ? s.size : static_cast<std::int64_t>(long_side);
+        cols = wide ? static_cast<std::int64_t>(long_side) : s.size;
+        break;
+      }
+      case stoke::StepKind::kHorizontalFlip:
+      case stoke::StepKind::kColorJitter:
+        break;
+      default:
+        rows = s.height;
+        cols = s.width;
+        break;
+    }
+  }
+  return false;
+}
+
+[[noreturn]] void fail(const char* what) {
+  std::fprintf(stderr, "stoke_decode_fuzzer: %s\n", what);
+  std::fflush(stderr);
+  std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  // As stoke-worker does before serving: one thread, and OpenCV's own decoders held to the limit.
+  cv::setNumThreads(0);
+  ::setenv("OPENCV_IO_MAX_IMAGE_PIXELS", std::to_string(kMaxPixels).c_str(), 1);
+  // OpenCV reports every rejected buffer (CV_LOG_* and, in imdecode, straight to std::cerr);
+  // at hundreds of inputs a second that drowns libFuzzer's status lines and slows the run.
+  // Sanitizer and libFuzzer reports do not go through either. STOKE_FUZZ_VERBOSE=1 keeps them.
+  if (std::getenv("STOKE_FUZZ_VERBOSE") == nullptr) {
+    cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT);
+    std::cerr.setstate(std::ios::badbit);
+  }
+  if (const char* v = std::getenv("STOKE_FUZZ_KNOWN_BUGS"); v != nullptr && *v != '\0' && *v != '0')
+    filter_known_bugs = false;
+  fixture = new Fixture;
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < kHeaderBytes) return -1;  // not worth keeping in the corpus
+  Fixture& f = *fixture;
+  const int channels = (data[0] & 1) ? 3 : 1;
+  const Pipeline& pipeline = f.pipelines[channels == 3][(data[0] >> 1) & 3];
+  const std::int64_t position =
+      static_cast<std::int64_t>(std::uint32_t{data[1]} | (std::uint32_t{data[2]} << 8) |
+                                (std::uint32_t{data[3]} << 16) | (std::uint32_t{data[4]} << 24));
+
+  // The decoder reads exactly the image bytes: a heap copy, so ASan sees any read past the end
+  // (libFuzzer's own buffer is also exact, but this keeps the header out of reach too).
+  const std::size_t n = size - kHeaderBytes;
+  std::unique_ptr<std::uint8_t[]> image(new std::uint8_t[n ? n : 1]);
+  if (n) std::memcpy(image.get(), data + kHeaderBytes, n);
+
+  if (filter_known_bugs && png_dimension_product_overflows(image.get(), n)) return 0;
+  const BadInput r = f.decoder.decode_buffer(image.get(), n, channels, f.decoded);
+  if (r != BadInput::kNone) return 0;
+
+  const cv::Mat& m = f.decoded.pixels;
+  if (m.empty() || m.depth() != CV_8U) fail("decode succeeded with empty or non-8-bit pixels");
+  if (m.channels() != channels) fail("decode succeeded with the wrong channel count");
+  if (static_cast<std::int64_t>(m.rows) * m.cols > kMaxPixels)
+    fail("decode succeeded beyond the pixel limit");
+  if (m.dims != 2 || m.rows <= 0 || m.cols <= 0) fail("decode succeeded with a degenerate shape");
+
+  if (filter_known_bugs && resize_shorter_exceeds_limit(pipeline, m.rows, m.cols)) return 0;
+
+  const ImageRef src{m.data, m.rows, m.cols, m.channels(), m.step[0], f.decoded.bgr};
+  const int oh = pipeline.output_height(), ow = pipeline.output_width();
+  const int oc = pipeline.output_channels();
+  const std::size_t out_bytes = static_cast<std::size_t>(oh) * ow * oc;
+  // Exactly sized heap buffers: ASan flags any write past the batch slot.
+  std::unique_ptr<std::uint8_t[]> out(new std::uint8_t[out_bytes]);
+  std::unique_ptr<std::uint8_t[]> again(new std::uint8_t[out_bytes]);
+  const auto& steps = pipeline.steps();
+  try {
+    SampleRng rng(kSeed, stoke::detail::kSampleStream, 0, position);
+    f.augmenter.run(steps.data(), static_cast<int>(steps.size()), src, rng, out.get(), oh, ow, oc);
+    Augmenter fresh;
+    SampleRng rng2(kSeed, stoke::detail::kSampleStream, 0, position);
+    fresh.run(steps.data(), static_cast<int>(steps.size()), src, rng2, again.get(), oh, ow, oc);
+  } catch (const std::bad_alloc&) {
+    return 0;  // the library reports this sample as too_large
+  } catch (const cv::Exception& e) {
+    std::fprintf(stderr, "cv::Exception from the augmenter on a %dx%dx%d image: %s\n", m.rows,
+                 m.cols, m.channels(), e.what());
+    fail("augmenter threw for a successfully decoded image");
+  }
+  if (std::memcmp(out.get(), again.get(), out_bytes) != 0)
+    fail("augmenter output depends on state left by earlier inputs");
+  return 0;
+}
