@@ -18,6 +18,8 @@
 //                            planned batch x int64   at slot.planned_offset (written by the
 //                                                    training process: the plan's sample ids)
 //                            valid   batch x uint8   at slot.valid_offset
+//                            bad     batch x uint8   at slot.bad_offset (BadInput of the
+//                                                    planned sample when it was replaced)
 //
 // Every section starts on a 4096-byte boundary so slots can be registered as pinned memory.
 
@@ -55,22 +57,14 @@ struct Task {
   std::uint32_t count = 0;
 };
 
-struct SkippedSample {
-  std::int64_t sample = -1;  // dataset index that was bad
-  std::uint32_t reason = 0;  // BadInput
-  std::uint32_t pad = 0;
-};
-
+// Samples that were replaced are reported through the slot's `bad` bytes, not here, so no
+// number of bad files in one chunk can overflow a fixed-size report.
 struct Completion {
-  static constexpr int kMaxReported = 8;
   enum Status : std::int32_t { kOk = 0, kDataError = 1 };
   std::uint64_t seq = 0;
   std::int32_t status = kOk;
   std::uint32_t reason = 0;        // BadInput, when status == kDataError
   std::int64_t error_sample = -1;  // dataset index, when status == kDataError
-  std::uint32_t skipped_by_reason[kBadInputCount] = {};
-  std::uint32_t reported = 0;  // entries used in `skipped`
-  SkippedSample skipped[kMaxReported];
 };
 
 // The pair of rings between the training process and one worker, and its handshake.
@@ -139,6 +133,7 @@ struct ArenaHeader {
   std::uint64_t ids_offset = 0;
   std::uint64_t planned_offset = 0;
   std::uint64_t valid_offset = 0;
+  std::uint64_t bad_offset = 0;
 };
 
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
@@ -176,6 +171,7 @@ class ArenaView {
     return *reinterpret_cast<std::atomic<std::uint32_t>*>(base_ + header().poison_offset -
                                                           sizeof(std::uint64_t));
   }
+  std::uint8_t* bad(std::uint32_t s) const { return slot(s) + header().bad_offset; }
   std::uint8_t* valid(std::uint32_t s) const { return slot(s) + header().valid_offset; }
 
  private:

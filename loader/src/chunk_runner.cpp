@@ -67,6 +67,7 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
   std::int32_t* labels = arena_.labels(task.slot);
   std::int64_t* ids = arena_.ids(task.slot);
   const std::int64_t* planned = arena_.planned_ids(task.slot);
+  std::uint8_t* bad = arena_.bad(task.slot);
   const std::int64_t n = dataset_.size();
   const std::uint32_t end = task.begin + task.count;
   for (std::uint32_t j = task.begin; j < end; ++j) {
@@ -79,6 +80,7 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
     // Every attempt at this position draws the same numbers: output depends on the position only.
     const auto rng = [&] { return SampleRng(h.seed, kSampleStream, task.epoch, position); };
     std::int64_t sample = wanted;
+    bad[j] = 0;
     const BadInput reason = produce(wanted, rng(), dst);
     if (reason != BadInput::kNone) {
       const auto fail = [&] {
@@ -89,10 +91,7 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
         return done;
       };
       if (!h.on_error_skip) return fail();
-      done.skipped_by_reason[static_cast<int>(reason)] += 1;
-      if (done.reported < Completion::kMaxReported)
-        done.skipped[done.reported++] =
-            SkippedSample{wanted, static_cast<std::uint32_t>(reason), 0};
+      bad[j] = static_cast<std::uint8_t>(reason);
       bool replaced = false;
       for (int k = 1; k <= kMaxSubstitutes && !replaced; ++k) {
         sample = (wanted + k) % n;

@@ -7,6 +7,7 @@
 // clang-format off
 #include <cstdio>  // jpeglib.h needs FILE and size_t first
 #include <jpeglib.h>
+#include <jerror.h>
 // clang-format on
 
 #include <cerrno>
@@ -52,6 +53,11 @@ struct JpegErrors {
   std::jmp_buf jump;
   bool warned = false;
 };
+
+// libjpeg refuses sides above 65500 inside jpeg_read_header, before stoke sees the size.
+bool too_big(const JpegErrors& e) {
+  return e.mgr.msg_code == JERR_IMAGE_TOO_BIG;
+}
 
 [[noreturn]] void jpeg_fail(j_common_ptr cinfo) {
   std::longjmp(reinterpret_cast<JpegErrors*>(cinfo->err)->jump, 1);
@@ -148,6 +154,7 @@ BadInput ImageDecoder::decode_jpeg(const std::uint8_t* data, std::size_t size, i
   volatile bool header_read = false;
   if (setjmp(errors.jump) != 0) {
     jpeg_destroy_decompress(&cinfo);
+    if (too_big(errors)) return BadInput::kTooLarge;
     return header_read ? BadInput::kCorrupt : BadInput::kUndecodable;
   }
   jpeg_create_decompress(&cinfo);

@@ -293,7 +293,8 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index) {
   h.ids_offset = align_up(h.labels_offset + sizeof(std::int32_t) * b, 64);
   h.planned_offset = align_up(h.ids_offset + sizeof(std::int64_t) * b, 64);
   h.valid_offset = align_up(h.planned_offset + sizeof(std::int64_t) * b, 64);
-  h.slot_stride = align_up(h.valid_offset + b, kPage);
+  h.bad_offset = align_up(h.valid_offset + b, 64);
+  h.slot_stride = align_up(h.bad_offset + b, kPage);
 
   h.index_offset = kPage;
   h.index_size = index.arena_bytes();
@@ -429,12 +430,6 @@ void Loader::Impl::reposition_locked(std::int64_t epoch, std::int64_t batch) {
 
 void Loader::Impl::complete_locked(const Task& task, const Completion& done) {
   SlotInfo& s = core_->slots[task.slot];
-  for (std::uint32_t i = 0; i < done.reported; ++i) {
-    log_locked("skipped " + describe_sample(done.skipped[i].sample) + ": " +
-               bad_input_name(static_cast<BadInput>(done.skipped[i].reason)) +
-               " (replaced by a neighbouring sample)");
-  }
-  for (int r = 0; r < kBadInputCount; ++r) s.skipped[r] += done.skipped_by_reason[r];
   if (done.status == Completion::kDataError && s.error.empty()) {
     s.error = describe_sample(done.error_sample) + ": " +
               bad_input_name(static_cast<BadInput>(done.reason)) +
@@ -555,10 +550,18 @@ Batch Loader::Impl::deliver_locked(int slot) {
   stats_.batches += 1;
   stats_.samples += options_.batch;
   stats_.padded += s.padded;
-  for (int r = 0; r < kBadInputCount; ++r) {
-    if (s.skipped[r] == 0) continue;
-    stats_.skipped += s.skipped[r];
-    stats_.skipped_by_reason[bad_input_name(static_cast<BadInput>(r))] += s.skipped[r];
+  // Counted and logged when delivered, so prefetching ahead (or a batch abandoned by set_epoch)
+  // never reports a file twice, and every replaced file is named.
+  const auto u = static_cast<std::uint32_t>(slot);
+  const std::uint8_t* bad = core_->view.bad(u);
+  const std::int64_t* planned = core_->view.planned_ids(u);
+  for (int j = 0; j < options_.batch; ++j) {
+    if (bad[j] == 0) continue;
+    const auto reason = static_cast<BadInput>(bad[j]);
+    stats_.skipped += 1;
+    stats_.skipped_by_reason[bad_input_name(reason)] += 1;
+    log_locked("skipped " + describe_sample(planned[j]) + ": " + bad_input_name(reason) +
+               " (replaced by sample " + std::to_string(core_->view.ids(u)[j]) + ")");
   }
   return Batch(std::make_shared<BatchLease>(core_, slot, s.epoch, s.index, s.padded));
 }

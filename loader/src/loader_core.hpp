@@ -32,7 +32,6 @@ struct SlotInfo {
   int pending = 0;  // chunks not yet completed
   int padded = 0;
   std::string error;  // first data error in this batch (OnError::kError)
-  std::int64_t skipped[kBadInputCount] = {};
 };
 
 struct LoaderCore {

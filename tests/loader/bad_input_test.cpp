@@ -46,16 +46,6 @@ constexpr int kSide = 16;  // output height and width
 constexpr std::size_t kSampleBytes = kSide * kSide * 3;
 constexpr std::int64_t kNone = -1;  // index of a file rejected while indexing: it has none
 
-// LIBRARY BUG (loader/src/loader.cpp, Loader::Impl::complete_locked): with workers > 0 the
-// "skipped <path> ..." line is logged when a worker *finishes* a chunk, not when its batch is
-// delivered, and the workers prepare batches ahead, across epoch boundaries (up to the slot count,
-// 2 * workers + 2 = 6 here). So one epoch of one batch logs a bad path up to 7 times (once for
-// each batch of epochs 0..6 prepared so far), a count that also depends on timing, while
-// stats().skipped counts it once (at delivery). With workers = 0 nothing is prepared ahead and
-// each path is logged once per epoch. Set this to true once the bug is fixed: the helpers then
-// demand exactly one line per bad path per epoch with workers too, and the skipped tests run.
-constexpr bool kWorkersLogOncePerEpoch = false;
-
 // ---- files ---------------------------------------------------------------------------------
 
 void write_bytes(const fs::path& p, const Bytes& bytes) {
@@ -298,16 +288,10 @@ void expect_skipped(const Options& base, std::int64_t n, const std::vector<BadFi
     }
     EXPECT_EQ(run.stats.skipped, static_cast<std::int64_t>(bad.size()));
     EXPECT_EQ(run.stats.skipped_by_reason, reasons);
-    const bool exactly_once = workers == 0 || kWorkersLogOncePerEpoch;
-    if (exactly_once) {
-      EXPECT_EQ(run.log.size(), bad.size()) << join(run.log);
-    }
+    // Logged at delivery: once per epoch, with workers or without.
+    EXPECT_EQ(run.log.size(), bad.size()) << join(run.log);
     for (const BadFile& b : bad) {
-      if (exactly_once) {
-        EXPECT_EQ(lines_naming(run.log, b.path), 1) << b.path << join(run.log);
-      } else {
-        EXPECT_GE(lines_naming(run.log, b.path), 1) << b.path << join(run.log);
-      }
+      EXPECT_EQ(lines_naming(run.log, b.path), 1) << b.path << join(run.log);
       EXPECT_TRUE(std::any_of(run.log.begin(), run.log.end(),
                               [&](const std::string& l) {
                                 return l.find(b.path + " ") != std::string::npos &&
@@ -519,13 +503,8 @@ TEST(BadInput, PermissionDeniedIsUnreadableForAnUnprivilegedUser) {
     EXPECT_EQ(got[k + "ids"], "0 1 3 3 4");
     EXPECT_EQ(got[k + "skipped"], "1");
     EXPECT_EQ(got[k + "reasons"], "unreadable:1");
-    if (k == "w0." || kWorkersLogOncePerEpoch) {
-      EXPECT_EQ(got[k + "logged"], "1");
-      EXPECT_EQ(got[k + "log_lines"], "1");
-    } else {
-      EXPECT_GE(std::atoi(got[k + "logged"].c_str()), 1);
-      EXPECT_EQ(got[k + "logged"], got[k + "log_lines"]);
-    }
+    EXPECT_EQ(got[k + "logged"], "1");
+    EXPECT_EQ(got[k + "log_lines"], "1");
     EXPECT_EQ(got[k + "error"], error);
   }
   EXPECT_EQ(got["w0.pixels"], got["w2.pixels"]) << "0 and 2 workers delivered different bytes";
@@ -651,12 +630,7 @@ TEST(BadInput, JpegHeaderClaiming60000x60000IsTooLarge) {
 }
 
 TEST(BadInput, JpegHeaderClaiming65535x65535IsTooLarge) {
-  // LIBRARY BUG: libjpeg refuses dimensions above JPEG_MAX_DIMENSION (65500) inside
-  // jpeg_read_header, through error_exit, before ImageDecoder::decode_jpeg
-  // (loader/src/decode.cpp) sets header_read or checks max_pixels: the file is reported
-  // "undecodable", not "too_large" (and the message under kError says so).
-  GTEST_SKIP() << "library bug: decode_jpeg (loader/src/decode.cpp) reports a JPEG whose header "
-                  "claims 65535x65535 as undecodable instead of too_large";
+  // libjpeg itself refuses sides above 65500 inside jpeg_read_header; that is still too_large.
   expect_too_large_quickly(".jpg", jpeg_claiming(65535, 65535));
 }
 
@@ -754,23 +728,12 @@ TEST(BadInput, EachBadPathIsLoggedOncePerEpochUnderSkip) {
 }
 
 TEST(BadInput, EachBadPathIsLoggedOncePerEpochUnderSkipWithWorkers) {
-  if (!kWorkersLogOncePerEpoch) {
-    // See kWorkersLogOncePerEpoch: with workers, skip lines are logged for every batch the
-    // workers prepare ahead (future epochs included), not once per delivered epoch.
-    GTEST_SKIP() << "library bug: loader.cpp complete_locked logs skipped paths when a chunk "
-                    "completes, for batches prepared ahead, not once per delivered epoch";
-  }
   expect_logged_once_per_epoch(2);
 }
 
 // 12 bad files among 16; with workers = 0 the whole batch is one chunk.
 TEST(BadInput, ManyBadFilesInOneChunkAreEachLogged) {
-  // LIBRARY BUG: a Completion reports at most Completion::kMaxReported = 8 skipped samples
-  // (loader/src/arena_layout.hpp:65; chunk_runner.cpp only records the first 8), and
-  // Loader::Impl::complete_locked logs only those: the 9th and later bad files of one chunk are
-  // counted in stats().skipped but never logged (here img11, img13, img14, img15).
-  GTEST_SKIP() << "library bug: only the first Completion::kMaxReported (8) bad samples of a "
-                  "chunk are logged; later ones are counted but not logged";
+  // Every replaced file is named, however many bad files one chunk holds.
   TempDir dir;
   std::vector<BadFile> bad;
   const fs::path c = dir.path() / "c";
