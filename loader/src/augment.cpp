@@ -106,6 +106,8 @@ void Augmenter::run(const Step* steps, int step_count, const ImageRef& source, S
     switch (s.kind) {
       case StepKind::kResizeShorter: {
         const double scale = static_cast<double>(s.size) / std::min(w.height, w.width);
+        // A 1-pixel-high strip scaled up to `size` would ask for gigabytes (and overflow int).
+        if (std::max(w.height, w.width) * scale > kMaxIntermediateSide) throw ImageTooLarge();
         if (w.height <= w.width)
           resize_to(w, s.size, static_cast<int>(w.width * scale));
         else
@@ -195,6 +197,7 @@ void Augmenter::random_resized_crop(Window& w, const Step& s, SampleRng& rng) {
 void Augmenter::resize_to(Window& w, int height, int width) {
   height = std::max(height, 1);
   width = std::max(width, 1);
+  if (static_cast<std::int64_t>(height) * width > kMaxIntermediatePixels) throw ImageTooLarge();
   if (height == w.height && width == w.width) return;
   cv::Mat src = materialize(w);
   std::vector<std::uint8_t>& buf = scratch_[next_scratch_];

@@ -8,6 +8,7 @@
 // color lookup table in one pass, straight into the slot.
 
 #include <cstdint>
+#include <exception>
 #include <opencv2/core/mat.hpp>
 #include <vector>
 
@@ -24,6 +25,13 @@ struct ImageRef {
   std::size_t stride = 0;  // bytes per row
   bool bgr = false;        // channel order of 3-channel data
 };
+
+// Thrown when a step would need an absurd intermediate image; the caller reports kTooLarge.
+struct ImageTooLarge : std::exception {
+  const char* what() const noexcept override { return "intermediate image too large"; }
+};
+inline constexpr double kMaxIntermediateSide = 65536;
+inline constexpr std::int64_t kMaxIntermediatePixels = std::int64_t{1} << 26;
 
 class Augmenter {
  public:

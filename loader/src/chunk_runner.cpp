@@ -15,6 +15,8 @@ BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* 
     return produce_or_throw(sample, rng, dst);
   } catch (const std::bad_alloc&) {
     return BadInput::kTooLarge;
+  } catch (const ImageTooLarge&) {
+    return BadInput::kTooLarge;
   } catch (const cv::Exception&) {
     return BadInput::kUndecodable;
   }

@@ -20,9 +20,9 @@ bool has_image_extension(const fs::path& p) {
   std::string ext = p.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  static constexpr const char* kKnown[] = {".jpg",  ".jpeg", ".jpe", ".png", ".bmp", ".dib", ".tif",
-                                           ".tiff", ".webp", ".ppm", ".pgm", ".pbm", ".pnm", ".pxm",
-                                           ".jp2",  ".sr",   ".ras", ".hdr", ".pic", ".exr"};
+  static constexpr const char* kKnown[] = {".jpg", ".jpeg", ".jpe",  ".png", ".bmp", ".dib",
+                                           ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".pbm",
+                                           ".pnm", ".pxm",  ".sr",   ".ras", ".hdr", ".pic"};
   return std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return ext == k; });
 }
 

@@ -79,6 +79,23 @@ void cmyk_to_rgb(const std::uint8_t* in, std::uint8_t* out, int pixels) {
   }
 }
 
+// The formats handed to OpenCV, by their magic bytes. Anything else is undecodable here rather
+// than passed on to whichever of OpenCV's many decoders claims it (Debian's build includes
+// DICOM and GDAL readers that abort the process on malformed input, and some decoders spool
+// their input to temporary files).
+bool known_format(const std::uint8_t* d, std::size_t n) {
+  const auto starts = [&](const char* magic, std::size_t len) {
+    return n >= len && std::memcmp(d, magic, len) == 0;
+  };
+  if (starts("\x89PNG\r\n\x1a\n", 8) || starts("BM", 2)) return true;  // PNG, BMP
+  if (starts("II*\0", 4) || starts("MM\0*", 4)) return true;           // TIFF
+  if (n >= 12 && starts("RIFF", 4) && std::memcmp(d + 8, "WEBP", 4) == 0) return true;
+  if (n >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '6') return true;  // PNM
+  if (starts("#?RADIANCE", 10) || starts("#?RGBE", 6)) return true;      // Radiance HDR
+  if (starts("\x59\xa6\x6a\x95", 4)) return true;                        // Sun raster
+  return false;
+}
+
 }  // namespace
 
 bool peek_dimensions(const std::uint8_t* data, std::size_t size, std::int64_t& width,
@@ -165,7 +182,7 @@ BadInput ImageDecoder::decode_jpeg(const std::uint8_t* data, std::size_t size, i
   }
   header_read = true;
   const std::int64_t w = cinfo.image_width, h = cinfo.image_height;
-  if (w <= 0 || h <= 0 || w * h > max_pixels_) {
+  if (w <= 0 || h <= 0 || w > max_pixels_ / h) {
     jpeg_destroy_decompress(&cinfo);
     return BadInput::kTooLarge;
   }
@@ -205,7 +222,9 @@ BadInput ImageDecoder::decode_jpeg(const std::uint8_t* data, std::size_t size, i
 BadInput ImageDecoder::decode_other(const std::uint8_t* data, std::size_t size, int channels,
                                     DecodedImage& out) {
   std::int64_t w = 0, h = 0;
-  if (peek_dimensions(data, size, w, h) && (w <= 0 || h <= 0 || w * h > max_pixels_))
+  if (!known_format(data, size)) return BadInput::kUndecodable;
+  // Division, not w * h: header fields up to 2^32 would overflow the product.
+  if (peek_dimensions(data, size, w, h) && (w <= 0 || h <= 0 || w > max_pixels_ / h))
     return BadInput::kTooLarge;
   const cv::Mat encoded(1, static_cast<int>(size), CV_8U, const_cast<std::uint8_t*>(data));
   const int flags =

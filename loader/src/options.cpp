@@ -45,11 +45,13 @@ std::string DeviceSet::to_string() const {
 RankInfo rank_from_environment() {
   RankInfo info;
   int rank = 0, world = 1;
-  if (env_int("RANK", rank) | env_int("WORLD_SIZE", world)) {
-    info = {rank, world};
-  } else if (env_int("OMPI_COMM_WORLD_RANK", rank) | env_int("OMPI_COMM_WORLD_SIZE", world)) {
-    info = {rank, world};
-  }
+  // Both variables of a pair are read (and checked) even when the first is missing.
+  const bool torchrun_rank = env_int("RANK", rank);
+  const bool torchrun_world = env_int("WORLD_SIZE", world);
+  if (torchrun_rank || torchrun_world) return {rank, world};
+  const bool mpi_rank = env_int("OMPI_COMM_WORLD_RANK", rank);
+  const bool mpi_world = env_int("OMPI_COMM_WORLD_SIZE", world);
+  if (mpi_rank || mpi_world) info = {rank, world};
   return info;
 }
 

@@ -3,9 +3,11 @@
 
 namespace stoke::detail {
 
-inline constexpr int kExitUsage = 64;
-inline constexpr int kExitVersionMismatch = 65;
-inline constexpr int kExitBadArena = 66;
-inline constexpr int kExitParentGone = 67;
+// Away from 1 (ASan's error exit), 66 (TSan's) and 64-78 (sysexits.h), so a sanitizer's report
+// is never mistaken for one of these.
+inline constexpr int kExitUsage = 101;
+inline constexpr int kExitVersionMismatch = 102;
+inline constexpr int kExitBadArena = 103;
+inline constexpr int kExitParentGone = 104;
 
 }  // namespace stoke::detail
