@@ -37,7 +37,8 @@ constexpr int kTasksInFlightPerWorker = 4;
 constexpr int kMaxWorkers = 512;
 constexpr std::int64_t kMaxEpoch = std::int64_t{1} << 32;  // keeps epoch * batches in range
 constexpr int kMaxDeathsWithoutProgress = 5;  // in a row, before reaching the handshake
-constexpr int kMaxDeathsPerSample = 3;  // then the sample is skipped (kSkip) or fatal (kError)
+constexpr int kMaxDeathsPerSample = 3;  // crashes on one sample, then skipped (kSkip) or fatal
+constexpr int kMaxKillsPerSample = 12;  // external SIGKILLs on one sample, likewise
 constexpr std::uint32_t kPoisonCapacity = 4096;
 constexpr std::size_t kDefaultMemoryBudget = std::size_t{2} << 30;
 constexpr auto kStartupTimeout = std::chrono::seconds(30);
@@ -162,7 +163,8 @@ class Loader::Impl {
   std::unique_ptr<ChunkRunner> inline_runner_;  // workers == 0 (used by the consumer thread)
   std::unique_ptr<WorkerPool> pool_;
   std::vector<std::deque<Task>> in_flight_;     // guarded by the mutex too (read by reposition)
-  std::map<std::int64_t, int> sample_deaths_;   // dataset index -> workers that died on it
+  std::map<std::int64_t, int> sample_deaths_;   // dataset index -> blame (a crash counts 4,
+                                                // an external SIGKILL 1; 12 is too many)
   std::vector<Clock::time_point> front_since_;  // per worker: when its front task started
   std::vector<bool> timed_out_;                 // per worker: killed for exceeding the timeout
   std::vector<int> deaths_without_progress_;    // per worker: deaths before the handshake, in a row
@@ -804,10 +806,24 @@ bool Loader::Impl::handle_exit_locked(int worker) {
               "cgroup memory) and seccomp filters")));
     return false;
   }
-  if (sample >= 0 && !q.empty() && ++sample_deaths_[sample] >= kMaxDeathsPerSample) {
-    const std::string what = describe_sample(sample) + ": crashed_worker (" +
-                             std::to_string(kMaxDeathsPerSample) +
-                             " workers died on it; last: " + exit.describe() + ")";
+  // A crash (or our own timeout kill) on a sample counts fully. A SIGKILL from outside may be an
+  // operator or the OOM killer, and a replacement worker starts on the very sample its
+  // predecessor was killed on, so random kills land on the same sample often: those need
+  // kMaxKillsPerSample before the sample is blamed. The budget acts once, when it is reached;
+  // a worker that was already inside the sample dies once more and is simply replaced.
+  const bool external_kill = exit.signaled && exit.status == SIGKILL && !timed_out;
+  const int weight = external_kill ? 1 : kMaxKillsPerSample / kMaxDeathsPerSample;
+  bool reached = false;
+  if (sample >= 0 && !q.empty()) {
+    int& blame = sample_deaths_[sample];
+    reached = blame < kMaxKillsPerSample && (blame += weight) >= kMaxKillsPerSample;
+  }
+  if (reached) {
+    const std::string what =
+        describe_sample(sample) + ": crashed_worker (" +
+        (external_kill ? std::to_string(kMaxKillsPerSample) + " SIGKILLs"
+                       : std::to_string(kMaxDeathsPerSample) + " workers died on it") +
+        "; last: " + exit.describe() + ")";
     if (options_.on_error == OnError::kError) {
       fail_locked(std::make_exception_ptr(DataError(what)));
       return false;

@@ -313,12 +313,16 @@ TEST_F(CrashingSample, IsSkippedAndCountedAfterThreeWorkerDeathsUnderSkip) {
   ASSERT_TRUE(b);
   EXPECT_EQ(b->sample_ids()[3], 4);  // replaced by its neighbour
   const Stats s = loader.stats();
-  EXPECT_EQ(s.worker_restarts, 3);
+  // Three deaths; a fourth when the other worker was already inside the sample (in a batch
+  // prefetched for a later epoch) before it was put on the poison list.
+  EXPECT_GE(s.worker_restarts, 3);
+  EXPECT_LE(s.worker_restarts, 4);
   EXPECT_EQ(s.skipped_by_reason.at("crashed_worker"), 1);
   b.reset();
-  loader.next();               // epoch end
+  loader.next();  // epoch end
+  const std::int64_t restarts = loader.stats().worker_restarts;
   EXPECT_TRUE(loader.next());  // the next epoch skips it at once: no more deaths
-  EXPECT_EQ(loader.stats().worker_restarts, 3);
+  EXPECT_EQ(loader.stats().worker_restarts, restarts);
   EXPECT_TRUE(std::any_of(log_.begin(), log_.end(), [&](const std::string& l) {
     return l.find(crash_path() +
                   " (sample 3): crashed_worker (3 workers died on it; last: "
