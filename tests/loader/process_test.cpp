@@ -207,10 +207,16 @@ TEST(Process, TwentyRandomKillsDuringAnEpochChangeNoByte) {
   std::atomic<int> kills{0};
   std::atomic<bool> done{false};
   Loader loader(slow_png_options(2));
+  std::atomic<std::int64_t> delivered{0};
   std::jthread killer([&] {
     std::mt19937 rng(12345);
+    std::int64_t seen = 0;
     while (!done.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50 + rng() % 60));
+      // At a random moment after each delivered batch: the workers always make progress between
+      // kills, however slow the build (sanitizers) makes them.
+      std::this_thread::sleep_for(std::chrono::milliseconds(5 + rng() % 60));
+      if (delivered.load() == seen) continue;
+      seen = delivered.load();
       // Only workers past start-up (the arena mapped): otherwise a slow build (sanitizers) could
       // have every replacement killed before it does any work.
       std::vector<pid_t> workers;
@@ -221,16 +227,18 @@ TEST(Process, TwentyRandomKillsDuringAnEpochChangeNoByte) {
       if (::kill(workers[rng() % workers.size()], SIGKILL) == 0) kills.fetch_add(1);
     }
   });
-  // The consumer paces itself until 20 kills have landed, so they all fall inside the epoch
-  // however fast this machine runs it; the kills themselves come at random moments.
+  // Until 20 kills have landed, the consumer gives the killer up to 200 ms after each batch, so
+  // they all fall inside the epoch however fast or slow this build runs it; the kills
+  // themselves come at random moments.
   test::Delivered got;
   for (std::int64_t k = 0; k < loader.batches_per_epoch(); ++k) {
-    const bool last = k + 1 == loader.batches_per_epoch();
-    for (int waited = 0; kills.load() < 20 && waited < (last ? 400 : 2); ++waited)
-      std::this_thread::sleep_for(25ms);
     auto b = loader.next();
     ASSERT_TRUE(b);
     append(got, *b);
+    const int before = kills.load();
+    delivered.fetch_add(1);
+    for (int waited = 0; before < 20 && kills.load() == before && waited < 40; ++waited)
+      std::this_thread::sleep_for(5ms);
   }
   const int during_epoch = kills.load();
   EXPECT_FALSE(loader.next());  // the epoch is over
