@@ -871,6 +871,10 @@ Loader::Loader(Options options) {
     throw ConfigError("max_pixels must be positive, got " + std::to_string(options.max_pixels));
   if (options.prefetch < 0 || options.chunk < 0)
     throw ConfigError("prefetch and chunk must be 0 (automatic) or positive");
+  if (options.devices.kind == DeviceSet::Kind::kCuda)
+    throw ConfigError("devices " + options.devices.to_string() +
+                      ": this build of stoke delivers batches to host devices only (GPU staging "
+                      "is not built yet); use cpu:G");
   check_descriptor_limit(options.workers);
   DatasetIndex index = build_index(options.data, options.split);
   impl_ = std::make_unique<Impl>(std::move(options), std::move(index), created);

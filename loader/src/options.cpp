@@ -1,8 +1,10 @@
 #include "stoke/options.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
+#include "stoke/devices.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke {
@@ -26,20 +28,50 @@ bool env_int(const char* name, int& out) {
 }  // namespace
 
 DeviceSet DeviceSet::parse(std::string_view spec) {
-  if (spec == "auto") return DeviceSet{};  // GPU discovery arrives with the GPU path: cpu:1
+  if (spec == "auto") {
+    const auto& found = devices().gpus;
+    if (found.empty()) return DeviceSet{};
+    DeviceSet d{Kind::kCuda, static_cast<int>(found.size()), {}};
+    for (const GpuInfo& g : found) d.ids.push_back(g.index);
+    return d;
+  }
+  if (spec.starts_with("cuda:")) {
+    DeviceSet d{Kind::kCuda, 0, {}};
+    std::string_view rest = spec.substr(5);
+    bool ok = !rest.empty();
+    while (ok && !rest.empty()) {
+      const auto comma = rest.find(',');
+      int id = -1;
+      ok = parse_int(rest.substr(0, comma), id) && id >= 0 && id < 1024 &&
+           std::find(d.ids.begin(), d.ids.end(), id) == d.ids.end();
+      d.ids.push_back(id);
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    }
+    if (ok) {
+      d.count = static_cast<int>(d.ids.size());
+      return d;
+    }
+  }
   if (spec.starts_with("cpu:")) {
     int count = 0;
     if (parse_int(spec.substr(4), count) && count >= 1 && count <= 1024)
-      return DeviceSet{Kind::kCpu, count};
+      return DeviceSet{Kind::kCpu, count, {}};
   } else if (spec == "cpu") {
     return DeviceSet{};
   }
   throw ConfigError("devices '" + std::string(spec) +
-                    "' not understood; use cpu:G (G host devices, e.g. cpu:4) or auto");
+                    "' not understood; use cpu:G (G host devices, e.g. cpu:4), cuda:0,1 (those "
+                    "GPUs) or auto");
 }
 
 std::string DeviceSet::to_string() const {
-  return (kind == Kind::kCpu ? "cpu:" : "cuda:") + std::to_string(count);
+  if (kind == Kind::kCpu) return "cpu:" + std::to_string(count);
+  std::string s = "cuda:";
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) s.push_back(',');
+    s.append(std::to_string(ids[i]));
+  }
+  return s;
 }
 
 RankInfo rank_from_environment() {

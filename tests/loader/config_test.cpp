@@ -32,7 +32,8 @@ TEST(Config, RejectsUnknownDeviceSpec) {
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(),
-                 "devices 'gpu:2' not understood; use cpu:G (G host devices, e.g. cpu:4) or auto");
+                 "devices 'gpu:2' not understood; use cpu:G (G host devices, e.g. cpu:4), "
+                 "cuda:0,1 (those GPUs) or auto");
   }
   EXPECT_EQ(DeviceSet::parse("cpu:3").count, 3);
   EXPECT_THROW(DeviceSet::parse("cpu:0"), ConfigError);

@@ -28,8 +28,10 @@ struct DeviceSet {
   enum class Kind { kCpu, kCuda };
   Kind kind = Kind::kCpu;
   int count = 1;
+  std::vector<int> ids;  // CUDA ordinals, for kCuda
 
-  // Parses "cpu:G" (G host devices) or "auto". Throws ConfigError on anything else.
+  // Parses "cpu:G" (G host devices), "cuda:0,1" (those GPUs) or "auto" (every visible GPU, or
+  // cpu:1 when there is none; see stoke::devices()). Throws ConfigError on anything else.
   static DeviceSet parse(std::string_view spec);
   std::string to_string() const;
 };
