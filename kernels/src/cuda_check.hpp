@@ -1,0 +1,28 @@
+#pragma once
+// The one place that turns a CUDA runtime status into an exception. Include only from CUDA-aware
+// translation units.
+
+#include <cuda_runtime_api.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace stoke::detail {
+
+[[noreturn]] inline void throw_cuda_error(cudaError_t status, const char* expr, const char* file,
+                                          int line) {
+  throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + expr +
+                           " failed: " + cudaGetErrorName(status) + ": " +
+                           cudaGetErrorString(status));
+}
+
+}  // namespace stoke::detail
+
+// Evaluates `expr` once; throws std::runtime_error("file:line: expr failed: name: text") on error.
+#define CUDA_CALL(expr)                                                                 \
+  do {                                                                                  \
+    const cudaError_t stoke_cuda_status_ = (expr);                                      \
+    if (stoke_cuda_status_ != cudaSuccess) {                                            \
+      ::stoke::detail::throw_cuda_error(stoke_cuda_status_, #expr, __FILE__, __LINE__); \
+    }                                                                                   \
+  } while (0)
