@@ -15,10 +15,18 @@ enum class BadInput : std::uint32_t {
   kNotAFile,       // a directory or device where an image file should be
   kCorrupt,        // decodes only with warnings: truncated, missing end marker, damaged scan data
   kCrashedWorker,  // workers died on it repeatedly (OnError::kSkip skips it from then on)
+  kUnsupportedFormat,  // a format this build cannot decode (built without OpenCV imgcodecs)
   kCount,
 };
 
 inline constexpr int kBadInputCount = static_cast<int>(BadInput::kCount);
+
+// Extra words for messages about `reason`, or "".
+inline const char* bad_input_hint(BadInput reason) noexcept {
+  return reason == BadInput::kUnsupportedFormat
+             ? " (this build has no OpenCV imgcodecs: it decodes JPEG and IDX only)"
+             : "";
+}
 
 inline const char* bad_input_name(BadInput reason) noexcept {
   switch (reason) {
@@ -40,6 +48,8 @@ inline const char* bad_input_name(BadInput reason) noexcept {
       return "corrupt";
     case BadInput::kCrashedWorker:
       return "crashed_worker";
+    case BadInput::kUnsupportedFormat:
+      return "unsupported_format";
     case BadInput::kCount:
       break;
   }

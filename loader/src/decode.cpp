@@ -14,7 +14,10 @@
 #include <csetjmp>
 #include <cstring>
 #include <new>
+#include <opencv2/core.hpp>
+#ifndef STOKE_NO_IMGCODECS
 #include <opencv2/imgcodecs.hpp>
+#endif
 
 namespace stoke::detail {
 namespace {
@@ -226,6 +229,11 @@ BadInput ImageDecoder::decode_other(const std::uint8_t* data, std::size_t size, 
   // Division, not w * h: header fields up to 2^32 would overflow the product.
   if (peek_dimensions(data, size, w, h) && (w <= 0 || h <= 0 || w > max_pixels_ / h))
     return BadInput::kTooLarge;
+#ifdef STOKE_NO_IMGCODECS
+  (void)channels;
+  (void)out;
+  return BadInput::kUnsupportedFormat;
+#else
   const cv::Mat encoded(1, static_cast<int>(size), CV_8U, const_cast<std::uint8_t*>(data));
   const int flags =
       (channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR) | cv::IMREAD_IGNORE_ORIENTATION;
@@ -235,6 +243,7 @@ BadInput ImageDecoder::decode_other(const std::uint8_t* data, std::size_t size, 
   if (static_cast<std::int64_t>(out.pixels.rows) * out.pixels.cols > max_pixels_)
     return BadInput::kTooLarge;
   return BadInput::kNone;
+#endif
 }
 
 }  // namespace stoke::detail

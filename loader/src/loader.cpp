@@ -435,6 +435,7 @@ void Loader::Impl::complete_locked(const Task& task, const Completion& done) {
   if (done.status == Completion::kDataError && s.error.empty()) {
     s.error = describe_sample(done.error_sample) + ": " +
               bad_input_name(static_cast<BadInput>(done.reason)) +
+              bad_input_hint(static_cast<BadInput>(done.reason)) +
               (options_.on_error == OnError::kSkip ? " (and no substitute could be produced)" : "");
   }
   if (--s.pending > 0) return;
@@ -563,7 +564,8 @@ Batch Loader::Impl::deliver_locked(int slot) {
     stats_.skipped += 1;
     stats_.skipped_by_reason[bad_input_name(reason)] += 1;
     log_locked("skipped " + describe_sample(planned[j]) + ": " + bad_input_name(reason) +
-               " (replaced by sample " + std::to_string(core_->view.ids(u)[j]) + ")");
+               bad_input_hint(reason) + " (replaced by sample " +
+               std::to_string(core_->view.ids(u)[j]) + ")");
   }
   return Batch(std::make_shared<BatchLease>(core_, slot, s.epoch, s.index, s.padded));
 }
