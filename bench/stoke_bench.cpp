@@ -150,9 +150,9 @@ Args parse_args(int argc, char** argv) {
   return a;
 }
 
-// Resident memory of this process in MiB, from /proc/self/status.
-double rss_mib(const char* field = "VmRSS:") {
-  std::ifstream in("/proc/self/status");
+// A "VmRSS:"-style field of /proc/<pid>/status in MiB (0 when missing).
+double status_mib(const std::string& pid, const char* field) {
+  std::ifstream in("/proc/" + pid + "/status");
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind(field, 0) == 0) return std::stod(line.substr(std::strlen(field))) / 1024.0;
@@ -160,20 +160,26 @@ double rss_mib(const char* field = "VmRSS:") {
   return 0;
 }
 
-// Resident memory of this process's children (the workers) in MiB, summed.
-double children_rss_mib() {
-  double total = 0;
+// Resident memory of this process in MiB.
+double rss_mib(const char* field = "VmRSS:") {
+  return status_mib("self", field);
+}
+
+// The pids of this process's children (the workers), from every thread's children list.
+std::vector<std::string> child_pids() {
+  std::vector<std::string> pids;
   for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
     std::ifstream children(task.path() / "children");
     std::string pid;
-    while (children >> pid) {
-      std::ifstream in("/proc/" + pid + "/status");
-      std::string line;
-      while (std::getline(in, line)) {
-        if (line.rfind("VmRSS:", 0) == 0) total += std::stod(line.substr(6)) / 1024.0;
-      }
-    }
+    while (children >> pid) pids.push_back(pid);
   }
+  return pids;
+}
+
+// Resident memory of the workers in MiB, summed.
+double children_rss_mib() {
+  double total = 0;
+  for (const std::string& pid : child_pids()) total += status_mib(pid, "VmRSS:");
   return total;
 }
 
@@ -189,22 +195,18 @@ double own_cpu_s() {
 double children_cpu_s() {
   const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
   double total = 0;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream children(task.path() / "children");
-    std::string pid;
-    while (children >> pid) {
-      std::ifstream in("/proc/" + pid + "/stat");
-      std::string line;
-      std::getline(in, line);
-      std::istringstream fields(line.substr(line.rfind(')') + 2));
-      std::string field;
-      double utime = 0, stime = 0;
-      for (int i = 3; i <= 15 && fields >> field; ++i) {
-        if (i == 14) utime = std::stod(field);
-        if (i == 15) stime = std::stod(field);
-      }
-      total += (utime + stime) / tick;
+  for (const std::string& pid : child_pids()) {
+    std::ifstream in("/proc/" + pid + "/stat");
+    std::string line;
+    std::getline(in, line);
+    std::istringstream fields(line.substr(line.rfind(')') + 2));
+    std::string field;
+    double utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+      if (i == 14) utime = std::stod(field);
+      if (i == 15) stime = std::stod(field);
     }
+    total += (utime + stime) / tick;
   }
   return total;
 }

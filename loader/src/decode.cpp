@@ -119,6 +119,11 @@ bool peek_dimensions(const std::uint8_t* data, std::size_t size, std::int64_t& w
   return false;
 }
 
+// Division, not w * h: header fields up to 2^32 would overflow the product.
+bool ImageDecoder::acceptable_size(std::int64_t width, std::int64_t height) const {
+  return width > 0 && height > 0 && width <= max_pixels_ / height;
+}
+
 BadInput ImageDecoder::read_file(const std::string& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
@@ -185,7 +190,7 @@ BadInput ImageDecoder::decode_jpeg(const std::uint8_t* data, std::size_t size, i
   }
   header_read = true;
   const std::int64_t w = cinfo.image_width, h = cinfo.image_height;
-  if (w <= 0 || h <= 0 || w > max_pixels_ / h) {
+  if (!acceptable_size(w, h)) {
     jpeg_destroy_decompress(&cinfo);
     return BadInput::kTooLarge;
   }
@@ -226,9 +231,7 @@ BadInput ImageDecoder::decode_other(const std::uint8_t* data, std::size_t size, 
                                     DecodedImage& out) {
   std::int64_t w = 0, h = 0;
   if (!known_format(data, size)) return BadInput::kUndecodable;
-  // Division, not w * h: header fields up to 2^32 would overflow the product.
-  if (peek_dimensions(data, size, w, h) && (w <= 0 || h <= 0 || w > max_pixels_ / h))
-    return BadInput::kTooLarge;
+  if (peek_dimensions(data, size, w, h) && !acceptable_size(w, h)) return BadInput::kTooLarge;
 #ifdef STOKE_NO_IMGCODECS
   (void)channels;
   (void)out;
@@ -240,8 +243,7 @@ BadInput ImageDecoder::decode_other(const std::uint8_t* data, std::size_t size, 
   out.pixels = cv::imdecode(encoded, flags);
   out.bgr = channels == 3;
   if (out.pixels.empty() || out.pixels.depth() != CV_8U) return BadInput::kUndecodable;
-  if (static_cast<std::int64_t>(out.pixels.rows) * out.pixels.cols > max_pixels_)
-    return BadInput::kTooLarge;
+  if (!acceptable_size(out.pixels.cols, out.pixels.rows)) return BadInput::kTooLarge;
   return BadInput::kNone;
 #endif
 }

@@ -39,6 +39,8 @@ class ImageDecoder {
 
  private:
   BadInput read_file(const std::string& path);
+  // Positive sides whose product is within max_pixels.
+  bool acceptable_size(std::int64_t width, std::int64_t height) const;
   BadInput decode_jpeg(const std::uint8_t* data, std::size_t size, int channels, DecodedImage& out);
   BadInput decode_other(const std::uint8_t* data, std::size_t size, int channels,
                         DecodedImage& out);

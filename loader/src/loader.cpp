@@ -72,6 +72,15 @@ void default_log(std::string_view line) {
   std::fprintf(stderr, "stoke: %.*s\n", static_cast<int>(line.size()), line.data());
 }
 
+// The message for a worker exit that no restart can cure, or "" for any other exit.
+std::string incurable_exit(const WorkerExit& exit) {
+  if (exit.signaled) return "";
+  if (exit.status == kExitBadArena)
+    return "stoke-worker could not map the shared arena; check memory limits (ulimit -v, "
+           "cgroup memory) and seccomp filters";
+  return "";
+}
+
 void drain_eventfd(int fd) {
   std::uint64_t v;
   while (::read(fd, &v, sizeof v) > 0) {
@@ -109,7 +118,7 @@ class Loader::Impl {
   bool grow_locked();
   void reposition_locked(std::int64_t epoch, std::int64_t batch);
   void complete_locked(const Task& task, const Completion& done);
-  void fill_inline(std::unique_lock<std::mutex>& lock, int slot);
+  void fill_inline(std::unique_lock<std::mutex>& lock);
   Batch deliver_locked(int slot);
   std::string describe_sample(std::int64_t sample) const;
 
@@ -452,7 +461,7 @@ std::string Loader::Impl::describe_sample(std::int64_t sample) const {
   return std::string(dataset_->path(sample)) + " (sample " + std::to_string(sample) + ")";
 }
 
-void Loader::Impl::fill_inline(std::unique_lock<std::mutex>& lock, int slot) {
+void Loader::Impl::fill_inline(std::unique_lock<std::mutex>& lock) {
   std::vector<Task> tasks(pending_.begin(), pending_.end());
   pending_.clear();
   lock.unlock();
@@ -461,7 +470,6 @@ void Loader::Impl::fill_inline(std::unique_lock<std::mutex>& lock, int slot) {
   for (const Task& t : tasks) done.push_back(inline_runner_->run(t));
   lock.lock();
   for (std::size_t i = 0; i < tasks.size(); ++i) complete_locked(tasks[i], done[i]);
-  (void)slot;
 }
 
 // ---- consumer ------------------------------------------------------------------------------
@@ -529,7 +537,7 @@ std::optional<Batch> Loader::Impl::next_unflushed() {
         slot = free_slot_locked();
         if (slot >= 0) {
           assign_locked(slot, assign_seq_++);
-          fill_inline(lock, slot);
+          fill_inline(lock);
           continue;
         }
       } else {
@@ -638,6 +646,7 @@ void Loader::Impl::start_workers() {
       if (!exit.signaled && exit.status == kExitVersionMismatch)
         throw Error(pool_->executable() + " does not match this library (" + worker_version_tag() +
                     "); install the stoke-worker that came with it");
+      if (const std::string why = incurable_exit(exit); !why.empty()) throw Error(why);
       throw Error("stoke-worker (" + pool_->executable() + ") exited during start-up with " +
                   exit.describe());
     }
@@ -802,10 +811,8 @@ bool Loader::Impl::handle_exit_locked(int worker) {
               "); it was replaced while running: reinstall stoke and restart")));
     return false;
   }
-  if (!exit.signaled && exit.status == kExitBadArena) {
-    fail_locked(std::make_exception_ptr(
-        Error("stoke-worker could not map the shared arena; check memory limits (ulimit -v, "
-              "cgroup memory) and seccomp filters")));
+  if (const std::string why = incurable_exit(exit); !why.empty()) {
+    fail_locked(std::make_exception_ptr(Error(why)));
     return false;
   }
   // A crash (or our own timeout kill) on a sample counts fully. A SIGKILL from outside may be an
@@ -813,7 +820,8 @@ bool Loader::Impl::handle_exit_locked(int worker) {
   // predecessor was killed on, so random kills land on the same sample often: those need
   // kMaxKillsPerSample before the sample is blamed. The budget acts once, when it is reached;
   // a worker that was already inside the sample dies once more and is simply replaced.
-  const bool external_kill = exit.signaled && exit.status == SIGKILL && !timed_out;
+  const bool killed = exit.signaled && exit.status == SIGKILL;
+  const bool external_kill = killed && !timed_out;
   const int weight = external_kill ? 1 : kMaxKillsPerSample / kMaxDeathsPerSample;
   bool reached = false;
   if (sample >= 0 && !q.empty()) {
@@ -843,7 +851,6 @@ bool Loader::Impl::handle_exit_locked(int worker) {
   // SIGKILL comes from outside (an operator, the OOM killer), never from a crash, so it does not
   // count; each restart costs a process start, so even a persistent killer cannot spin us.
   const bool started = record.state.load() == WorkerRecord::kReady;
-  const bool killed = exit.signaled && exit.status == SIGKILL;
   if (started) {
     deaths_without_progress_[worker] = 0;
   } else if (!killed) {

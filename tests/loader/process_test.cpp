@@ -22,6 +22,7 @@ namespace stoke {
 namespace {
 
 using namespace std::chrono_literals;
+using test::append;
 using test::fashion_options;
 
 // Runs `body` in a forked child and returns what it wrote to the pipe (its last act is _exit).
@@ -85,15 +86,6 @@ bool maps_arena(pid_t pid) {
     if (line.find("memfd:stoke-arena") != std::string::npos) return true;
   }
   return false;
-}
-
-void append(test::Delivered& d, const Batch& b) {
-  d.pixels.insert(d.pixels.end(), b.pixels().begin(), b.pixels().end());
-  d.labels.insert(d.labels.end(), b.labels().begin(), b.labels().end());
-  d.ids.insert(d.ids.end(), b.sample_ids().begin(), b.sample_ids().end());
-  d.valid.insert(d.valid.end(), b.valid().begin(), b.valid().end());
-  d.indices.push_back(b.index());
-  d.padded += b.padded();
 }
 
 TEST(Process, ShutdownMidEpochLeavesNoWorkerFdOrSharedMemoryBehind) {

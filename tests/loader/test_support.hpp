@@ -62,18 +62,22 @@ struct Delivered {
   bool operator==(const Delivered&) const = default;
 };
 
+inline void append(Delivered& d, const Batch& b) {
+  d.pixels.insert(d.pixels.end(), b.pixels().begin(), b.pixels().end());
+  d.labels.insert(d.labels.end(), b.labels().begin(), b.labels().end());
+  d.ids.insert(d.ids.end(), b.sample_ids().begin(), b.sample_ids().end());
+  d.valid.insert(d.valid.end(), b.valid().begin(), b.valid().end());
+  d.indices.push_back(b.index());
+  d.padded += b.padded();
+}
+
 // Drains the loader's current epoch (or `max_batches` of it).
 inline Delivered collect(Loader& loader, std::int64_t max_batches = -1) {
   Delivered d;
   for (std::int64_t n = 0; max_batches < 0 || n < max_batches; ++n) {
     auto b = loader.next();
     if (!b) break;
-    d.pixels.insert(d.pixels.end(), b->pixels().begin(), b->pixels().end());
-    d.labels.insert(d.labels.end(), b->labels().begin(), b->labels().end());
-    d.ids.insert(d.ids.end(), b->sample_ids().begin(), b->sample_ids().end());
-    d.valid.insert(d.valid.end(), b->valid().begin(), b->valid().end());
-    d.indices.push_back(b->index());
-    d.padded += b->padded();
+    append(d, *b);
   }
   return d;
 }
