@@ -2,7 +2,8 @@
 //
 //   stoke-bench [--data PATH] [--split train|test] [--batch B] [--devices cpu:G]
 //               [--workers N] [--epochs E] [--seed S] [--size HxW] [--augment default|none]
-//               [--on-error skip|error] [--prefetch S] [--chunk C] [--json]
+//               [--on-error skip|error] [--prefetch S] [--chunk C]
+//               [--dtype uint8|float32|float16|bfloat16] [--layout nchw|nhwc] [--json]
 //
 // Without --data it reads Fashion-MNIST from Debian's dataset-fashion-mnist. With --json the
 // last line of output is one JSON object (fields documented in docs/BENCHMARKS.md).
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "stoke/devices.hpp"
+#include "stoke/kernels/normalize.hpp"
 #include "stoke/loader.hpp"
 #include "stoke/mnist.hpp"
 
@@ -62,7 +64,7 @@ int list_devices() {
                "  --split train|test     IDX split (default train)\n"
                "  --batch B              samples per batch per rank (default 256)\n"
                "  --devices SPEC         cpu:G, cuda:0,1 or auto: devices the batch is split over\n"
-               "                         (default cpu:1; this build feeds host devices only)\n"
+               "                         (default cpu:1)\n"
                "  --list-devices         print the GPUs found (without touching CUDA) and exit\n"
                "  --workers N            worker processes; 0 = in-process (default 2)\n"
                "  --epochs E             epochs to run (default 1)\n"
@@ -72,6 +74,10 @@ int list_devices() {
                "  --on-error skip|error  bad input: replace and count, or stop (default skip)\n"
                "  --prefetch S           batch slots (default 2 x workers + 2)\n"
                "  --chunk C              samples per unit of work (default batch / workers)\n"
+               "  --dtype T              uint8 (default), float32, float16 or bfloat16: anything\n"
+               "                         but uint8 normalizes on the devices (ImageNet mean/std\n"
+               "                         for RGB, 0.5/0.5 otherwise), host devices included\n"
+               "  --layout nchw|nhwc     layout of normalized output (default nchw)\n"
                "  --json                 end the output with one JSON object\n",
                stoke::kDefaultFashionMnistDir);
   std::exit(code);
@@ -142,6 +148,16 @@ Args parse_args(int argc, char** argv) {
       o.prefetch = static_cast<int>(parse_number(flag, v, 1));
     } else if (flag == "--chunk") {
       o.chunk = static_cast<int>(parse_number(flag, v, 1));
+    } else if (flag == "--dtype") {
+      try {
+        o.dtype = stoke::kernels::parse_dtype(v);
+      } catch (const std::invalid_argument& e) {
+        throw stoke::ConfigError(std::string("--dtype: ") + e.what());
+      }
+    } else if (flag == "--layout") {
+      if (v != "nchw" && v != "nhwc")
+        throw stoke::ConfigError("--layout must be nchw or nhwc, got '" + v + "'");
+      o.layout = v == "nchw" ? stoke::Layout::kNCHW : stoke::Layout::kNHWC;
     } else {
       std::fprintf(stderr, "stoke-bench: unknown option %s\n", flag.c_str());
       usage(2);
@@ -284,6 +300,10 @@ int run(const Args& args) {
 
   XXH3_state_t* hash = XXH3_createState();
   XXH3_128bits_reset(hash);
+  // What the devices received (host devices only: GPU memory is not read back).
+  XXH3_state_t* output_hash = XXH3_createState();
+  XXH3_128bits_reset(output_hash);
+  const bool gpu = o.devices.kind == stoke::DeviceSet::Kind::kCuda;
   std::vector<double> rss_per_epoch, worker_rss_per_epoch;
   Progress progress(bpe, ::isatty(STDERR_FILENO) != 0);
   const auto started = Clock::now();
@@ -294,6 +314,11 @@ int run(const Args& args) {
       hash_update(hash, batch->pixels().data(), batch->pixels().size_bytes());
       hash_update(hash, batch->labels().data(), batch->labels().size_bytes());
       hash_update(hash, batch->valid().data(), batch->valid().size_bytes());
+      for (int d = 0; d < batch->device_count(); ++d) {
+        batch->wait(d);  // a GPU batch counts once its bytes are on the device
+        const stoke::DeviceChunk c = batch->chunk(d);
+        if (!gpu) hash_update(output_hash, c.data, c.bytes);
+      }
       ++done;
       const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
       progress.update(done, e, args.epochs,
@@ -312,7 +337,12 @@ int run(const Args& args) {
   const stoke::Stats s = loader.stats();
   const double cpu_self = own_cpu_s(), cpu_workers = children_cpu_s();
   const std::string checksum = hex128(XXH3_128bits_digest(hash));
+  const std::string output_checksum = hex128(XXH3_128bits_digest(output_hash));
   XXH3_freeState(hash);
+  XXH3_freeState(output_hash);
+  const char* dtype = stoke::kernels::dtype_name(o.dtype);
+  const char* layout =
+      o.dtype == stoke::DType::kUInt8 || o.layout == stoke::Layout::kNHWC ? "nhwc" : "nchw";
 
   if (!args.json || ::isatty(STDOUT_FILENO)) {
     std::printf("result\n");
@@ -330,7 +360,17 @@ int run(const Args& args) {
     std::printf("  cpu        %.2f s in this process, %.2f s in the workers\n", cpu_self,
                 cpu_workers);
     std::printf("  restarts   %lld worker restarts\n", static_cast<long long>(s.worker_restarts));
-    std::printf("  checksum   xxh3-128 %s\n", checksum.c_str());
+    std::printf("  devices    %s %s on %s; staging %s", dtype, layout,
+                o.devices.to_string().c_str(), s.staging.c_str());
+    if (s.dma_copies > 0)
+      std::printf(", %lld copies to the devices (%.1f MiB), %.1f MiB copied on the host first",
+                  static_cast<long long>(s.dma_copies), static_cast<double>(s.dma_bytes) / (1 << 20),
+                  static_cast<double>(s.host_copy_bytes) / (1 << 20));
+    std::printf("\n");
+    if (!s.staging_note.empty()) std::printf("               %s\n", s.staging_note.c_str());
+    std::printf("  checksum   xxh3-128 %s (uint8 pixels, labels, valid)\n", checksum.c_str());
+    if (!gpu) std::printf("  output     xxh3-128 %s (what the devices received)\n",
+                          output_checksum.c_str());
   }
   if (args.json) {
     nlohmann::json j;
@@ -356,6 +396,18 @@ int run(const Args& args) {
     j["rss_mib_per_epoch"] = rss_per_epoch;
     j["worker_rss_mib_per_epoch"] = worker_rss_per_epoch;
     j["checksum"] = checksum;
+    j["dtype"] = dtype;
+    j["layout"] = layout;
+    j["staging"] = s.staging;
+    j["staging_note"] = s.staging_note;
+    j["dma_copies"] = s.dma_copies;
+    j["dma_bytes"] = s.dma_bytes;
+    j["host_copy_bytes"] = s.host_copy_bytes;
+    j["pinned_bytes"] = s.pinned_bytes;
+    if (gpu)
+      j["output_checksum"] = nullptr;
+    else
+      j["output_checksum"] = output_checksum;
     std::printf("%s\n", j.dump().c_str());
   }
   return 0;

@@ -72,7 +72,39 @@ DeviceChunk Batch::chunk(int device) const {
   c.labels = labels().subspan(first, per);
   c.valid = valid().subspan(first, per);
   c.sample_ids = sample_ids().subspan(first, per);
+  const auto& core = lease_->core();
+  const detail::Staging* staging = core.staging.get();
+  c.shape = {per, core.height, core.width, core.channels};
+  if (staging == nullptr) {
+    c.data = c.pixels.data();
+    c.bytes = c.pixels.size();
+    return c;
+  }
+  const detail::StagingConfig& config = staging->config();
+  c.data = staging->output(lease_->slot(), device);
+  c.bytes = staging->output_bytes();
+  c.dtype = config.dtype;
+  if (config.dtype != DType::kUInt8) {
+    c.layout = config.layout;
+    if (c.layout == Layout::kNCHW) c.shape = {per, core.channels, core.height, core.width};
+  }
+  if (staging->gpu()) {
+    c.cuda_device = core.cuda_ids[static_cast<std::size_t>(device)];
+    c.ready = static_cast<CUevent_st*>(staging->ready(lease_->slot(), device));
+    c.stream = static_cast<CUstream_st*>(staging->stream(device));
+  }
   return c;
+}
+
+void Batch::wait(int device) const {
+  assert(device >= 0 && device < device_count());
+  if (const detail::Staging* staging = lease_->core().staging.get())
+    staging->wait(lease_->slot(), device);
+}
+
+void Batch::record_stream(int device, CUstream_st* stream) const {
+  assert(device >= 0 && device < device_count());
+  lease_->record_stream(device, stream);
 }
 
 void Batch::release() {

@@ -21,6 +21,7 @@
 #include "chunk_runner.hpp"
 #include "dataset_index.hpp"
 #include "epoch_plan.hpp"
+#include "device_backend.hpp"
 #include "loader_core.hpp"
 #include "worker_exit_codes.hpp"
 #include "worker_locate.hpp"
@@ -81,6 +82,12 @@ std::string incurable_exit(const WorkerExit& exit) {
   return "";
 }
 
+// A slot holding a batch that has not been delivered yet.
+bool in_progress(SlotInfo::State s) {
+  return s == SlotInfo::kFilling || s == SlotInfo::kReady || s == SlotInfo::kStaging ||
+         s == SlotInfo::kStaged;
+}
+
 void drain_eventfd(int fd) {
   std::uint64_t v;
   while (::read(fd, &v, sizeof v) > 0) {
@@ -109,6 +116,9 @@ class Loader::Impl {
   static Pipeline choose_pipeline(const Options& o, const DatasetIndex& index);
   static PlanConfig plan_config(const Options& o, std::int64_t samples);
   void lay_out_arena(const DatasetIndex& index);
+  void set_up_staging();
+  void start_stager();
+  void stage_loop();
 
   // Everything named *_locked runs with core_->mutex held.
   int free_slot_locked() const;
@@ -179,6 +189,7 @@ class Loader::Impl {
   std::vector<int> deaths_without_progress_;    // per worker: deaths before the handshake, in a row
   int done_fd_ = -1;
   std::thread supervisor_;
+  std::thread stager_;  // when core_->staging is set
 };
 
 // ---- construction --------------------------------------------------------------------------
@@ -233,6 +244,7 @@ Loader::Impl::Impl(Options options, DatasetIndex index, Clock::time_point create
     log("skipped " + r.path + " while indexing: " + bad_input_name(r.reason));
   }
   lay_out_arena(index);
+  set_up_staging();
   index = DatasetIndex{};  // the arena holds it now
   dataset_ = std::make_unique<DatasetView>(core_->view);
   if (options_.resume) {
@@ -254,6 +266,7 @@ Loader::Impl::Impl(Options options, DatasetIndex index, Clock::time_point create
   }
   if (workers_ == 0) {
     inline_runner_ = std::make_unique<ChunkRunner>(core_->view);
+    start_stager();
     return;
   }
   const std::string exe = locate_worker(options_.worker_path);
@@ -277,6 +290,13 @@ Loader::Impl::Impl(Options options, DatasetIndex index, Clock::time_point create
     ::close(done_fd_);  // ~Impl does not run for a constructor that throws
     throw;
   }
+  start_stager();
+}
+
+// The stager runs only when batches go through device buffers; it starts last because a
+// constructor that throws would leave a running thread behind.
+void Loader::Impl::start_stager() {
+  if (core_->staging) stager_ = std::thread([this] { stage_loop(); });
 }
 
 void Loader::Impl::lay_out_arena(const DatasetIndex& index) {
@@ -326,6 +346,7 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index) {
 
   core_ = std::make_shared<LoaderCore>(h.total_size, h.slots_offset + initial * h.slot_stride);
   core_->devices = options_.devices.count;
+  core_->cuda_ids = options_.devices.ids;
   core_->batch = b;
   core_->height = h.out_height;
   core_->width = h.out_width;
@@ -338,12 +359,126 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index) {
   for (std::uint32_t i = 0; i < h.worker_capacity; ++i) new (&core_->view.worker(i)) WorkerRecord();
 }
 
+// ---- staging --------------------------------------------------------------------------------
+
+namespace {
+
+// Options::mean/stddev (0..1 units, one per channel or one for all) in uint8 units.
+void set_normalization(const Options& o, int channels, StagingConfig& c) {
+  static constexpr float kImageNetMean[3] = {0.485f, 0.456f, 0.406f};
+  static constexpr float kImageNetStd[3] = {0.229f, 0.224f, 0.225f};
+  auto fill = [&](const std::vector<float>& given, const float* rgb, float other, float* out,
+                  const char* name) {
+    const auto n = given.size();
+    if (n != 0 && n != 1 && n != static_cast<std::size_t>(channels))
+      throw ConfigError(std::string(name) + " has " + std::to_string(n) +
+                        " values; give one per channel (" + std::to_string(channels) +
+                        "), a single value for all, or none for the default");
+    for (int ch = 0; ch < channels; ++ch) {
+      const float v = n == 0 ? (channels == 3 ? rgb[ch] : other)
+                             : given[n == 1 ? 0 : static_cast<std::size_t>(ch)];
+      out[ch] = v * 255.0f;
+    }
+  };
+  fill(o.mean, kImageNetMean, 0.5f, c.mean, "mean");
+  fill(o.stddev, kImageNetStd, 0.5f, c.stddev, "stddev");
+}
+
+}  // namespace
+
+void Loader::Impl::set_up_staging() {
+  const DeviceSet& set = options_.devices;
+  const bool gpu = set.kind == DeviceSet::Kind::kCuda;
+  if (!gpu && options_.dtype == DType::kUInt8) return;  // consumers read the arena itself
+  const ArenaHeader& h = core_->view.header();
+  StagingConfig c;
+  c.devices = set.count;
+  c.samples_per_device = options_.batch / set.count;
+  c.height = static_cast<int>(h.out_height);
+  c.width = static_cast<int>(h.out_width);
+  c.channels = static_cast<int>(h.out_channels);
+  c.dtype = options_.dtype;
+  c.layout = options_.layout;
+  c.slots_base = core_->arena.base() + h.slots_offset;
+  c.slot_stride = h.slot_stride;
+  c.slot_capacity = slot_capacity_;
+  if (c.dtype != DType::kUInt8) {
+    set_normalization(options_, c.channels, c);
+    kernels::NormalizeParams p;
+    p.samples = c.samples_per_device;
+    p.height = c.height;
+    p.width = c.width;
+    p.channels = c.channels;
+    p.dtype = c.dtype;
+    p.layout = c.layout;
+    std::copy(std::begin(c.mean), std::end(c.mean), p.mean);
+    std::copy(std::begin(c.stddev), std::end(c.stddev), p.stddev);
+    try {
+      kernels::validate(p);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(std::string("dtype ") + kernels::dtype_name(c.dtype) + ": " + e.what());
+    }
+  }
+  std::unique_ptr<DeviceBackend> backend =
+      gpu ? make_gpu_backend(set) : make_host_backend(set.count);
+  LoaderCore* core = core_.get();
+  core_->staging = std::make_unique<Staging>(std::move(backend), c,
+                                             [core](int slot) { core->transfer_done(slot); });
+  core_->staging->pin_initial(static_cast<int>(core_->slots.size()));
+}
+
+// Stages ready slots, earliest batch first, so the copies (and normalize) of the next batches
+// run while the consumer computes on the current one.
+void Loader::Impl::stage_loop() {
+  std::unique_lock lock(core_->mutex);
+  for (;;) {
+    if (stop_) return;
+    int slot = -1;
+    for (std::size_t i = 0; i < core_->slots.size(); ++i) {
+      const SlotInfo& s = core_->slots[i];
+      if (s.state == SlotInfo::kReady && (slot < 0 || s.seq < core_->slots[slot].seq))
+        slot = static_cast<int>(i);
+    }
+    if (slot < 0) {
+      core_->cv.wait(lock);
+      continue;
+    }
+    const std::int64_t seq = core_->slots[slot].seq;
+    core_->slots[slot].state = SlotInfo::kStaging;
+    if (core_->slots[slot].error.empty()) {  // a failed batch is delivered as its error
+      core_->slots[slot].in_transfer = true;
+      lock.unlock();
+      try {
+        core_->staging->stage(slot);
+      } catch (const Error&) {
+        lock.lock();
+        fail_locked(std::current_exception());
+        return;
+      } catch (const std::exception& e) {
+        lock.lock();
+        fail_locked(std::make_exception_ptr(
+            Error("copying a batch to " + options_.devices.to_string() + " failed: " + e.what())));
+        return;
+      }
+      lock.lock();
+    }
+    // A reposition may have dropped the batch meanwhile; in_transfer still guards the slot.
+    SlotInfo& s = core_->slots[slot];
+    if (s.state == SlotInfo::kStaging && s.seq == seq) {
+      s.state = SlotInfo::kStaged;
+      core_->cv.notify_all();
+    }
+  }
+}
+
 Loader::Impl::~Impl() {
   {
     std::lock_guard lock(core_->mutex);
     stop_ = true;
   }
   core_->wake();
+  core_->cv.notify_all();
+  if (stager_.joinable()) stager_.join();
   if (supervisor_.joinable()) supervisor_.join();
   if (done_fd_ >= 0) ::close(done_fd_);
   // Batches still held keep core_ (and the arena mapping) alive; nothing else refers to us.
@@ -353,7 +488,8 @@ Loader::Impl::~Impl() {
 
 int Loader::Impl::free_slot_locked() const {
   for (std::size_t i = 0; i < core_->slots.size(); ++i) {
-    if (core_->slots[i].state == SlotInfo::kFree) return static_cast<int>(i);
+    const SlotInfo& s = core_->slots[i];
+    if (s.state == SlotInfo::kFree && !s.in_transfer) return static_cast<int>(i);
   }
   return -1;
 }
@@ -361,8 +497,7 @@ int Loader::Impl::free_slot_locked() const {
 int Loader::Impl::slot_of_locked(std::int64_t seq) const {
   for (std::size_t i = 0; i < core_->slots.size(); ++i) {
     const SlotInfo& s = core_->slots[i];
-    if (s.seq == seq && (s.state == SlotInfo::kFilling || s.state == SlotInfo::kReady))
-      return static_cast<int>(i);
+    if (s.seq == seq && in_progress(s.state)) return static_cast<int>(i);
   }
   return -1;
 }
@@ -421,7 +556,7 @@ void Loader::Impl::reposition_locked(std::int64_t epoch, std::int64_t batch) {
   // Batches prepared in [old_seq, assign_seq_) stay useful from `seq` on when seq lies inside.
   const bool keep_ahead = old_seq <= seq && seq <= assign_seq_;
   for (auto& s : core_->slots) {
-    if (s.state != SlotInfo::kFilling && s.state != SlotInfo::kReady) continue;
+    if (!in_progress(s.state)) continue;
     if (keep_ahead && s.seq >= seq) continue;
     s.state = s.pending > 0 ? SlotInfo::kOrphan : SlotInfo::kFree;
   }
@@ -509,7 +644,8 @@ std::optional<Batch> Loader::Impl::next_unflushed() {
   for (;;) {
     if (fatal_) std::rethrow_exception(fatal_);
     int slot = slot_of_locked(seq);
-    if (slot >= 0 && core_->slots[slot].state == SlotInfo::kReady) {
+    const SlotInfo::State deliverable = core_->staging ? SlotInfo::kStaged : SlotInfo::kReady;
+    if (slot >= 0 && core_->slots[slot].state == deliverable) {
       Batch batch = deliver_locked(slot);
       const Clock::time_point now = Clock::now();
       if (delivered_any_) {
@@ -603,6 +739,18 @@ Stats Loader::Impl::stats() const {
   s.workers = workers_;
   s.slots = static_cast<int>(core_->slots.size());
   s.arena_bytes = static_cast<std::int64_t>(core_->arena.reserved());
+  s.released = core_->released;
+  if (core_->staging) {
+    const StagingStats t = core_->staging->stats();
+    s.staging = t.mode;
+    s.staging_note = t.fallback_reason;
+    s.staged_batches = t.staged_batches;
+    s.dma_copies = t.dma_copies;
+    s.dma_bytes = t.dma_bytes;
+    s.host_copy_bytes = t.host_copy_bytes;
+    s.pinned_bytes = t.pinned_bytes;
+    s.device_bytes = t.device_bytes;
+  }
   if (delivered_any_) {
     s.active_s = seconds(last_delivery_ - first_delivery_);
     if (s.active_s > 0) {
@@ -678,6 +826,7 @@ void Loader::Impl::fail_locked(std::exception_ptr error) {
   if (!fatal_) fatal_ = std::move(error);
   stop_ = true;
   core_->cv.notify_all();
+  core_->wake();
 }
 
 void Loader::Impl::supervise_loop() {
@@ -880,10 +1029,6 @@ Loader::Loader(Options options) {
     throw ConfigError("max_pixels must be positive, got " + std::to_string(options.max_pixels));
   if (options.prefetch < 0 || options.chunk < 0)
     throw ConfigError("prefetch and chunk must be 0 (automatic) or positive");
-  if (options.devices.kind == DeviceSet::Kind::kCuda)
-    throw ConfigError("devices " + options.devices.to_string() +
-                      ": this build of stoke delivers batches to host devices only (GPU staging "
-                      "is not built yet); use cpu:G");
   check_descriptor_limit(options.workers);
   DatasetIndex index = build_index(options.data, options.split);
   impl_ = std::make_unique<Impl>(std::move(options), std::move(index), created);

@@ -2,10 +2,13 @@
 // State shared by a Loader and every Batch it handed out, so a Batch held past the Loader's
 // destruction still points at mapped memory.
 //
-// Thread-safety: `mutex` guards `slots`; everything else is immutable after construction.
+// Thread-safety: `mutex` guards `slots` and `released`; `staging` is set before the first batch
+// and is itself thread-safe; everything else is immutable after construction.
 // Invariants (under mutex): a slot in kHeld is never written by anyone; a slot is handed to
-// workers only from kFree; a kOrphan slot (abandoned by a reposition) becomes kFree when its
-// last outstanding chunk completes.
+// workers only from kFree and only when !in_transfer (its devices no longer read it); a kOrphan
+// slot (abandoned by a reposition) becomes kFree when its last outstanding chunk completes.
+// With staging, a slot goes kReady -> kStaging (the stager enqueues its device work) -> kStaged
+// -> kHeld; without, kReady -> kHeld.
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -20,12 +23,14 @@
 #include "arena_layout.hpp"
 #include "bad_input.hpp"
 #include "shared_arena.hpp"
+#include "staging.hpp"
 
 namespace stoke::detail {
 
 struct SlotInfo {
-  enum State { kFree, kFilling, kReady, kHeld, kOrphan };
+  enum State { kFree, kFilling, kReady, kStaging, kStaged, kHeld, kOrphan };
   State state = kFree;
+  bool in_transfer = false;  // staged and some device may still be reading the host bytes
   std::int64_t seq = -1;  // epoch * batches_per_epoch + index
   std::int64_t epoch = 0;
   std::int64_t index = 0;
@@ -39,7 +44,10 @@ struct LoaderCore {
       : arena(capacity, reserved),
         view(arena.base()),
         wake_fd(raise_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "an eventfd")) {}
-  ~LoaderCore() { ::close(wake_fd); }
+  ~LoaderCore() {
+    staging.reset();  // waits for the devices, whose callbacks still lock `mutex`
+    ::close(wake_fd);
+  }
 
   // Wakes the supervisor thread (slot released, reposition, shutdown).
   void wake() const {
@@ -52,6 +60,17 @@ struct LoaderCore {
     {
       std::lock_guard lock(mutex);
       slots[slot].state = SlotInfo::kFree;
+      released += 1;
+    }
+    cv.notify_all();
+    wake();
+  }
+
+  // Every device has finished reading the slot's host bytes. Any thread, never under mutex.
+  void transfer_done(int slot) {
+    {
+      std::lock_guard lock(mutex);
+      slots[slot].in_transfer = false;
     }
     cv.notify_all();
     wake();
@@ -61,12 +80,15 @@ struct LoaderCore {
   ArenaView view;
   const int wake_fd;
   int devices = 1;
+  std::vector<int> cuda_ids;  // CUDA ordinals, for GPU devices
   int batch = 0;
   int height = 0, width = 0, channels = 0;
 
   std::mutex mutex;
   std::condition_variable cv;
   std::vector<SlotInfo> slots;  // guarded by mutex
+  std::int64_t released = 0;    // guarded by mutex
+  std::unique_ptr<Staging> staging;  // null: host devices reading the arena directly
 };
 
 class BatchLease {
@@ -74,7 +96,15 @@ class BatchLease {
   BatchLease(std::shared_ptr<LoaderCore> core, int slot, std::int64_t epoch, std::int64_t index,
              int padded)
       : core_(std::move(core)), slot_(slot), epoch_(epoch), index_(index), padded_(padded) {}
-  ~BatchLease() { core_->release(slot_); }
+  ~BatchLease() {
+    try {
+      for (const auto& [dev, stream] : consumer_streams_)
+        core_->staging->consumer_used(dev, stream);
+    } catch (...) {
+      // A device that cannot enqueue a wait is broken; the next staging call reports it.
+    }
+    core_->release(slot_);
+  }
   BatchLease(const BatchLease&) = delete;
   BatchLease& operator=(const BatchLease&) = delete;
 
@@ -83,6 +113,11 @@ class BatchLease {
   std::int64_t epoch() const { return epoch_; }
   std::int64_t index() const { return index_; }
   int padded() const { return padded_; }
+  void record_stream(int dev, void* stream) {
+    if (!core_->staging || !core_->staging->gpu()) return;
+    std::lock_guard lock(streams_mutex_);
+    consumer_streams_.emplace_back(dev, stream);
+  }
 
  private:
   std::shared_ptr<LoaderCore> core_;
@@ -90,6 +125,8 @@ class BatchLease {
   std::int64_t epoch_;
   std::int64_t index_;
   int padded_;
+  std::mutex streams_mutex_;
+  std::vector<std::pair<int, void*>> consumer_streams_;  // guarded by streams_mutex_
 };
 
 }  // namespace stoke::detail

@@ -2,10 +2,25 @@
 // One delivered batch. Thread-safety: a Batch may be read from any thread; copies share the
 // same memory. The bytes stay valid and unchanged while any copy of the Batch exists (or until
 // release()); then the memory returns to the workers.
+//
+// GPU batches: each device's chunk arrives asynchronously on stoke's stream for that device.
+// Make your stream wait for DeviceChunk::ready (cudaStreamWaitEvent) before reading `data`, or
+// call wait(). If work you enqueued still reads `data` when you drop the Batch, call
+// record_stream() first (as with torch's Tensor.record_stream): stoke then rewrites that
+// buffer only after your stream has passed that work.
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
+
+#include "stoke/dtype.hpp"
+
+// The CUDA runtime's handle types (cudaStream_t is CUstream_st*, cudaEvent_t is CUevent_st*),
+// declared here so this header needs no CUDA include.
+struct CUstream_st;
+struct CUevent_st;
 
 namespace stoke {
 
@@ -18,10 +33,22 @@ struct DeviceChunk {
   int device = 0;
   int first = 0;
   int samples = 0;
-  std::span<const std::uint8_t> pixels;  // samples x height x width x channels, uint8, NHWC
+  // Host copies, always available: the uint8 NHWC pixels as the pipeline produced them.
+  std::span<const std::uint8_t> pixels;  // samples x height x width x channels
   std::span<const std::int32_t> labels;
   std::span<const std::uint8_t> valid;
   std::span<const std::int64_t> sample_ids;
+
+  // The chunk as the device receives it (Options::dtype and layout). On a GPU: device memory
+  // there. On a host device: host memory (for uint8, the same bytes as `pixels`).
+  const void* data = nullptr;
+  std::size_t bytes = 0;
+  DType dtype = DType::kUInt8;
+  Layout layout = Layout::kNHWC;
+  std::array<std::int64_t, 4> shape{};  // in layout order: {N, H, W, C} or {N, C, H, W}
+  int cuda_device = -1;                 // the CUDA ordinal, or -1 for a host device
+  CUevent_st* ready = nullptr;          // completes when `data` is filled (GPU only)
+  CUstream_st* stream = nullptr;        // stoke's stream for this device (GPU only)
 };
 
 class Batch {
@@ -44,6 +71,13 @@ class Batch {
   int device_count() const;
   // REQUIRES: 0 <= device < device_count()
   DeviceChunk chunk(int device) const;
+  // Blocks until chunk(device).data is complete (a no-op on host devices).
+  // REQUIRES: 0 <= device < device_count()
+  void wait(int device) const;
+  // Work already enqueued on `stream` may read chunk(device).data after this Batch is dropped;
+  // stoke will not rewrite that memory before the stream passes it. Any thread; no-op on host
+  // devices. REQUIRES: 0 <= device < device_count()
+  void record_stream(int device, CUstream_st* stream) const;
 
   // Gives the memory back now; this Batch (not its other copies) becomes empty.
   void release();

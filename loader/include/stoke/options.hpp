@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stoke/dtype.hpp"
 #include "stoke/pipeline.hpp"
 #include "stoke/state.hpp"
 
@@ -68,6 +69,16 @@ struct Options {
   Augment augment = Augment::kTraining;
   int height = 0;
   int width = 0;
+
+  // What each device receives. kUInt8: the pipeline's NHWC bytes (on host devices, the arena
+  // bytes themselves: no copy). Float types: (x / 255 - mean[c]) / stddev[c], computed on the
+  // device (on host devices, by the CPU kernel) in `layout`. mean and stddev are in 0..1 units,
+  // one value per channel or a single value for all; empty = ImageNet's for 3 channels, else
+  // 0.5 and 0.5.
+  DType dtype = DType::kUInt8;
+  Layout layout = Layout::kNCHW;  // float dtypes only
+  std::vector<float> mean;
+  std::vector<float> stddev;
 
   int prefetch = 0;                   // batch slots; 0 = 2 * workers + 2
   int chunk = 0;                      // samples per unit of work; 0 = batch / workers, at least 1

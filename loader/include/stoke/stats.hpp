@@ -21,6 +21,23 @@ struct Stats {
   double wait_s = 0;         // time the consumer spent inside next() after the first batch
   double wait_fraction = 0;  // wait_s / active_s
 
+  // Batches returned to the workers after the consumer released them (each exactly once).
+  std::int64_t released = 0;
+
+  // Staging to the devices (GPUs, or host devices with a float dtype). staging is "none" (host
+  // devices, uint8: the consumer reads the arena), "host" (normalized on host devices),
+  // "registered" (DMA straight from the page-locked arena) or "pinned-fallback" (page-locking
+  // failed for the reason in staging_note; each chunk is copied on the host into a pinned
+  // buffer first, counted in host_copy_bytes).
+  std::string staging = "none";
+  std::string staging_note;
+  std::int64_t staged_batches = 0;
+  std::int64_t dma_copies = 0;  // host-to-device copies
+  std::int64_t dma_bytes = 0;
+  std::int64_t host_copy_bytes = 0;  // 0 on the registered path
+  std::int64_t pinned_bytes = 0;     // arena bytes page-locked
+  std::int64_t device_bytes = 0;     // batch buffers allocated on the devices
+
   int workers = 0;
   int slots = 0;  // batch slots in the arena now
   std::int64_t arena_bytes = 0;

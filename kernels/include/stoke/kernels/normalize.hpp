@@ -15,10 +15,12 @@
 #include <cstdint>
 #include <string_view>
 
+#include "stoke/dtype.hpp"
+
 namespace stoke::kernels {
 
-enum class DType { kUInt8, kFloat32, kFloat16, kBFloat16 };
-enum class Layout { kNHWC, kNCHW };
+using stoke::DType;
+using stoke::Layout;
 
 struct NormalizeParams {
   // Input: samples x height x width x channels uint8, dense NHWC.

@@ -1,0 +1,74 @@
+#pragma once
+// The devices a loader feeds, behind one interface: host devices (plain memory, work runs on the
+// calling thread), CUDA GPUs (one non-blocking stream per GPU, asynchronous work) and, in tests,
+// a fake GPU that checks every copy. Staging (staging.hpp) drives it.
+//
+// Thread-safety: one thread (the loader's stager) enqueues work; record/wait/consumer_used and
+// the accessors may be called from any thread. Callbacks passed to call_when_done run on a
+// backend-owned thread (CUDA: the runtime's callback thread) and must not call the backend.
+//
+// `dev` is a position in the loader's DeviceSet (0..count()-1), not a CUDA ordinal.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "stoke/kernels/normalize.hpp"
+#include "stoke/options.hpp"
+
+namespace stoke::detail {
+
+using Event = void*;
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+
+  virtual bool gpu() const = 0;  // false: "device memory" is host memory, work is synchronous
+  virtual int count() const = 0;
+  virtual std::string describe() const = 0;  // e.g. "cuda:0 (NVIDIA H200)"
+
+  // Page-locks [p, p + n) for DMA. Returns "" on success, else why it could not.
+  virtual std::string pin(void* p, std::size_t n) = 0;
+  virtual void unpin(void* p) noexcept = 0;
+  virtual void* alloc_pinned(std::size_t n) = 0;  // page-locked host memory; throws Error
+  virtual void free_pinned(void* p) noexcept = 0;
+  virtual void* alloc(int dev, std::size_t n) = 0;  // device memory; throws Error
+  virtual void free(int dev, void* p) noexcept = 0;
+  virtual Event create_event(int dev) = 0;
+  virtual void destroy_event(int dev, Event e) noexcept = 0;
+
+  // Work on the device's queue, executed in the order enqueued.
+  // REQUIRES: src (host) stays unchanged until the queue has passed the copy.
+  virtual void copy(int dev, void* d_dst, const void* src, std::size_t n) = 0;
+  virtual void normalize(int dev, const kernels::NormalizeParams& p, const std::uint8_t* d_src,
+                         void* d_dst) = 0;
+  virtual void record(int dev, Event e) = 0;
+  // fn(arg) runs once the queue has passed everything enqueued before it.
+  virtual void call_when_done(int dev, void (*fn)(void*), void* arg) = 0;
+  // Later work on the queue waits for the work already enqueued on the consumer's stream
+  // (a cudaStream_t), like torch's Tensor.record_stream.
+  virtual void wait_for_stream(int dev, void* consumer_stream) = 0;
+
+  // Blocks the calling thread until e has completed.
+  virtual void wait(int dev, Event e) = 0;
+  virtual void* stream(int dev) = 0;  // the native stream handle, or nullptr
+  virtual void synchronize() noexcept = 0;  // waits for every queue
+};
+
+// Host devices: malloc'd buffers, normalize with the CPU reference on the calling thread.
+std::unique_ptr<DeviceBackend> make_host_backend(int count);
+
+// The GPUs in `set` (set.kind == kCuda). Throws ConfigError when CUDA is not built in or the
+// devices cannot be used.
+std::unique_ptr<DeviceBackend> make_cuda_backend(const DeviceSet& set);
+
+// Tests replace the GPU backend (a fake GPU on a machine without one). nullptr restores CUDA.
+using BackendFactory = std::function<std::unique_ptr<DeviceBackend>(const DeviceSet&)>;
+void set_gpu_backend_for_testing(BackendFactory factory);
+std::unique_ptr<DeviceBackend> make_gpu_backend(const DeviceSet& set);
+
+}  // namespace stoke::detail

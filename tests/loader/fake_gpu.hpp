@@ -1,0 +1,247 @@
+#pragma once
+// A fake GPU for machines without one: "device memory" is host memory, each device's queue is
+// a thread that runs the enqueued work in order (after an optional delay per copy, so a
+// consumer can race ahead of the DMA), and every copy is checked: its source must lie inside a
+// page-locked range (a pinned arena slot or a pinned allocation), and its bytes must not change
+// between enqueue and execution.
+//
+// Thread-safety: all members may be called from any thread; FakeGpuLog is guarded by its mutex.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "device_backend.hpp"
+
+namespace stoke::test {
+
+// What a test sets up and observes.
+struct FakeGpuLog {
+  std::mutex mutex;
+  bool refuse_pin = false;
+  std::chrono::milliseconds copy_delay{0};
+  std::map<std::uintptr_t, std::size_t> pinned;   // start -> size: page-locked arena slots
+  std::map<std::uintptr_t, std::size_t> pinned_allocs;
+  std::int64_t copies = 0;
+  std::int64_t copies_from_pinned_arena = 0;
+  std::int64_t copies_from_pinned_allocs = 0;
+  std::int64_t copies_from_pageable = 0;
+  std::int64_t sources_changed_before_dma = 0;
+  std::int64_t stream_waits = 0;
+  std::int64_t backends_created = 0;
+  std::int64_t unpinned = 0;
+
+  static bool inside(const std::map<std::uintptr_t, std::size_t>& ranges, const void* p,
+                     std::size_t n) {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    auto it = ranges.upper_bound(a);
+    if (it == ranges.begin()) return false;
+    --it;
+    return a >= it->first && a + n <= it->first + it->second;
+  }
+};
+
+inline std::uint64_t fnv1a(const void* p, std::size_t n) {
+  std::uint64_t h = 1469598103934665603ull;
+  const auto* b = static_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+class FakeGpu final : public detail::DeviceBackend {
+ public:
+  FakeGpu(int count, std::shared_ptr<FakeGpuLog> log) : log_(std::move(log)) {
+    for (int d = 0; d < count; ++d) queues_.push_back(std::make_unique<Queue>());
+    std::lock_guard lock(log_->mutex);
+    log_->backends_created += 1;
+  }
+  ~FakeGpu() override {
+    for (auto& q : queues_) q->stop();
+  }
+
+  bool gpu() const override { return true; }
+  int count() const override { return static_cast<int>(queues_.size()); }
+  std::string describe() const override { return "fake GPU"; }
+
+  std::string pin(void* p, std::size_t n) override {
+    std::lock_guard lock(log_->mutex);
+    if (log_->refuse_pin) return "cudaHostRegister: fake: memlock limit reached";
+    log_->pinned[reinterpret_cast<std::uintptr_t>(p)] = n;
+    return "";
+  }
+  void unpin(void* p) noexcept override {
+    std::lock_guard lock(log_->mutex);
+    log_->pinned.erase(reinterpret_cast<std::uintptr_t>(p));
+    log_->unpinned += 1;
+  }
+  void* alloc_pinned(std::size_t n) override {
+    void* p = std::malloc(n);
+    std::lock_guard lock(log_->mutex);
+    log_->pinned_allocs[reinterpret_cast<std::uintptr_t>(p)] = n;
+    return p;
+  }
+  void free_pinned(void* p) noexcept override {
+    {
+      std::lock_guard lock(log_->mutex);
+      log_->pinned_allocs.erase(reinterpret_cast<std::uintptr_t>(p));
+    }
+    std::free(p);
+  }
+  void* alloc(int, std::size_t n) override {
+    void* p = std::malloc(n);
+    std::memset(p, 0xCD, n);  // never-written device memory is recognisable
+    return p;
+  }
+  void free(int, void* p) noexcept override { std::free(p); }
+  detail::Event create_event(int) override { return new FakeEvent(); }
+  void destroy_event(int, detail::Event e) noexcept override { delete static_cast<FakeEvent*>(e); }
+
+  void copy(int dev, void* d_dst, const void* src, std::size_t n) override {
+    {
+      std::lock_guard lock(log_->mutex);
+      log_->copies += 1;
+      if (FakeGpuLog::inside(log_->pinned, src, n))
+        log_->copies_from_pinned_arena += 1;
+      else if (FakeGpuLog::inside(log_->pinned_allocs, src, n))
+        log_->copies_from_pinned_allocs += 1;
+      else
+        log_->copies_from_pageable += 1;
+    }
+    const std::uint64_t before = fnv1a(src, n);
+    const auto delay = log_->copy_delay;
+    auto log = log_;
+    queue(dev).push([=] {
+      std::this_thread::sleep_for(delay);
+      if (fnv1a(src, n) != before) {
+        std::lock_guard lock(log->mutex);
+        log->sources_changed_before_dma += 1;
+      }
+      std::memcpy(d_dst, src, n);
+    });
+  }
+  void normalize(int dev, const kernels::NormalizeParams& p, const std::uint8_t* d_src,
+                 void* d_dst) override {
+    queue(dev).push([=] { kernels::normalize_cpu(p, d_src, d_dst); });
+  }
+  void record(int dev, detail::Event e) override {
+    auto* ev = static_cast<FakeEvent*>(e);
+    ev->reset();
+    queue(dev).push([ev] { ev->fire(); });
+  }
+  void call_when_done(int dev, void (*fn)(void*), void* arg) override {
+    queue(dev).push([fn, arg] { fn(arg); });
+  }
+  void wait_for_stream(int, void*) override {
+    std::lock_guard lock(log_->mutex);
+    log_->stream_waits += 1;
+  }
+  void wait(int, detail::Event e) override { static_cast<FakeEvent*>(e)->wait(); }
+  void* stream(int dev) override { return queues_[static_cast<std::size_t>(dev)].get(); }
+  void synchronize() noexcept override {
+    for (auto& q : queues_) q->drain();
+  }
+
+ private:
+  struct FakeEvent {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = true;
+    void reset() {
+      std::lock_guard lock(m);
+      done = false;
+    }
+    void fire() {
+      {
+        std::lock_guard lock(m);
+        done = true;
+      }
+      cv.notify_all();
+    }
+    void wait() {
+      std::unique_lock lock(m);
+      cv.wait(lock, [&] { return done; });
+    }
+  };
+
+  // One in-order queue per device, executed by its own thread.
+  class Queue {
+   public:
+    Queue() : thread_([this] { run(); }) {}
+    void push(std::function<void()> f) {
+      {
+        std::lock_guard lock(m_);
+        work_.push_back(std::move(f));
+      }
+      cv_.notify_all();
+    }
+    void drain() {
+      std::unique_lock lock(m_);
+      cv_.wait(lock, [&] { return work_.empty() && !busy_; });
+    }
+    void stop() {
+      drain();
+      {
+        std::lock_guard lock(m_);
+        stop_ = true;
+      }
+      cv_.notify_all();
+      thread_.join();
+    }
+
+   private:
+    void run() {
+      std::unique_lock lock(m_);
+      for (;;) {
+        cv_.wait(lock, [&] { return stop_ || !work_.empty(); });
+        if (work_.empty()) return;
+        auto f = std::move(work_.front());
+        work_.pop_front();
+        busy_ = true;
+        lock.unlock();
+        f();
+        lock.lock();
+        busy_ = false;
+        cv_.notify_all();
+      }
+    }
+    std::mutex m_;
+    std::condition_variable cv_;
+    std::deque<std::function<void()>> work_;
+    bool busy_ = false;
+    bool stop_ = false;
+    std::thread thread_;
+  };
+
+  Queue& queue(int dev) { return *queues_[static_cast<std::size_t>(dev)]; }
+
+  std::shared_ptr<FakeGpuLog> log_;
+  std::vector<std::unique_ptr<Queue>> queues_;
+};
+
+// Installs the fake GPU for the lifetime of this object.
+class FakeGpuScope {
+ public:
+  FakeGpuScope() : log_(std::make_shared<FakeGpuLog>()) {
+    auto log = log_;
+    detail::set_gpu_backend_for_testing([log](const DeviceSet& set) {
+      return std::make_unique<FakeGpu>(set.count, log);
+    });
+  }
+  ~FakeGpuScope() { detail::set_gpu_backend_for_testing(nullptr); }
+  FakeGpuLog& log() { return *log_; }
+
+ private:
+  std::shared_ptr<FakeGpuLog> log_;
+};
+
+}  // namespace stoke::test

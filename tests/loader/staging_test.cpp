@@ -1,0 +1,331 @@
+// Staging batches to devices: the registered (zero host copy) path and its pinned fallback on a
+// fake GPU that checks every copy, slot lifetimes while copies are in flight, held batches, and
+// host devices producing exactly the CPU reference's normalized bytes.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "fake_gpu.hpp"
+#include "stoke/kernels/normalize.hpp"
+#include "test_support.hpp"
+
+namespace stoke {
+namespace {
+
+using test::FakeGpuScope;
+
+// The bytes a device received for one chunk, after waiting for them.
+std::vector<std::uint8_t> device_bytes(const Batch& b, int dev) {
+  b.wait(dev);
+  const DeviceChunk c = b.chunk(dev);
+  const auto* p = static_cast<const std::uint8_t*>(c.data);
+  return {p, p + c.bytes};
+}
+
+Options fake_gpu_options(int workers, int batch = 64) {
+  Options o = test::fashion_options(workers, batch);
+  o.devices = DeviceSet::parse("cuda:0,1");
+  return o;
+}
+
+// What the CPU reference makes of a chunk's uint8 pixels.
+std::vector<std::uint8_t> reference(const DeviceChunk& c, const Options& o, int h, int w, int ch) {
+  kernels::NormalizeParams p;
+  p.samples = c.samples;
+  p.height = h;
+  p.width = w;
+  p.channels = ch;
+  p.dtype = o.dtype;
+  p.layout = o.layout;
+  for (int i = 0; i < ch; ++i) {
+    p.mean[i] = 0.5f * 255.0f;
+    p.stddev[i] = 0.5f * 255.0f;
+  }
+  std::vector<std::uint8_t> out(kernels::normalized_bytes(p));
+  kernels::normalize_cpu(p, c.pixels.data(), out.data());
+  return out;
+}
+
+TEST(Staging, GpuChunksAreCopiedStraightFromTheRegisteredArena) {
+  FakeGpuScope gpu;
+  gpu.log().copy_delay = std::chrono::milliseconds(1);
+  Options o = fake_gpu_options(2);
+  Loader loader(o);
+  std::int64_t batches = 0;
+  while (auto b = loader.next()) {
+    ASSERT_EQ(b->device_count(), 2);
+    for (int d = 0; d < 2; ++d) {
+      const DeviceChunk c = b->chunk(d);
+      EXPECT_EQ(c.cuda_device, d);
+      EXPECT_NE(c.ready, nullptr);
+      EXPECT_EQ(c.dtype, DType::kUInt8);
+      EXPECT_EQ(c.shape, (std::array<std::int64_t, 4>{32, 28, 28, 1}));
+      const std::vector<std::uint8_t> got = device_bytes(*b, d);
+      ASSERT_EQ(got.size(), c.pixels.size());
+      ASSERT_TRUE(std::equal(got.begin(), got.end(), c.pixels.begin())) << "batch " << batches;
+    }
+    ++batches;
+  }
+  const Stats s = loader.stats();
+  EXPECT_EQ(batches, 157);  // 10,000 / 64, padded
+  EXPECT_EQ(s.staging, "registered");
+  EXPECT_EQ(s.host_copy_bytes, 0);
+  EXPECT_GE(s.staged_batches, batches);
+  EXPECT_EQ(s.dma_copies, 2 * s.staged_batches);
+  EXPECT_EQ(s.dma_bytes, s.staged_batches * 64 * 28 * 28);
+  EXPECT_EQ(s.pinned_bytes % 4096, 0);
+  EXPECT_GT(s.pinned_bytes, 0);
+  std::lock_guard lock(gpu.log().mutex);
+  EXPECT_EQ(gpu.log().copies, s.dma_copies);
+  EXPECT_EQ(gpu.log().copies_from_pinned_arena, gpu.log().copies);  // every one, no exception
+  EXPECT_EQ(gpu.log().sources_changed_before_dma, 0);
+}
+
+TEST(Staging, GpuBatchesCarryTheSameBytesAsHostDevices) {
+  Options host = test::fashion_options(2, 64);
+  host.devices = DeviceSet::parse("cpu:2");
+  Loader reference_loader(host);
+  const test::Delivered expected = test::collect(reference_loader);
+
+  FakeGpuScope gpu;
+  Loader loader(fake_gpu_options(2));
+  test::Delivered got;
+  std::vector<std::uint8_t> on_devices;
+  while (auto b = loader.next()) {
+    test::append(got, *b);
+    for (int d = 0; d < 2; ++d) {
+      const auto bytes = device_bytes(*b, d);
+      on_devices.insert(on_devices.end(), bytes.begin(), bytes.end());
+    }
+  }
+  EXPECT_TRUE(got == expected);
+  EXPECT_TRUE(on_devices == expected.pixels);
+}
+
+TEST(Staging, WhenPinningFailsChunksGoThroughPinnedBuffersAndStatsSaySo) {
+  FakeGpuScope gpu;
+  gpu.log().refuse_pin = true;
+  Loader loader(fake_gpu_options(2));
+  std::int64_t batches = 0;
+  for (; batches < 40; ++batches) {
+    auto b = loader.next();
+    ASSERT_TRUE(b);
+    for (int d = 0; d < 2; ++d) {
+      const auto got = device_bytes(*b, d);
+      ASSERT_TRUE(std::equal(got.begin(), got.end(), b->chunk(d).pixels.begin()));
+    }
+  }
+  const Stats s = loader.stats();
+  EXPECT_EQ(s.staging, "pinned-fallback");
+  EXPECT_EQ(s.staging_note,
+            "page-locking the arena failed (cudaHostRegister: fake: memlock limit reached); "
+            "copying each chunk through pinned staging buffers");
+  EXPECT_EQ(s.pinned_bytes, 0);
+  EXPECT_EQ(s.host_copy_bytes, s.dma_bytes);
+  EXPECT_GT(s.dma_bytes, 0);
+  std::lock_guard lock(gpu.log().mutex);
+  EXPECT_EQ(gpu.log().copies_from_pinned_allocs, gpu.log().copies);  // never pageable memory
+  EXPECT_EQ(gpu.log().copies_from_pageable, 0);
+}
+
+// The consumer drops each batch before its (slow) copies have run: the slot must not go back
+// to the workers, who would rewrite the bytes the DMA has yet to read.
+TEST(Staging, ASlotReturnsToTheWorkersOnlyAfterEveryDevicesCopyCompleted) {
+  FakeGpuScope gpu;
+  gpu.log().copy_delay = std::chrono::milliseconds(15);
+  Options o = fake_gpu_options(2);
+  o.prefetch = 3;
+  Loader loader(o);
+  for (int i = 0; i < 60; ++i) {
+    auto b = loader.next();
+    ASSERT_TRUE(b);
+    b->release();
+  }
+  auto last = loader.next();
+  last->wait(0);  // each device's queue runs in order: every earlier copy has run now
+  last->wait(1);
+  last->release();
+  const Stats s = loader.stats();
+  EXPECT_EQ(s.batches, 61);
+  EXPECT_EQ(s.released, 61);
+  std::lock_guard lock(gpu.log().mutex);
+  EXPECT_GE(gpu.log().copies, 120);
+  EXPECT_EQ(gpu.log().sources_changed_before_dma, 0);
+}
+
+TEST(Staging, EveryDeliveredBatchIsReleasedExactlyOnce) {
+  FakeGpuScope gpu;
+  Loader loader(fake_gpu_options(1));
+  auto first = loader.next();
+  ASSERT_TRUE(first);
+  Batch copy = *first;
+  first->release();
+  EXPECT_EQ(loader.stats().released, 0);  // `copy` still holds it
+  copy.release();
+  copy.release();  // an empty Batch: nothing more to give back
+  EXPECT_EQ(loader.stats().released, 1);
+  std::int64_t delivered = 1;
+  while (auto b = loader.next()) ++delivered;
+  EXPECT_EQ(loader.stats().batches, delivered);
+  EXPECT_EQ(loader.stats().released, delivered);
+}
+
+TEST(Staging, HeldBatchesKeepTheirDeviceBytesWhileLaterBatchesFlow) {
+  FakeGpuScope gpu;
+  gpu.log().copy_delay = std::chrono::milliseconds(1);
+  Options o = fake_gpu_options(2);
+  o.prefetch = 4;
+  Loader loader(o);
+  struct Held {
+    Batch batch;
+    std::vector<std::uint8_t> bytes[2];
+  };
+  std::vector<Held> held;
+  for (int i = 0; i < 10; ++i) {
+    auto b = loader.next();
+    ASSERT_TRUE(b);
+    held.push_back({*b, {device_bytes(*b, 0), device_bytes(*b, 1)}});
+  }
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE(loader.next());  // later slots: grown, then reused
+  for (const Held& h : held) {
+    for (int d = 0; d < 2; ++d) {
+      EXPECT_TRUE(device_bytes(h.batch, d) == h.bytes[d]) << "batch " << h.batch.index();
+      const auto host = h.batch.chunk(d).pixels;
+      EXPECT_TRUE(std::equal(host.begin(), host.end(), h.bytes[d].begin()));
+    }
+  }
+  EXPECT_GE(loader.stats().slots, 11);
+  std::lock_guard lock(gpu.log().mutex);
+  EXPECT_EQ(gpu.log().copies_from_pinned_arena, gpu.log().copies);  // grown slots pinned too
+}
+
+TEST(Staging, RecordStreamMakesStokeWaitForTheConsumersWorkBeforeReuse) {
+  FakeGpuScope gpu;
+  Loader loader(fake_gpu_options(1));
+  {
+    auto b = loader.next();
+    ASSERT_TRUE(b);
+    b->record_stream(1, nullptr);  // the consumer's stream (the legacy one, here)
+    std::lock_guard lock(gpu.log().mutex);
+    EXPECT_EQ(gpu.log().stream_waits, 0);  // recorded, applied at release
+  }
+  std::lock_guard lock(gpu.log().mutex);
+  EXPECT_EQ(gpu.log().stream_waits, 1);
+}
+
+TEST(Staging, RepositioningWhileCopiesAreInFlightDeliversTheRightEpoch) {
+  Options host = test::fashion_options(2, 64);
+  host.devices = DeviceSet::parse("cpu:2");
+  Loader reference_loader(host);
+  reference_loader.set_epoch(3);
+  const test::Delivered expected = test::collect(reference_loader, 20);
+
+  FakeGpuScope gpu;
+  gpu.log().copy_delay = std::chrono::milliseconds(3);
+  Loader loader(fake_gpu_options(2));
+  test::collect(loader, 5);
+  loader.set_epoch(3);
+  const test::Delivered got = test::collect(loader, 20);
+  EXPECT_TRUE(got == expected);
+  auto last = loader.next();
+  last->wait(0);
+  last->wait(1);
+  std::lock_guard lock(gpu.log().mutex);
+  EXPECT_EQ(gpu.log().sources_changed_before_dma, 0);
+}
+
+TEST(Staging, TheArenaIsUnpinnedWhenTheLastBatchIsGone) {
+  FakeGpuScope gpu;
+  std::optional<Batch> kept;
+  {
+    Loader loader(fake_gpu_options(1));
+    kept = loader.next();
+  }
+  {
+    std::lock_guard lock(gpu.log().mutex);
+    EXPECT_EQ(gpu.log().unpinned, 0);  // the held batch keeps its slot mapped and pinned
+    EXPECT_FALSE(gpu.log().pinned.empty());
+  }
+  kept->wait(0);
+  kept.reset();
+  std::lock_guard lock(gpu.log().mutex);
+  EXPECT_TRUE(gpu.log().pinned.empty());
+}
+
+class HostNormalize : public ::testing::TestWithParam<std::tuple<DType, Layout, int>> {};
+
+// Host devices run the CPU kernel straight from the arena: bit-identical to calling it on the
+// delivered uint8 pixels, for every dtype and layout, in-process and with workers.
+TEST_P(HostNormalize, OutputIsBitIdenticalToTheCpuReference) {
+  const auto [dtype, layout, workers] = GetParam();
+  Options o = test::fashion_options(workers, 60);
+  o.devices = DeviceSet::parse("cpu:3");
+  o.dtype = dtype;
+  o.layout = layout;
+  o.mean = {0.5f};
+  o.stddev = {0.5f};
+  Loader loader(o);
+  for (int i = 0; i < 12; ++i) {
+    auto b = loader.next();
+    ASSERT_TRUE(b);
+    for (int d = 0; d < 3; ++d) {
+      const DeviceChunk c = b->chunk(d);
+      EXPECT_EQ(c.cuda_device, -1);
+      EXPECT_EQ(c.dtype, dtype);
+      EXPECT_EQ(c.layout, layout);
+      EXPECT_EQ(c.shape, layout == Layout::kNCHW ? (std::array<std::int64_t, 4>{20, 1, 28, 28})
+                                                 : (std::array<std::int64_t, 4>{20, 28, 28, 1}));
+      const std::vector<std::uint8_t> want = reference(c, o, 28, 28, 1);
+      ASSERT_EQ(c.bytes, want.size());
+      ASSERT_EQ(std::memcmp(c.data, want.data(), want.size()), 0) << "batch " << i << " dev " << d;
+    }
+  }
+  EXPECT_EQ(loader.stats().staging, "host");
+  EXPECT_EQ(loader.stats().dma_copies, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    DTypes, HostNormalize,
+    ::testing::Values(std::tuple{DType::kFloat32, Layout::kNCHW, 2},
+                      std::tuple{DType::kFloat16, Layout::kNHWC, 2},
+                      std::tuple{DType::kBFloat16, Layout::kNCHW, 0},
+                      std::tuple{DType::kFloat32, Layout::kNHWC, 0}));
+
+TEST(Staging, NormalizingDoesNotChangeTheUint8Bytes) {
+  Options a = test::fashion_options(2, 64);
+  a.devices = DeviceSet::parse("cpu:2");
+  Loader plain(a);
+  const test::Delivered expected = test::collect(plain, 30);
+  Options b = a;
+  b.dtype = DType::kFloat32;
+  Loader normalized(b);
+  EXPECT_TRUE(test::collect(normalized, 30) == expected);
+  EXPECT_EQ(plain.stats().staging, "none");
+}
+
+TEST(Staging, MeanAndStddevAreChecked) {
+  Options o = test::fashion_options(0, 64);
+  o.dtype = DType::kFloat16;
+  o.mean = {0.1f, 0.2f};
+  try {
+    Loader loader(o);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "mean has 2 values; give one per channel (1), a single value for all, or none "
+                 "for the default");
+  }
+  o.mean = {};
+  o.stddev = {0.0f};
+  try {
+    Loader loader(o);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "dtype float16: normalize: stddev[0] must be finite and nonzero (got 0.000000)");
+  }
+}
+
+}  // namespace
+}  // namespace stoke
