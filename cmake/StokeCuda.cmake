@@ -12,4 +12,8 @@ if(STOKE_CUDA STREQUAL "ON" OR STOKE_CUDA STREQUAL "AUTO")
 elseif(NOT STOKE_CUDA STREQUAL "OFF")
   message(FATAL_ERROR "STOKE_CUDA must be AUTO, ON or OFF (got '${STOKE_CUDA}')")
 endif()
+if(STOKE_WITH_CUDA)
+  # Here, at the top level, so CUDA::cudart_static is visible to every directory.
+  find_package(CUDAToolkit REQUIRED)
+endif()
 message(STATUS "stoke: CUDA parts ${STOKE_WITH_CUDA} (STOKE_CUDA=${STOKE_CUDA})")

@@ -18,6 +18,9 @@
 #include <vector>
 
 #include "stoke/kernels/normalize_cuda.hpp"
+#if defined(STOKE_WITH_CUDA) && STOKE_WITH_CUDA
+#include "../cuda_test_support.hpp"
+#endif
 
 namespace stoke::kernels {
 namespace {
@@ -464,20 +467,6 @@ class DeviceBuffer {
   void* ptr_ = nullptr;
 };
 
-bool have_gpu(std::string* why) {
-  int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess) {
-    *why = std::string("no usable CUDA driver/device: ") + cudaGetErrorString(status);
-    return false;
-  }
-  if (count == 0) {
-    *why = "no CUDA device";
-    return false;
-  }
-  return true;
-}
-
 TEST(NormalizeCuda, RejectsInvalidParamsBeforeTouchingTheDevice) {
   NormalizeParams p = valid_params();
   p.channels = 7;
@@ -487,8 +476,7 @@ TEST(NormalizeCuda, RejectsInvalidParamsBeforeTouchingTheDevice) {
 }
 
 TEST(NormalizeCuda, BitIdenticalToCpuReference) {
-  std::string why;
-  if (!have_gpu(&why)) GTEST_SKIP() << why;
+  STOKE_SKIP_WITHOUT_GPU();
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   for (Case& t : all_cases()) {

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The device check: runs the carried lean build (bench/pack_device_check.sh) on a machine with
+# a GPU, in at most about 5 minutes, writing each result to $OUT as soon as it has it, and a
+# summary table (summary.md) at the end.
+#
+#   bench/device_check.sh [CARRY]     CARRY defaults to build/carry; OUT defaults to
+#                                     build/device-check
+#
+# Steps: the kernel and loader GPU tests (STOKE_REQUIRE_GPU=1: a skipped GPU test fails);
+# H2D bandwidth from a page-locked arena vs a cudaHostAlloc buffer; the normalize kernel vs a
+# device-to-device copy; a synthetic JPEG corpus; the loader end to end onto cuda:0 with every
+# core as a worker, beside the same run onto a host device.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+carry=${1:-$root/build/carry}
+out=${OUT:-$root/build/device-check}
+mkdir -p "$out"
+bin=$carry/bin
+export LD_LIBRARY_PATH=$carry/lib/deps:$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+t0=$(date +%s)
+
+# step NAME SECONDS COMMAND...: output to $OUT/NAME.txt, status to $OUT/steps.txt.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local t=$(date +%s)
+  echo "== $name (limit ${limit}s)"
+  timeout --kill-after=5 "$limit" "$@" >"$out/$name.txt" 2>&1
+  local rc=$?
+  echo "$name rc=$rc seconds=$(($(date +%s) - t))" | tee -a "$out/steps.txt"
+  tail -n 3 "$out/$name.txt"
+  return 0
+}
+
+{
+  echo "date: $(date -u +%FT%TZ)"
+  echo "cores: $(nproc)"
+  nvidia-smi --query-gpu=name,memory.total,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv 2>&1
+} >"$out/machine.txt"
+cat "$out/machine.txt"
+
+step devices 20 "$bin/stoke-bench" --list-devices
+step kernel_tests 60 env STOKE_REQUIRE_GPU=1 "$bin/stoke_kernel_tests"
+step gpu_tests 120 env STOKE_REQUIRE_GPU=1 "$bin/stoke_gpu_tests"
+step h2d 60 "$bin/stoke-gpu-bench" h2d --mib 256 --reps 20
+step normalize 60 "$bin/stoke-gpu-bench" normalize --batch 256 --size 224 --reps 50
+corpus=${TMPDIR:-/tmp}/stoke-device-corpus
+rm -rf "$corpus"
+step corpus 60 "$bin/stoke-gpu-bench" make-corpus --out "$corpus" --count 4000
+workers=$(nproc)
+step e2e_cuda 90 "$bin/stoke-bench" --data "$corpus" --devices cuda:0 --workers "$workers" \
+  --batch 256 --epochs 3 --dtype float32 --json
+step e2e_host 90 "$bin/stoke-bench" --data "$corpus" --devices cpu:1 --workers "$workers" \
+  --batch 256 --epochs 3 --json
+
+python3 - "$out" "$(($(date +%s) - t0))" <<'PY' | tee "$out/summary.md"
+import json, pathlib, re, sys
+out = pathlib.Path(sys.argv[1])
+def jsons(name):
+    p = out / f"{name}.txt"
+    rows = []
+    for line in (p.read_text(errors="replace").splitlines() if p.exists() else []):
+        if line.startswith("{"):
+            try: rows.append(json.loads(line))
+            except ValueError: pass
+    return rows
+def gtest(name):
+    p = out / f"{name}.txt"
+    t = p.read_text(errors="replace") if p.exists() else ""
+    passed = re.search(r"\[  PASSED  \] (\d+) test", t)
+    failed = re.search(r"(\d+) FAILED TEST", t)
+    return f"{passed.group(1) if passed else 0} passed, {failed.group(1) if failed else 0} failed"
+rows = [("kernel tests (GPU vs CPU reference, bit-identical)", gtest("kernel_tests"), ""),
+        ("loader GPU tests", gtest("gpu_tests"), "")]
+h = jsons("h2d")
+if h:
+    h = h[0]
+    ok = "goal >= 0.80: " + ("met" if h["arena_vs_pinned"] >= 0.8 else "NOT met")
+    rows.append(("H2D from page-locked arena", f'{h["registered_arena_gbps"]:.1f} GB/s vs cudaHostAlloc {h["host_alloc_gbps"]:.1f} GB/s (pageable {h["pageable_gbps"]:.1f}): {h["arena_vs_pinned"]:.2f}x', ok))
+for n in jsons("normalize"):
+    ok = "goal >= 0.60: " + ("met" if n["kernel_vs_copy"] >= 0.6 else "NOT met")
+    rows.append((f'normalize -> {n["dtype"]} NCHW, {n["batch"]}x{n["size"]}x{n["size"]}x3', f'{n["kernel_gbps"]:.0f} GB/s vs D2D copy {n["d2d_copy_gbps"]:.0f} GB/s: {n["kernel_vs_copy"]:.2f}x ({n["images_per_s"]:,.0f} img/s)', ok))
+for name in ("e2e_cuda", "e2e_host"):
+    for e in jsons(name):
+        rows.append((f'loader end to end, {e["devices"]} {e["dtype"]}, {e["workers"]} workers', f'{e["samples_per_s"]:,.0f} img/s, consumer waited {100*e["wait_fraction"]:.0f}%, staging {e["staging"]}, host copies {e["host_copy_bytes"]} B', ""))
+print("| check | result | goal |\n|---|---|---|")
+for r in rows: print(f"| {r[0]} | {r[1]} | {r[2]} |")
+print(f"\nsteps: " + ", ".join(l.strip() for l in (out / "steps.txt").read_text().splitlines()))
+print(f"total {sys.argv[2]} s")
+PY
