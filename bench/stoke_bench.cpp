@@ -364,13 +364,15 @@ int run(const Args& args) {
                 o.devices.to_string().c_str(), s.staging.c_str());
     if (s.dma_copies > 0)
       std::printf(", %lld copies to the devices (%.1f MiB), %.1f MiB copied on the host first",
-                  static_cast<long long>(s.dma_copies), static_cast<double>(s.dma_bytes) / (1 << 20),
+                  static_cast<long long>(s.dma_copies),
+                  static_cast<double>(s.dma_bytes) / (1 << 20),
                   static_cast<double>(s.host_copy_bytes) / (1 << 20));
     std::printf("\n");
     if (!s.staging_note.empty()) std::printf("               %s\n", s.staging_note.c_str());
     std::printf("  checksum   xxh3-128 %s (uint8 pixels, labels, valid)\n", checksum.c_str());
-    if (!gpu) std::printf("  output     xxh3-128 %s (what the devices received)\n",
-                          output_checksum.c_str());
+    if (!gpu)
+      std::printf("  output     xxh3-128 %s (what the devices received)\n",
+                  output_checksum.c_str());
   }
   if (args.json) {
     nlohmann::json j;

@@ -17,15 +17,17 @@
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
-#include <cstdio>  // before jpeglib.h, which uses FILE
+#include <cstdio>
+// jpeglib.h uses FILE without including <cstdio>; keep it after.
 #include <jpeglib.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cerrno>
 #include <cstdint>
+#include <cstdio>  // before jpeglib.h, which uses FILE
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -296,10 +298,11 @@ int make_corpus(const Flags& f) {
 
 int main(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) == "--help") {
-    std::fprintf(argc < 2 ? stderr : stdout,
-                 "usage: stoke-gpu-bench h2d [--mib N] [--reps R]\n"
-                 "       stoke-gpu-bench normalize [--batch B] [--size S] [--reps R]\n"
-                 "       stoke-gpu-bench make-corpus --out DIR [--count N] [--seed S] [--jobs J]\n");
+    std::fprintf(
+        argc < 2 ? stderr : stdout,
+        "usage: stoke-gpu-bench h2d [--mib N] [--reps R]\n"
+        "       stoke-gpu-bench normalize [--batch B] [--size S] [--reps R]\n"
+        "       stoke-gpu-bench make-corpus --out DIR [--count N] [--seed S] [--jobs J]\n");
     return argc < 2 ? 2 : 0;
   }
   const std::string command = argv[1];

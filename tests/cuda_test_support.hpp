@@ -32,11 +32,11 @@ inline bool gpu_required() {
 
 }  // namespace stoke::test
 
-#define STOKE_SKIP_WITHOUT_GPU()                                 \
-  do {                                                           \
-    std::string stoke_why_;                                      \
-    if (!::stoke::test::have_gpu(&stoke_why_)) {                 \
-      if (::stoke::test::gpu_required()) FAIL() << stoke_why_;   \
-      GTEST_SKIP() << stoke_why_;                                \
-    }                                                            \
+#define STOKE_SKIP_WITHOUT_GPU()                               \
+  do {                                                         \
+    std::string stoke_why_;                                    \
+    if (!::stoke::test::have_gpu(&stoke_why_)) {               \
+      if (::stoke::test::gpu_required()) FAIL() << stoke_why_; \
+      GTEST_SKIP() << stoke_why_;                              \
+    }                                                          \
   } while (0)

@@ -44,28 +44,40 @@ std::size_t checked_product(std::initializer_list<std::size_t> factors, const ch
   return product;
 }
 
-// Output element writers; memcpy keeps dst free of alignment requirements.
-struct StoreFloat32 {
-  static void put(unsigned char* dst, std::size_t i, float v) {
-    std::memcpy(dst + i * sizeof(float), &v, sizeof(float));
-  }
+// Output element types and their rounding from float.
+struct AsFloat32 {
+  using T = float;
+  static T convert(float v) { return v; }
 };
-struct StoreFloat16 {
-  static void put(unsigned char* dst, std::size_t i, float v) {
-    const std::uint16_t h = float_to_half_rn(v);
-    std::memcpy(dst + i * sizeof(h), &h, sizeof(h));
-  }
+struct AsFloat16 {
+  using T = std::uint16_t;
+  static T convert(float v) { return float_to_half_rn(v); }
 };
-struct StoreBFloat16 {
-  static void put(unsigned char* dst, std::size_t i, float v) {
-    const std::uint16_t h = float_to_bfloat16_rn(v);
-    std::memcpy(dst + i * sizeof(h), &h, sizeof(h));
+struct AsBFloat16 {
+  using T = std::uint16_t;
+  static T convert(float v) { return float_to_bfloat16_rn(v); }
+};
+
+// The input is uint8, so each channel's output is one of 256 values: they are computed once,
+// with the GPU kernel's exact operation sequence (fmaf, then round to the output type), and the
+// rows are then table lookups. Bit-identical to evaluating every element, and several times
+// faster on CPUs where fmaf is a library call.
+template <class Out>
+struct Table {
+  typename Out::T value[4][256];
+  explicit Table(const detail::NormalizeCoeffs& k, int channels) {
+    for (int c = 0; c < channels; ++c) {
+      for (int x = 0; x < 256; ++x) {
+        value[c][x] = Out::convert(std::fma(static_cast<float>(x), k.scale[c], k.bias[c]));
+      }
+    }
   }
 };
 
-template <class Store, Layout kLayout>
+template <class Out, Layout kLayout>
 void normalize_rows(const NormalizeParams& p, const std::uint8_t* src, unsigned char* dst) {
-  const detail::NormalizeCoeffs k = detail::make_coeffs(p);
+  using T = typename Out::T;
+  const Table<Out> table(detail::make_coeffs(p), p.channels);
   const std::size_t oh = static_cast<std::size_t>(detail::resolved_out_height(p));
   const std::size_t ow = static_cast<std::size_t>(detail::resolved_out_width(p));
   const std::size_t h = static_cast<std::size_t>(p.height);
@@ -80,36 +92,36 @@ void normalize_rows(const NormalizeParams& p, const std::uint8_t* src, unsigned 
       const std::uint8_t* in_row =
           src + ((n * h + static_cast<std::size_t>(p.crop_y) + y) * w) * ch;
       const bool flip = p.flip != nullptr && p.flip[n] != 0;
-      auto in_x = [&](std::size_t x) {
-        return static_cast<std::size_t>(p.crop_x) + (flip ? ow - 1 - x : x);
-      };
+      // memcpy keeps dst free of alignment requirements.
+      auto put = [dst](std::size_t i, T v) { std::memcpy(dst + i * sizeof(T), &v, sizeof(T)); };
+      const std::uint8_t* first = in_row + static_cast<std::size_t>(p.crop_x) * ch;
       if constexpr (kLayout == Layout::kNCHW) {
-        for (std::size_t c = 0; c < ch; ++c) {
-          const std::size_t out_row = ((n * ch + c) * oh + y) * ow;
-          for (std::size_t x = 0; x < ow; ++x) {
-            const float v = static_cast<float>(in_row[in_x(x) * ch + c]);
-            Store::put(dst, out_row + x, std::fma(v, k.scale[c], k.bias[c]));
-          }
+        // One pass over the input row, writing every channel plane's row.
+        const std::size_t plane = oh * ow;
+        const std::size_t out_row = (n * ch * oh + y) * ow;
+        const std::ptrdiff_t step =
+            flip ? -static_cast<std::ptrdiff_t>(ch) : static_cast<std::ptrdiff_t>(ch);
+        const std::uint8_t* px = flip ? first + (ow - 1) * ch : first;
+        for (std::size_t x = 0; x < ow; ++x, px += step) {
+          for (std::size_t c = 0; c < ch; ++c) put(out_row + c * plane + x, table.value[c][px[c]]);
         }
       } else {
         const std::size_t out_row = (n * oh + y) * ow * ch;
         for (std::size_t x = 0; x < ow; ++x) {
-          for (std::size_t c = 0; c < ch; ++c) {
-            const float v = static_cast<float>(in_row[in_x(x) * ch + c]);
-            Store::put(dst, out_row + x * ch + c, std::fma(v, k.scale[c], k.bias[c]));
-          }
+          const std::uint8_t* px = first + (flip ? ow - 1 - x : x) * ch;
+          for (std::size_t c = 0; c < ch; ++c) put(out_row + x * ch + c, table.value[c][px[c]]);
         }
       }
     }
   });
 }
 
-template <class Store>
+template <class Out>
 void normalize_as(const NormalizeParams& p, const std::uint8_t* src, unsigned char* dst) {
   if (p.layout == Layout::kNCHW) {
-    normalize_rows<Store, Layout::kNCHW>(p, src, dst);
+    normalize_rows<Out, Layout::kNCHW>(p, src, dst);
   } else {
-    normalize_rows<Store, Layout::kNHWC>(p, src, dst);
+    normalize_rows<Out, Layout::kNHWC>(p, src, dst);
   }
 }
 
@@ -170,13 +182,13 @@ void normalize_cpu(const NormalizeParams& p, const std::uint8_t* src, void* dst)
   auto* out = static_cast<unsigned char*>(dst);
   switch (p.dtype) {
     case DType::kFloat32:
-      normalize_as<StoreFloat32>(p, src, out);
+      normalize_as<AsFloat32>(p, src, out);
       break;
     case DType::kFloat16:
-      normalize_as<StoreFloat16>(p, src, out);
+      normalize_as<AsFloat16>(p, src, out);
       break;
     case DType::kBFloat16:
-      normalize_as<StoreBFloat16>(p, src, out);
+      normalize_as<AsBFloat16>(p, src, out);
       break;
     case DType::kUInt8:
       break;  // rejected by validate()

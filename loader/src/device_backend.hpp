@@ -55,7 +55,7 @@ class DeviceBackend {
 
   // Blocks the calling thread until e has completed.
   virtual void wait(int dev, Event e) = 0;
-  virtual void* stream(int dev) = 0;  // the native stream handle, or nullptr
+  virtual void* stream(int dev) = 0;        // the native stream handle, or nullptr
   virtual void synchronize() noexcept = 0;  // waits for every queue
 };
 

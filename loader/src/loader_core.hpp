@@ -31,7 +31,7 @@ struct SlotInfo {
   enum State { kFree, kFilling, kReady, kStaging, kStaged, kHeld, kOrphan };
   State state = kFree;
   bool in_transfer = false;  // staged and some device may still be reading the host bytes
-  std::int64_t seq = -1;  // epoch * batches_per_epoch + index
+  std::int64_t seq = -1;     // epoch * batches_per_epoch + index
   std::int64_t epoch = 0;
   std::int64_t index = 0;
   int pending = 0;  // chunks not yet completed
@@ -86,8 +86,8 @@ struct LoaderCore {
 
   std::mutex mutex;
   std::condition_variable cv;
-  std::vector<SlotInfo> slots;  // guarded by mutex
-  std::int64_t released = 0;    // guarded by mutex
+  std::vector<SlotInfo> slots;       // guarded by mutex
+  std::int64_t released = 0;         // guarded by mutex
   std::unique_ptr<Staging> staging;  // null: host devices reading the arena directly
 };
 

@@ -30,7 +30,7 @@ struct FakeGpuLog {
   std::mutex mutex;
   bool refuse_pin = false;
   std::chrono::milliseconds copy_delay{0};
-  std::map<std::uintptr_t, std::size_t> pinned;   // start -> size: page-locked arena slots
+  std::map<std::uintptr_t, std::size_t> pinned;  // start -> size: page-locked arena slots
   std::map<std::uintptr_t, std::size_t> pinned_allocs;
   std::int64_t copies = 0;
   std::int64_t copies_from_pinned_arena = 0;
@@ -233,9 +233,8 @@ class FakeGpuScope {
  public:
   FakeGpuScope() : log_(std::make_shared<FakeGpuLog>()) {
     auto log = log_;
-    detail::set_gpu_backend_for_testing([log](const DeviceSet& set) {
-      return std::make_unique<FakeGpu>(set.count, log);
-    });
+    detail::set_gpu_backend_for_testing(
+        [log](const DeviceSet& set) { return std::make_unique<FakeGpu>(set.count, log); });
   }
   ~FakeGpuScope() { detail::set_gpu_backend_for_testing(nullptr); }
   FakeGpuLog& log() { return *log_; }
