@@ -3,29 +3,44 @@
 # a GPU, in at most about 5 minutes, writing each result to $OUT as soon as it has it, and a
 # summary table (summary.md) at the end.
 #
-#   bench/device_check.sh [CARRY]     CARRY defaults to build/carry; OUT defaults to
-#                                     build/device-check
+#   bench/device_check.sh [CARRY]     CARRY defaults to build/carry (or the script's own
+#                                     folder when run from a packed copy); OUT defaults to
+#                                     build/device-check; DEVICE_CHECK_BUDGET_S (290) caps it
 #
 # Steps: the kernel and loader GPU tests (STOKE_REQUIRE_GPU=1: a skipped GPU test fails);
 # H2D bandwidth from a page-locked arena vs a cudaHostAlloc buffer; the normalize kernel vs a
 # device-to-device copy; a synthetic JPEG corpus; the loader end to end onto cuda:0 with every
 # core as a worker, beside the same run onto a host device.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-carry=${1:-$root/build/carry}
-out=${OUT:-$root/build/device-check}
+here=$(cd "$(dirname "$0")" && pwd)
+# Run from the packed folder (it holds bin/) or from the repository's bench/.
+if [ -d "$here/bin" ]; then default_carry=$here; else default_carry=$(dirname "$here")/build/carry; fi
+carry=${1:-$default_carry}
+out=${OUT:-$(dirname "$here")/build/device-check}
 mkdir -p "$out"
+: >"$out/steps.txt"
 bin=$carry/bin
-export LD_LIBRARY_PATH=$carry/lib/deps:$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+[ -x "$bin/stoke-bench" ] || { echo "no packed binaries in $carry (run bench/pack_device_check.sh)" >&2; exit 2; }
+# Only the carried binaries see the carried libraries (not nvidia-smi or python3).
+libs=$carry/lib/deps:$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 t0=$(date +%s)
+budget=${DEVICE_CHECK_BUDGET_S:-290}  # the whole check stays within this
 
-# step NAME SECONDS COMMAND...: output to $OUT/NAME.txt, status to $OUT/steps.txt.
+# step NAME SECONDS COMMAND...: output to $OUT/NAME.txt, status to $OUT/steps.txt. The limit
+# shrinks to what is left of the budget; a step with under 5 s left is skipped.
 step() {
   local name=$1 limit=$2
   shift 2
-  local t=$(date +%s)
+  local t left
+  t=$(date +%s)
+  left=$((budget - (t - t0)))
+  if [ "$left" -lt 5 ]; then
+    echo "$name skipped (budget spent)" | tee -a "$out/steps.txt"
+    return 0
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
   echo "== $name (limit ${limit}s)"
-  timeout --kill-after=5 "$limit" "$@" >"$out/$name.txt" 2>&1
+  timeout --kill-after=5 "$limit" env LD_LIBRARY_PATH="$libs" "$@" >"$out/$name.txt" 2>&1
   local rc=$?
   echo "$name rc=$rc seconds=$(($(date +%s) - t))" | tee -a "$out/steps.txt"
   tail -n 3 "$out/$name.txt"
@@ -40,18 +55,20 @@ step() {
 cat "$out/machine.txt"
 
 step devices 20 "$bin/stoke-bench" --list-devices
-step kernel_tests 60 env STOKE_REQUIRE_GPU=1 "$bin/stoke_kernel_tests"
-step gpu_tests 120 env STOKE_REQUIRE_GPU=1 "$bin/stoke_gpu_tests"
-step h2d 60 "$bin/stoke-gpu-bench" h2d --mib 256 --reps 20
-step normalize 60 "$bin/stoke-gpu-bench" normalize --batch 256 --size 224 --reps 50
+step kernel_tests 45 env STOKE_REQUIRE_GPU=1 "$bin/stoke_kernel_tests"
+step gpu_tests 60 env STOKE_REQUIRE_GPU=1 "$bin/stoke_gpu_tests"
+step h2d 30 "$bin/stoke-gpu-bench" h2d --mib 256 --reps 20
+step normalize 30 "$bin/stoke-gpu-bench" normalize --batch 256 --size 224 --reps 50
 corpus=${TMPDIR:-/tmp}/stoke-device-corpus
 rm -rf "$corpus"
-step corpus 60 "$bin/stoke-gpu-bench" make-corpus --out "$corpus" --count 4000
+step corpus 45 "$bin/stoke-gpu-bench" make-corpus --out "$corpus" --count 4000
 workers=$(nproc)
-step e2e_cuda 90 "$bin/stoke-bench" --data "$corpus" --devices cuda:0 --workers "$workers" \
-  --batch 256 --epochs 3 --dtype float32 --json
-step e2e_host 90 "$bin/stoke-bench" --data "$corpus" --devices cpu:1 --workers "$workers" \
-  --batch 256 --epochs 3 --json
+# Like for like: float32 NCHW onto the GPU (normalized there), and onto a host device
+# (normalized by the CPU kernel).
+step e2e_cuda 45 "$bin/stoke-bench" --data "$corpus" --devices cuda:0 --workers "$workers" \
+  --batch 256 --epochs 2 --dtype float32 --json
+step e2e_host 45 "$bin/stoke-bench" --data "$corpus" --devices cpu:1 --workers "$workers" \
+  --batch 256 --epochs 2 --dtype float32 --json
 
 python3 - "$out" "$(($(date +%s) - t0))" <<'PY' | tee "$out/summary.md"
 import json, pathlib, re, sys

@@ -43,6 +43,7 @@ constexpr int kMaxKillsPerSample = 12;  // external SIGKILLs on one sample, like
 constexpr std::uint32_t kPoisonCapacity = 4096;
 constexpr std::size_t kDefaultMemoryBudget = std::size_t{2} << 30;
 constexpr auto kStartupTimeout = std::chrono::seconds(30);
+constexpr std::int64_t kStageAhead = 2;  // batches staged beyond the consumer's next one
 
 // A loader needs a memfd, two eventfds and a pidfd per worker, all moved above fd 10. Checking
 // up front turns a too-low `ulimit -n` into a message instead of a failure halfway through.
@@ -433,10 +434,14 @@ void Loader::Impl::stage_loop() {
   std::unique_lock lock(core_->mutex);
   for (;;) {
     if (stop_) return;
+    // Only a few batches ahead of the consumer: each staged batch holds a set of device
+    // buffers, and more than this gains no overlap.
+    const std::int64_t horizon = epoch_ * bpe_ + next_batch_ + kStageAhead;
     int slot = -1;
     for (std::size_t i = 0; i < core_->slots.size(); ++i) {
       const SlotInfo& s = core_->slots[i];
-      if (s.state == SlotInfo::kReady && (slot < 0 || s.seq < core_->slots[slot].seq))
+      if (s.state == SlotInfo::kReady && s.seq <= horizon &&
+          (slot < 0 || s.seq < core_->slots[slot].seq))
         slot = static_cast<int>(i);
     }
     if (slot < 0) {
@@ -572,6 +577,7 @@ void Loader::Impl::reposition_locked(std::int64_t epoch, std::int64_t batch) {
   pending_.swap(keep);
   if (!keep_ahead) assign_seq_ = seq;
   core_->wake();
+  core_->cv.notify_all();  // the stager's horizon moved
 }
 
 void Loader::Impl::complete_locked(const Task& task, const Completion& done) {
@@ -688,6 +694,7 @@ Batch Loader::Impl::deliver_locked(int slot) {
   SlotInfo& s = core_->slots[slot];
   s.state = SlotInfo::kHeld;
   ++next_batch_;
+  core_->cv.notify_all();  // the stager's horizon moved
   if (!s.error.empty()) {
     data_error_ = s.error;
     s.state = SlotInfo::kFree;

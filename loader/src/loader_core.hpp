@@ -97,11 +97,15 @@ class BatchLease {
              int padded)
       : core_(std::move(core)), slot_(slot), epoch_(epoch), index_(index), padded_(padded) {}
   ~BatchLease() {
-    try {
-      for (const auto& [dev, stream] : consumer_streams_)
-        core_->staging->consumer_used(dev, stream);
-    } catch (...) {
-      // A device that cannot enqueue a wait is broken; the next staging call reports it.
+    if (core_->staging) {
+      try {
+        for (const auto& [dev, stream] : consumer_streams_)
+          core_->staging->consumer_used(dev, stream);
+      } catch (...) {
+        // Only a device that cannot even synchronize a stream fails here; it is broken, and
+        // the next staging call on it reports that.
+      }
+      core_->staging->release(slot_);
     }
     core_->release(slot_);
   }

@@ -27,16 +27,16 @@ Staging::Staging(std::unique_ptr<DeviceBackend> backend, const StagingConfig& co
 
 Staging::~Staging() {
   backend_->synchronize();
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
-    SlotStage* s = slots_[i].get();
-    if (s == nullptr) continue;
+  for (const auto& set : sets_) {
     for (int d = 0; d < config_.devices; ++d) {
       const auto u = static_cast<std::size_t>(d);
-      if (s->d_in[u] != nullptr) backend_->free(d, s->d_in[u]);
-      if (s->d_out[u] != nullptr) backend_->free(d, s->d_out[u]);
-      if (s->events[u] != nullptr) backend_->destroy_event(d, s->events[u]);
+      if (set->d_in[u] != nullptr) backend_->free(d, set->d_in[u]);
+      if (set->d_out[u] != nullptr) backend_->free(d, set->d_out[u]);
+      if (set->events[u] != nullptr) backend_->destroy_event(d, set->events[u]);
     }
-    if (s->pinned) backend_->unpin(config_.slots_base + i * config_.slot_stride);
+  }
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i] && slots_[i]->pinned) backend_->unpin(config_.slots_base + i * config_.slot_stride);
   }
   for (void* p : bounce_all_) backend_->free_pinned(p);
 }
@@ -89,16 +89,37 @@ Staging::SlotStage& Staging::prepare(int slot) {
   auto& entry = slots_[static_cast<std::size_t>(slot)];
   if (entry) return *entry;
   auto s = std::make_unique<SlotStage>();
-  const auto n = static_cast<std::size_t>(config_.devices);
-  s->d_in.assign(n, nullptr);
-  s->d_out.assign(n, nullptr);
-  s->events.assign(n, nullptr);
-  s->work.resize(n);
+  s->work.resize(static_cast<std::size_t>(config_.devices));
   for (int d = 0; d < config_.devices; ++d) {
     s->work[static_cast<std::size_t>(d)] = DeviceWork{this, slot, d, nullptr};
   }
   entry = std::move(s);
   return *entry;
+}
+
+// A free buffer set, or a new one (its buffers are allocated by stage()).
+Staging::BufferSet* Staging::take_set() {
+  std::lock_guard lock(mutex_);
+  if (!free_sets_.empty()) {
+    BufferSet* set = free_sets_.back();
+    free_sets_.pop_back();
+    return set;
+  }
+  auto set = std::make_unique<BufferSet>();
+  const auto n = static_cast<std::size_t>(config_.devices);
+  set->d_in.assign(n, nullptr);
+  set->d_out.assign(n, nullptr);
+  set->events.assign(n, nullptr);
+  sets_.push_back(std::move(set));
+  return sets_.back().get();
+}
+
+void Staging::release(int slot) {
+  std::lock_guard lock(mutex_);
+  SlotStage* s = slots_[static_cast<std::size_t>(slot)].get();
+  if (s == nullptr || s->set == nullptr) return;
+  free_sets_.push_back(s->set);
+  s->set = nullptr;
 }
 
 void* Staging::allocate(int dev, std::size_t n) {
@@ -135,6 +156,13 @@ void Staging::give_bounce(void* p) {
 void Staging::stage(int slot) {
   SlotStage& s = prepare(slot);
   try_pin(slot, s);
+  // A slot staged before and abandoned by a reposition still has its set.
+  if (s.set == nullptr) {
+    BufferSet* set = take_set();
+    std::lock_guard lock(mutex_);
+    s.set = set;
+  }
+  BufferSet& set = *s.set;
   const bool gpu = backend_->gpu();
   const bool normalize = config_.dtype != DType::kUInt8;
   const kernels::NormalizeParams p = params();
@@ -142,9 +170,9 @@ void Staging::stage(int slot) {
   s.outstanding.store(config_.devices, std::memory_order_relaxed);
   for (int d = 0; d < config_.devices; ++d) {
     const auto u = static_cast<std::size_t>(d);
-    if (gpu && s.d_in[u] == nullptr) s.d_in[u] = allocate(d, chunk_bytes_);
-    if (normalize && s.d_out[u] == nullptr) s.d_out[u] = allocate(d, out_bytes_);
-    if (s.events[u] == nullptr) s.events[u] = backend_->create_event(d);
+    if (gpu && set.d_in[u] == nullptr) set.d_in[u] = allocate(d, chunk_bytes_);
+    if (normalize && set.d_out[u] == nullptr) set.d_out[u] = allocate(d, out_bytes_);
+    if (set.events[u] == nullptr) set.events[u] = backend_->create_event(d);
     const std::uint8_t* src = chunk_src(slot, d);
     DeviceWork& w = s.work[u];
     w.bounce = nullptr;
@@ -155,11 +183,11 @@ void Staging::stage(int slot) {
         host_copied += static_cast<std::int64_t>(chunk_bytes_);
         src = static_cast<const std::uint8_t*>(w.bounce);
       }
-      backend_->copy(d, s.d_in[u], src, chunk_bytes_);
-      src = static_cast<const std::uint8_t*>(s.d_in[u]);
+      backend_->copy(d, set.d_in[u], src, chunk_bytes_);
+      src = static_cast<const std::uint8_t*>(set.d_in[u]);
     }
-    if (normalize) backend_->normalize(d, p, src, s.d_out[u]);
-    backend_->record(d, s.events[u]);
+    if (normalize) backend_->normalize(d, p, src, set.d_out[u]);
+    backend_->record(d, set.events[u]);
     backend_->call_when_done(d, &Staging::device_done, &w);
   }
   std::lock_guard lock(mutex_);
@@ -180,14 +208,14 @@ void Staging::device_done(void* arg) {
 }
 
 const void* Staging::output(int slot, int dev) const {
-  const SlotStage& s = *slots_[static_cast<std::size_t>(slot)];
+  const BufferSet& set = *slots_[static_cast<std::size_t>(slot)]->set;
   const auto u = static_cast<std::size_t>(dev);
-  if (config_.dtype != DType::kUInt8) return s.d_out[u];
-  return backend_->gpu() ? s.d_in[u] : chunk_src(slot, dev);
+  if (config_.dtype != DType::kUInt8) return set.d_out[u];
+  return backend_->gpu() ? set.d_in[u] : chunk_src(slot, dev);
 }
 
 Event Staging::ready(int slot, int dev) const {
-  return slots_[static_cast<std::size_t>(slot)]->events[static_cast<std::size_t>(dev)];
+  return slots_[static_cast<std::size_t>(slot)]->set->events[static_cast<std::size_t>(dev)];
 }
 
 void Staging::wait(int slot, int dev) const {

@@ -1,19 +1,21 @@
 #pragma once
 // Moves each ready batch slot to its devices: per device, the chunk's uint8 bytes are copied by
 // DMA straight from the arena (the slot is page-locked when created) and, for a float dtype,
-// normalized on the device; host devices normalize straight from the arena. Every slot owns its
-// device buffers, so a device buffer is rewritten only after its slot came back from the
-// consumer and was refilled by the workers.
+// normalized on the device; host devices normalize straight from the arena. A staged slot is
+// bound to a set of device buffers (one per device) from a pool; the set returns to the pool only
+// when the consumer releases the batch, so a device buffer is never rewritten while a batch
+// that lives in it is held. The pool holds as many sets as there are held plus staged-ahead
+// batches, not one per arena slot.
 //
 // When page-locking fails (memlock limits, an arena the driver refuses), each chunk is first
 // copied on the host into one of a few recycled page-locked buffers, and stats() says so.
 //
 // Thread-safety: stage() and pin_initial() are called by one thread (the stager); output(),
-// ready(), wait(), consumer_used() and stats() by any thread. `on_done(slot)` runs once per
+// ready(), wait(), consumer_used(), release() and stats() by any thread. `on_done(slot)` runs once per
 // stage(), after every device's queue has passed the slot's work, on an arbitrary thread
 // (possibly inside stage()), and must not call back into Staging.
 // Invariants: slot `s`'s host bytes are read by devices only between stage(s) and on_done(s);
-// its device buffers are written only by stage(s).
+// a buffer set is bound to at most one slot, and written only by stage() of that slot.
 
 #include <atomic>
 #include <condition_variable>
@@ -67,7 +69,11 @@ class Staging {
   // Enqueues slot's copies and normalize on every device. Throws Error (device out of memory).
   void stage(int slot);
 
-  // REQUIRES: stage(slot) was called. Valid until the next stage(slot).
+  // The consumer released the batch in `slot`: its buffer set may be reused. Work already
+  // enqueued on the devices (including consumer_used waits) runs before any reuse.
+  void release(int slot);
+
+  // REQUIRES: stage(slot) was called and release(slot) was not since.
   const void* output(int slot, int dev) const;
   std::size_t output_bytes() const { return out_bytes_; }
   Event ready(int slot, int dev) const;
@@ -85,11 +91,14 @@ class Staging {
     int dev = 0;
     void* bounce = nullptr;  // pinned staging buffer in use (fallback), returned when done
   };
-  struct SlotStage {
-    bool pinned = false;
+  struct BufferSet {
     std::vector<void*> d_in;   // per device: uint8 chunk (GPU backends)
     std::vector<void*> d_out;  // per device: normalized chunk (float dtypes)
     std::vector<Event> events;
+  };
+  struct SlotStage {
+    bool pinned = false;
+    BufferSet* set = nullptr;  // bound by stage(), unbound by release()
     std::vector<DeviceWork> work;
     std::atomic<int> outstanding{0};
   };
@@ -98,6 +107,7 @@ class Staging {
   SlotStage& prepare(int slot);
   void try_pin(int slot, SlotStage& s);
   void* allocate(int dev, std::size_t n);
+  BufferSet* take_set();
   void* take_bounce();
   void give_bounce(void* p);
   const std::uint8_t* chunk_src(int slot, int dev) const;
@@ -115,6 +125,8 @@ class Staging {
   std::condition_variable bounce_cv_;
   std::vector<void*> bounce_free_;
   std::vector<void*> bounce_all_;
+  std::vector<std::unique_ptr<BufferSet>> sets_;  // every set ever made
+  std::vector<BufferSet*> free_sets_;
   std::string fallback_reason_;
   StagingStats counts_;
 };

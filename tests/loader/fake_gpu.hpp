@@ -25,6 +25,24 @@
 
 namespace stoke::test {
 
+// A consumer's stream for the fake GPU: work recorded on it completes when the test says so.
+struct FakeConsumerStream {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;
+  void finish() {
+    {
+      std::lock_guard lock(mutex);
+      done = true;
+    }
+    cv.notify_all();
+  }
+  void wait() {
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return done; });
+  }
+};
+
 // What a test sets up and observes.
 struct FakeGpuLog {
   std::mutex mutex;
@@ -40,6 +58,10 @@ struct FakeGpuLog {
   std::int64_t stream_waits = 0;
   std::int64_t backends_created = 0;
   std::int64_t unpinned = 0;
+  // Called by copy() as it is enqueued (on the stager thread, inside staging), if set.
+  std::function<void()> on_enqueue_copy;
+  // Each executed copy: its enqueue number (1, 2, ...) and when it ran.
+  std::vector<std::pair<std::int64_t, std::chrono::steady_clock::time_point>> copies_executed;
 
   static bool inside(const std::map<std::uintptr_t, std::size_t>& ranges, const void* p,
                      std::size_t n) {
@@ -107,9 +129,17 @@ class FakeGpu final : public detail::DeviceBackend {
   void destroy_event(int, detail::Event e) noexcept override { delete static_cast<FakeEvent*>(e); }
 
   void copy(int dev, void* d_dst, const void* src, std::size_t n) override {
+    std::function<void()> hook;
+    {
+      std::lock_guard lock(log_->mutex);
+      hook = log_->on_enqueue_copy;
+    }
+    if (hook) hook();
+    std::int64_t number = 0;
     {
       std::lock_guard lock(log_->mutex);
       log_->copies += 1;
+      number = log_->copies;
       if (FakeGpuLog::inside(log_->pinned, src, n))
         log_->copies_from_pinned_arena += 1;
       else if (FakeGpuLog::inside(log_->pinned_allocs, src, n))
@@ -122,11 +152,11 @@ class FakeGpu final : public detail::DeviceBackend {
     auto log = log_;
     queue(dev).push([=] {
       std::this_thread::sleep_for(delay);
-      if (fnv1a(src, n) != before) {
-        std::lock_guard lock(log->mutex);
-        log->sources_changed_before_dma += 1;
-      }
+      const bool changed = fnv1a(src, n) != before;
       std::memcpy(d_dst, src, n);
+      std::lock_guard lock(log->mutex);
+      if (changed) log->sources_changed_before_dma += 1;
+      log->copies_executed.emplace_back(number, std::chrono::steady_clock::now());
     });
   }
   void normalize(int dev, const kernels::NormalizeParams& p, const std::uint8_t* d_src,
@@ -141,9 +171,16 @@ class FakeGpu final : public detail::DeviceBackend {
   void call_when_done(int dev, void (*fn)(void*), void* arg) override {
     queue(dev).push([fn, arg] { fn(arg); });
   }
-  void wait_for_stream(int, void*) override {
-    std::lock_guard lock(log_->mutex);
-    log_->stream_waits += 1;
+  // `consumer_stream` is a FakeConsumerStream (or null): later work on the queue waits for it.
+  void wait_for_stream(int dev, void* consumer_stream) override {
+    {
+      std::lock_guard lock(log_->mutex);
+      log_->stream_waits += 1;
+    }
+    if (consumer_stream != nullptr) {
+      auto* theirs = static_cast<FakeConsumerStream*>(consumer_stream);
+      queue(dev).push([theirs] { theirs->wait(); });
+    }
   }
   void wait(int, detail::Event e) override { static_cast<FakeEvent*>(e)->wait(); }
   void* stream(int dev) override { return queues_[static_cast<std::size_t>(dev)].get(); }

@@ -3,7 +3,10 @@
 // host devices producing exactly the CPU reference's normalized bytes.
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "fake_gpu.hpp"
@@ -213,6 +216,85 @@ TEST(Staging, RecordStreamMakesStokeWaitForTheConsumersWorkBeforeReuse) {
   }
   std::lock_guard lock(gpu.log().mutex);
   EXPECT_EQ(gpu.log().stream_waits, 1);
+}
+
+// The consumer's stream still has work on the batch when it is dropped: the devices' next
+// copies must wait for that work.
+TEST(Staging, RecordStreamOrdersLaterCopiesAfterTheConsumersWork) {
+  FakeGpuScope gpu;
+  Options o = fake_gpu_options(1);
+  o.prefetch = 2;
+  Loader loader(o);
+  test::FakeConsumerStream consumer;
+  {
+    auto b = loader.next();
+    ASSERT_TRUE(b);
+    b->record_stream(0, reinterpret_cast<CUstream_st*>(&consumer));
+    b->record_stream(1, reinterpret_cast<CUstream_st*>(&consumer));
+  }
+  std::int64_t enqueued_before = 0;  // copies of batches staged ahead, before the release
+  {
+    std::lock_guard lock(gpu.log().mutex);
+    enqueued_before = gpu.log().copies;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  const auto finished = std::chrono::steady_clock::now();
+  consumer.finish();
+  for (int i = 0; i < 4; ++i) {
+    auto b = loader.next();
+    ASSERT_TRUE(b);
+    b->wait(0);
+    b->wait(1);
+  }
+  std::lock_guard lock(gpu.log().mutex);
+  int later = 0;
+  for (const auto& [number, when] : gpu.log().copies_executed) {
+    if (number <= enqueued_before) continue;
+    ++later;
+    EXPECT_GE(when, finished) << "copy " << number << " ran before the consumer's work ended";
+  }
+  EXPECT_GE(later, 2);
+}
+
+// A reposition lands while the stager is inside stage() for a batch of the old epoch: that slot
+// must come back to the pool (no slot leaks), and the new epoch is delivered exactly.
+TEST(Staging, ARepositionDuringStagingLeaksNoSlot) {
+  Options host = test::fashion_options(2, 64);
+  host.devices = DeviceSet::parse("cpu:2");
+  Loader reference_loader(host);
+  reference_loader.set_epoch(2);
+  const test::Delivered expected = test::collect(reference_loader, 30);
+
+  FakeGpuScope gpu;
+  std::mutex m;
+  std::condition_variable cv;
+  bool inside = false, go = false;
+  gpu.log().on_enqueue_copy = [&] {
+    std::unique_lock lock(m);
+    if (go) return;
+    inside = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return go; });
+  };
+  Options o = fake_gpu_options(2);
+  o.prefetch = 2;
+  Loader loader(o);
+  {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return inside; });  // the stager is blocked inside stage()
+  }
+  loader.set_epoch(2);
+  {
+    std::lock_guard lock(m);
+    go = true;
+  }
+  cv.notify_all();
+  EXPECT_TRUE(test::collect(loader, 30) == expected);
+  // Both slots are usable: holding two batches needs no third slot.
+  auto a = loader.next();
+  auto b = loader.next();
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(loader.stats().slots, 2);
 }
 
 TEST(Staging, RepositioningWhileCopiesAreInFlightDeliversTheRightEpoch) {

@@ -21,7 +21,7 @@ struct Stats {
   double wait_s = 0;         // time the consumer spent inside next() after the first batch
   double wait_fraction = 0;  // wait_s / active_s
 
-  // Batches returned to the workers after the consumer released them (each exactly once).
+  // Delivered batches the consumer has released (each counted once, whatever its copies).
   std::int64_t released = 0;
 
   // Staging to the devices (GPUs, or host devices with a float dtype). staging is "none" (host
