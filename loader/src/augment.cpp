@@ -13,6 +13,8 @@
 namespace stoke::detail {
 namespace {
 
+constexpr double kAreaOversample = 4;  // see resize_region
+
 std::uint8_t clamp_u8(double v) {
   return static_cast<std::uint8_t>(std::clamp(std::nearbyint(v), 0.0, 255.0));
 }
@@ -96,12 +98,24 @@ void copy_mirrored(std::uint8_t* dst, const std::uint8_t* src, int n, int c) {
 
 }  // namespace
 
-void Augmenter::run(const Step* steps, int step_count, const ImageRef& source, SampleRng& rng,
+void Augmenter::run(const Step* steps, int step_count, ImageSource& source, SampleRng& rng,
                     std::uint8_t* dst, int out_height, int out_width, int out_channels) {
   lut_active_ = false;
   next_scratch_ = 0;
-  Window w{source, 0, 0, source.width, source.height, false};
+  steps_ = steps;
+  step_count_ = step_count;
+  rng_ = &rng;
+  dst_ = dst;
+  out_height_ = out_height;
+  out_width_ = out_width;
+  out_channels_ = out_channels;
+  written_ = false;
+  Window w;
+  w.lazy = &source;
+  w.width = source.width();
+  w.height = source.height();
   for (int i = 0; i < step_count; ++i) {
+    step_index_ = i;
     const Step& s = steps[i];
     switch (s.kind) {
       case StepKind::kResizeShorter: {
@@ -142,10 +156,16 @@ void Augmenter::run(const Step* steps, int step_count, const ImageRef& source, S
         break;
     }
   }
+  step_index_ = step_count;
   // Validation guarantees the window has the output size here.
-  (void)out_height;
-  (void)out_width;
   write_output(w, dst, out_channels);
+}
+
+bool Augmenter::only_flips_follow() const {
+  for (int j = step_index_ + 1; j < step_count_; ++j) {
+    if (steps_[j].kind != StepKind::kHorizontalFlip) return false;
+  }
+  return true;
 }
 
 // (x, y) are in the window's own (possibly mirrored) coordinates.
@@ -198,6 +218,10 @@ void Augmenter::resize_to(Window& w, int height, int width) {
   height = std::max(height, 1);
   width = std::max(width, 1);
   if (static_cast<std::int64_t>(height) * width > kMaxIntermediatePixels) throw ImageTooLarge();
+  if (w.lazy != nullptr) {
+    if (resize_region(w, height, width)) return;
+    realize(w);
+  }
   if (height == w.height && width == w.width) return;
   cv::Mat src = materialize(w);
   std::vector<std::uint8_t>& buf = scratch_[next_scratch_];
@@ -211,6 +235,78 @@ void Augmenter::resize_to(Window& w, int height, int width) {
   w.x0 = w.y0 = 0;
   w.width = width;
   w.height = height;
+}
+
+void Augmenter::realize(Window& w) {
+  if (w.lazy == nullptr) return;
+  w.src = w.lazy->whole();
+  w.lazy = nullptr;
+}
+
+bool Augmenter::resize_region(Window& w, int height, int width) {
+  ImageSource& source = *w.lazy;
+  if (!source.partial() || lut_active_ || w.x0 < 0 || w.y0 < 0 || w.x0 + w.width > source.width() ||
+      w.y0 + w.height > source.height())
+    return false;
+  // The filter the general path would use for this window at full resolution (area when it
+  // shrinks at least 2x both ways), so both paths agree. For area, the DCT scale keeps at
+  // least kAreaOversample times the output resolution and the area filter does the rest: a
+  // DCT-scaled image is sharper than an area-averaged one, and letting the area filter have
+  // the final 4x keeps the fast path within a level or two of the general one on fine
+  // textures (measured: tests/loader/jpeg_region_test.cpp).
+  const bool area = w.width >= 2 * width && w.height >= 2 * height;
+  const ResampleFilter filter = area ? ResampleFilter::kArea : ResampleFilter::kLinear;
+  const double oversample = area ? kAreaOversample : 1.0;
+  const SourceRegion r =
+      source.region(w.x0, w.y0, w.width, w.height, static_cast<int>(std::ceil(width * oversample)),
+                    static_cast<int>(std::ceil(height * oversample)));
+  w.lazy = nullptr;
+  // The window in the decoded region's pixels: fractional, because the region starts on an MCU
+  // boundary and is scaled.
+  const double fx = (w.x0 - r.origin_x) * r.scale;
+  const double fy = (w.y0 - r.origin_y) * r.scale;
+  const double fw = w.width * r.scale;
+  const double fh = w.height * r.scale;
+  const int c = r.image.channels;
+  const bool supported = resample_supports(filter, fw, width, fh, height);
+  if (supported && !lut_active_ && !r.image.bgr && c == out_channels_ && height == out_height_ &&
+      width == out_width_ && only_flips_follow()) {
+    // The last pixel-moving step: resample straight into the output, already mirrored as the
+    // remaining flips will decide (drawn here from a copy of the generator; the steps then
+    // draw the same values).
+    SampleRng ahead = *rng_;
+    bool flip = w.flip;
+    for (int j = step_index_ + 1; j < step_count_; ++j) {
+      if (ahead.bernoulli(steps_[j].probability)) flip = !flip;
+    }
+    resample(r.image, fx, fy, fw, fh, dst_, width, height, flip, filter, resample_);
+    written_ = true;
+    w.width = width;
+    w.height = height;
+    return true;
+  }
+  std::vector<std::uint8_t>& buf = scratch_[next_scratch_];
+  next_scratch_ = (next_scratch_ + 1) % 3;
+  buf.resize(static_cast<std::size_t>(height) * width * c);
+  if (!supported) {
+    // Still far too large at the smallest DCT scale (a huge photograph): OpenCV's area filter
+    // on the window rounded to whole pixels (at most half a pixel off, of 3+ per output pixel).
+    const cv::Mat whole(r.image.height, r.image.width, CV_8UC(c),
+                        const_cast<std::uint8_t*>(r.image.data), r.image.stride);
+    const int x0 = std::clamp(static_cast<int>(std::lround(fx)), 0, r.image.width - 1);
+    const int y0 = std::clamp(static_cast<int>(std::lround(fy)), 0, r.image.height - 1);
+    const int x1 = std::clamp(static_cast<int>(std::lround(fx + fw)), x0 + 1, r.image.width);
+    const int y1 = std::clamp(static_cast<int>(std::lround(fy + fh)), y0 + 1, r.image.height);
+    cv::Mat out(height, width, CV_8UC(c), buf.data());
+    cv::resize(whole(cv::Rect(x0, y0, x1 - x0, y1 - y0)), out, out.size(), 0, 0, cv::INTER_AREA);
+  } else {
+    resample(r.image, fx, fy, fw, fh, buf.data(), width, height, false, filter, resample_);
+  }
+  w.src = ImageRef{buf.data(), height, width, c, static_cast<std::size_t>(width) * c, r.image.bgr};
+  w.x0 = w.y0 = 0;
+  w.width = width;
+  w.height = height;
+  return true;
 }
 
 // The window's pixels, unmirrored, as a Mat: a view when the window lies inside the source and no
@@ -240,7 +336,8 @@ cv::Mat Augmenter::materialize(const Window& w) {
 
 // Brightness then contrast (torchvision's order within ColorJitter when both are set), as one
 // lookup table. The contrast pivot is the mean gray level of the window after brightness.
-void Augmenter::color_jitter(const Window& w, const Step& s, SampleRng& rng) {
+void Augmenter::color_jitter(Window& w, const Step& s, SampleRng& rng) {
+  realize(w);
   const double b = rng.uniform(1.0 - s.brightness, 1.0 + s.brightness);
   const double c = rng.uniform(1.0 - s.contrast, 1.0 + s.contrast);
   const ImageRef& src = w.src;
@@ -302,7 +399,10 @@ bool Augmenter::write_small_gray(const Window& w, std::uint8_t* dst) {
   return true;
 }
 
-void Augmenter::write_output(const Window& w, std::uint8_t* dst, int out_channels) {
+void Augmenter::write_output(Window& w, std::uint8_t* dst, int out_channels) {
+  // Crops without a resize still decode only their region, at full scale.
+  if (w.lazy != nullptr && !resize_region(w, w.height, w.width)) realize(w);
+  if (written_) return;
   const ImageRef& s = w.src;
   const int sc = s.channels;
   const std::size_t row_bytes = static_cast<std::size_t>(w.width) * out_channels;

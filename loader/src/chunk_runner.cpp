@@ -19,6 +19,8 @@ BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* 
     return BadInput::kTooLarge;
   } catch (const cv::Exception&) {
     return BadInput::kUndecodable;
+  } catch (const BadImage& e) {
+    return e.reason;
   }
 }
 
@@ -35,8 +37,18 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
   } else {
     path_.assign(dataset_.path(sample));
     if (before_read_) before_read_(path_);
-    if (const BadInput r = decoder_.decode(path_, h.out_channels, decoded_); r != BadInput::kNone)
-      return r;
+    if (const BadInput r = decoder_.read(path_); r != BadInput::kNone) return r;
+    const std::span<const std::uint8_t> bytes = decoder_.bytes();
+    if (is_jpeg(bytes)) {
+      // Decoded lazily: only the region the pipeline reads, at the scale it needs.
+      const BadInput r = jpeg_.open(bytes.data(), bytes.size(), h.out_channels, h.max_pixels);
+      if (r != BadInput::kNone) return r;
+      augmenter_.run(arena_.steps(), static_cast<int>(h.step_count), jpeg_, rng, dst, h.out_height,
+                     h.out_width, h.out_channels);
+      return BadInput::kNone;
+    }
+    const BadInput r = decoder_.decode_buffer(bytes.data(), bytes.size(), h.out_channels, decoded_);
+    if (r != BadInput::kNone) return r;
     const cv::Mat& m = decoded_.pixels;
     src = ImageRef{m.data, m.rows, m.cols, m.channels(), m.step[0], decoded_.bgr};
   }

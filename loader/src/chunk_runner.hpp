@@ -13,6 +13,7 @@
 #include "augment.hpp"
 #include "dataset_index.hpp"
 #include "decode.hpp"
+#include "jpeg_region.hpp"
 
 namespace stoke::detail {
 
@@ -42,6 +43,7 @@ class ChunkRunner {
   Augmenter augmenter_;
   ImageDecoder decoder_;
   DecodedImage decoded_;
+  JpegRegionSource jpeg_;
   std::string path_;
   std::atomic<std::int64_t>* current_ = nullptr;
   std::function<void(std::string_view)> before_read_;

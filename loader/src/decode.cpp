@@ -4,17 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-// clang-format off
-#include <cstdio>  // jpeglib.h needs FILE and size_t first
-#include <jpeglib.h>
-#include <jerror.h>
-// clang-format on
-
 #include <cerrno>
 #include <csetjmp>
 #include <cstring>
 #include <new>
 #include <opencv2/core.hpp>
+
+#include "jpeg_common.hpp"
 #ifndef STOKE_NO_IMGCODECS
 #include <opencv2/imgcodecs.hpp>
 #endif
@@ -47,39 +43,6 @@ std::uint32_t be32(const std::uint8_t* p) {
 std::int32_t le32(const std::uint8_t* p) {
   return static_cast<std::int32_t>(std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8) |
                                    (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24));
-}
-
-// libjpeg reports fatal errors through error_exit (which must not return) and warnings through
-// emit_message(-1). Both are recorded; nothing is printed.
-struct JpegErrors {
-  jpeg_error_mgr mgr;
-  std::jmp_buf jump;
-  bool warned = false;
-};
-
-// libjpeg refuses sides above 65500 inside jpeg_read_header, before stoke sees the size.
-bool too_big(const JpegErrors& e) {
-  return e.mgr.msg_code == JERR_IMAGE_TOO_BIG;
-}
-
-[[noreturn]] void jpeg_fail(j_common_ptr cinfo) {
-  std::longjmp(reinterpret_cast<JpegErrors*>(cinfo->err)->jump, 1);
-}
-
-void jpeg_message(j_common_ptr cinfo, int level) {
-  if (level < 0) reinterpret_cast<JpegErrors*>(cinfo->err)->warned = true;
-}
-
-void jpeg_quiet(j_common_ptr) {}
-
-// Adobe CMYK JPEGs store inverted ink values: R = C * K / 255 (and so on) on the stored bytes.
-void cmyk_to_rgb(const std::uint8_t* in, std::uint8_t* out, int pixels) {
-  for (int i = 0; i < pixels; ++i, in += 4, out += 3) {
-    const int k = in[3];
-    out[0] = static_cast<std::uint8_t>((in[0] * k + 127) / 255);
-    out[1] = static_cast<std::uint8_t>((in[1] * k + 127) / 255);
-    out[2] = static_cast<std::uint8_t>((in[2] * k + 127) / 255);
-  }
 }
 
 // The formats handed to OpenCV, by their magic bytes. Anything else is undecodable here rather
@@ -124,7 +87,7 @@ bool ImageDecoder::acceptable_size(std::int64_t width, std::int64_t height) cons
   return width > 0 && height > 0 && width <= max_pixels_ / height;
 }
 
-BadInput ImageDecoder::read_file(const std::string& path) {
+BadInput ImageDecoder::read(const std::string& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return BadInput::kMissing;
@@ -149,7 +112,7 @@ BadInput ImageDecoder::read_file(const std::string& path) {
 }
 
 BadInput ImageDecoder::decode(const std::string& path, int channels, DecodedImage& out) {
-  if (const BadInput r = read_file(path); r != BadInput::kNone) return r;
+  if (const BadInput r = read(path); r != BadInput::kNone) return r;
   return decode_buffer(file_.data(), file_.size(), channels, out);
 }
 
@@ -157,8 +120,7 @@ BadInput ImageDecoder::decode_buffer(const std::uint8_t* data, std::size_t size,
                                      DecodedImage& out) {
   if (size == 0) return BadInput::kEmpty;
   try {
-    if (size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF)
-      return decode_jpeg(data, size, channels, out);
+    if (is_jpeg({data, size})) return decode_jpeg(data, size, channels, out);
     return decode_other(data, size, channels, out);
   } catch (const std::bad_alloc&) {
     return BadInput::kTooLarge;
@@ -171,10 +133,7 @@ BadInput ImageDecoder::decode_jpeg(const std::uint8_t* data, std::size_t size, i
                                    DecodedImage& out) {
   jpeg_decompress_struct cinfo{};
   JpegErrors errors;
-  cinfo.err = jpeg_std_error(&errors.mgr);
-  errors.mgr.error_exit = jpeg_fail;
-  errors.mgr.emit_message = jpeg_message;
-  errors.mgr.output_message = jpeg_quiet;
+  cinfo.err = install_jpeg_errors(errors);
   // After a longjmp only volatile locals and memory outside this frame may be trusted.
   volatile bool header_read = false;
   if (setjmp(errors.jump) != 0) {
@@ -208,18 +167,7 @@ BadInput ImageDecoder::decode_jpeg(const std::uint8_t* data, std::size_t size, i
     std::uint8_t* row = out.pixels.ptr<std::uint8_t>(static_cast<int>(cinfo.output_scanline));
     JSAMPROW target = out_c == 4 ? cmyk.data() : row;
     jpeg_read_scanlines(&cinfo, &target, 1);
-    if (out_c == 4) {
-      if (channels == 3) {
-        cmyk_to_rgb(cmyk.data(), row, static_cast<int>(w));
-      } else {
-        std::uint8_t rgb[3];
-        for (std::int64_t x = 0; x < w; ++x) {
-          cmyk_to_rgb(cmyk.data() + 4 * x, rgb, 1);
-          row[x] =
-              static_cast<std::uint8_t>((299 * rgb[0] + 587 * rgb[1] + 114 * rgb[2] + 500) / 1000);
-        }
-      }
-    }
+    if (out_c == 4) cmyk_row_to(cmyk.data(), row, static_cast<int>(w), channels);
   }
   jpeg_finish_decompress(&cinfo);  // reads through the end-of-image marker
   const bool warned = errors.warned;

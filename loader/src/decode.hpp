@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <opencv2/core/mat.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -33,12 +34,14 @@ class ImageDecoder {
   // Reads and decodes `path` to gray (channels == 1) or color (channels == 3).
   // Returns BadInput::kNone on success; never throws for bad files.
   BadInput decode(const std::string& path, int channels, DecodedImage& out);
+  // Reads `path` into bytes() (kNone), or says why it cannot (missing, not a file, ...).
+  BadInput read(const std::string& path);
+  std::span<const std::uint8_t> bytes() const { return file_; }
   // The same for bytes already in memory.
   BadInput decode_buffer(const std::uint8_t* data, std::size_t size, int channels,
                          DecodedImage& out);
 
  private:
-  BadInput read_file(const std::string& path);
   // Positive sides whose product is within max_pixels.
   bool acceptable_size(std::int64_t width, std::int64_t height) const;
   BadInput decode_jpeg(const std::uint8_t* data, std::size_t size, int channels, DecodedImage& out);
@@ -49,6 +52,11 @@ class ImageDecoder {
   std::vector<std::uint8_t> file_;
   std::vector<std::uint8_t> cmyk_row_;  // a member, not a local: it must survive a longjmp
 };
+
+// Whether `data` starts like a JPEG (SOI marker followed by another marker).
+inline bool is_jpeg(std::span<const std::uint8_t> data) {
+  return data.size() >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
+}
 
 // Width and height from a PNG or BMP header; false when `data` is neither or too short.
 bool peek_dimensions(const std::uint8_t* data, std::size_t size, std::int64_t& width,

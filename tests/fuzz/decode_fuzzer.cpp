@@ -1,5 +1,6 @@
-// libFuzzer target: raw bytes -> ImageDecoder::decode_buffer -> Augmenter::run, the path a
-// stoke-worker takes for every file-backed sample (see loader/src/chunk_runner.cpp).
+// libFuzzer target: raw bytes -> ImageDecoder::decode_buffer -> Augmenter::run (the general
+// path), and for JPEG input also JpegRegionSource -> Augmenter::run (the region-decode fast path
+// a stoke-worker takes for JPEG files; see loader/src/chunk_runner.cpp).
 //
 // Input layout (so that a mutation can change the pipeline or the random draws without touching
 // the image, and the image without touching them):
@@ -17,7 +18,9 @@
 //   * the augmenter never throws for a successfully decoded image (the library would turn a
 //     cv::Exception here into "undecodable", i.e. silently drop a valid image);
 //   * output is deterministic: the long-lived augmenter (reused across inputs, as in a worker)
-//     and a fresh one produce the same bytes from the same draws.
+//     and a fresh one produce the same bytes from the same draws;
+//   * for JPEG input the fast path reaches the same verdict as the whole-image decoder (the same
+//     BadInput reason, or success), however little of the image its crop decodes.
 
 #include <algorithm>
 #include <cstddef>
@@ -35,6 +38,7 @@
 
 #include "augment.hpp"
 #include "decode.hpp"
+#include "jpeg_region.hpp"
 #include "sample_rng.hpp"
 #include "stoke/pipeline.hpp"
 
@@ -80,6 +84,8 @@ struct Fixture {
   std::vector<Pipeline> pipelines[2] = {make_pipelines(1), make_pipelines(3)};  // gray, RGB
   ImageDecoder decoder{kMaxPixels};
   Augmenter augmenter;  // long-lived, like ChunkRunner's
+  Augmenter region_augmenter;
+  stoke::detail::JpegRegionSource jpeg;
   DecodedImage decoded;
 };
 
@@ -89,6 +95,49 @@ Fixture* fixture = nullptr;
   std::fprintf(stderr, "stoke_decode_fuzzer: %s\n", what);
   std::fflush(stderr);
   std::abort();
+}
+
+// Runs the JPEG fast path twice (long-lived and fresh augmenter) and checks its verdict against
+// the whole-image decoder's and its determinism.
+void check_fast_path(Fixture& f, const std::uint8_t* image, std::size_t n, const Pipeline& pipeline,
+                     std::int64_t position, BadInput expected) {
+  const int oh = pipeline.output_height(), ow = pipeline.output_width();
+  const int oc = pipeline.output_channels();
+  const std::size_t out_bytes = static_cast<std::size_t>(oh) * ow * oc;
+  std::unique_ptr<std::uint8_t[]> out(new std::uint8_t[out_bytes]);
+  std::unique_ptr<std::uint8_t[]> again(new std::uint8_t[out_bytes]);
+  const auto& steps = pipeline.steps();
+  const auto run = [&](Augmenter& a, std::uint8_t* dst) {
+    BadInput got = f.jpeg.open(image, n, oc, kMaxPixels);
+    if (got != BadInput::kNone) return got;
+    try {
+      SampleRng rng(kSeed, stoke::detail::kSampleStream, 0, position);
+      a.run(steps.data(), static_cast<int>(steps.size()), f.jpeg, rng, dst, oh, ow, oc);
+    } catch (const stoke::detail::BadImage& e) {
+      got = e.reason;
+    } catch (const std::bad_alloc&) {
+      got = BadInput::kTooLarge;
+    } catch (const stoke::detail::ImageTooLarge&) {
+      got = BadInput::kTooLarge;
+    } catch (const cv::Exception& e) {
+      std::fprintf(stderr, "cv::Exception from the fast path: %s\n", e.what());
+      fail("the JPEG fast path threw cv::Exception");
+    }
+    return got;
+  };
+  const BadInput got = run(f.region_augmenter, out.get());
+  // An absurd intermediate image is a pipeline verdict the whole-image decoder never reaches.
+  if (got == BadInput::kTooLarge && expected == BadInput::kNone) return;
+  if (got != expected) {
+    std::fprintf(stderr, "fast path: %s, whole-image decoder: %s\n",
+                 stoke::detail::bad_input_name(got), stoke::detail::bad_input_name(expected));
+    fail("the JPEG fast path and the whole-image decoder disagree about this file");
+  }
+  if (got != BadInput::kNone) return;
+  Augmenter fresh;
+  if (run(fresh, again.get()) != BadInput::kNone) fail("the JPEG fast path is not repeatable");
+  if (std::memcmp(out.get(), again.get(), out_bytes) != 0)
+    fail("fast-path output depends on state left by earlier inputs");
 }
 
 }  // namespace
@@ -124,6 +173,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (n) std::memcpy(image.get(), data + kHeaderBytes, n);
 
   const BadInput r = f.decoder.decode_buffer(image.get(), n, channels, f.decoded);
+  if (stoke::detail::is_jpeg({image.get(), n}))
+    check_fast_path(f, image.get(), n, pipeline, position, r);
   if (r != BadInput::kNone) return 0;
 
   const cv::Mat& m = f.decoded.pixels;

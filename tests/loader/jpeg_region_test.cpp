@@ -1,0 +1,237 @@
+// The JPEG fast path: region + scaled decode, fractional bilinear resampling, flip fused into
+// the output. It must stay close to the general path (whole decode + OpenCV resize), pick the
+// cheapest DCT scale that still has the resolution, and keep every bad-input verdict even when
+// the crop never reaches the damage.
+#include "jpeg_region.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <opencv2/imgcodecs.hpp>
+#include <random>
+#include <vector>
+
+#include "augment.hpp"
+#include "decode.hpp"
+#include "sample_rng.hpp"
+#include "test_support.hpp"
+
+namespace stoke::detail {
+namespace {
+
+namespace fs = std::filesystem;
+using Bytes = std::vector<std::uint8_t>;
+
+std::vector<Bytes> corpus_files() {
+  std::vector<fs::path> paths;
+  for (const auto& e : fs::recursive_directory_iterator(test::testdata("jpeg"))) {
+    if (e.path().extension() == ".jpg") paths.push_back(e.path());
+  }
+  std::sort(paths.begin(), paths.end());
+  std::vector<Bytes> files;
+  for (const auto& p : paths) {
+    std::ifstream in(p, std::ios::binary);
+    files.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  return files;
+}
+
+Bytes encode_jpeg(const cv::Mat& m, int quality = 90) {
+  Bytes out;
+  cv::imencode(".jpg", m, out, {cv::IMWRITE_JPEG_QUALITY, quality});
+  return out;
+}
+
+// A photograph-like image: smooth gradients and a few edges, with mild noise.
+cv::Mat scene(int w, int h) {
+  cv::Mat m(h, w, CV_8UC3);
+  cv::RNG rng(7);
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      const int edge = ((x / 37) + (y / 53)) % 2 == 0 ? 40 : 0;
+      m.at<cv::Vec3b>(y, x) = cv::Vec3b(cv::saturate_cast<std::uint8_t>(x * 200 / w + edge),
+                                        cv::saturate_cast<std::uint8_t>(y * 200 / h),
+                                        cv::saturate_cast<std::uint8_t>(128 + rng.uniform(-8, 8)));
+    }
+  }
+  return m;
+}
+
+struct Outputs {
+  std::vector<std::uint8_t> fast, general;
+};
+
+// The same pipeline and the same draws, through the fast path and through the general path
+// (whole-image decode, then OpenCV's resize, then the flip).
+Outputs both_paths(const Bytes& jpeg, const Pipeline& p, std::int64_t position) {
+  const int oh = p.output_height(), ow = p.output_width(), oc = p.output_channels();
+  Outputs out{std::vector<std::uint8_t>(static_cast<std::size_t>(oh) * ow * oc),
+              std::vector<std::uint8_t>(static_cast<std::size_t>(oh) * ow * oc)};
+  const auto& steps = p.steps();
+  JpegRegionSource source;
+  EXPECT_EQ(source.open(jpeg.data(), jpeg.size(), oc, kDefaultMaxPixels), BadInput::kNone);
+  SampleRng a(3, kSampleStream, 0, position);
+  Augmenter fast;
+  fast.run(steps.data(), static_cast<int>(steps.size()), source, a, out.fast.data(), oh, ow, oc);
+
+  ImageDecoder decoder;
+  DecodedImage img;
+  EXPECT_EQ(decoder.decode_buffer(jpeg.data(), jpeg.size(), oc, img), BadInput::kNone);
+  const ImageRef whole{img.pixels.data,    img.pixels.rows, img.pixels.cols, oc,
+                       img.pixels.step[0], img.bgr};
+  SampleRng b(3, kSampleStream, 0, position);
+  Augmenter general;
+  general.run(steps.data(), static_cast<int>(steps.size()), whole, b, out.general.data(), oh, ow,
+              oc);
+  return out;
+}
+
+double mean_abs_diff(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b) {
+  double sum = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) sum += std::abs(int{a[i]} - int{b[i]});
+  return sum / static_cast<double>(a.size());
+}
+
+void expect_close_on_corpus(const Pipeline& p, const char* what) {
+  const std::vector<Bytes> files = corpus_files();
+  ASSERT_GE(files.size(), 90u);
+  double worst = 0, total = 0;
+  int n = 0;
+  for (std::size_t f = 0; f < files.size(); ++f) {
+    for (std::int64_t position = 0; position < 4; ++position) {
+      const Outputs o = both_paths(files[f], p, static_cast<std::int64_t>(f) * 4 + position);
+      const double mad = mean_abs_diff(o.fast, o.general);
+      EXPECT_LE(mad, 2.0) << what << ": file " << f << " position " << position;
+      worst = std::max(worst, mad);
+      total += mad;
+      ++n;
+    }
+  }
+  std::printf("%s: mean absolute difference over %d crops: mean %.3f, worst %.3f levels\n", what, n,
+              total / n, worst);
+}
+
+TEST(JpegRegion, TrainingCropsAreWithinTwoLevelsOfFullDecodePlusOpenCvResize) {
+  expect_close_on_corpus(Pipeline::training(224, 224, 3, false), "random-resized-crop 224");
+}
+
+TEST(JpegRegion, EvaluationCropsAreWithinTwoLevelsOfFullDecodePlusOpenCvResize) {
+  expect_close_on_corpus(Pipeline::evaluation(224, 224, 3, false), "resize 256 + centre crop");
+}
+
+TEST(JpegRegion, GrayOutputIsWithinTwoLevelsToo) {
+  expect_close_on_corpus(Pipeline::training(64, 64, 1, false), "gray random-resized-crop 64");
+}
+
+// Without a resize the region is decoded at full scale and copied: the same bytes.
+TEST(JpegRegion, ACropWithoutResizeIsIdenticalToTheGeneralPath) {
+  const Bytes j = encode_jpeg(scene(300, 200));
+  Pipeline p(100, 120, 3);
+  p.center_crop(100, 120).horizontal_flip(0.5f);
+  for (std::int64_t position = 0; position < 6; ++position) {
+    const Outputs o = both_paths(j, p, position);
+    EXPECT_TRUE(o.fast == o.general) << "position " << position;
+  }
+}
+
+TEST(JpegRegion, WholeImageDecodeIsTheWholeImageDecodersBytes) {
+  const Bytes j = encode_jpeg(scene(131, 77));
+  JpegRegionSource source;
+  ASSERT_EQ(source.open(j.data(), j.size(), 3, kDefaultMaxPixels), BadInput::kNone);
+  const ImageRef r = source.whole();
+  ImageDecoder decoder;
+  DecodedImage img;
+  ASSERT_EQ(decoder.decode_buffer(j.data(), j.size(), 3, img), BadInput::kNone);
+  ASSERT_EQ(r.width, img.pixels.cols);
+  ASSERT_EQ(r.height, img.pixels.rows);
+  for (int y = 0; y < r.height; ++y) {
+    ASSERT_EQ(std::memcmp(r.data + y * r.stride, img.pixels.ptr(y), r.width * 3), 0) << "row " << y;
+  }
+}
+
+TEST(JpegRegion, PicksTheSmallestDctScaleThatStillHasTheResolution) {
+  EXPECT_EQ(JpegRegionSource::scale_for(640, 480, 224, 224), 4);    // 320x240
+  EXPECT_EQ(JpegRegionSource::scale_for(499, 411, 224, 224), 8);    // 1/2 would be 205 rows
+  EXPECT_EQ(JpegRegionSource::scale_for(1800, 1800, 224, 224), 1);  // 225x225
+  EXPECT_EQ(JpegRegionSource::scale_for(1000, 1000, 224, 224), 2);  // 250x250
+  EXPECT_EQ(JpegRegionSource::scale_for(100, 100, 224, 224), 8);    // upscaling: full scale
+}
+
+TEST(JpegRegion, TheDecodedRegionCoversTheWindow) {
+  const Bytes j = encode_jpeg(scene(640, 480));
+  const struct {
+    int x, y, w, h;
+  } windows[] = {{0, 0, 640, 480}, {101, 37, 333, 290}, {603, 441, 37, 39}, {17, 9, 500, 460}};
+  for (const auto& win : windows) {
+    JpegRegionSource source;
+    ASSERT_EQ(source.open(j.data(), j.size(), 3, kDefaultMaxPixels), BadInput::kNone);
+    const SourceRegion r = source.region(win.x, win.y, win.w, win.h, 224, 224);
+    EXPECT_LE(r.origin_x, win.x);
+    EXPECT_LE(r.origin_y, win.y);
+    EXPECT_GE(r.origin_x + r.image.width / r.scale, win.x + win.w);
+    EXPECT_GE(r.origin_y + r.image.height / r.scale, win.y + win.h);
+    // Never the whole image when the window is small: rows and MCU columns are cut.
+    if (win.w < 100) {
+      EXPECT_LT(r.image.width, 640 * r.scale);
+      EXPECT_LT(r.image.height, 480 * r.scale);
+    }
+  }
+}
+
+// A JPEG damaged only near its end, and a pipeline whose crop sits in the top-left corner.
+BadInput fast_path_verdict(const Bytes& j) {
+  JpegRegionSource source;
+  const BadInput opened = source.open(j.data(), j.size(), 3, kDefaultMaxPixels);
+  if (opened != BadInput::kNone) return opened;
+  try {
+    source.region(0, 0, 64, 64, 64, 64);
+  } catch (const BadImage& e) {
+    return e.reason;
+  }
+  return BadInput::kNone;
+}
+
+Bytes noisy_tall_jpeg() {
+  cv::Mat m(1024, 256, CV_8UC3);
+  cv::RNG rng(3);
+  rng.fill(m, cv::RNG::UNIFORM, 0, 256);
+  return encode_jpeg(m);
+}
+
+TEST(JpegRegion, ATruncatedTailIsCorruptEvenWhenTheCropIsAtTheTop) {
+  Bytes j = noisy_tall_jpeg();
+  ASSERT_EQ(fast_path_verdict(j), BadInput::kNone);
+  j.resize(j.size() * 95 / 100);
+  EXPECT_EQ(fast_path_verdict(j), BadInput::kCorrupt);
+}
+
+TEST(JpegRegion, AMissingEndMarkerIsCorruptEvenWhenTheCropIsAtTheTop) {
+  Bytes j = noisy_tall_jpeg();
+  ASSERT_EQ(j[j.size() - 2], 0xFF);
+  ASSERT_EQ(j[j.size() - 1], 0xD9);
+  j.resize(j.size() - 2);
+  EXPECT_EQ(fast_path_verdict(j), BadInput::kCorrupt);
+}
+
+TEST(JpegRegion, GarbageInTheLastRowsIsCorruptEvenWhenTheCropIsAtTheTop) {
+  Bytes j = noisy_tall_jpeg();
+  std::mt19937 gen(11);
+  for (std::size_t i = j.size() * 9 / 10; i < j.size() - 2; ++i)
+    j[i] = static_cast<std::uint8_t>(gen());
+  EXPECT_EQ(fast_path_verdict(j), BadInput::kCorrupt);
+}
+
+TEST(JpegRegion, AHeaderClaimingTooManyPixelsIsRefusedBeforeDecoding) {
+  const Bytes j = encode_jpeg(scene(400, 300));
+  JpegRegionSource source;
+  EXPECT_EQ(source.open(j.data(), j.size(), 3, 400 * 300 - 1), BadInput::kTooLarge);
+  EXPECT_EQ(source.open(j.data(), j.size(), 3, 400 * 300), BadInput::kNone);
+}
+
+}  // namespace
+}  // namespace stoke::detail
