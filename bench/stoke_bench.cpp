@@ -8,6 +8,7 @@
 // Without --data it reads Fashion-MNIST from Debian's dataset-fashion-mnist. With --json the
 // last line of output is one JSON object (fields documented in docs/BENCHMARKS.md).
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -16,20 +17,24 @@
 #endif
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "stoke/devices.hpp"
 #include "stoke/kernels/normalize.hpp"
 #include "stoke/loader.hpp"
 #include "stoke/mnist.hpp"
+#include "sweep_plot.hpp"
 
 namespace {
 
@@ -40,6 +45,11 @@ struct Args {
   std::int64_t epochs = 1;
   bool json = false;
   bool list_devices = false;
+  double consumer_ms = 0;  // simulated trainer time per batch (--consumer-ms, --demand)
+  // --sweep-workers: worker counts to try (empty: no sweep); --sweep-prefetch: depths.
+  std::vector<int> sweep_workers;
+  std::vector<int> sweep_prefetch;
+  std::string plot = "stoke-sweep.png";
 };
 
 int list_devices() {
@@ -56,31 +66,79 @@ int list_devices() {
 }
 
 [[noreturn]] void usage(int code) {
-  std::fprintf(code == 0 ? stdout : stderr,
-               "usage: stoke-bench [options]\n"
-               "  --data PATH            image folder root/<class>/<image>, list file "
-               "(path<TAB>label), or IDX folder\n"
-               "                         (default: %s)\n"
-               "  --split train|test     IDX split (default train)\n"
-               "  --batch B              samples per batch per rank (default 256)\n"
-               "  --devices SPEC         cpu:G, cuda:0,1 or auto: devices the batch is split over\n"
-               "                         (default cpu:1)\n"
-               "  --list-devices         print the GPUs found (without touching CUDA) and exit\n"
-               "  --workers N            worker processes; 0 = in-process (default 2)\n"
-               "  --epochs E             epochs to run (default 1)\n"
-               "  --seed S               shuffle and augmentation seed (default 0)\n"
-               "  --size HxW             output size (default: 28x28 for IDX, 224x224 for images)\n"
-               "  --augment default|none training augmentation, or resize + centre crop\n"
-               "  --on-error skip|error  bad input: replace and count, or stop (default skip)\n"
-               "  --prefetch S           batch slots (default 2 x workers + 2)\n"
-               "  --chunk C              samples per unit of work (default batch / workers)\n"
-               "  --dtype T              uint8 (default), float32, float16 or bfloat16: anything\n"
-               "                         but uint8 normalizes on the devices (ImageNet mean/std\n"
-               "                         for RGB, 0.5/0.5 otherwise), host devices included\n"
-               "  --layout nchw|nhwc     layout of normalized output (default nchw)\n"
-               "  --json                 end the output with one JSON object\n",
-               stoke::kDefaultFashionMnistDir);
+  std::fprintf(
+      code == 0 ? stdout : stderr,
+      "usage: stoke-bench [options]\n"
+      "  --data PATH            image folder root/<class>/<image>, list file "
+      "(path<TAB>label), or IDX folder\n"
+      "                         (default: %s)\n"
+      "  --split train|test     IDX split (default train)\n"
+      "  --batch B              samples per batch per rank (default 256)\n"
+      "  --devices SPEC         cpu:G, cuda:0,1 or auto: devices the batch is split over\n"
+      "                         (default cpu:1)\n"
+      "  --list-devices         print the GPUs found (without touching CUDA) and exit\n"
+      "  --workers N            worker processes; 0 = in-process (default 2)\n"
+      "  --epochs E             epochs to run (default 1)\n"
+      "  --seed S               shuffle and augmentation seed (default 0)\n"
+      "  --size HxW             output size (default: 28x28 for IDX, 224x224 for images)\n"
+      "  --augment default|none training augmentation, or resize + centre crop\n"
+      "  --on-error skip|error  bad input: replace and count, or stop (default skip)\n"
+      "  --prefetch S           batch slots (default 2 x workers + 2)\n"
+      "  --chunk C              samples per unit of work (default batch / workers)\n"
+      "  --dtype T              uint8 (default), float32, float16 or bfloat16: anything\n"
+      "                         but uint8 normalizes on the devices (ImageNet mean/std\n"
+      "                         for RGB, 0.5/0.5 otherwise), host devices included\n"
+      "  --layout nchw|nhwc     layout of normalized output (default nchw)\n"
+      "  --consumer-ms X        simulate a trainer that needs X ms per batch (it sleeps,\n"
+      "                         as a thread waiting on its GPU does)\n"
+      "  --demand IMG_PER_S     the same, as the images per second the trainer takes\n"
+      "  --sweep-workers [1..]K run once per worker count 1..K (default K: the cores this\n"
+      "                         process may use, after CPU affinity and cgroup limits),\n"
+      "                         print a table and recommend the smallest count within\n"
+      "                         5%% of the best throughput; also writes --plot\n"
+      "  --sweep-prefetch A,B   with --sweep-workers: also try these prefetch depths\n"
+      "  --plot FILE            the sweep's PNG plot (default stoke-sweep.png)\n"
+      "  --json                 end the output with one JSON object\n",
+      stoke::kDefaultFashionMnistDir);
   std::exit(code);
+}
+
+double parse_double(const std::string& flag, const std::string& v) {
+  try {
+    std::size_t used = 0;
+    const double x = std::stod(v, &used);
+    if (used == v.size() && x > 0) return x;
+  } catch (const std::exception&) {
+  }
+  std::fprintf(stderr, "stoke-bench: %s needs a positive number, got '%s'\n", flag.c_str(),
+               v.c_str());
+  std::exit(2);
+}
+
+std::vector<int> sweep_range(int lo, int hi) {
+  std::vector<int> v;
+  for (int w = lo; w <= hi; ++w) v.push_back(w);
+  return v;
+}
+
+// The cores this process may run on: its CPU affinity mask, lowered by a cgroup v2 CPU quota
+// (cpu.max) when one is set.
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int cores = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  std::ifstream cgroup_file("/proc/self/cgroup");
+  std::string line, path;
+  while (std::getline(cgroup_file, line)) {
+    if (line.rfind("0::", 0) == 0) path = line.substr(3);
+  }
+  std::ifstream max_file("/sys/fs/cgroup" + path + "/cpu.max");
+  std::string quota, period;
+  if (max_file >> quota >> period && quota != "max") {
+    const double q = std::stod(quota) / std::stod(period);
+    cores = std::min(cores, std::max(1, static_cast<int>(std::ceil(q))));
+  }
+  return std::max(cores, 1);
 }
 
 long long parse_number(const std::string& flag, const std::string& v, long long lo) {
@@ -107,6 +165,10 @@ Args parse_args(int argc, char** argv) {
     }
     if (flag == "--list-devices") {
       a.list_devices = true;
+      continue;
+    }
+    if (flag == "--sweep-workers" && (i + 1 >= argc || argv[i + 1][0] == '-')) {
+      a.sweep_workers = sweep_range(1, available_cores());
       continue;
     }
     if (i + 1 >= argc) {
@@ -154,6 +216,27 @@ Args parse_args(int argc, char** argv) {
       } catch (const std::invalid_argument& e) {
         throw stoke::ConfigError(std::string("--dtype: ") + e.what());
       }
+    } else if (flag == "--consumer-ms") {
+      a.consumer_ms = parse_double(flag, v);
+    } else if (flag == "--demand") {
+      a.consumer_ms = -parse_double(flag, v);  // resolved once the batch size is known
+    } else if (flag == "--sweep-workers") {
+      const auto dots = v.find("..");
+      const int lo = dots == std::string::npos
+                         ? 1
+                         : static_cast<int>(parse_number(flag, v.substr(0, dots), 0));
+      const int hi = static_cast<int>(
+          parse_number(flag, dots == std::string::npos ? v : v.substr(dots + 2), std::max(lo, 1)));
+      a.sweep_workers = sweep_range(lo, hi);
+    } else if (flag == "--sweep-prefetch") {
+      for (std::size_t at = 0; at <= v.size();) {
+        const auto comma = std::min(v.find(',', at), v.size());
+        a.sweep_prefetch.push_back(
+            static_cast<int>(parse_number(flag, v.substr(at, comma - at), 1)));
+        at = comma + 1;
+      }
+    } else if (flag == "--plot") {
+      a.plot = v;
     } else if (flag == "--layout") {
       if (v != "nchw" && v != "nhwc")
         throw stoke::ConfigError("--layout must be nchw or nhwc, got '" + v + "'");
@@ -278,36 +361,42 @@ class Progress {
   Clock::time_point last_{};
 };
 
-int run(const Args& args) {
-  stoke::Loader loader(args.options);
-  const auto& o = args.options;
-  const std::int64_t bpe = loader.batches_per_epoch();
-  if (!args.json || ::isatty(STDOUT_FILENO)) {
-    std::printf("stoke-bench %s\n", stoke::version());
-    std::printf("  data       %s (%lld samples)\n", o.data.c_str(),
-                static_cast<long long>(loader.dataset_size()));
-    std::printf("  pipeline   ");
-    std::string steps = loader.pipeline().describe();
-    for (std::size_t at = steps.find('\n'); at != std::string::npos; at = steps.find('\n', at))
-      steps.replace(at, 1, " | ");
-    std::printf("%s\n", steps.c_str());
-    std::printf("  batch      %d per rank (rank %d of %d) on %s, %lld batches per epoch\n", o.batch,
-                loader.rank(), loader.world(), o.devices.to_string().c_str(),
-                static_cast<long long>(bpe));
-    std::printf("  workers    %d%s\n", o.workers, o.workers == 0 ? " (in-process)" : "");
-    std::fflush(stdout);
-  }
+// One run of a loader over `epochs` epochs, and everything stoke-bench reports about it.
+struct Measurement {
+  stoke::Stats stats;
+  std::int64_t dataset_size = 0, batches_per_epoch = 0;
+  int rank = 0, world = 1;
+  std::string pipeline;
+  double wall_s = 0;
+  double cpu_self = 0, cpu_workers = 0;  // seconds during the run
+  double rss_mib = 0, rss_peak_mib = 0, worker_rss_mib = 0;
+  std::vector<double> rss_per_epoch, worker_rss_per_epoch;
+  std::string checksum, output_checksum;
+};
 
+// Runs the loader; the consumer sleeps consumer_ms after each batch (a simulated trainer).
+// `header` is called once the loader exists (to print its configuration).
+Measurement measure(const stoke::Options& o, std::int64_t epochs, double consumer_ms,
+                    bool progress_bar, const std::function<void(const stoke::Loader&)>& header) {
+  const double cpu_before = own_cpu_s();
+  stoke::Loader loader(o);
+  if (header) header(loader);
+  Measurement m;
+  m.dataset_size = loader.dataset_size();
+  m.batches_per_epoch = loader.batches_per_epoch();
+  m.rank = loader.rank();
+  m.world = loader.world();
+  m.pipeline = loader.pipeline().describe();
   XXH3_state_t* hash = XXH3_createState();
   XXH3_128bits_reset(hash);
   // What the devices received (host devices only: GPU memory is not read back).
   XXH3_state_t* output_hash = XXH3_createState();
   XXH3_128bits_reset(output_hash);
   const bool gpu = o.devices.kind == stoke::DeviceSet::Kind::kCuda;
-  std::vector<double> rss_per_epoch, worker_rss_per_epoch;
-  Progress progress(bpe, ::isatty(STDERR_FILENO) != 0);
+  const std::int64_t bpe = m.batches_per_epoch;
+  Progress progress(bpe, progress_bar && ::isatty(STDERR_FILENO) != 0);
   const auto started = Clock::now();
-  for (std::int64_t e = 0; e < args.epochs; ++e) {
+  for (std::int64_t e = 0; e < epochs; ++e) {
     loader.set_epoch(e);
     std::int64_t done = 0;
     while (auto batch = loader.next()) {
@@ -319,32 +408,84 @@ int run(const Args& args) {
         const stoke::DeviceChunk c = batch->chunk(d);
         if (!gpu) hash_update(output_hash, c.data, c.bytes);
       }
+      if (consumer_ms > 0)
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(consumer_ms));
       ++done;
       const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
-      progress.update(done, e, args.epochs,
+      progress.update(done, e, epochs,
                       elapsed > 0 ? static_cast<double>(loader.stats().samples) / elapsed : 0);
     }
-    if (!progress.on_terminal() && args.epochs > 1) {
+    if (progress_bar && !progress.on_terminal() && epochs > 1) {
       const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
       std::fprintf(stderr, "epoch %lld/%lld: %lld batches, %s samples/s so far\n",
-                   static_cast<long long>(e + 1), static_cast<long long>(args.epochs),
+                   static_cast<long long>(e + 1), static_cast<long long>(epochs),
                    static_cast<long long>(done),
                    with_commas(static_cast<double>(loader.stats().samples) / elapsed).c_str());
     }
-    rss_per_epoch.push_back(rss_mib());
-    worker_rss_per_epoch.push_back(children_rss_mib());
+    m.rss_per_epoch.push_back(rss_mib());
+    m.worker_rss_per_epoch.push_back(children_rss_mib());
   }
-  const stoke::Stats s = loader.stats();
-  const double cpu_self = own_cpu_s(), cpu_workers = children_cpu_s();
-  const std::string checksum = hex128(XXH3_128bits_digest(hash));
-  const std::string output_checksum = hex128(XXH3_128bits_digest(output_hash));
+  m.wall_s = std::chrono::duration<double>(Clock::now() - started).count();
+  m.stats = loader.stats();
+  m.cpu_self = own_cpu_s() - cpu_before;
+  m.cpu_workers = children_cpu_s();
+  m.rss_mib = rss_mib();
+  m.rss_peak_mib = rss_mib("VmHWM:");
+  m.worker_rss_mib = children_rss_mib();
+  m.checksum = hex128(XXH3_128bits_digest(hash));
+  m.output_checksum = hex128(XXH3_128bits_digest(output_hash));
   XXH3_freeState(hash);
   XXH3_freeState(output_hash);
-  const char* dtype = stoke::kernels::dtype_name(o.dtype);
-  const char* layout =
-      o.dtype == stoke::DType::kUInt8 || o.layout == stoke::Layout::kNHWC ? "nhwc" : "nchw";
+  return m;
+}
 
-  if (!args.json || ::isatty(STDOUT_FILENO)) {
+const char* layout_name(const stoke::Options& o) {
+  return o.dtype == stoke::DType::kUInt8 || o.layout == stoke::Layout::kNHWC ? "nhwc" : "nchw";
+}
+
+// The consumer's simulated time per batch, from --consumer-ms or --demand (stored negative).
+double consumer_ms_of(const Args& args) {
+  if (args.consumer_ms >= 0) return args.consumer_ms;
+  return 1000.0 * args.options.batch / -args.consumer_ms;
+}
+
+void print_configuration(const Args& args, const stoke::Loader& loader) {
+  const auto& o = args.options;
+  std::printf("stoke-bench %s\n", stoke::version());
+  std::printf("  data       %s (%lld samples)\n", o.data.c_str(),
+              static_cast<long long>(loader.dataset_size()));
+  std::string steps = loader.pipeline().describe();
+  for (std::size_t at = steps.find('\n'); at != std::string::npos; at = steps.find('\n', at))
+    steps.replace(at, 1, " | ");
+  std::printf("  pipeline   %s\n", steps.c_str());
+  std::printf("  batch      %d per rank (rank %d of %d) on %s, %lld batches per epoch\n", o.batch,
+              loader.rank(), loader.world(), o.devices.to_string().c_str(),
+              static_cast<long long>(loader.batches_per_epoch()));
+  std::printf("  workers    %d%s\n", o.workers, o.workers == 0 ? " (in-process)" : "");
+  if (consumer_ms_of(args) > 0)
+    std::printf("  consumer   simulated: %.2f ms per batch\n", consumer_ms_of(args));
+  std::fflush(stdout);
+}
+
+nlohmann::json stage_json(const stoke::Stats& s) {
+  return {{"read_s", s.read_s},
+          {"decode_s", s.decode_s},
+          {"augment_s", s.augment_s},
+          {"wait_s", s.wait_s}};
+}
+
+int run(const Args& args) {
+  const auto& o = args.options;
+  const bool text = !args.json || ::isatty(STDOUT_FILENO);
+  const bool gpu = o.devices.kind == stoke::DeviceSet::Kind::kCuda;
+  const Measurement m =
+      measure(o, args.epochs, consumer_ms_of(args), true, [&](const stoke::Loader& loader) {
+        if (text) print_configuration(args, loader);
+      });
+  const stoke::Stats& s = m.stats;
+  const char* dtype = stoke::kernels::dtype_name(o.dtype);
+  const char* layout = layout_name(o);
+  if (text) {
     std::printf("result\n");
     std::printf("  delivered  %lld batches, %lld samples (%lld padding repeats), %lld skipped\n",
                 static_cast<long long>(s.batches), static_cast<long long>(s.samples),
@@ -354,11 +495,15 @@ int run(const Args& args) {
     std::printf("  throughput %s samples/s\n", with_commas(s.samples_per_s).c_str());
     std::printf("  startup    %.3f s (construction to first batch)\n", s.startup_s);
     std::printf("  waiting    %.1f%% of the consumer's time\n", 100 * s.wait_fraction);
+    std::printf(
+        "  stages     read %.2f s, decode %.2f s, augment %.2f s (worker time); "
+        "consumer waited %.2f s\n",
+        s.read_s, s.decode_s, s.augment_s, s.wait_s);
     std::printf("  memory     %.1f MiB resident (peak %.1f), workers %.1f MiB, arena %.1f MiB\n",
-                rss_mib(), rss_mib("VmHWM:"), children_rss_mib(),
+                m.rss_mib, m.rss_peak_mib, m.worker_rss_mib,
                 static_cast<double>(s.arena_bytes) / (1 << 20));
-    std::printf("  cpu        %.2f s in this process, %.2f s in the workers\n", cpu_self,
-                cpu_workers);
+    std::printf("  cpu        %.2f s in this process, %.2f s in the workers\n", m.cpu_self,
+                m.cpu_workers);
     std::printf("  restarts   %lld worker restarts\n", static_cast<long long>(s.worker_restarts));
     std::printf("  devices    %s %s on %s; staging %s", dtype, layout,
                 o.devices.to_string().c_str(), s.staging.c_str());
@@ -369,20 +514,21 @@ int run(const Args& args) {
                   static_cast<double>(s.host_copy_bytes) / (1 << 20));
     std::printf("\n");
     if (!s.staging_note.empty()) std::printf("               %s\n", s.staging_note.c_str());
-    std::printf("  checksum   xxh3-128 %s (uint8 pixels, labels, valid)\n", checksum.c_str());
+    std::printf("  checksum   xxh3-128 %s (uint8 pixels, labels, valid)\n", m.checksum.c_str());
     if (!gpu)
       std::printf("  output     xxh3-128 %s (what the devices received)\n",
-                  output_checksum.c_str());
+                  m.output_checksum.c_str());
   }
   if (args.json) {
     nlohmann::json j;
     j["version"] = stoke::version();
     j["data"] = o.data;
-    j["dataset_size"] = loader.dataset_size();
+    j["dataset_size"] = m.dataset_size;
     j["batch"] = o.batch;
     j["devices"] = o.devices.to_string();
     j["workers"] = o.workers;
     j["epochs"] = args.epochs;
+    j["consumer_ms"] = consumer_ms_of(args);
     j["samples"] = s.samples;
     j["batches"] = s.batches;
     j["padded"] = s.padded;
@@ -391,13 +537,14 @@ int run(const Args& args) {
     j["samples_per_s"] = s.samples_per_s;
     j["startup_s"] = s.startup_s;
     j["wait_fraction"] = s.wait_fraction;
+    j["stages"] = stage_json(s);
     j["worker_restarts"] = s.worker_restarts;
-    j["cpu_s"] = cpu_self;
-    j["worker_cpu_s"] = cpu_workers;
-    j["rss_mib"] = rss_mib();
-    j["rss_mib_per_epoch"] = rss_per_epoch;
-    j["worker_rss_mib_per_epoch"] = worker_rss_per_epoch;
-    j["checksum"] = checksum;
+    j["cpu_s"] = m.cpu_self;
+    j["worker_cpu_s"] = m.cpu_workers;
+    j["rss_mib"] = m.rss_mib;
+    j["rss_mib_per_epoch"] = m.rss_per_epoch;
+    j["worker_rss_mib_per_epoch"] = m.worker_rss_per_epoch;
+    j["checksum"] = m.checksum;
     j["dtype"] = dtype;
     j["layout"] = layout;
     j["staging"] = s.staging;
@@ -409,7 +556,109 @@ int run(const Args& args) {
     if (gpu)
       j["output_checksum"] = nullptr;
     else
-      j["output_checksum"] = output_checksum;
+      j["output_checksum"] = m.output_checksum;
+    std::printf("%s\n", j.dump().c_str());
+  }
+  return 0;
+}
+
+std::string fixed1(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+// --sweep-workers: one measurement per (prefetch, workers), a table, the recommendation, the
+// plot and (with --json) everything as one JSON object.
+int sweep(const Args& args) {
+  const double consumer_ms = consumer_ms_of(args);
+  const std::vector<int> depths =
+      args.sweep_prefetch.empty() ? std::vector<int>{0} : args.sweep_prefetch;
+  const int runs = static_cast<int>(depths.size() * args.sweep_workers.size());
+  const int cores = available_cores();
+  std::printf("stoke-bench %s: sweeping %d setting(s) on %s, %d core(s) available%s\n",
+              stoke::version(), runs, args.options.data.c_str(), cores,
+              consumer_ms > 0 ? (", consumer " + fixed1(consumer_ms) + " ms/batch").c_str() : "");
+  struct Row {
+    int workers, prefetch;
+    Measurement m;
+  };
+  std::vector<Row> rows;
+  int n = 0;
+  for (int depth : depths) {
+    for (int workers : args.sweep_workers) {
+      stoke::Options o = args.options;
+      o.workers = workers;
+      o.prefetch = depth;
+      std::fprintf(stderr, "[%d/%d] workers %d, prefetch %s\n", ++n, runs, workers,
+                   depth == 0 ? "default" : std::to_string(depth).c_str());
+      rows.push_back({workers, depth, measure(o, args.epochs, consumer_ms, true, nullptr)});
+    }
+  }
+  double best = 0;
+  for (const Row& r : rows) best = std::max(best, r.m.stats.samples_per_s);
+  const Row* pick = nullptr;  // the fewest workers (then the smallest depth) within 5% of best
+  for (const Row& r : rows) {
+    if (r.m.stats.samples_per_s < 0.95 * best) continue;
+    if (pick == nullptr || r.workers < pick->workers ||
+        (r.workers == pick->workers && r.prefetch < pick->prefetch))
+      pick = &r;
+  }
+  std::printf("\n%7s %8s %12s %7s %7s %9s %22s\n", "workers", "prefetch", "samples/s", "cpu",
+              "stall", "rss MiB", "ms/sample read/dec/aug");
+  for (const Row& r : rows) {
+    const stoke::Stats& s = r.m.stats;
+    const double samples = static_cast<double>(std::max<std::int64_t>(s.samples, 1));
+    std::printf("%7d %8s %12s %6.2fc %6.1f%% %9.0f %7.3f/%6.3f/%6.3f%s\n", r.workers,
+                r.prefetch == 0 ? "auto" : std::to_string(r.prefetch).c_str(),
+                with_commas(s.samples_per_s).c_str(),
+                (r.m.cpu_self + r.m.cpu_workers) / std::max(r.m.wall_s, 1e-9),
+                100 * s.wait_fraction, r.m.rss_mib + r.m.worker_rss_mib, 1e3 * s.read_s / samples,
+                1e3 * s.decode_s / samples, 1e3 * s.augment_s / samples,
+                &r == pick ? "  <- recommended" : "");
+  }
+  std::printf("\nrecommended: %d worker(s)%s, the fewest within 5%% of the best (%s samples/s)%s\n",
+              pick->workers,
+              pick->prefetch == 0 ? "" : (", prefetch " + std::to_string(pick->prefetch)).c_str(),
+              with_commas(best).c_str(),
+              consumer_ms > 0 ? "; with the simulated consumer, the stall column says how often "
+                                "it waited"
+                              : "");
+  std::vector<SweepPoint> points;
+  for (const Row& r : rows)
+    points.push_back({r.workers, r.prefetch, r.m.stats.samples_per_s, r.m.stats.wait_fraction});
+  char title[256];
+  std::snprintf(title, sizeof title, "stoke-bench sweep: %s, batch %d%s",
+                std::filesystem::path(args.options.data).filename().c_str(), args.options.batch,
+                consumer_ms > 0 ? (", consumer " + fixed1(consumer_ms) + " ms/batch").c_str() : "");
+  const std::string why = write_sweep_plot(args.plot, points, title, pick->workers);
+  if (why.empty())
+    std::printf("plot: %s\n", args.plot.c_str());
+  else
+    std::printf("plot: not written (%s)\n", why.c_str());
+  if (args.json) {
+    nlohmann::json j;
+    j["version"] = stoke::version();
+    j["data"] = args.options.data;
+    j["batch"] = args.options.batch;
+    j["cores"] = cores;
+    j["consumer_ms"] = consumer_ms;
+    j["workers"] = pick->workers;
+    j["prefetch"] = pick->prefetch;
+    j["best_samples_per_s"] = best;
+    j["plot"] = why.empty() ? nlohmann::json(args.plot) : nlohmann::json(nullptr);
+    for (const Row& r : rows) {
+      const stoke::Stats& s = r.m.stats;
+      j["sweep"].push_back(
+          {{"workers", r.workers},
+           {"prefetch", r.prefetch},
+           {"samples_per_s", s.samples_per_s},
+           {"cpu_cores", (r.m.cpu_self + r.m.cpu_workers) / std::max(r.m.wall_s, 1e-9)},
+           {"wait_fraction", s.wait_fraction},
+           {"rss_mib", r.m.rss_mib + r.m.worker_rss_mib},
+           {"stages", stage_json(s)},
+           {"checksum", r.m.checksum}});
+    }
     std::printf("%s\n", j.dump().c_str());
   }
   return 0;
@@ -421,6 +670,7 @@ int main(int argc, char** argv) {
   try {
     const Args args = parse_args(argc, argv);
     if (args.list_devices) return list_devices();
+    if (!args.sweep_workers.empty()) return sweep(args);
     return run(args);
   } catch (const stoke::ConfigError& e) {
     std::fprintf(stderr, "stoke-bench: invalid configuration: %s\n", e.what());

@@ -1,7 +1,11 @@
 #include "chunk_runner.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <new>
 #include <opencv2/core.hpp>
+
+#include "stopwatch.hpp"
 
 namespace stoke::detail {
 
@@ -37,7 +41,12 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
   } else {
     path_.assign(dataset_.path(sample));
     if (before_read_) before_read_(path_);
-    if (const BadInput r = decoder_.read(path_); r != BadInput::kNone) return r;
+    BadInput read;
+    {
+      const Stopwatch watch(read_ns_);
+      read = decoder_.read(path_);
+    }
+    if (read != BadInput::kNone) return read;
     const std::span<const std::uint8_t> bytes = decoder_.bytes();
     if (is_jpeg(bytes)) {
       // Decoded lazily: only the region the pipeline reads, at the scale it needs.
@@ -47,7 +56,11 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
                      h.out_width, h.out_channels);
       return BadInput::kNone;
     }
-    const BadInput r = decoder_.decode_buffer(bytes.data(), bytes.size(), h.out_channels, decoded_);
+    BadInput r;
+    {
+      const Stopwatch watch(decode_ns_);
+      r = decoder_.decode_buffer(bytes.data(), bytes.size(), h.out_channels, decoded_);
+    }
     if (r != BadInput::kNone) return r;
     const cv::Mat& m = decoded_.pixels;
     src = ImageRef{m.data, m.rows, m.cols, m.channels(), m.step[0], decoded_.bgr};
@@ -77,6 +90,19 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
   current_ = current;
   Completion done;
   done.seq = task.seq;
+  const auto started = std::chrono::steady_clock::now();
+  read_ns_ = decode_ns_ = 0;
+  jpeg_.take_decode_ns();
+  // Where the chunk's time went; everything but reading and decoding counts as augmenting.
+  const auto timed = [&]() -> Completion& {
+    const std::int64_t total = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now() - started)
+                                   .count();
+    done.read_ns = read_ns_;
+    done.decode_ns = decode_ns_ + jpeg_.take_decode_ns();
+    done.augment_ns = std::max<std::int64_t>(0, total - done.read_ns - done.decode_ns);
+    return done;
+  };
   std::uint8_t* pixels = arena_.pixels(task.slot);
   std::int32_t* labels = arena_.labels(task.slot);
   std::int64_t* ids = arena_.ids(task.slot);
@@ -102,7 +128,7 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
         done.status = Completion::kDataError;
         done.reason = static_cast<std::uint32_t>(reason);
         done.error_sample = wanted;
-        return done;
+        return timed();
       };
       if (!h.on_error_skip) return fail();
       bad[j] = static_cast<std::uint8_t>(reason);
@@ -117,7 +143,7 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
     ids[j] = sample;
   }
   if (current_ != nullptr) current_->store(-1, std::memory_order_relaxed);
-  return done;
+  return timed();
 }
 
 }  // namespace stoke::detail

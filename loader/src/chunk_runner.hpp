@@ -46,6 +46,8 @@ class ChunkRunner {
   JpegRegionSource jpeg_;
   std::string path_;
   std::atomic<std::int64_t>* current_ = nullptr;
+  std::int64_t read_ns_ = 0;    // this chunk's, so far
+  std::int64_t decode_ns_ = 0;  // this chunk's, so far (JPEG: counted by jpeg_)
   std::function<void(std::string_view)> before_read_;
 };
 

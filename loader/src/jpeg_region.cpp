@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "stopwatch.hpp"
+
 namespace stoke::detail {
 
 namespace {
@@ -23,6 +25,7 @@ void JpegRegionSource::close() {
 BadInput JpegRegionSource::open(const std::uint8_t* data, std::size_t size, int channels,
                                 std::int64_t max_pixels) {
   close();
+  const Stopwatch watch(decode_ns_);
   channels_ = channels;
   errors_.warned = false;
   cinfo_.err = install_jpeg_errors(errors_);
@@ -60,6 +63,7 @@ int JpegRegionSource::scale_for(int w, int h, int min_w, int min_h) {
 
 SourceRegion JpegRegionSource::region(int x, int y, int w, int h, int min_w, int min_h) {
   SourceRegion out;
+  const Stopwatch watch(decode_ns_);
   const BadInput r = decode(x, y, w, h, scale_for(w, h, min_w, min_h), out);
   if (r != BadInput::kNone) throw BadImage{r};
   return out;
@@ -67,6 +71,7 @@ SourceRegion JpegRegionSource::region(int x, int y, int w, int h, int min_w, int
 
 ImageRef JpegRegionSource::whole() {
   SourceRegion out;
+  const Stopwatch watch(decode_ns_);
   const BadInput r = decode(0, 0, width_, height_, 8, out);
   if (r != BadInput::kNone) throw BadImage{r};
   return out.image;

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "image_source.hpp"
@@ -37,6 +38,9 @@ class JpegRegionSource final : public ImageSource {
   SourceRegion region(int x, int y, int w, int h, int min_w, int min_h) override;
   ImageRef whole() override;
 
+  // Nanoseconds spent decoding (header included) since the last call; resets the count.
+  std::int64_t take_decode_ns() { return std::exchange(decode_ns_, 0); }
+
   // The DCT scale numerator (over 8) that region() would pick; exposed for tests.
   static int scale_for(int w, int h, int min_w, int min_h);
 
@@ -52,6 +56,7 @@ class JpegRegionSource final : public ImageSource {
   std::vector<std::uint8_t> pixels_;
   std::vector<std::uint8_t> cmyk_row_;
   std::vector<std::uint8_t> tail_row_;
+  std::int64_t decode_ns_ = 0;
 };
 
 }  // namespace stoke::detail

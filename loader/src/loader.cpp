@@ -581,6 +581,9 @@ void Loader::Impl::reposition_locked(std::int64_t epoch, std::int64_t batch) {
 }
 
 void Loader::Impl::complete_locked(const Task& task, const Completion& done) {
+  stats_.read_s += static_cast<double>(done.read_ns) * 1e-9;
+  stats_.decode_s += static_cast<double>(done.decode_ns) * 1e-9;
+  stats_.augment_s += static_cast<double>(done.augment_ns) * 1e-9;
   SlotInfo& s = core_->slots[task.slot];
   if (done.status == Completion::kDataError && s.error.empty()) {
     s.error = describe_sample(done.error_sample) + ": " +

@@ -38,6 +38,13 @@ struct Stats {
   std::int64_t pinned_bytes = 0;     // arena bytes page-locked
   std::int64_t device_bytes = 0;     // batch buffers allocated on the devices
 
+  // Where the producers' time went, summed over workers (seconds of their threads): reading
+  // files, decoding them, and augmenting (everything else, writing the slot included). With
+  // wait_s, the consumer's time spent waiting, these say which stage to speed up.
+  double read_s = 0;
+  double decode_s = 0;
+  double augment_s = 0;
+
   int workers = 0;
   int slots = 0;  // batch slots in the arena now
   std::int64_t arena_bytes = 0;
