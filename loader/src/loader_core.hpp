@@ -13,6 +13,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <cassert>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -59,6 +60,8 @@ struct LoaderCore {
   void release(int slot) {
     {
       std::lock_guard lock(mutex);
+      // Exactly once per delivery: only a BatchLease releases, and only the slot it holds.
+      assert(slots[slot].state == SlotInfo::kHeld);
       slots[slot].state = SlotInfo::kFree;
       released += 1;
     }
