@@ -405,17 +405,8 @@ void Loader::Impl::set_up_staging() {
   c.slot_capacity = slot_capacity_;
   if (c.dtype != DType::kUInt8) {
     set_normalization(options_, c.channels, c);
-    kernels::NormalizeParams p;
-    p.samples = c.samples_per_device;
-    p.height = c.height;
-    p.width = c.width;
-    p.channels = c.channels;
-    p.dtype = c.dtype;
-    p.layout = c.layout;
-    std::copy(std::begin(c.mean), std::end(c.mean), p.mean);
-    std::copy(std::begin(c.stddev), std::end(c.stddev), p.stddev);
     try {
-      kernels::validate(p);
+      kernels::validate(normalize_params(c));
     } catch (const std::invalid_argument& e) {
       throw ConfigError(std::string("dtype ") + kernels::dtype_name(c.dtype) + ": " + e.what());
     }

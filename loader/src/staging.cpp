@@ -41,17 +41,17 @@ Staging::~Staging() {
   for (void* p : bounce_all_) backend_->free_pinned(p);
 }
 
-kernels::NormalizeParams Staging::params() const {
+kernels::NormalizeParams normalize_params(const StagingConfig& config) {
   kernels::NormalizeParams p;
-  p.samples = config_.samples_per_device;
-  p.height = config_.height;
-  p.width = config_.width;
-  p.channels = config_.channels;
-  p.dtype = config_.dtype;
-  p.layout = config_.layout;
+  p.samples = config.samples_per_device;
+  p.height = config.height;
+  p.width = config.width;
+  p.channels = config.channels;
+  p.dtype = config.dtype;
+  p.layout = config.layout;
   for (int c = 0; c < 4; ++c) {
-    p.mean[c] = config_.mean[c];
-    p.stddev[c] = config_.stddev[c];
+    p.mean[c] = config.mean[c];
+    p.stddev[c] = config.stddev[c];
   }
   return p;
 }
@@ -165,7 +165,7 @@ void Staging::stage(int slot) {
   BufferSet& set = *s.set;
   const bool gpu = backend_->gpu();
   const bool normalize = config_.dtype != DType::kUInt8;
-  const kernels::NormalizeParams p = params();
+  const kernels::NormalizeParams p = normalize_params(config_);
   std::int64_t host_copied = 0;
   s.outstanding.store(config_.devices, std::memory_order_relaxed);
   for (int d = 0; d < config_.devices; ++d) {

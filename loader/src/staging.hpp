@@ -44,6 +44,9 @@ struct StagingConfig {
   std::size_t slot_capacity = 0;
 };
 
+// The normalize step's parameters for one device's chunk under `config`.
+kernels::NormalizeParams normalize_params(const StagingConfig& config);
+
 struct StagingStats {
   std::string mode;  // "host", "registered" or "pinned-fallback"
   std::string fallback_reason;
@@ -111,7 +114,6 @@ class Staging {
   void* take_bounce();
   void give_bounce(void* p);
   const std::uint8_t* chunk_src(int slot, int dev) const;
-  kernels::NormalizeParams params() const;
 
   std::unique_ptr<DeviceBackend> backend_;
   const StagingConfig config_;
