@@ -5,12 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <csetjmp>
 #include <cstring>
 #include <new>
 #include <opencv2/core.hpp>
 
-#include "jpeg_common.hpp"
 #ifndef STOKE_NO_IMGCODECS
 #include <opencv2/imgcodecs.hpp>
 #endif
@@ -129,50 +127,21 @@ BadInput ImageDecoder::decode_buffer(const std::uint8_t* data, std::size_t size,
   }
 }
 
+// The region decoder's whole-image decode: one libjpeg code path for both, so a verdict or a
+// pixel can never differ between them.
 BadInput ImageDecoder::decode_jpeg(const std::uint8_t* data, std::size_t size, int channels,
                                    DecodedImage& out) {
-  jpeg_decompress_struct cinfo{};
-  JpegErrors errors;
-  cinfo.err = install_jpeg_errors(errors);
-  // After a longjmp only volatile locals and memory outside this frame may be trusted.
-  volatile bool header_read = false;
-  if (setjmp(errors.jump) != 0) {
-    jpeg_destroy_decompress(&cinfo);
-    if (too_big(errors)) return BadInput::kTooLarge;
-    return header_read ? BadInput::kCorrupt : BadInput::kUndecodable;
+  if (const BadInput r = jpeg_.open(data, size, channels, max_pixels_); r != BadInput::kNone)
+    return r;
+  try {
+    const ImageRef whole = jpeg_.whole();
+    out.pixels = cv::Mat(whole.height, whole.width, CV_8UC(channels),
+                         const_cast<std::uint8_t*>(whole.data), whole.stride);
+    out.bgr = false;
+  } catch (const BadImage& e) {
+    return e.reason;
   }
-  jpeg_create_decompress(&cinfo);
-  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
-  if (jpeg_read_header(&cinfo, TRUE) != JPEG_HEADER_OK) {
-    jpeg_destroy_decompress(&cinfo);
-    return BadInput::kUndecodable;
-  }
-  header_read = true;
-  const std::int64_t w = cinfo.image_width, h = cinfo.image_height;
-  if (!acceptable_size(w, h)) {
-    jpeg_destroy_decompress(&cinfo);
-    return BadInput::kTooLarge;
-  }
-  // libjpeg converts gray to RGB and YCbCr to gray, but CMYK only to CMYK: we convert that.
-  const bool cmyk_in = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
-  cinfo.out_color_space = cmyk_in ? JCS_CMYK : (channels == 1 ? JCS_GRAYSCALE : JCS_RGB);
-  cinfo.dct_method = JDCT_ISLOW;
-  jpeg_start_decompress(&cinfo);
-  const int out_c = cinfo.output_components;
-  out.pixels.create(static_cast<int>(h), static_cast<int>(w), CV_8UC(channels));
-  out.bgr = false;
-  std::vector<std::uint8_t>& cmyk = cmyk_row_;
-  if (out_c == 4) cmyk.resize(static_cast<std::size_t>(w) * 4);
-  while (cinfo.output_scanline < cinfo.output_height) {
-    std::uint8_t* row = out.pixels.ptr<std::uint8_t>(static_cast<int>(cinfo.output_scanline));
-    JSAMPROW target = out_c == 4 ? cmyk.data() : row;
-    jpeg_read_scanlines(&cinfo, &target, 1);
-    if (out_c == 4) cmyk_row_to(cmyk.data(), row, static_cast<int>(w), channels);
-  }
-  jpeg_finish_decompress(&cinfo);  // reads through the end-of-image marker
-  const bool warned = errors.warned;
-  jpeg_destroy_decompress(&cinfo);
-  return warned ? BadInput::kCorrupt : BadInput::kNone;
+  return BadInput::kNone;
 }
 
 BadInput ImageDecoder::decode_other(const std::uint8_t* data, std::size_t size, int channels,

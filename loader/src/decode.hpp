@@ -17,11 +17,13 @@
 #include <vector>
 
 #include "bad_input.hpp"
+#include "jpeg_region.hpp"
 
 namespace stoke::detail {
 
 inline constexpr std::int64_t kDefaultMaxPixels = 100'000'000;
 
+// For JPEG input `pixels` views the decoder's own buffer: valid until that decoder's next call.
 struct DecodedImage {
   cv::Mat pixels;    // 8-bit, 1 or 3 channels
   bool bgr = false;  // channel order of 3-channel pixels
@@ -50,7 +52,7 @@ class ImageDecoder {
 
   std::int64_t max_pixels_;
   std::vector<std::uint8_t> file_;
-  std::vector<std::uint8_t> cmyk_row_;  // a member, not a local: it must survive a longjmp
+  JpegRegionSource jpeg_;  // JPEG pixels live here until the next decode
 };
 
 // Whether `data` starts like a JPEG (SOI marker followed by another marker).

@@ -1,6 +1,6 @@
 #pragma once
-// What stoke's two libjpeg users (the whole-image decoder in decode.cpp and the region decoder
-// in jpeg_region.cpp) share: error handling that records every warning, and CMYK conversion.
+// libjpeg plumbing for stoke's JPEG decoder (jpeg_region.cpp, which decode.cpp's whole-image
+// decode also goes through): error handling that records every warning, and CMYK conversion.
 // Thread-safety: plain functions; a JpegErrors belongs to one decompressor.
 
 // clang-format off
