@@ -26,6 +26,16 @@ std::vector<std::uint8_t> device_bytes(const Batch& b, int dev) {
   return {p, p + c.bytes};
 }
 
+// What two host devices receive in `epoch` (its first `batches`, or all when -1): the bytes
+// the fake GPUs must end up with.
+test::Delivered host_reference(std::int64_t epoch, std::int64_t batches) {
+  Options host = test::fashion_options(2, 64);
+  host.devices = DeviceSet::parse("cpu:2");
+  Loader loader(host);
+  loader.set_epoch(epoch);
+  return test::collect(loader, batches);
+}
+
 Options fake_gpu_options(int workers, int batch = 64) {
   Options o = test::fashion_options(workers, batch);
   o.devices = DeviceSet::parse("cuda:0,1");
@@ -87,10 +97,7 @@ TEST(Staging, GpuChunksAreCopiedStraightFromTheRegisteredArena) {
 }
 
 TEST(Staging, GpuBatchesCarryTheSameBytesAsHostDevices) {
-  Options host = test::fashion_options(2, 64);
-  host.devices = DeviceSet::parse("cpu:2");
-  Loader reference_loader(host);
-  const test::Delivered expected = test::collect(reference_loader);
+  const test::Delivered expected = host_reference(0, -1);
 
   FakeGpuScope gpu;
   Loader loader(fake_gpu_options(2));
@@ -259,11 +266,7 @@ TEST(Staging, RecordStreamOrdersLaterCopiesAfterTheConsumersWork) {
 // A reposition lands while the stager is inside stage() for a batch of the old epoch: that slot
 // must come back to the pool (no slot leaks), and the new epoch is delivered exactly.
 TEST(Staging, ARepositionDuringStagingLeaksNoSlot) {
-  Options host = test::fashion_options(2, 64);
-  host.devices = DeviceSet::parse("cpu:2");
-  Loader reference_loader(host);
-  reference_loader.set_epoch(2);
-  const test::Delivered expected = test::collect(reference_loader, 30);
+  const test::Delivered expected = host_reference(2, 30);
 
   FakeGpuScope gpu;
   std::mutex m;
@@ -298,11 +301,7 @@ TEST(Staging, ARepositionDuringStagingLeaksNoSlot) {
 }
 
 TEST(Staging, RepositioningWhileCopiesAreInFlightDeliversTheRightEpoch) {
-  Options host = test::fashion_options(2, 64);
-  host.devices = DeviceSet::parse("cpu:2");
-  Loader reference_loader(host);
-  reference_loader.set_epoch(3);
-  const test::Delivered expected = test::collect(reference_loader, 20);
+  const test::Delivered expected = host_reference(3, 20);
 
   FakeGpuScope gpu;
   gpu.log().copy_delay = std::chrono::milliseconds(3);
