@@ -120,4 +120,11 @@ void bn_backward_input(const float* dz, const float* x, const float* mean, const
   });
 }
 
+void bn_param_grads(const double* sums, int c, float* dgamma, float* dbeta) {
+  for (int ch = 0; ch < c; ++ch) {
+    dbeta[ch] = static_cast<float>(sums[ch]);
+    dgamma[ch] = static_cast<float>(sums[c + ch]);
+  }
+}
+
 }  // namespace stoke::nn::cpu

@@ -19,13 +19,19 @@ void maxpool2x2_forward(const float* x, const BnShape& s, int h, int w, float* y
     const std::int64_t out = std::int64_t{p} * oh * ow;
     for (int oy = 0; oy < oh; ++oy) {
       for (int ox = 0; ox < ow; ++ox) {
+        // Branch-free (selects, not jumps): which input wins is data, and unpredictable.
         const float* win = in + (2 * oy) * w + 2 * ox;
-        const float v[4] = {win[0], win[1], win[w], win[w + 1]};
-        int best = 0;
-        for (int k = 1; k < 4; ++k)
-          if (v[k] > v[best]) best = k;
-        y[out + oy * ow + ox] = v[best];
-        argmax[out + oy * ow + ox] = static_cast<std::uint8_t>(best);
+        float best = win[0];
+        int at = 0;
+        const float v1 = win[1], v2 = win[w], v3 = win[w + 1];
+        at = v1 > best ? 1 : at;
+        best = v1 > best ? v1 : best;
+        at = v2 > best ? 2 : at;
+        best = v2 > best ? v2 : best;
+        at = v3 > best ? 3 : at;
+        best = v3 > best ? v3 : best;
+        y[out + oy * ow + ox] = best;
+        argmax[out + oy * ow + ox] = static_cast<std::uint8_t>(at);
       }
     }
   });

@@ -91,6 +91,10 @@ void bn_backward_input(const float* dz, const float* x, const float* mean, const
                        const float* gamma, const double* sums, double count,
                        const BnShape& shape, float* dx);
 
+// The BatchNorm parameter gradients from backward sums: dbeta[i] = sums[i] and
+// dgamma[i] = sums[c + i], rounded to float.
+void bn_param_grads(const double* sums, int c, float* dgamma, float* dbeta);
+
 // 2x2 max pooling with stride 2 over n x c x h x w (h and w even). Writes y (n x c x h/2 x w/2)
 // and argmax (same count: 0..3 = the winning position in the window, row-major; the first of
 // equal values wins).
