@@ -1,0 +1,472 @@
+// stoke-train: trains the bundled CNN data-parallel on stoke batches, evaluates it after every
+// epoch, and keeps one checkpoint that resumes exactly. See trainer/README.md.
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "checkpoint.hpp"
+#include "mpi_world.hpp"
+#include "progress.hpp"
+#include "reducer.hpp"
+#include "stoke/devices.hpp"
+#include "stoke/loader.hpp"
+#include "stoke/mnist.hpp"
+#include "trainer.hpp"
+
+namespace {
+
+using namespace stoke;
+using namespace stoke::train;
+using Clock = std::chrono::steady_clock;
+
+std::atomic<int> g_signal{0};
+
+extern "C" void on_signal(int sig) { g_signal.store(sig); }
+
+struct Args {
+  std::string data = kDefaultFashionMnistDir;
+  std::string devices = "auto";
+  int workers = 1;
+  int batch = 256;
+  int epochs = 12;
+  std::int64_t steps = 0;  // 0: epochs decide
+  float lr = 0.1f;
+  std::uint64_t seed = 0;
+  bool sync_bn = false;
+  Schedule schedule = Schedule::kCosine;
+  int size = 0;  // image folders: train at size x size (IDX: the images' own size)
+  int classes = 10;
+  int pad = 2;
+  std::string checkpoint = "stoke-train.ckpt";
+  std::string resume;
+  std::string eval_only;
+  bool progress = true;
+  // Flags given on the command line, so a resumed run can refuse ones that contradict the
+  // checkpoint.
+  std::vector<std::string> given;
+};
+
+[[noreturn]] void usage(int code) {
+  std::fprintf(code == 0 ? stdout : stderr,
+      "usage: stoke-train [options]\n"
+      "Trains a small CNN (conv-BN-ReLU-pool x2, linear) data-parallel on stoke batches.\n\n"
+      "  --data DIR          IDX folder, image folder or list file (default: Fashion-MNIST in\n"
+      "                      %s)\n"
+      "  --devices SPEC      auto (every GPU, else cpu:1), cpu:G or cuda:0,1,... (default auto)\n"
+      "  --workers N         loader worker processes (default 1)\n"
+      "  --batch N           global batch over all ranks and devices (default 256)\n"
+      "  --epochs N          epochs (default 12)\n"
+      "  --steps N           train exactly N steps instead (the schedule spans N)\n"
+      "  --lr X              peak learning rate (default 0.1), SGD momentum 0.9, decay 5e-4\n"
+      "  --schedule S        cosine (default) or step (/10 at 50%% and 75%%)\n"
+      "  --seed N            model initialization and data order (default 0)\n"
+      "  --sync-bn           BatchNorm statistics over the whole batch, not per device\n"
+      "  --size N            image folders: train at N x N (default 32)\n"
+      "  --classes N         classes in the data (default 10)\n"
+      "  --pad N             small images: random crop after padding N pixels, plus flips\n"
+      "                      (default 2; 0 = flips only)\n"
+      "  --checkpoint PATH   where to save (default stoke-train.ckpt); written after every\n"
+      "                      epoch and on SIGINT/SIGTERM, atomically\n"
+      "  --resume CKPT       continue a run exactly where CKPT left it\n"
+      "  --eval-only CKPT    evaluate CKPT on the test split and print its accuracy\n"
+      "  --no-progress       no progress output\n\n"
+      "Multi-rank: mpirun -np R stoke-train ... (as root add --allow-run-as-root).\n",
+      kDefaultFashionMnistDir);
+  std::exit(code);
+}
+
+long long parse_int(const std::string& flag, const std::string& v, long long lo) {
+  try {
+    std::size_t used = 0;
+    const long long n = std::stoll(v, &used);
+    if (used == v.size() && n >= lo) return n;
+  } catch (const std::exception&) {
+  }
+  std::fprintf(stderr, "stoke-train: %s needs an integer >= %lld, got '%s'\n", flag.c_str(), lo,
+               v.c_str());
+  std::exit(2);
+}
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") usage(0);
+    if (flag == "--sync-bn" || flag == "--no-progress") {
+      (flag == "--sync-bn" ? a.sync_bn : a.progress) = flag == "--sync-bn";
+      a.given.push_back(flag);
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "stoke-train: %s needs a value\n", flag.c_str());
+      usage(2);
+    }
+    const std::string v = argv[++i];
+    a.given.push_back(flag);
+    if (flag == "--data") a.data = v;
+    else if (flag == "--devices") a.devices = v;
+    else if (flag == "--workers") a.workers = static_cast<int>(parse_int(flag, v, 0));
+    else if (flag == "--batch") a.batch = static_cast<int>(parse_int(flag, v, 1));
+    else if (flag == "--epochs") a.epochs = static_cast<int>(parse_int(flag, v, 1));
+    else if (flag == "--steps") a.steps = parse_int(flag, v, 1);
+    else if (flag == "--seed") a.seed = static_cast<std::uint64_t>(parse_int(flag, v, 0));
+    else if (flag == "--size") a.size = static_cast<int>(parse_int(flag, v, 4));
+    else if (flag == "--classes") a.classes = static_cast<int>(parse_int(flag, v, 2));
+    else if (flag == "--pad") a.pad = static_cast<int>(parse_int(flag, v, 0));
+    else if (flag == "--checkpoint") a.checkpoint = v;
+    else if (flag == "--resume") a.resume = v;
+    else if (flag == "--eval-only") a.eval_only = v;
+    else if (flag == "--lr") {
+      char* end = nullptr;
+      a.lr = std::strtof(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(a.lr > 0)) {
+        std::fprintf(stderr, "stoke-train: --lr needs a positive number, got '%s'\n", v.c_str());
+        std::exit(2);
+      }
+    } else if (flag == "--schedule") {
+      if (v != "cosine" && v != "step") usage(2);
+      a.schedule = v == "cosine" ? Schedule::kCosine : Schedule::kStep;
+    } else {
+      std::fprintf(stderr, "stoke-train: unknown option %s\n", flag.c_str());
+      usage(2);
+    }
+  }
+  return a;
+}
+
+bool given(const Args& a, const char* flag) {
+  return std::find(a.given.begin(), a.given.end(), flag) != a.given.end();
+}
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  return 1;
+}
+
+// Loader options for one split; `batch` is this rank's share of the global batch.
+Options loader_options(const Args& a, const RunConfig& c, const DeviceSet& devices,
+                       const MpiWorld& world, Split split) {
+  Options o;
+  o.data = a.data;
+  o.split = split;
+  o.batch = c.batch / world.size();
+  o.devices = devices;
+  o.workers = a.workers;
+  o.seed = c.seed;
+  o.rank = world.rank();
+  o.world = world.size();
+  o.dtype = DType::kFloat32;
+  o.layout = Layout::kNCHW;
+  o.height = c.shape.height;
+  o.width = c.shape.width;
+  if (split == Split::kTest) {
+    o.augment = Augment::kEvaluation;
+    o.shuffle = false;
+    o.last_batch = LastBatch::kPad;  // valid flags mark the repeats, so each image counts once
+  } else {
+    o.augment = Augment::kTraining;
+    o.last_batch = LastBatch::kDrop;
+    if (is_idx_folder(a.data)) {
+      // Small images: the built-in preset's side/7 margin slows learning on 28x28 images.
+      Pipeline p(c.shape.height, c.shape.width, c.shape.channels);
+      if (c.pad > 0) p.pad_random_crop(c.pad, c.shape.height, c.shape.width);
+      p.horizontal_flip(0.5f);
+      o.pipeline = p;
+    }
+  }
+  return o;
+}
+
+struct Session {
+  DeviceSet devices;
+  std::unique_ptr<Reducer> reducer;
+  std::unique_ptr<Trainer> trainer;
+};
+
+Session make_session(const RunConfig& c, const DeviceSet& devices, const MpiWorld& world) {
+  const int per_rank = c.batch / world.size();
+  Session s;
+  s.devices = devices;
+  std::vector<std::unique_ptr<DeviceOps>> ops;
+  if (devices.kind == DeviceSet::Kind::kCuda) {
+    std::vector<DeviceOps*> gpus;
+    for (int id : devices.ids) {
+      ops.push_back(make_cuda_ops(id));
+      gpus.push_back(ops.back().get());
+    }
+    s.reducer = make_nccl_reducer(world, gpus);
+  } else {
+    for (int g = 0; g < devices.count; ++g) ops.push_back(make_cpu_ops(g));
+    s.reducer = make_host_reducer(world);
+  }
+  s.trainer = std::make_unique<Trainer>(c.shape, c.hyper, std::move(ops), *s.reducer,
+                                        per_rank / devices.count);
+  return s;
+}
+
+void check_batch(int batch, const DeviceSet& devices, const MpiWorld& world) {
+  const int unit = devices.count * world.size();
+  if (batch % unit != 0) {
+    const int lower = batch / unit * unit;
+    throw ConfigError("--batch " + std::to_string(batch) + " is not a multiple of " +
+                      std::to_string(world.size()) + " rank(s) x " +
+                      std::to_string(devices.count) + " device(s); use " +
+                      (lower > 0 ? std::to_string(lower) + " or " : std::string()) +
+                      std::to_string(lower + unit));
+  }
+}
+
+// The model's input shape: what the loader's pipeline produces for this data.
+ModelShape shape_for(const Args& a) {
+  ModelShape s;
+  s.classes = a.classes;
+  if (is_idx_folder(a.data)) {
+    const IdxImages probe = read_idx(a.data, Split::kTest);
+    s.channels = 1;
+    s.height = a.size > 0 ? a.size : probe.rows;
+    s.width = a.size > 0 ? a.size : probe.cols;
+  } else {
+    s.channels = 3;
+    s.height = s.width = a.size > 0 ? a.size : 32;
+  }
+  return s;
+}
+
+struct Accuracy {
+  std::int64_t correct = 0;
+  std::int64_t images = 0;
+  double value() const { return images > 0 ? static_cast<double>(correct) / images : 0; }
+};
+
+// Every test image exactly once: padded repeats in the last batch are not counted.
+Accuracy evaluate(Trainer& trainer, Loader& test, const MpiWorld& world) {
+  test.set_epoch(0);
+  Accuracy acc;
+  while (auto batch = test.next()) {
+    const StepResult r = trainer.evaluate(*batch);
+    acc.correct += r.correct;
+    acc.images += r.valid;
+  }
+  double totals[2] = {static_cast<double>(acc.correct), static_cast<double>(acc.images)};
+  world.sum(totals, 2);
+  acc.correct = static_cast<std::int64_t>(totals[0]);
+  acc.images = static_cast<std::int64_t>(totals[1]);
+  if (acc.images != test.dataset_size())
+    throw Error("evaluation counted " + std::to_string(acc.images) + " images; the test split has " +
+                std::to_string(test.dataset_size()));
+  return acc;
+}
+
+void print_accuracy(const Accuracy& acc, const MpiWorld& world) {
+  if (world.rank() == 0) {
+    std::printf("test accuracy %.4f\n", acc.value());
+    std::fflush(stdout);
+  }
+}
+
+int eval_only(const Args& a, const MpiWorld& world) {
+  const Checkpoint ck = load_checkpoint(a.eval_only);
+  const DeviceSet devices = DeviceSet::parse(a.devices);
+  RunConfig c = ck.config;
+  c.batch = given(a, "--batch") ? a.batch : c.batch;
+  check_batch(c.batch, devices, world);
+  Session s = make_session(c, devices, world);
+  s.trainer->load(ck.model);
+  Loader test(loader_options(a, c, devices, world, Split::kTest));
+  const Accuracy acc = evaluate(*s.trainer, test, world);
+  if (world.rank() == 0)
+    std::fprintf(stderr, "stoke-train: %s (step %lld) on %s: %lld of %lld test images correct\n",
+                 a.eval_only.c_str(), static_cast<long long>(ck.model.step),
+                 devices.to_string().c_str(), static_cast<long long>(acc.correct),
+                 static_cast<long long>(acc.images));
+  print_accuracy(acc, world);
+  return 0;
+}
+
+// The run's configuration: from the flags, or from the checkpoint being resumed (flags that
+// would change the run are refused rather than silently ignored).
+RunConfig run_config(const Args& a, const std::optional<Checkpoint>& resumed,
+                     std::int64_t batches_per_epoch) {
+  if (resumed) {
+    for (const char* flag : {"--batch", "--epochs", "--steps", "--lr", "--seed", "--sync-bn",
+                             "--schedule", "--size", "--classes", "--pad"})
+      if (given(a, flag))
+        throw ConfigError(std::string(flag) + " cannot change when resuming: " + a.resume +
+                          " fixes the run's configuration (drop the flag, or start a new run)");
+    return resumed->config;
+  }
+  RunConfig c;
+  c.shape = shape_for(a);
+  c.seed = a.seed;
+  c.batch = a.batch;
+  c.pad = a.pad;
+  c.hyper.lr = a.lr;
+  c.hyper.schedule = a.schedule;
+  c.hyper.sync_bn = a.sync_bn;
+  c.hyper.total_steps = a.steps > 0 ? a.steps : a.epochs * batches_per_epoch;
+  c.epochs = static_cast<int>((c.hyper.total_steps + batches_per_epoch - 1) / batches_per_epoch);
+  c.hyper.warmup_steps = static_cast<int>(std::min<std::int64_t>(200, c.hyper.total_steps / 10));
+  return c;
+}
+
+void save(const std::string& path, const RunConfig& c, const Trainer& trainer, const Loader& loader,
+          const MpiWorld& world) {
+  if (world.rank() != 0) return;
+  save_checkpoint(path, Checkpoint{c, trainer.state(), loader.state()});
+}
+
+struct Totals {
+  double images = 0;
+  double wait_s = 0;
+  double busy_s = 0;
+  double stall() const { return wait_s + busy_s > 0 ? wait_s / (wait_s + busy_s) : 0; }
+};
+
+void summary(const Accuracy& acc, const Totals& t, double elapsed_s, const Args& a,
+             const DeviceSet& devices) {
+  std::fprintf(stderr,
+               "stoke-train: done: test accuracy %.4f, %.1f s, %s img/s, data stall %.1f%% "
+               "(%s, %d worker%s)\n",
+               acc.value(), elapsed_s, with_commas(t.images / std::max(1e-9, t.wait_s + t.busy_s)).c_str(),
+               100 * t.stall(), devices.to_string().c_str(), a.workers, a.workers == 1 ? "" : "s");
+  if (t.stall() > 0.10) {
+    // The loader delivered (1 - stall) of the time's worth; to remove the wait it must be
+    // about 1 / (1 - stall) times faster.
+    const int want = std::min(available_cores(),
+                              static_cast<int>(std::ceil(std::max(1, a.workers) / (1 - t.stall()))));
+    std::fprintf(stderr,
+                 "stoke-train: input-bound: the trainer waited for data %.0f%% of the time; try "
+                 "--workers %d (stoke-bench --sweep-workers measures the best count)\n",
+                 100 * t.stall(), std::max(want, a.workers + 1));
+  } else {
+    std::fprintf(stderr, "stoke-train: not input-bound (data stall %.1f%%)\n", 100 * t.stall());
+  }
+}
+
+int run_training(const Args& a, const MpiWorld& world) {
+  std::optional<Checkpoint> resumed;
+  if (!a.resume.empty()) resumed = load_checkpoint(a.resume);
+  const DeviceSet devices = DeviceSet::parse(a.devices);
+  const int global_batch = resumed ? resumed->config.batch : a.batch;
+  check_batch(global_batch, devices, world);
+
+  // The loader's epoch length decides the schedule, so a probe configuration comes first.
+  RunConfig probe;
+  probe.shape = resumed ? resumed->config.shape : shape_for(a);
+  probe.batch = global_batch;
+  probe.seed = resumed ? resumed->config.seed : a.seed;
+  probe.pad = resumed ? resumed->config.pad : a.pad;
+  Options train_opts = loader_options(a, probe, devices, world, Split::kTrain);
+  if (resumed) train_opts.resume = resumed->loader;
+  Loader loader(train_opts);
+  const RunConfig c = run_config(a, resumed, loader.batches_per_epoch());
+  Loader test(loader_options(a, c, devices, world, Split::kTest));
+  Session s = make_session(c, devices, world);
+  if (resumed) s.trainer->load(resumed->model);
+  else s.trainer->initialize(c.seed);
+
+  if (world.rank() == 0)
+    std::fprintf(stderr,
+                 "stoke-train: %s on %s x %d rank(s), batch %d, %lld steps (%d epochs of %lld), "
+                 "lr %g %s%s, %d worker(s)%s\n",
+                 c.shape.describe().c_str(), devices.to_string().c_str(), world.size(), c.batch,
+                 static_cast<long long>(c.hyper.total_steps), c.epochs,
+                 static_cast<long long>(loader.batches_per_epoch()), c.hyper.lr,
+                 c.hyper.schedule == Schedule::kCosine ? "cosine" : "step",
+                 c.hyper.sync_bn ? ", sync-bn" : "", a.workers,
+                 resumed ? (", resuming at step " + std::to_string(resumed->model.step)).c_str() : "");
+
+  Progress progress(a.progress && world.rank() == 0);
+  Totals totals;
+  Accuracy last;
+  bool evaluated = false;
+  const auto start = Clock::now();
+  auto mark = Clock::now();
+  while (s.trainer->step() < c.hyper.total_steps) {
+    std::optional<Batch> batch_opt = loader.next();
+    const auto got = Clock::now();
+    if (!batch_opt) {  // the end of an epoch: next() starts the following one
+      mark = Clock::now();
+      continue;
+    }
+    totals.wait_s += std::chrono::duration<double>(got - mark).count();
+    Batch batch = std::move(*batch_opt);
+    const std::int64_t epoch = batch.epoch(), index = batch.index();
+    const StepResult r = s.trainer->train_step(batch);
+    batch.release();
+    mark = Clock::now();
+    totals.busy_s += std::chrono::duration<double>(mark - got).count();
+    totals.images += c.batch;
+    const std::int64_t bpe = loader.batches_per_epoch();
+    progress.update({epoch, c.epochs, index + 1, bpe,
+                     totals.images / (totals.wait_s + totals.busy_s), totals.stall(),
+                     r.global_loss});
+    evaluated = false;
+    if (index + 1 == bpe || s.trainer->step() == c.hyper.total_steps) {
+      progress.finish_line();
+      last = evaluate(*s.trainer, test, world);
+      print_accuracy(last, world);
+      save(a.checkpoint, c, *s.trainer, loader, world);
+      evaluated = true;
+      mark = Clock::now();
+    }
+    // Every rank stops at the same step: the signal may reach them at different times.
+    double stop = g_signal.load() != 0 ? 1 : 0;
+    world.sum(&stop, 1);
+    if (stop > 0 && s.trainer->step() < c.hyper.total_steps) {
+      progress.finish_line();
+      save(a.checkpoint, c, *s.trainer, loader, world);
+      if (world.rank() == 0)
+        std::fprintf(stderr,
+                     "stoke-train: interrupted at step %lld: checkpoint saved to %s; continue "
+                     "with --resume %s\n",
+                     static_cast<long long>(s.trainer->step()), a.checkpoint.c_str(),
+                     a.checkpoint.c_str());
+      return 128 + std::max(1, g_signal.load());
+    }
+  }
+  if (!evaluated) {
+    last = evaluate(*s.trainer, test, world);
+    print_accuracy(last, world);
+    save(a.checkpoint, c, *s.trainer, loader, world);
+  }
+  if (world.rank() == 0) {
+    std::fprintf(stderr, "stoke-train: checkpoint %s\n", a.checkpoint.c_str());
+    summary(last, totals, std::chrono::duration<double>(Clock::now() - start).count(), a, devices);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args args = parse_args(argc, argv);
+  try {
+    MpiWorld world;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    return args.eval_only.empty() ? run_training(args, world) : eval_only(args, world);
+  } catch (const stoke::ConfigError& e) {
+    std::fprintf(stderr, "stoke-train: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "stoke-train: %s\n", e.what());
+    return 1;
+  }
+}
