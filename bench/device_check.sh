@@ -10,7 +10,8 @@
 # Steps: the kernel and loader GPU tests (STOKE_REQUIRE_GPU=1: a skipped GPU test fails);
 # H2D bandwidth from a page-locked arena vs a cudaHostAlloc buffer; the normalize kernel vs a
 # device-to-device copy; a synthetic JPEG corpus; the loader end to end onto cuda:0 with every
-# core as a worker, beside the same run onto a host device.
+# core as a worker, beside the same run onto a host device; the trainer's GPU ops against their
+# CPU references; stoke-train for 3 epochs on cuda:0 beside cpu:1 (img/s, data stall, accuracy).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # Run from the packed folder (it holds bin/) or from the repository's bench/.
@@ -21,8 +22,16 @@ mkdir -p "$out"
 : >"$out/steps.txt"
 bin=$carry/bin
 [ -x "$bin/stoke-bench" ] || { echo "no packed binaries in $carry (run bench/pack_device_check.sh)" >&2; exit 2; }
-# Only the carried binaries see the carried libraries (not nvidia-smi or python3).
-libs=$carry/lib/deps:$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# Only the carried binaries see the carried libraries (not nvidia-smi or python3). cuBLAS and
+# NCCL come from the machine's own PyTorch packages (too large to carry).
+nvlibs=$(python3 -c 'import nvidia.cublas, nvidia.nccl, os; print(":".join(os.path.join(p.__path__[0], "lib") for p in (nvidia.cublas, nvidia.nccl)))' 2>/dev/null || true)
+deps=$carry/lib/deps
+if [ -f "$carry/lib/deps.tar.gz" ]; then
+  deps=${TMPDIR:-/tmp}/stoke-carried/deps
+  rm -rf "$(dirname "$deps")" && mkdir -p "$(dirname "$deps")"
+  tar -C "$(dirname "$deps")" -xzf "$carry/lib/deps.tar.gz"
+fi
+libs=$deps:$carry/lib${nvlibs:+:$nvlibs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 t0=$(date +%s)
 budget=${DEVICE_CHECK_BUDGET_S:-290}  # the whole check stays within this
 
@@ -57,6 +66,7 @@ cat "$out/machine.txt"
 step devices 20 "$bin/stoke-bench" --list-devices
 step kernel_tests 45 env STOKE_REQUIRE_GPU=1 "$bin/stoke_kernel_tests"
 step gpu_tests 60 env STOKE_REQUIRE_GPU=1 "$bin/stoke_gpu_tests"
+step nn_gpu_tests 60 env STOKE_REQUIRE_GPU=1 "$bin/stoke_nn_gpu_tests"
 step h2d 30 "$bin/stoke-gpu-bench" h2d --mib 256 --reps 20
 step normalize 30 "$bin/stoke-gpu-bench" normalize --batch 256 --size 224 --reps 50
 corpus=${TMPDIR:-/tmp}/stoke-device-corpus
@@ -69,6 +79,13 @@ step e2e_cuda 45 "$bin/stoke-bench" --data "$corpus" --devices cuda:0 --workers 
   --batch 256 --epochs 2 --dtype float32 --json
 step e2e_host 45 "$bin/stoke-bench" --data "$corpus" --devices cpu:1 --workers "$workers" \
   --batch 256 --epochs 2 --dtype float32 --json
+
+# The trainer on one GPU (NCCL over one communicator) and on every core, same data and steps.
+fm=$carry/fashion-mnist
+step train_cuda 60 "$bin/stoke-train" --data "$fm" --devices cuda:0 --workers 4 --epochs 3 \
+  --batch 256 --checkpoint "$out/train_cuda.ckpt" --no-progress
+step train_host 60 "$bin/stoke-train" --data "$fm" --devices cpu:1 --workers 4 --epochs 3 \
+  --batch 256 --checkpoint "$out/train_host.ckpt" --no-progress
 
 python3 - "$out" "$(($(date +%s) - t0))" <<'PY' | tee "$out/summary.md"
 import json, pathlib, re, sys
@@ -88,7 +105,8 @@ def gtest(name):
     failed = re.search(r"(\d+) FAILED TEST", t)
     return f"{passed.group(1) if passed else 0} passed, {failed.group(1) if failed else 0} failed"
 rows = [("kernel tests (GPU vs CPU reference, bit-identical)", gtest("kernel_tests"), ""),
-        ("loader GPU tests", gtest("gpu_tests"), "")]
+        ("loader GPU tests", gtest("gpu_tests"), ""),
+        ("trainer ops and trainer on the GPU vs CPU reference", gtest("nn_gpu_tests"), "")]
 h = jsons("h2d")
 if h:
     h = h[0]
@@ -100,6 +118,11 @@ for n in jsons("normalize"):
 for name in ("e2e_cuda", "e2e_host"):
     for e in jsons(name):
         rows.append((f'loader end to end, {e["devices"]} {e["dtype"]}, {e["workers"]} workers', f'{e["samples_per_s"]:,.0f} img/s, consumer waited {100*e["wait_fraction"]:.0f}%, staging {e["staging"]}, host copies {e["host_copy_bytes"]} B', ""))
+for name in ("train_cuda", "train_host"):
+    p = out / f"{name}.txt"
+    m = re.search(r"done: test accuracy ([0-9.]+), ([0-9.]+) s, ([0-9,]+) img/s, data stall ([0-9.]+)%", p.read_text(errors="replace") if p.exists() else "")
+    if m:
+        rows.append((f"stoke-train 3 epochs, {name[6:]}", f"{m.group(3)} img/s, data stall {m.group(4)}%, test accuracy {m.group(1)}, {m.group(2)} s", ""))
 print("| check | result | goal |\n|---|---|---|")
 for r in rows: print(f"| {r[0]} | {r[1]} | {r[2]} |")
 print(f"\nsteps: " + ", ".join(l.strip() for l in (out / "steps.txt").read_text().splitlines()))

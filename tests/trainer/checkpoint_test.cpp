@@ -29,9 +29,15 @@ Checkpoint sample(float fill, bool wide = false) {
   c.config.hyper.lr = 0.07f;
   c.config.hyper.sync_bn = true;
   c.config.hyper.total_steps = 1234;
+  c.config.hyper.warmup_steps = 55;
+  c.config.hyper.schedule = Schedule::kStep;
+  c.config.hyper.momentum = 0.8f;
+  c.config.hyper.weight_decay = 3e-4f;
+  c.config.hyper.bn_momentum = 0.2f;
   c.config.seed = 42;
   c.config.batch = 256;
   c.config.epochs = 6;
+  c.config.pad = 3;
   const ParamLayout l(c.config.shape);
   c.model.params.assign(static_cast<std::size_t>(l.params), fill);
   c.model.buffers.assign(static_cast<std::size_t>(l.buffers), fill * 2);

@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -138,6 +139,12 @@ Checkpoint decode(Reader& r, const std::string& path) {
   if (!r.done()) throw Error(path + ": unexpected bytes after the checkpoint payload");
   try {
     s.validate();
+    if (c.config.batch <= 0 || c.config.epochs <= 0 || h.total_steps < 1 || h.warmup_steps < 0 ||
+        !(h.lr > 0) || !std::isfinite(h.lr) || c.model.step < 0 || c.config.pad < 0)
+      throw Error("the run configuration is out of range (batch " + std::to_string(c.config.batch) +
+                  ", steps " + std::to_string(h.total_steps) + ")");
+    if (c.loader.seed != c.config.seed || c.loader.global_batch != c.config.batch)
+      throw Error("the loader position was saved for another seed or batch");
     const ParamLayout l(s);
     if (static_cast<std::int64_t>(c.model.params.size()) != l.params ||
         static_cast<std::int64_t>(c.model.buffers.size()) != l.buffers ||
@@ -147,6 +154,11 @@ Checkpoint decode(Reader& r, const std::string& path) {
     throw Error(path + ": " + e.what());
   }
   return c;
+}
+
+// crc32_z: the length is a size_t, so payloads over 4 GiB are covered whole.
+std::uint32_t checksum(const char* data, std::size_t size) {
+  return static_cast<std::uint32_t>(crc32_z(0L, reinterpret_cast<const Bytef*>(data), size));
 }
 
 [[noreturn]] void io_error(const std::string& path, const char* what) {
@@ -182,8 +194,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   header.put(kCheckpointVersion);
   header.put(std::uint32_t{0});
   header.put(static_cast<std::uint64_t>(payload.size()));
-  header.put(static_cast<std::uint32_t>(
-      crc32(0L, reinterpret_cast<const Bytef*>(payload.data()), static_cast<uInt>(payload.size()))));
+  header.put(checksum(payload.data(), payload.size()));
 
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -197,7 +208,10 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
     ::unlink(tmp.c_str());
     throw;
   }
-  ::close(fd);
+  if (::close(fd) != 0) {
+    ::unlink(tmp.c_str());
+    io_error(tmp, "cannot close");
+  }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int saved = errno;
     ::unlink(tmp.c_str());
@@ -215,8 +229,11 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open checkpoint: " + std::strerror(errno));
+  if (!in)
+    throw Error(path + ": cannot open checkpoint" +
+                (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string()));
   const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
                                 std::istreambuf_iterator<char>());
   if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, 8) != 0)
@@ -235,7 +252,7 @@ Checkpoint load_checkpoint(const std::string& path) {
                 std::to_string(payload_bytes) + " payload bytes, the file has " +
                 std::to_string(have));
   const char* payload = bytes.data() + kHeaderBytes;
-  if (crc32(0L, reinterpret_cast<const Bytef*>(payload), static_cast<uInt>(have)) != crc)
+  if (checksum(payload, have) != crc)
     throw Error(path + ": corrupt checkpoint (checksum mismatch)");
   Reader r(payload, have, path);
   return decode(r, path);

@@ -27,8 +27,10 @@ class CudaOps final : public DeviceOps {
                         std::to_string(count) + " GPU(s) are visible");
     current();
     STOKE_TRAIN_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    if (cublasCreate(&blas_) != CUBLAS_STATUS_SUCCESS)
+    if (cublasCreate(&blas_) != CUBLAS_STATUS_SUCCESS) {
+      cudaStreamDestroy(stream_);
       throw Error("cuda:" + std::to_string(ordinal) + ": cannot create a cuBLAS handle");
+    }
   }
   ~CudaOps() override {
     cudaSetDevice(ordinal_);
@@ -46,8 +48,12 @@ class CudaOps final : public DeviceOps {
     current();
     void* p = nullptr;
     STOKE_TRAIN_CUDA(cudaMalloc(&p, bytes == 0 ? 1 : bytes));
-    STOKE_TRAIN_CUDA(cudaMemsetAsync(p, 0, bytes, stream_));
-    STOKE_TRAIN_CUDA(cudaStreamSynchronize(stream_));
+    const cudaError_t zeroed = cudaMemsetAsync(p, 0, bytes, stream_);
+    const cudaError_t done = zeroed == cudaSuccess ? cudaStreamSynchronize(stream_) : zeroed;
+    if (done != cudaSuccess) {
+      cudaFree(p);
+      STOKE_TRAIN_CUDA(done);
+    }
     return p;
   }
   void release(void* p) noexcept override {

@@ -37,6 +37,11 @@ void sum_in_pieces(T* values, std::int64_t count, MPI_Datatype type, int rank) {
 
 bool MpiWorld::launched_by_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr; }
 
+int MpiWorld::local_rank() {
+  const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  return v != nullptr ? std::atoi(v) : 0;
+}
+
 MpiWorld::MpiWorld() {
   if (!launched_by_mpirun()) return;
   check(MPI_Init(nullptr, nullptr), "MPI_Init");
@@ -57,6 +62,17 @@ void MpiWorld::sum(float* values, std::int64_t count) const {
 
 void MpiWorld::sum(double* values, std::int64_t count) const {
   if (active_ && size_ > 1) sum_in_pieces(values, count, MPI_DOUBLE, rank_);
+}
+
+int MpiWorld::max(int value) const {
+  if (!active_ || size_ == 1) return value;
+  int result = value;
+  check(MPI_Allreduce(&value, &result, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+  return result;
+}
+
+void MpiWorld::abort(int code) const {
+  if (active_ && size_ > 1) MPI_Abort(MPI_COMM_WORLD, code);
 }
 
 void MpiWorld::broadcast(void* bytes, std::size_t size, int root) const {

@@ -23,14 +23,17 @@ class NcclReducer final : public Reducer {
     if (world.rank() == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
     world.broadcast(&id, sizeof id, 0);
     const int local = static_cast<int>(replicas.size());
+    // Every rank drives the same number of GPUs (stoke-train checks that ranks agree).
     check(ncclGroupStart(), "ncclGroupStart");
-    for (int i = 0; i < local; ++i) {
-      if (cudaSetDevice(replicas[i]->cuda_device()) != cudaSuccess)
-        throw Error("cannot select " + replicas[i]->name());
-      check(ncclCommInitRank(&comms_[i], world.size() * local, id, world.rank() * local + i),
-            "ncclCommInitRank");
+    ncclResult_t status = ncclSuccess;
+    for (int i = 0; i < local && status == ncclSuccess; ++i) {
+      if (cudaSetDevice(replicas[i]->cuda_device()) != cudaSuccess) status = ncclUnhandledCudaError;
+      else status = ncclCommInitRank(&comms_[i], world.size() * local, id, world.rank() * local + i);
     }
-    check(ncclGroupEnd(), "ncclGroupEnd");
+    // The group is closed whatever happened inside it.
+    const ncclResult_t ended = ncclGroupEnd();
+    check(status, "ncclCommInitRank");
+    check(ended, "ncclGroupEnd");
   }
   ~NcclReducer() override {
     for (ncclComm_t c : comms_) ncclCommDestroy(c);
@@ -49,11 +52,13 @@ class NcclReducer final : public Reducer {
   template <class T>
   void reduce(T* const* buffers, std::int64_t count, ncclDataType_t type) {
     check(ncclGroupStart(), "ncclGroupStart");
-    for (std::size_t i = 0; i < replicas_.size(); ++i)
-      check(ncclAllReduce(buffers[i], buffers[i], static_cast<std::size_t>(count), type, ncclSum,
-                          comms_[i], replicas_[i]->stream()),
-            "ncclAllReduce");
-    check(ncclGroupEnd(), "ncclGroupEnd");
+    ncclResult_t status = ncclSuccess;
+    for (std::size_t i = 0; i < replicas_.size() && status == ncclSuccess; ++i)
+      status = ncclAllReduce(buffers[i], buffers[i], static_cast<std::size_t>(count), type, ncclSum,
+                             comms_[i], replicas_[i]->stream());
+    const ncclResult_t ended = ncclGroupEnd();
+    check(status, "ncclAllReduce");
+    check(ended, "ncclGroupEnd");
   }
 
   const MpiWorld& world_;

@@ -38,16 +38,16 @@ struct Args {
   std::string data = kDefaultFashionMnistDir;
   std::string devices = "auto";
   int workers = 1;
-  int batch = 256;
-  int epochs = 12;
+  int batch = 128;
+  int epochs = 20;
   std::int64_t steps = 0;  // 0: epochs decide
-  float lr = 0.1f;
+  float lr = 0.05f;
   std::uint64_t seed = 0;
   bool sync_bn = false;
   Schedule schedule = Schedule::kCosine;
   int size = 0;  // image folders: train at size x size (IDX: the images' own size)
   int classes = 10;
-  int pad = 2;
+  int pad = 1;
   std::string checkpoint = "stoke-train.ckpt";
   std::string resume;
   std::string eval_only;
@@ -65,17 +65,17 @@ struct Args {
       "                      %s)\n"
       "  --devices SPEC      auto (every GPU, else cpu:1), cpu:G or cuda:0,1,... (default auto)\n"
       "  --workers N         loader worker processes (default 1)\n"
-      "  --batch N           global batch over all ranks and devices (default 256)\n"
-      "  --epochs N          epochs (default 12)\n"
+      "  --batch N           global batch over all ranks and devices (default 128)\n"
+      "  --epochs N          epochs (default 20)\n"
       "  --steps N           train exactly N steps instead (the schedule spans N)\n"
-      "  --lr X              peak learning rate (default 0.1), SGD momentum 0.9, decay 5e-4\n"
+      "  --lr X              peak learning rate (default 0.05), SGD momentum 0.9, decay 5e-4\n"
       "  --schedule S        cosine (default) or step (/10 at 50%% and 75%%)\n"
       "  --seed N            model initialization and data order (default 0)\n"
       "  --sync-bn           BatchNorm statistics over the whole batch, not per device\n"
-      "  --size N            image folders: train at N x N (default 32)\n"
+      "  --size N            train at N x N (default: IDX images' own size; image folders 32)\n"
       "  --classes N         classes in the data (default 10)\n"
       "  --pad N             small images: random crop after padding N pixels, plus flips\n"
-      "                      (default 2; 0 = flips only)\n"
+      "                      (default 1; 0 = flips only)\n"
       "  --checkpoint PATH   where to save (default stoke-train.ckpt); written after every\n"
       "                      epoch and on SIGINT/SIGTERM, atomically\n"
       "  --resume CKPT       continue a run exactly where CKPT left it\n"
@@ -217,6 +217,22 @@ Session make_session(const RunConfig& c, const DeviceSet& devices, const MpiWorl
   return s;
 }
 
+// The devices this rank drives. Every rank must drive the same kind and number (NCCL and the
+// epoch plan assume it). Under mpirun, `auto` gives each rank one GPU, its local rank's, so
+// ranks on one machine do not all claim every GPU.
+DeviceSet resolve_devices(const std::string& spec, const MpiWorld& world) {
+  DeviceSet d = DeviceSet::parse(spec);
+  if (spec == "auto" && world.size() > 1 && d.kind == DeviceSet::Kind::kCuda) {
+    const int gpu = d.ids[static_cast<std::size_t>(MpiWorld::local_rank()) % d.ids.size()];
+    d = DeviceSet::parse("cuda:" + std::to_string(gpu));
+  }
+  const int kind = d.kind == DeviceSet::Kind::kCuda ? 1 : 0;
+  if (world.max(kind) != -world.max(-kind) || world.max(d.count) != -world.max(-d.count))
+    throw ConfigError("the ranks disagree on their devices (this rank: " + d.to_string() +
+                      "); every rank must drive the same kind and number of devices");
+  return d;
+}
+
 void check_batch(int batch, const DeviceSet& devices, const MpiWorld& world) {
   const int unit = devices.count * world.size();
   if (batch % unit != 0) {
@@ -279,7 +295,7 @@ void print_accuracy(const Accuracy& acc, const MpiWorld& world) {
 
 int eval_only(const Args& a, const MpiWorld& world) {
   const Checkpoint ck = load_checkpoint(a.eval_only);
-  const DeviceSet devices = DeviceSet::parse(a.devices);
+  const DeviceSet devices = resolve_devices(a.devices, world);
   RunConfig c = ck.config;
   c.batch = given(a, "--batch") ? a.batch : c.batch;
   check_batch(c.batch, devices, world);
@@ -359,7 +375,7 @@ void summary(const Accuracy& acc, const Totals& t, double elapsed_s, const Args&
 int run_training(const Args& a, const MpiWorld& world) {
   std::optional<Checkpoint> resumed;
   if (!a.resume.empty()) resumed = load_checkpoint(a.resume);
-  const DeviceSet devices = DeviceSet::parse(a.devices);
+  const DeviceSet devices = resolve_devices(a.devices, world);
   const int global_batch = resumed ? resumed->config.batch : a.batch;
   check_batch(global_batch, devices, world);
 
@@ -423,19 +439,19 @@ int run_training(const Args& a, const MpiWorld& world) {
       evaluated = true;
       mark = Clock::now();
     }
-    // Every rank stops at the same step: the signal may reach them at different times.
-    double stop = g_signal.load() != 0 ? 1 : 0;
-    world.sum(&stop, 1);
-    if (stop > 0 && s.trainer->step() < c.hyper.total_steps) {
+    // Every rank stops at the same step (the signal may reach them at different times), and
+    // reports the signal that stopped the run.
+    const int stop = world.max(g_signal.load());
+    if (stop != 0 && s.trainer->step() < c.hyper.total_steps) {
       progress.finish_line();
-      save(a.checkpoint, c, *s.trainer, loader, world);
+      if (!evaluated) save(a.checkpoint, c, *s.trainer, loader, world);
       if (world.rank() == 0)
         std::fprintf(stderr,
                      "stoke-train: interrupted at step %lld: checkpoint saved to %s; continue "
                      "with --resume %s\n",
                      static_cast<long long>(s.trainer->step()), a.checkpoint.c_str(),
                      a.checkpoint.c_str());
-      return 128 + std::max(1, g_signal.load());
+      return 128 + stop;
     }
   }
   if (!evaluated) {
@@ -454,19 +470,27 @@ int run_training(const Args& a, const MpiWorld& world) {
 
 int main(int argc, char** argv) {
   const Args args = parse_args(argc, argv);
+  std::optional<MpiWorld> world;
+  int code = 0;
   try {
-    MpiWorld world;
+    world.emplace();
+    // The first SIGINT/SIGTERM asks for a checkpoint at the next step; a second one (the
+    // handler is reset) ends the process at once, should a step hang.
     struct sigaction sa {};
     sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
-    return args.eval_only.empty() ? run_training(args, world) : eval_only(args, world);
+    return args.eval_only.empty() ? run_training(args, *world) : eval_only(args, *world);
   } catch (const stoke::ConfigError& e) {
     std::fprintf(stderr, "stoke-train: %s\n", e.what());
-    return 2;
+    code = 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "stoke-train: %s\n", e.what());
-    return 1;
+    code = 1;
   }
+  std::fflush(stderr);
+  if (world) world->abort(code);
+  return code;
 }

@@ -81,9 +81,15 @@ class Trainer::Replica {
 
 Trainer::Trainer(const ModelShape& shape, const Hyper& hyper,
                  std::vector<std::unique_ptr<DeviceOps>> devices, Reducer& reducer, int max_chunk)
-    : shape_(shape), layout_(shape), hyper_(hyper), reducer_(reducer), max_chunk_(max_chunk) {
-  shape_.validate();
+    : shape_((shape.validate(), shape)),
+      layout_(shape_),
+      hyper_(hyper),
+      reducer_(reducer),
+      max_chunk_(max_chunk) {
   if (devices.empty()) throw ConfigError("the trainer needs at least one device");
+  if (max_chunk <= 0)
+    throw ConfigError("each replica must be sized for at least one sample, got " +
+                      std::to_string(max_chunk));
   for (auto& d : devices)
     replicas_.push_back(std::make_unique<Replica>(std::move(d), shape_, layout_, max_chunk));
 }

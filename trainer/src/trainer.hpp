@@ -22,7 +22,7 @@ namespace stoke::train {
 enum class Schedule { kCosine, kStep };
 
 struct Hyper {
-  float lr = 0.05f;  // peak learning rate, for a global batch of `batch` samples
+  float lr = 0.05f;  // peak learning rate
   float momentum = 0.9f;
   float weight_decay = 5e-4f;
   Schedule schedule = Schedule::kCosine;

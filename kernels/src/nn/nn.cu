@@ -315,8 +315,9 @@ __global__ void bn_relu_inference_kernel(const float* __restrict__ x,
   }
 }
 
-__global__ void relu_backward_kernel(const float* __restrict__ dy, const float* __restrict__ y,
-                                     std::int64_t total, float* __restrict__ dz) {
+// dz may be dy (in place, as the trainer calls it): no __restrict__ on those two.
+__global__ void relu_backward_kernel(const float* dy, const float* __restrict__ y,
+                                     std::int64_t total, float* dz) {
   for (std::int64_t i = first_index(); i < total; i += grid_stride()) {
     dz[i] = y[i] > 0.0f ? dy[i] : 0.0f;
   }

@@ -78,7 +78,8 @@ void bn_relu_forward(const float* x, const float* mean, const float* invstd, con
 // Inference: the same with the running statistics.
 void bn_relu_inference(const float* x, const float* running_mean, const float* running_var,
                        const float* gamma, const float* beta, const BnShape& shape, float* y);
-// dz = dy where y > 0, else 0 (ReLU backward through its output). Writes shape.size() floats.
+// dz = dy where y > 0, else 0 (ReLU backward through its output). Writes shape.size() floats;
+// dz may be dy (in place).
 void relu_backward(const float* dy, const float* y, const BnShape& shape, float* dz);
 // Writes sums[2c]: per-channel sum(dz) and sum(dz * xhat), xhat = (x - mean) * invstd. These are
 // d(loss)/dbeta and d(loss)/dgamma.
