@@ -9,7 +9,7 @@ PACKAGES="
   libtbb-dev libboost-dev libopenblas-dev libopenmpi-dev openmpi-bin libxxhash-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist mate-backgrounds opencv-doc
-  python3 procps
+  python3 python3-venv python3-numpy python3-torch procps
 "
 
 if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi

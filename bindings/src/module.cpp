@@ -1,0 +1,343 @@
+// The Python module stoke._stoke: the Loader, its batches and their arrays over stoke's public
+// C++ API. The Python package (bindings/stoke/__init__.py) re-exports it.
+//
+// Thread-safety: the GIL guards every object here; Loader.__next__ releases it while waiting
+// for a batch, so other Python threads run meanwhile.
+//
+// Lifetimes: every array a batch hands out holds a copy of the C++ Batch (a shared lease on its
+// slot) through its DLPack owner, so the bytes stay valid while the Batch, any of its arrays, or
+// any tensor made from them (torch.from_dlpack, numpy.from_dlpack, jax.dlpack) is alive; the
+// slot returns to the workers when the last of them is gone.
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stoke/batch.hpp"
+#include "stoke/devices.hpp"
+#include "stoke/error.hpp"
+#include "stoke/loader.hpp"
+#include "stoke/state.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+// Parses one of `names` (Python spelling) into the matching value; ValueError otherwise.
+template <class T>
+T choose(const std::string& what, const std::string& value,
+         std::initializer_list<std::pair<const char*, T>> names) {
+  std::string known;
+  for (const auto& [name, v] : names) {
+    if (value == name) return v;
+    known += (known.empty() ? "" : ", ") + std::string("'") + name + "'";
+  }
+  throw stoke::ConfigError(what + " must be one of " + known + ", got '" + value + "'");
+}
+
+nb::dlpack::dtype dlpack_dtype(stoke::DType d) {
+  switch (d) {
+    case stoke::DType::kUInt8: return nb::dtype<std::uint8_t>();
+    case stoke::DType::kFloat32: return nb::dtype<float>();
+    case stoke::DType::kFloat16: return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
+    case stoke::DType::kBFloat16: return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bfloat), 16, 1};
+  }
+  return nb::dtype<std::uint8_t>();
+}
+
+// One array of a batch: host memory, or one GPU's chunk. Its DLPack owner is a copy of the
+// Batch, so the slot outlives every consumer of the bytes.
+class Array {
+ public:
+  Array(const stoke::Batch& batch, int device, const void* data, std::vector<std::size_t> shape,
+        nb::dlpack::dtype dtype, int cuda_device)
+      : batch_(batch), device_(device), cuda_device_(cuda_device) {
+    auto* keep = new stoke::Batch(batch);
+    nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<stoke::Batch*>(p); });
+    const int device_type = cuda_device >= 0 ? nb::device::cuda::value : nb::device::cpu::value;
+    array_ = nb::ndarray<nb::ro, nb::array_api>(const_cast<void*>(data), shape.size(), shape.data(), owner,
+                                 nullptr, dtype, device_type, cuda_device >= 0 ? cuda_device : 0);
+    shape_ = std::move(shape);
+  }
+
+  // The DLPack protocol. On a GPU, `stream` (an int: a cudaStream_t, 1 = the legacy default
+  // stream, 2 = per-thread default) is made to wait for the copy stoke enqueued, and the batch
+  // will not reuse the memory before that stream passes the work enqueued so far; with no
+  // stream the call waits for the copy itself.
+  nb::object dlpack(nb::handle stream, nb::handle max_version, nb::handle dl_device,
+                    nb::handle copy) {
+    if (cuda_device_ >= 0) {
+      if (stream.is_none()) {
+        batch_.wait(device_);
+      } else {
+        const auto s = nb::cast<std::intptr_t>(stream);
+        if (s == -1) throw stoke::ConfigError("stream -1 (no synchronization) is not supported");
+        auto* cuda_stream = reinterpret_cast<CUstream_st*>(s == 1 || s == 2 ? 0 : s);
+        batch_.wait(device_);  // conservative: the copy is complete before the consumer reads
+        batch_.record_stream(device_, cuda_stream);
+      }
+    }
+    nb::object nd = nb::cast(array_);
+    nb::dict kwargs;
+    if (!max_version.is_none()) kwargs["max_version"] = max_version;
+    if (!dl_device.is_none()) kwargs["dl_device"] = dl_device;
+    if (!copy.is_none()) kwargs["copy"] = copy;
+    return nd.attr("__dlpack__")(**kwargs);
+  }
+
+  nb::tuple dlpack_device() const {
+    return nb::make_tuple(cuda_device_ >= 0 ? 2 : 1, cuda_device_ >= 0 ? cuda_device_ : 0);
+  }
+  nb::tuple shape() const {
+    nb::list l;
+    for (std::size_t s : shape_) l.append(s);
+    return nb::tuple(l);
+  }
+  std::string dtype() const {
+    const nb::dlpack::dtype d = array_.dtype();
+    if (d == nb::dtype<std::uint8_t>()) return "uint8";
+    if (d == nb::dtype<std::int32_t>()) return "int32";
+    if (d == nb::dtype<std::int64_t>()) return "int64";
+    if (d == nb::dtype<float>()) return "float32";
+    return d.code == static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bfloat) ? "bfloat16"
+                                                                              : "float16";
+  }
+  std::string device() const {
+    return cuda_device_ >= 0 ? "cuda:" + std::to_string(cuda_device_) : "cpu";
+  }
+
+ private:
+  stoke::Batch batch_;
+  int device_;
+  int cuda_device_;
+  std::vector<std::size_t> shape_;
+  nb::ndarray<nb::ro, nb::array_api> array_;
+};
+
+template <class T>
+Array host_array(const stoke::Batch& b, std::span<const T> values) {
+  return Array(b, 0, values.data(), {values.size()}, nb::dtype<T>(), -1);
+}
+
+nb::list pixels(const stoke::Batch& b) {
+  nb::list out;
+  for (int g = 0; g < b.device_count(); ++g) {
+    const stoke::DeviceChunk c = b.chunk(g);
+    std::vector<std::size_t> shape(c.shape.begin(), c.shape.end());
+    out.append(Array(b, g, c.data, std::move(shape), dlpack_dtype(c.dtype), c.cuda_device));
+  }
+  return out;
+}
+
+// The Python Loader's keyword arguments (defaults live in bindings/stoke/__init__.py).
+struct LoaderArgs {
+  std::string data;
+  int batch = 256;
+  std::string devices = "cpu:1";
+  int workers = 2;
+  std::vector<int> size;  // empty (the default), or {height, width}
+  std::string augment = "train";
+  std::string dtype = "uint8";
+  std::string layout = "nchw";
+  std::vector<float> mean;
+  std::vector<float> std;
+  std::uint64_t seed = 0;
+  bool shuffle = true;
+  std::string last_batch = "pad";
+  std::optional<int> rank;
+  std::optional<int> world;
+  std::string on_error = "skip";
+  std::string split = "train";
+  int prefetch = 0;
+  std::optional<std::string> state;
+  std::string worker_path;
+};
+
+stoke::Options options_from(const LoaderArgs& a) {
+  stoke::Options o;
+  o.data = a.data;
+  o.batch = a.batch;
+  o.devices = stoke::DeviceSet::parse(a.devices);
+  o.workers = a.workers;
+  if (!a.size.empty()) {
+    if (a.size.size() != 2) throw stoke::ConfigError("size must be an int or (height, width)");
+    o.height = a.size[0];
+    o.width = a.size[1];
+  }
+  if (a.augment == "none") {
+    o.augment = stoke::Augment::kEvaluation;
+  } else {
+    o.augment = choose<stoke::Augment>("augment", a.augment,
+                                       {{"train", stoke::Augment::kTraining},
+                                        {"eval", stoke::Augment::kEvaluation}});
+  }
+  o.dtype = choose<stoke::DType>("dtype", a.dtype,
+                                 {{"uint8", stoke::DType::kUInt8},
+                                  {"float32", stoke::DType::kFloat32},
+                                  {"float16", stoke::DType::kFloat16},
+                                  {"bfloat16", stoke::DType::kBFloat16}});
+  o.layout = choose<stoke::Layout>("layout", a.layout,
+                                   {{"nchw", stoke::Layout::kNCHW}, {"nhwc", stoke::Layout::kNHWC}});
+  o.mean = a.mean;
+  o.stddev = a.std;
+  o.seed = a.seed;
+  o.shuffle = a.shuffle;
+  o.last_batch = choose<stoke::LastBatch>("last_batch", a.last_batch,
+                                          {{"pad", stoke::LastBatch::kPad},
+                                           {"drop", stoke::LastBatch::kDrop}});
+  o.rank = a.rank.value_or(-1);
+  o.world = a.world.value_or(-1);
+  o.on_error = choose<stoke::OnError>("on_error", a.on_error,
+                                      {{"skip", stoke::OnError::kSkip},
+                                       {"error", stoke::OnError::kError}});
+  o.split = choose<stoke::Split>("split", a.split,
+                                 {{"train", stoke::Split::kTrain}, {"test", stoke::Split::kTest}});
+  o.prefetch = a.prefetch;
+  if (a.state) o.resume = stoke::LoaderState::parse(*a.state);
+  o.worker_path = a.worker_path;
+  return o;
+}
+
+nb::dict stats_dict(const stoke::Stats& s) {
+  nb::dict d;
+  d["batches"] = s.batches;
+  d["samples"] = s.samples;
+  d["padded"] = s.padded;
+  d["skipped"] = s.skipped;
+  nb::dict reasons;
+  for (const auto& [k, v] : s.skipped_by_reason) reasons[k.c_str()] = v;
+  d["skipped_by_reason"] = reasons;
+  d["worker_restarts"] = s.worker_restarts;
+  d["startup_s"] = s.startup_s;
+  d["active_s"] = s.active_s;
+  d["samples_per_s"] = s.samples_per_s;
+  d["wait_s"] = s.wait_s;
+  d["wait_fraction"] = s.wait_fraction;
+  d["released"] = s.released;
+  d["staging"] = s.staging;
+  d["read_s"] = s.read_s;
+  d["decode_s"] = s.decode_s;
+  d["augment_s"] = s.augment_s;
+  d["workers"] = s.workers;
+  d["slots"] = s.slots;
+  d["arena_bytes"] = s.arena_bytes;
+  return d;
+}
+
+}  // namespace
+
+NB_MODULE(_stoke, m) {
+  m.doc() = "stoke: multi-process data loading for training (C++ core)";
+
+  // Translators run newest first: the base class is registered before its subclasses.
+  nb::exception<stoke::Error> error(m, "Error", PyExc_RuntimeError);
+  nb::exception<stoke::DataError>(m, "DataError", error);
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const stoke::ConfigError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+
+  nb::class_<Array>(m, "Array",
+                    "One array of a batch (pixels of one device, labels, valid flags or sample "
+                    "ids), shared zero-copy through DLPack: torch.from_dlpack(a), "
+                    "numpy.from_dlpack(a), jax.dlpack.from_dlpack(a).")
+      .def("__dlpack__", &Array::dlpack, nb::kw_only(), "stream"_a = nb::none(),
+           "max_version"_a = nb::none(), "dl_device"_a = nb::none(), "copy"_a = nb::none(),
+           "Exports the array as a DLPack capsule (zero-copy).")
+      .def("__dlpack_device__", &Array::dlpack_device)
+      .def_prop_ro("shape", &Array::shape)
+      .def_prop_ro("dtype", &Array::dtype, "'uint8', 'int32', 'int64', 'float32', ...")
+      .def_prop_ro("device", &Array::device, "'cpu' or 'cuda:N'");
+
+  nb::class_<stoke::Batch>(m, "Batch",
+                           "One batch: exactly `size` samples split into one equal chunk per "
+                           "device. Its memory returns to the workers when the batch and every "
+                           "array and tensor made from it are gone (or release() is called and "
+                           "no array remains).")
+      .def_prop_ro("epoch", &stoke::Batch::epoch)
+      .def_prop_ro("index", &stoke::Batch::index, "position within the epoch")
+      .def_prop_ro("size", &stoke::Batch::size)
+      .def_prop_ro("padded", &stoke::Batch::padded, "samples repeating earlier ones (valid == 0)")
+      .def_prop_ro("device_count", &stoke::Batch::device_count)
+      .def_prop_ro("pixels", &pixels,
+                   "One array per device, as the device receives it (dtype, layout).")
+      .def_prop_ro("labels", [](const stoke::Batch& b) { return host_array(b, b.labels()); })
+      .def_prop_ro("valid", [](const stoke::Batch& b) { return host_array(b, b.valid()); },
+                   "1 for a real sample, 0 for a padding repeat")
+      .def_prop_ro("sample_ids", [](const stoke::Batch& b) { return host_array(b, b.sample_ids()); })
+      .def("release", &stoke::Batch::release,
+           "Drops this object's hold on the slot (arrays already taken keep theirs).");
+
+  nb::class_<stoke::Loader>(m, "Loader")
+      .def(
+          "__init__",
+          [](stoke::Loader* self, LoaderArgs args) { new (self) stoke::Loader(options_from(args)); },
+          "args"_a)
+      .def("__len__", &stoke::Loader::batches_per_epoch)
+      .def("__iter__", [](nb::handle self) { return self; }, nb::rv_policy::reference)
+      .def(
+          "__next__",
+          [](stoke::Loader& l) {
+            std::optional<stoke::Batch> b;
+            {
+              nb::gil_scoped_release release;
+              b = l.next();
+            }
+            if (!b) throw nb::stop_iteration();
+            return std::move(*b);
+          })
+      .def("set_epoch", &stoke::Loader::set_epoch, "epoch"_a)
+      .def("state", [](const stoke::Loader& l) { return l.state().serialize(); })
+      .def("stats", [](const stoke::Loader& l) { return stats_dict(l.stats()); })
+      .def_prop_ro("dataset_size", &stoke::Loader::dataset_size)
+      .def_prop_ro("rank", &stoke::Loader::rank)
+      .def_prop_ro("world", &stoke::Loader::world);
+
+  nb::class_<LoaderArgs>(m, "_LoaderArgs")
+      .def(nb::init<>())
+      .def_rw("data", &LoaderArgs::data)
+      .def_rw("batch", &LoaderArgs::batch)
+      .def_rw("devices", &LoaderArgs::devices)
+      .def_rw("workers", &LoaderArgs::workers)
+      .def_rw("size", &LoaderArgs::size)
+      .def_rw("augment", &LoaderArgs::augment)
+      .def_rw("dtype", &LoaderArgs::dtype)
+      .def_rw("layout", &LoaderArgs::layout)
+      .def_rw("mean", &LoaderArgs::mean)
+      .def_rw("std", &LoaderArgs::std)
+      .def_rw("seed", &LoaderArgs::seed)
+      .def_rw("shuffle", &LoaderArgs::shuffle)
+      .def_rw("last_batch", &LoaderArgs::last_batch)
+      .def_rw("rank", &LoaderArgs::rank)
+      .def_rw("world", &LoaderArgs::world)
+      .def_rw("on_error", &LoaderArgs::on_error)
+      .def_rw("split", &LoaderArgs::split)
+      .def_rw("prefetch", &LoaderArgs::prefetch)
+      .def_rw("state", &LoaderArgs::state)
+      .def_rw("worker_path", &LoaderArgs::worker_path);
+
+  m.def("devices", [] {
+    nb::list out;
+    for (const stoke::GpuInfo& g : stoke::devices().gpus) {
+      nb::dict d;
+      d["index"] = g.index;
+      d["name"] = g.name;
+      d["uuid"] = g.uuid;
+      d["pci_bus_id"] = g.pci_bus_id;
+      d["memory_bytes"] = g.memory_bytes;
+      out.append(d);
+    }
+    return out;
+  });
+  m.def("version", [] { return std::string(stoke::version()); });
+}

@@ -1,0 +1,133 @@
+"""stoke: multi-process data loading and preprocessing for training.
+
+Worker processes decode and augment images in C++ into a shared-memory arena; each batch has
+exactly ``batch`` samples, split into one equal chunk per device, and its arrays reach PyTorch,
+JAX and NumPy zero-copy through DLPack::
+
+    import stoke, torch
+    loader = stoke.Loader("/usr/share/datasets/fashion-mnist", batch=256, workers=2,
+                          dtype="float32")
+    for epoch in range(10):
+        loader.set_epoch(epoch)
+        for batch in loader:
+            x = torch.from_dlpack(batch.pixels[0])          # 256 x 1 x 28 x 28 float32
+            y = torch.from_dlpack(batch.labels).long()
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence, Tuple, Union
+
+from . import _stoke
+from ._stoke import Array, Batch, DataError, Error
+
+__all__ = ["Loader", "Batch", "Array", "DataError", "Error", "devices", "version", "__version__"]
+__version__: str = _stoke.version()
+
+
+def version() -> str:
+    """The version of the stoke library, e.g. ``"0.1.0"``."""
+    return _stoke.version()
+
+
+def devices() -> list:
+    """The GPUs this process may use, discovered without creating a CUDA context.
+
+    A list of dicts with ``index`` (CUDA ordinal), ``name``, ``uuid``, ``pci_bus_id`` and
+    ``memory_bytes``; empty on a machine without a GPU.
+    """
+    return _stoke.devices()
+
+
+class Loader(_stoke.Loader):
+    """Delivers batches of a dataset, decoded and augmented by worker processes.
+
+    Iterating a loader yields the batches of the current epoch, in order; the next iteration
+    continues with the following epoch (or call ``set_epoch``). ``len(loader)`` is the number of
+    batches per epoch. The delivered bytes depend only on the data, the pipeline, ``seed``,
+    the epoch, ``batch``, ``rank`` and ``world``, never on ``workers``.
+
+    Args:
+        data: an image-folder tree (root/<class>/<image>), a list file (path<TAB>label per
+            line), or a folder of MNIST-style IDX files (plain or .gz).
+        batch: samples per batch on this rank; a multiple of the device count.
+        devices: ``"cpu:G"`` (G host devices), ``"cuda:0,1"`` or ``"auto"`` (every visible GPU,
+            else ``cpu:1``).
+        workers: worker processes (0 runs the pipeline in this process).
+        size: output ``int`` or ``(height, width)``; default: the IDX images' own size, or
+            224 x 224 for image files.
+        augment: ``"train"`` (random-resized-crop + flip; pad-crop + flip for small images) or
+            ``"eval"`` / ``"none"`` (resize the shorter side, centre crop).
+        dtype: ``"uint8"`` (the pipeline's NHWC bytes) or ``"float32"``, ``"float16"``,
+            ``"bfloat16"``: ``(x / 255 - mean) / std`` computed on the device, in ``layout``.
+        layout: ``"nchw"`` or ``"nhwc"`` for float dtypes.
+        mean, std: per-channel values in 0..1 units (default ImageNet's for RGB, 0.5 for gray).
+        seed: seeds the shuffle and every random augmentation.
+        shuffle: shuffle the samples every epoch.
+        last_batch: ``"pad"`` (fill the last batch with repeats, marked ``valid == 0``) or
+            ``"drop"``.
+        rank, world: this process's place in a distributed job; default: from ``RANK`` /
+            ``WORLD_SIZE`` (torchrun) or ``OMPI_COMM_WORLD_*`` (mpirun), else 0 and 1.
+        on_error: ``"skip"`` (replace bad samples deterministically, count and log them) or
+            ``"error"`` (raise ``stoke.DataError`` naming the file).
+        split: ``"train"`` or ``"test"`` (IDX data).
+        prefetch: batch slots in the arena (0: ``2 * workers + 2``).
+        state: a ``loader.state()`` string to continue exactly where that loader was.
+        worker_path: the stoke-worker executable (default: the one installed with this package).
+
+    Raises:
+        ValueError: invalid configuration, with what to change.
+        stoke.Error: the workers could not start.
+    """
+
+    def __init__(
+        self,
+        data: str,
+        *,
+        batch: int = 256,
+        devices: str = "cpu:1",
+        workers: int = 2,
+        size: Union[None, int, Tuple[int, int]] = None,
+        augment: str = "train",
+        dtype: str = "uint8",
+        layout: str = "nchw",
+        mean: Sequence[float] = (),
+        std: Sequence[float] = (),
+        seed: int = 0,
+        shuffle: bool = True,
+        last_batch: str = "pad",
+        rank: Optional[int] = None,
+        world: Optional[int] = None,
+        on_error: str = "skip",
+        split: str = "train",
+        prefetch: int = 0,
+        state: Optional[str] = None,
+        worker_path: str = "",
+    ) -> None:
+        a = _stoke._LoaderArgs()
+        a.data = str(data)
+        a.batch = batch
+        a.devices = devices
+        a.workers = workers
+        if size is None:
+            a.size = []
+        elif isinstance(size, int):
+            a.size = [size, size]
+        else:
+            a.size = [int(v) for v in size]
+        a.augment = augment
+        a.dtype = dtype
+        a.layout = layout
+        a.mean = [float(v) for v in mean]
+        a.std = [float(v) for v in std]
+        a.seed = seed
+        a.shuffle = shuffle
+        a.last_batch = last_batch
+        a.rank = rank
+        a.world = world
+        a.on_error = on_error
+        a.split = split
+        a.prefetch = prefetch
+        a.state = state
+        a.worker_path = str(worker_path)
+        super().__init__(a)

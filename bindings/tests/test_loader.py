@@ -1,0 +1,149 @@
+"""The Python bindings: an epoch, DLPack round trips with NumPy and PyTorch, batch lifetimes,
+error mapping and resume. Needs Fashion-MNIST from Debian's dataset-fashion-mnist."""
+
+import gc
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import stoke
+
+FASHION = "/usr/share/datasets/fashion-mnist"
+PHOTO = "/usr/share/backgrounds/mate/desktop/GreenTraditional.jpg"
+
+
+def test_iterates_an_epoch_with_every_test_image_once():
+    loader = stoke.Loader(FASHION, split="test", batch=256, workers=2, shuffle=False,
+                          devices="cpu:2")
+    assert len(loader) == 40  # 10,000 = 39 x 256 + 16: the last batch is padded
+    ids, valid, batches = [], 0, 0
+    for batch in loader:
+        assert batch.size == 256 and batch.device_count == 2
+        assert [a.shape for a in batch.pixels] == [(128, 28, 28, 1)] * 2
+        v = np.from_dlpack(batch.valid)
+        ids.extend(np.from_dlpack(batch.sample_ids)[v == 1].tolist())
+        valid += int(v.sum())
+        batches += 1
+    assert batches == 40 and valid == 10000
+    assert sorted(ids) == list(range(10000))
+
+
+def test_pixels_and_labels_reach_numpy_and_torch_without_a_copy():
+    torch = pytest.importorskip("torch")
+    loader = stoke.Loader(FASHION, split="test", batch=64, workers=1, shuffle=False,
+                          dtype="float32", layout="nchw", mean=[0.5], std=[0.5])
+    batch = next(iter(loader))
+    pixels = batch.pixels[0]
+    assert pixels.dtype == "float32" and pixels.device == "cpu"
+    assert pixels.__dlpack_device__() == (1, 0)
+    as_numpy = np.from_dlpack(pixels)
+    as_torch = torch.from_dlpack(pixels)
+    assert as_numpy.shape == (64, 1, 28, 28) and tuple(as_torch.shape) == (64, 1, 28, 28)
+    # Both views read the same memory: the loader's batch, not a copy.
+    assert as_numpy.__array_interface__["data"][0] == as_torch.data_ptr()
+    assert np.array_equal(as_numpy, as_torch.numpy())
+    assert as_numpy.min() >= -1.0 - 1e-6 and as_numpy.max() <= 1.0 + 1e-6
+    labels = torch.from_dlpack(batch.labels)
+    assert labels.dtype == torch.int32 and labels.shape == (64,)
+    # The same bytes as the uint8 pipeline output, normalized: (x / 255 - 0.5) / 0.5.
+    raw = stoke.Loader(FASHION, split="test", batch=64, workers=1, shuffle=False)
+    u8 = np.from_dlpack(next(iter(raw)).pixels[0])  # NHWC
+    expected = (u8.transpose(0, 3, 1, 2).astype(np.float32) / 255 - 0.5) / 0.5
+    assert np.allclose(as_numpy, expected, atol=1e-6)
+
+
+def test_held_batches_keep_their_bytes_while_the_loader_moves_on():
+    torch = pytest.importorskip("torch")
+    loader = stoke.Loader(FASHION, batch=128, workers=2, prefetch=4)
+    held, copies = [], []
+    it = iter(loader)
+    for _ in range(10):  # more batches than the 4 prefetch slots
+        b = next(it)
+        held.append((b, torch.from_dlpack(b.pixels[0]), np.from_dlpack(b.labels)))
+        copies.append((np.from_dlpack(b.pixels[0]).copy(), np.from_dlpack(b.labels).copy()))
+    for _ in range(30):
+        next(it)
+    for (batch, pixels, labels), (want_pixels, want_labels) in zip(held, copies):
+        assert np.array_equal(pixels.numpy(), want_pixels)
+        assert np.array_equal(labels, want_labels)
+
+
+def test_a_slot_returns_only_when_the_last_reference_is_gone():
+    torch = pytest.importorskip("torch")
+    loader = stoke.Loader(FASHION, split="test", batch=100, workers=1)
+    it = iter(loader)
+    batch = next(it)
+    tensor = torch.from_dlpack(batch.pixels[0])
+    before = loader.stats()["released"]
+    del batch
+    gc.collect()
+    assert loader.stats()["released"] == before  # the tensor still reads the slot
+    del tensor
+    gc.collect()
+    assert loader.stats()["released"] == before + 1
+
+
+def test_release_drops_the_batch_hold_but_not_the_arrays():
+    loader = stoke.Loader(FASHION, split="test", batch=100, workers=1)
+    batch = next(iter(loader))
+    labels = np.from_dlpack(batch.labels)
+    want = labels.copy()
+    batch.release()
+    gc.collect()
+    assert np.array_equal(labels, want)
+
+
+def test_bad_configuration_raises_value_error_with_what_to_change():
+    with pytest.raises(ValueError, match="batch 250 is not a multiple of 4 devices; use 248 or 252"):
+        stoke.Loader(FASHION, batch=250, devices="cpu:4")
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        stoke.Loader(FASHION, dtype="float64")
+    with pytest.raises(ValueError):
+        stoke.Loader(FASHION, state="not a state")
+
+
+def test_bad_input_under_on_error_error_raises_data_error_naming_the_path(tmp_path):
+    shutil.copy(PHOTO, tmp_path / "good.jpg")
+    (tmp_path / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 this is not a JPEG")
+    (tmp_path / "list.txt").write_text("good.jpg\t0\nbroken.jpg\t1\n")
+    loader = stoke.Loader(str(tmp_path / "list.txt"), batch=2, workers=1, size=32,
+                          on_error="error", shuffle=False)
+    with pytest.raises(stoke.DataError, match="broken.jpg"):
+        for _ in loader:
+            pass
+    skipping = stoke.Loader(str(tmp_path / "list.txt"), batch=2, workers=1, size=32)
+    assert sum(1 for _ in skipping) == 1
+    assert skipping.stats()["skipped"] == 1
+
+
+def test_resuming_from_state_continues_with_the_same_batches():
+    first = stoke.Loader(FASHION, batch=64, workers=2, seed=7)
+    it = iter(first)
+    for _ in range(3):
+        next(it)
+    state = first.state()
+    want = [np.from_dlpack(next(it).sample_ids).copy() for _ in range(2)]
+    resumed = stoke.Loader(FASHION, batch=64, workers=1, seed=7, state=state)
+    got = [np.from_dlpack(b.sample_ids).copy() for b, _ in zip(resumed, range(2))]
+    assert all(np.array_equal(a, b) for a, b in zip(want, got))
+
+
+def test_devices_lists_gpus_without_touching_cuda():
+    gpus = stoke.devices()
+    assert isinstance(gpus, list)
+    for g in gpus:
+        assert {"index", "name", "uuid", "pci_bus_id", "memory_bytes"} <= set(g)
+
+
+def test_the_pytorch_example_trains_with_the_loss_going_down():
+    pytest.importorskip("torch")
+    import subprocess
+    import sys
+    example = os.path.join(os.path.dirname(__file__), "..", "examples", "torch_fashion_mnist.py")
+    out = subprocess.run([sys.executable, example, "--steps", "60", "--workers", "1"],
+                         capture_output=True, text=True, timeout=600, check=True).stdout
+    losses = [float(line.split()[-1]) for line in out.splitlines() if line.startswith("step ")]
+    assert len(losses) == 6, out
+    assert losses[-1] < losses[0] * 0.8, out
