@@ -128,8 +128,8 @@ void Trainer::load(const ModelState& s) {
   step_ = s.step;
 }
 
-ModelState Trainer::state() const {
-  const Replica& r = *replicas_[0];
+ModelState Trainer::download(int replica) const {
+  const Replica& r = *replicas_[replica];
   ModelState s;
   s.params.resize(static_cast<std::size_t>(layout_.params));
   s.velocity.resize(s.params.size());
@@ -141,17 +141,12 @@ ModelState Trainer::state() const {
   return s;
 }
 
+ModelState Trainer::state() const { return download(0); }
+
 bool Trainer::replicas_identical() const {
   const ModelState first = state();
-  for (std::size_t i = 1; i < replicas_.size(); ++i) {
-    const Replica& r = *replicas_[i];
-    ModelState s;
-    s.params.resize(first.params.size());
-    s.velocity.resize(first.velocity.size());
-    s.buffers.resize(first.buffers.size());
-    r.ops->download(s.params.data(), r.params.get(), r.params.bytes());
-    r.ops->download(s.velocity.data(), r.velocity.get(), r.velocity.bytes());
-    r.ops->download(s.buffers.data(), r.buffers.get(), r.buffers.bytes());
+  for (int i = 1; i < replicas(); ++i) {
+    const ModelState s = download(i);
     auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
       return std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
     };
@@ -239,6 +234,13 @@ void Trainer::set_inputs(const std::vector<ReplicaInput>& inputs) {
   }
 }
 
+// Sums block b's `member` buffer over every replica of every rank, in place.
+void Trainer::sum_over_replicas(int b, DeviceArray<double> Block::*member, int count) {
+  std::vector<double*> buffers;
+  for (auto& r : replicas_) buffers.push_back((r->block[b].*member).get());
+  reducer_.sum(buffers, count);
+}
+
 // conv -> BatchNorm -> ReLU -> pool for block b on every replica. In training the statistics
 // of every replica and rank are summed: normalization uses them with sync_bn (else each
 // replica's own), and the running statistics always do, so they stay identical everywhere.
@@ -255,11 +257,7 @@ void Trainer::forward_block(int b, double global_samples, bool training) {
       r.ops->copy(k.global.get(), k.sums.get(), k.sums.bytes());
     }
   });
-  if (training) {
-    std::vector<double*> globals;
-    for (auto& r : replicas_) globals.push_back(r->block[b].global.get());
-    reducer_.sum(globals, 2 * c);
-  }
+  if (training) sum_over_replicas(b, &Block::global, 2 * c);
   const double global_count = global_samples * h * w;
   each([&](Replica& r) {
     Block& k = r.block[b];
@@ -298,11 +296,7 @@ void Trainer::backward_block(int b, double global_samples) {
     r.ops->bn_param_grads(k.bsums.get(), c, r.grads.get() + o.gamma, r.grads.get() + o.beta);
     if (hyper_.sync_bn) r.ops->copy(k.bglobal.get(), k.bsums.get(), k.bsums.bytes());
   });
-  if (hyper_.sync_bn) {
-    std::vector<double*> globals;
-    for (auto& r : replicas_) globals.push_back(r->block[b].bglobal.get());
-    reducer_.sum(globals, 2 * c);
-  }
+  if (hyper_.sync_bn) sum_over_replicas(b, &Block::bglobal, 2 * c);
   each([&](Replica& r) {
     Block& k = r.block[b];
     const nn::BnShape bs = bn_shape(shape_, b, r.n);

@@ -59,6 +59,8 @@ struct StepResult {
   double global_loss = 0;   // mean over every rank's valid samples (training steps only)
 };
 
+struct Block;  // one conv-BN-ReLU-pool block's memory on a replica (trainer.cpp)
+
 class Trainer {
  public:
   // REQUIRES: devices non-empty; max_chunk >= the samples any replica will be handed.
@@ -89,11 +91,14 @@ class Trainer {
 
  private:
   class Replica;
+  // The model as replica `replica` holds it (synchronizes that device).
+  ModelState download(int replica) const;
   std::vector<ReplicaInput> inputs_of(const Batch& batch) const;
   void check_inputs(const std::vector<ReplicaInput>& inputs) const;
   template <class F>
   void each(F&& f);
   void set_inputs(const std::vector<ReplicaInput>& inputs);
+  void sum_over_replicas(int b, DeviceArray<double> Block::*member, int count);
   void forward_block(int b, double global_samples, bool training);
   void backward_block(int b, double global_samples);
   void classify(float scale, bool backward);
