@@ -8,7 +8,6 @@
 // Without --data it reads Fashion-MNIST from Debian's dataset-fashion-mnist. With --json the
 // last line of output is one JSON object (fields documented in docs/BENCHMARKS.md).
 
-#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -30,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "stoke/cores.hpp"
 #include "stoke/devices.hpp"
 #include "stoke/kernels/normalize.hpp"
 #include "stoke/loader.hpp"
@@ -121,26 +121,6 @@ std::vector<int> sweep_range(int lo, int hi) {
   return v;
 }
 
-// The cores this process may run on: its CPU affinity mask, lowered by a cgroup v2 CPU quota
-// (cpu.max) when one is set.
-int available_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  int cores = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-  std::ifstream cgroup_file("/proc/self/cgroup");
-  std::string line, path;
-  while (std::getline(cgroup_file, line)) {
-    if (line.rfind("0::", 0) == 0) path = line.substr(3);
-  }
-  std::ifstream max_file("/sys/fs/cgroup" + path + "/cpu.max");
-  std::string quota, period;
-  if (max_file >> quota >> period && quota != "max") {
-    const double q = std::stod(quota) / std::stod(period);
-    cores = std::min(cores, std::max(1, static_cast<int>(std::ceil(q))));
-  }
-  return std::max(cores, 1);
-}
-
 long long parse_number(const std::string& flag, const std::string& v, long long lo) {
   try {
     std::size_t used = 0;
@@ -168,7 +148,7 @@ Args parse_args(int argc, char** argv) {
       continue;
     }
     if (flag == "--sweep-workers" && (i + 1 >= argc || argv[i + 1][0] == '-')) {
-      a.sweep_workers = sweep_range(1, available_cores());
+      a.sweep_workers = sweep_range(1, stoke::available_cores());
       continue;
     }
     if (i + 1 >= argc) {
@@ -575,7 +555,7 @@ int sweep(const Args& args) {
   const std::vector<int> depths =
       args.sweep_prefetch.empty() ? std::vector<int>{0} : args.sweep_prefetch;
   const int runs = static_cast<int>(depths.size() * args.sweep_workers.size());
-  const int cores = available_cores();
+  const int cores = stoke::available_cores();
   std::printf("stoke-bench %s: sweeping %d setting(s) on %s, %d core(s) available%s\n",
               stoke::version(), runs, args.options.data.c_str(), cores,
               consumer_ms > 0 ? (", consumer " + fixed1(consumer_ms) + " ms/batch").c_str() : "");

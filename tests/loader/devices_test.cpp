@@ -3,10 +3,12 @@
 #include "stoke/devices.hpp"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <cstdio>
 #include <fstream>
 
+#include "stoke/cores.hpp"
 #include "test_support.hpp"
 
 namespace stoke {
@@ -14,6 +16,26 @@ namespace {
 
 const std::vector<std::string> kUuids = {"GPU-aaaa1111-0000", "GPU-bbbb2222-0000",
                                          "GPU-bbbb3333-0000"};
+
+TEST(Cores, AreAtLeastOneAndNoMoreThanTheAffinityMaskAllows) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof set, &set), 0);
+  const int cores = available_cores();
+  EXPECT_GE(cores, 1);
+  EXPECT_LE(cores, CPU_COUNT(&set));
+  // Narrowing the mask to one core narrows the answer.
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);
+  EXPECT_EQ(available_cores(), 1);
+  ASSERT_EQ(::sched_setaffinity(0, sizeof set, &set), 0);
+}
 
 TEST(Devices, VisibleDevicesTakeIndicesAndUuidPrefixesInTheirOrder) {
   EXPECT_EQ(apply_visible_devices("2,0", kUuids), (std::vector<int>{2, 0}));

@@ -1,8 +1,6 @@
 // stoke-train: trains the bundled CNN data-parallel on stoke batches, evaluates it after every
 // epoch, and keeps one checkpoint that resumes exactly. See trainer/README.md.
 
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -19,6 +17,7 @@
 #include "mpi_world.hpp"
 #include "progress.hpp"
 #include "reducer.hpp"
+#include "stoke/cores.hpp"
 #include "stoke/devices.hpp"
 #include "stoke/loader.hpp"
 #include "stoke/mnist.hpp"
@@ -147,13 +146,6 @@ Args parse_args(int argc, char** argv) {
 
 bool given(const Args& a, const char* flag) {
   return std::find(a.given.begin(), a.given.end(), flag) != a.given.end();
-}
-
-int available_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-  return 1;
 }
 
 // Loader options for one split; `batch` is this rank's share of the global batch.

@@ -1,0 +1,30 @@
+#include "stoke/cores.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <string>
+
+namespace stoke {
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int cores = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  std::ifstream cgroup_file("/proc/self/cgroup");
+  std::string line, path;
+  while (std::getline(cgroup_file, line)) {
+    if (line.rfind("0::", 0) == 0) path = line.substr(3);
+  }
+  std::ifstream max_file("/sys/fs/cgroup" + path + "/cpu.max");
+  std::string quota, period;
+  if (max_file >> quota >> period && quota != "max") {
+    const double q = std::stod(quota) / std::stod(period);
+    cores = std::min(cores, std::max(1, static_cast<int>(std::ceil(q))));
+  }
+  return std::max(cores, 1);
+}
+
+}  // namespace stoke
