@@ -62,27 +62,27 @@ class Array {
     auto* keep = new stoke::Batch(batch);
     nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<stoke::Batch*>(p); });
     const int device_type = cuda_device >= 0 ? nb::device::cuda::value : nb::device::cpu::value;
-    array_ = nb::ndarray<nb::ro, nb::array_api>(const_cast<void*>(data), shape.size(), shape.data(), owner,
-                                 nullptr, dtype, device_type, cuda_device >= 0 ? cuda_device : 0);
-    shape_ = std::move(shape);
+    array_ = nb::ndarray<nb::ro, nb::array_api>(const_cast<void*>(data), shape.size(),
+                                                shape.data(), owner, nullptr, dtype, device_type,
+                                                cuda_device >= 0 ? cuda_device : 0);
   }
 
-  // The DLPack protocol. On a GPU, `stream` (an int: a cudaStream_t, 1 = the legacy default
-  // stream, 2 = per-thread default) is made to wait for the copy stoke enqueued, and the batch
-  // will not reuse the memory before that stream passes the work enqueued so far; with no
-  // stream the call waits for the copy itself.
+  // The DLPack protocol. On a GPU the call returns once stoke's copy of the chunk is complete
+  // (a host-side wait: the public API has no "make this stream wait" call yet), and a given
+  // `stream` (an int: a cudaStream_t, 1 = the legacy default stream, 2 = per-thread default) is
+  // recorded on the batch, so the memory is not reused before that stream passes the work
+  // enqueued on it so far.
   nb::object dlpack(nb::handle stream, nb::handle max_version, nb::handle dl_device,
                     nb::handle copy) {
     if (cuda_device_ >= 0) {
-      if (stream.is_none()) {
-        batch_.wait(device_);
-      } else {
+      CUstream_st* consumer = nullptr;
+      if (!stream.is_none()) {
         const auto s = nb::cast<std::intptr_t>(stream);
         if (s == -1) throw stoke::ConfigError("stream -1 (no synchronization) is not supported");
-        auto* cuda_stream = reinterpret_cast<CUstream_st*>(s == 1 || s == 2 ? 0 : s);
-        batch_.wait(device_);  // conservative: the copy is complete before the consumer reads
-        batch_.record_stream(device_, cuda_stream);
+        consumer = reinterpret_cast<CUstream_st*>(s == 1 || s == 2 ? 0 : s);
       }
+      batch_.wait(device_);
+      if (!stream.is_none()) batch_.record_stream(device_, consumer);
     }
     nb::object nd = nb::cast(array_);
     nb::dict kwargs;
@@ -97,7 +97,7 @@ class Array {
   }
   nb::tuple shape() const {
     nb::list l;
-    for (std::size_t s : shape_) l.append(s);
+    for (std::size_t i = 0; i < array_.ndim(); ++i) l.append(array_.shape(i));
     return nb::tuple(l);
   }
   std::string dtype() const {
@@ -117,7 +117,6 @@ class Array {
   stoke::Batch batch_;
   int device_;
   int cuda_device_;
-  std::vector<std::size_t> shape_;
   nb::ndarray<nb::ro, nb::array_api> array_;
 };
 
