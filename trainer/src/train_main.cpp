@@ -305,9 +305,9 @@ int eval_only(const Args& a, const MpiWorld& world) {
 }
 
 // The run's configuration: from the flags, or from the checkpoint being resumed (flags that
-// would change the run are refused rather than silently ignored).
-RunConfig run_config(const Args& a, const std::optional<Checkpoint>& resumed,
-                     std::int64_t batches_per_epoch) {
+// would change the run are refused rather than silently ignored). A new run's schedule length
+// depends on the loader's epoch: set_schedule() fills it in once the loader exists.
+RunConfig run_config(const Args& a, const std::optional<Checkpoint>& resumed) {
   if (resumed) {
     for (const char* flag : {"--batch", "--epochs", "--steps", "--lr", "--seed", "--sync-bn",
                              "--schedule", "--size", "--classes", "--pad"})
@@ -324,10 +324,13 @@ RunConfig run_config(const Args& a, const std::optional<Checkpoint>& resumed,
   c.hyper.lr = a.lr;
   c.hyper.schedule = a.schedule;
   c.hyper.sync_bn = a.sync_bn;
+  return c;
+}
+
+void set_schedule(RunConfig& c, const Args& a, std::int64_t batches_per_epoch) {
   c.hyper.total_steps = a.steps > 0 ? a.steps : a.epochs * batches_per_epoch;
   c.epochs = static_cast<int>((c.hyper.total_steps + batches_per_epoch - 1) / batches_per_epoch);
   c.hyper.warmup_steps = static_cast<int>(std::min<std::int64_t>(200, c.hyper.total_steps / 10));
-  return c;
 }
 
 void save(const std::string& path, const RunConfig& c, const Trainer& trainer, const Loader& loader,
@@ -368,19 +371,12 @@ int run_training(const Args& a, const MpiWorld& world) {
   std::optional<Checkpoint> resumed;
   if (!a.resume.empty()) resumed = load_checkpoint(a.resume);
   const DeviceSet devices = resolve_devices(a.devices, world);
-  const int global_batch = resumed ? resumed->config.batch : a.batch;
-  check_batch(global_batch, devices, world);
-
-  // The loader's epoch length decides the schedule, so a probe configuration comes first.
-  RunConfig probe;
-  probe.shape = resumed ? resumed->config.shape : shape_for(a);
-  probe.batch = global_batch;
-  probe.seed = resumed ? resumed->config.seed : a.seed;
-  probe.pad = resumed ? resumed->config.pad : a.pad;
-  Options train_opts = loader_options(a, probe, devices, world, Split::kTrain);
+  RunConfig c = run_config(a, resumed);
+  check_batch(c.batch, devices, world);
+  Options train_opts = loader_options(a, c, devices, world, Split::kTrain);
   if (resumed) train_opts.resume = resumed->loader;
   Loader loader(train_opts);
-  const RunConfig c = run_config(a, resumed, loader.batches_per_epoch());
+  if (!resumed) set_schedule(c, a, loader.batches_per_epoch());
   Loader test(loader_options(a, c, devices, world, Split::kTest));
   Session s = make_session(c, devices, world);
   if (resumed) s.trainer->load(resumed->model);
