@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "stoke/kernels/nn.hpp"
 
@@ -28,26 +29,54 @@ void for_each_channel(const BnShape& s, F&& f) {
   });
 }
 
+// Writes sums[2c]: per channel, the sums of term(ch, i).first and .second over its values i,
+// images in order and pixels in order within each.
+template <class Term>
+void channel_sums(const BnShape& s, double* sums, Term&& term) {
+  std::fill(sums, sums + 2 * s.c, 0.0);
+  for_each_channel(s, [&](int ch, std::int64_t off) {
+    double first = 0, second = 0;
+    for (int j = 0; j < s.hw; ++j) {
+      const auto [a, b] = term(ch, off + j);
+      first += a;
+      second += b;
+    }
+    sums[ch] += first;
+    sums[s.c + ch] += second;
+  });
+}
+
+// Channel ch's mean and biased variance from sums of `count` values (clamped at 0 against
+// rounding).
+std::pair<double, double> moments(const double* sums, double count, int c, int ch) {
+  const double m = sums[ch] / count;
+  return {m, std::max(0.0, sums[c + ch] / count - m * m)};
+}
+
+// y = max(0, (x - mean) * scale + beta) per channel; scale(ch) and mean(ch) give the channel's.
+template <class Scale, class Mean>
+void affine_relu(const float* x, const float* beta, const BnShape& s, float* y, Scale&& scale,
+                 Mean&& mean) {
+  for_each_plane(s, [&](std::int64_t off, int ch) {
+    const float k = scale(ch);
+    const float m = mean(ch);
+    const float b = beta[ch];
+    for (int j = 0; j < s.hw; ++j) y[off + j] = std::max(0.f, (x[off + j] - m) * k + b);
+  });
+}
+
 }  // namespace
 
 void bn_sums(const float* x, const BnShape& s, double* sums) {
-  std::fill(sums, sums + 2 * s.c, 0.0);
-  for_each_channel(s, [&](int ch, std::int64_t off) {
-    double sum = 0, sumsq = 0;
-    for (int j = 0; j < s.hw; ++j) {
-      const double v = x[off + j];
-      sum += v;
-      sumsq += v * v;
-    }
-    sums[ch] += sum;
-    sums[s.c + ch] += sumsq;
+  channel_sums(s, sums, [&](int, std::int64_t i) {
+    const double v = x[i];
+    return std::pair{v, v * v};
   });
 }
 
 void bn_finalize(const double* sums, double count, int c, float* mean, float* invstd) {
   for (int ch = 0; ch < c; ++ch) {
-    const double m = sums[ch] / count;
-    const double var = std::max(0.0, sums[c + ch] / count - m * m);
+    const auto [m, var] = moments(sums, count, c, ch);
     mean[ch] = static_cast<float>(m);
     invstd[ch] = static_cast<float>(1.0 / std::sqrt(var + kBnEpsilon));
   }
@@ -56,8 +85,8 @@ void bn_finalize(const double* sums, double count, int c, float* mean, float* in
 void bn_update_running(const double* sums, double count, int c, float momentum,
                        float* running_mean, float* running_var) {
   for (int ch = 0; ch < c; ++ch) {
-    const double m = sums[ch] / count;
-    const double var = std::max(0.0, sums[c + ch] / count - m * m) * count / (count - 1);
+    const auto [m, biased] = moments(sums, count, c, ch);
+    const double var = biased * count / (count - 1);
     running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * m);
     running_var[ch] = static_cast<float>((1.0 - momentum) * running_var[ch] + momentum * var);
   }
@@ -65,22 +94,16 @@ void bn_update_running(const double* sums, double count, int c, float momentum,
 
 void bn_relu_forward(const float* x, const float* mean, const float* invstd, const float* gamma,
                      const float* beta, const BnShape& s, float* y) {
-  for_each_plane(s, [&](std::int64_t off, int ch) {
-    const float scale = invstd[ch] * gamma[ch];
-    const float m = mean[ch];
-    const float b = beta[ch];
-    for (int j = 0; j < s.hw; ++j) y[off + j] = std::max(0.f, (x[off + j] - m) * scale + b);
-  });
+  affine_relu(
+      x, beta, s, y, [&](int ch) { return invstd[ch] * gamma[ch]; },
+      [&](int ch) { return mean[ch]; });
 }
 
 void bn_relu_inference(const float* x, const float* running_mean, const float* running_var,
                        const float* gamma, const float* beta, const BnShape& s, float* y) {
-  for_each_plane(s, [&](std::int64_t off, int ch) {
-    const float scale = gamma[ch] / std::sqrt(running_var[ch] + kBnEpsilon);
-    const float m = running_mean[ch];
-    const float b = beta[ch];
-    for (int j = 0; j < s.hw; ++j) y[off + j] = std::max(0.f, (x[off + j] - m) * scale + b);
-  });
+  affine_relu(
+      x, beta, s, y, [&](int ch) { return gamma[ch] / std::sqrt(running_var[ch] + kBnEpsilon); },
+      [&](int ch) { return running_mean[ch]; });
 }
 
 void relu_backward(const float* dy, const float* y, const BnShape& s, float* dz) {
@@ -91,16 +114,9 @@ void relu_backward(const float* dy, const float* y, const BnShape& s, float* dz)
 
 void bn_backward_sums(const float* dz, const float* x, const float* mean, const float* invstd,
                       const BnShape& s, double* sums) {
-  std::fill(sums, sums + 2 * s.c, 0.0);
-  for_each_channel(s, [&](int ch, std::int64_t off) {
-    double sum = 0, sum_xhat = 0;
-    for (int j = 0; j < s.hw; ++j) {
-      const double g = dz[off + j];
-      sum += g;
-      sum_xhat += g * ((x[off + j] - mean[ch]) * invstd[ch]);
-    }
-    sums[ch] += sum;
-    sums[s.c + ch] += sum_xhat;
+  channel_sums(s, sums, [&](int ch, std::int64_t i) {
+    const double g = dz[i];
+    return std::pair{g, g * ((x[i] - mean[ch]) * invstd[ch])};
   });
 }
 
