@@ -1,7 +1,5 @@
 #include "stoke/devices.hpp"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -10,94 +8,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "nvml.hpp"
+
 namespace stoke {
 namespace {
-
-// The few NVML entry points stoke needs, declared by hand: the toolkit ships no NVML header
-// here, and nothing may link against libnvidia-ml.
-using NvmlDevice = void*;
-struct NvmlMemory {
-  unsigned long long total, free, used;
-};
-struct NvmlPciInfo {  // nvmlPciInfo_t (v3 layout)
-  char bus_id_legacy[16];
-  unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
-  char bus_id[32];
-};
-
-class Nvml {
- public:
-  explicit Nvml(const std::string& library) {
-    handle_ = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle_ == nullptr) return;
-    init_ = sym<int (*)()>("nvmlInit_v2");
-    shutdown_ = sym<int (*)()>("nvmlShutdown");
-    count_ = sym<int (*)(unsigned*)>("nvmlDeviceGetCount_v2");
-    by_index_ = sym<int (*)(unsigned, NvmlDevice*)>("nvmlDeviceGetHandleByIndex_v2");
-    name_ = sym<int (*)(NvmlDevice, char*, unsigned)>("nvmlDeviceGetName");
-    uuid_ = sym<int (*)(NvmlDevice, char*, unsigned)>("nvmlDeviceGetUUID");
-    memory_ = sym<int (*)(NvmlDevice, NvmlMemory*)>("nvmlDeviceGetMemoryInfo");
-    pci_ = sym<int (*)(NvmlDevice, NvmlPciInfo*)>("nvmlDeviceGetPciInfo_v3");
-  }
-  ~Nvml() {
-    if (initialized_ && shutdown_ != nullptr) shutdown_();
-    if (handle_ != nullptr) ::dlclose(handle_);
-  }
-  Nvml(const Nvml&) = delete;
-  Nvml& operator=(const Nvml&) = delete;
-
-  bool loaded() const { return handle_ != nullptr; }
-
-  // Physical devices in NVML (PCI bus) order; false when NVML is unusable.
-  bool list(std::vector<GpuInfo>& out, std::string& why) {
-    if (init_ == nullptr || count_ == nullptr || by_index_ == nullptr) {
-      why = "NVML lacks the expected entry points";
-      return false;
-    }
-    if (const int rc = init_(); rc != 0) {
-      why = "nvmlInit failed with code " + std::to_string(rc) + " (is the driver loaded?)";
-      return false;
-    }
-    initialized_ = true;
-    unsigned n = 0;
-    if (count_(&n) != 0) {
-      why = "nvmlDeviceGetCount failed";
-      return false;
-    }
-    for (unsigned i = 0; i < n; ++i) {
-      NvmlDevice dev = nullptr;
-      if (by_index_(i, &dev) != 0) continue;
-      GpuInfo g;
-      g.physical_index = static_cast<int>(i);
-      char text[96] = {};
-      if (name_ != nullptr && name_(dev, text, sizeof text) == 0) g.name = text;
-      if (uuid_ != nullptr && uuid_(dev, text, sizeof text) == 0) g.uuid = text;
-      NvmlMemory mem{};
-      if (memory_ != nullptr && memory_(dev, &mem) == 0) g.memory_bytes = mem.total;
-      NvmlPciInfo pci{};
-      if (pci_ != nullptr && pci_(dev, &pci) == 0) g.pci_bus_id = pci.bus_id;
-      out.push_back(g);
-    }
-    return true;
-  }
-
- private:
-  template <class F>
-  F sym(const char* name) {
-    return reinterpret_cast<F>(::dlsym(handle_, name));
-  }
-
-  void* handle_ = nullptr;
-  bool initialized_ = false;
-  int (*init_)() = nullptr;
-  int (*shutdown_)() = nullptr;
-  int (*count_)(unsigned*) = nullptr;
-  int (*by_index_)(unsigned, NvmlDevice*) = nullptr;
-  int (*name_)(NvmlDevice, char*, unsigned) = nullptr;
-  int (*uuid_)(NvmlDevice, char*, unsigned) = nullptr;
-  int (*memory_)(NvmlDevice, NvmlMemory*) = nullptr;
-  int (*pci_)(NvmlDevice, NvmlPciInfo*) = nullptr;
-};
 
 std::string trim(std::string s) {
   const auto not_space = [](unsigned char c) { return !std::isspace(c); };
@@ -180,7 +94,7 @@ DiscoverySources default_discovery_sources() {
 DeviceDiscovery discover_devices(const DiscoverySources& sources) {
   DeviceDiscovery d;
   std::vector<GpuInfo> physical;
-  Nvml nvml(sources.nvml_library);
+  detail::Nvml nvml(sources.nvml_library);
   std::string why;
   if (nvml.loaded() && nvml.list(physical, why)) {
     d.method = "nvml";

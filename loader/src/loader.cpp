@@ -18,19 +18,14 @@
 #include <thread>
 
 #include "build_info.hpp"
-#include "chunk_runner.hpp"
-#include "dataset_index.hpp"
-#include "device_backend.hpp"
-#include "epoch_plan.hpp"
-#include "loader_core.hpp"
+#include "loader_impl.hpp"
+#include "stoke/cores.hpp"
 #include "worker_exit_codes.hpp"
 #include "worker_locate.hpp"
-#include "worker_pool.hpp"
 
 namespace stoke {
 
 using namespace detail;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -66,10 +61,6 @@ void check_descriptor_limit(int workers) {
   }
 }
 
-double seconds(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
-
 void default_log(std::string_view line) {
   std::fprintf(stderr, "stoke: %.*s\n", static_cast<int>(line.size()), line.data());
 }
@@ -97,103 +88,11 @@ void drain_eventfd(int fd) {
 
 }  // namespace
 
-class Loader::Impl {
- public:
-  Impl(Options options, DatasetIndex index, Clock::time_point created);
-  ~Impl();
-
-  std::optional<Batch> next();
-  void set_epoch(std::int64_t epoch);
-  LoaderState state() const;
-  Stats stats() const;
-
-  std::int64_t batches_per_epoch() const { return bpe_; }
-  std::int64_t dataset_size() const { return plan_.config().samples; }
-  int rank() const { return plan_.config().rank; }
-  int world() const { return plan_.config().world; }
-  const Pipeline& pipeline() const { return pipeline_; }
-
- private:
-  static Pipeline choose_pipeline(const Options& o, const DatasetIndex& index);
-  static PlanConfig plan_config(const Options& o, std::int64_t samples);
-  void lay_out_arena(const DatasetIndex& index);
-  void set_up_staging();
-  void start_stager();
-  void stage_loop();
-
-  // Everything named *_locked runs with core_->mutex held.
-  int free_slot_locked() const;
-  int slot_of_locked(std::int64_t seq) const;
-  void assign_locked(int slot, std::int64_t seq);
-  void assign_free_slots_locked();
-  bool grow_locked();
-  void reposition_locked(std::int64_t epoch, std::int64_t batch);
-  void complete_locked(const Task& task, const Completion& done);
-  void fill_inline(std::unique_lock<std::mutex>& lock);
-  Batch deliver_locked(int slot);
-  std::string describe_sample(std::int64_t sample) const;
-
-  // Supervisor thread.
-  void supervise(std::promise<void>& started);
-  void start_workers();
-  void dispatch_locked();
-  void drain_completions_locked(int worker);
-  bool handle_exit_locked(int worker);  // true: start a replacement
-  int poll_timeout_ms() const;
-  void kill_stuck_workers_locked();
-  void log(const std::string& line) const { options_.log ? options_.log(line) : default_log(line); }
-  // The user's log callback never runs under the mutex (it may call stats() or drop a Batch):
-  // lines are queued under the lock and emitted by flush_log() after it is released.
-  void log_locked(std::string line) {
-    log_queue_.push_back(std::move(line));
-    log_pending_.store(true, std::memory_order_release);
-  }
-  void flush_log();
-  std::optional<Batch> next_unflushed();
-  void supervise_loop();
-  void fail_locked(std::exception_ptr error);
-
-  Options options_;
-  Pipeline pipeline_;
-  EpochPlan plan_;
-  const std::int64_t bpe_;  // batches per epoch
-  const int workers_;
-  int chunk_ = 1;
-  std::size_t slot_capacity_ = 0;
-  std::shared_ptr<LoaderCore> core_;
-  std::unique_ptr<DatasetView> dataset_;  // the arena's index, to name bad files
-  const Clock::time_point created_;
-
-  // Guarded by core_->mutex.
-  std::int64_t epoch_ = 0;       // consumer position: the next batch is (epoch_, next_batch_)
-  std::int64_t next_batch_ = 0;  // in [0, bpe_]; bpe_ means "epoch exhausted, say so next"
-  std::int64_t assign_seq_ = 0;  // next batch sequence (epoch * bpe_ + index) to give a slot
-  std::uint64_t next_task_seq_ = 1;
-  std::deque<Task> pending_;  // tasks not yet handed to a worker
-  std::vector<std::string> log_queue_;
-  std::atomic<bool> log_pending_{false};  // lets flush_log skip the lock when nothing is queued
-  std::string data_error_;                // sticky: OnError::kError stops the loader
-  std::exception_ptr fatal_;              // sticky: the supervisor could not keep workers alive
-  bool stop_ = false;
-  Stats stats_;
-  bool delivered_any_ = false;
-  Clock::time_point first_delivery_{}, last_delivery_{};
-
-  // Supervisor thread only.
-  std::unique_ptr<ChunkRunner> inline_runner_;  // workers == 0 (used by the consumer thread)
-  std::unique_ptr<WorkerPool> pool_;
-  std::vector<std::deque<Task>> in_flight_;     // guarded by the mutex too (read by reposition)
-  std::map<std::int64_t, int> sample_deaths_;   // dataset index -> blame (a crash counts 4,
-                                                // an external SIGKILL 1; 12 is too many)
-  std::vector<Clock::time_point> front_since_;  // per worker: when its front task started
-  std::vector<bool> timed_out_;                 // per worker: killed for exceeding the timeout
-  std::vector<int> deaths_without_progress_;    // per worker: deaths before the handshake, in a row
-  int done_fd_ = -1;
-  std::thread supervisor_;
-  std::thread stager_;  // when core_->staging is set
-};
-
 // ---- construction --------------------------------------------------------------------------
+
+void Loader::Impl::log(const std::string& line) const {
+  options_.log ? options_.log(line) : default_log(line);
+}
 
 Pipeline Loader::Impl::choose_pipeline(const Options& o, const DatasetIndex& index) {
   if (o.pipeline) return *o.pipeline;
@@ -225,8 +124,23 @@ Loader::Impl::Impl(Options options, DatasetIndex index, Clock::time_point create
       pipeline_(choose_pipeline(options_, index)),
       plan_(plan_config(options_, index.size)),
       bpe_(plan_.batches_per_epoch()),
-      workers_(options_.workers),
-      created_(created) {
+      workers_auto_(options_.workers == kAuto),
+      prefetch_auto_(options_.prefetch == kAuto),
+      capacity_(options_.workers == 0 ? 0 : kMaxWorkers),
+      cores_(available_cores()),
+      created_(created),
+      pool_size_(workers_auto_ ? 1 : options_.workers),
+      monitor_(options_.monitor_window),
+      pool_changed_(created) {
+  stats_.workers_auto = workers_auto_;
+  stats_.prefetch_auto = prefetch_auto_;
+  if (workers_auto_) {
+    max_workers_ = options_.max_workers > 0 ? std::min(options_.max_workers, kMaxWorkers) : cores_;
+    max_workers_reason_ =
+        options_.max_workers > 0
+            ? "max_workers " + std::to_string(options_.max_workers)
+            : std::to_string(cores_) + (cores_ == 1 ? " core" : " cores") + " available";
+  }
   if (index.kind == DatasetKind::kRaw)
     pipeline_.validate(index.height, index.width);
   else
@@ -235,8 +149,9 @@ Loader::Impl::Impl(Options options, DatasetIndex index, Clock::time_point create
   // One chunk per worker per batch: fewer, larger units cost less coordination, and with
   // several batches in flight every worker stays busy. (Measured on Fashion-MNIST with 2
   // workers: batch/4-sized chunks delivered 10-25% fewer samples per second.)
-  chunk_ = options_.chunk > 0 ? std::min(options_.chunk, b)
-                              : (workers_ == 0 ? b : std::max(1, (b + workers_ - 1) / workers_));
+  chunk_ = options_.chunk > 0
+               ? std::min(options_.chunk, b)
+               : (pool_size_ == 0 ? b : std::max(1, (b + pool_size_ - 1) / pool_size_));
   for (const RejectedFile& r : index.rejected) {
     if (options_.on_error == OnError::kError)
       throw DataError(r.path + ": " + bad_input_name(r.reason) + " (found while indexing)");
@@ -265,7 +180,9 @@ Loader::Impl::Impl(Options options, DatasetIndex index, Clock::time_point create
     next_batch_ = s.next_batch;
     assign_seq_ = epoch_ * bpe_ + next_batch_;
   }
-  if (workers_ == 0) {
+  if (options_.devices.kind == DeviceSet::Kind::kCuda)
+    gpu_monitor_ = std::make_unique<GpuActivityMonitor>(make_nvml_source(), options_.devices.ids);
+  if (pool_size_ == 0) {
     inline_runner_ = std::make_unique<ChunkRunner>(core_->view);
     start_stager();
     return;
@@ -274,10 +191,13 @@ Loader::Impl::Impl(Options options, DatasetIndex index, Clock::time_point create
   done_fd_ = raise_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "an eventfd");
   try {
     pool_ = std::make_unique<WorkerPool>(core_->view, core_->arena.fd(), done_fd_, exe);
-    in_flight_.resize(static_cast<std::size_t>(workers_));
-    deaths_without_progress_.assign(static_cast<std::size_t>(workers_), 0);
-    front_since_.assign(static_cast<std::size_t>(workers_), Clock::time_point{});
-    timed_out_.assign(static_cast<std::size_t>(workers_), false);
+    const auto n = static_cast<std::size_t>(capacity_);
+    in_flight_.resize(n);
+    deaths_without_progress_.assign(n, 0);
+    front_since_.assign(n, Clock::time_point{});
+    timed_out_.assign(n, false);
+    role_.assign(n, Role::kIdle);
+    stop_sent_.assign(n, false);
     std::promise<void> started;
     auto ready = started.get_future();
     supervisor_ = std::thread([this, &started] { supervise(started); });
@@ -317,7 +237,7 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index) {
   h.out_channels = pipeline_.output_channels();
   h.step_count = static_cast<std::uint32_t>(pipeline_.steps().size());
   h.batch = static_cast<std::uint32_t>(b);
-  h.worker_capacity = static_cast<std::uint32_t>(workers_);
+  h.worker_capacity = static_cast<std::uint32_t>(capacity_);
   h.worker_stride = align_up(sizeof(WorkerRecord), 64);
   h.sample_bytes = std::size_t(h.out_height) * h.out_width * h.out_channels;
   // Slot: pixels | labels | ids | planned ids | valid, each 64-byte aligned.
@@ -338,7 +258,8 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index) {
                     sizeof(std::uint64_t);
   h.slots_offset = align_up(h.poison_offset + sizeof(std::int64_t) * kPoisonCapacity, kPage);
 
-  const std::size_t initial = options_.prefetch > 0 ? options_.prefetch : 2 * workers_ + 2;
+  const std::size_t initial =
+      options_.prefetch > 0 ? static_cast<std::size_t>(options_.prefetch) : 2 * pool_size_ + 2;
   const std::size_t budget =
       options_.memory_budget > 0 ? options_.memory_budget : kDefaultMemoryBudget;
   slot_capacity_ = std::max(initial, budget / h.slot_stride);
@@ -536,12 +457,21 @@ void Loader::Impl::assign_free_slots_locked() {
 bool Loader::Impl::grow_locked() {
   const std::size_t n = core_->slots.size();
   if (n >= slot_capacity_) return false;
-  const ArenaHeader& h = core_->view.header();
-  core_->arena.reserve(h.slots_offset + (n + 1) * h.slot_stride);
-  core_->slots.emplace_back();
+  add_slots_locked(n + 1);
   log_locked("the consumer holds all " + std::to_string(n) + " batch slots; added slot " +
              std::to_string(n + 1) + " of at most " + std::to_string(slot_capacity_));
   return true;
+}
+
+// Grows the arena's slots to n (at most slot_capacity_). New slots start free; the staging
+// page-locks each when it first stages it.
+void Loader::Impl::add_slots_locked(std::size_t n) {
+  n = std::min(n, slot_capacity_);
+  if (n <= core_->slots.size()) return;
+  const ArenaHeader& h = core_->view.header();
+  core_->arena.reserve(h.slots_offset + n * h.slot_stride);
+  core_->slots.resize(n);
+  core_->wake();
 }
 
 void Loader::Impl::reposition_locked(std::int64_t epoch, std::int64_t batch) {
@@ -567,6 +497,7 @@ void Loader::Impl::reposition_locked(std::int64_t epoch, std::int64_t batch) {
   }
   pending_.swap(keep);
   if (!keep_ahead) assign_seq_ = seq;
+  monitor_.interrupt();
   core_->wake();
   core_->cv.notify_all();  // the stager's horizon moved
 }
@@ -575,6 +506,8 @@ void Loader::Impl::complete_locked(const Task& task, const Completion& done) {
   stats_.read_s += static_cast<double>(done.read_ns) * 1e-9;
   stats_.decode_s += static_cast<double>(done.decode_ns) * 1e-9;
   stats_.augment_s += static_cast<double>(done.augment_ns) * 1e-9;
+  busy_s_ += static_cast<double>(done.read_ns + done.decode_ns + done.augment_ns) * 1e-9;
+  produced_ += task.count;
   SlotInfo& s = core_->slots[task.slot];
   if (done.status == Completion::kDataError && s.error.empty()) {
     s.error = describe_sample(done.error_sample) + ": " +
@@ -638,6 +571,7 @@ std::optional<Batch> Loader::Impl::next_unflushed() {
   if (next_batch_ == bpe_) {
     ++epoch_;
     next_batch_ = 0;
+    monitor_.interrupt();
     return std::nullopt;
   }
   const std::int64_t seq = epoch_ * bpe_ + next_batch_;
@@ -656,6 +590,7 @@ std::optional<Batch> Loader::Impl::next_unflushed() {
         stats_.startup_s = seconds(now - created_);
       }
       last_delivery_ = now;
+      monitor_.delivered(entered, now, options_.batch);
       return batch;
     }
     if (slot < 0 && assign_seq_ == seq) {
@@ -669,7 +604,7 @@ std::optional<Batch> Loader::Impl::next_unflushed() {
                     " MiB each) and the memory budget allows no more; release batches you no "
                     "longer need (drop them or call Batch::release) or raise memory_budget");
       }
-      if (workers_ == 0) {
+      if (inline_runner_) {
         slot = free_slot_locked();
         if (slot >= 0) {
           assign_locked(slot, assign_seq_++);
@@ -737,7 +672,7 @@ LoaderState Loader::Impl::state() const {
 Stats Loader::Impl::stats() const {
   std::lock_guard lock(core_->mutex);
   Stats s = stats_;
-  s.workers = workers_;
+  s.workers = pool_size_;
   s.slots = static_cast<int>(core_->slots.size());
   s.arena_bytes = static_cast<std::int64_t>(core_->arena.reserved());
   s.released = core_->released;
@@ -759,17 +694,37 @@ Stats Loader::Impl::stats() const {
       s.wait_fraction = std::min(1.0, s.wait_s / s.active_s);
     }
   }
+  const StallMonitor::Totals w = monitor_.window();
+  s.compute_s = monitor_.compute_s();
+  s.window_batches = w.batches;
+  s.window_wait_fraction = w.wait_fraction();
+  s.window_samples_per_s = w.delivered_per_s();
+  s.demand_samples_per_s = w.demand_per_s();
+  const double since = seconds(Clock::now() - pool_changed_);
+  if (pool_size_ > 0 && since > 0)
+    s.worker_busy_fraction = std::min(1.0, busy_s_ / (pool_size_ * since));
+  if (busy_s_ > 0) s.worker_samples_per_s = static_cast<double>(produced_) / busy_s_;
+  if (gpu_monitor_) {
+    s.gpu_monitor = gpu_monitor_->status();
+    s.gpus = gpu_monitor_->snapshot();
+  }
+  s.verdict = stall_verdict(s, {cores_, options_.stall_target, workers_auto_ ? max_workers_ : 0});
   return s;
 }
 
 // ---- supervisor ----------------------------------------------------------------------------
 
 void Loader::Impl::start_workers() {
-  for (int i = 0; i < workers_; ++i) pool_->spawn(i);
+  const int n = pool_size_;  // members_ and role_ are only written on this thread from now on
+  for (int i = 0; i < n; ++i) {
+    role_[i] = Role::kActive;
+    members_.push_back(i);
+    pool_->spawn(i);
+  }
   const Clock::time_point deadline = Clock::now() + kStartupTimeout;
   for (;;) {
     int ready = 0;
-    for (int i = 0; i < workers_; ++i) {
+    for (int i = 0; i < n; ++i) {
       const WorkerRecord& r = core_->view.worker(static_cast<std::uint32_t>(i));
       const auto st = r.state.load(std::memory_order_acquire);
       if (st == WorkerRecord::kReady) ++ready;
@@ -779,9 +734,13 @@ void Loader::Impl::start_workers() {
                     "; install the stoke-worker that came with this library");
       }
     }
-    if (ready == workers_) return;
+    if (ready == n) {
+      std::lock_guard lock(core_->mutex);
+      restart_measurement_locked();  // the pool's measurements start with a running pool
+      return;
+    }
     std::vector<pollfd> fds{{done_fd_, POLLIN, 0}};
-    for (int i = 0; i < workers_; ++i) fds.push_back({pool_->pidfd(i), POLLIN, 0});
+    for (int i = 0; i < n; ++i) fds.push_back({pool_->pidfd(i), POLLIN, 0});
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0)
@@ -789,7 +748,7 @@ void Loader::Impl::start_workers() {
                   std::to_string(kStartupTimeout.count()) + " s");
     ::poll(fds.data(), fds.size(), static_cast<int>(left.count()));
     drain_eventfd(done_fd_);
-    for (int i = 0; i < workers_; ++i) {
+    for (int i = 0; i < n; ++i) {
       if (!(fds[i + 1].revents & POLLIN)) continue;
       const WorkerExit exit = pool_->reap(i);
       if (!exit.signaled && exit.status == kExitVersionMismatch)
@@ -832,39 +791,56 @@ void Loader::Impl::fail_locked(std::exception_ptr error) {
 
 void Loader::Impl::supervise_loop() {
   std::vector<pollfd> fds;
-  std::vector<int> respawn;
+  std::vector<int> watched, respawn, grow;
   for (;;) {
     {
       std::lock_guard lock(core_->mutex);
       if (stop_) return;
+      if (requested_size_ > 0) {
+        if (requested_size_ != pool_size_)
+          log_locked("resizing the worker pool from " + std::to_string(pool_size_) + " to " +
+                     std::to_string(requested_size_) + " workers (requested)");
+        resize_pool_locked(requested_size_);
+        requested_size_ = -1;
+      }
       assign_free_slots_locked();
+      retire_drained_locked();
       dispatch_locked();
+      watched = members_;
     }
     fds.assign({{done_fd_, POLLIN, 0}, {core_->wake_fd, POLLIN, 0}});
-    for (int i = 0; i < workers_; ++i) fds.push_back({pool_->pidfd(i), POLLIN, 0});
+    std::erase_if(watched, [&](int i) { return !pool_->running(i); });
+    for (int i : watched) fds.push_back({pool_->pidfd(i), POLLIN, 0});
     ::poll(fds.data(), fds.size(), poll_timeout_ms());
     drain_eventfd(done_fd_);
     drain_eventfd(core_->wake_fd);
     respawn.clear();
     {
       std::lock_guard lock(core_->mutex);
-      for (int i = 0; i < workers_; ++i) drain_completions_locked(i);
+      for (int i : members_) drain_completions_locked(i);
       kill_stuck_workers_locked();
-      for (int i = 0; i < workers_ && !stop_; ++i) {
-        if ((fds[i + 2].revents & POLLIN) && handle_exit_locked(i)) respawn.push_back(i);
+      for (std::size_t k = 0; k < watched.size() && !stop_; ++k) {
+        if ((fds[k + 2].revents & POLLIN) && handle_exit_locked(watched[k]))
+          respawn.push_back(watched[k]);
       }
+      if (!stop_) tune_locked();
+      grow.swap(to_grow_);
+      to_grow_.clear();
     }
     flush_log();
     // Spawning takes a while; consumers releasing batches must not wait for it.
     for (int i : respawn) pool_->spawn(i);
+    spawn_growth(grow);
   }
 }
 
 void Loader::Impl::dispatch_locked() {
   while (!pending_.empty()) {
     int best = -1;
-    for (int i = 0; i < workers_; ++i) {
-      if (!pool_->running(i) || in_flight_[i].size() >= kTasksInFlightPerWorker) continue;
+    for (int i : members_) {
+      if (role_[i] != Role::kActive || !pool_->running(i) ||
+          in_flight_[i].size() >= kTasksInFlightPerWorker)
+        continue;
       if (best < 0 || in_flight_[i].size() < in_flight_[best].size()) best = i;
     }
     if (best < 0) return;
@@ -898,11 +874,14 @@ void Loader::Impl::drain_completions_locked(int worker) {
 }
 
 int Loader::Impl::poll_timeout_ms() const {
-  int ms = 1000;
+  // With automatic sizing, evaluate even when nothing happens (a consumer that stopped asking).
+  // (options_, not workers_auto_: this runs outside the lock that resize_workers() takes.)
+  int ms =
+      options_.workers == kAuto || prefetch_auto_ ? static_cast<int>(kTuneEveryS * 1000) : 1000;
   if (options_.task_timeout_s <= 0) return ms;
   const auto limit = std::chrono::duration<double>(options_.task_timeout_s);
   const Clock::time_point now = Clock::now();
-  for (int i = 0; i < workers_; ++i) {
+  for (int i : members_) {
     if (in_flight_[i].empty() || timed_out_[i]) continue;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         front_since_[i] + std::chrono::duration_cast<Clock::duration>(limit) - now);
@@ -917,7 +896,7 @@ int Loader::Impl::poll_timeout_ms() const {
 void Loader::Impl::kill_stuck_workers_locked() {
   if (options_.task_timeout_s <= 0) return;
   const Clock::time_point now = Clock::now();
-  for (int i = 0; i < workers_; ++i) {
+  for (int i : members_) {
     if (in_flight_[i].empty() || timed_out_[i] || !pool_->running(i)) continue;
     if (std::chrono::duration<double>(now - front_since_[i]).count() < options_.task_timeout_s)
       continue;
@@ -949,6 +928,20 @@ bool Loader::Impl::handle_exit_locked(int worker) {
   timed_out_[worker] = false;
   drain_completions_locked(worker);
   auto& q = in_flight_[worker];
+  if (role_[worker] == Role::kRetiring) {
+    // Retired: it finished its chunks and stopped. Killed on the way out: its unfinished chunks
+    // go back to the queue for the active workers. Either way no replacement starts.
+    if (!q.empty() || exit.signaled || exit.status != 0)
+      log_locked("retiring worker " + std::to_string(worker) + " (pid " + std::to_string(pid) +
+                 ") died with " + exit.describe() + "; redoing its " + std::to_string(q.size()) +
+                 " chunk(s) elsewhere");
+    for (auto it = q.rbegin(); it != q.rend(); ++it) pending_.push_front(*it);
+    q.clear();
+    role_[worker] = Role::kIdle;
+    stop_sent_[worker] = false;
+    std::erase(members_, worker);
+    return false;
+  }
   const std::string how =
       timed_out ? "was killed for exceeding the task timeout" : "died with " + exit.describe();
   log_locked("worker " + std::to_string(worker) + " (pid " + std::to_string(pid) + ") " + how +
@@ -1021,16 +1014,26 @@ bool Loader::Impl::handle_exit_locked(int worker) {
 
 Loader::Loader(Options options) {
   const Clock::time_point created = Clock::now();
-  if (options.workers < 0 || options.workers > kMaxWorkers)
+  if ((options.workers < 0 && options.workers != kAuto) || options.workers > kMaxWorkers)
     throw ConfigError("workers must be in 0.." + std::to_string(kMaxWorkers) +
-                      " (0 runs in-process), got " + std::to_string(options.workers));
+                      " (0 runs in-process) or kAuto, got " + std::to_string(options.workers));
+  if (options.max_workers < 0)
+    throw ConfigError("max_workers must be 0 (the cores available) or positive, got " +
+                      std::to_string(options.max_workers));
+  if (!(options.stall_target > 0 && options.stall_target < 1))
+    throw ConfigError("stall_target must be a fraction between 0 and 1 (e.g. 0.02 for 2%)");
+  if (options.monitor_window < 4 || options.monitor_window > 100000)
+    throw ConfigError("monitor_window must be 4..100000 batches, got " +
+                      std::to_string(options.monitor_window));
   if (!(options.task_timeout_s >= 0))
     throw ConfigError("task_timeout_s must be >= 0 (0 disables the timeout)");
   if (options.max_pixels <= 0)
     throw ConfigError("max_pixels must be positive, got " + std::to_string(options.max_pixels));
-  if (options.prefetch < 0 || options.chunk < 0)
-    throw ConfigError("prefetch and chunk must be 0 (automatic) or positive");
-  check_descriptor_limit(options.workers);
+  if ((options.prefetch < 0 && options.prefetch != kAuto) || options.chunk < 0)
+    throw ConfigError(
+        "prefetch must be 0 (2 per worker plus 2), kAuto or positive, and chunk 0 "
+        "(automatic) or positive");
+  check_descriptor_limit(options.workers == kAuto ? 1 : options.workers);
   DatasetIndex index = build_index(options.data, options.split);
   impl_ = std::make_unique<Impl>(std::move(options), std::move(index), created);
 }
@@ -1041,6 +1044,9 @@ std::optional<Batch> Loader::next() {
 }
 void Loader::set_epoch(std::int64_t epoch) {
   impl_->set_epoch(epoch);
+}
+void Loader::resize_workers(int n) {
+  impl_->resize_workers(n);
 }
 LoaderState Loader::state() const {
   return impl_->state();

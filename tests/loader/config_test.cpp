@@ -48,8 +48,9 @@ TEST(Config, NamesAMissingDataPath) {
 }
 
 TEST(Config, RejectsNegativeWorkersAndHalfGivenSize) {
-  Options o = fashion_options(-1);
-  EXPECT_EQ(construction_error(o), "workers must be in 0..512 (0 runs in-process), got -1");
+  Options o = fashion_options(-2);  // -1 is kAuto
+  EXPECT_EQ(construction_error(o),
+            "workers must be in 0..512 (0 runs in-process) or kAuto, got -2");
   o = fashion_options(0);
   o.height = 32;
   EXPECT_EQ(construction_error(o),

@@ -1,12 +1,18 @@
 #pragma once
 // The loader: plans epochs, runs the pipeline in worker processes, delivers batches in order.
 //
-// Thread-safety: one consumer thread calls next(), set_epoch() and state(); stats() and the
-// accessors may be called from any thread. Batches may be released from any thread.
+// Thread-safety: one consumer thread calls next(), set_epoch() and state(); stats(),
+// resize_workers() and the accessors may be called from any thread. Batches may be released
+// from any thread.
 //
 // Every batch has exactly options.batch samples, split into devices.count equal chunks. The
 // delivered bytes depend only on (data, pipeline, seed, epoch, batch, rank, world): not on the
-// number of workers, their scheduling, or restarts.
+// number of workers, their scheduling, restarts, or resizing of the pool.
+//
+// The stall monitor times every next() call: how long the consumer waited, and how long it
+// computed between calls. stats() reports both over a moving window and the whole run, with a
+// verdict ("input-bound: ... try 4 workers" or "not input-bound: ..."); on GPUs it adds their
+// utilization, sampled through NVML, and flags the burst-then-idle pattern of a starved GPU.
 
 #include <cstdint>
 #include <memory>
@@ -36,6 +42,11 @@ class Loader {
 
   // Positions the loader at batch 0 of `epoch`.
   void set_epoch(std::int64_t epoch);
+  // Grows or shrinks the live worker pool to n processes (1..512), and stops automatic sizing.
+  // Returns at once; the pool changes within moments (stats().workers says when). Retiring
+  // workers finish the chunks they hold first, so no sample is lost, repeated or changed.
+  // Throws ConfigError for n out of range or an in-process loader (workers 0).
+  void resize_workers(int n);
   // Where the next call to next() continues; pass it as Options::resume to continue exactly.
   LoaderState state() const;
 

@@ -37,6 +37,9 @@ struct DeviceSet {
   std::string to_string() const;
 };
 
+// Options::workers and Options::prefetch: size it automatically, live.
+inline constexpr int kAuto = -1;
+
 struct Options {
   // Dataset: an image-folder tree root/<class>/<image>, a list file (path<TAB>label per line,
   // paths relative to the list), or a folder holding MNIST-style IDX files (plain or .gz).
@@ -45,7 +48,14 @@ struct Options {
 
   int batch = 256;  // per rank; must be a multiple of devices.count
   DeviceSet devices;
-  int workers = 2;  // 0 runs the pipeline in-process on the calling thread
+  // Worker processes; 0 runs the pipeline in-process on the calling thread. kAuto starts one
+  // and grows or shrinks the live pool toward the fewest workers that keep the consumer's wait
+  // under stall_target, bounded by max_workers, the cores this process may use (affinity and
+  // cgroup quota) and the memory available. Resizing never changes the delivered bytes.
+  int workers = 2;
+  int max_workers = 0;         // kAuto's upper bound; 0 = the cores available
+  double stall_target = 0.02;  // kAuto: the data-stall fraction to stay under
+  int monitor_window = 50;     // batches in the stall monitor's moving window (at least 4)
 
   std::uint64_t seed = 0;
   bool shuffle = true;
@@ -80,7 +90,11 @@ struct Options {
   std::vector<float> mean;
   std::vector<float> stddev;
 
-  int prefetch = 0;                   // batch slots; 0 = 2 * workers + 2
+  // Batch slots prepared ahead; 0 = 2 * workers + 2 (and more as the pool grows). kAuto also
+  // adds slots, within memory_budget, when the consumer waits while the workers sit idle (a
+  // consumer that takes batches in bursts). Slots are page-locked for GPU copies as they are
+  // first staged.
+  int prefetch = 0;
   int chunk = 0;                      // samples per unit of work; 0 = batch / workers, at least 1
   std::size_t memory_budget = 0;      // bytes for batch slots, held ones included; 0 = 2 GiB
   std::optional<LoaderState> resume;  // start at this position instead of epoch 0, batch 0

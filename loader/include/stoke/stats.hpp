@@ -4,8 +4,29 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace stoke {
+
+// One GPU's utilization over the monitor's window, sampled through NVML in the background
+// (NVML's "GPU busy" percentage: the share of time a kernel was running).
+struct GpuActivity {
+  int device = 0;                // CUDA ordinal
+  int samples = 0;               // utilization readings in the window
+  double mean_percent = 0;       // mean utilization, 0..100
+  double idle_fraction = 0;      // readings at or below 10%
+  double busy_fraction = 0;      // readings at or above 50%
+  int bursts = 0;                // busy stretches that fell back to idle
+  bool burst_then_idle = false;  // bursts alternate with idle gaps: the starved-GPU pattern
+};
+
+// One decision of the automatic pool sizing (Options::workers or prefetch = kAuto).
+struct TuneDecision {
+  double at_s = 0;   // seconds since the loader was constructed
+  std::string what;  // "workers" or "prefetch"
+  int from = 0, to = 0;
+  std::string reason;  // the measurements behind it, in words
+};
 
 struct Stats {
   std::int64_t batches = 0;  // delivered
@@ -19,7 +40,34 @@ struct Stats {
   double active_s = 0;       // first to last delivered batch
   double samples_per_s = 0;  // samples delivered after the first batch / active_s
   double wait_s = 0;         // time the consumer spent inside next() after the first batch
-  double wait_fraction = 0;  // wait_s / active_s
+  double wait_fraction = 0;  // wait_s / active_s: the data-stall fraction of the whole run
+
+  // The stall monitor. For each delivered batch after the first, the consumer's wait (inside
+  // next()) and its compute (from the previous next() returning to this call; the gap across an
+  // epoch end or set_epoch() is not counted). The window is the last Options::monitor_window
+  // such batches.
+  double compute_s = 0;             // consumer compute, whole run
+  int window_batches = 0;           // batches in the window (fewer early in the run)
+  double window_wait_fraction = 0;  // wait / (wait + compute) over the window
+  double window_samples_per_s = 0;  // delivered: samples / (wait + compute) over the window
+  double demand_samples_per_s = 0;  // what the consumer could take if it never waited:
+                                    // samples / compute over the window (0: unknown)
+  // How busy the workers were over the window: their producing time / (workers x elapsed),
+  // and one worker's rate while producing (samples per busy second).
+  double worker_busy_fraction = 0;
+  double worker_samples_per_s = 0;
+  // GPU utilization, when the devices are GPUs and NVML can be loaded. gpu_monitor says which:
+  // "nvml", "off (host devices)", or why NVML is unavailable.
+  std::string gpu_monitor = "off (host devices)";
+  std::vector<GpuActivity> gpus;
+  // One line a person can act on: "input-bound: ..., try N workers" or "not input-bound: ...".
+  std::string verdict;
+
+  // Automatic sizing: whether the pool (workers) and the prefetch depth are tuned live, and
+  // every decision so far, in order.
+  bool workers_auto = false;
+  bool prefetch_auto = false;
+  std::vector<TuneDecision> decisions;
 
   // Delivered batches the consumer has released (each counted once, whatever its copies).
   std::int64_t released = 0;
@@ -45,8 +93,8 @@ struct Stats {
   double decode_s = 0;
   double augment_s = 0;
 
-  int workers = 0;
-  int slots = 0;  // batch slots in the arena now
+  int workers = 0;  // worker processes in the pool now (retiring ones excluded)
+  int slots = 0;    // batch slots in the arena now
   std::int64_t arena_bytes = 0;
 };
 

@@ -1,0 +1,208 @@
+// Resizing the worker pool, by hand (Loader::resize_workers) or automatically (workers=kAuto,
+// prefetch=kAuto): the pool's roles, retirement, and the tuner's measurements and decisions.
+
+#include <algorithm>
+#include <cstdio>
+
+#include "host_memory.hpp"
+#include "loader_impl.hpp"
+
+namespace stoke {
+
+using namespace detail;
+
+namespace {
+
+// Automatic sizing measures at least this many batches and this long after a change (a new
+// worker needs a moment to start) before it decides again.
+constexpr int kTuneMinBatches = 10;
+constexpr double kTuneSettleS = 0.5;
+constexpr std::int64_t kMinWorkerBytes = std::int64_t{16} << 20;  // per worker, when unmeasured
+
+}  // namespace
+
+void Loader::Impl::resize_workers(int n) {
+  if (capacity_ == 0)
+    throw ConfigError(
+        "this loader runs the pipeline in-process (workers 0); it has no pool to "
+        "resize");
+  if (n < 1 || n > capacity_)
+    throw ConfigError("resize_workers: the pool takes 1.." + std::to_string(capacity_) +
+                      " workers, got " + std::to_string(n));
+  {
+    std::lock_guard lock(core_->mutex);
+    if (fatal_) std::rethrow_exception(fatal_);
+    requested_size_ = n;
+    workers_auto_ = false;
+    stats_.workers_auto = false;
+  }
+  core_->wake();
+}
+
+// ---- pool size -----------------------------------------------------------------------------
+
+// Makes n records active: retiring workers not yet told to stop come back first, then idle
+// records (lowest first) are queued for spawning; beyond n, the highest active ones retire.
+// Work already handed to a retiring worker is finished by it, so no chunk moves and none is
+// redone: the delivered bytes cannot change.
+void Loader::Impl::resize_pool_locked(int n) {
+  n = std::clamp(n, 1, capacity_);
+  int active = static_cast<int>(std::count_if(members_.begin(), members_.end(),
+                                              [&](int i) { return role_[i] == Role::kActive; }));
+  for (int i : members_) {
+    if (active >= n) break;
+    if (role_[i] == Role::kRetiring && !stop_sent_[i]) {
+      role_[i] = Role::kActive;
+      ++active;
+    }
+  }
+  for (int i = 0; i < capacity_ && active < n; ++i) {
+    if (role_[i] != Role::kIdle) continue;
+    role_[i] = Role::kActive;
+    stop_sent_[i] = false;
+    members_.insert(std::upper_bound(members_.begin(), members_.end(), i), i);
+    to_grow_.push_back(i);
+    ++active;
+  }
+  for (auto it = members_.rbegin(); it != members_.rend() && active > n; ++it) {
+    if (role_[*it] != Role::kActive) continue;
+    role_[*it] = Role::kRetiring;
+    --active;
+  }
+  pool_size_ = n;
+  if (options_.chunk <= 0) chunk_ = std::max(1, (options_.batch + n - 1) / n);
+  if (options_.prefetch <= 0) add_slots_locked(2 * static_cast<std::size_t>(n) + 2);
+  restart_measurement_locked();
+}
+
+// Tells each retiring worker whose chunks are all done to stop; its exit is then a retirement.
+// A record queued for spawning but not yet started simply goes back to idle.
+void Loader::Impl::retire_drained_locked() {
+  for (std::size_t k = 0; k < members_.size();) {
+    const int i = members_[k];
+    if (role_[i] != Role::kRetiring || stop_sent_[i] || !in_flight_[i].empty()) {
+      ++k;
+      continue;
+    }
+    if (!pool_->running(i)) {
+      role_[i] = Role::kIdle;
+      std::erase(to_grow_, i);
+      members_.erase(members_.begin() + static_cast<std::ptrdiff_t>(k));
+      continue;
+    }
+    WorkerRecord& r = core_->view.worker(static_cast<std::uint32_t>(i));
+    Task stop;
+    stop.kind = Task::kStop;
+    if (r.tasks.push(stop)) {
+      r.tasks_posted.post();
+      stop_sent_[i] = true;
+    }
+    ++k;
+  }
+}
+
+// Starts the workers a growth asked for. One that cannot start (out of processes or
+// descriptors) shrinks the pool back instead of stopping the loader.
+void Loader::Impl::spawn_growth(const std::vector<int>& workers) {
+  for (int i : workers) {
+    try {
+      pool_->spawn(i);
+    } catch (const Error& e) {
+      std::lock_guard lock(core_->mutex);
+      role_[i] = Role::kIdle;
+      std::erase(members_, i);
+      pool_size_ = std::max(1, pool_size_ - 1);
+      if (options_.chunk <= 0) chunk_ = std::max(1, (options_.batch + pool_size_ - 1) / pool_size_);
+      log_locked(std::string("could not add a worker (") + e.what() + "); keeping " +
+                 std::to_string(pool_size_));
+    }
+  }
+  flush_log();
+}
+
+void Loader::Impl::restart_measurement_locked() {
+  monitor_.restart_window();
+  busy_s_ = 0;
+  produced_ = 0;
+  pool_changed_ = Clock::now();
+}
+
+void Loader::Impl::decide_locked(const std::string& what, int from, int to,
+                                 const std::string& reason) {
+  TuneDecision d;
+  d.at_s = seconds(Clock::now() - created_);
+  d.what = what;
+  d.from = from;
+  d.to = to;
+  d.reason = reason;
+  char at[32];
+  std::snprintf(at, sizeof at, "%.1f", d.at_s);
+  log_locked("autotune at " + std::string(at) + " s: " + what + " " + std::to_string(from) +
+             " -> " + std::to_string(to) + ": " + reason);
+  stats_.decisions.push_back(std::move(d));
+}
+
+TunerLimits Loader::Impl::tuner_limits_locked() {
+  TunerLimits l;
+  l.tune_workers = workers_auto_;
+  l.tune_prefetch = prefetch_auto_;
+  l.target = options_.stall_target;
+  l.max_workers = max_workers_;
+  l.max_workers_reason = max_workers_reason_;
+  l.max_slots = static_cast<int>(slot_capacity_);
+  if (!workers_auto_) return l;
+  // Memory: each worker holds its own decode buffers; grow only into half of what is free.
+  if (worker_bytes_ < 0 && !members_.empty() && pool_->running(members_.front()))
+    worker_bytes_ = anon_rss_bytes(pool_->pid(members_.front()));
+  const std::int64_t per_worker = std::max(worker_bytes_, kMinWorkerBytes);
+  const std::int64_t available = available_memory_bytes();
+  if (available >= 0) {
+    const auto more = static_cast<int>(available / 2 / per_worker);
+    if (pool_size_ + more < l.max_workers) {
+      l.max_workers = std::max(1, pool_size_ + more);
+      l.max_workers_reason = "memory: " + std::to_string(available >> 20) +
+                             " MiB available, about " + std::to_string(per_worker >> 20) +
+                             " MiB per worker";
+    }
+  }
+  return l;
+}
+
+void Loader::Impl::tune_locked() {
+  if (!workers_auto_ && !prefetch_auto_) return;
+  const Clock::time_point now = Clock::now();
+  if (now < next_tune_) return;
+  next_tune_ =
+      now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kTuneEveryS));
+  const StallMonitor::Totals w = monitor_.window();
+  const double since = seconds(now - pool_changed_);
+  if (w.batches < std::min(options_.monitor_window, kTuneMinBatches) || since < kTuneSettleS)
+    return;
+  TunerInput in;
+  in.now_s = seconds(now - created_);
+  in.batches = w.batches;
+  in.wait_fraction = w.wait_fraction();
+  in.demand_per_s = w.demand_per_s();
+  in.delivered_per_s = w.delivered_per_s();
+  in.busy_fraction = std::min(1.0, busy_s_ / (pool_size_ * since));
+  in.worker_per_s = busy_s_ > 0 ? static_cast<double>(produced_) / busy_s_ : 0;
+  in.workers = pool_size_;
+  in.slots = static_cast<int>(core_->slots.size());
+  const std::optional<TunerChange> change = tuner_.evaluate(in, tuner_limits_locked());
+  if (!change) return;
+  decide_locked(change->what, change->from, change->to, change->reason);
+  if (change->what == "workers") {
+    const int slots_before = in.slots;
+    resize_pool_locked(change->to);
+    const int slots_after = static_cast<int>(core_->slots.size());
+    if (slots_after != slots_before)
+      decide_locked(
+          "prefetch", slots_before, slots_after,
+          "two slots per worker plus two keep " + std::to_string(change->to) + " workers busy");
+  } else {
+    add_slots_locked(static_cast<std::size_t>(change->to));
+    restart_measurement_locked();
+  }
+}
+
+}  // namespace stoke
