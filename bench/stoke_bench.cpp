@@ -1,7 +1,7 @@
 // stoke-bench: runs a loader over a dataset and reports what it delivered and how fast.
 //
 //   stoke-bench [--data PATH] [--split train|test] [--batch B] [--devices cpu:G]
-//               [--workers N] [--epochs E] [--seed S] [--size HxW] [--augment default|none]
+//               [--workers N|auto] [--epochs E] [--seed S] [--size HxW] [--augment default|none]
 //               [--on-error skip|error] [--prefetch S] [--chunk C]
 //               [--dtype uint8|float32|float16|bfloat16] [--layout nchw|nhwc] [--json]
 //
@@ -77,13 +77,18 @@ int list_devices() {
       "  --devices SPEC         cpu:G, cuda:0,1 or auto: devices the batch is split over\n"
       "                         (default cpu:1)\n"
       "  --list-devices         print the GPUs found (without touching CUDA) and exit\n"
-      "  --workers N            worker processes; 0 = in-process (default 2)\n"
+      "  --workers N|auto       worker processes; 0 = in-process (default 2); auto starts\n"
+      "                         with one and resizes the live pool to keep the consumer's\n"
+      "                         wait under --stall-target (every decision is logged)\n"
+      "  --max-workers N        auto's upper bound (default: the cores available)\n"
+      "  --stall-target X       auto's target wait fraction (default 0.02)\n"
       "  --epochs E             epochs to run (default 1)\n"
       "  --seed S               shuffle and augmentation seed (default 0)\n"
       "  --size HxW             output size (default: 28x28 for IDX, 224x224 for images)\n"
       "  --augment default|none training augmentation, or resize + centre crop\n"
       "  --on-error skip|error  bad input: replace and count, or stop (default skip)\n"
-      "  --prefetch S           batch slots (default 2 x workers + 2)\n"
+      "  --prefetch S|auto      batch slots (default 2 x workers + 2); auto also adds slots\n"
+      "                         when the consumer waits while the workers idle\n"
       "  --chunk C              samples per unit of work (default batch / workers)\n"
       "  --dtype T              uint8 (default), float32, float16 or bfloat16: anything\n"
       "                         but uint8 normalizes on the devices (ImageNet mean/std\n"
@@ -167,7 +172,11 @@ Args parse_args(int argc, char** argv) {
     } else if (flag == "--devices") {
       o.devices = stoke::DeviceSet::parse(v);
     } else if (flag == "--workers") {
-      o.workers = static_cast<int>(parse_number(flag, v, 0));
+      o.workers = v == "auto" ? stoke::kAuto : static_cast<int>(parse_number(flag, v, 0));
+    } else if (flag == "--max-workers") {
+      o.max_workers = static_cast<int>(parse_number(flag, v, 1));
+    } else if (flag == "--stall-target") {
+      o.stall_target = parse_double(flag, v);
     } else if (flag == "--epochs") {
       a.epochs = parse_number(flag, v, 1);
     } else if (flag == "--seed") {
@@ -187,7 +196,7 @@ Args parse_args(int argc, char** argv) {
       if (v != "skip" && v != "error") usage(2);
       o.on_error = v == "skip" ? stoke::OnError::kSkip : stoke::OnError::kError;
     } else if (flag == "--prefetch") {
-      o.prefetch = static_cast<int>(parse_number(flag, v, 1));
+      o.prefetch = v == "auto" ? stoke::kAuto : static_cast<int>(parse_number(flag, v, 1));
     } else if (flag == "--chunk") {
       o.chunk = static_cast<int>(parse_number(flag, v, 1));
     } else if (flag == "--dtype") {
@@ -441,7 +450,14 @@ void print_configuration(const Args& args, const stoke::Loader& loader) {
   std::printf("  batch      %d per rank (rank %d of %d) on %s, %lld batches per epoch\n", o.batch,
               loader.rank(), loader.world(), o.devices.to_string().c_str(),
               static_cast<long long>(loader.batches_per_epoch()));
-  std::printf("  workers    %d%s\n", o.workers, o.workers == 0 ? " (in-process)" : "");
+  if (o.workers == stoke::kAuto)
+    std::printf("  workers    auto (starting with 1, at most %s; stall target %.1f%%)\n",
+                o.max_workers > 0
+                    ? std::to_string(o.max_workers).c_str()
+                    : (std::to_string(stoke::available_cores()) + ", the cores available").c_str(),
+                100 * o.stall_target);
+  else
+    std::printf("  workers    %d%s\n", o.workers, o.workers == 0 ? " (in-process)" : "");
   if (consumer_ms_of(args) > 0)
     std::printf("  consumer   simulated: %.2f ms per batch\n", consumer_ms_of(args));
   std::fflush(stdout);
@@ -474,7 +490,17 @@ int run(const Args& args) {
       std::printf("               %s: %lld\n", reason.c_str(), static_cast<long long>(n));
     std::printf("  throughput %s samples/s\n", with_commas(s.samples_per_s).c_str());
     std::printf("  startup    %.3f s (construction to first batch)\n", s.startup_s);
-    std::printf("  waiting    %.1f%% of the consumer's time\n", 100 * s.wait_fraction);
+    std::printf("  waiting    %.1f%% of the consumer's time (last %d batches: %.1f%%)\n",
+                100 * s.wait_fraction, s.window_batches, 100 * s.window_wait_fraction);
+    std::printf("  verdict    %s\n", s.verdict.c_str());
+    if (s.workers_auto || s.prefetch_auto) {
+      std::printf("  autotune   ended with %d workers and %d slots after %zu decision(s)\n",
+                  s.workers, s.slots, s.decisions.size());
+      for (const stoke::TuneDecision& d : s.decisions)
+        std::printf("               at %5.1f s: %s %d -> %d: %s\n", d.at_s, d.what.c_str(), d.from,
+                    d.to, d.reason.c_str());
+    }
+    if (gpu) std::printf("  gpu        monitor: %s\n", s.gpu_monitor.c_str());
     std::printf(
         "  stages     read %.2f s, decode %.2f s, augment %.2f s (worker time); "
         "consumer waited %.2f s\n",
@@ -506,7 +532,17 @@ int run(const Args& args) {
     j["dataset_size"] = m.dataset_size;
     j["batch"] = o.batch;
     j["devices"] = o.devices.to_string();
-    j["workers"] = o.workers;
+    j["workers"] = s.workers;  // the pool's size at the end (workers=auto: where it settled)
+    j["workers_auto"] = s.workers_auto;
+    j["prefetch_auto"] = s.prefetch_auto;
+    j["slots"] = s.slots;
+    j["decisions"] = nlohmann::json::array();
+    for (const stoke::TuneDecision& d : s.decisions)
+      j["decisions"].push_back({{"at_s", d.at_s},
+                                {"what", d.what},
+                                {"from", d.from},
+                                {"to", d.to},
+                                {"reason", d.reason}});
     j["epochs"] = args.epochs;
     j["consumer_ms"] = consumer_ms_of(args);
     j["samples"] = s.samples;
@@ -517,6 +553,22 @@ int run(const Args& args) {
     j["samples_per_s"] = s.samples_per_s;
     j["startup_s"] = s.startup_s;
     j["wait_fraction"] = s.wait_fraction;
+    j["window_wait_fraction"] = s.window_wait_fraction;
+    j["window_batches"] = s.window_batches;
+    j["demand_samples_per_s"] = s.demand_samples_per_s;
+    j["worker_busy_fraction"] = s.worker_busy_fraction;
+    j["worker_samples_per_s"] = s.worker_samples_per_s;
+    j["verdict"] = s.verdict;
+    j["gpu_monitor"] = s.gpu_monitor;
+    j["gpus"] = nlohmann::json::array();
+    for (const stoke::GpuActivity& g : s.gpus)
+      j["gpus"].push_back({{"device", g.device},
+                           {"samples", g.samples},
+                           {"mean_percent", g.mean_percent},
+                           {"idle_fraction", g.idle_fraction},
+                           {"busy_fraction", g.busy_fraction},
+                           {"bursts", g.bursts},
+                           {"burst_then_idle", g.burst_then_idle}});
     j["stages"] = stage_json(s);
     j["worker_restarts"] = s.worker_restarts;
     j["cpu_s"] = m.cpu_self;

@@ -28,6 +28,28 @@ if(NOT checksum_0 STREQUAL checksum_2)
   message(FATAL_ERROR "checksum differs: workers=0 ${checksum_0}, workers=2 ${checksum_2}")
 endif()
 
+# --workers auto: the same bytes; the JSON's `workers` is where the pool ended, with the
+# decisions that led there and the stall verdict.
+execute_process(COMMAND ${BENCH} --workers auto --max-workers 2 --epochs 1 --batch 500 --json
+                OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "stoke-bench --workers auto failed (${rc}):\n${out}")
+endif()
+string(STRIP "${out}" out)
+string(REGEX REPLACE ".*\n" "" last "${out}")
+string(JSON auto_workers GET "${last}" workers)
+string(JSON auto_flag GET "${last}" workers_auto)
+string(JSON auto_checksum GET "${last}" checksum)
+string(JSON verdict GET "${last}" verdict)
+string(JSON decisions TYPE "${last}" decisions)
+if(auto_workers LESS 1 OR auto_workers GREATER 2 OR NOT auto_flag OR NOT decisions STREQUAL "ARRAY"
+   OR NOT verdict MATCHES "input-bound|not enough batches")
+  message(FATAL_ERROR "unexpected --workers auto result: ${last}")
+endif()
+if(NOT auto_checksum STREQUAL checksum_0)
+  message(FATAL_ERROR "checksum differs: workers=0 ${checksum_0}, workers=auto ${auto_checksum}")
+endif()
+
 # --sweep-workers with a simulated consumer: one row per worker count, each with the same bytes,
 # a recommendation among them, stage times, and the plot written where --plot says.
 set(plot ${CMAKE_CURRENT_BINARY_DIR}/stoke-bench-sweep-test.png)

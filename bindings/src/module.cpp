@@ -155,6 +155,9 @@ struct LoaderArgs {
   std::string on_error = "skip";
   std::string split = "train";
   int prefetch = 0;
+  int max_workers = 0;
+  double stall_target = 0.02;
+  int monitor_window = 50;
   std::optional<std::string> state;
   std::string worker_path;
 };
@@ -199,6 +202,9 @@ stoke::Options options_from(const LoaderArgs& a) {
   o.split = choose<stoke::Split>("split", a.split,
                                  {{"train", stoke::Split::kTrain}, {"test", stoke::Split::kTest}});
   o.prefetch = a.prefetch;
+  o.max_workers = a.max_workers;
+  o.stall_target = a.stall_target;
+  o.monitor_window = a.monitor_window;
   if (a.state) o.resume = stoke::LoaderState::parse(*a.state);
   o.worker_path = a.worker_path;
   return o;
@@ -224,6 +230,41 @@ nb::dict stats_dict(const stoke::Stats& s) {
   d["read_s"] = s.read_s;
   d["decode_s"] = s.decode_s;
   d["augment_s"] = s.augment_s;
+  d["compute_s"] = s.compute_s;
+  d["window_batches"] = s.window_batches;
+  d["window_wait_fraction"] = s.window_wait_fraction;
+  d["window_samples_per_s"] = s.window_samples_per_s;
+  d["demand_samples_per_s"] = s.demand_samples_per_s;
+  d["worker_busy_fraction"] = s.worker_busy_fraction;
+  d["worker_samples_per_s"] = s.worker_samples_per_s;
+  d["gpu_monitor"] = s.gpu_monitor;
+  nb::list gpus;
+  for (const stoke::GpuActivity& g : s.gpus) {
+    nb::dict e;
+    e["device"] = g.device;
+    e["samples"] = g.samples;
+    e["mean_percent"] = g.mean_percent;
+    e["idle_fraction"] = g.idle_fraction;
+    e["busy_fraction"] = g.busy_fraction;
+    e["bursts"] = g.bursts;
+    e["burst_then_idle"] = g.burst_then_idle;
+    gpus.append(e);
+  }
+  d["gpus"] = gpus;
+  d["verdict"] = s.verdict;
+  d["workers_auto"] = s.workers_auto;
+  d["prefetch_auto"] = s.prefetch_auto;
+  nb::list decisions;
+  for (const stoke::TuneDecision& t : s.decisions) {
+    nb::dict e;
+    e["at_s"] = t.at_s;
+    e["what"] = t.what;
+    e["from"] = t.from;
+    e["to"] = t.to;
+    e["reason"] = t.reason;
+    decisions.append(e);
+  }
+  d["decisions"] = decisions;
   d["workers"] = s.workers;
   d["slots"] = s.slots;
   d["arena_bytes"] = s.arena_bytes;
@@ -296,6 +337,10 @@ NB_MODULE(_stoke, m) {
             return std::move(*b);
           })
       .def("set_epoch", &stoke::Loader::set_epoch, "epoch"_a)
+      .def("resize_workers", &stoke::Loader::resize_workers, "n"_a,
+           "Grows or shrinks the live worker pool to n processes and stops automatic sizing. "
+           "Returns at once; stats()['workers'] shows the new size within moments. The "
+           "delivered bytes do not change.")
       .def("state", [](const stoke::Loader& l) { return l.state().serialize(); })
       .def("stats", [](const stoke::Loader& l) { return stats_dict(l.stats()); })
       .def_prop_ro("dataset_size", &stoke::Loader::dataset_size)
@@ -322,6 +367,9 @@ NB_MODULE(_stoke, m) {
       .def_rw("on_error", &LoaderArgs::on_error)
       .def_rw("split", &LoaderArgs::split)
       .def_rw("prefetch", &LoaderArgs::prefetch)
+      .def_rw("max_workers", &LoaderArgs::max_workers)
+      .def_rw("stall_target", &LoaderArgs::stall_target)
+      .def_rw("monitor_window", &LoaderArgs::monitor_window)
       .def_rw("state", &LoaderArgs::state)
       .def_rw("worker_path", &LoaderArgs::worker_path);
 

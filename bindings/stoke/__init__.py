@@ -39,13 +39,33 @@ def devices() -> list:
     return _stoke.devices()
 
 
+_AUTO = -1  # stoke::kAuto
+
+
+def _auto_or_int(name: str, value: Union[int, str]) -> int:
+    if isinstance(value, str):
+        if value == "auto":
+            return _AUTO
+        raise ValueError(f"{name} must be an int or \"auto\", got {value!r}")
+    if int(value) < 0:
+        raise ValueError(f"{name} must be 0 or more, or \"auto\", got {value}")
+    return int(value)
+
+
 class Loader(_stoke.Loader):
     """Delivers batches of a dataset, decoded and augmented by worker processes.
 
     Iterating a loader yields the batches of the current epoch, in order; the next iteration
     continues with the following epoch (or call ``set_epoch``). ``len(loader)`` is the number of
     batches per epoch. The delivered bytes depend only on the data, the pipeline, ``seed``,
-    the epoch, ``batch``, ``rank`` and ``world``, never on ``workers``.
+    the epoch, ``batch``, ``rank`` and ``world``, never on ``workers`` (nor on the pool
+    growing or shrinking while it runs).
+
+    ``stats()`` reports the data-stall monitor: how long the consumer waited for batches and how
+    long it computed between them (whole run and a moving window), the demand it could take, a
+    ``verdict`` line ("input-bound: ... try 4 workers" or "not input-bound: ..."), GPU
+    utilization on CUDA devices when NVML is available, and with ``workers="auto"`` every
+    sizing ``decision`` with its reason.
 
     Args:
         data: an image-folder tree (root/<class>/<image>), a list file (path<TAB>label per
@@ -53,7 +73,10 @@ class Loader(_stoke.Loader):
         batch: samples per batch on this rank; a multiple of the device count.
         devices: ``"cpu:G"`` (G host devices), ``"cuda:0,1"`` or ``"auto"`` (every visible GPU,
             else ``cpu:1``).
-        workers: worker processes (0 runs the pipeline in this process).
+        workers: worker processes (0 runs the pipeline in this process), or ``"auto"``: start
+            with one and grow or shrink the live pool toward the fewest workers that keep the
+            consumer's wait under ``stall_target``, bounded by ``max_workers`` (default: the
+            cores this process may use) and by memory.
         size: output ``int`` or ``(height, width)``; default: the IDX images' own size, or
             224 x 224 for image files.
         augment: ``"train"`` (random-resized-crop + flip; pad-crop + flip for small images) or
@@ -71,7 +94,11 @@ class Loader(_stoke.Loader):
         on_error: ``"skip"`` (replace bad samples deterministically, count and log them) or
             ``"error"`` (raise ``stoke.DataError`` naming the file).
         split: ``"train"`` or ``"test"`` (IDX data).
-        prefetch: batch slots in the arena (0: ``2 * workers + 2``).
+        prefetch: batch slots in the arena (0: ``2 * workers + 2``), or ``"auto"``: also add
+            slots, within the memory budget, when the consumer waits while the workers idle.
+        max_workers: ``workers="auto"``'s upper bound (0: the cores available).
+        stall_target: the wait fraction ``workers="auto"`` keeps under (default 0.02).
+        monitor_window: batches in the stall monitor's moving window.
         state: a ``loader.state()`` string to continue exactly where that loader was.
         worker_path: the stoke-worker executable (default: the one installed with this package).
 
@@ -86,7 +113,7 @@ class Loader(_stoke.Loader):
         *,
         batch: int = 256,
         devices: str = "cpu:1",
-        workers: int = 2,
+        workers: Union[int, str] = 2,
         size: Union[None, int, Tuple[int, int]] = None,
         augment: str = "train",
         dtype: str = "uint8",
@@ -100,7 +127,10 @@ class Loader(_stoke.Loader):
         world: Optional[int] = None,
         on_error: str = "skip",
         split: str = "train",
-        prefetch: int = 0,
+        prefetch: Union[int, str] = 0,
+        max_workers: int = 0,
+        stall_target: float = 0.02,
+        monitor_window: int = 50,
         state: Optional[str] = None,
         worker_path: str = "",
     ) -> None:
@@ -108,7 +138,7 @@ class Loader(_stoke.Loader):
         a.data = str(data)
         a.batch = batch
         a.devices = devices
-        a.workers = workers
+        a.workers = _auto_or_int("workers", workers)
         if size is None:
             a.size = []
         elif isinstance(size, int):
@@ -127,7 +157,10 @@ class Loader(_stoke.Loader):
         a.world = world
         a.on_error = on_error
         a.split = split
-        a.prefetch = prefetch
+        a.prefetch = _auto_or_int("prefetch", prefetch)
+        a.max_workers = max_workers
+        a.stall_target = float(stall_target)
+        a.monitor_window = monitor_window
         a.state = state
         a.worker_path = str(worker_path)
         super().__init__(a)

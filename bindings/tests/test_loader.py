@@ -2,6 +2,7 @@
 error mapping and resume. Needs Fashion-MNIST from Debian's dataset-fashion-mnist."""
 
 import gc
+import time
 import os
 import shutil
 
@@ -125,6 +126,43 @@ def test_bad_input_under_on_error_error_raises_data_error_naming_the_path(tmp_pa
     assert skipping.stats()["skipped"] == 1
 
 
+def test_stats_report_the_stall_monitor_and_its_verdict():
+    loader = stoke.Loader(FASHION, split="test", batch=100, workers=1, shuffle=False,
+                          monitor_window=10)
+    for batch in loader:
+        time.sleep(0.002)  # a consumer computing 2 ms per batch
+    s = loader.stats()
+    assert s["window_batches"] == 10
+    assert 0 <= s["window_wait_fraction"] <= 1
+    assert s["compute_s"] >= 98 * 0.002  # 100 batches, the first one is start-up
+    # 100 samples per 2 ms of compute, give or take the sleep's overshoot.
+    assert 20000 < s["demand_samples_per_s"] <= 50000
+    assert s["verdict"].startswith(("input-bound: ", "not input-bound: ")), s["verdict"]
+    assert s["gpu_monitor"] == "off (host devices)" and s["gpus"] == []
+
+
+def test_auto_workers_and_a_live_resize_deliver_the_same_bytes():
+    def epoch(loader):
+        return [np.from_dlpack(b.pixels[0]).copy() for b in loader]
+
+    fixed = epoch(stoke.Loader(FASHION, split="test", batch=200, workers=2, seed=5))
+    auto = stoke.Loader(FASHION, split="test", batch=200, workers="auto", prefetch="auto",
+                        seed=5)
+    assert auto.stats()["workers"] == 1 and auto.stats()["workers_auto"]
+    got = []
+    for i, b in enumerate(auto):
+        if i == 10:
+            auto.resize_workers(3)
+        got.append(np.from_dlpack(b.pixels[0]).copy())
+    assert all(np.array_equal(a, b) for a, b in zip(fixed, got)) and len(got) == len(fixed)
+    s = auto.stats()
+    assert not s["workers_auto"]  # a manual size turns the tuning off
+    with pytest.raises(ValueError, match="auto"):
+        stoke.Loader(FASHION, split="test", workers="many")
+    with pytest.raises(ValueError, match="1..512"):
+        auto.resize_workers(0)
+
+
 def test_resuming_from_state_continues_with_the_same_batches():
     first = stoke.Loader(FASHION, batch=64, workers=2, seed=7)
     it = iter(first)
@@ -180,7 +218,6 @@ def test_the_installed_package_carries_its_worker():
 
 def test_next_releases_the_gil_while_it_waits(tmp_path):
     import threading
-    import time
     big = "/usr/share/backgrounds/mate/abstract/Elephants_5640x3172.jpg"
     (tmp_path / "list.txt").write_text("".join(f"{big}\t0\n" for _ in range(8)))
     loader = stoke.Loader(str(tmp_path / "list.txt"), batch=8, workers=1, size=64)

@@ -70,9 +70,18 @@ Outcome train(std::vector<std::string> args, const std::string& name) {
 
 TEST(StokeTrain, PrintsTheAccuracyLineAndEvaluatesEveryTestImageOnce) {
   const std::string ck = temp("eval.ckpt");
-  const Outcome t = train({"--steps", "20", "--batch", "64", "--checkpoint", ck, "--no-progress"}, "eval-train");
+  const Outcome t = train({"--steps", "20", "--batch", "64", "--checkpoint", ck, "--no-progress",
+                           "--workers", "auto"},
+                          "eval-train");
   ASSERT_EQ(t.status, 0) << t.output;
   EXPECT_TRUE(std::regex_search(t.output, std::regex("(^|\n)test accuracy 0\\.\\d{4}\n"))) << t.output;
+  // The loader's stall monitor speaks at the end: the pool size and a verdict.
+  EXPECT_TRUE(std::regex_search(
+      t.output, std::regex("\nstoke-train: workers=auto settled on \\d+ after \\d+ decision")))
+      << t.output;
+  EXPECT_TRUE(std::regex_search(
+      t.output, std::regex("\nstoke-train: (input-bound|not input-bound): the consumer waited ")))
+      << t.output;
   // 10,000 is not a multiple of 96: the last batch is padded, and padding is not counted.
   const Outcome e = train({"--eval-only", ck, "--devices", "cpu:2", "--batch", "96"}, "eval-only");
   ASSERT_EQ(e.status, 0) << e.output;

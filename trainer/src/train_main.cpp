@@ -17,7 +17,6 @@
 #include "mpi_world.hpp"
 #include "progress.hpp"
 #include "reducer.hpp"
-#include "stoke/cores.hpp"
 #include "stoke/devices.hpp"
 #include "stoke/loader.hpp"
 #include "stoke/mnist.hpp"
@@ -63,7 +62,8 @@ struct Args {
       "  --data DIR          IDX folder, image folder or list file (default: Fashion-MNIST in\n"
       "                      %s)\n"
       "  --devices SPEC      auto (every GPU, else cpu:1), cpu:G or cuda:0,1,... (default auto)\n"
-      "  --workers N         loader worker processes (default 1)\n"
+      "  --workers N|auto    loader worker processes (default 1); auto starts with one and\n"
+      "                      grows or shrinks the pool live to keep the data stall under 2%%\n"
       "  --batch N           global batch over all ranks and devices (default 128)\n"
       "  --epochs N          epochs (default 20)\n"
       "  --steps N           train exactly N steps instead (the schedule spans N)\n"
@@ -115,7 +115,7 @@ Args parse_args(int argc, char** argv) {
     a.given.push_back(flag);
     if (flag == "--data") a.data = v;
     else if (flag == "--devices") a.devices = v;
-    else if (flag == "--workers") a.workers = static_cast<int>(parse_int(flag, v, 0));
+    else if (flag == "--workers") a.workers = v == "auto" ? kAuto : static_cast<int>(parse_int(flag, v, 0));
     else if (flag == "--batch") a.batch = static_cast<int>(parse_int(flag, v, 1));
     else if (flag == "--epochs") a.epochs = static_cast<int>(parse_int(flag, v, 1));
     else if (flag == "--steps") a.steps = parse_int(flag, v, 1);
@@ -346,25 +346,25 @@ struct Totals {
   double stall() const { return wait_s + busy_s > 0 ? wait_s / (wait_s + busy_s) : 0; }
 };
 
+std::string workers_text(int workers) {
+  if (workers == kAuto) return "auto workers";
+  return std::to_string(workers) + (workers == 1 ? " worker" : " workers");
+}
+
+// The run's totals, then the loader's stall verdict (its moving window: the end of the run, after
+// any automatic sizing has settled).
 void summary(const Accuracy& acc, const Totals& t, double elapsed_s, const Args& a,
-             const DeviceSet& devices) {
+             const DeviceSet& devices, const Stats& loader) {
   std::fprintf(stderr,
                "stoke-train: done: test accuracy %.4f, %.1f s, %s img/s, data stall %.1f%% "
-               "(%s, %d worker%s)\n",
-               acc.value(), elapsed_s, with_commas(t.images / std::max(1e-9, t.wait_s + t.busy_s)).c_str(),
-               100 * t.stall(), devices.to_string().c_str(), a.workers, a.workers == 1 ? "" : "s");
-  if (t.stall() > 0.10) {
-    // The loader delivered (1 - stall) of the time's worth; to remove the wait it must be
-    // about 1 / (1 - stall) times faster.
-    const int want = std::min(available_cores(),
-                              static_cast<int>(std::ceil(std::max(1, a.workers) / (1 - t.stall()))));
-    std::fprintf(stderr,
-                 "stoke-train: input-bound: the trainer waited for data %.0f%% of the time; try "
-                 "--workers %d (stoke-bench --sweep-workers measures the best count)\n",
-                 100 * t.stall(), std::max(want, a.workers + 1));
-  } else {
-    std::fprintf(stderr, "stoke-train: not input-bound (data stall %.1f%%)\n", 100 * t.stall());
-  }
+               "(%s, %s)\n",
+               acc.value(), elapsed_s,
+               with_commas(t.images / std::max(1e-9, t.wait_s + t.busy_s)).c_str(),
+               100 * t.stall(), devices.to_string().c_str(), workers_text(a.workers).c_str());
+  if (loader.workers_auto)
+    std::fprintf(stderr, "stoke-train: workers=auto settled on %d after %zu decision(s)\n",
+                 loader.workers, loader.decisions.size());
+  std::fprintf(stderr, "stoke-train: %s\n", loader.verdict.c_str());
 }
 
 int run_training(const Args& a, const MpiWorld& world) {
@@ -385,12 +385,12 @@ int run_training(const Args& a, const MpiWorld& world) {
   if (world.rank() == 0)
     std::fprintf(stderr,
                  "stoke-train: %s on %s x %d rank(s), batch %d, %lld steps (%d epochs of %lld), "
-                 "lr %g %s%s, %d worker(s)%s\n",
+                 "lr %g %s%s, %s%s\n",
                  c.shape.describe().c_str(), devices.to_string().c_str(), world.size(), c.batch,
                  static_cast<long long>(c.hyper.total_steps), c.epochs,
                  static_cast<long long>(loader.batches_per_epoch()), c.hyper.lr,
                  c.hyper.schedule == Schedule::kCosine ? "cosine" : "step",
-                 c.hyper.sync_bn ? ", sync-bn" : "", a.workers,
+                 c.hyper.sync_bn ? ", sync-bn" : "", workers_text(a.workers).c_str(),
                  resumed ? (", resuming at step " + std::to_string(resumed->model.step)).c_str() : "");
 
   Progress progress(a.progress && world.rank() == 0);
@@ -449,7 +449,8 @@ int run_training(const Args& a, const MpiWorld& world) {
   }
   if (world.rank() == 0) {
     std::fprintf(stderr, "stoke-train: checkpoint %s\n", a.checkpoint.c_str());
-    summary(last, totals, std::chrono::duration<double>(Clock::now() - start).count(), a, devices);
+    summary(last, totals, std::chrono::duration<double>(Clock::now() - start).count(), a, devices,
+            loader.stats());
   }
   return 0;
 }
