@@ -43,7 +43,7 @@ string(JSON auto_checksum GET "${last}" checksum)
 string(JSON verdict GET "${last}" verdict)
 string(JSON decisions TYPE "${last}" decisions)
 if(auto_workers LESS 1 OR auto_workers GREATER 2 OR NOT auto_flag OR NOT decisions STREQUAL "ARRAY"
-   OR NOT verdict MATCHES "input-bound|not enough batches")
+   OR NOT verdict MATCHES "^(input-bound: |not input-bound: |not enough batches yet)")
   message(FATAL_ERROR "unexpected --workers auto result: ${last}")
 endif()
 if(NOT auto_checksum STREQUAL checksum_0)

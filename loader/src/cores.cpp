@@ -7,18 +7,16 @@
 #include <fstream>
 #include <string>
 
+#include "host_memory.hpp"
+
 namespace stoke {
 
 int available_cores() {
   cpu_set_t set;
   CPU_ZERO(&set);
   int cores = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-  std::ifstream cgroup_file("/proc/self/cgroup");
-  std::string line, path;
-  while (std::getline(cgroup_file, line)) {
-    if (line.rfind("0::", 0) == 0) path = line.substr(3);
-  }
-  std::ifstream max_file("/sys/fs/cgroup" + path + "/cpu.max");
+  const std::string dir = detail::own_cgroup_dir();
+  std::ifstream max_file(dir.empty() ? std::string() : dir + "/cpu.max");
   std::string quota, period;
   if (max_file >> quota >> period && quota != "max") {
     const double q = std::stod(quota) / std::stod(period);

@@ -7,15 +7,18 @@
 namespace stoke::detail {
 namespace {
 
-// The value of "key:   N kB" in a /proc file, in bytes; -1 when absent.
+// The value of the line "key   N kB" in a /proc file (/proc/meminfo, /proc/<pid>/status), in
+// bytes; -1 when the file or the line is missing.
 std::int64_t proc_kib_field(const std::string& path, const std::string& key) {
   std::ifstream in(path);
-  std::string name;
-  std::int64_t kib = 0;
-  std::string unit;
-  while (in >> name >> kib) {
-    std::getline(in, unit);
-    if (name == key) return kib * 1024;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) != 0) continue;
+    try {
+      return std::stoll(line.substr(key.size())) * 1024;
+    } catch (...) {
+      return -1;
+    }
   }
   return -1;
 }
@@ -33,14 +36,19 @@ std::int64_t read_number(const std::string& path) {
 
 }  // namespace
 
+std::string own_cgroup_dir() {
+  std::ifstream cgroup_file("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(cgroup_file, line)) {
+    if (line.rfind("0::", 0) == 0) return "/sys/fs/cgroup" + line.substr(3);
+  }
+  return "";
+}
+
 std::int64_t available_memory_bytes() {
   std::int64_t available = proc_kib_field("/proc/meminfo", "MemAvailable:");
-  std::ifstream cgroup_file("/proc/self/cgroup");
-  std::string line, path;
-  while (std::getline(cgroup_file, line)) {
-    if (line.rfind("0::", 0) == 0) path = line.substr(3);
-  }
-  const std::string dir = "/sys/fs/cgroup" + path;
+  const std::string dir = own_cgroup_dir();
+  if (dir.empty()) return available;
   const std::int64_t max = read_number(dir + "/memory.max");
   const std::int64_t current = read_number(dir + "/memory.current");
   if (max > 0 && current >= 0) {

@@ -140,6 +140,8 @@ Loader::Impl::Impl(Options options, DatasetIndex index, Clock::time_point create
         options_.max_workers > 0
             ? "max_workers " + std::to_string(options_.max_workers)
             : std::to_string(cores_) + (cores_ == 1 ? " core" : " cores") + " available";
+    limit_workers_ = max_workers_;
+    limit_reason_ = max_workers_reason_;
   }
   if (index.kind == DatasetKind::kRaw)
     pipeline_.validate(index.height, index.width);
@@ -550,6 +552,8 @@ void Loader::Impl::flush_log() {
     lines.swap(log_queue_);
     log_pending_.store(false, std::memory_order_relaxed);
   }
+  // The consumer and the supervisor both flush: one line at a time reaches the callback.
+  std::lock_guard serial(log_call_mutex_);
   for (const std::string& line : lines) log(line);
 }
 
@@ -708,7 +712,8 @@ Stats Loader::Impl::stats() const {
     s.gpu_monitor = gpu_monitor_->status();
     s.gpus = gpu_monitor_->snapshot();
   }
-  s.verdict = stall_verdict(s, {cores_, options_.stall_target, workers_auto_ ? max_workers_ : 0});
+  s.verdict = stall_verdict(
+      s, {cores_, options_.stall_target, workers_auto_ ? limit_workers_ : 0, limit_reason_});
   return s;
 }
 
@@ -824,6 +829,8 @@ void Loader::Impl::supervise_loop() {
           respawn.push_back(watched[k]);
       }
       if (!stop_) tune_locked();
+      // A dead worker whose record the tuner has just retired needs no replacement.
+      std::erase_if(respawn, [&](int i) { return role_[i] != Role::kActive; });
       grow.swap(to_grow_);
       to_grow_.clear();
     }
@@ -1033,6 +1040,10 @@ Loader::Loader(Options options) {
     throw ConfigError(
         "prefetch must be 0 (2 per worker plus 2), kAuto or positive, and chunk 0 "
         "(automatic) or positive");
+  if (options.prefetch == kAuto && options.workers == 0)
+    throw ConfigError(
+        "prefetch=auto needs worker processes (workers >= 1 or auto); the "
+        "in-process pipeline fills one batch at a time");
   check_descriptor_limit(options.workers == kAuto ? 1 : options.workers);
   DatasetIndex index = build_index(options.data, options.split);
   impl_ = std::make_unique<Impl>(std::move(options), std::move(index), created);

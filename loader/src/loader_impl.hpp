@@ -93,6 +93,8 @@ class Loader::Impl {
   int poll_timeout_ms() const;
   void kill_stuck_workers_locked();
   void resize_pool_locked(int n);
+  void set_pool_size_locked(int n);
+  bool try_add_slots_locked(std::size_t n);
   void retire_drained_locked();
   void tune_locked();
   detail::TunerLimits tuner_limits_locked();
@@ -134,6 +136,7 @@ class Loader::Impl {
   std::uint64_t next_task_seq_ = 1;
   std::deque<detail::Task> pending_;  // tasks not yet handed to a worker
   std::vector<std::string> log_queue_;
+  std::mutex log_call_mutex_;  // serializes Options::log calls (taken without core_->mutex)
   std::atomic<bool> log_pending_{false};  // lets flush_log skip the lock when nothing is queued
   std::string data_error_;                // sticky: OnError::kError stops the loader
   std::exception_ptr fatal_;              // sticky: the supervisor could not keep workers alive
@@ -159,12 +162,18 @@ class Loader::Impl {
   Clock::time_point pool_changed_{};
   Clock::time_point next_tune_{};
   detail::PoolTuner tuner_;
-  std::int64_t worker_bytes_ = -1;  // one worker's private memory, measured once
+  std::int64_t worker_bytes_ = -1;     // one worker's private memory, measured once
+  std::int64_t available_bytes_ = -1;  // free memory, re-read every few seconds
+  Clock::time_point memory_checked_{};
+  int limit_workers_ = 0;  // workers=auto's bound at the last evaluation (memory included)
+  std::string limit_reason_;
 
   // Supervisor thread only.
-  std::unique_ptr<detail::ChunkRunner> inline_runner_;  // workers == 0 (used by the consumer thread)
+  std::unique_ptr<detail::ChunkRunner>
+      inline_runner_;  // workers == 0 (used by the consumer thread)
   std::unique_ptr<detail::WorkerPool> pool_;
-  std::vector<std::deque<detail::Task>> in_flight_;     // guarded by the mutex too (read by reposition)
+  std::vector<std::deque<detail::Task>>
+      in_flight_;                               // guarded by the mutex too (read by reposition)
   std::map<std::int64_t, int> sample_deaths_;   // dataset index -> blame (a crash counts 4,
                                                 // an external SIGKILL 1; 12 is too many)
   std::vector<Clock::time_point> front_since_;  // per worker: when its front task started
@@ -172,7 +181,7 @@ class Loader::Impl {
   std::vector<int> deaths_without_progress_;    // per worker: deaths before the handshake, in a row
   int done_fd_ = -1;
   std::thread supervisor_;
-  std::thread stager_;                               // when core_->staging is set
+  std::thread stager_;                                       // when core_->staging is set
   std::unique_ptr<detail::GpuActivityMonitor> gpu_monitor_;  // GPU devices only
 };
 

@@ -18,6 +18,7 @@ namespace {
 constexpr int kTuneMinBatches = 10;
 constexpr double kTuneSettleS = 0.5;
 constexpr std::int64_t kMinWorkerBytes = std::int64_t{16} << 20;  // per worker, when unmeasured
+constexpr auto kMemoryEvery = std::chrono::seconds(2);  // how often free memory is re-read
 
 }  // namespace
 
@@ -69,10 +70,30 @@ void Loader::Impl::resize_pool_locked(int n) {
     role_[*it] = Role::kRetiring;
     --active;
   }
+  set_pool_size_locked(n);
+  if (options_.prefetch <= 0) try_add_slots_locked(2 * static_cast<std::size_t>(n) + 2);
+}
+
+// The pool's size, and what follows from it: the chunk size (one chunk per worker per batch,
+// unless fixed by Options::chunk) and a fresh start for the measurements.
+void Loader::Impl::set_pool_size_locked(int n) {
   pool_size_ = n;
   if (options_.chunk <= 0) chunk_ = std::max(1, (options_.batch + n - 1) / n);
-  if (options_.prefetch <= 0) add_slots_locked(2 * static_cast<std::size_t>(n) + 2);
   restart_measurement_locked();
+}
+
+// Adds slots toward n for the tuner or a resize. Memory that cannot be had (the arena refuses
+// to reserve beyond what the machine has free) leaves the depth where it is: the loader runs
+// on with fewer slots rather than stopping.
+bool Loader::Impl::try_add_slots_locked(std::size_t n) {
+  try {
+    add_slots_locked(n);
+    return true;
+  } catch (const Error& e) {
+    log_locked("kept " + std::to_string(core_->slots.size()) + " batch slots instead of " +
+               std::to_string(n) + ": " + e.what());
+    return false;
+  }
 }
 
 // Tells each retiring worker whose chunks are all done to stop; its exit is then a retirement.
@@ -111,9 +132,8 @@ void Loader::Impl::spawn_growth(const std::vector<int>& workers) {
       std::lock_guard lock(core_->mutex);
       role_[i] = Role::kIdle;
       std::erase(members_, i);
-      pool_size_ = std::max(1, pool_size_ - 1);
-      if (options_.chunk <= 0) chunk_ = std::max(1, (options_.batch + pool_size_ - 1) / pool_size_);
-      log_locked(std::string("could not add a worker (") + e.what() + "); keeping " +
+      set_pool_size_locked(std::max(1, pool_size_ - 1));
+      log_locked(std::string("could not add a worker (") + e.what() + "); the pool stays at " +
                  std::to_string(pool_size_));
     }
   }
@@ -151,11 +171,18 @@ TunerLimits Loader::Impl::tuner_limits_locked() {
   l.max_workers_reason = max_workers_reason_;
   l.max_slots = static_cast<int>(slot_capacity_);
   if (!workers_auto_) return l;
-  // Memory: each worker holds its own decode buffers; grow only into half of what is free.
+  // Memory: each worker holds its own decode buffers (measured once, on the first worker) and
+  // brings two more batch slots; grow only into half of what is free, read every few seconds.
   if (worker_bytes_ < 0 && !members_.empty() && pool_->running(members_.front()))
     worker_bytes_ = anon_rss_bytes(pool_->pid(members_.front()));
-  const std::int64_t per_worker = std::max(worker_bytes_, kMinWorkerBytes);
-  const std::int64_t available = available_memory_bytes();
+  const std::int64_t per_worker = std::max(worker_bytes_, kMinWorkerBytes) +
+                                  2 * static_cast<std::int64_t>(core_->view.header().slot_stride);
+  const Clock::time_point now = Clock::now();
+  if (now >= memory_checked_ + kMemoryEvery) {
+    available_bytes_ = available_memory_bytes();
+    memory_checked_ = now;
+  }
+  const std::int64_t available = available_bytes_;
   if (available >= 0) {
     const auto more = static_cast<int>(available / 2 / per_worker);
     if (pool_size_ + more < l.max_workers) {
@@ -165,6 +192,8 @@ TunerLimits Loader::Impl::tuner_limits_locked() {
                              " MiB per worker";
     }
   }
+  limit_workers_ = l.max_workers;
+  limit_reason_ = l.max_workers_reason;
   return l;
 }
 
@@ -200,7 +229,7 @@ void Loader::Impl::tune_locked() {
           "prefetch", slots_before, slots_after,
           "two slots per worker plus two keep " + std::to_string(change->to) + " workers busy");
   } else {
-    add_slots_locked(static_cast<std::size_t>(change->to));
+    try_add_slots_locked(static_cast<std::size_t>(change->to));
     restart_measurement_locked();
   }
 }

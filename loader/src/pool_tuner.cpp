@@ -14,17 +14,12 @@ constexpr double kWorkerBound = 0.95;
 constexpr double kShrinkHeadroom = 1.2;  // one fewer must still deliver this x the demand
 constexpr double kFirstBackoffS = 30;
 
-std::string pct(double f) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, f < 0.1 ? "%.1f%%" : "%.0f%%", 100 * f);
-  return buf;
-}
-
 std::string measured(const TunerInput& in) {
-  return "the consumer waited " + pct(in.wait_fraction) + " over " + std::to_string(in.batches) +
-         " batches; " + std::to_string(in.workers) + (in.workers == 1 ? " worker" : " workers") +
-         " busy " + pct(in.busy_fraction) + " delivered " + with_commas(in.delivered_per_s) +
-         " img/s (" + with_commas(in.worker_per_s) + " per busy worker); the consumer takes " +
+  return "the consumer waited " + percent(in.wait_fraction) + " over " +
+         std::to_string(in.batches) + " batches; " + std::to_string(in.workers) +
+         (in.workers == 1 ? " worker" : " workers") + " busy " + percent(in.busy_fraction) +
+         " delivered " + with_commas(in.delivered_per_s) + " img/s (" +
+         with_commas(in.worker_per_s) + " per busy worker); the consumer takes " +
          (in.demand_per_s > 0 ? "up to " + with_commas(in.demand_per_s) + " img/s"
                               : std::string("them as fast as they come"));
 }
@@ -38,7 +33,8 @@ std::optional<TunerChange> PoolTuner::evaluate(const TunerInput& in, const Tuner
     const bool worker_bound =
         !(in.demand_per_s > 0) || !(capacity > 0) || in.demand_per_s > kWorkerBound * capacity;
     if (limits.tune_workers && worker_bound) return grow(in, limits, why);
-    if (limits.tune_prefetch && !worker_bound && in.slots < limits.max_slots) {
+    if (limits.tune_prefetch && !worker_bound && in.busy_fraction < kBurstyBusy &&
+        in.slots < limits.max_slots) {
       const int to = std::min(limits.max_slots, in.slots + std::max(2, in.slots / 2));
       return TunerChange{"prefetch", in.slots, to,
                          why +

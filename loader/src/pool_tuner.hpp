@@ -10,8 +10,9 @@
 //  - waiting, and the demand is above 95% of what the pool delivers while busy (workers x one
 //    worker's rate per busy second), or unbounded: grow to the count the demand needs
 //    (ceil(demand * 1.1 / one worker's rate), at least one more), within the limit;
-//  - waiting although the pool keeps up on average: the consumer takes batches in bursts faster
-//    than the slots hold them: add prefetch slots, within the memory budget;
+//  - waiting although the pool keeps up on average and the workers sit idle part of the time
+//    (busy under 80%): the consumer takes batches in bursts faster than the slots hold them:
+//    add prefetch slots, within the memory budget;
 //  - wait under half the target, and one worker fewer would still deliver 1.2x the demand:
 //    retire one worker. A count that had to grow back after a retirement is not tried again for
 //    a while (30 s, doubling each time), so the pool does not oscillate.

@@ -8,9 +8,9 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <string>
 
+#include "host_memory.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {
@@ -20,36 +20,12 @@ std::string mib(std::size_t bytes) {
   return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB";
 }
 
-// Bytes of memory the arena can still take: MemAvailable, and the cgroup v2 limit when one is
-// set. posix_fallocate on a memfd allocates page by page and, past what is available, invokes
-// the OOM killer instead of failing, so the check has to come first.
+// Bytes of memory the arena can still take. posix_fallocate on a memfd allocates page by page
+// and, past what is available, invokes the OOM killer instead of failing, so the check has to
+// come first.
 std::size_t available_memory() {
-  std::size_t available = SIZE_MAX;
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  std::size_t kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib) {
-    std::getline(meminfo, unit);
-    if (key == "MemAvailable:") {
-      available = kib * 1024;
-      break;
-    }
-  }
-  std::ifstream cgroup("/proc/self/cgroup");
-  std::string line;
-  while (std::getline(cgroup, line)) {
-    if (line.rfind("0::", 0) != 0) continue;
-    const std::string dir = "/sys/fs/cgroup" + line.substr(3);
-    std::ifstream max_file(dir + "/memory.max"), current_file(dir + "/memory.current");
-    std::string max_text;
-    std::size_t current = 0;
-    if (max_file >> max_text && max_text != "max" && current_file >> current) {
-      const std::size_t limit = std::stoull(max_text);
-      available = std::min(available, limit > current ? limit - current : 0);
-    }
-  }
-  return available;
+  const std::int64_t available = available_memory_bytes();
+  return available < 0 ? SIZE_MAX : static_cast<std::size_t>(available);
 }
 
 }  // namespace

@@ -11,12 +11,6 @@ double seconds(StallMonitor::Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-std::string percent(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, fraction < 0.1 ? "%.1f%%" : "%.0f%%", 100 * fraction);
-  return buf;
-}
-
 std::string workers_word(int n) {
   return std::to_string(n) + (n == 1 ? " worker" : " workers");
 }
@@ -47,20 +41,23 @@ void StallMonitor::delivered(Clock::time_point entered, Clock::time_point return
                   samples};
     compute_s_ += e.compute_s;
     window_entries_.push_back(e);
-    if (window_entries_.size() > static_cast<std::size_t>(window_)) window_entries_.pop_front();
+    sums_.add(e.wait_s, e.compute_s, e.samples, +1);
+    if (window_entries_.size() > static_cast<std::size_t>(window_)) {
+      const Entry& old = window_entries_.front();
+      sums_.add(old.wait_s, old.compute_s, old.samples, -1);
+      window_entries_.pop_front();
+    }
   }
   last_return_ = returned;
 }
 
-StallMonitor::Totals StallMonitor::window() const {
-  Totals t;
-  for (const Entry& e : window_entries_) {
-    t.batches += 1;
-    t.samples += e.samples;
-    t.wait_s += e.wait_s;
-    t.compute_s += e.compute_s;
-  }
-  return t;
+void StallMonitor::Totals::add(double wait, double compute, int n, int sign) {
+  batches += sign;
+  samples += sign * n;
+  // Rounding drift over a sliding window stays far below the monitor's precision (percent);
+  // restart_window() starts again from zero.
+  wait_s = std::max(0.0, wait_s + sign * wait);
+  compute_s = std::max(0.0, compute_s + sign * compute);
 }
 
 double StallMonitor::Totals::wait_fraction() const {
@@ -71,6 +68,12 @@ double StallMonitor::Totals::delivered_per_s() const {
 }
 double StallMonitor::Totals::demand_per_s() const {
   return compute_s > 0 ? static_cast<double>(samples) / compute_s : 0;
+}
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, fraction < 0.1 ? "%.1f%%" : "%.0f%%", 100 * fraction);
+  return buf;
 }
 
 int workers_needed(double demand, double per_worker) {
@@ -106,8 +109,9 @@ std::string stall_verdict(const Stats& s, const VerdictContext& c) {
   const std::string gpus = gpu_clause(s);
 
   if (s.window_wait_fraction <= c.target) {
-    std::string line = "not input-bound: " + waited + "; " + delivered + " against a demand of " +
-                       with_commas(s.demand_samples_per_s) + " img/s";
+    std::string line = "not input-bound: " + waited + "; " + delivered;
+    if (!unbounded)
+      line += " against a demand of " + with_commas(s.demand_samples_per_s) + " img/s";
     if (!in_process && need > 0 && need < s.workers)
       line += "; " + workers_word(need) + " would likely keep up";
     return line + gpus;
@@ -116,13 +120,12 @@ std::string stall_verdict(const Stats& s, const VerdictContext& c) {
   if (in_process) {
     advice = "run the pipeline in worker processes (workers=auto, or try " +
              workers_word(std::max(1, std::min(need > 0 ? need : 2, c.cores))) + ")";
-  } else if (need > 0 && need <= s.workers) {
+  } else if (need > 0 && need <= s.workers && s.worker_busy_fraction < kBurstyBusy) {
     advice = "the workers were busy only " + percent(s.worker_busy_fraction) +
              ", so the consumer takes batches in bursts: raise prefetch (or prefetch=auto)";
   } else if (c.max_workers > 0 && s.workers >= c.max_workers) {
-    advice = "workers=auto is at its limit of " + workers_word(c.max_workers) +
-             " (cores available: " + std::to_string(c.cores) +
-             "): a cheaper pipeline or a bigger host would help";
+    advice = "workers=auto is at its limit of " + workers_word(c.max_workers) + " (" +
+             c.limit_reason + "): a cheaper pipeline or a bigger host would help";
   } else {
     const int want = std::max(need, s.workers + 1);
     advice = "try " + workers_word(want);

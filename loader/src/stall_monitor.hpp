@@ -29,17 +29,21 @@ class StallMonitor {
   // The consumer's next gap is not batch work (an epoch ended, the position moved).
   void interrupt() { last_return_.reset(); }
   // Starts the window afresh (the pool changed size: old measurements describe another pool).
-  void restart_window() { window_entries_.clear(); }
+  void restart_window() {
+    window_entries_.clear();
+    sums_ = Totals{};
+  }
 
   struct Totals {
     int batches = 0;
     std::int64_t samples = 0;
     double wait_s = 0, compute_s = 0;
+    void add(double wait, double compute, int n, int sign);
     double wait_fraction() const;
     double delivered_per_s() const;  // samples / (wait + compute)
     double demand_per_s() const;     // samples / compute; 0 when compute is 0 (unbounded)
   };
-  Totals window() const;
+  Totals window() const { return sums_; }
   double compute_s() const { return compute_s_; }  // whole run
 
  private:
@@ -49,6 +53,7 @@ class StallMonitor {
   };
   const int window_;
   std::deque<Entry> window_entries_;
+  Totals sums_;  // over window_entries_, kept as they come and go
   std::optional<Clock::time_point> last_return_;
   double compute_s_ = 0;
 };
@@ -57,8 +62,14 @@ class StallMonitor {
 struct VerdictContext {
   int cores = 1;         // available to this process
   double target = 0.02;  // stall fraction above which the consumer is input-bound
-  int max_workers = 0;   // workers=auto's bound (0: not auto)
+  int max_workers = 0;   // workers=auto's bound now (0: not auto)
+  std::string limit_reason =
+      "";  // what sets it: "2 cores available", "max_workers 4", "memory: ..."
 };
+
+// Workers busy less than this share of the time while the consumer waits, with enough of them
+// on average, mean a consumer that takes batches in bursts: deeper prefetch is the cure.
+inline constexpr double kBurstyBusy = 0.8;
 
 // One line a person can act on, from the window figures of `s` (window_*, demand, worker
 // rate and busy fraction, workers, gpus):
@@ -73,5 +84,7 @@ int workers_needed(double demand, double per_worker);
 
 // "1,234": a rate as whole numbers with thousands separators.
 std::string with_commas(double v);
+// "37%", or "0.4%" below 10%.
+std::string percent(double fraction);
 
 }  // namespace stoke::detail

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <chrono>
 #include <iterator>
+#include <mutex>
+#include <regex>
 #include <thread>
 
 #include "stoke/loader.hpp"
@@ -121,6 +123,11 @@ TEST(PoolTuner, WaitingWhileTheWorkersIdleDeepensThePrefetchWithinTheBudget) {
   EXPECT_EQ(a->to, 8);  // 6 + 3, capped by the budget's 8
   bursty.slots = 8;
   EXPECT_FALSE(t.evaluate(bursty, auto_limits(8, 8)));
+  // Workers busy all the time are not waiting for slots: no deeper prefetch.
+  bursty.slots = 6;
+  bursty.busy_fraction = 0.9;
+  EXPECT_FALSE(t.evaluate(bursty, auto_limits(8, 64)));
+  bursty.busy_fraction = 0.5;
   // A fixed prefetch is left alone.
   TunerLimits fixed = auto_limits(8, 64);
   fixed.tune_prefetch = false;
@@ -194,11 +201,19 @@ TEST(PoolResize, GrowingAndShrinkingMidEpochKeepsEveryByte) {
       3);
 }
 
+// Two workers added, then stopped (SIGSTOP) while chunks sit in their rings, then retired and
+// killed: what they held must be produced by the remaining worker, with the same bytes.
 TEST(PoolResize, AWorkerKilledWhileRetiringHasItsChunksRedoneElsewhere) {
   const test::Delivered expected = reference_epoch(1);
 
   Options o = png_options(1);
-  o.prefetch = 12;
+  o.prefetch = 40;  // a backlog of queued chunks, so new workers are handed some at once
+  std::mutex log_mutex;
+  std::vector<std::string> log;
+  o.log = [&](std::string_view l) {
+    std::lock_guard lock(log_mutex);
+    log.emplace_back(l);
+  };
   Loader loader(o);
   test::Delivered got;
   for (std::int64_t k = 0;; ++k) {
@@ -211,8 +226,13 @@ TEST(PoolResize, AWorkerKilledWhileRetiringHasItsChunksRedoneElsewhere) {
       std::set_difference(after.begin(), after.end(), before.begin(), before.end(),
                           std::back_inserter(added));
       ASSERT_EQ(added.size(), 2u);
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let them take chunks
+      for (pid_t pid : added) ::kill(pid, SIGSTOP);
+      // Stopped workers still receive chunks into their rings, up to 4 each.
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
       loader.resize_workers(1);
+      for (int i = 0; i < 500 && loader.stats().workers != 1; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      ASSERT_EQ(loader.stats().workers, 1);
       for (pid_t pid : added) ::kill(pid, SIGKILL);
       ASSERT_TRUE(wait_for_children(1));
     }
@@ -221,7 +241,19 @@ TEST(PoolResize, AWorkerKilledWhileRetiringHasItsChunksRedoneElsewhere) {
     append(got, *b);
   }
   EXPECT_TRUE(got == expected);
-  EXPECT_EQ(loader.stats().workers, 1);
+  const Stats s = loader.stats();
+  EXPECT_EQ(s.workers, 1);
+  EXPECT_EQ(s.worker_restarts, 0);  // retired, not replaced
+  std::lock_guard lock(log_mutex);
+  int redone = 0;
+  const std::regex line(
+      "^retiring worker \\d+ \\(pid \\d+\\) died with signal 9 \\(Killed\\); "
+      "redoing its (\\d+) chunk\\(s\\) elsewhere$");
+  for (const std::string& l : log) {
+    std::smatch m;
+    if (std::regex_match(l, m, line)) redone += std::stoi(m[1]);
+  }
+  EXPECT_GT(redone, 0) << "the killed workers held no chunks; log lines: " << log.size();
 }
 
 TEST(PoolResize, OutOfRangeSizesAndInProcessLoadersAreRefused) {
@@ -268,25 +300,34 @@ TEST(PoolAuto, AConsumerThatNeverComputesGrowsThePoolToItsLimitWithoutChangingAB
   EXPECT_NE(log[0].find(": workers 1 -> 3: the consumer waited"), std::string::npos) << log[0];
 }
 
-// A consumer that takes 12 batches at once, then computes for 400 ms: on average the pool keeps
-// up, but each burst outruns the 6 default slots. prefetch=auto deepens the arena instead of
-// adding workers (which are fixed here).
+// A consumer that takes 12 batches at once, then computes for 20 batch-times of the pool: on
+// average the pool keeps up (0.6 of its rate), but each burst outruns the 6 default slots, and
+// the workers idle while the slots are full. prefetch=auto deepens the arena instead of adding
+// workers (which are fixed here). The first epoch, consumed as fast as it comes, measures the
+// pool's batch time on this machine.
 TEST(PoolAuto, ABurstyConsumerGetsDeeperPrefetchAndTheSameBytes) {
+  using Clock = std::chrono::steady_clock;
   Loader reference(png_options(2));
   Options o = png_options(2);
   o.prefetch = kAuto;
   Loader loader(o);
   ASSERT_EQ(loader.stats().slots, 6);
+  Clock::duration burst_pause{};
   for (int epoch = 0; epoch < 30 && (epoch < 2 || loader.stats().decisions.empty()); ++epoch) {
     reference.set_epoch(epoch);
     loader.set_epoch(epoch);
     test::Delivered got;
-    for (int k = 1;; ++k) {
-      auto b = loader.next();
-      if (!b) break;
+    Clock::time_point after_prefetched{};
+    int k = 0;
+    while (auto b = loader.next()) {
       append(got, *b);
-      if (k % 12 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      ++k;
+      if (epoch == 0 && k == 6) after_prefetched = Clock::now();
+      if (epoch > 0 && k % 12 == 0) std::this_thread::sleep_for(burst_pause);
     }
+    if (epoch == 0)
+      burst_pause = std::max<Clock::duration>(20 * (Clock::now() - after_prefetched) / (k - 6),
+                                              std::chrono::milliseconds(10));
     ASSERT_TRUE(got == test::collect(reference)) << "epoch " << epoch;
   }
   const Stats s = loader.stats();

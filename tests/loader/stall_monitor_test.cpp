@@ -101,9 +101,12 @@ TEST(StallMonitor, AVerdictBeyondTheCoresSaysSoAndAutoAtItsLimitSaysThat) {
             "2 workers delivered 1,000 img/s, the consumer took up to 4,000 img/s; try 9 "
             "workers, but only 2 cores are available: a cheaper pipeline or a bigger host would "
             "help");
-  EXPECT_NE(detail::stall_verdict(s, {.cores = 2, .target = 0.02, .max_workers = 2})
-                .find("workers=auto is at its limit of 2 workers (cores available: 2)"),
-            std::string::npos);
+  EXPECT_NE(
+      detail::stall_verdict(
+          s, {.cores = 2, .target = 0.02, .max_workers = 2, .limit_reason = "2 cores available"})
+          .find("workers=auto is at its limit of 2 workers (2 cores available): a cheaper "
+                "pipeline or a bigger host would help"),
+      std::string::npos);
 }
 
 TEST(StallMonitor, WaitingWhileTheWorkersIdleIsABurstyConsumerAndPrefetchIsTheAdvice) {
@@ -112,6 +115,15 @@ TEST(StallMonitor, WaitingWhileTheWorkersIdleIsABurstyConsumerAndPrefetchIsTheAd
                 .find("the workers were busy only 40%, so the consumer takes batches in bursts: "
                       "raise prefetch"),
             std::string::npos);
+}
+
+TEST(StallMonitor, WaitingWhileBusyWorkersShouldKeepUpAsksForOneMoreWorkerNotPrefetch) {
+  // The rate per busy second says 4 workers suffice, but they are busy all the time: their
+  // measured rate leaves out some overhead, and more prefetch would not help.
+  const Stats s = window_stats(0.10, 900, 1000, 4, 0.97, 600);
+  const std::string v = detail::stall_verdict(s, {.cores = 8, .target = 0.02});
+  EXPECT_NE(v.find("; try 5 workers"), std::string::npos) << v;
+  EXPECT_EQ(v.find("prefetch"), std::string::npos) << v;
 }
 
 TEST(StallMonitor, ANotInputBoundVerdictNamesTheDemandAndASmallerPoolThatWouldDo) {
@@ -180,7 +192,10 @@ TEST(StallMonitor, MatchesASimulatedConsumerWithAKnownComputeTime) {
   ASSERT_EQ(s.window_batches, measured);
   EXPECT_GT(own_fraction, 0.2) << "the pipeline should be slower than the consumer here";
   EXPECT_NEAR(s.window_wait_fraction, own_fraction, 0.03);
-  EXPECT_NEAR(s.demand_samples_per_s, 8 / 0.003, 0.15 * 8 / 0.003);
+  // The consumer's demand: 8 samples per batch over its own measured compute time per batch
+  // (the 3 ms sleep, and whatever the machine adds to it).
+  const double own_demand = 8 * measured / own_compute;
+  EXPECT_NEAR(s.demand_samples_per_s, own_demand, 0.05 * own_demand);
   EXPECT_EQ(s.verdict.rfind("input-bound: ", 0), 0u) << s.verdict;
 }
 

@@ -100,7 +100,9 @@ struct Options {
   std::optional<LoaderState> resume;  // start at this position instead of epoch 0, batch 0
 
   std::string worker_path;  // stoke-worker to run; empty = the one installed beside the library
-  // Receives one line per notable event (skipped file, worker restart). Default: stderr.
+  // Receives one line per notable event (skipped file, worker restart, pool resize, autotune
+  // decision). Called from the consumer's thread or the loader's supervisor thread, one line at
+  // a time, never with a loader lock held. Default: stderr.
   std::function<void(std::string_view)> log;
 };
 

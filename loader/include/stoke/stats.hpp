@@ -93,7 +93,8 @@ struct Stats {
   double decode_s = 0;
   double augment_s = 0;
 
-  int workers = 0;  // worker processes in the pool now (retiring ones excluded)
+  int workers = 0;  // the pool's size: active workers, ones still starting included (retiring
+                    // ones excluded)
   int slots = 0;    // batch slots in the arena now
   std::int64_t arena_bytes = 0;
 };
