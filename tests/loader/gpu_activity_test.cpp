@@ -14,6 +14,17 @@
 namespace stoke::detail {
 namespace {
 
+// Checks every field of a summary but the device.
+void expect_summary(const GpuActivity& a, int samples, double mean, double idle, double busy,
+                    int bursts, bool starved) {
+  EXPECT_EQ(a.samples, samples);
+  EXPECT_DOUBLE_EQ(a.mean_percent, mean);
+  EXPECT_DOUBLE_EQ(a.idle_fraction, idle);
+  EXPECT_DOUBLE_EQ(a.busy_fraction, busy);
+  EXPECT_EQ(a.bursts, bursts);
+  EXPECT_EQ(a.burst_then_idle, starved);
+}
+
 using namespace std::chrono_literals;
 
 // `times` copies of `pattern`, as readings.
@@ -39,57 +50,32 @@ TEST(GpuActivity, AlternatingBurstsAndIdleGapsAreTheStarvedPattern) {
   const std::vector<float> r = repeat({95, 0}, 10);
   const GpuActivity a = summarize_utilization(3, r);
   EXPECT_EQ(a.device, 3);
-  EXPECT_EQ(a.samples, 20);
-  EXPECT_DOUBLE_EQ(a.mean_percent, 47.5);
-  EXPECT_DOUBLE_EQ(a.idle_fraction, 0.5);
-  EXPECT_DOUBLE_EQ(a.busy_fraction, 0.5);
-  EXPECT_EQ(a.bursts, 10);
-  EXPECT_TRUE(a.burst_then_idle);
+  expect_summary(a, 20, 47.5, 0.5, 0.5, 10, true);
 }
 
 TEST(GpuActivity, LongerBurstsAndGapsWithNoisyReadingsAreStarvedToo) {
   const std::vector<float> r = repeat({97, 93, 2, 0, 0}, 4);
   const GpuActivity a = summarize_utilization(0, r);
-  EXPECT_EQ(a.samples, 20);
-  EXPECT_DOUBLE_EQ(a.mean_percent, 38.4);  // 192 * 4 / 20
-  EXPECT_DOUBLE_EQ(a.idle_fraction, 0.6);
-  EXPECT_DOUBLE_EQ(a.busy_fraction, 0.4);
-  EXPECT_EQ(a.bursts, 4);
-  EXPECT_TRUE(a.burst_then_idle);
+  expect_summary(a, 20, 38.4, 0.6, 0.4, 4, true);  // mean: 192 * 4 / 20
 }
 
 TEST(GpuActivity, ASteadilyBusyGpuIsNotStarved) {
   const std::vector<float> r(20, 90);
   const GpuActivity a = summarize_utilization(0, r);
-  EXPECT_EQ(a.samples, 20);
-  EXPECT_DOUBLE_EQ(a.mean_percent, 90);
-  EXPECT_DOUBLE_EQ(a.idle_fraction, 0);
-  EXPECT_DOUBLE_EQ(a.busy_fraction, 1);
-  EXPECT_EQ(a.bursts, 0);
-  EXPECT_FALSE(a.burst_then_idle);
+  expect_summary(a, 20, 90, 0, 1, 0, false);
 }
 
 TEST(GpuActivity, ASteadilyIdleGpuIsNotStarved) {
   const std::vector<float> r(20, 0);
   const GpuActivity a = summarize_utilization(0, r);
-  EXPECT_EQ(a.samples, 20);
-  EXPECT_DOUBLE_EQ(a.mean_percent, 0);
-  EXPECT_DOUBLE_EQ(a.idle_fraction, 1);
-  EXPECT_DOUBLE_EQ(a.busy_fraction, 0);
-  EXPECT_EQ(a.bursts, 0);
-  EXPECT_FALSE(a.burst_then_idle);
+  expect_summary(a, 20, 0, 1, 0, 0, false);
 }
 
 TEST(GpuActivity, IdleOnlyWhileStartingUpThenBusyIsNotStarved) {
   std::vector<float> r(5, 0);
   r.insert(r.end(), 15, 90);
   const GpuActivity a = summarize_utilization(0, r);
-  EXPECT_EQ(a.samples, 20);
-  EXPECT_DOUBLE_EQ(a.mean_percent, 67.5);
-  EXPECT_DOUBLE_EQ(a.idle_fraction, 0.25);
-  EXPECT_DOUBLE_EQ(a.busy_fraction, 0.75);
-  EXPECT_EQ(a.bursts, 0);
-  EXPECT_FALSE(a.burst_then_idle);
+  expect_summary(a, 20, 67.5, 0.25, 0.75, 0, false);
 }
 
 TEST(GpuActivity, AFewShortDipsInBusyWorkAreNotStarvation) {

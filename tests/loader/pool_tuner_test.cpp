@@ -138,17 +138,7 @@ TEST(PoolTuner, WaitingWhileTheWorkersIdleDeepensThePrefetchWithinTheBudget) {
 // ---- the live pool ------------------------------------------------------------------------
 
 Options png_options(int workers) {
-  Options o;
-  o.data = test::testdata("fashion-png");
-  o.batch = 20;
-  o.chunk = 5;
-  o.workers = workers;
-  o.seed = 11;
-  Pipeline p(64, 64, 3);
-  p.resize(192, 192).random_resized_crop(64, 64).horizontal_flip(0.5f);
-  o.pipeline = p;
-  o.log = [](std::string_view) {};
-  return o;
+  return test::slow_png_options(workers, /*seed=*/11);
 }
 
 // Waits (bounded) until this process has `n` worker children.

@@ -65,20 +65,6 @@ bool wait_until_gone(const std::vector<pid_t>& pids, std::chrono::milliseconds l
 }
 
 // A pipeline heavy enough that an epoch of the 1000-PNG tree lasts a while.
-Options slow_png_options(int workers) {
-  Options o;
-  o.data = test::testdata("fashion-png");
-  o.batch = 20;
-  o.chunk = 5;
-  o.workers = workers;
-  o.seed = 3;
-  Pipeline p(64, 64, 3);
-  p.resize(192, 192).random_resized_crop(64, 64).horizontal_flip(0.5f);
-  o.pipeline = p;
-  o.log = [](std::string_view) {};
-  return o;
-}
-
 bool maps_arena(pid_t pid) {
   std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
   std::string line;
@@ -108,7 +94,7 @@ TEST(Process, ShutdownMidEpochLeavesNoWorkerFdOrSharedMemoryBehind) {
 TEST(Process, AnExceptionInTheConsumerWhileWorkersAreBusyShutsDownCleanly) {
   const int fds_before = test::open_fds();
   try {
-    Options o = slow_png_options(2);
+    Options o = test::slow_png_options(2);
     o.prefetch = 2;  // workers fill every slot and wait for more
     Loader loader(o);
     auto b = loader.next();
@@ -194,11 +180,11 @@ TEST(Process, AKilledWorkerIsReplacedAndTheBytesDoNotChange) {
 }
 
 TEST(Process, TwentyRandomKillsDuringAnEpochChangeNoByte) {
-  Loader reference(slow_png_options(0));
+  Loader reference(test::slow_png_options(0));
   const test::Delivered expected = test::collect(reference);
   std::atomic<int> kills{0};
   std::atomic<bool> done{false};
-  Loader loader(slow_png_options(2));
+  Loader loader(test::slow_png_options(2));
   std::atomic<std::int64_t> delivered{0};
   std::jthread killer([&] {
     std::mt19937 rng(12345);
@@ -247,11 +233,11 @@ TEST(Process, TwentyRandomKillsDuringAnEpochChangeNoByte) {
 }
 
 TEST(Process, AStoppedWorkerTimesOutAndIsReplaced) {
-  Loader reference(slow_png_options(0));
+  Loader reference(test::slow_png_options(0));
   const test::Delivered expected = test::collect(reference);
   std::vector<std::string> log;
   std::mutex log_mutex;
-  Options o = slow_png_options(2);
+  Options o = test::slow_png_options(2);
   o.chunk = 1;  // one sample per unit of work: far below the timeout, even under sanitizers
   o.task_timeout_s = 2;
   o.log = [&](std::string_view l) {

@@ -51,6 +51,22 @@ inline Options fashion_options(int workers, int batch = 100) {
   return o;
 }
 
+// The Fashion-MNIST PNG tree upscaled to 192x192, then random-resized-crop 64 + flip: a
+// pipeline slow enough (about a millisecond a sample) for tests that act while workers work.
+inline Options slow_png_options(int workers, std::uint64_t seed = 3) {
+  Options o;
+  o.data = testdata("fashion-png");
+  o.batch = 20;
+  o.chunk = 5;
+  o.workers = workers;
+  o.seed = seed;
+  Pipeline p(64, 64, 3);
+  p.resize(192, 192).random_resized_crop(64, 64).horizontal_flip(0.5f);
+  o.pipeline = p;
+  o.log = [](std::string_view) {};
+  return o;
+}
+
 struct Delivered {
   std::vector<std::uint8_t> pixels;
   std::vector<std::int32_t> labels;
