@@ -216,7 +216,21 @@ TEST(PoolResize, AWorkerKilledWhileRetiringHasItsChunksRedoneElsewhere) {
       std::set_difference(after.begin(), after.end(), before.begin(), before.end(),
                           std::back_inserter(added));
       ASSERT_EQ(added.size(), 2u);
+      // Only once they run stoke-worker: a child stopped between posix_spawn's clone and its
+      // exec would hold the spawning thread (vfork semantics) and so the whole supervisor.
+      for (pid_t pid : added) {
+        for (int i = 0; i < 1000 && !test::maps_arena(pid); ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        ASSERT_TRUE(test::maps_arena(pid)) << "worker " << pid << " never mapped the arena";
+      }
       for (pid_t pid : added) ::kill(pid, SIGSTOP);
+      // Should an assertion below fail, the loader's shutdown must not wait on stopped workers.
+      struct Continue {
+        std::vector<pid_t> pids;
+        ~Continue() {
+          for (pid_t pid : pids) ::kill(pid, SIGCONT);
+        }
+      } resume{added};
       // Stopped workers still receive chunks into their rings, up to 4 each.
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       loader.resize_workers(1);
@@ -224,6 +238,7 @@ TEST(PoolResize, AWorkerKilledWhileRetiringHasItsChunksRedoneElsewhere) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       ASSERT_EQ(loader.stats().workers, 1);
       for (pid_t pid : added) ::kill(pid, SIGKILL);
+      resume.pids.clear();
       ASSERT_TRUE(wait_for_children(1));
     }
     auto b = loader.next();

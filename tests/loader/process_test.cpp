@@ -65,15 +65,6 @@ bool wait_until_gone(const std::vector<pid_t>& pids, std::chrono::milliseconds l
 }
 
 // A pipeline heavy enough that an epoch of the 1000-PNG tree lasts a while.
-bool maps_arena(pid_t pid) {
-  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    if (line.find("memfd:stoke-arena") != std::string::npos) return true;
-  }
-  return false;
-}
-
 TEST(Process, ShutdownMidEpochLeavesNoWorkerFdOrSharedMemoryBehind) {
   const auto shm_before = test::dev_shm();
   const int fds_before = test::open_fds();
@@ -199,7 +190,7 @@ TEST(Process, TwentyRandomKillsDuringAnEpochChangeNoByte) {
       // have every replacement killed before it does any work.
       std::vector<pid_t> workers;
       for (pid_t pid : test::children()) {
-        if (maps_arena(pid)) workers.push_back(pid);
+        if (test::maps_arena(pid)) workers.push_back(pid);
       }
       if (workers.empty() || done.load()) continue;
       if (::kill(workers[rng() % workers.size()], SIGKILL) == 0) kills.fetch_add(1);

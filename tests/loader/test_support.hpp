@@ -123,6 +123,16 @@ inline std::set<std::string> dev_shm() {
   return out;
 }
 
+// Whether process `pid` has mapped a loader's arena: a worker past exec and into its start-up.
+inline bool maps_arena(pid_t pid) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("memfd:stoke-arena") != std::string::npos) return true;
+  }
+  return false;
+}
+
 inline bool process_exists(pid_t pid) {
   // A zombie still has a /proc entry; count it as gone when its state is Z.
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
