@@ -935,26 +935,22 @@ bool Loader::Impl::handle_exit_locked(int worker) {
   timed_out_[worker] = false;
   drain_completions_locked(worker);
   auto& q = in_flight_[worker];
-  if (role_[worker] == Role::kRetiring) {
-    // Retired: it finished its chunks and stopped. Killed on the way out: its unfinished chunks
-    // go back to the queue for the active workers. Either way no replacement starts.
-    if (!q.empty() || exit.signaled || exit.status != 0)
-      log_locked("retiring worker " + std::to_string(worker) + " (pid " + std::to_string(pid) +
-                 ") died with " + exit.describe() + "; redoing its " + std::to_string(q.size()) +
-                 " chunk(s) elsewhere");
-    for (auto it = q.rbegin(); it != q.rend(); ++it) pending_.push_front(*it);
-    q.clear();
-    role_[worker] = Role::kIdle;
-    stop_sent_[worker] = false;
-    std::erase(members_, worker);
+  // A retiring worker that finished its chunks and stopped has simply retired. One that died on
+  // the way out is treated like any death (its sample is blamed, its chunks redone), except
+  // that no replacement starts.
+  const bool retiring = role_[worker] == Role::kRetiring;
+  if (retiring && q.empty() && !exit.signaled && exit.status == 0) {
+    retire_record_locked(worker);
     return false;
   }
   const std::string how =
       timed_out ? "was killed for exceeding the task timeout" : "died with " + exit.describe();
   log_locked("worker " + std::to_string(worker) + " (pid " + std::to_string(pid) + ") " + how +
              (sample >= 0 && !q.empty() ? " while producing " + describe_sample(sample) : "") +
-             "; restarting it and redoing " + std::to_string(q.size()) + " chunk(s)");
-  stats_.worker_restarts += 1;
+             (retiring ? "; it was retiring, so the other workers redo its "
+                       : "; restarting it and redoing ") +
+             std::to_string(q.size()) + " chunk(s)");
+  if (!retiring) stats_.worker_restarts += 1;
   if (!exit.signaled && exit.status == kExitVersionMismatch) {
     fail_locked(std::make_exception_ptr(
         Error(pool_->executable() + " no longer matches this library (" + worker_version_tag() +
@@ -965,41 +961,18 @@ bool Loader::Impl::handle_exit_locked(int worker) {
     fail_locked(std::make_exception_ptr(Error(why)));
     return false;
   }
-  // A crash (or our own timeout kill) on a sample counts fully. A SIGKILL from outside may be an
-  // operator or the OOM killer, and a replacement worker starts on the very sample its
-  // predecessor was killed on, so random kills land on the same sample often: those need
-  // kMaxKillsPerSample before the sample is blamed. The budget acts once, when it is reached;
-  // a worker that was already inside the sample dies once more and is simply replaced.
-  const bool killed = exit.signaled && exit.status == SIGKILL;
-  const bool external_kill = killed && !timed_out;
-  const int weight = external_kill ? 1 : kMaxKillsPerSample / kMaxDeathsPerSample;
-  bool reached = false;
-  if (sample >= 0 && !q.empty()) {
-    int& blame = sample_deaths_[sample];
-    reached = blame < kMaxKillsPerSample && (blame += weight) >= kMaxKillsPerSample;
-  }
-  if (reached) {
-    const std::string what =
-        describe_sample(sample) + ": crashed_worker (" +
-        (external_kill ? std::to_string(kMaxKillsPerSample) + " SIGKILLs"
-                       : std::to_string(kMaxDeathsPerSample) + " workers died on it") +
-        "; last: " + exit.describe() + ")";
-    if (options_.on_error == OnError::kError) {
-      fail_locked(std::make_exception_ptr(DataError(what)));
-      return false;
-    }
-    std::atomic<std::uint32_t>& count = core_->view.poisoned_count();
-    const std::uint32_t n = count.load();
-    if (n < core_->view.header().poison_capacity) {
-      core_->view.poisoned()[n] = sample;
-      count.store(n + 1, std::memory_order_release);
-    }
-    log_locked(what + "; skipping it from now on");
+  if (sample >= 0 && !q.empty() && !blame_sample_locked(sample, exit, timed_out)) return false;
+  for (auto it = q.rbegin(); it != q.rend(); ++it) pending_.push_front(*it);
+  q.clear();
+  if (retiring) {
+    retire_record_locked(worker);
+    return false;
   }
   // A worker that keeps dying before it is even ready (an unsupported CPU, a broken library)
   // would otherwise be restarted forever.
   // SIGKILL comes from outside (an operator, the OOM killer), never from a crash, so it does not
   // count; each restart costs a process start, so even a persistent killer cannot spin us.
+  const bool killed = exit.signaled && exit.status == SIGKILL;
   const bool started = record.state.load() == WorkerRecord::kReady;
   if (started) {
     deaths_without_progress_[worker] = 0;
@@ -1012,8 +985,38 @@ bool Loader::Impl::handle_exit_locked(int worker) {
         " times in a row during start-up; last death: " + exit.describe())));
     return false;
   }
-  for (auto it = q.rbegin(); it != q.rend(); ++it) pending_.push_front(*it);
-  q.clear();
+  return true;
+}
+
+// A crash (or our own timeout kill) on a sample counts fully. A SIGKILL from outside may be an
+// operator or the OOM killer, and a replacement worker starts on the very sample its
+// predecessor was killed on, so random kills land on the same sample often: those need
+// kMaxKillsPerSample before the sample is blamed. The budget acts once, when it is reached;
+// a worker that was already inside the sample dies once more and is simply replaced.
+// False when the sample stops the loader (OnError::kError).
+bool Loader::Impl::blame_sample_locked(std::int64_t sample, const WorkerExit& exit,
+                                       bool timed_out) {
+  const bool external_kill = exit.signaled && exit.status == SIGKILL && !timed_out;
+  const int weight = external_kill ? 1 : kMaxKillsPerSample / kMaxDeathsPerSample;
+  int& blame = sample_deaths_[sample];
+  const bool reached = blame < kMaxKillsPerSample && (blame += weight) >= kMaxKillsPerSample;
+  if (!reached) return true;
+  const std::string what =
+      describe_sample(sample) + ": crashed_worker (" +
+      (external_kill ? std::to_string(kMaxKillsPerSample) + " SIGKILLs"
+                     : std::to_string(kMaxDeathsPerSample) + " workers died on it") +
+      "; last: " + exit.describe() + ")";
+  if (options_.on_error == OnError::kError) {
+    fail_locked(std::make_exception_ptr(DataError(what)));
+    return false;
+  }
+  std::atomic<std::uint32_t>& count = core_->view.poisoned_count();
+  const std::uint32_t n = count.load();
+  if (n < core_->view.header().poison_capacity) {
+    core_->view.poisoned()[n] = sample;
+    count.store(n + 1, std::memory_order_release);
+  }
+  log_locked(what + "; skipping it from now on");
   return true;
 }
 

@@ -92,6 +92,8 @@ class Loader::Impl {
   bool handle_exit_locked(int worker);  // true: start a replacement
   int poll_timeout_ms() const;
   void kill_stuck_workers_locked();
+  bool blame_sample_locked(std::int64_t sample, const detail::WorkerExit& exit, bool timed_out);
+  void retire_record_locked(int i);
   void resize_pool_locked(int n);
   void set_pool_size_locked(int n);
   bool try_add_slots_locked(std::size_t n);

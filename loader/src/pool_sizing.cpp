@@ -122,6 +122,13 @@ void Loader::Impl::retire_drained_locked() {
   }
 }
 
+// Record i's process has exited for good (retired, or died while retiring): the record is idle.
+void Loader::Impl::retire_record_locked(int i) {
+  role_[i] = Role::kIdle;
+  stop_sent_[i] = false;
+  std::erase(members_, i);
+}
+
 // Starts the workers a growth asked for. One that cannot start (out of processes or
 // descriptors) shrinks the pool back instead of stopping the loader.
 void Loader::Impl::spawn_growth(const std::vector<int>& workers) {
