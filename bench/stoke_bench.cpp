@@ -385,6 +385,9 @@ Measurement measure(const stoke::Options& o, std::int64_t epochs, double consume
   const std::int64_t bpe = m.batches_per_epoch;
   Progress progress(bpe, progress_bar && ::isatty(STDERR_FILENO) != 0);
   const auto started = Clock::now();
+  // Counted here rather than read from loader.stats() after every batch: the progress output
+  // must not add the loader's report (verdict, GPU summary) to the measured loop.
+  std::int64_t samples = 0;
   for (std::int64_t e = 0; e < epochs; ++e) {
     loader.set_epoch(e);
     std::int64_t done = 0;
@@ -400,16 +403,16 @@ Measurement measure(const stoke::Options& o, std::int64_t epochs, double consume
       if (consumer_ms > 0)
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(consumer_ms));
       ++done;
+      samples += batch->size();
       const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
-      progress.update(done, e, epochs,
-                      elapsed > 0 ? static_cast<double>(loader.stats().samples) / elapsed : 0);
+      progress.update(done, e, epochs, elapsed > 0 ? static_cast<double>(samples) / elapsed : 0);
     }
     if (progress_bar && !progress.on_terminal() && epochs > 1) {
       const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
       std::fprintf(stderr, "epoch %lld/%lld: %lld batches, %s samples/s so far\n",
                    static_cast<long long>(e + 1), static_cast<long long>(epochs),
                    static_cast<long long>(done),
-                   with_commas(static_cast<double>(loader.stats().samples) / elapsed).c_str());
+                   with_commas(static_cast<double>(samples) / elapsed).c_str());
     }
     m.rss_per_epoch.push_back(rss_mib());
     m.worker_rss_per_epoch.push_back(children_rss_mib());

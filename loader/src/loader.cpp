@@ -16,6 +16,7 @@
 #include <future>
 #include <map>
 #include <thread>
+#include <utility>
 
 #include "build_info.hpp"
 #include "loader_impl.hpp"
@@ -132,8 +133,6 @@ Loader::Impl::Impl(Options options, DatasetIndex index, Clock::time_point create
       pool_size_(workers_auto_ ? 1 : options_.workers),
       monitor_(options_.monitor_window),
       pool_changed_(created) {
-  stats_.workers_auto = workers_auto_;
-  stats_.prefetch_auto = prefetch_auto_;
   if (workers_auto_) {
     max_workers_ = options_.max_workers > 0 ? std::min(options_.max_workers, kMaxWorkers) : cores_;
     max_workers_reason_ =
@@ -151,9 +150,7 @@ Loader::Impl::Impl(Options options, DatasetIndex index, Clock::time_point create
   // One chunk per worker per batch: fewer, larger units cost less coordination, and with
   // several batches in flight every worker stays busy. (Measured on Fashion-MNIST with 2
   // workers: batch/4-sized chunks delivered 10-25% fewer samples per second.)
-  chunk_ = options_.chunk > 0
-               ? std::min(options_.chunk, b)
-               : (pool_size_ == 0 ? b : std::max(1, (b + pool_size_ - 1) / pool_size_));
+  chunk_ = chunk_for(pool_size_);
   for (const RejectedFile& r : index.rejected) {
     if (options_.on_error == OnError::kError)
       throw DataError(r.path + ": " + bad_input_name(r.reason) + " (found while indexing)");
@@ -677,6 +674,8 @@ Stats Loader::Impl::stats() const {
   std::lock_guard lock(core_->mutex);
   Stats s = stats_;
   s.workers = pool_size_;
+  s.workers_auto = workers_auto_;
+  s.prefetch_auto = prefetch_auto_;
   s.slots = static_cast<int>(core_->slots.size());
   s.arena_bytes = static_cast<std::int64_t>(core_->arena.reserved());
   s.released = core_->released;
@@ -704,10 +703,8 @@ Stats Loader::Impl::stats() const {
   s.window_wait_fraction = w.wait_fraction();
   s.window_samples_per_s = w.delivered_per_s();
   s.demand_samples_per_s = w.demand_per_s();
-  const double since = seconds(Clock::now() - pool_changed_);
-  if (pool_size_ > 0 && since > 0)
-    s.worker_busy_fraction = std::min(1.0, busy_s_ / (pool_size_ * since));
-  if (busy_s_ > 0) s.worker_samples_per_s = static_cast<double>(produced_) / busy_s_;
+  s.worker_busy_fraction = busy_fraction_locked(Clock::now());
+  s.worker_samples_per_s = worker_rate_locked();
   if (gpu_monitor_) {
     s.gpu_monitor = gpu_monitor_->status();
     s.gpus = gpu_monitor_->snapshot();
@@ -831,8 +828,7 @@ void Loader::Impl::supervise_loop() {
       if (!stop_) tune_locked();
       // A dead worker whose record the tuner has just retired needs no replacement.
       std::erase_if(respawn, [&](int i) { return role_[i] != Role::kActive; });
-      grow.swap(to_grow_);
-      to_grow_.clear();
+      grow = std::exchange(to_grow_, {});
     }
     flush_log();
     // Spawning takes a while; consumers releasing batches must not wait for it.

@@ -35,10 +35,6 @@ namespace detail {
 
 using Clock = std::chrono::steady_clock;
 
-inline double seconds(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
-
 // How often automatic sizing looks at its measurements (and so the supervisor's longest sleep).
 inline constexpr double kTuneEveryS = 0.25;
 
@@ -96,7 +92,12 @@ class Loader::Impl {
   void retire_record_locked(int i);
   void resize_pool_locked(int n);
   void set_pool_size_locked(int n);
-  bool try_add_slots_locked(std::size_t n);
+  int chunk_for(int pool_size) const;
+  void try_add_slots_locked(std::size_t n);
+  // The workers since the pool last changed: producing time / (workers x elapsed), and one
+  // worker's samples per busy second (0 when not yet measured).
+  double busy_fraction_locked(Clock::time_point now) const;
+  double worker_rate_locked() const;
   void retire_drained_locked();
   void tune_locked();
   detail::TunerLimits tuner_limits_locked();

@@ -35,7 +35,6 @@ void Loader::Impl::resize_workers(int n) {
     if (fatal_) std::rethrow_exception(fatal_);
     requested_size_ = n;
     workers_auto_ = false;
-    stats_.workers_auto = false;
   }
   core_->wake();
 }
@@ -78,21 +77,26 @@ void Loader::Impl::resize_pool_locked(int n) {
 // unless fixed by Options::chunk) and a fresh start for the measurements.
 void Loader::Impl::set_pool_size_locked(int n) {
   pool_size_ = n;
-  if (options_.chunk <= 0) chunk_ = std::max(1, (options_.batch + n - 1) / n);
+  chunk_ = chunk_for(n);
   restart_measurement_locked();
+}
+
+// One chunk per worker per batch (the whole batch in-process), unless Options::chunk fixes it.
+int Loader::Impl::chunk_for(int pool_size) const {
+  const int b = options_.batch;
+  if (options_.chunk > 0) return std::min(options_.chunk, b);
+  return pool_size == 0 ? b : std::max(1, (b + pool_size - 1) / pool_size);
 }
 
 // Adds slots toward n for the tuner or a resize. Memory that cannot be had (the arena refuses
 // to reserve beyond what the machine has free) leaves the depth where it is: the loader runs
 // on with fewer slots rather than stopping.
-bool Loader::Impl::try_add_slots_locked(std::size_t n) {
+void Loader::Impl::try_add_slots_locked(std::size_t n) {
   try {
     add_slots_locked(n);
-    return true;
   } catch (const Error& e) {
     log_locked("kept " + std::to_string(core_->slots.size()) + " batch slots instead of " +
                std::to_string(n) + ": " + e.what());
-    return false;
   }
 }
 
@@ -106,9 +110,8 @@ void Loader::Impl::retire_drained_locked() {
       continue;
     }
     if (!pool_->running(i)) {
-      role_[i] = Role::kIdle;
+      retire_record_locked(i);  // members_[k] is now the next record
       std::erase(to_grow_, i);
-      members_.erase(members_.begin() + static_cast<std::ptrdiff_t>(k));
       continue;
     }
     WorkerRecord& r = core_->view.worker(static_cast<std::uint32_t>(i));
@@ -122,7 +125,8 @@ void Loader::Impl::retire_drained_locked() {
   }
 }
 
-// Record i's process has exited for good (retired, or died while retiring): the record is idle.
+// Record i has no process any more (it retired, died while retiring, or was never started):
+// the record is idle.
 void Loader::Impl::retire_record_locked(int i) {
   role_[i] = Role::kIdle;
   stop_sent_[i] = false;
@@ -137,14 +141,23 @@ void Loader::Impl::spawn_growth(const std::vector<int>& workers) {
       pool_->spawn(i);
     } catch (const Error& e) {
       std::lock_guard lock(core_->mutex);
-      role_[i] = Role::kIdle;
-      std::erase(members_, i);
+      retire_record_locked(i);
       set_pool_size_locked(std::max(1, pool_size_ - 1));
       log_locked(std::string("could not add a worker (") + e.what() + "); the pool stays at " +
                  std::to_string(pool_size_));
     }
   }
   flush_log();
+}
+
+double Loader::Impl::busy_fraction_locked(Clock::time_point now) const {
+  const double since = seconds(now - pool_changed_);
+  if (pool_size_ <= 0 || since <= 0) return 0;
+  return std::min(1.0, busy_s_ / (pool_size_ * since));
+}
+
+double Loader::Impl::worker_rate_locked() const {
+  return busy_s_ > 0 ? static_cast<double>(produced_) / busy_s_ : 0;
 }
 
 void Loader::Impl::restart_measurement_locked() {
@@ -220,8 +233,8 @@ void Loader::Impl::tune_locked() {
   in.wait_fraction = w.wait_fraction();
   in.demand_per_s = w.demand_per_s();
   in.delivered_per_s = w.delivered_per_s();
-  in.busy_fraction = std::min(1.0, busy_s_ / (pool_size_ * since));
-  in.worker_per_s = busy_s_ > 0 ? static_cast<double>(produced_) / busy_s_ : 0;
+  in.busy_fraction = busy_fraction_locked(now);
+  in.worker_per_s = worker_rate_locked();
   in.workers = pool_size_;
   in.slots = static_cast<int>(core_->slots.size());
   const std::optional<TunerChange> change = tuner_.evaluate(in, tuner_limits_locked());

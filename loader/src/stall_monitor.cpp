@@ -7,10 +7,6 @@
 namespace stoke::detail {
 namespace {
 
-double seconds(StallMonitor::Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
-
 std::string workers_word(int n) {
   return std::to_string(n) + (n == 1 ? " worker" : " workers");
 }

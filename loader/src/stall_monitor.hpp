@@ -18,6 +18,11 @@
 
 namespace stoke::detail {
 
+// A steady-clock duration in seconds.
+inline double seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
 class StallMonitor {
  public:
   using Clock = std::chrono::steady_clock;
