@@ -30,10 +30,10 @@
 #include <string>
 #include <vector>
 
-#include "augment.hpp"
-#include "decode.hpp"
-#include "jpeg_region.hpp"
-#include "sample_rng.hpp"
+#include "augment/augment.hpp"
+#include "decode/decode.hpp"
+#include "decode/jpeg_region.hpp"
+#include "data/sample_rng.hpp"
 #include "stoke/pipeline.hpp"
 
 namespace {

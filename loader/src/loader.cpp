@@ -21,8 +21,8 @@
 #include "build_info.hpp"
 #include "loader_impl.hpp"
 #include "stoke/cores.hpp"
-#include "worker_exit_codes.hpp"
-#include "worker_locate.hpp"
+#include "worker/worker_exit_codes.hpp"
+#include "worker/worker_locate.hpp"
 
 namespace stoke {
 

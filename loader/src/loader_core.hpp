@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "arena_layout.hpp"
-#include "bad_input.hpp"
+#include "ipc/arena_layout.hpp"
+#include "data/bad_input.hpp"
 #include "shared_arena.hpp"
-#include "staging.hpp"
+#include "device/staging.hpp"
 
 namespace stoke::detail {
 

@@ -18,14 +18,14 @@
 #include <thread>
 #include <vector>
 
-#include "chunk_runner.hpp"
-#include "dataset_index.hpp"
-#include "device_backend.hpp"
-#include "epoch_plan.hpp"
-#include "gpu_activity.hpp"
+#include "worker/chunk_runner.hpp"
+#include "data/dataset_index.hpp"
+#include "device/device_backend.hpp"
+#include "data/epoch_plan.hpp"
+#include "tuning/gpu_activity.hpp"
 #include "loader_core.hpp"
-#include "pool_tuner.hpp"
-#include "stall_monitor.hpp"
+#include "tuning/pool_tuner.hpp"
+#include "tuning/stall_monitor.hpp"
 #include "stoke/loader.hpp"
 #include "worker_pool.hpp"
 

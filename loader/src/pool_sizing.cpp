@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "host_memory.hpp"
+#include "tuning/host_memory.hpp"
 #include "loader_impl.hpp"
 
 namespace stoke {

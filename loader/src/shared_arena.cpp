@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "host_memory.hpp"
+#include "tuning/host_memory.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "arena_layout.hpp"
+#include "ipc/arena_layout.hpp"
 
 namespace stoke::detail {
 

@@ -1,5 +1,5 @@
 // The augmenter against straightforward OpenCV references built from the same random draws.
-#include "augment.hpp"
+#include "augment/augment.hpp"
 
 #include <gtest/gtest.h>
 

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <iterator>
 
-#include "augment.hpp"
-#include "decode.hpp"
+#include "augment/augment.hpp"
+#include "decode/decode.hpp"
 #include "stoke/pipeline.hpp"
 
 namespace stoke::detail {

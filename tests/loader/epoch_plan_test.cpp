@@ -1,4 +1,4 @@
-#include "epoch_plan.hpp"
+#include "data/epoch_plan.hpp"
 
 #include <gtest/gtest.h>
 

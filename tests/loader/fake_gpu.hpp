@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "device_backend.hpp"
+#include "device/device_backend.hpp"
 
 namespace stoke::test {
 

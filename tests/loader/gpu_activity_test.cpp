@@ -1,6 +1,6 @@
 // The GPU activity monitor: the classifier on known utilization patterns, the background sampler
 // driven by a scripted source, and the NVML source failing with a reason instead of throwing.
-#include "gpu_activity.hpp"
+#include "tuning/gpu_activity.hpp"
 
 #include <gtest/gtest.h>
 

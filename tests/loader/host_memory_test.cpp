@@ -1,6 +1,6 @@
 // The memory figures that bound the worker pool, read from this very process and machine.
 
-#include "host_memory.hpp"
+#include "tuning/host_memory.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -2,7 +2,7 @@
 // the output. It must stay close to the general path (whole decode + OpenCV resize), pick the
 // cheapest DCT scale that still has the resolution, and keep every bad-input verdict even when
 // the crop never reaches the damage.
-#include "jpeg_region.hpp"
+#include "decode/jpeg_region.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,9 +16,9 @@
 #include <random>
 #include <vector>
 
-#include "augment.hpp"
-#include "decode.hpp"
-#include "sample_rng.hpp"
+#include "augment/augment.hpp"
+#include "decode/decode.hpp"
+#include "data/sample_rng.hpp"
 #include "test_support.hpp"
 
 namespace stoke::detail {

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "epoch_plan.hpp"
+#include "data/epoch_plan.hpp"
 #include "test_support.hpp"
 
 namespace stoke {

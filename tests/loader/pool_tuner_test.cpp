@@ -1,7 +1,7 @@
 // Automatic pool sizing: the tuner's decisions on known measurements, and a live pool that grows
 // and shrinks mid-epoch without changing a byte.
 
-#include "pool_tuner.hpp"
+#include "tuning/pool_tuner.hpp"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-#include "spsc_ring.hpp"
+#include "ipc/spsc_ring.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>

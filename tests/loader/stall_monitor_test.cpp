@@ -1,7 +1,7 @@
 // The stall monitor: per-batch timings, the moving window, the verdict, and the figures a real
 // loader reports for a simulated consumer with a known compute time.
 
-#include "stall_monitor.hpp"
+#include "tuning/stall_monitor.hpp"
 
 #include <gtest/gtest.h>
 

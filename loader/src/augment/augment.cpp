@@ -1,0 +1,466 @@
+#include "augment/augment.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace stoke::detail {
+namespace {
+
+constexpr double kAreaOversample = 4;  // see resize_region
+
+std::uint8_t clamp_u8(double v) {
+  return static_cast<std::uint8_t>(std::clamp(std::nearbyint(v), 0.0, 255.0));
+}
+
+// Row pieces here are short (28 bytes for MNIST-sized images), where a libc call per piece costs
+// more than the copy; these inline loops keep them in registers.
+typedef std::uint8_t V16 __attribute__((vector_size(16)));
+
+// Stores the 16 bytes at s in reverse order at d. Baseline x86-64 has no byte shuffle (SSSE3),
+// so reverse dwords, then words within dwords, then bytes within words: five SSE2 instructions.
+inline void reverse16(std::uint8_t* d, const std::uint8_t* s) {
+#if defined(__SSE2__)
+  __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+  v = _mm_shuffle_epi32(v, _MM_SHUFFLE(0, 1, 2, 3));
+  v = _mm_shufflelo_epi16(v, _MM_SHUFFLE(2, 3, 0, 1));
+  v = _mm_shufflehi_epi16(v, _MM_SHUFFLE(2, 3, 0, 1));
+  v = _mm_or_si128(_mm_slli_epi16(v, 8), _mm_srli_epi16(v, 8));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(d), v);
+#else
+  for (int i = 0; i < 16; ++i) d[i] = s[15 - i];
+#endif
+}
+
+inline void copy_bytes(std::uint8_t* d, const std::uint8_t* s, int n) {
+  for (; n >= 16; n -= 16, d += 16, s += 16) {
+    V16 v;
+    std::memcpy(&v, s, 16);
+    std::memcpy(d, &v, 16);
+  }
+  for (int i = 0; i < n; ++i) d[i] = s[i];
+}
+
+inline void fill_bytes(std::uint8_t* d, std::uint8_t value, int n) {
+  for (int i = 0; i < n; ++i) d[i] = value;
+}
+
+// d[i] = s[n - 1 - i]
+inline void reverse_bytes(std::uint8_t* d, const std::uint8_t* s, int n) {
+  for (; n >= 16; n -= 16, d += 16) reverse16(d, s + n - 16);
+  if (n >= 8) {
+    std::uint64_t v;
+    std::memcpy(&v, s + n - 8, 8);
+    v = __builtin_bswap64(v);
+    std::memcpy(d, &v, 8);
+    n -= 8;
+    d += 8;
+  }
+  for (int i = 0; i < n; ++i) d[i] = s[n - 1 - i];
+}
+
+// Copies n >= 16 bytes with 16-byte moves; the last move overlaps instead of looping on a tail,
+// so the branch pattern is the same for every row.
+inline void copy_16plus(std::uint8_t* d, const std::uint8_t* s, int n) {
+  V16 v;
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    std::memcpy(&v, s + i, 16);
+    std::memcpy(d + i, &v, 16);
+  }
+  std::memcpy(&v, s + n - 16, 16);
+  std::memcpy(d + n - 16, &v, 16);
+}
+
+// d[i] = s[n - 1 - i] for n >= 16, with the same overlapping trick.
+inline void reverse_16plus(std::uint8_t* d, const std::uint8_t* s, int n) {
+  for (int i = 0; i + 16 <= n; i += 16) reverse16(d + i, s + n - i - 16);
+  reverse16(d + n - 16, s);
+}
+
+// Mirrors `n` pixels of `c` channels from src (left to right) into dst (right to left).
+void copy_mirrored(std::uint8_t* dst, const std::uint8_t* src, int n, int c) {
+  if (c == 1) {
+    reverse_bytes(dst, src, n);
+    return;
+  }
+  for (int i = 0; i < n; ++i) {
+    const std::uint8_t* p = src + (n - 1 - i) * c;
+    for (int k = 0; k < c; ++k) dst[i * c + k] = p[k];
+  }
+}
+
+}  // namespace
+
+void Augmenter::run(const Step* steps, int step_count, ImageSource& source, SampleRng& rng,
+                    std::uint8_t* dst, int out_height, int out_width, int out_channels) {
+  lut_active_ = false;
+  next_scratch_ = 0;
+  steps_ = steps;
+  step_count_ = step_count;
+  rng_ = &rng;
+  dst_ = dst;
+  out_height_ = out_height;
+  out_width_ = out_width;
+  out_channels_ = out_channels;
+  written_ = false;
+  Window w;
+  w.lazy = &source;
+  w.width = source.width();
+  w.height = source.height();
+  for (int i = 0; i < step_count; ++i) {
+    step_index_ = i;
+    const Step& s = steps[i];
+    switch (s.kind) {
+      case StepKind::kResizeShorter: {
+        const double scale = static_cast<double>(s.size) / std::min(w.height, w.width);
+        // A 1-pixel-high strip scaled up to `size` would ask for gigabytes (and overflow int).
+        if (std::max(w.height, w.width) * scale > kMaxIntermediateSide) throw ImageTooLarge();
+        if (w.height <= w.width)
+          resize_to(w, s.size, static_cast<int>(w.width * scale));
+        else
+          resize_to(w, static_cast<int>(w.height * scale), s.size);
+        break;
+      }
+      case StepKind::kResize:
+        resize_to(w, s.height, s.width);
+        break;
+      case StepKind::kCenterCrop:
+        crop(w, static_cast<int>(std::nearbyint((w.width - s.width) / 2.0)),
+             static_cast<int>(std::nearbyint((w.height - s.height) / 2.0)), s.width, s.height);
+        break;
+      case StepKind::kRandomResizedCrop:
+        random_resized_crop(w, s, rng);
+        break;
+      case StepKind::kHorizontalFlip:
+        if (rng.bernoulli(s.probability)) w.flip = !w.flip;
+        break;
+      case StepKind::kPadRandomCrop: {
+        const int span_x = w.width + 2 * s.pad - s.width;
+        const int span_y = w.height + 2 * s.pad - s.height;
+        const int x =
+            span_x >= 0 ? static_cast<int>(rng.below(span_x + 1)) - s.pad : span_x / 2 - s.pad;
+        const int y =
+            span_y >= 0 ? static_cast<int>(rng.below(span_y + 1)) - s.pad : span_y / 2 - s.pad;
+        crop(w, x, y, s.width, s.height);
+        break;
+      }
+      case StepKind::kColorJitter:
+        color_jitter(w, s, rng);
+        break;
+    }
+  }
+  step_index_ = step_count;
+  // Validation guarantees the window has the output size here.
+  write_output(w, dst, out_channels);
+}
+
+bool Augmenter::only_flips_follow() const {
+  for (int j = step_index_ + 1; j < step_count_; ++j) {
+    if (steps_[j].kind != StepKind::kHorizontalFlip) return false;
+  }
+  return true;
+}
+
+// (x, y) are in the window's own (possibly mirrored) coordinates.
+void Augmenter::crop(Window& w, int x, int y, int width, int height) const {
+  w.x0 += w.flip ? (w.width - x - width) : x;
+  w.y0 += y;
+  w.width = width;
+  w.height = height;
+}
+
+// torchvision's RandomResizedCrop.get_params, drawing from the sample's generator.
+void Augmenter::random_resized_crop(Window& w, const Step& s, SampleRng& rng) {
+  const double area = static_cast<double>(w.width) * w.height;
+  const double log_lo = std::log(static_cast<double>(s.ratio_min));
+  const double log_hi = std::log(static_cast<double>(s.ratio_max));
+  int cw = 0, ch = 0, cx = 0, cy = 0;
+  bool found = false;
+  for (int attempt = 0; attempt < 10 && !found; ++attempt) {
+    const double target = area * rng.uniform(s.scale_min, s.scale_max);
+    const double aspect = std::exp(rng.uniform(log_lo, log_hi));
+    cw = static_cast<int>(std::nearbyint(std::sqrt(target * aspect)));
+    ch = static_cast<int>(std::nearbyint(std::sqrt(target / aspect)));
+    if (cw > 0 && cw <= w.width && ch > 0 && ch <= w.height) {
+      cy = static_cast<int>(rng.below(w.height - ch + 1));
+      cx = static_cast<int>(rng.below(w.width - cw + 1));
+      found = true;
+    }
+  }
+  if (!found) {  // fall back to a centre crop at the nearest allowed aspect ratio
+    const double in_ratio = static_cast<double>(w.width) / w.height;
+    if (in_ratio < s.ratio_min) {
+      cw = w.width;
+      ch = static_cast<int>(std::nearbyint(cw / static_cast<double>(s.ratio_min)));
+    } else if (in_ratio > s.ratio_max) {
+      ch = w.height;
+      cw = static_cast<int>(std::nearbyint(ch * static_cast<double>(s.ratio_max)));
+    } else {
+      cw = w.width;
+      ch = w.height;
+    }
+    cy = (w.height - ch) / 2;
+    cx = (w.width - cw) / 2;
+  }
+  crop(w, cx, cy, std::max(cw, 1), std::max(ch, 1));
+  resize_to(w, s.height, s.width);
+}
+
+// Resizes the window's pixels (ignoring a pending flip, which commutes with resizing).
+void Augmenter::resize_to(Window& w, int height, int width) {
+  height = std::max(height, 1);
+  width = std::max(width, 1);
+  if (static_cast<std::int64_t>(height) * width > kMaxIntermediatePixels) throw ImageTooLarge();
+  if (w.lazy != nullptr) {
+    if (resize_region(w, height, width)) return;
+    realize(w);
+  }
+  if (height == w.height && width == w.width) return;
+  cv::Mat src = materialize(w);
+  std::vector<std::uint8_t>& buf = scratch_[next_scratch_];
+  next_scratch_ = (next_scratch_ + 1) % 3;
+  const int c = w.src.channels;
+  buf.resize(static_cast<std::size_t>(height) * width * c);
+  cv::Mat dst(height, width, CV_8UC(c), buf.data());
+  const bool shrink = width * 2 <= src.cols && height * 2 <= src.rows;
+  cv::resize(src, dst, dst.size(), 0, 0, shrink ? cv::INTER_AREA : cv::INTER_LINEAR);
+  w.src = ImageRef{buf.data(), height, width, c, static_cast<std::size_t>(width) * c, w.src.bgr};
+  w.x0 = w.y0 = 0;
+  w.width = width;
+  w.height = height;
+}
+
+void Augmenter::realize(Window& w) {
+  if (w.lazy == nullptr) return;
+  w.src = w.lazy->whole();
+  w.lazy = nullptr;
+}
+
+bool Augmenter::resize_region(Window& w, int height, int width) {
+  ImageSource& source = *w.lazy;
+  if (!source.partial() || lut_active_ || w.x0 < 0 || w.y0 < 0 || w.x0 + w.width > source.width() ||
+      w.y0 + w.height > source.height())
+    return false;
+  // The filter the general path would use for this window at full resolution (area when it
+  // shrinks at least 2x both ways), so both paths agree. For area, the DCT scale keeps at
+  // least kAreaOversample times the output resolution and the area filter does the rest: a
+  // DCT-scaled image is sharper than an area-averaged one, and letting the area filter have
+  // the final 4x keeps the fast path within a level or two of the general one on fine
+  // textures (measured: tests/loader/jpeg_region_test.cpp).
+  const bool area = w.width >= 2 * width && w.height >= 2 * height;
+  const ResampleFilter filter = area ? ResampleFilter::kArea : ResampleFilter::kLinear;
+  const double oversample = area ? kAreaOversample : 1.0;
+  const SourceRegion r =
+      source.region(w.x0, w.y0, w.width, w.height, static_cast<int>(std::ceil(width * oversample)),
+                    static_cast<int>(std::ceil(height * oversample)));
+  w.lazy = nullptr;
+  // The window in the decoded region's pixels: fractional, because the region starts on an MCU
+  // boundary and is scaled.
+  const double fx = (w.x0 - r.origin_x) * r.scale;
+  const double fy = (w.y0 - r.origin_y) * r.scale;
+  const double fw = w.width * r.scale;
+  const double fh = w.height * r.scale;
+  const int c = r.image.channels;
+  const bool supported = resample_supports(filter, fw, width, fh, height);
+  if (supported && !lut_active_ && !r.image.bgr && c == out_channels_ && height == out_height_ &&
+      width == out_width_ && only_flips_follow()) {
+    // The last pixel-moving step: resample straight into the output, already mirrored as the
+    // remaining flips will decide (drawn here from a copy of the generator; the steps then
+    // draw the same values).
+    SampleRng ahead = *rng_;
+    bool flip = w.flip;
+    for (int j = step_index_ + 1; j < step_count_; ++j) {
+      if (ahead.bernoulli(steps_[j].probability)) flip = !flip;
+    }
+    resample(r.image, fx, fy, fw, fh, dst_, width, height, flip, filter, resample_);
+    written_ = true;
+    w.width = width;
+    w.height = height;
+    return true;
+  }
+  std::vector<std::uint8_t>& buf = scratch_[next_scratch_];
+  next_scratch_ = (next_scratch_ + 1) % 3;
+  buf.resize(static_cast<std::size_t>(height) * width * c);
+  if (!supported) {
+    // Still far too large at the smallest DCT scale (a huge photograph): OpenCV's area filter
+    // on the window rounded to whole pixels (at most half a pixel off, of 3+ per output pixel).
+    const cv::Mat whole(r.image.height, r.image.width, CV_8UC(c),
+                        const_cast<std::uint8_t*>(r.image.data), r.image.stride);
+    const int x0 = std::clamp(static_cast<int>(std::lround(fx)), 0, r.image.width - 1);
+    const int y0 = std::clamp(static_cast<int>(std::lround(fy)), 0, r.image.height - 1);
+    const int x1 = std::clamp(static_cast<int>(std::lround(fx + fw)), x0 + 1, r.image.width);
+    const int y1 = std::clamp(static_cast<int>(std::lround(fy + fh)), y0 + 1, r.image.height);
+    cv::Mat out(height, width, CV_8UC(c), buf.data());
+    cv::resize(whole(cv::Rect(x0, y0, x1 - x0, y1 - y0)), out, out.size(), 0, 0, cv::INTER_AREA);
+  } else {
+    resample(r.image, fx, fy, fw, fh, buf.data(), width, height, false, filter, resample_);
+  }
+  w.src = ImageRef{buf.data(), height, width, c, static_cast<std::size_t>(width) * c, r.image.bgr};
+  w.x0 = w.y0 = 0;
+  w.width = width;
+  w.height = height;
+  return true;
+}
+
+// The window's pixels, unmirrored, as a Mat: a view when the window lies inside the source and no
+// lookup table is pending, else a copy with zero padding and the table applied.
+cv::Mat Augmenter::materialize(const Window& w) {
+  const ImageRef& s = w.src;
+  const int type = CV_8UC(s.channels);
+  cv::Mat whole(s.height, s.width, type, const_cast<std::uint8_t*>(s.data), s.stride);
+  const bool inside =
+      w.x0 >= 0 && w.y0 >= 0 && w.x0 + w.width <= s.width && w.y0 + w.height <= s.height;
+  if (inside && !lut_active_) return whole(cv::Rect(w.x0, w.y0, w.width, w.height));
+
+  std::vector<std::uint8_t>& buf = scratch_[next_scratch_];
+  next_scratch_ = (next_scratch_ + 1) % 3;
+  buf.assign(static_cast<std::size_t>(w.width) * w.height * s.channels, 0);
+  cv::Mat out(w.height, w.width, type, buf.data());
+  const cv::Rect inter =
+      cv::Rect(w.x0, w.y0, w.width, w.height) & cv::Rect(0, 0, s.width, s.height);
+  if (!inter.empty()) whole(inter).copyTo(out(inter - cv::Point(w.x0, w.y0)));
+  if (lut_active_) {
+    cv::Mat table(1, 256, CV_8U, lut_);
+    cv::LUT(out, table, out);
+    lut_active_ = false;
+  }
+  return out;
+}
+
+// Brightness then contrast (torchvision's order within ColorJitter when both are set), as one
+// lookup table. The contrast pivot is the mean gray level of the window after brightness.
+void Augmenter::color_jitter(Window& w, const Step& s, SampleRng& rng) {
+  realize(w);
+  const double b = rng.uniform(1.0 - s.brightness, 1.0 + s.brightness);
+  const double c = rng.uniform(1.0 - s.contrast, 1.0 + s.contrast);
+  const ImageRef& src = w.src;
+  double sum = 0;
+  for (int y = std::max(w.y0, 0); y < std::min(w.y0 + w.height, src.height); ++y) {
+    const std::uint8_t* row = src.data + y * src.stride;
+    for (int x = std::max(w.x0, 0); x < std::min(w.x0 + w.width, src.width); ++x) {
+      const std::uint8_t* p = row + x * src.channels;
+      if (src.channels == 1) {
+        sum += lut_active_ ? lut_[p[0]] : p[0];
+      } else {
+        const int r = src.bgr ? p[2] : p[0], g = p[1], bl = src.bgr ? p[0] : p[2];
+        sum += lut_active_ ? 0.299 * lut_[r] + 0.587 * lut_[g] + 0.114 * lut_[bl]
+                           : 0.299 * r + 0.587 * g + 0.114 * bl;
+      }
+    }
+  }
+  const double mean = b * sum / (static_cast<double>(w.width) * w.height);
+  std::uint8_t next[256];
+  for (int v = 0; v < 256; ++v) {
+    const int in = lut_active_ ? lut_[v] : v;
+    const double bright = std::clamp(in * b, 0.0, 255.0);
+    next[v] = clamp_u8((bright - mean) * c + mean);
+  }
+  std::memcpy(lut_, next, sizeof lut_);
+  lut_active_ = true;
+}
+
+// Small gray images (MNIST-like) with padding and flips: rows are a few dozen bytes, so the generic
+// per-row fill/copy/fill costs more in branch mispredictions than in bytes. Here the source is
+// first laid into a zero-margined scratch image, after which every output row is one
+// fixed-length (possibly reversed) copy. Returns false when the window does not fit this shape.
+bool Augmenter::write_small_gray(const Window& w, std::uint8_t* dst) {
+  constexpr int kMargin = 16;  // zero bytes left of each scratch row
+  const ImageRef& s = w.src;
+  if (s.channels != 1 || w.width < 16 || s.width < 16 || s.width > 256) return false;
+  if (w.x0 < -kMargin || w.x0 + w.width > s.width + kMargin) return false;
+  const int stride = kMargin + s.width + kMargin;
+  const std::size_t bytes = static_cast<std::size_t>(stride) * s.height;
+  if (padded_.size() != bytes || padded_width_ != s.width) {
+    padded_.assign(bytes, 0);  // margins are written once and stay zero
+    padded_width_ = s.width;
+  }
+  for (int y = 0; y < s.height; ++y)
+    copy_16plus(padded_.data() + y * stride + kMargin, s.data + y * s.stride, s.width);
+  for (int y = 0; y < w.height; ++y) {
+    std::uint8_t* out = dst + static_cast<std::size_t>(y) * w.width;
+    const int sy = w.y0 + y;
+    if (sy < 0 || sy >= s.height) {
+      std::memset(out, 0, static_cast<std::size_t>(w.width));
+      continue;
+    }
+    const std::uint8_t* row = padded_.data() + sy * stride + kMargin + w.x0;
+    if (w.flip)
+      reverse_16plus(out, row, w.width);
+    else
+      copy_16plus(out, row, w.width);
+  }
+  return true;
+}
+
+void Augmenter::write_output(Window& w, std::uint8_t* dst, int out_channels) {
+  // Crops without a resize still decode only their region, at full scale.
+  if (w.lazy != nullptr && !resize_region(w, w.height, w.width)) realize(w);
+  if (written_) return;
+  const ImageRef& s = w.src;
+  const int sc = s.channels;
+  const std::size_t row_bytes = static_cast<std::size_t>(w.width) * out_channels;
+  const std::uint8_t fill = lut_active_ ? lut_[0] : 0;
+  // Columns [lo, hi) of the output read source pixels; the rest are padding.
+  int lo, hi;
+  if (!w.flip) {
+    lo = std::clamp(-w.x0, 0, w.width);
+    hi = std::clamp(s.width - w.x0, lo, w.width);
+  } else {  // output x reads source column x0 + width - 1 - x
+    lo = std::clamp(w.x0 + w.width - s.width, 0, w.width);
+    hi = std::clamp(w.x0 + w.width, lo, w.width);
+  }
+  const bool plain = !lut_active_ && sc == out_channels && !(sc == 3 && s.bgr);
+  if (plain && write_small_gray(w, dst)) return;
+  for (int y = 0; y < w.height; ++y) {
+    std::uint8_t* out = dst + y * row_bytes;
+    const int sy = w.y0 + y;
+    if (sy < 0 || sy >= s.height || lo == hi) {
+      std::memset(out, fill, row_bytes);
+      continue;
+    }
+    fill_bytes(out, fill, lo * out_channels);
+    fill_bytes(out + hi * out_channels, fill, (w.width - hi) * out_channels);
+    const std::uint8_t* row = s.data + sy * s.stride;
+    if (plain) {
+      if (!w.flip) {
+        copy_bytes(out + lo * sc, row + (w.x0 + lo) * sc, (hi - lo) * sc);
+      } else {
+        const int first_src = w.x0 + w.width - hi;  // source column written at output hi-1
+        copy_mirrored(out + lo * sc, row + first_src * sc, hi - lo, sc);
+      }
+      continue;
+    }
+    for (int x = lo; x < hi; ++x) {
+      const int sx = w.flip ? w.x0 + w.width - 1 - x : w.x0 + x;
+      const std::uint8_t* p = row + sx * sc;
+      std::uint8_t* o = out + x * out_channels;
+      std::uint8_t r, g, b;
+      if (sc == 1) {
+        r = g = b = p[0];
+      } else {
+        r = s.bgr ? p[2] : p[0];
+        g = p[1];
+        b = s.bgr ? p[0] : p[2];
+      }
+      if (out_channels == 3) {
+        o[0] = r;
+        o[1] = g;
+        o[2] = b;
+      } else {
+        o[0] = sc == 1 ? r : static_cast<std::uint8_t>((299 * r + 587 * g + 114 * b + 500) / 1000);
+      }
+      if (lut_active_) {
+        for (int k = 0; k < out_channels; ++k) o[k] = lut_[o[k]];
+      }
+    }
+  }
+}
+
+}  // namespace stoke::detail

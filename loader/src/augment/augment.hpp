@@ -1,0 +1,92 @@
+#pragma once
+// Runs a pipeline's steps on one decoded image and writes the result into its batch slot.
+// Thread-safety: an Augmenter owns scratch buffers and is used by one thread at a time.
+//
+// Crops and flips are not applied to pixels as they come: the image is a Window (a region of the
+// source that may extend past its edges, where pixels read as 0, possibly mirrored). Only resizes
+// materialize pixels, and the final write applies crop, padding, flip, channel order and the
+// color lookup table in one pass, straight into the slot.
+//
+// The source itself is not decoded until a step needs pixels. When that is a resize (or the
+// final write) of a window inside the image, and the source can decode part of itself (a JPEG),
+// only that region is decoded, at a reduced DCT scale when the resize shrinks it, and resampled
+// from its fractional position (resample.hpp). Otherwise the whole image is decoded.
+
+#include <cstdint>
+#include <exception>
+#include <opencv2/core/mat.hpp>
+#include <vector>
+
+#include "data/image_source.hpp"
+#include "augment/resample.hpp"
+#include "data/sample_rng.hpp"
+#include "stoke/pipeline.hpp"
+
+namespace stoke::detail {
+
+// Thrown when a step would need an absurd intermediate image; the caller reports kTooLarge.
+struct ImageTooLarge : std::exception {
+  const char* what() const noexcept override { return "intermediate image too large"; }
+};
+inline constexpr double kMaxIntermediateSide = 65536;
+inline constexpr std::int64_t kMaxIntermediatePixels = std::int64_t{1} << 26;
+
+class Augmenter {
+ public:
+  // REQUIRES: out_channels is 1 or 3; dst holds out_height * out_width * out_channels bytes.
+  // Throws BadImage when the source finds its pixels bad, ImageTooLarge for absurd steps.
+  void run(const Step* steps, int step_count, ImageSource& source, SampleRng& rng,
+           std::uint8_t* dst, int out_height, int out_width, int out_channels);
+  void run(const Step* steps, int step_count, const ImageRef& source, SampleRng& rng,
+           std::uint8_t* dst, int out_height, int out_width, int out_channels) {
+    PlainSource plain(source);
+    run(steps, step_count, plain, rng, dst, out_height, out_width, out_channels);
+  }
+
+ private:
+  struct Window {
+    ImageRef src;                               // valid once `lazy` is null
+    ImageSource* lazy = nullptr;                // not decoded yet; coordinates are in its pixels
+    int x0 = 0, y0 = 0, width = 0, height = 0;  // in source pixels; may exceed the source
+    bool flip = false;
+
+    int source_width() const { return lazy != nullptr ? lazy->width() : src.width; }
+    int source_height() const { return lazy != nullptr ? lazy->height() : src.height; }
+  };
+
+  void crop(Window& w, int x, int y, int width, int height) const;
+  void random_resized_crop(Window& w, const Step& s, SampleRng& rng);
+  void resize_to(Window& w, int height, int width);
+  // Decodes the whole source into the window (no-op when it has pixels already).
+  void realize(Window& w);
+  // Decodes only the window's region of a lazy source, resized to height x width. False when
+  // the source or the window does not allow it.
+  bool resize_region(Window& w, int height, int width);
+  void color_jitter(Window& w, const Step& s, SampleRng& rng);
+  cv::Mat materialize(const Window& w);
+  void write_output(Window& w, std::uint8_t* dst, int out_channels);
+  bool write_small_gray(const Window& w, std::uint8_t* dst);
+
+  // Whether the steps after the current one only flip, so a resize may write the final output
+  // straight into dst (mirrored as those flips will decide).
+  bool only_flips_follow() const;
+
+  // The current run(), for resize_region's direct write.
+  const Step* steps_ = nullptr;
+  int step_count_ = 0;
+  int step_index_ = 0;
+  SampleRng* rng_ = nullptr;
+  std::uint8_t* dst_ = nullptr;
+  int out_height_ = 0, out_width_ = 0, out_channels_ = 0;
+  bool written_ = false;  // dst already holds the output
+
+  bool lut_active_ = false;
+  std::uint8_t lut_[256] = {};
+  std::vector<std::uint8_t> scratch_[3];
+  ResampleScratch resample_;
+  std::vector<std::uint8_t> padded_;  // write_small_gray's zero-margined copy of the source
+  int padded_width_ = 0;
+  int next_scratch_ = 0;
+};
+
+}  // namespace stoke::detail

@@ -1,0 +1,177 @@
+#include "data/dataset_index.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "stoke/error.hpp"
+#include "stoke/mnist.hpp"
+
+namespace stoke::detail {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr std::size_t kAlign = 64;
+
+bool has_image_extension(const fs::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  static constexpr const char* kKnown[] = {".jpg", ".jpeg", ".jpe",  ".png", ".bmp", ".dib",
+                                           ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".pbm",
+                                           ".pnm", ".pxm",  ".sr",   ".ras", ".hdr", ".pic"};
+  return std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return ext == k; });
+}
+
+void add_file(DatasetIndex& index, const std::string& path, std::int32_t label) {
+  FileEntry e;
+  e.path_offset = index.paths.size();
+  e.path_length = static_cast<std::uint32_t>(path.size());
+  e.label = label;
+  index.paths += path;
+  index.entries.push_back(e);
+}
+
+DatasetIndex index_idx(const std::string& dir, Split split) {
+  IdxImages idx = read_idx(dir, split);
+  DatasetIndex index;
+  index.kind = DatasetKind::kRaw;
+  index.size = idx.count;
+  index.height = idx.rows;
+  index.width = idx.cols;
+  index.channels = 1;
+  index.pixels = std::move(idx.pixels);
+  index.labels.assign(idx.labels.begin(), idx.labels.end());
+  int max_label = 0;
+  for (auto l : idx.labels) max_label = std::max<int>(max_label, l);
+  for (int c = 0; c <= max_label; ++c) index.class_names.push_back(std::to_string(c));
+  return index;
+}
+
+DatasetIndex index_tree(const fs::path& root) {
+  DatasetIndex index;
+  index.kind = DatasetKind::kFiles;
+  std::vector<fs::path> classes;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    if (entry.is_directory()) classes.push_back(entry.path());
+  }
+  std::sort(classes.begin(), classes.end());
+  for (std::size_t label = 0; label < classes.size(); ++label) {
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::recursive_directory_iterator(
+             classes[label], fs::directory_options::skip_permission_denied)) {
+      if (!entry.is_directory() && has_image_extension(entry.path())) files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    index.class_names.push_back(classes[label].filename().string());
+    for (const auto& f : files) {
+      std::error_code ec;
+      const auto bytes = fs::file_size(f, ec);
+      if (!ec && bytes == 0) {
+        index.rejected.push_back({f.string(), BadInput::kEmpty});
+        continue;
+      }
+      add_file(index, fs::absolute(f).lexically_normal().string(),
+               static_cast<std::int32_t>(label));
+    }
+  }
+  index.size = static_cast<std::int64_t>(index.entries.size());
+  if (index.size == 0)
+    throw ConfigError(root.string() + ": no images found (expected " + root.string() +
+                      "/<class>/<image>, or IDX files, or pass a list file)");
+  return index;
+}
+
+DatasetIndex index_list(const fs::path& list) {
+  std::ifstream in(list);
+  if (!in) throw ConfigError(list.string() + ": " + std::strerror(errno));
+  DatasetIndex index;
+  index.kind = DatasetKind::kFiles;
+  const fs::path base = fs::absolute(list).parent_path();
+  std::string line;
+  std::int32_t max_label = -1;
+  for (int line_no = 1; std::getline(in, line); ++line_no) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    const auto tab = line.rfind('\t');
+    std::int32_t label = -1;
+    const char* label_begin = line.data() + (tab == std::string::npos ? 0 : tab + 1);
+    const char* label_end = line.data() + line.size();
+    const auto [ptr, ec] = std::from_chars(label_begin, label_end, label);
+    if (tab == std::string::npos || tab == 0 || ec != std::errc() || ptr != label_end || label < 0)
+      throw ConfigError(list.string() + ":" + std::to_string(line_no) +
+                        ": expected 'path<TAB>label' with a non-negative integer label, got '" +
+                        line + "'");
+    fs::path p(line.substr(0, tab));
+    if (p.is_relative()) p = base / p;
+    add_file(index, p.lexically_normal().string(), label);
+    max_label = std::max(max_label, label);
+  }
+  for (std::int32_t c = 0; c <= max_label; ++c) index.class_names.push_back(std::to_string(c));
+  index.size = static_cast<std::int64_t>(index.entries.size());
+  if (index.size == 0) throw ConfigError(list.string() + ": the list names no files");
+  return index;
+}
+
+}  // namespace
+
+DatasetIndex build_index(const std::string& path, Split split) {
+  if (path.empty()) throw ConfigError("no dataset given: set the data path");
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (ec || !fs::exists(status))
+    throw ConfigError(path +
+                      ": No such file or directory (the data path must be an image "
+                      "folder, a list file or a folder of IDX files)");
+  if (fs::is_directory(status)) {
+    if (is_idx_folder(path)) {
+      try {
+        return index_idx(path, split);
+      } catch (const ConfigError&) {
+        throw;
+      } catch (const Error& e) {
+        throw ConfigError(e.what());
+      }
+    }
+    return index_tree(path);
+  }
+  return index_list(path);
+}
+
+std::size_t DatasetIndex::arena_bytes() const {
+  if (kind == DatasetKind::kRaw)
+    return align_up(labels.size() * sizeof(std::int32_t), kAlign) + pixels.size();
+  return align_up(entries.size() * sizeof(FileEntry), kAlign) + paths.size();
+}
+
+void DatasetIndex::write_to(std::uint8_t* dst) const {
+  if (kind == DatasetKind::kRaw) {
+    std::memcpy(dst, labels.data(), labels.size() * sizeof(std::int32_t));
+    std::memcpy(dst + align_up(labels.size() * sizeof(std::int32_t), kAlign), pixels.data(),
+                pixels.size());
+    return;
+  }
+  std::memcpy(dst, entries.data(), entries.size() * sizeof(FileEntry));
+  std::memcpy(dst + align_up(entries.size() * sizeof(FileEntry), kAlign), paths.data(),
+              paths.size());
+}
+
+DatasetView::DatasetView(const ArenaView& arena)
+    : kind_(arena.header().dataset_kind), size_(arena.header().sample_count) {
+  const std::uint8_t* base = arena.base() + arena.header().index_offset;
+  const auto n = static_cast<std::size_t>(size_);
+  if (kind_ == DatasetKind::kRaw) {
+    raw_labels_ = reinterpret_cast<const std::int32_t*>(base);
+    raw_pixels_ = base + align_up(n * sizeof(std::int32_t), kAlign);
+    const auto& h = arena.header();
+    raw_bytes_ = static_cast<std::size_t>(h.raw_height) * h.raw_width * h.raw_channels;
+  } else {
+    entries_ = reinterpret_cast<const FileEntry*>(base);
+    paths_ = reinterpret_cast<const char*>(base + align_up(n * sizeof(FileEntry), kAlign));
+  }
+}
+
+}  // namespace stoke::detail

@@ -1,0 +1,76 @@
+#pragma once
+// The dataset index: built once in the training process, copied into the arena, and read by
+// every worker through DatasetView. Thread-safety: build_index is reentrant; a DatasetIndex is
+// a value. DatasetView is read-only and safe from any thread or process.
+//
+// Arena format (at header.index_offset):
+//   kRaw:   int32 labels[N], then (64-byte aligned) uint8 pixels[N][H][W][C]
+//   kFiles: FileEntry entries[N], then the path bytes they point into (absolute paths)
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ipc/arena_layout.hpp"
+#include "stoke/options.hpp"
+
+namespace stoke::detail {
+
+struct FileEntry {
+  std::uint64_t path_offset = 0;  // into the path bytes
+  std::uint32_t path_length = 0;
+  std::int32_t label = 0;
+};
+
+struct RejectedFile {
+  std::string path;
+  BadInput reason = BadInput::kNone;
+};
+
+struct DatasetIndex {
+  DatasetKind kind = DatasetKind::kRaw;
+  std::int64_t size = 0;
+  std::vector<std::int32_t> labels;         // kRaw
+  int height = 0, width = 0, channels = 0;  // kRaw
+  std::vector<std::uint8_t> pixels;         // kRaw
+  std::vector<FileEntry> entries;           // kFiles
+  std::string paths;                        // kFiles
+  std::vector<std::string> class_names;
+  std::vector<RejectedFile> rejected;  // files left out while indexing (counted as skipped)
+
+  std::size_t arena_bytes() const;
+  // REQUIRES: dst has arena_bytes() bytes, 64-byte aligned.
+  void write_to(std::uint8_t* dst) const;
+};
+
+// Indexes an IDX folder, an image-folder tree or a list file. Throws ConfigError when the path
+// is missing, holds no samples, or a list line is malformed (naming the file and line).
+DatasetIndex build_index(const std::string& path, Split split);
+
+class DatasetView {
+ public:
+  explicit DatasetView(const ArenaView& arena);
+
+  std::int64_t size() const { return size_; }
+  bool raw() const { return kind_ == DatasetKind::kRaw; }
+  std::int32_t label(std::int64_t i) const { return raw() ? raw_labels_[i] : entries_[i].label; }
+  // REQUIRES: raw()
+  const std::uint8_t* raw_pixels(std::int64_t i) const { return raw_pixels_ + i * raw_bytes_; }
+  std::size_t raw_bytes() const { return raw_bytes_; }
+  // REQUIRES: !raw()
+  std::string_view path(std::int64_t i) const {
+    return {paths_ + entries_[i].path_offset, entries_[i].path_length};
+  }
+
+ private:
+  DatasetKind kind_;
+  std::int64_t size_;
+  const std::int32_t* raw_labels_ = nullptr;
+  const std::uint8_t* raw_pixels_ = nullptr;
+  std::size_t raw_bytes_ = 0;
+  const FileEntry* entries_ = nullptr;
+  const char* paths_ = nullptr;
+};
+
+}  // namespace stoke::detail

@@ -1,0 +1,79 @@
+#include "data/epoch_plan.hpp"
+
+#include <numeric>
+#include <string>
+
+#include "data/sample_rng.hpp"
+#include "stoke/error.hpp"
+
+namespace stoke::detail {
+
+void validate_plan(const PlanConfig& c) {
+  if (c.devices <= 0)
+    throw ConfigError("device count must be at least 1, got " + std::to_string(c.devices));
+  if (c.world <= 0)
+    throw ConfigError("world size must be at least 1, got " + std::to_string(c.world));
+  if (c.rank < 0 || c.rank >= c.world)
+    throw ConfigError("rank " + std::to_string(c.rank) + " is outside world size " +
+                      std::to_string(c.world) + "; ranks are 0.." + std::to_string(c.world - 1));
+  if (c.batch <= 0 || c.batch % c.devices != 0) {
+    const int below = c.batch / c.devices * c.devices;
+    const int above = below + c.devices;
+    std::string fix = below > 0 ? "use " + std::to_string(below) + " or " + std::to_string(above)
+                                : "use " + std::to_string(above) + " or a multiple of it";
+    throw ConfigError("batch " + std::to_string(c.batch) + " is not a multiple of " +
+                      std::to_string(c.devices) + (c.devices == 1 ? " device" : " devices") + "; " +
+                      fix);
+  }
+  if (c.samples <= 0) throw ConfigError("the dataset holds no samples");
+  const std::int64_t global = std::int64_t{c.batch} * c.world;
+  if (c.last_batch == LastBatch::kDrop && c.samples < global)
+    throw ConfigError("the dataset's " + std::to_string(c.samples) +
+                      " samples fill no global batch of " + std::to_string(global) + " (batch " +
+                      std::to_string(c.batch) + " x world " + std::to_string(c.world) +
+                      ") with last_batch=drop; use last_batch=pad or a batch of at most " +
+                      std::to_string(c.samples / c.world / c.devices * c.devices));
+}
+
+EpochPlan::EpochPlan(const PlanConfig& config) : config_(config) {
+  validate_plan(config_);
+  const std::int64_t global = std::int64_t{config_.batch} * config_.world;
+  batches_ = config_.last_batch == LastBatch::kPad ? (config_.samples + global - 1) / global
+                                                   : config_.samples / global;
+}
+
+const std::vector<std::int64_t>& EpochPlan::order(std::int64_t epoch) {
+  for (int i = 0; i < 2; ++i) {
+    if (cached_epoch_[i] == epoch) return cached_order_[i];
+  }
+  const int slot = next_cache_;
+  next_cache_ ^= 1;
+  auto& order = cached_order_[slot];
+  order.resize(static_cast<std::size_t>(config_.samples));
+  std::iota(order.begin(), order.end(), std::int64_t{0});
+  if (config_.shuffle) {
+    // Fisher-Yates with the portable generator: the same order on every machine.
+    SampleRng rng(config_.seed, kShuffleStream, epoch, 0);
+    for (std::size_t i = order.size() - 1; i > 0; --i) {
+      std::swap(order[i], order[rng.below(i + 1)]);
+    }
+  }
+  cached_epoch_[slot] = epoch;
+  return order;
+}
+
+std::int64_t EpochPlan::batch(std::int64_t epoch, std::int64_t index, std::span<std::int64_t> ids,
+                              std::span<std::uint8_t> valid) {
+  const auto& ord = order(epoch);
+  const std::int64_t n = config_.samples;
+  const std::int64_t first =
+      index * config_.batch * config_.world + std::int64_t{config_.rank} * config_.batch;
+  for (int j = 0; j < config_.batch; ++j) {
+    const std::int64_t p = first + j;
+    ids[j] = ord[static_cast<std::size_t>(p % n)];
+    valid[j] = p < n ? 1 : 0;
+  }
+  return first;
+}
+
+}  // namespace stoke::detail

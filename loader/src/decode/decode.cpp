@@ -1,0 +1,168 @@
+#include "decode/decode.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <opencv2/core.hpp>
+
+#ifndef STOKE_NO_IMGCODECS
+#include <opencv2/imgcodecs.hpp>
+#endif
+
+namespace stoke::detail {
+namespace {
+
+// Larger than any real photograph's file; keeps a huge file from being read whole.
+constexpr std::int64_t kMaxFileBytes = std::int64_t{1} << 30;
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+std::uint32_t be32(const std::uint8_t* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+         std::uint32_t{p[3]};
+}
+
+std::int32_t le32(const std::uint8_t* p) {
+  return static_cast<std::int32_t>(std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8) |
+                                   (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24));
+}
+
+// The formats handed to OpenCV, by their magic bytes. Anything else is undecodable here rather
+// than passed on to whichever of OpenCV's many decoders claims it (Debian's build includes
+// DICOM and GDAL readers that abort the process on malformed input, and some decoders spool
+// their input to temporary files).
+bool known_format(const std::uint8_t* d, std::size_t n) {
+  const auto starts = [&](const char* magic, std::size_t len) {
+    return n >= len && std::memcmp(d, magic, len) == 0;
+  };
+  if (starts("\x89PNG\r\n\x1a\n", 8) || starts("BM", 2)) return true;  // PNG, BMP
+  if (starts("II*\0", 4) || starts("MM\0*", 4)) return true;           // TIFF
+  if (n >= 12 && starts("RIFF", 4) && std::memcmp(d + 8, "WEBP", 4) == 0) return true;
+  if (n >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '6') return true;  // PNM
+  if (starts("#?RADIANCE", 10) || starts("#?RGBE", 6)) return true;      // Radiance HDR
+  if (starts("\x59\xa6\x6a\x95", 4)) return true;                        // Sun raster
+  return false;
+}
+
+}  // namespace
+
+bool peek_dimensions(const std::uint8_t* data, std::size_t size, std::int64_t& width,
+                     std::int64_t& height) {
+  static constexpr std::uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (size >= 24 && std::memcmp(data, kPng, 8) == 0 && std::memcmp(data + 12, "IHDR", 4) == 0) {
+    width = be32(data + 16);
+    height = be32(data + 20);
+    return true;
+  }
+  if (size >= 26 && data[0] == 'B' && data[1] == 'M') {
+    width = le32(data + 18);
+    height = le32(data + 22);
+    if (width < 0) width = -width;
+    if (height < 0) height = -height;  // top-down bitmaps store a negative height
+    return true;
+  }
+  return false;
+}
+
+// Division, not w * h: header fields up to 2^32 would overflow the product.
+bool ImageDecoder::acceptable_size(std::int64_t width, std::int64_t height) const {
+  return width > 0 && height > 0 && width <= max_pixels_ / height;
+}
+
+BadInput ImageDecoder::read(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return BadInput::kMissing;
+    return BadInput::kUnreadable;
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return BadInput::kUnreadable;
+  if (!S_ISREG(st.st_mode)) return BadInput::kNotAFile;
+  if (st.st_size == 0) return BadInput::kEmpty;
+  if (st.st_size > kMaxFileBytes) return BadInput::kTooLarge;
+  file_.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t done = 0;
+  while (done < file_.size()) {
+    const ssize_t got = ::read(fd.get(), file_.data() + done, file_.size() - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return errno == EISDIR ? BadInput::kNotAFile : BadInput::kUnreadable;
+    if (got == 0) break;  // shrank while reading
+    done += static_cast<std::size_t>(got);
+  }
+  file_.resize(done);
+  return done == 0 ? BadInput::kEmpty : BadInput::kNone;
+}
+
+BadInput ImageDecoder::decode(const std::string& path, int channels, DecodedImage& out) {
+  if (const BadInput r = read(path); r != BadInput::kNone) return r;
+  return decode_buffer(file_.data(), file_.size(), channels, out);
+}
+
+BadInput ImageDecoder::decode_buffer(const std::uint8_t* data, std::size_t size, int channels,
+                                     DecodedImage& out) {
+  if (size == 0) return BadInput::kEmpty;
+  try {
+    if (is_jpeg({data, size})) return decode_jpeg(data, size, channels, out);
+    return decode_other(data, size, channels, out);
+  } catch (const std::bad_alloc&) {
+    return BadInput::kTooLarge;
+  } catch (const cv::Exception&) {
+    return BadInput::kUndecodable;
+  }
+}
+
+// The region decoder's whole-image decode: one libjpeg code path for both, so a verdict or a
+// pixel can never differ between them.
+BadInput ImageDecoder::decode_jpeg(const std::uint8_t* data, std::size_t size, int channels,
+                                   DecodedImage& out) {
+  if (const BadInput r = jpeg_.open(data, size, channels, max_pixels_); r != BadInput::kNone)
+    return r;
+  try {
+    const ImageRef whole = jpeg_.whole();
+    out.pixels = cv::Mat(whole.height, whole.width, CV_8UC(channels),
+                         const_cast<std::uint8_t*>(whole.data), whole.stride);
+    out.bgr = false;
+  } catch (const BadImage& e) {
+    return e.reason;
+  }
+  return BadInput::kNone;
+}
+
+BadInput ImageDecoder::decode_other(const std::uint8_t* data, std::size_t size, int channels,
+                                    DecodedImage& out) {
+  std::int64_t w = 0, h = 0;
+  if (!known_format(data, size)) return BadInput::kUndecodable;
+  if (peek_dimensions(data, size, w, h) && !acceptable_size(w, h)) return BadInput::kTooLarge;
+#ifdef STOKE_NO_IMGCODECS
+  (void)channels;
+  (void)out;
+  return BadInput::kUnsupportedFormat;
+#else
+  const cv::Mat encoded(1, static_cast<int>(size), CV_8U, const_cast<std::uint8_t*>(data));
+  const int flags =
+      (channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR) | cv::IMREAD_IGNORE_ORIENTATION;
+  out.pixels = cv::imdecode(encoded, flags);
+  out.bgr = channels == 3;
+  if (out.pixels.empty() || out.pixels.depth() != CV_8U) return BadInput::kUndecodable;
+  if (!acceptable_size(out.pixels.cols, out.pixels.rows)) return BadInput::kTooLarge;
+  return BadInput::kNone;
+#endif
+}
+
+}  // namespace stoke::detail

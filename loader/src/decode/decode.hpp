@@ -1,0 +1,67 @@
+#pragma once
+// Reading and decoding one image file. Thread-safety: an ImageDecoder owns its buffers and is
+// used by one thread at a time.
+//
+// JPEG goes through libjpeg-turbo directly so that *any* libjpeg warning (a truncated scan, a
+// missing end-of-image marker, damaged entropy data — cases where libjpeg "succeeds" and returns
+// gray) marks the file bad, and so that the header's dimensions are checked against the pixel
+// limit before anything large is allocated. PNG and BMP dimensions are checked from their headers
+// the same way; other formats go through OpenCV (whose own limit stoke-worker sets to the same
+// value). EXIF orientation is ignored everywhere: pixels are used in stored order.
+
+#include <cstddef>
+#include <cstdint>
+#include <opencv2/core/mat.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "data/bad_input.hpp"
+#include "decode/jpeg_region.hpp"
+
+namespace stoke::detail {
+
+inline constexpr std::int64_t kDefaultMaxPixels = 100'000'000;
+
+// For JPEG input `pixels` views the decoder's own buffer: valid until that decoder's next call.
+struct DecodedImage {
+  cv::Mat pixels;    // 8-bit, 1 or 3 channels
+  bool bgr = false;  // channel order of 3-channel pixels
+};
+
+class ImageDecoder {
+ public:
+  explicit ImageDecoder(std::int64_t max_pixels = kDefaultMaxPixels) : max_pixels_(max_pixels) {}
+
+  // Reads and decodes `path` to gray (channels == 1) or color (channels == 3).
+  // Returns BadInput::kNone on success; never throws for bad files.
+  BadInput decode(const std::string& path, int channels, DecodedImage& out);
+  // Reads `path` into bytes() (kNone), or says why it cannot (missing, not a file, ...).
+  BadInput read(const std::string& path);
+  std::span<const std::uint8_t> bytes() const { return file_; }
+  // The same for bytes already in memory.
+  BadInput decode_buffer(const std::uint8_t* data, std::size_t size, int channels,
+                         DecodedImage& out);
+
+ private:
+  // Positive sides whose product is within max_pixels.
+  bool acceptable_size(std::int64_t width, std::int64_t height) const;
+  BadInput decode_jpeg(const std::uint8_t* data, std::size_t size, int channels, DecodedImage& out);
+  BadInput decode_other(const std::uint8_t* data, std::size_t size, int channels,
+                        DecodedImage& out);
+
+  std::int64_t max_pixels_;
+  std::vector<std::uint8_t> file_;
+  JpegRegionSource jpeg_;  // JPEG pixels live here until the next decode
+};
+
+// Whether `data` starts like a JPEG (SOI marker followed by another marker).
+inline bool is_jpeg(std::span<const std::uint8_t> data) {
+  return data.size() >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
+}
+
+// Width and height from a PNG or BMP header; false when `data` is neither or too short.
+bool peek_dimensions(const std::uint8_t* data, std::size_t size, std::int64_t& width,
+                     std::int64_t& height);
+
+}  // namespace stoke::detail

@@ -1,0 +1,139 @@
+#include "decode/jpeg_region.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/stopwatch.hpp"
+
+namespace stoke::detail {
+
+namespace {
+
+constexpr int kMargin = 2;  // scaled pixels decoded around the region
+
+}  // namespace
+
+JpegRegionSource::~JpegRegionSource() {
+  close();
+}
+
+void JpegRegionSource::close() {
+  if (created_) jpeg_destroy_decompress(&cinfo_);
+  created_ = false;
+}
+
+BadInput JpegRegionSource::open(const std::uint8_t* data, std::size_t size, int channels,
+                                std::int64_t max_pixels) {
+  close();
+  const Stopwatch watch(decode_ns_);
+  channels_ = channels;
+  errors_.warned = false;
+  cinfo_.err = install_jpeg_errors(errors_);
+  // After a longjmp only memory outside this frame (members) may be trusted.
+  if (setjmp(errors_.jump) != 0) {
+    close();
+    return too_big(errors_) ? BadInput::kTooLarge : BadInput::kUndecodable;
+  }
+  jpeg_create_decompress(&cinfo_);
+  created_ = true;
+  jpeg_mem_src(&cinfo_, data, static_cast<unsigned long>(size));
+  if (jpeg_read_header(&cinfo_, TRUE) != JPEG_HEADER_OK) {
+    close();
+    return BadInput::kUndecodable;
+  }
+  const std::int64_t w = cinfo_.image_width, h = cinfo_.image_height;
+  if (w <= 0 || h <= 0 || w > max_pixels / h) {
+    close();
+    return BadInput::kTooLarge;
+  }
+  width_ = static_cast<int>(w);
+  height_ = static_cast<int>(h);
+  return BadInput::kNone;
+}
+
+int JpegRegionSource::scale_for(int w, int h, int min_w, int min_h) {
+  for (int num : {1, 2, 4}) {
+    // The scaled region spans at least floor(w * num / 8) whole pixels.
+    if (std::int64_t{w} * num >= std::int64_t{8} * min_w &&
+        std::int64_t{h} * num >= std::int64_t{8} * min_h)
+      return num;
+  }
+  return 8;
+}
+
+SourceRegion JpegRegionSource::region(int x, int y, int w, int h, int min_w, int min_h) {
+  SourceRegion out;
+  const Stopwatch watch(decode_ns_);
+  const BadInput r = decode(x, y, w, h, scale_for(w, h, min_w, min_h), out);
+  if (r != BadInput::kNone) throw BadImage{r};
+  return out;
+}
+
+ImageRef JpegRegionSource::whole() {
+  SourceRegion out;
+  const Stopwatch watch(decode_ns_);
+  const BadInput r = decode(0, 0, width_, height_, 8, out);
+  if (r != BadInput::kNone) throw BadImage{r};
+  return out.image;
+}
+
+BadInput JpegRegionSource::decode(int x, int y, int w, int h, int num, SourceRegion& out) {
+  if (!created_) return BadInput::kUndecodable;
+  if (setjmp(errors_.jump) != 0) {
+    close();
+    return too_big(errors_) ? BadInput::kTooLarge : BadInput::kCorrupt;
+  }
+  // libjpeg converts gray to RGB and YCbCr to gray, but CMYK only to CMYK: we convert that.
+  const bool cmyk_in = cinfo_.jpeg_color_space == JCS_CMYK || cinfo_.jpeg_color_space == JCS_YCCK;
+  cinfo_.out_color_space = cmyk_in ? JCS_CMYK : (channels_ == 1 ? JCS_GRAYSCALE : JCS_RGB);
+  cinfo_.dct_method = JDCT_ISLOW;
+  cinfo_.scale_num = static_cast<unsigned>(num);
+  cinfo_.scale_denom = 8;
+  jpeg_start_decompress(&cinfo_);
+  const double s = num / 8.0;
+  const auto full_w = static_cast<int>(cinfo_.output_width);
+  const auto full_h = static_cast<int>(cinfo_.output_height);
+  // The region in scaled pixels, rounded outward, plus a margin: chroma upsampling at a crop
+  // or skip boundary lacks its neighbours, so the pixels next to it differ from a whole decode.
+  const int sx0 = std::clamp(static_cast<int>(std::floor(x * s)) - kMargin, 0, full_w - 1);
+  const int sx1 = std::clamp(static_cast<int>(std::ceil((x + w) * s)) + kMargin, sx0 + 1, full_w);
+  const int sy0 = std::clamp(static_cast<int>(std::floor(y * s)) - kMargin, 0, full_h - 1);
+  const int sy1 = std::clamp(static_cast<int>(std::ceil((y + h) * s)) + kMargin, sy0 + 1, full_h);
+  auto xoff = static_cast<JDIMENSION>(sx0);
+  auto cols = static_cast<JDIMENSION>(sx1 - sx0);
+  // Widens the columns to whole iMCUs; afterwards output_width is `cols`.
+  if (cols < cinfo_.output_width) jpeg_crop_scanline(&cinfo_, &xoff, &cols);
+  if (sy0 > 0) jpeg_skip_scanlines(&cinfo_, static_cast<JDIMENSION>(sy0));
+  const int rows = sy1 - sy0;
+  const std::size_t stride = static_cast<std::size_t>(cols) * channels_;
+  pixels_.resize(stride * rows);
+  const bool convert = cinfo_.output_components == 4;
+  if (convert) cmyk_row_.resize(static_cast<std::size_t>(cols) * 4);
+  for (int r = 0; r < rows; ++r) {
+    std::uint8_t* row = pixels_.data() + stride * r;
+    JSAMPROW target = convert ? cmyk_row_.data() : row;
+    jpeg_read_scanlines(&cinfo_, &target, 1);
+    if (convert) cmyk_row_to(cmyk_row_.data(), row, static_cast<int>(cols), channels_);
+  }
+  // The rest of the scan is still entropy-decoded, so damage past the region is found too:
+  // skip all but the last row (libjpeg-turbo skips *to* the end without decoding anything),
+  // then read that row.
+  if (cinfo_.output_scanline + 1 < cinfo_.output_height)
+    jpeg_skip_scanlines(&cinfo_, cinfo_.output_height - cinfo_.output_scanline - 1);
+  if (cinfo_.output_scanline < cinfo_.output_height) {
+    tail_row_.resize(static_cast<std::size_t>(cols) * cinfo_.output_components);
+    JSAMPROW tail = tail_row_.data();
+    jpeg_read_scanlines(&cinfo_, &tail, 1);
+  }
+  jpeg_finish_decompress(&cinfo_);  // reads through the end-of-image marker
+  const bool warned = errors_.warned;
+  close();
+  if (warned) return BadInput::kCorrupt;
+  out.image = ImageRef{pixels_.data(), rows, static_cast<int>(cols), channels_, stride, false};
+  out.scale = s;
+  out.origin_x = xoff / s;
+  out.origin_y = sy0 / s;
+  return BadInput::kNone;
+}
+
+}  // namespace stoke::detail

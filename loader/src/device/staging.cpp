@@ -1,0 +1,234 @@
+#include "device/staging.hpp"
+
+#include <cstring>
+
+#include "stoke/error.hpp"
+
+namespace stoke::detail {
+
+namespace {
+
+constexpr int kBounceBuffersPerDevice = 2;
+
+}  // namespace
+
+Staging::Staging(std::unique_ptr<DeviceBackend> backend, const StagingConfig& config,
+                 std::function<void(int)> on_done)
+    : backend_(std::move(backend)),
+      config_(config),
+      on_done_(std::move(on_done)),
+      chunk_bytes_(static_cast<std::size_t>(config.samples_per_device) * config.height *
+                   config.width * config.channels),
+      out_bytes_(config.dtype == DType::kUInt8 ? chunk_bytes_
+                                               : chunk_bytes_ * kernels::dtype_size(config.dtype)),
+      slots_(config.slot_capacity) {
+  counts_.mode = backend_->gpu() ? "registered" : "host";
+}
+
+Staging::~Staging() {
+  backend_->synchronize();
+  for (const auto& set : sets_) {
+    for (int d = 0; d < config_.devices; ++d) {
+      const auto u = static_cast<std::size_t>(d);
+      if (set->d_in[u] != nullptr) backend_->free(d, set->d_in[u]);
+      if (set->d_out[u] != nullptr) backend_->free(d, set->d_out[u]);
+      if (set->events[u] != nullptr) backend_->destroy_event(d, set->events[u]);
+    }
+  }
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i] && slots_[i]->pinned) backend_->unpin(config_.slots_base + i * config_.slot_stride);
+  }
+  for (void* p : bounce_all_) backend_->free_pinned(p);
+}
+
+kernels::NormalizeParams normalize_params(const StagingConfig& config) {
+  kernels::NormalizeParams p;
+  p.samples = config.samples_per_device;
+  p.height = config.height;
+  p.width = config.width;
+  p.channels = config.channels;
+  p.dtype = config.dtype;
+  p.layout = config.layout;
+  for (int c = 0; c < 4; ++c) {
+    p.mean[c] = config.mean[c];
+    p.stddev[c] = config.stddev[c];
+  }
+  return p;
+}
+
+const std::uint8_t* Staging::chunk_src(int slot, int dev) const {
+  return config_.slots_base + static_cast<std::size_t>(slot) * config_.slot_stride +
+         static_cast<std::size_t>(dev) * chunk_bytes_;
+}
+
+void Staging::try_pin(int slot, SlotStage& s) {
+  if (!backend_->gpu() || s.pinned) return;
+  {
+    std::lock_guard lock(mutex_);
+    if (!fallback_reason_.empty()) return;  // failed once: the limit will not have moved
+  }
+  void* p = config_.slots_base + static_cast<std::size_t>(slot) * config_.slot_stride;
+  const std::string why = backend_->pin(p, config_.slot_stride);
+  std::lock_guard lock(mutex_);
+  if (why.empty()) {
+    s.pinned = true;
+    counts_.pinned_bytes += static_cast<std::int64_t>(config_.slot_stride);
+  } else {
+    fallback_reason_ = why;
+    counts_.mode = "pinned-fallback";
+    counts_.fallback_reason = "page-locking the arena failed (" + why +
+                              "); copying each chunk through pinned staging buffers";
+  }
+}
+
+void Staging::pin_initial(int n) {
+  for (int i = 0; i < n; ++i) try_pin(i, prepare(i));
+}
+
+Staging::SlotStage& Staging::prepare(int slot) {
+  auto& entry = slots_[static_cast<std::size_t>(slot)];
+  if (entry) return *entry;
+  auto s = std::make_unique<SlotStage>();
+  s->work.resize(static_cast<std::size_t>(config_.devices));
+  for (int d = 0; d < config_.devices; ++d) {
+    s->work[static_cast<std::size_t>(d)] = DeviceWork{this, slot, d, nullptr};
+  }
+  entry = std::move(s);
+  return *entry;
+}
+
+// A free buffer set, or a new one (its buffers are allocated by stage()).
+Staging::BufferSet* Staging::take_set() {
+  std::lock_guard lock(mutex_);
+  if (!free_sets_.empty()) {
+    BufferSet* set = free_sets_.back();
+    free_sets_.pop_back();
+    return set;
+  }
+  auto set = std::make_unique<BufferSet>();
+  const auto n = static_cast<std::size_t>(config_.devices);
+  set->d_in.assign(n, nullptr);
+  set->d_out.assign(n, nullptr);
+  set->events.assign(n, nullptr);
+  sets_.push_back(std::move(set));
+  return sets_.back().get();
+}
+
+void Staging::release(int slot) {
+  std::lock_guard lock(mutex_);
+  SlotStage* s = slots_[static_cast<std::size_t>(slot)].get();
+  if (s == nullptr || s->set == nullptr) return;
+  free_sets_.push_back(s->set);
+  s->set = nullptr;
+}
+
+void* Staging::allocate(int dev, std::size_t n) {
+  void* p = backend_->alloc(dev, n);
+  std::lock_guard lock(mutex_);
+  counts_.device_bytes += static_cast<std::int64_t>(n);
+  return p;
+}
+
+void* Staging::take_bounce() {
+  std::unique_lock lock(mutex_);
+  if (bounce_free_.empty() &&
+      bounce_all_.size() < static_cast<std::size_t>(kBounceBuffersPerDevice * config_.devices)) {
+    lock.unlock();
+    void* p = backend_->alloc_pinned(chunk_bytes_);
+    lock.lock();
+    bounce_all_.push_back(p);
+    return p;
+  }
+  bounce_cv_.wait(lock, [&] { return !bounce_free_.empty(); });
+  void* p = bounce_free_.back();
+  bounce_free_.pop_back();
+  return p;
+}
+
+void Staging::give_bounce(void* p) {
+  {
+    std::lock_guard lock(mutex_);
+    bounce_free_.push_back(p);
+  }
+  bounce_cv_.notify_one();
+}
+
+void Staging::stage(int slot) {
+  SlotStage& s = prepare(slot);
+  try_pin(slot, s);
+  // A slot staged before and abandoned by a reposition still has its set.
+  if (s.set == nullptr) {
+    BufferSet* set = take_set();
+    std::lock_guard lock(mutex_);
+    s.set = set;
+  }
+  BufferSet& set = *s.set;
+  const bool gpu = backend_->gpu();
+  const bool normalize = config_.dtype != DType::kUInt8;
+  const kernels::NormalizeParams p = normalize_params(config_);
+  std::int64_t host_copied = 0;
+  s.outstanding.store(config_.devices, std::memory_order_relaxed);
+  for (int d = 0; d < config_.devices; ++d) {
+    const auto u = static_cast<std::size_t>(d);
+    if (gpu && set.d_in[u] == nullptr) set.d_in[u] = allocate(d, chunk_bytes_);
+    if (normalize && set.d_out[u] == nullptr) set.d_out[u] = allocate(d, out_bytes_);
+    if (set.events[u] == nullptr) set.events[u] = backend_->create_event(d);
+    const std::uint8_t* src = chunk_src(slot, d);
+    DeviceWork& w = s.work[u];
+    w.bounce = nullptr;
+    if (gpu) {
+      if (!s.pinned) {
+        w.bounce = take_bounce();
+        std::memcpy(w.bounce, src, chunk_bytes_);
+        host_copied += static_cast<std::int64_t>(chunk_bytes_);
+        src = static_cast<const std::uint8_t*>(w.bounce);
+      }
+      backend_->copy(d, set.d_in[u], src, chunk_bytes_);
+      src = static_cast<const std::uint8_t*>(set.d_in[u]);
+    }
+    if (normalize) backend_->normalize(d, p, src, set.d_out[u]);
+    backend_->record(d, set.events[u]);
+    backend_->call_when_done(d, &Staging::device_done, &w);
+  }
+  std::lock_guard lock(mutex_);
+  counts_.staged_batches += 1;
+  if (gpu) {
+    counts_.dma_copies += config_.devices;
+    counts_.dma_bytes += static_cast<std::int64_t>(chunk_bytes_) * config_.devices;
+  }
+  counts_.host_copy_bytes += host_copied;
+}
+
+void Staging::device_done(void* arg) {
+  auto* w = static_cast<DeviceWork*>(arg);
+  Staging& self = *w->owner;
+  if (w->bounce != nullptr) self.give_bounce(w->bounce);
+  SlotStage& s = *self.slots_[static_cast<std::size_t>(w->slot)];
+  if (s.outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) self.on_done_(w->slot);
+}
+
+const void* Staging::output(int slot, int dev) const {
+  const BufferSet& set = *slots_[static_cast<std::size_t>(slot)]->set;
+  const auto u = static_cast<std::size_t>(dev);
+  if (config_.dtype != DType::kUInt8) return set.d_out[u];
+  return backend_->gpu() ? set.d_in[u] : chunk_src(slot, dev);
+}
+
+Event Staging::ready(int slot, int dev) const {
+  return slots_[static_cast<std::size_t>(slot)]->set->events[static_cast<std::size_t>(dev)];
+}
+
+void Staging::wait(int slot, int dev) const {
+  backend_->wait(dev, ready(slot, dev));
+}
+
+void Staging::consumer_used(int dev, void* stream) {
+  backend_->wait_for_stream(dev, stream);
+}
+
+StagingStats Staging::stats() const {
+  std::lock_guard lock(mutex_);
+  return counts_;
+}
+
+}  // namespace stoke::detail

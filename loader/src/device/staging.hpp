@@ -1,0 +1,136 @@
+#pragma once
+// Moves each ready batch slot to its devices: per device, the chunk's uint8 bytes are copied by
+// DMA straight from the arena (the slot is page-locked when created) and, for a float dtype,
+// normalized on the device; host devices normalize straight from the arena. A staged slot is
+// bound to a set of device buffers (one per device) from a pool; the set returns to the pool only
+// when the consumer releases the batch, so a device buffer is never rewritten while a batch
+// that lives in it is held. The pool holds as many sets as there are held plus staged-ahead
+// batches, not one per arena slot.
+//
+// When page-locking fails (memlock limits, an arena the driver refuses), each chunk is first
+// copied on the host into one of a few recycled page-locked buffers, and stats() says so.
+//
+// Thread-safety: stage() and pin_initial() are called by one thread (the stager); output(),
+// ready(), wait(), consumer_used(), release() and stats() by any thread. `on_done(slot)` runs once per
+// stage(), after every device's queue has passed the slot's work, on an arbitrary thread
+// (possibly inside stage()), and must not call back into Staging.
+// Invariants: slot `s`'s host bytes are read by devices only between stage(s) and on_done(s);
+// a buffer set is bound to at most one slot, and written only by stage() of that slot.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "device/device_backend.hpp"
+
+namespace stoke::detail {
+
+struct StagingConfig {
+  int devices = 1;
+  int samples_per_device = 0;
+  int height = 0, width = 0, channels = 0;
+  DType dtype = DType::kUInt8;
+  Layout layout = Layout::kNCHW;  // for float dtypes; uint8 stays NHWC
+  float mean[4] = {0, 0, 0, 0};   // uint8 units
+  float stddev[4] = {1, 1, 1, 1};
+  std::uint8_t* slots_base = nullptr;  // slot s starts at slots_base + s * slot_stride
+  std::size_t slot_stride = 0;
+  std::size_t slot_capacity = 0;
+};
+
+// The normalize step's parameters for one device's chunk under `config`.
+kernels::NormalizeParams normalize_params(const StagingConfig& config);
+
+struct StagingStats {
+  std::string mode;  // "host", "registered" or "pinned-fallback"
+  std::string fallback_reason;
+  std::int64_t staged_batches = 0;
+  std::int64_t dma_copies = 0;
+  std::int64_t dma_bytes = 0;
+  std::int64_t host_copy_bytes = 0;  // copied on the host before a DMA; 0 when registered
+  std::int64_t pinned_bytes = 0;     // arena bytes page-locked
+  std::int64_t device_bytes = 0;     // device buffers allocated
+};
+
+class Staging {
+ public:
+  Staging(std::unique_ptr<DeviceBackend> backend, const StagingConfig& config,
+          std::function<void(int slot)> on_done);
+  // Waits for every device queue, then frees device buffers and unpins the arena.
+  ~Staging();
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+
+  // Page-locks slots [0, n); later slots are page-locked by their first stage().
+  void pin_initial(int n);
+  // Enqueues slot's copies and normalize on every device. Throws Error (device out of memory).
+  void stage(int slot);
+
+  // The consumer released the batch in `slot`: its buffer set may be reused. Work already
+  // enqueued on the devices (including consumer_used waits) runs before any reuse.
+  void release(int slot);
+
+  // REQUIRES: stage(slot) was called and release(slot) was not since.
+  const void* output(int slot, int dev) const;
+  std::size_t output_bytes() const { return out_bytes_; }
+  Event ready(int slot, int dev) const;
+  void wait(int slot, int dev) const;
+  void consumer_used(int dev, void* stream);
+  void* stream(int dev) const { return backend_->stream(dev); }
+  bool gpu() const { return backend_->gpu(); }
+  const StagingConfig& config() const { return config_; }
+  StagingStats stats() const;
+
+ private:
+  struct DeviceWork {
+    Staging* owner = nullptr;
+    int slot = 0;
+    int dev = 0;
+    void* bounce = nullptr;  // pinned staging buffer in use (fallback), returned when done
+  };
+  struct BufferSet {
+    std::vector<void*> d_in;   // per device: uint8 chunk (GPU backends)
+    std::vector<void*> d_out;  // per device: normalized chunk (float dtypes)
+    std::vector<Event> events;
+  };
+  struct SlotStage {
+    bool pinned = false;
+    BufferSet* set = nullptr;  // bound by stage(), unbound by release()
+    std::vector<DeviceWork> work;
+    std::atomic<int> outstanding{0};
+  };
+
+  static void device_done(void* arg);
+  SlotStage& prepare(int slot);
+  void try_pin(int slot, SlotStage& s);
+  void* allocate(int dev, std::size_t n);
+  BufferSet* take_set();
+  void* take_bounce();
+  void give_bounce(void* p);
+  const std::uint8_t* chunk_src(int slot, int dev) const;
+
+  std::unique_ptr<DeviceBackend> backend_;
+  const StagingConfig config_;
+  const std::function<void(int)> on_done_;
+  const std::size_t chunk_bytes_;  // uint8 bytes per device chunk
+  const std::size_t out_bytes_;    // bytes per device output
+  // Indexed by slot; entries are created by the stager thread only and never move.
+  std::vector<std::unique_ptr<SlotStage>> slots_;
+
+  mutable std::mutex mutex_;  // guards the fields below
+  std::condition_variable bounce_cv_;
+  std::vector<void*> bounce_free_;
+  std::vector<void*> bounce_all_;
+  std::vector<std::unique_ptr<BufferSet>> sets_;  // every set ever made
+  std::vector<BufferSet*> free_sets_;
+  std::string fallback_reason_;
+  StagingStats counts_;
+};
+
+}  // namespace stoke::detail

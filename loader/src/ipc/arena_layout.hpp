@@ -1,0 +1,188 @@
+#pragma once
+// The shared arena's fixed, versioned layout. The training process writes everything before
+// any worker starts; afterwards workers only read the header, index and pipeline, write the
+// pixels of the slot ranges their tasks name, and use their own WorkerRecord's rings.
+//
+// Thread-safety: see each field. Nothing in the arena is a lock: every cross-process word is a
+// lock-free atomic or a process-shared POSIX semaphore (whose post/wait cannot be left "held"
+// by a process that dies), so a worker that dies anywhere cannot block the others.
+//
+//   offset 0               ArenaHeader
+//   header.index_offset    dataset index (read through DatasetView, data/dataset_index.hpp)
+//   header.steps_offset    Step[header.step_count]
+//   header.workers_offset  WorkerRecord[header.worker_capacity]
+//   header.poison_offset   int64[header.poison_capacity] samples no worker survives, preceded
+//                          by their count (an atomic uint32 in a uint64 word)
+//   header.slots_offset    slot[header.slot_capacity], each header.slot_stride bytes:
+//                            pixels  batch x H x W x C uint8
+//                            labels  batch x int32   at slot.labels_offset
+//                            ids     batch x int64   at slot.ids_offset
+//                            planned batch x int64   at slot.planned_offset (written by the
+//                                                    training process: the plan's sample ids)
+//                            valid   batch x uint8   at slot.valid_offset
+//                            bad     batch x uint8   at slot.bad_offset (BadInput of the
+//                                                    planned sample when it was replaced)
+//
+// Every section starts on a 4096-byte boundary so slots can be registered as pinned memory.
+
+#include <atomic>
+#include <boost/interprocess/sync/interprocess_semaphore.hpp>
+#include <cstddef>
+#include <cstdint>
+
+#include "data/bad_input.hpp"
+#include "ipc/spsc_ring.hpp"
+#include "stoke/pipeline.hpp"
+
+namespace stoke::detail {
+
+inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKARENA"
+inline constexpr std::uint32_t kLayoutVersion = 1;
+inline constexpr std::size_t kPage = 4096;
+inline constexpr std::size_t kVersionChars = 32;
+
+inline constexpr std::size_t align_up(std::size_t n, std::size_t a) {
+  return (n + a - 1) / a * a;
+}
+
+enum class DatasetKind : std::uint32_t { kRaw = 1, kFiles = 2 };
+
+// A unit of work: samples [begin, begin + count) of a slot.
+struct Task {
+  enum Kind : std::uint32_t { kRun = 0, kStop = 1 };
+  std::uint64_t seq = 0;  // unique per loader; completions echo it
+  std::uint32_t kind = kRun;
+  std::uint32_t slot = 0;
+  std::int64_t epoch = 0;
+  std::int64_t global_begin = 0;  // global epoch position of sample `begin`
+  std::uint32_t begin = 0;
+  std::uint32_t count = 0;
+};
+
+// Samples that were replaced are reported through the slot's `bad` bytes, not here, so no
+// number of bad files in one chunk can overflow a fixed-size report.
+struct Completion {
+  enum Status : std::int32_t { kOk = 0, kDataError = 1 };
+  std::uint64_t seq = 0;
+  std::int32_t status = kOk;
+  std::uint32_t reason = 0;        // BadInput, when status == kDataError
+  std::int64_t error_sample = -1;  // dataset index, when status == kDataError
+  // Where the chunk's time went, in nanoseconds of the producing thread: reading files,
+  // decoding them, and everything else (augmenting, writing the slot).
+  std::int64_t read_ns = 0;
+  std::int64_t decode_ns = 0;
+  std::int64_t augment_ns = 0;
+};
+
+// The pair of rings between the training process and one worker, and its handshake.
+struct WorkerRecord {
+  static constexpr std::uint32_t kRingSize = 64;
+  enum State : std::uint32_t { kEmpty = 0, kReady = 1, kVersionMismatch = 2, kBadArena = 3 };
+
+  // Written by the worker once at start-up, read by the training process after a wakeup.
+  std::atomic<std::uint32_t> state{kEmpty};
+  std::int32_t pid = 0;
+  char version[kVersionChars] = {};
+  // The dataset index the worker is producing right now (-1 between samples). Written by the
+  // worker, read by the training process after the worker died or timed out, to name the sample.
+  std::atomic<std::int64_t> current_sample{-1};
+  // Posted once per task pushed; the worker waits on it when its ring is empty.
+  boost::interprocess::interprocess_semaphore tasks_posted{0};
+  SpscRing<Task, kRingSize> tasks;       // training process -> worker
+  SpscRing<Completion, kRingSize> done;  // worker -> training process
+};
+
+struct ArenaHeader {
+  std::uint64_t magic = kArenaMagic;
+  std::uint32_t layout_version = kLayoutVersion;
+  std::uint32_t header_size = sizeof(ArenaHeader);
+  char version[kVersionChars] = {};  // library version that built the arena
+  std::uint64_t total_size = 0;
+
+  // Dataset index.
+  DatasetKind dataset_kind = DatasetKind::kRaw;
+  std::uint32_t on_error_skip = 1;
+  std::int64_t max_pixels = 0;  // decoded images larger than this are bad input (kTooLarge)
+  std::int64_t sample_count = 0;
+  std::uint64_t index_offset = 0;
+  std::uint64_t index_size = 0;
+  std::int32_t raw_height = 0;  // kRaw only: every sample is raw_height x raw_width x raw_channels
+  std::int32_t raw_width = 0;
+  std::int32_t raw_channels = 0;
+  std::int32_t pad0 = 0;
+
+  // Pipeline.
+  std::uint64_t seed = 0;
+  std::uint64_t steps_offset = 0;
+  std::uint32_t step_count = 0;
+  std::int32_t out_height = 0;
+  std::int32_t out_width = 0;
+  std::int32_t out_channels = 0;
+
+  // Workers.
+  std::uint64_t workers_offset = 0;
+  std::uint32_t worker_capacity = 0;
+  std::uint32_t pad1 = 0;
+  std::uint64_t worker_stride = 0;
+
+  // Batch slots.
+  std::uint32_t batch = 0;
+  std::uint32_t slot_capacity = 0;
+  std::uint64_t slots_offset = 0;
+  // Samples that killed workers repeatedly; under OnError::kSkip workers treat them as bad input.
+  // Appended by the training process only: entries [0, poisoned_count) are final.
+  std::uint64_t poison_offset = 0;
+  std::uint32_t poison_capacity = 0;
+  std::uint32_t pad2 = 0;
+  std::uint64_t slot_stride = 0;
+  std::uint64_t sample_bytes = 0;
+  std::uint64_t labels_offset = 0;  // within a slot
+  std::uint64_t ids_offset = 0;
+  std::uint64_t planned_offset = 0;
+  std::uint64_t valid_offset = 0;
+  std::uint64_t bad_offset = 0;
+};
+
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
+static_assert(sizeof(Step) % 4 == 0);
+
+// Typed access to an arena mapped at `base`. Thread-safety: as the fields it points to.
+class ArenaView {
+ public:
+  explicit ArenaView(std::uint8_t* base) : base_(base) {}
+
+  std::uint8_t* base() const { return base_; }
+  ArenaHeader& header() const { return *reinterpret_cast<ArenaHeader*>(base_); }
+  const Step* steps() const { return reinterpret_cast<const Step*>(base_ + header().steps_offset); }
+  WorkerRecord& worker(std::uint32_t i) const {
+    return *reinterpret_cast<WorkerRecord*>(base_ + header().workers_offset +
+                                            i * header().worker_stride);
+  }
+  std::uint8_t* slot(std::uint32_t s) const {
+    return base_ + header().slots_offset + s * header().slot_stride;
+  }
+  std::uint8_t* pixels(std::uint32_t s) const { return slot(s); }
+  std::int32_t* labels(std::uint32_t s) const {
+    return reinterpret_cast<std::int32_t*>(slot(s) + header().labels_offset);
+  }
+  std::int64_t* ids(std::uint32_t s) const {
+    return reinterpret_cast<std::int64_t*>(slot(s) + header().ids_offset);
+  }
+  std::int64_t* planned_ids(std::uint32_t s) const {
+    return reinterpret_cast<std::int64_t*>(slot(s) + header().planned_offset);
+  }
+  std::int64_t* poisoned() const {
+    return reinterpret_cast<std::int64_t*>(base_ + header().poison_offset);
+  }
+  std::atomic<std::uint32_t>& poisoned_count() const {
+    return *reinterpret_cast<std::atomic<std::uint32_t>*>(base_ + header().poison_offset -
+                                                          sizeof(std::uint64_t));
+  }
+  std::uint8_t* bad(std::uint32_t s) const { return slot(s) + header().bad_offset; }
+  std::uint8_t* valid(std::uint32_t s) const { return slot(s) + header().valid_offset; }
+
+ private:
+  std::uint8_t* base_;
+};
+
+}  // namespace stoke::detail

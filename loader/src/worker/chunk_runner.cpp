@@ -1,0 +1,149 @@
+#include "worker/chunk_runner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <new>
+#include <opencv2/core.hpp>
+
+#include "common/stopwatch.hpp"
+
+namespace stoke::detail {
+
+ChunkRunner::ChunkRunner(const ArenaView& arena)
+    : arena_(arena), dataset_(arena), decoder_(arena.header().max_pixels) {}
+
+BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst) {
+  if (current_ != nullptr) current_->store(sample, std::memory_order_relaxed);
+  if (poisoned(sample)) return BadInput::kCrashedWorker;
+  try {
+    return produce_or_throw(sample, rng, dst);
+  } catch (const std::bad_alloc&) {
+    return BadInput::kTooLarge;
+  } catch (const ImageTooLarge&) {
+    return BadInput::kTooLarge;
+  } catch (const cv::Exception&) {
+    return BadInput::kUndecodable;
+  } catch (const BadImage& e) {
+    return e.reason;
+  }
+}
+
+BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std::uint8_t* dst) {
+  const ArenaHeader& h = arena_.header();
+  ImageRef src;
+  if (dataset_.raw()) {
+    src = ImageRef{dataset_.raw_pixels(sample),
+                   h.raw_height,
+                   h.raw_width,
+                   h.raw_channels,
+                   static_cast<std::size_t>(h.raw_width) * h.raw_channels,
+                   false};
+  } else {
+    path_.assign(dataset_.path(sample));
+    if (before_read_) before_read_(path_);
+    BadInput read;
+    {
+      const Stopwatch watch(read_ns_);
+      read = decoder_.read(path_);
+    }
+    if (read != BadInput::kNone) return read;
+    const std::span<const std::uint8_t> bytes = decoder_.bytes();
+    if (is_jpeg(bytes)) {
+      // Decoded lazily: only the region the pipeline reads, at the scale it needs.
+      const BadInput r = jpeg_.open(bytes.data(), bytes.size(), h.out_channels, h.max_pixels);
+      if (r != BadInput::kNone) return r;
+      augmenter_.run(arena_.steps(), static_cast<int>(h.step_count), jpeg_, rng, dst, h.out_height,
+                     h.out_width, h.out_channels);
+      return BadInput::kNone;
+    }
+    BadInput r;
+    {
+      const Stopwatch watch(decode_ns_);
+      r = decoder_.decode_buffer(bytes.data(), bytes.size(), h.out_channels, decoded_);
+    }
+    if (r != BadInput::kNone) return r;
+    const cv::Mat& m = decoded_.pixels;
+    src = ImageRef{m.data, m.rows, m.cols, m.channels(), m.step[0], decoded_.bgr};
+  }
+  augmenter_.run(arena_.steps(), static_cast<int>(h.step_count), src, rng, dst, h.out_height,
+                 h.out_width, h.out_channels);
+  return BadInput::kNone;
+}
+
+void ChunkRunner::prefetch_raw(std::int64_t sample) const {
+  const std::uint8_t* p = dataset_.raw_pixels(sample);
+  const std::size_t bytes = dataset_.raw_bytes();
+  for (std::size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
+}
+
+bool ChunkRunner::poisoned(std::int64_t sample) const {
+  const std::uint32_t n = arena_.poisoned_count().load(std::memory_order_acquire);
+  const std::int64_t* list = arena_.poisoned();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (list[i] == sample) return true;
+  }
+  return false;
+}
+
+Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current) noexcept {
+  const ArenaHeader& h = arena_.header();
+  current_ = current;
+  Completion done;
+  done.seq = task.seq;
+  const auto started = std::chrono::steady_clock::now();
+  read_ns_ = decode_ns_ = 0;
+  jpeg_.take_decode_ns();
+  // Where the chunk's time went; everything but reading and decoding counts as augmenting.
+  const auto timed = [&]() -> Completion& {
+    const std::int64_t total = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now() - started)
+                                   .count();
+    done.read_ns = read_ns_;
+    done.decode_ns = decode_ns_ + jpeg_.take_decode_ns();
+    done.augment_ns = std::max<std::int64_t>(0, total - done.read_ns - done.decode_ns);
+    return done;
+  };
+  std::uint8_t* pixels = arena_.pixels(task.slot);
+  std::int32_t* labels = arena_.labels(task.slot);
+  std::int64_t* ids = arena_.ids(task.slot);
+  const std::int64_t* planned = arena_.planned_ids(task.slot);
+  std::uint8_t* bad = arena_.bad(task.slot);
+  const std::int64_t n = dataset_.size();
+  const std::uint32_t end = task.begin + task.count;
+  for (std::uint32_t j = task.begin; j < end; ++j) {
+    // Raw samples sit at random places in a large index: fetch the next ones' pixels early so
+    // the copy below does not wait on memory.
+    if (dataset_.raw() && j + 2 < end) prefetch_raw(planned[j + 2]);
+    const std::int64_t position = task.global_begin + (j - task.begin);
+    const std::int64_t wanted = planned[j];
+    std::uint8_t* dst = pixels + j * h.sample_bytes;
+    // Every attempt at this position draws the same numbers: output depends on the position only.
+    const auto rng = [&] { return SampleRng(h.seed, kSampleStream, task.epoch, position); };
+    std::int64_t sample = wanted;
+    bad[j] = 0;
+    const BadInput reason = produce(wanted, rng(), dst);
+    if (reason != BadInput::kNone) {
+      const auto fail = [&] {
+        if (current_ != nullptr) current_->store(-1, std::memory_order_relaxed);
+        done.status = Completion::kDataError;
+        done.reason = static_cast<std::uint32_t>(reason);
+        done.error_sample = wanted;
+        return timed();
+      };
+      if (!h.on_error_skip) return fail();
+      bad[j] = static_cast<std::uint8_t>(reason);
+      bool replaced = false;
+      for (int k = 1; k <= kMaxSubstitutes && !replaced; ++k) {
+        sample = (wanted + k) % n;
+        replaced = produce(sample, rng(), dst) == BadInput::kNone;
+      }
+      if (!replaced) return fail();
+    }
+    labels[j] = dataset_.label(sample);
+    ids[j] = sample;
+  }
+  if (current_ != nullptr) current_->store(-1, std::memory_order_relaxed);
+  return timed();
+}
+
+}  // namespace stoke::detail
