@@ -1,81 +1,92 @@
 #pragma once
 // State shared by a Loader and every Batch it handed out, so a Batch held past the Loader's
-// destruction still points at mapped memory.
+// destruction still points at mapped memory and still frees its slot.
 //
-// Thread-safety: `mutex` guards `slots` and `released`; `staging` is set before the first batch
-// and is itself thread-safe; everything else is immutable after construction.
-// Invariants (under mutex): a slot in kHeld is never written by anyone; a slot is handed to
-// workers only from kFree and only when !in_transfer (its devices no longer read it); a kOrphan
-// slot (abandoned by a reposition) becomes kFree when its last outstanding chunk completes.
-// With staging, a slot goes kReady -> kStaging (the stager enqueues its device work) -> kStaged
-// -> kHeld; without, kReady -> kHeld.
+// Thread-safety: `mutex` is the loader's one lock; what it guards is annotated and checked by
+// clang's -Wthread-safety. `staging` is set before the first batch and is itself thread-safe;
+// the arena's mapping, the view and the shape fields are immutable after construction.
+// Nothing that blocks for long (reserving arena memory, a device wait, a user callback) runs
+// with `mutex` held: stream callbacks and Batch releases take it and must not wait behind that.
 
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <cassert>
-#include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <memory>
-#include <mutex>
-#include <string>
 #include <vector>
 
-#include "ipc/arena_layout.hpp"
-#include "data/bad_input.hpp"
-#include "shared_arena.hpp"
+#include "common/mutex.hpp"
 #include "device/staging.hpp"
+#include "ipc/arena_layout.hpp"
+#include "ipc/arena_plan.hpp"
+#include "shared_arena.hpp"
+#include "slot_table.hpp"
 
 namespace stoke::detail {
 
-struct SlotInfo {
-  enum State { kFree, kFilling, kReady, kStaging, kStaged, kHeld, kOrphan };
-  State state = kFree;
-  bool in_transfer = false;  // staged and some device may still be reading the host bytes
-  std::int64_t seq = -1;     // epoch * batches_per_epoch + index
-  std::int64_t epoch = 0;
-  std::int64_t index = 0;
-  int pending = 0;  // chunks not yet completed
-  int padded = 0;
-  std::string error;  // first data error in this batch (OnError::kError)
-};
-
 struct LoaderCore {
-  LoaderCore(std::size_t capacity, std::size_t reserved)
-      : arena(capacity, reserved),
+  // An arena laid out as `h` with its first slots reserved, the consumer at the start position.
+  LoaderCore(const ArenaHeader& h, const PlanConfig& plan, std::size_t initial_slots,
+             std::int64_t start_epoch, std::int64_t start_batch)
+      : arena(h.total_size, arena_bytes_for(h, initial_slots)),
         view(arena.base()),
-        wake_fd(raise_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "an eventfd")) {}
+        wake_fd(raise_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "an eventfd")),
+        slots(plan, view, initial_slots, start_epoch, start_batch),
+        reserved_bytes(arena.reserved()) {}
   ~LoaderCore() {
     staging.reset();  // waits for the devices, whose callbacks still lock `mutex`
     ::close(wake_fd);
   }
 
-  // Wakes the supervisor thread (slot released, reposition, shutdown).
+  // Wakes the supervisor thread (slot released, reposition, shutdown). Any thread.
   void wake() const {
     const std::uint64_t one = 1;
     [[maybe_unused]] const auto n = ::write(wake_fd, &one, sizeof one);
   }
 
   // Returns a delivered slot to the pool. Any thread.
-  void release(int slot) {
+  void release(int slot) EXCLUDES(mutex) {
     {
-      std::lock_guard lock(mutex);
-      // Exactly once per delivery: only a BatchLease releases, and only the slot it holds.
-      assert(slots[slot].state == SlotInfo::kHeld);
-      slots[slot].state = SlotInfo::kFree;
+      MutexLock lock(mutex);
+      slots.release(slot);
       released += 1;
     }
     cv.notify_all();
     wake();
   }
 
-  // Every device has finished reading the slot's host bytes. Any thread, never under mutex.
-  void transfer_done(int slot) {
+  // Every device has finished reading the slot's host bytes. Any thread.
+  void transfer_done(int slot) EXCLUDES(mutex) {
     {
-      std::lock_guard lock(mutex);
-      slots[slot].in_transfer = false;
+      MutexLock lock(mutex);
+      slots.set_in_transfer(slot, false);
     }
     cv.notify_all();
+    wake();
+  }
+
+  // Stops the loader with `error` (the first one wins): every waiting thread wakes and sees it.
+  void fail(std::exception_ptr error) REQUIRES(mutex) {
+    if (!fatal) fatal = std::move(error);
+    stop = true;
+    cv.notify_all();
+    wake();
+  }
+
+  // Grows the slot table to n slots (at most the arena's capacity), reserving their memory
+  // first, outside `mutex`: posix_fallocate of tens of MiB must not hold up a stream callback
+  // or a release. Throws Error when the memory cannot be had; the table is unchanged then.
+  void add_slots(std::size_t n) EXCLUDES(mutex, reserve_mutex) {
+    const ArenaHeader& h = view.header();
+    n = std::min<std::size_t>(n, h.slot_capacity);
+    MutexLock serial(reserve_mutex);
+    arena.reserve(arena_bytes_for(h, n));
+    {
+      MutexLock lock(mutex);
+      slots.add(n);
+      reserved_bytes = arena.reserved();
+    }
     wake();
   }
 
@@ -87,10 +98,14 @@ struct LoaderCore {
   int batch = 0;
   int height = 0, width = 0, channels = 0;
 
-  std::mutex mutex;
-  std::condition_variable cv;
-  std::vector<SlotInfo> slots;       // guarded by mutex
-  std::int64_t released = 0;         // guarded by mutex
+  Mutex mutex;
+  CondVar cv;  // signalled whenever a slot changes state, the position moves or the loader stops
+  SlotTable slots GUARDED_BY(mutex);
+  std::int64_t released GUARDED_BY(mutex) = 0;
+  std::size_t reserved_bytes GUARDED_BY(mutex) = 0;
+  bool stop GUARDED_BY(mutex) = false;
+  std::exception_ptr fatal GUARDED_BY(mutex);  // sticky: the loader cannot go on
+  Mutex reserve_mutex;  // serializes arena.reserve(); taken before `mutex`, never inside it
   std::unique_ptr<Staging> staging;  // null: host devices reading the arena directly
 };
 
@@ -120,9 +135,9 @@ class BatchLease {
   std::int64_t epoch() const { return epoch_; }
   std::int64_t index() const { return index_; }
   int padded() const { return padded_; }
-  void record_stream(int dev, void* stream) {
+  void record_stream(int dev, void* stream) EXCLUDES(streams_mutex_) {
     if (!core_->staging || !core_->staging->gpu()) return;
-    std::lock_guard lock(streams_mutex_);
+    MutexLock lock(streams_mutex_);
     consumer_streams_.emplace_back(dev, stream);
   }
 
@@ -132,8 +147,9 @@ class BatchLease {
   std::int64_t epoch_;
   std::int64_t index_;
   int padded_;
-  std::mutex streams_mutex_;
-  std::vector<std::pair<int, void*>> consumer_streams_;  // guarded by streams_mutex_
+  Mutex streams_mutex_;
+  // Read unlocked by the destructor: no other reference to the lease remains by then.
+  std::vector<std::pair<int, void*>> consumer_streams_;
 };
 
 }  // namespace stoke::detail

@@ -1,32 +1,34 @@
 #pragma once
-// The loader's implementation object, shared by loader.cpp (construction, slots, the consumer,
-// the supervisor) and pool_sizing.cpp (resizing the worker pool and tuning it automatically).
+// The loader's implementation: the consumer's side (loader.cpp), construction (loader_setup.cpp),
+// the supervisor thread (supervisor.cpp) and the live pool (pool_sizing.cpp), around the parts
+// that each own one idea: ResolvedConfig (config.hpp), the arena plan (ipc/arena_plan.hpp),
+// SlotTable, SampleBlame, EventLog, LoaderMetrics, Stager and WorkerPool.
 //
-// Thread-safety: see stoke/loader.hpp. Members are guarded as their comments say: most by
-// core_->mutex, some touched only by the supervisor thread.
+// Thread-safety: see stoke/loader.hpp for the public contract. Three threads run here: the
+// consumer (next(), set_epoch(), stats(), resize_workers(), any thread the user likes), the
+// supervisor (spawns, feeds and reaps the workers, tunes the pool) and the stager. They share
+// LoaderCore::mutex; what it guards is annotated GUARDED_BY and checked by clang. Members
+// marked "supervisor thread only" are touched by that thread alone, so they need no lock.
 
-#include <atomic>
 #include <chrono>
 #include <deque>
-#include <exception>
 #include <future>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "worker/chunk_runner.hpp"
+#include "config.hpp"
 #include "data/dataset_index.hpp"
-#include "device/device_backend.hpp"
-#include "data/epoch_plan.hpp"
-#include "tuning/gpu_activity.hpp"
+#include "event_log.hpp"
 #include "loader_core.hpp"
-#include "tuning/pool_tuner.hpp"
-#include "tuning/stall_monitor.hpp"
+#include "loader_metrics.hpp"
+#include "sample_blame.hpp"
+#include "stager.hpp"
 #include "stoke/loader.hpp"
+#include "tuning/pool_tuner.hpp"
+#include "worker/chunk_runner.hpp"
 #include "worker_pool.hpp"
 
 namespace stoke {
@@ -44,7 +46,7 @@ using detail::Clock;
 
 class Loader::Impl {
  public:
-  Impl(Options options, detail::DatasetIndex index, Clock::time_point created);
+  Impl(detail::ResolvedConfig config, detail::DatasetIndex index, Clock::time_point created);
   ~Impl();
 
   std::optional<Batch> next();
@@ -53,139 +55,106 @@ class Loader::Impl {
   Stats stats() const;
   void resize_workers(int n);
 
-  std::int64_t batches_per_epoch() const { return bpe_; }
-  std::int64_t dataset_size() const { return plan_.config().samples; }
-  int rank() const { return plan_.config().rank; }
-  int world() const { return plan_.config().world; }
-  const Pipeline& pipeline() const { return pipeline_; }
+  std::int64_t batches_per_epoch() const { return config_.batches_per_epoch; }
+  std::int64_t dataset_size() const { return config_.plan.samples; }
+  int rank() const { return config_.plan.rank; }
+  int world() const { return config_.plan.world; }
+  const Pipeline& pipeline() const { return config_.pipeline; }
 
  private:
-  static Pipeline choose_pipeline(const Options& o, const detail::DatasetIndex& index);
-  static detail::PlanConfig plan_config(const Options& o, std::int64_t samples);
+  enum class Role { kIdle, kActive, kRetiring };
+
+  // ---- construction (loader_setup.cpp)
+  void count_rejected(const detail::DatasetIndex& index);
   void lay_out_arena(const detail::DatasetIndex& index);
   void set_up_staging();
-  void start_stager();
-  void stage_loop();
+  void start_threads();
 
-  // Everything named *_locked runs with core_->mutex held.
-  int free_slot_locked() const;
-  int slot_of_locked(std::int64_t seq) const;
-  void assign_locked(int slot, std::int64_t seq);
-  void assign_free_slots_locked();
-  bool grow_locked();
-  void add_slots_locked(std::size_t n);
-  void reposition_locked(std::int64_t epoch, std::int64_t batch);
-  void complete_locked(const detail::Task& task, const detail::Completion& done);
-  void fill_inline(std::unique_lock<std::mutex>& lock);
-  Batch deliver_locked(int slot);
-  std::string describe_sample(std::int64_t sample) const;
-
-  // Supervisor thread.
-  void supervise(std::promise<void>& started);
-  void start_workers();
-  void dispatch_locked();
-  void drain_completions_locked(int worker);
-  bool handle_exit_locked(int worker);  // true: start a replacement
-  int poll_timeout_ms() const;
-  void kill_stuck_workers_locked();
-  bool blame_sample_locked(std::int64_t sample, const detail::WorkerExit& exit, bool timed_out);
-  void retire_record_locked(int i);
-  void resize_pool_locked(int n);
-  void set_pool_size_locked(int n);
-  int chunk_for(int pool_size) const;
-  void try_add_slots_locked(std::size_t n);
-  // The workers since the pool last changed: producing time / (workers x elapsed), and one
-  // worker's samples per busy second (0 when not yet measured).
-  double busy_fraction_locked(Clock::time_point now) const;
-  double worker_rate_locked() const;
-  void retire_drained_locked();
-  void tune_locked();
-  detail::TunerLimits tuner_limits_locked();
-  void restart_measurement_locked();
-  void decide_locked(const std::string& what, int from, int to, const std::string& reason);
-  void spawn_growth(const std::vector<int>& workers);
-  void log(const std::string& line) const;
-  // The user's log callback never runs under the mutex (it may call stats() or drop a Batch):
-  // lines are queued under the lock and emitted by flush_log() after it is released.
-  void log_locked(std::string line) {
-    log_queue_.push_back(std::move(line));
-    log_pending_.store(true, std::memory_order_release);
-  }
-  void flush_log();
+  // ---- the consumer (loader.cpp)
   std::optional<Batch> next_unflushed();
-  void supervise_loop();
-  void fail_locked(std::exception_ptr error);
+  Batch deliver(int slot, Clock::time_point entered) REQUIRES(core_->mutex);
+  void fill_inline() REQUIRES(core_->mutex);
+  // The consumer holds every slot: add one, or throw when the memory budget allows none.
+  void grow_for_consumer() REQUIRES(core_->mutex);
+  void complete(const detail::Task& task, const detail::Completion& done)
+      REQUIRES(core_->mutex);
+  std::string describe_sample(std::int64_t sample) const;
+  void rethrow_if_failed() const REQUIRES(core_->mutex);
 
-  Options options_;
-  Pipeline pipeline_;
-  detail::EpochPlan plan_;
-  const std::int64_t bpe_;  // batches per epoch
-  bool workers_auto_;       // guarded by the mutex: resize_workers() turns it off
-  const bool prefetch_auto_;
-  const int capacity_;   // worker records in the arena (0: in-process)
-  const int cores_;      // available to this process
-  int max_workers_ = 0;  // workers=auto's bound, and why
-  std::string max_workers_reason_;
-  int chunk_ = 1;  // guarded by the mutex
-  std::size_t slot_capacity_ = 0;
+  // ---- the supervisor thread (supervisor.cpp)
+  void supervise(std::promise<void>& started) EXCLUDES(core_->mutex);
+  void start_workers() EXCLUDES(core_->mutex);
+  void supervise_loop() EXCLUDES(core_->mutex);
+  void dispatch() REQUIRES(core_->mutex);
+  void drain_completions(int worker) REQUIRES(core_->mutex);
+  // A worker's pidfd became readable. True: start a replacement.
+  bool handle_exit(int worker) REQUIRES(core_->mutex);
+  // Whether worker `worker` may be restarted after dying before its handshake.
+  bool within_startup_budget(int worker, const detail::WorkerExit& exit, bool timed_out)
+      REQUIRES(core_->mutex);
+  int poll_timeout_ms() const REQUIRES(core_->mutex);
+  void kill_stuck_workers() REQUIRES(core_->mutex);
+  void kill_unready_workers() REQUIRES(core_->mutex);
+  void count_starting() REQUIRES(core_->mutex);
+  void spawn(int worker) EXCLUDES(core_->mutex);
+  Clock::duration startup_timeout() const;
+
+  // ---- the live pool (pool_sizing.cpp)
+  void resize_pool(int n) REQUIRES(core_->mutex);
+  void set_pool_size(int n) REQUIRES(core_->mutex);
+  int chunk_for(int pool_size) const;
+  void retire_drained() REQUIRES(core_->mutex);
+  void retire_record(int i) REQUIRES(core_->mutex);
+  void spawn_growth(const std::vector<int>& workers) EXCLUDES(core_->mutex);
+  void tune() REQUIRES(core_->mutex);
+  detail::TunerLimits tuner_limits() REQUIRES(core_->mutex);
+  void restart_measurement() REQUIRES(core_->mutex);
+  void decide(const std::string& what, int from, int to, const std::string& reason)
+      REQUIRES(core_->mutex);
+
+  const detail::ResolvedConfig config_;
+  const Options& options_ = config_.options;
+  mutable detail::EventLog log_;
   std::shared_ptr<detail::LoaderCore> core_;
   std::unique_ptr<detail::DatasetView> dataset_;  // the arena's index, to name bad files
-  const Clock::time_point created_;
 
-  // Guarded by core_->mutex.
-  std::int64_t epoch_ = 0;       // consumer position: the next batch is (epoch_, next_batch_)
-  std::int64_t next_batch_ = 0;  // in [0, bpe_]; bpe_ means "epoch exhausted, say so next"
-  std::int64_t assign_seq_ = 0;  // next batch sequence (epoch * bpe_ + index) to give a slot
-  std::uint64_t next_task_seq_ = 1;
-  std::deque<detail::Task> pending_;  // tasks not yet handed to a worker
-  std::vector<std::string> log_queue_;
-  std::mutex log_call_mutex_;  // serializes Options::log calls (taken without core_->mutex)
-  std::atomic<bool> log_pending_{false};  // lets flush_log skip the lock when nothing is queued
-  std::string data_error_;                // sticky: OnError::kError stops the loader
-  std::exception_ptr fatal_;              // sticky: the supervisor could not keep workers alive
-  bool stop_ = false;
-  Stats stats_;
-  bool delivered_any_ = false;
-  Clock::time_point first_delivery_{}, last_delivery_{};
+  detail::LoaderMetrics metrics_ GUARDED_BY(core_->mutex);
+  std::string data_error_ GUARDED_BY(core_->mutex);  // sticky: OnError::kError stops the loader
+  bool workers_auto_ GUARDED_BY(core_->mutex);       // resize_workers() turns it off
+  std::unique_ptr<detail::SampleBlame> blame_ PT_GUARDED_BY(core_->mutex);
+
   // The pool. Worker record i is idle (no process, none wanted), active (receives work) or
   // retiring (finishes its in-flight chunks, then is told to stop). members_ lists the
   // non-idle records in ascending order; pool_size_ counts the active ones.
-  enum class Role { kIdle, kActive, kRetiring };
-  int pool_size_ = 0;
-  int requested_size_ = -1;  // from resize_workers(), applied by the supervisor
-  std::vector<Role> role_;
-  std::vector<bool> stop_sent_;
-  std::vector<int> members_;
-  std::vector<int> to_grow_;  // records made active that the supervisor must spawn
-  // Measurements since the pool last changed size: the stall monitor's window (consumer side)
-  // and the workers' producing time and output.
-  detail::StallMonitor monitor_;
-  double busy_s_ = 0;
-  std::int64_t produced_ = 0;
-  Clock::time_point pool_changed_{};
-  Clock::time_point next_tune_{};
-  detail::PoolTuner tuner_;
-  std::int64_t worker_bytes_ = -1;     // one worker's private memory, measured once
-  std::int64_t available_bytes_ = -1;  // free memory, re-read every few seconds
-  Clock::time_point memory_checked_{};
-  int limit_workers_ = 0;  // workers=auto's bound at the last evaluation (memory included)
-  std::string limit_reason_;
+  int pool_size_ GUARDED_BY(core_->mutex) = 0;
+  int requested_size_ GUARDED_BY(core_->mutex) = -1;  // from resize_workers()
+  std::vector<Role> role_ GUARDED_BY(core_->mutex);
+  std::vector<bool> stop_sent_ GUARDED_BY(core_->mutex);
+  std::vector<int> members_ GUARDED_BY(core_->mutex);
+  std::vector<int> to_grow_ GUARDED_BY(core_->mutex);  // made active, to be spawned
+  int starting_ GUARDED_BY(core_->mutex) = 0;  // members not yet past their handshake
+  std::size_t slots_wanted_ GUARDED_BY(core_->mutex) = 0;  // reserved outside the lock
+  Clock::time_point next_tune_ GUARDED_BY(core_->mutex){};
+  detail::PoolTuner tuner_ GUARDED_BY(core_->mutex);
+  std::int64_t worker_bytes_ GUARDED_BY(core_->mutex) = -1;  // one worker's memory, measured once
+  std::int64_t available_bytes_ GUARDED_BY(core_->mutex) = -1;  // free memory, re-read often
+  Clock::time_point memory_checked_ GUARDED_BY(core_->mutex){};
+  int limit_workers_ GUARDED_BY(core_->mutex) = 0;  // workers=auto's bound (memory included)
+  std::string limit_reason_ GUARDED_BY(core_->mutex);
 
-  // Supervisor thread only.
-  std::unique_ptr<detail::ChunkRunner>
-      inline_runner_;  // workers == 0 (used by the consumer thread)
+  // Per worker record. Written by the supervisor thread under the lock.
+  std::vector<std::deque<detail::Task>> in_flight_ GUARDED_BY(core_->mutex);
+  std::vector<Clock::time_point> front_since_ GUARDED_BY(core_->mutex);  // front task started
+  std::vector<Clock::time_point> spawned_at_ GUARDED_BY(core_->mutex);   // for the handshake
+  std::vector<bool> timed_out_ GUARDED_BY(core_->mutex);  // killed by us (task or handshake)
+  std::vector<int> startup_deaths_ GUARDED_BY(core_->mutex);  // before the handshake, in a row
+
+  // Supervisor thread only (and construction, before it starts).
   std::unique_ptr<detail::WorkerPool> pool_;
-  std::vector<std::deque<detail::Task>>
-      in_flight_;                               // guarded by the mutex too (read by reposition)
-  std::map<std::int64_t, int> sample_deaths_;   // dataset index -> blame (a crash counts 4,
-                                                // an external SIGKILL 1; 12 is too many)
-  std::vector<Clock::time_point> front_since_;  // per worker: when its front task started
-  std::vector<bool> timed_out_;                 // per worker: killed for exceeding the timeout
-  std::vector<int> deaths_without_progress_;    // per worker: deaths before the handshake, in a row
+  std::unique_ptr<detail::ChunkRunner> inline_runner_;  // workers == 0: the consumer's thread
   int done_fd_ = -1;
   std::thread supervisor_;
-  std::thread stager_;                                       // when core_->staging is set
-  std::unique_ptr<detail::GpuActivityMonitor> gpu_monitor_;  // GPU devices only
+  std::unique_ptr<detail::Stager> stager_;  // when core_->staging is set
 };
 
 }  // namespace stoke

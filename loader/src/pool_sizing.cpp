@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "tuning/host_memory.hpp"
 #include "loader_impl.hpp"
+#include "tuning/host_memory.hpp"
 
 namespace stoke {
 
@@ -23,16 +23,16 @@ constexpr auto kMemoryEvery = std::chrono::seconds(2);  // how often free memory
 }  // namespace
 
 void Loader::Impl::resize_workers(int n) {
-  if (capacity_ == 0)
+  if (config_.capacity == 0)
     throw ConfigError(
         "this loader runs the pipeline in-process (workers 0); it has no pool to "
         "resize");
-  if (n < 1 || n > capacity_)
-    throw ConfigError("resize_workers: the pool takes 1.." + std::to_string(capacity_) +
+  if (n < 1 || n > config_.capacity)
+    throw ConfigError("resize_workers: the pool takes 1.." + std::to_string(config_.capacity) +
                       " workers, got " + std::to_string(n));
   {
-    std::lock_guard lock(core_->mutex);
-    if (fatal_) std::rethrow_exception(fatal_);
+    MutexLock lock(core_->mutex);
+    rethrow_if_failed();
     requested_size_ = n;
     workers_auto_ = false;
   }
@@ -45,10 +45,10 @@ void Loader::Impl::resize_workers(int n) {
 // records (lowest first) are queued for spawning; beyond n, the highest active ones retire.
 // Work already handed to a retiring worker is finished by it, so no chunk moves and none is
 // redone: the delivered bytes cannot change.
-void Loader::Impl::resize_pool_locked(int n) {
-  n = std::clamp(n, 1, capacity_);
-  int active = static_cast<int>(std::count_if(members_.begin(), members_.end(),
-                                              [&](int i) { return role_[i] == Role::kActive; }));
+void Loader::Impl::resize_pool(int n) {
+  n = std::clamp(n, 1, config_.capacity);
+  int active = 0;  // (a loop, not count_if: a lambda would be analysed as holding no lock)
+  for (int i : members_) active += role_[i] == Role::kActive ? 1 : 0;
   for (int i : members_) {
     if (active >= n) break;
     if (role_[i] == Role::kRetiring && !stop_sent_[i]) {
@@ -56,7 +56,7 @@ void Loader::Impl::resize_pool_locked(int n) {
       ++active;
     }
   }
-  for (int i = 0; i < capacity_ && active < n; ++i) {
+  for (int i = 0; i < config_.capacity && active < n; ++i) {
     if (role_[i] != Role::kIdle) continue;
     role_[i] = Role::kActive;
     stop_sent_[i] = false;
@@ -69,16 +69,17 @@ void Loader::Impl::resize_pool_locked(int n) {
     role_[*it] = Role::kRetiring;
     --active;
   }
-  set_pool_size_locked(n);
-  if (options_.prefetch <= 0) try_add_slots_locked(2 * static_cast<std::size_t>(n) + 2);
+  set_pool_size(n);
+  if (options_.prefetch <= 0)
+    slots_wanted_ = std::max(slots_wanted_, 2 * static_cast<std::size_t>(n) + 2);
 }
 
 // The pool's size, and what follows from it: the chunk size (one chunk per worker per batch,
 // unless fixed by Options::chunk) and a fresh start for the measurements.
-void Loader::Impl::set_pool_size_locked(int n) {
+void Loader::Impl::set_pool_size(int n) {
   pool_size_ = n;
-  chunk_ = chunk_for(n);
-  restart_measurement_locked();
+  core_->slots.set_chunk(chunk_for(n));
+  restart_measurement();
 }
 
 // One chunk per worker per batch (the whole batch in-process), unless Options::chunk fixes it.
@@ -88,21 +89,9 @@ int Loader::Impl::chunk_for(int pool_size) const {
   return pool_size == 0 ? b : std::max(1, (b + pool_size - 1) / pool_size);
 }
 
-// Adds slots toward n for the tuner or a resize. Memory that cannot be had (the arena refuses
-// to reserve beyond what the machine has free) leaves the depth where it is: the loader runs
-// on with fewer slots rather than stopping.
-void Loader::Impl::try_add_slots_locked(std::size_t n) {
-  try {
-    add_slots_locked(n);
-  } catch (const Error& e) {
-    log_locked("kept " + std::to_string(core_->slots.size()) + " batch slots instead of " +
-               std::to_string(n) + ": " + e.what());
-  }
-}
-
 // Tells each retiring worker whose chunks are all done to stop; its exit is then a retirement.
 // A record queued for spawning but not yet started simply goes back to idle.
-void Loader::Impl::retire_drained_locked() {
+void Loader::Impl::retire_drained() {
   for (std::size_t k = 0; k < members_.size();) {
     const int i = members_[k];
     if (role_[i] != Role::kRetiring || stop_sent_[i] || !in_flight_[i].empty()) {
@@ -110,7 +99,7 @@ void Loader::Impl::retire_drained_locked() {
       continue;
     }
     if (!pool_->running(i)) {
-      retire_record_locked(i);  // members_[k] is now the next record
+      retire_record(i);  // members_[k] is now the next record
       std::erase(to_grow_, i);
       continue;
     }
@@ -127,7 +116,7 @@ void Loader::Impl::retire_drained_locked() {
 
 // Record i has no process any more (it retired, died while retiring, or was never started):
 // the record is idle.
-void Loader::Impl::retire_record_locked(int i) {
+void Loader::Impl::retire_record(int i) {
   role_[i] = Role::kIdle;
   stop_sent_[i] = false;
   std::erase(members_, i);
@@ -138,58 +127,45 @@ void Loader::Impl::retire_record_locked(int i) {
 void Loader::Impl::spawn_growth(const std::vector<int>& workers) {
   for (int i : workers) {
     try {
-      pool_->spawn(i);
+      spawn(i);
     } catch (const Error& e) {
-      std::lock_guard lock(core_->mutex);
-      retire_record_locked(i);
-      set_pool_size_locked(std::max(1, pool_size_ - 1));
-      log_locked(std::string("could not add a worker (") + e.what() + "); the pool stays at " +
-                 std::to_string(pool_size_));
+      MutexLock lock(core_->mutex);
+      retire_record(i);
+      set_pool_size(std::max(1, pool_size_ - 1));
+      log_.post(std::string("could not add a worker (") + e.what() + "); the pool stays at " +
+                std::to_string(pool_size_));
     }
   }
-  flush_log();
+  log_.flush();
 }
 
-double Loader::Impl::busy_fraction_locked(Clock::time_point now) const {
-  const double since = seconds(now - pool_changed_);
-  if (pool_size_ <= 0 || since <= 0) return 0;
-  return std::min(1.0, busy_s_ / (pool_size_ * since));
+void Loader::Impl::restart_measurement() {
+  metrics_.restart_measurement(Clock::now());
 }
 
-double Loader::Impl::worker_rate_locked() const {
-  return busy_s_ > 0 ? static_cast<double>(produced_) / busy_s_ : 0;
-}
-
-void Loader::Impl::restart_measurement_locked() {
-  monitor_.restart_window();
-  busy_s_ = 0;
-  produced_ = 0;
-  pool_changed_ = Clock::now();
-}
-
-void Loader::Impl::decide_locked(const std::string& what, int from, int to,
-                                 const std::string& reason) {
+void Loader::Impl::decide(const std::string& what, int from, int to,
+                          const std::string& reason) {
   TuneDecision d;
-  d.at_s = seconds(Clock::now() - created_);
+  d.at_s = seconds(Clock::now() - metrics_.created());
   d.what = what;
   d.from = from;
   d.to = to;
   d.reason = reason;
   char at[32];
   std::snprintf(at, sizeof at, "%.1f", d.at_s);
-  log_locked("autotune at " + std::string(at) + " s: " + what + " " + std::to_string(from) +
-             " -> " + std::to_string(to) + ": " + reason);
-  stats_.decisions.push_back(std::move(d));
+  log_.post("autotune at " + std::string(at) + " s: " + what + " " + std::to_string(from) +
+            " -> " + std::to_string(to) + ": " + reason);
+  metrics_.decided(std::move(d));
 }
 
-TunerLimits Loader::Impl::tuner_limits_locked() {
+TunerLimits Loader::Impl::tuner_limits() {
   TunerLimits l;
   l.tune_workers = workers_auto_;
-  l.tune_prefetch = prefetch_auto_;
+  l.tune_prefetch = config_.prefetch_auto;
   l.target = options_.stall_target;
-  l.max_workers = max_workers_;
-  l.max_workers_reason = max_workers_reason_;
-  l.max_slots = static_cast<int>(slot_capacity_);
+  l.max_workers = config_.max_workers;
+  l.max_workers_reason = config_.max_workers_reason;
+  l.max_slots = static_cast<int>(core_->view.header().slot_capacity);
   if (!workers_auto_) return l;
   // Memory: each worker holds its own decode buffers (measured once, on the first worker) and
   // brings two more batch slots; grow only into half of what is free, read every few seconds.
@@ -217,40 +193,42 @@ TunerLimits Loader::Impl::tuner_limits_locked() {
   return l;
 }
 
-void Loader::Impl::tune_locked() {
-  if (!workers_auto_ && !prefetch_auto_) return;
+void Loader::Impl::tune() {
+  if (!workers_auto_ && !config_.prefetch_auto) return;
   const Clock::time_point now = Clock::now();
   if (now < next_tune_) return;
   next_tune_ =
       now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kTuneEveryS));
-  const StallMonitor::Totals w = monitor_.window();
-  const double since = seconds(now - pool_changed_);
+  const StallMonitor::Totals w = metrics_.window();
+  const double since = metrics_.seconds_since_change(now);
   if (w.batches < std::min(options_.monitor_window, kTuneMinBatches) || since < kTuneSettleS)
     return;
   TunerInput in;
-  in.now_s = seconds(now - created_);
+  in.now_s = seconds(now - metrics_.created());
   in.batches = w.batches;
   in.wait_fraction = w.wait_fraction();
   in.demand_per_s = w.demand_per_s();
   in.delivered_per_s = w.delivered_per_s();
-  in.busy_fraction = busy_fraction_locked(now);
-  in.worker_per_s = worker_rate_locked();
+  in.busy_fraction = metrics_.busy_fraction(now, pool_size_);
+  in.worker_per_s = metrics_.worker_rate();
   in.workers = pool_size_;
   in.slots = static_cast<int>(core_->slots.size());
-  const std::optional<TunerChange> change = tuner_.evaluate(in, tuner_limits_locked());
+  const std::optional<TunerChange> change = tuner_.evaluate(in, tuner_limits());
   if (!change) return;
-  decide_locked(change->what, change->from, change->to, change->reason);
+  decide(change->what, change->from, change->to, change->reason);
   if (change->what == "workers") {
     const int slots_before = in.slots;
-    resize_pool_locked(change->to);
-    const int slots_after = static_cast<int>(core_->slots.size());
+    resize_pool(change->to);
+    const int slots_after = std::max(
+        slots_before, static_cast<int>(std::min<std::size_t>(
+                          slots_wanted_, core_->view.header().slot_capacity)));
     if (slots_after != slots_before)
-      decide_locked(
+      decide(
           "prefetch", slots_before, slots_after,
           "two slots per worker plus two keep " + std::to_string(change->to) + " workers busy");
   } else {
-    try_add_slots_locked(static_cast<std::size_t>(change->to));
-    restart_measurement_locked();
+    slots_wanted_ = std::max(slots_wanted_, static_cast<std::size_t>(change->to));
+    restart_measurement();
   }
 }
 

@@ -209,6 +209,17 @@ TEST(PoolResize, AWorkerKilledWhileRetiringHasItsChunksRedoneElsewhere) {
   for (std::int64_t k = 0;; ++k) {
     if (k == 3) {
       const auto before = test::children();
+      // The first worker pauses while the new ones start, so that the queue still holds chunks
+      // for them when they finish their handshake (work goes only to workers past it).
+      const pid_t first = *before.begin();
+      ::kill(first, SIGSTOP);
+      // Should an assertion below fail, the loader's shutdown must not wait on stopped workers.
+      struct Continue {
+        std::vector<pid_t> pids;
+        ~Continue() {
+          for (pid_t pid : pids) ::kill(pid, SIGCONT);
+        }
+      } resume{{first}};
       loader.resize_workers(3);
       ASSERT_TRUE(wait_for_children(3));
       const auto after = test::children();
@@ -218,19 +229,18 @@ TEST(PoolResize, AWorkerKilledWhileRetiringHasItsChunksRedoneElsewhere) {
       ASSERT_EQ(added.size(), 2u);
       // Only once they run stoke-worker: a child stopped between posix_spawn's clone and its
       // exec would hold the spawning thread (vfork semantics) and so the whole supervisor.
+      // And only once they finished their handshake: work goes only to workers past it.
       for (pid_t pid : added) {
         for (int i = 0; i < 1000 && !test::maps_arena(pid); ++i)
           std::this_thread::sleep_for(std::chrono::milliseconds(5));
         ASSERT_TRUE(test::maps_arena(pid)) << "worker " << pid << " never mapped the arena";
       }
+      for (int i = 0; i < 1000 && loader.stats().workers_starting != 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      ASSERT_EQ(loader.stats().workers_starting, 0);
       for (pid_t pid : added) ::kill(pid, SIGSTOP);
-      // Should an assertion below fail, the loader's shutdown must not wait on stopped workers.
-      struct Continue {
-        std::vector<pid_t> pids;
-        ~Continue() {
-          for (pid_t pid : pids) ::kill(pid, SIGCONT);
-        }
-      } resume{added};
+      ::kill(first, SIGCONT);
+      resume.pids = added;
       // Stopped workers still receive chunks into their rings, up to 4 each.
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       loader.resize_workers(1);

@@ -1,5 +1,6 @@
 #include "device/staging.hpp"
 
+#include <chrono>
 #include <cstring>
 
 #include "stoke/error.hpp"
@@ -129,6 +130,10 @@ void* Staging::allocate(int dev, std::size_t n) {
   return p;
 }
 
+namespace {
+constexpr auto kBounceWait = std::chrono::seconds(60);
+}  // namespace
+
 void* Staging::take_bounce() {
   std::unique_lock lock(mutex_);
   if (bounce_free_.empty() &&
@@ -139,7 +144,12 @@ void* Staging::take_bounce() {
     bounce_all_.push_back(p);
     return p;
   }
-  bounce_cv_.wait(lock, [&] { return !bounce_free_.empty(); });
+  // A bounce buffer comes free when a device finishes the copy out of it; a device that has
+  // not finished one in this long has stopped, and waiting on would hang the loader.
+  if (!bounce_cv_.wait_for(lock, kBounceWait, [&] { return !bounce_free_.empty(); }))
+    throw Error("no page-locked staging buffer came free within " +
+                std::to_string(kBounceWait.count()) +
+                " s: the device has stopped completing copies");
   void* p = bounce_free_.back();
   bounce_free_.pop_back();
   return p;

@@ -26,18 +26,18 @@
 // Every section starts on a 4096-byte boundary so slots can be registered as pinned memory.
 
 #include <atomic>
-#include <boost/interprocess/sync/interprocess_semaphore.hpp>
 #include <cstddef>
 #include <cstdint>
 
 #include "data/bad_input.hpp"
+#include "ipc/shared_semaphore.hpp"
 #include "ipc/spsc_ring.hpp"
 #include "stoke/pipeline.hpp"
 
 namespace stoke::detail {
 
 inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKARENA"
-inline constexpr std::uint32_t kLayoutVersion = 1;
+inline constexpr std::uint32_t kLayoutVersion = 2;  // 2: SharedSemaphore (sem_t) in WorkerRecord
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
 
@@ -87,7 +87,7 @@ struct WorkerRecord {
   // worker, read by the training process after the worker died or timed out, to name the sample.
   std::atomic<std::int64_t> current_sample{-1};
   // Posted once per task pushed; the worker waits on it when its ring is empty.
-  boost::interprocess::interprocess_semaphore tasks_posted{0};
+  SharedSemaphore tasks_posted;
   SpscRing<Task, kRingSize> tasks;       // training process -> worker
   SpscRing<Completion, kRingSize> done;  // worker -> training process
 };

@@ -12,8 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <boost/date_time/posix_time/posix_time_types.hpp>
-#include <boost/interprocess/exceptions.hpp>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -51,24 +50,20 @@ int serve(WorkerRecord& record, const ArenaView& arena, pid_t parent) {
   });
 #endif
   for (;;) {
-    const auto deadline =
-        boost::posix_time::microsec_clock::universal_time() + boost::posix_time::milliseconds(250);
-    bool posted = false;
-    try {
-      posted = record.tasks_posted.timed_wait(deadline);
-    } catch (const boost::interprocess::interprocess_exception&) {
-      continue;  // EINTR from a signal handler (a profiler, say): wait again
-    }
-    if (!posted) {
+    if (!record.tasks_posted.wait_for(std::chrono::milliseconds(250))) {
       if (::getppid() != parent) return kExitParentGone;
-      continue;
+      continue;  // a timeout or a signal: wait again
     }
     Task task;
     if (!record.tasks.pop(task)) continue;
     if (task.kind == Task::kStop) return 0;
     const Completion done = runner.run(task, &record.current_sample);
-    // The training process keeps at most kRingSize tasks outstanding, so this never spins long.
-    while (!record.done.push(done)) ::usleep(100);
+    // The training process keeps at most kRingSize tasks outstanding and drains completions
+    // whenever it wakes, so this rarely loops; if it does, it ends with the parent.
+    for (int tries = 0; !record.done.push(done); ++tries) {
+      if (tries % 1000 == 999 && ::getppid() != parent) return kExitParentGone;
+      ::usleep(tries < 100 ? 100 : 1000);
+    }
     notify_parent();
   }
 }

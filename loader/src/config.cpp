@@ -1,0 +1,172 @@
+#include "config.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+
+#include "stoke/cores.hpp"
+#include "stoke/error.hpp"
+#include "stoke/kernels/normalize.hpp"
+
+namespace stoke::detail {
+
+namespace {
+
+// A loader needs a memfd, two eventfds and a pidfd per worker, all moved above fd 10. Checking
+// up front turns a too-low `ulimit -n` into a message instead of a failure halfway through.
+void check_descriptor_limit(int workers) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
+  std::error_code ec;
+  long open = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    ++open;
+  const long needed = 3 + workers + 1;  // +1: the directory listing's own descriptor, above
+  const long limit_n = static_cast<long>(limit.rlim_cur);
+  if (limit_n < 16 || open + needed > limit_n) {
+    throw ConfigError("the open-file limit (ulimit -n) is " + std::to_string(limit_n) + " and " +
+                      std::to_string(open) + " descriptors are open, but a loader with " +
+                      std::to_string(workers) + " workers needs " + std::to_string(needed) +
+                      " more (and at least 16 in all); raise the limit (ulimit -n 4096) or "
+                      "use fewer workers");
+  }
+}
+
+Pipeline choose_pipeline(const Options& o, const DatasetIndex& index) {
+  if (o.pipeline) return *o.pipeline;
+  if ((o.height > 0) != (o.width > 0) || o.height < 0 || o.width < 0)
+    throw ConfigError("set both height and width (e.g. 224x224), or neither for the default size");
+  const bool raw = index.kind == DatasetKind::kRaw;
+  const int h = o.height > 0 ? o.height : (raw ? index.height : 224);
+  const int w = o.width > 0 ? o.width : (raw ? index.width : 224);
+  const int c = raw ? index.channels : 3;
+  if (o.augment == Augment::kEvaluation) return Pipeline::evaluation(h, w, c, raw);
+  if (!raw) return Pipeline::training(h, w, c, false);
+  // Small images: bring them to the output size first, then the pad-crop-flip recipe.
+  Pipeline p(h, w, c);
+  if (h != index.height || w != index.width) p.resize(h, w);
+  p.pad_random_crop(std::max(1, std::min(h, w) / 7), h, w).horizontal_flip(0.5f);
+  return p;
+}
+
+PlanConfig plan_config(const Options& o, std::int64_t samples) {
+  RankInfo ranks = rank_from_environment();
+  if (o.rank >= 0) ranks.rank = o.rank;
+  if (o.world >= 0) ranks.world = o.world;
+  return PlanConfig{samples,     o.batch, o.devices.count, ranks.rank,
+                    ranks.world, o.seed,  o.shuffle,       o.last_batch};
+}
+
+void resolve_pool(ResolvedConfig& r) {
+  const Options& o = r.options;
+  r.workers_auto = o.workers == kAuto;
+  r.prefetch_auto = o.prefetch == kAuto;
+  r.capacity = o.workers == 0 ? 0 : kMaxWorkers;
+  r.cores = available_cores();
+  r.initial_workers = r.workers_auto ? 1 : o.workers;
+  if (r.workers_auto) {
+    r.max_workers = o.max_workers > 0 ? std::min(o.max_workers, kMaxWorkers) : r.cores;
+    r.max_workers_reason =
+        o.max_workers > 0
+            ? "max_workers " + std::to_string(o.max_workers)
+            : std::to_string(r.cores) + (r.cores == 1 ? " core" : " cores") + " available";
+  }
+  r.initial_slots =
+      o.prefetch > 0 ? static_cast<std::size_t>(o.prefetch) : 2 * r.initial_workers + 2;
+  r.memory_budget = o.memory_budget > 0 ? o.memory_budget : kDefaultMemoryBudget;
+}
+
+void resolve_resume(ResolvedConfig& r) {
+  if (!r.options.resume) return;
+  const LoaderState& s = *r.options.resume;
+  const std::int64_t global_batch = std::int64_t{r.plan.batch} * r.plan.world;
+  if (s.dataset_size != r.plan.samples || s.global_batch != global_batch ||
+      s.seed != r.options.seed)
+    throw ConfigError("cannot resume from '" + s.serialize() +
+                      "': it was saved with another "
+                      "dataset size, global batch or seed (now dataset_size=" +
+                      std::to_string(r.plan.samples) +
+                      " global_batch=" + std::to_string(global_batch) +
+                      " seed=" + std::to_string(r.options.seed) + ")");
+  if (s.epoch < 0 || s.epoch > kMaxEpoch || s.next_batch < 0 ||
+      s.next_batch > r.batches_per_epoch)
+    throw ConfigError("cannot resume from '" + s.serialize() + "': next_batch must be in 0.." +
+                      std::to_string(r.batches_per_epoch));
+  r.start_epoch = s.epoch;
+  r.start_batch = s.next_batch;
+}
+
+// Options::mean/stddev (0..1 units, one per channel or one for all) in uint8 units.
+void resolve_normalization(ResolvedConfig& r) {
+  const Options& o = r.options;
+  if (o.dtype == DType::kUInt8) return;
+  static constexpr float kImageNetMean[3] = {0.485f, 0.456f, 0.406f};
+  static constexpr float kImageNetStd[3] = {0.229f, 0.224f, 0.225f};
+  const int channels = r.pipeline.output_channels();
+  auto fill = [&](const std::vector<float>& given, const float* rgb, float other, float* out,
+                  const char* name) {
+    const auto n = given.size();
+    if (n != 0 && n != 1 && n != static_cast<std::size_t>(channels))
+      throw ConfigError(std::string(name) + " has " + std::to_string(n) +
+                        " values; give one per channel (" + std::to_string(channels) +
+                        "), a single value for all, or none for the default");
+    for (int ch = 0; ch < channels; ++ch) {
+      const float v = n == 0 ? (channels == 3 ? rgb[ch] : other)
+                             : given[n == 1 ? 0 : static_cast<std::size_t>(ch)];
+      out[ch] = v * 255.0f;
+    }
+  };
+  fill(o.mean, kImageNetMean, 0.5f, r.mean, "mean");
+  fill(o.stddev, kImageNetStd, 0.5f, r.stddev, "stddev");
+}
+
+}  // namespace
+
+void check_options(const Options& o) {
+  if ((o.workers < 0 && o.workers != kAuto) || o.workers > kMaxWorkers)
+    throw ConfigError("workers must be in 0.." + std::to_string(kMaxWorkers) +
+                      " (0 runs in-process) or kAuto, got " + std::to_string(o.workers));
+  if (o.max_workers < 0)
+    throw ConfigError("max_workers must be 0 (the cores available) or positive, got " +
+                      std::to_string(o.max_workers));
+  if (!(o.stall_target > 0 && o.stall_target < 1))
+    throw ConfigError("stall_target must be a fraction between 0 and 1 (e.g. 0.02 for 2%)");
+  if (o.monitor_window < 4 || o.monitor_window > 100000)
+    throw ConfigError("monitor_window must be 4..100000 batches, got " +
+                      std::to_string(o.monitor_window));
+  if (!(o.task_timeout_s >= 0))
+    throw ConfigError("task_timeout_s must be >= 0 (0 disables the timeout)");
+  if (!(o.startup_timeout_s > 0))
+    throw ConfigError("startup_timeout_s must be positive (seconds a worker may take to start)");
+  if (o.max_pixels <= 0)
+    throw ConfigError("max_pixels must be positive, got " + std::to_string(o.max_pixels));
+  if ((o.prefetch < 0 && o.prefetch != kAuto) || o.chunk < 0)
+    throw ConfigError(
+        "prefetch must be 0 (2 per worker plus 2), kAuto or positive, and chunk 0 "
+        "(automatic) or positive");
+  if (o.prefetch == kAuto && o.workers == 0)
+    throw ConfigError(
+        "prefetch=auto needs worker processes (workers >= 1 or auto); the "
+        "in-process pipeline fills one batch at a time");
+  check_descriptor_limit(o.workers == kAuto ? 1 : o.workers);
+}
+
+ResolvedConfig resolve(Options o, const DatasetIndex& index) {
+  Pipeline pipeline = choose_pipeline(o, index);
+  ResolvedConfig r(std::move(o), std::move(pipeline));
+  r.plan = plan_config(r.options, index.size);
+  r.batches_per_epoch = EpochPlan(r.plan).batches_per_epoch();  // validates the plan
+  resolve_pool(r);
+  if (index.kind == DatasetKind::kRaw)
+    r.pipeline.validate(index.height, index.width);
+  else
+    r.pipeline.validate(0, 0);
+  resolve_normalization(r);
+  resolve_resume(r);
+  return r;
+}
+
+}  // namespace stoke::detail

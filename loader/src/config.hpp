@@ -1,0 +1,59 @@
+#pragma once
+// Every validation of Options and every default the loader derives from them, in one place.
+//
+// Thread-safety: plain functions and an immutable value.
+//
+// check_options() runs before the dataset is indexed (so a typo costs no directory walk);
+// resolve() runs after, when the dataset's size and kind are known. Both throw ConfigError with
+// a message that says what to change; the words are part of the interface (tests match them).
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "data/dataset_index.hpp"
+#include "data/epoch_plan.hpp"
+#include "stoke/options.hpp"
+
+namespace stoke::detail {
+
+inline constexpr int kMaxWorkers = 512;
+inline constexpr std::int64_t kMaxEpoch = std::int64_t{1} << 32;  // keeps epoch * batches in range
+inline constexpr std::size_t kDefaultMemoryBudget = std::size_t{2} << 30;
+
+struct ResolvedConfig {
+  ResolvedConfig(Options o, Pipeline p) : options(std::move(o)), pipeline(std::move(p)) {}
+
+  Options options;  // as given (the log callback, paths, dtype, ...)
+  Pipeline pipeline;
+  PlanConfig plan;  // rank and world resolved from the environment
+  std::int64_t batches_per_epoch = 0;
+  // The consumer's first position: (0, 0), or where Options::resume says.
+  std::int64_t start_epoch = 0;
+  std::int64_t start_batch = 0;
+
+  bool workers_auto = false;
+  bool prefetch_auto = false;
+  int initial_workers = 0;  // 0: the pipeline runs in-process
+  int capacity = 0;         // worker records in the arena (0 in-process)
+  int cores = 1;            // available to this process (affinity and cgroup quota)
+  int max_workers = 0;      // workers=auto's bound, and why
+  std::string max_workers_reason;
+  std::size_t initial_slots = 0;
+  std::size_t memory_budget = 0;  // bytes for batch slots
+
+  // Options::mean/stddev in uint8 units, one per output channel (float dtypes only).
+  float mean[4] = {0, 0, 0, 0};
+  float stddev[4] = {1, 1, 1, 1};
+};
+
+// The checks that need no dataset: ranges of the pool, monitor, timeout and prefetch options,
+// and the open-file limit for the workers asked for.
+void check_options(const Options& o);
+
+// Everything else: the pipeline (explicit, or the augment preset at the requested size), the
+// epoch plan's configuration, the resume position, normalization constants.
+ResolvedConfig resolve(Options o, const DatasetIndex& index);
+
+}  // namespace stoke::detail

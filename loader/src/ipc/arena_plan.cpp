@@ -1,0 +1,41 @@
+#include "ipc/arena_plan.hpp"
+
+#include <algorithm>
+
+namespace stoke::detail {
+
+ArenaHeader plan_arena(const ArenaPlanInput& in) {
+  ArenaHeader h;
+  const std::size_t b = in.batch;
+  h.out_height = in.out_height;
+  h.out_width = in.out_width;
+  h.out_channels = in.out_channels;
+  h.step_count = in.step_count;
+  h.batch = in.batch;
+  h.worker_capacity = in.worker_capacity;
+  h.worker_stride = align_up(sizeof(WorkerRecord), 64);
+  h.sample_bytes = std::size_t(h.out_height) * h.out_width * h.out_channels;
+  h.labels_offset = align_up(h.sample_bytes * b, 64);
+  h.ids_offset = align_up(h.labels_offset + sizeof(std::int32_t) * b, 64);
+  h.planned_offset = align_up(h.ids_offset + sizeof(std::int64_t) * b, 64);
+  h.valid_offset = align_up(h.planned_offset + sizeof(std::int64_t) * b, 64);
+  h.bad_offset = align_up(h.valid_offset + b, 64);
+  h.slot_stride = align_up(h.bad_offset + b, kPage);
+
+  h.index_offset = kPage;
+  h.index_size = in.index_bytes;
+  h.steps_offset = align_up(h.index_offset + h.index_size, kPage);
+  h.workers_offset = align_up(h.steps_offset + sizeof(Step) * h.step_count, kPage);
+  // Poison list: a count word, then the dataset indices.
+  h.poison_capacity = in.poison_capacity;
+  h.poison_offset = align_up(h.workers_offset + h.worker_stride * h.worker_capacity, kPage) +
+                    sizeof(std::uint64_t);
+  h.slots_offset = align_up(h.poison_offset + sizeof(std::int64_t) * h.poison_capacity, kPage);
+
+  const std::size_t capacity = std::max(in.initial_slots, in.memory_budget / h.slot_stride);
+  h.slot_capacity = static_cast<std::uint32_t>(capacity);
+  h.total_size = arena_bytes_for(h, capacity);
+  return h;
+}
+
+}  // namespace stoke::detail

@@ -1,0 +1,36 @@
+#pragma once
+// Where everything goes in a loader's arena: the offsets and sizes of the header's sections
+// (ipc/arena_layout.hpp draws the map), computed from the dataset, the pipeline and the pool.
+//
+// Thread-safety: a plain function.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ipc/arena_layout.hpp"
+
+namespace stoke::detail {
+
+struct ArenaPlanInput {
+  std::size_t index_bytes = 0;  // DatasetIndex::arena_bytes()
+  std::uint32_t step_count = 0;
+  std::uint32_t batch = 0;
+  std::uint32_t out_height = 0, out_width = 0, out_channels = 0;
+  std::uint32_t worker_capacity = 0;
+  std::uint32_t poison_capacity = 0;
+  std::size_t initial_slots = 0;
+  std::size_t memory_budget = 0;  // bytes for slots; the capacity is at least initial_slots
+};
+
+// The header's layout fields (offsets, strides, capacities, total_size); the caller fills in
+// the rest (version, dataset kind, seed, ...).
+// Slot: pixels | labels | ids | planned ids | valid | bad, each 64-byte aligned, the slot
+// page-aligned so it can be page-locked on its own.
+ArenaHeader plan_arena(const ArenaPlanInput& in);
+
+// Bytes of the arena that hold `slots` slots: what must be reserved before they are used.
+inline std::size_t arena_bytes_for(const ArenaHeader& h, std::size_t slots) {
+  return h.slots_offset + slots * h.slot_stride;
+}
+
+}  // namespace stoke::detail

@@ -1,0 +1,230 @@
+// Loader construction and destruction, and the public Loader's forwarding.
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <future>
+#include <stdexcept>
+
+#include "build_info.hpp"
+#include "loader_impl.hpp"
+#include "stoke/loader.hpp"
+#include "worker/worker_locate.hpp"
+
+namespace stoke {
+
+using namespace detail;
+
+namespace {
+
+constexpr std::uint32_t kPoisonCapacity = 4096;
+
+}  // namespace
+
+// (Clang's thread-safety analysis does not look inside constructors and destructors: nothing
+// else can reach the members yet, or any more.)
+Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, Clock::time_point created)
+    : config_(std::move(config)),
+      log_(options_.log),
+      metrics_(options_.monitor_window, created),
+      workers_auto_(config_.workers_auto),
+      pool_size_(config_.initial_workers),
+      limit_workers_(config_.max_workers),
+      limit_reason_(config_.max_workers_reason) {
+  for (const RejectedFile& r : index.rejected) {
+    if (options_.on_error == OnError::kError)
+      throw DataError(r.path + ": " + bad_input_name(r.reason) + " (found while indexing)");
+    metrics_.skipped(r.reason);
+    log_.post("skipped " + r.path + " while indexing: " + bad_input_name(r.reason));
+  }
+  lay_out_arena(index);
+  set_up_staging();
+  index = DatasetIndex{};  // the arena holds it now
+  dataset_ = std::make_unique<DatasetView>(core_->view);
+  core_->slots.set_chunk(chunk_for(pool_size_));
+  blame_ = std::make_unique<SampleBlame>(
+      std::span<std::int64_t>(core_->view.poisoned(), core_->view.header().poison_capacity),
+      core_->view.poisoned_count());
+  if (options_.devices.kind == DeviceSet::Kind::kCuda)
+    metrics_.monitor_gpus(
+        std::make_unique<GpuActivityMonitor>(make_nvml_source(), options_.devices.ids));
+  log_.flush();
+  start_threads();
+}
+
+void Loader::Impl::lay_out_arena(const DatasetIndex& index) {
+  ArenaPlanInput in;
+  in.index_bytes = index.arena_bytes();
+  in.step_count = static_cast<std::uint32_t>(config_.pipeline.steps().size());
+  in.batch = static_cast<std::uint32_t>(options_.batch);
+  in.out_height = static_cast<std::uint32_t>(config_.pipeline.output_height());
+  in.out_width = static_cast<std::uint32_t>(config_.pipeline.output_width());
+  in.out_channels = static_cast<std::uint32_t>(config_.pipeline.output_channels());
+  in.worker_capacity = static_cast<std::uint32_t>(config_.capacity);
+  in.poison_capacity = kPoisonCapacity;
+  in.initial_slots = config_.initial_slots;
+  in.memory_budget = config_.memory_budget;
+  ArenaHeader h = plan_arena(in);
+  std::snprintf(h.version, sizeof h.version, "%s", worker_version_tag().c_str());
+  h.dataset_kind = index.kind;
+  h.on_error_skip = options_.on_error == OnError::kSkip ? 1 : 0;
+  h.max_pixels = options_.max_pixels;
+  h.sample_count = index.size;
+  h.raw_height = index.height;
+  h.raw_width = index.width;
+  h.raw_channels = index.channels;
+  h.seed = options_.seed;
+
+  core_ = std::make_shared<LoaderCore>(h, config_.plan, config_.initial_slots,
+                                       config_.start_epoch, config_.start_batch);
+  core_->devices = options_.devices.count;
+  core_->cuda_ids = options_.devices.ids;
+  core_->batch = options_.batch;
+  core_->height = static_cast<int>(h.out_height);
+  core_->width = static_cast<int>(h.out_width);
+  core_->channels = static_cast<int>(h.out_channels);
+  std::uint8_t* base = core_->arena.base();
+  std::memcpy(base, &h, sizeof h);
+  index.write_to(base + h.index_offset);
+  std::memcpy(base + h.steps_offset, config_.pipeline.steps().data(),
+              sizeof(Step) * h.step_count);
+  for (std::uint32_t i = 0; i < h.worker_capacity; ++i) new (&core_->view.worker(i)) WorkerRecord();
+}
+
+void Loader::Impl::set_up_staging() {
+  const DeviceSet& set = options_.devices;
+  const bool gpu = set.kind == DeviceSet::Kind::kCuda;
+  if (!gpu && options_.dtype == DType::kUInt8) return;  // consumers read the arena itself
+  const ArenaHeader& h = core_->view.header();
+  StagingConfig c;
+  c.devices = set.count;
+  c.samples_per_device = options_.batch / set.count;
+  c.height = static_cast<int>(h.out_height);
+  c.width = static_cast<int>(h.out_width);
+  c.channels = static_cast<int>(h.out_channels);
+  c.dtype = options_.dtype;
+  c.layout = options_.layout;
+  c.slots_base = core_->arena.base() + h.slots_offset;
+  c.slot_stride = h.slot_stride;
+  c.slot_capacity = h.slot_capacity;
+  if (c.dtype != DType::kUInt8) {
+    std::copy(std::begin(config_.mean), std::end(config_.mean), c.mean);
+    std::copy(std::begin(config_.stddev), std::end(config_.stddev), c.stddev);
+    try {
+      kernels::validate(normalize_params(c));
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(std::string("dtype ") + kernels::dtype_name(c.dtype) + ": " + e.what());
+    }
+  }
+  std::unique_ptr<DeviceBackend> backend =
+      gpu ? make_gpu_backend(set) : make_host_backend(set.count);
+  LoaderCore* core = core_.get();
+  core_->staging = std::make_unique<Staging>(std::move(backend), c,
+                                             [core](int slot) { core->transfer_done(slot); });
+  core_->staging->pin_initial(static_cast<int>(config_.initial_slots));
+}
+
+// The supervisor starts first (its constructor-time errors, like a worker of another version,
+// reach the caller); the stager last, because a constructor that throws would leave a running
+// thread behind.
+void Loader::Impl::start_threads() {
+  bool in_process = false;
+  {
+    MutexLock lock(core_->mutex);
+    in_process = pool_size_ == 0;
+    const auto n = static_cast<std::size_t>(config_.capacity);
+    in_flight_.resize(n);
+    startup_deaths_.assign(n, 0);
+    front_since_.assign(n, Clock::time_point{});
+    spawned_at_.assign(n, Clock::time_point{});
+    timed_out_.assign(n, false);
+    role_.assign(n, Role::kIdle);
+    stop_sent_.assign(n, false);
+  }
+  if (in_process) {
+    inline_runner_ = std::make_unique<ChunkRunner>(core_->view);
+  } else {
+    const std::string exe = locate_worker(options_.worker_path);
+    done_fd_ = raise_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "an eventfd");
+    try {
+      pool_ = std::make_unique<WorkerPool>(core_->view, core_->arena.fd(), done_fd_, exe);
+      std::promise<void> started;
+      auto ready = started.get_future();
+      supervisor_ = std::thread([this, &started] { supervise(started); });
+      try {
+        ready.get();
+      } catch (...) {
+        supervisor_.join();
+        throw;
+      }
+    } catch (...) {
+      ::close(done_fd_);  // ~Impl does not run for a constructor that throws
+      throw;
+    }
+  }
+  if (core_->staging) stager_ = std::make_unique<Stager>(core_, options_.devices.to_string());
+}
+
+Loader::Impl::~Impl() {
+  {
+    MutexLock lock(core_->mutex);
+    core_->stop = true;
+  }
+  core_->wake();
+  core_->cv.notify_all();
+  stager_.reset();
+  if (supervisor_.joinable()) supervisor_.join();
+  if (done_fd_ >= 0) ::close(done_fd_);
+  log_.flush();
+  // Batches still held keep core_ (and the arena mapping) alive; nothing else refers to us.
+}
+
+// ---- public surface ------------------------------------------------------------------------
+
+Loader::Loader(Options options) {
+  const Clock::time_point created = Clock::now();
+  check_options(options);
+  DatasetIndex index = build_index(options.data, options.split);
+  ResolvedConfig config = resolve(std::move(options), index);
+  impl_ = std::make_unique<Impl>(std::move(config), std::move(index), created);
+}
+
+Loader::~Loader() = default;
+std::optional<Batch> Loader::next() {
+  return impl_->next();
+}
+void Loader::set_epoch(std::int64_t epoch) {
+  impl_->set_epoch(epoch);
+}
+void Loader::resize_workers(int n) {
+  impl_->resize_workers(n);
+}
+LoaderState Loader::state() const {
+  return impl_->state();
+}
+std::int64_t Loader::batches_per_epoch() const {
+  return impl_->batches_per_epoch();
+}
+std::int64_t Loader::dataset_size() const {
+  return impl_->dataset_size();
+}
+int Loader::rank() const {
+  return impl_->rank();
+}
+int Loader::world() const {
+  return impl_->world();
+}
+const Pipeline& Loader::pipeline() const {
+  return impl_->pipeline();
+}
+Stats Loader::stats() const {
+  return impl_->stats();
+}
+
+const char* version() {
+  return kVersion;
+}
+
+}  // namespace stoke

@@ -1,0 +1,111 @@
+#pragma once
+// The loader's batch slots and the work that fills them: which batch each slot holds, the
+// chunks not yet handed to a worker, and the consumer's position in the epoch plan.
+//
+// Thread-safety: none of its own. It lives in LoaderCore, guarded by LoaderCore::mutex (checked
+// by clang's -Wthread-safety), because a Batch released after its Loader is gone still frees
+// its slot here.
+//
+// A slot moves through
+//   kFree -> kFilling (chunks pending) -> kReady -> [kStaging -> kStaged] -> kHeld -> kFree
+// (the bracketed states when batches go through device buffers), or to kOrphan when a
+// reposition abandons it while chunks are still out; a kOrphan slot becomes kFree when its last
+// chunk completes. Invariants:
+//   - a kHeld slot is never written by anyone: no task names it;
+//   - a slot is assigned only from kFree and only when !in_transfer (no device still reads it);
+//   - pending_ holds only tasks of kFilling slots, and slot.pending counts that slot's tasks
+//     still pending or in a worker's hands;
+//   - batch sequence numbers (epoch * batches_per_epoch + index) are assigned in increasing
+//     order from next_seq() to assign_seq() - 1 with no gap, so batches are delivered in order.
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "data/epoch_plan.hpp"
+#include "ipc/arena_layout.hpp"
+
+namespace stoke::detail {
+
+struct SlotInfo {
+  enum State { kFree, kFilling, kReady, kStaging, kStaged, kHeld, kOrphan };
+  State state = kFree;
+  bool in_transfer = false;  // staged and some device may still be reading the host bytes
+  std::int64_t seq = -1;     // epoch * batches_per_epoch + index
+  std::int64_t epoch = 0;
+  std::int64_t index = 0;
+  int pending = 0;  // chunks not yet completed
+  int padded = 0;
+  std::string error;  // first data error in this batch (OnError::kError)
+};
+
+class SlotTable {
+ public:
+  // `slots` slots, the consumer at (epoch, batch).
+  SlotTable(const PlanConfig& plan, ArenaView view, std::size_t slots, std::int64_t epoch,
+            std::int64_t batch);
+
+  // ---- the consumer's position: the next batch it receives is (epoch(), next_batch()).
+  std::int64_t epoch() const { return epoch_; }
+  std::int64_t next_batch() const { return next_batch_; }
+  std::int64_t batches_per_epoch() const { return bpe_; }
+  std::int64_t next_seq() const { return epoch_ * bpe_ + next_batch_; }
+  std::int64_t assign_seq() const { return assign_seq_; }
+  // next_batch() == batches_per_epoch(): the consumer is told the epoch ended, then moves on.
+  bool epoch_exhausted() const { return next_batch_ == bpe_; }
+  void start_next_epoch();
+  // Moves the consumer to (epoch, batch). Batches already prepared from there on are kept;
+  // others are dropped (their pending chunks withdrawn, chunks in workers' hands orphaned).
+  void reposition(std::int64_t epoch, std::int64_t batch);
+  const EpochPlan& plan() const { return plan_; }
+
+  // ---- slots
+  std::size_t size() const { return slots_.size(); }
+  const SlotInfo& operator[](int slot) const { return slots_[static_cast<std::size_t>(slot)]; }
+  int free_slot() const;  // -1: none
+  int slot_of(std::int64_t seq) const;  // the slot preparing or holding batch `seq`, or -1
+  bool all_held() const;
+  // The earliest kReady batch at or before `horizon`, or -1.
+  int next_to_stage(std::int64_t horizon) const;
+  // Grows to n slots. REQUIRES: the arena holds n slots' bytes.
+  void add(std::size_t n);
+
+  // ---- work
+  // Chunks of `chunk` samples (the last may be shorter) from the next assignment on.
+  void set_chunk(int chunk) { chunk_ = chunk; }
+  int chunk() const { return chunk_; }
+  // Gives `slot` the next batch (assign_seq()): writes its planned sample ids and valid flags
+  // into the arena and queues its chunks. REQUIRES: (*this)[slot] is kFree and !in_transfer.
+  void assign(int slot);
+  void assign_free();  // assign() every free slot
+  std::deque<Task>& pending() { return pending_; }
+  // A chunk of `task.slot` finished; `error` (empty when none) is kept when it is the slot's
+  // first. True when the batch became ready.
+  bool complete(const Task& task, std::string error);
+
+  // ---- hand-over
+  void set_state(int slot, SlotInfo::State s) { at(slot).state = s; }
+  void set_in_transfer(int slot, bool v) { at(slot).in_transfer = v; }
+  // Marks `slot` held by the consumer and advances the position. REQUIRES: it holds next_seq().
+  const SlotInfo& deliver(int slot);
+  // The consumer gave a delivered slot back. REQUIRES: (*this)[slot] is kHeld.
+  void release(int slot);
+
+ private:
+  SlotInfo& at(int slot) { return slots_[static_cast<std::size_t>(slot)]; }
+
+  EpochPlan plan_;
+  const std::int64_t bpe_;
+  ArenaView view_;
+  std::vector<SlotInfo> slots_;
+  std::deque<Task> pending_;  // tasks not yet handed to a worker
+  std::int64_t epoch_ = 0;
+  std::int64_t next_batch_ = 0;  // in [0, bpe_]
+  std::int64_t assign_seq_ = 0;  // next batch sequence to give a slot
+  std::uint64_t next_task_seq_ = 1;
+  int chunk_ = 1;
+};
+
+}  // namespace stoke::detail

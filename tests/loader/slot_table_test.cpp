@@ -1,0 +1,189 @@
+// SlotTable on its own: an arena of a few slots in plain memory, no loader, no worker.
+#include "slot_table.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "ipc/arena_plan.hpp"
+
+namespace stoke::detail {
+namespace {
+
+// 10 samples, batch 4, one device, no shuffle: 3 batches an epoch (the last padded by 2).
+struct Table {
+  explicit Table(std::size_t slots, int chunk = 2, std::int64_t epoch = 0, std::int64_t batch = 0) {
+    ArenaPlanInput in;
+    in.batch = 4;
+    in.out_height = in.out_width = in.out_channels = 1;
+    in.initial_slots = slots;
+    const ArenaHeader h = plan_arena(in);
+    memory.assign(h.total_size + 64, 0);
+    base = memory.data() + (64 - reinterpret_cast<std::uintptr_t>(memory.data()) % 64) % 64;
+    *reinterpret_cast<ArenaHeader*>(base) = h;
+    PlanConfig plan{10, 4, 1, 0, 1, 0, false, LastBatch::kPad};
+    table.emplace(plan, ArenaView(base), slots, epoch, batch);
+    table->set_chunk(chunk);
+  }
+  SlotTable& operator*() { return *table; }
+  const SlotInfo& operator[](int slot) const { return (*table)[slot]; }
+  SlotTable* operator->() { return &*table; }
+  std::vector<std::int64_t> planned(int slot) {
+    const std::int64_t* p = ArenaView(base).planned_ids(static_cast<std::uint32_t>(slot));
+    return {p, p + 4};
+  }
+  void finish(int slot) {
+    std::deque<Task>& pending = table->pending();
+    for (auto it = pending.begin(); it != pending.end();) {
+      if (static_cast<int>(it->slot) != slot) {
+        ++it;
+        continue;
+      }
+      const Task t = *it;
+      it = pending.erase(it);
+      table->complete(t, "");
+    }
+  }
+
+  std::vector<std::uint8_t> memory;
+  std::uint8_t* base = nullptr;
+  std::optional<SlotTable> table;
+};
+
+TEST(SlotTable, AssignsBatchesInOrderAsChunksOfTheConfiguredSize) {
+  Table t(3);
+  t->assign_free();
+  EXPECT_EQ(t->assign_seq(), 3);
+  ASSERT_EQ(t->pending().size(), 6u);  // 3 batches x 2 chunks of 2
+  for (int s = 0; s < 3; ++s) {
+    EXPECT_EQ(t[s].state, SlotInfo::kFilling);
+    EXPECT_EQ(t[s].seq, s);
+    EXPECT_EQ(t[s].pending, 2);
+  }
+  EXPECT_EQ(t.planned(0), (std::vector<std::int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(t.planned(2), (std::vector<std::int64_t>{8, 9, 0, 1}));  // padded from the start
+  EXPECT_EQ(t[2].padded, 2);
+  const Task& first = t->pending().front();
+  EXPECT_EQ(first.begin, 0u);
+  EXPECT_EQ(first.count, 2u);
+  EXPECT_EQ(t->pending()[1].begin, 2u);
+  EXPECT_EQ(t->free_slot(), -1);
+}
+
+TEST(SlotTable, ABatchIsReadyOnlyWhenItsLastChunkCompletes) {
+  Table t(1);
+  t->assign_free();
+  const Task a = t->pending()[0], b = t->pending()[1];
+  t->pending().clear();
+  EXPECT_FALSE(t->complete(a, ""));
+  EXPECT_EQ(t[0].state, SlotInfo::kFilling);
+  EXPECT_TRUE(t->complete(b, "x.png (sample 3): corrupt"));
+  EXPECT_EQ(t[0].state, SlotInfo::kReady);
+  EXPECT_EQ(t[0].error, "x.png (sample 3): corrupt");
+}
+
+TEST(SlotTable, KeepsTheFirstDataErrorOfABatch) {
+  Table t(1);
+  t->assign_free();
+  const Task a = t->pending()[0], b = t->pending()[1];
+  t->complete(a, "first");
+  t->complete(b, "second");
+  EXPECT_EQ(t[0].error, "first");
+}
+
+TEST(SlotTable, DeliveryAdvancesThePositionAndReleaseFreesTheSlot) {
+  Table t(2);
+  t->assign_free();
+  t.finish(0);
+  ASSERT_EQ(t->slot_of(t->next_seq()), 0);
+  t->deliver(0);
+  EXPECT_EQ(t[0].state, SlotInfo::kHeld);
+  EXPECT_EQ(t->next_batch(), 1);
+  EXPECT_EQ(t->free_slot(), -1);
+  t->release(0);
+  EXPECT_EQ(t->free_slot(), 0);
+  t->assign(0);
+  EXPECT_EQ(t[0].seq, 2);  // the next batch in sequence, not the one it held
+}
+
+TEST(SlotTable, ASlotStillReadByADeviceIsNotReused) {
+  Table t(1);
+  t->assign_free();
+  t.finish(0);
+  t->deliver(0);
+  t->set_in_transfer(0, true);
+  t->release(0);
+  EXPECT_EQ(t->free_slot(), -1);
+  t->set_in_transfer(0, false);
+  EXPECT_EQ(t->free_slot(), 0);
+}
+
+TEST(SlotTable, EpochEndIsReportedOnceThenTheNextEpochBegins) {
+  Table t(3);
+  t->assign_free();
+  for (int s = 0; s < 3; ++s) {
+    t.finish(s);
+    t->deliver(s);
+  }
+  EXPECT_TRUE(t->epoch_exhausted());
+  t->start_next_epoch();
+  EXPECT_EQ(t->epoch(), 1);
+  EXPECT_EQ(t->next_batch(), 0);
+  EXPECT_EQ(t->next_seq(), 3);
+  t->release(0);
+  t->assign(0);
+  EXPECT_EQ(t[0].epoch, 1);
+  EXPECT_EQ(t[0].index, 0);
+}
+
+TEST(SlotTable, RepositionInsideThePreparedRangeKeepsTheBatchesAhead) {
+  Table t(3);
+  t->assign_free();
+  t.finish(1);
+  t->reposition(0, 1);
+  // Batch 0 is behind the new position: its pending chunks are withdrawn and the slot is free.
+  EXPECT_EQ(t[0].state, SlotInfo::kFree);
+  EXPECT_EQ(t[1].state, SlotInfo::kReady);
+  EXPECT_EQ(t[2].state, SlotInfo::kFilling);
+  EXPECT_EQ(t->pending().size(), 2u);
+  EXPECT_EQ(t->assign_seq(), 3);
+}
+
+TEST(SlotTable, RepositionElsewhereWithdrawsPendingWorkAndOrphansWhatWorkersHold) {
+  Table t(2);
+  t->assign_free();
+  // One chunk of slot 0 is "in a worker's hands": not pending any more.
+  const Task out = t->pending().front();
+  t->pending().pop_front();
+  t->reposition(5, 0);
+  EXPECT_EQ(t[0].state, SlotInfo::kOrphan);
+  EXPECT_EQ(t[1].state, SlotInfo::kFree);  // all its chunks were still pending
+  EXPECT_TRUE(t->pending().empty());
+  EXPECT_EQ(t->assign_seq(), 15);
+  EXPECT_EQ(t->free_slot(), 1);
+  EXPECT_FALSE(t->complete(out, ""));  // the orphan's last chunk returns: the slot is free
+  EXPECT_EQ(t[0].state, SlotInfo::kFree);
+}
+
+TEST(SlotTable, StagesTheEarliestReadyBatchWithinTheHorizon) {
+  Table t(3);
+  t->assign_free();
+  t.finish(2);
+  t.finish(1);
+  EXPECT_EQ(t->next_to_stage(0), -1);
+  EXPECT_EQ(t->next_to_stage(1), 1);
+  EXPECT_EQ(t->next_to_stage(2), 1);
+}
+
+TEST(SlotTable, GrowsWithFreeSlots) {
+  Table t(1);
+  t->assign_free();
+  t->add(3);
+  EXPECT_EQ(t->size(), 3u);
+  EXPECT_EQ(t->free_slot(), 1);
+  t->add(2);  // never shrinks
+  EXPECT_EQ(t->size(), 3u);
+}
+
+}  // namespace
+}  // namespace stoke::detail

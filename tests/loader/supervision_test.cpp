@@ -1,0 +1,162 @@
+// The supervisor under real start-up faults: workers that die before their handshake, that hang
+// there, and a log callback that throws. Each worker here is a small shell script standing in
+// front of the real stoke-worker: it counts its starts, misbehaves for the first few, then
+// execs the real program (same process, same descriptors), so every fault is a real process
+// really dying or hanging.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "test_support.hpp"
+
+namespace stoke {
+namespace {
+
+using test::fashion_options;
+using test::TempDir;
+
+// A worker executable that, for its first `fails` starts (per worker record), runs `action`
+// (a shell command that should end the process or hang) instead of the real worker.
+std::string faulty_worker(const TempDir& dir, int fails, const std::string& action) {
+  const std::string path = dir.str() + "/faulty-worker";
+  std::ofstream f(path);
+  f << "#!/bin/sh\n"
+    << "c=\"" << dir.str() << "/starts-$2\"\n"
+    << "n=$(cat \"$c\" 2>/dev/null || echo 0)\n"
+    << "echo $((n + 1)) > \"$c\"\n"
+    << "if [ \"$n\" -lt " << fails << " ]; then " << action << "; fi\n"
+    << "exec " << STOKE_WORKER_PATH << " \"$@\"\n";
+  f.close();
+  ::chmod(path.c_str(), 0755);
+  return path;
+}
+
+int starts(const TempDir& dir, int worker) {
+  std::ifstream f(dir.str() + "/starts-" + std::to_string(worker));
+  int n = 0;
+  f >> n;
+  return n;
+}
+
+std::vector<std::string> lines_of(const std::shared_ptr<std::vector<std::string>>& lines) {
+  return *lines;
+}
+
+bool contains(const std::vector<std::string>& lines, const std::string& text) {
+  for (const std::string& l : lines)
+    if (l.find(text) != std::string::npos) return true;
+  return false;
+}
+
+TEST(Supervision, AnInitialWorkerKilledDuringStartUpIsReplacedAndTheBytesAreUnchanged) {
+  Options plain = fashion_options(1);
+  test::Delivered expected;
+  {
+    Loader loader(plain);
+    expected = test::collect(loader, 5);
+  }
+  TempDir dir;
+  Options o = fashion_options(1);
+  o.worker_path = faulty_worker(dir, 2, "kill -KILL $$");
+  auto lines = std::make_shared<std::vector<std::string>>();
+  o.log = [lines](std::string_view l) { lines->emplace_back(l); };
+  Loader loader(o);
+  EXPECT_EQ(test::collect(loader, 5), expected);
+  EXPECT_EQ(starts(dir, 0), 3);
+  EXPECT_TRUE(contains(lines_of(lines), "died with signal 9 (Killed) during start-up; restarting it"));
+}
+
+TEST(Supervision, AWorkerThatCrashesAtEveryStartStopsTheLoaderAfterItsStartUpBudget) {
+  TempDir dir;
+  Options o = fashion_options(1);
+  o.worker_path = faulty_worker(dir, 1000, "kill -SEGV $$");
+  try {
+    Loader loader(o);
+    FAIL() << "a worker that never starts was accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "worker 0 died 5 times in a row during start-up; last death: signal 11 "
+                 "(Segmentation fault)");
+  }
+  EXPECT_EQ(starts(dir, 0), 5);
+  EXPECT_TRUE(test::children().empty());
+}
+
+// The replacement of a killed worker hangs before its handshake, every time. With the task
+// timeout off, nothing else would ever end the wait: the handshake deadline must, and after
+// the start-up budget the consumer gets an error instead of waiting forever.
+TEST(Supervision, AReplacementThatHangsAtStartUpEndsInAnErrorEvenWithoutATaskTimeout) {
+  TempDir dir;
+  Options o = fashion_options(1);
+  o.task_timeout_s = 0;
+  o.startup_timeout_s = 0.5;
+  // Start 1 is the real worker; starts 2.. hang.
+  const std::string path = faulty_worker(dir, 0, "true");
+  {
+    std::ofstream f(path);
+    f << "#!/bin/sh\n"
+      << "c=\"" << dir.str() << "/starts-$2\"\n"
+      << "n=$(cat \"$c\" 2>/dev/null || echo 0)\n"
+      << "echo $((n + 1)) > \"$c\"\n"
+      << "if [ \"$n\" -ge 1 ]; then exec sleep 60; fi\n"
+      << "exec " << STOKE_WORKER_PATH << " \"$@\"\n";
+  }
+  o.worker_path = path;
+  auto lines = std::make_shared<std::vector<std::string>>();
+  o.log = [lines](std::string_view l) { lines->emplace_back(l); };
+  Loader loader(o);
+  ASSERT_TRUE(loader.next().has_value());
+  for (pid_t pid : test::children()) ::kill(pid, SIGKILL);
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    while (loader.next()) {
+    }
+    FAIL() << "the epoch ended although no worker could run";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 ("worker 0 did not finish starting within 0.5 s, 5 times in a row; "
+                  "stoke-worker (" + path + ") hangs at start-up").c_str());
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30));
+  EXPECT_EQ(starts(dir, 0), 6);
+  EXPECT_TRUE(contains(lines_of(lines), "did not finish starting within 0.5 s; killing it"));
+}
+
+TEST(Supervision, ALogCallbackThatThrowsIsReportedAsAnErrorNamingTheLine) {
+  Options o = fashion_options(2);
+  o.log = [](std::string_view) { throw std::runtime_error("log sink closed"); };
+  Loader loader(o);
+  ASSERT_TRUE(loader.next().has_value());
+  loader.resize_workers(1);  // the supervisor logs the resize from its own thread
+  try {
+    while (loader.next()) {
+    }
+    FAIL() << "the callback's exception was lost";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "the log callback (Options::log) threw 'log sink closed' on the line "
+                 "'resizing the worker pool from 2 to 1 workers (requested)'");
+  }
+}
+
+TEST(Supervision, StartupTimeoutMustBePositive) {
+  Options o = fashion_options(1);
+  o.startup_timeout_s = 0;
+  EXPECT_THROW(
+      {
+        try {
+          Loader loader(o);
+        } catch (const ConfigError& e) {
+          EXPECT_STREQ(e.what(),
+                       "startup_timeout_s must be positive (seconds a worker may take to start)");
+          throw;
+        }
+      },
+      ConfigError);
+}
+
+}  // namespace
+}  // namespace stoke
