@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "device_discovery.hpp"
 #include "nvml.hpp"
 
 namespace stoke {
