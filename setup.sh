@@ -6,7 +6,7 @@ set -eu
 PACKAGES="
   build-essential cmake ninja-build pkg-config git clang
   libopencv-dev libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
-  libtbb-dev libboost-dev libopenblas-dev libopenmpi-dev openmpi-bin libxxhash-dev nlohmann-json3-dev
+  libtbb-dev libboost-dev libopenblas-dev libopenmpi-dev openmpi-bin libxxhash-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist mate-backgrounds opencv-doc
   python3 python3-venv python3-numpy python3-torch procps

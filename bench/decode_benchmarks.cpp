@@ -31,9 +31,10 @@
 #include <vector>
 
 #include "augment/augment.hpp"
+#include "data/sample_rng.hpp"
 #include "decode/decode.hpp"
 #include "decode/jpeg_region.hpp"
-#include "data/sample_rng.hpp"
+#include "stoke/tools/cli.hpp"
 #include "stoke/pipeline.hpp"
 
 namespace {
@@ -164,24 +165,42 @@ void register_all(long iterations) {
 
 }  // namespace
 
+// The command line; nullopt: go on, else the exit code (see stoke/tools/cli.hpp). Google
+// Benchmark's own flags pass through to `benchmark_args`, which it checks itself.
+std::optional<int> parse_args(int argc, char** argv, std::string& dir, std::size_t& limit,
+                              long& iterations, std::vector<std::string>& benchmark_args) {
+  CLI::App app("Micro-benchmarks of stoke's JPEG decode paths on a corpus held in memory.",
+               "stoke-decode-benchmarks");
+  stoke::tools::configure(app);
+  app.allow_extras();
+  app.add_option("--corpus", dir,
+                 "JPEG files to decode (default: $STOKE_BENCH_CORPUS, else "
+                 "build/default/testdata/jpeg)")
+      ->type_name("DIR");
+  app.add_option("--limit", limit, "at most N files of the corpus")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))->capture_default_str();
+  app.add_option("--iterations", iterations, "a fixed iteration count (e.g. under callgrind)")
+      ->check(CLI::Range(1L, 1L << 40));
+  app.footer("Google Benchmark's flags pass through: --benchmark_filter=REGEX, "
+             "--benchmark_format=json, --benchmark_list_tests=true, ...");
+  if (const auto code = stoke::tools::parse(app, argc, argv)) return code;
+  benchmark_args = app.remaining();
+  return std::nullopt;
+}
+
 int main(int argc, char** argv) {
   std::string dir;
   if (const char* env = std::getenv("STOKE_BENCH_CORPUS")) dir = env;
   std::size_t limit = 1000;
   long iterations = 0;
+  std::vector<std::string> extras;
+  if (const auto code = parse_args(argc, argv, dir, limit, iterations, extras)) return *code;
   std::vector<char*> rest{argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--corpus" && i + 1 < argc) {
-      dir = argv[++i];
-    } else if (a == "--limit" && i + 1 < argc) {
-      limit = std::stoul(argv[++i]);
-    } else if (a == "--iterations" && i + 1 < argc) {
-      iterations = std::stol(argv[++i]);
-    } else {
-      rest.push_back(argv[i]);
-    }
-  }
+  for (std::string& e : extras) rest.push_back(e.data());
+  int n = static_cast<int>(rest.size());
+  benchmark::Initialize(&n, rest.data());
+  // What Google Benchmark did not take either is a misspelled flag: a usage error, as elsewhere.
+  if (benchmark::ReportUnrecognizedArguments(n, rest.data())) return stoke::tools::kUsageError;
   if (dir.empty()) dir = "build/default/testdata/jpeg";
   try {
     load_corpus(dir, limit);
@@ -196,8 +215,6 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr, "corpus: %zu JPEG files from %s\n", corpus().size(), dir.c_str());
   register_all(iterations);
-  int n = static_cast<int>(rest.size());
-  benchmark::Initialize(&n, rest.data());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

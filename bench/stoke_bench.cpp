@@ -1,20 +1,22 @@
 // stoke-bench: runs a loader over a dataset and reports what it delivered and how fast.
 //
 //   stoke-bench [--data PATH] [--split train|test] [--batch B] [--devices cpu:G]
-//               [--workers N|auto] [--epochs E] [--seed S] [--size HxW] [--augment default|none]
+//               [--workers N|auto] [--epochs E] [--seed S] [--size HxW|N] [--augment train|eval]
 //               [--on-error skip|error] [--prefetch S] [--chunk C]
 //               [--dtype uint8|float32|float16|bfloat16] [--layout nchw|nhwc] [--json]
+//
+// `stoke-bench --help` lists every flag; usage errors exit 2 (stoke/tools/cli.hpp).
 //
 // Without --data it reads Fashion-MNIST from Debian's dataset-fashion-mnist. With --json the
 // last line of output is one JSON object (fields documented in docs/BENCHMARKS.md).
 
-#include <sys/resource.h>
 #include <unistd.h>
 #include <xxhash.h>
 #if defined(__x86_64__)
 #include <xxh_x86dispatch.h>
 #endif
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -24,20 +26,29 @@
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "stoke/cores.hpp"
 #include "stoke/devices.hpp"
-#include "stoke/kernels/normalize.hpp"
 #include "stoke/loader.hpp"
 #include "stoke/mnist.hpp"
+#include "stoke/names.hpp"
+#include "stoke/tools/cli.hpp"
+#include "stoke/tools/format.hpp"
+#include "stoke/tools/proc.hpp"
+#include "stoke/tools/progress.hpp"
 #include "sweep_plot.hpp"
 
 namespace {
 
+using stoke::tools::children_cpu_s;
+using stoke::tools::children_rss_mib;
+using stoke::tools::fixed1;
+using stoke::tools::own_cpu_s;
+using stoke::tools::with_commas;
 using Clock = std::chrono::steady_clock;
 
 struct Args {
@@ -50,6 +61,7 @@ struct Args {
   std::vector<int> sweep_workers;
   std::vector<int> sweep_prefetch;
   std::string plot = "stoke-sweep.png";
+  stoke::ImageSize size;  // --size; 0x0: the loader's default
 };
 
 int list_devices() {
@@ -65,248 +77,130 @@ int list_devices() {
   return 0;
 }
 
-[[noreturn]] void usage(int code) {
-  std::fprintf(
-      code == 0 ? stdout : stderr,
-      "usage: stoke-bench [options]\n"
-      "  --data PATH            image folder root/<class>/<image>, list file "
-      "(path<TAB>label), or IDX folder\n"
-      "                         (default: %s)\n"
-      "  --split train|test     IDX split (default train)\n"
-      "  --batch B              samples per batch per rank (default 256)\n"
-      "  --devices SPEC         cpu:G, cuda:0,1 or auto: devices the batch is split over\n"
-      "                         (default cpu:1)\n"
-      "  --list-devices         print the GPUs found (without touching CUDA) and exit\n"
-      "  --workers N|auto       worker processes; 0 = in-process (default 2); auto starts\n"
-      "                         with one and resizes the live pool to keep the consumer's\n"
-      "                         wait under --stall-target (every decision is logged)\n"
-      "  --max-workers N        auto's upper bound (default: the cores available)\n"
-      "  --stall-target X       auto's target wait fraction (default 0.02)\n"
-      "  --epochs E             epochs to run (default 1)\n"
-      "  --seed S               shuffle and augmentation seed (default 0)\n"
-      "  --size HxW             output size (default: 28x28 for IDX, 224x224 for images)\n"
-      "  --augment default|none training augmentation, or resize + centre crop\n"
-      "  --on-error skip|error  bad input: replace and count, or stop (default skip)\n"
-      "  --prefetch S|auto      batch slots (default 2 x workers + 2); auto also adds slots\n"
-      "                         when the consumer waits while the workers idle\n"
-      "  --chunk C              samples per unit of work (default batch / workers)\n"
-      "  --dtype T              uint8 (default), float32, float16 or bfloat16: anything\n"
-      "                         but uint8 normalizes on the devices (ImageNet mean/std\n"
-      "                         for RGB, 0.5/0.5 otherwise), host devices included\n"
-      "  --layout nchw|nhwc     layout of normalized output (default nchw)\n"
-      "  --consumer-ms X        simulate a trainer that needs X ms per batch (it sleeps,\n"
-      "                         as a thread waiting on its GPU does)\n"
-      "  --demand IMG_PER_S     the same, as the images per second the trainer takes\n"
-      "  --sweep-workers [1..]K run once per worker count 1..K (default K: the cores this\n"
-      "                         process may use, after CPU affinity and cgroup limits),\n"
-      "                         print a table and recommend the smallest count within\n"
-      "                         5%% of the best throughput; also writes --plot\n"
-      "  --sweep-prefetch A,B   with --sweep-workers: also try these prefetch depths\n"
-      "  --plot FILE            the sweep's PNG plot (default stoke-sweep.png)\n"
-      "  --json                 end the output with one JSON object\n",
-      stoke::kDefaultFashionMnistDir);
-  std::exit(code);
-}
-
-double parse_double(const std::string& flag, const std::string& v) {
-  try {
-    std::size_t used = 0;
-    const double x = std::stod(v, &used);
-    if (used == v.size() && x > 0) return x;
-  } catch (const std::exception&) {
-  }
-  std::fprintf(stderr, "stoke-bench: %s needs a positive number, got '%s'\n", flag.c_str(),
-               v.c_str());
-  std::exit(2);
-}
-
 std::vector<int> sweep_range(int lo, int hi) {
   std::vector<int> v;
   for (int w = lo; w <= hi; ++w) v.push_back(w);
   return v;
 }
 
-long long parse_number(const std::string& flag, const std::string& v, long long lo) {
-  try {
-    std::size_t used = 0;
-    const long long n = std::stoll(v, &used);
-    if (used == v.size() && n >= lo) return n;
-  } catch (const std::exception&) {
-  }
-  std::fprintf(stderr, "stoke-bench: %s needs an integer >= %lld, got '%s'\n", flag.c_str(), lo,
-               v.c_str());
-  std::exit(2);
+// --sweep-workers: "" (1..the cores available), "K" (1..K) or "A..K".
+std::vector<int> parse_sweep(const std::string& spec) {
+  if (spec.empty()) return sweep_range(1, stoke::available_cores());
+  const auto dots = spec.find("..");
+  int lo = 1, hi = 0;
+  const auto number = [](const std::string& text, int& out) {
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+    return ec == std::errc() && ptr == text.data() + text.size() && out >= 0 && out <= 512;
+  };
+  const bool ok = dots == std::string::npos
+                      ? number(spec, hi)
+                      : number(spec.substr(0, dots), lo) && number(spec.substr(dots + 2), hi);
+  if (!ok || hi < std::max(lo, 1))
+    throw stoke::ConfigError("wants K or A..K (worker counts 0..512, K >= 1 and >= A), got '" +
+                             spec + "'");
+  return sweep_range(lo, hi);
 }
 
-Args parse_args(int argc, char** argv) {
-  Args a;
+// What the loader is asked for, from the command line.
+void add_loader_flags(CLI::App& app, Args& a) {
+  using stoke::tools::add_word;
+  auto& o = a.options;
+  app.add_option("--data", o.data,
+                 "image folder root/<class>/<image>, list file (path<TAB>label), or IDX folder")
+      ->type_name("PATH")->capture_default_str();
+  add_word(app, "--split", o.split, stoke::parse_split, "IDX split: train (default) or test");
+  app.add_option("--batch", o.batch, "samples per batch per rank")
+      ->check(CLI::Range(1, 1 << 24))->capture_default_str();
+  add_word(app, "--devices", o.devices, stoke::parse_devices,
+           "cpu:G, cuda:0,1 or auto: devices the batch is split over (default cpu:1)")
+      ->type_name("SPEC");
+  stoke::tools::add_count_or_auto(
+      app, "--workers", o.workers, 0, 512,
+      "worker processes; 0 = in-process (default 2); auto starts with one and resizes the live "
+      "pool to keep the consumer's wait under --stall-target (every decision is logged)");
+  app.add_option("--max-workers", o.max_workers, "auto's upper bound (default: the cores available)")
+      ->check(CLI::Range(1, 512));
+  app.add_option("--stall-target", o.stall_target, "auto's target wait fraction")
+      ->check(CLI::Range(1e-6, 1.0))->capture_default_str();
+  app.add_option("--seed", o.seed, "shuffle and augmentation seed")->capture_default_str();
+  add_word(app, "--size", a.size, stoke::parse_size,
+           "output size HxW, or N for NxN (default: 28x28 for IDX, 224x224 for images)")
+      ->type_name("HxW|N");
+  add_word(app, "--augment", o.augment, stoke::parse_augment,
+           "train (training augmentation, the default) or eval (resize + centre crop); "
+           "aliases default, none");
+  add_word(app, "--on-error", o.on_error, stoke::parse_on_error,
+           "bad input: skip (replace and count, the default) or error (stop)");
+  stoke::tools::add_count_or_auto(app, "--prefetch", o.prefetch, 1, 1 << 16,
+                                  "batch slots (default 2 x workers + 2); auto also adds slots "
+                                  "when the consumer waits while the workers idle");
+  app.add_option("--chunk", o.chunk, "samples per unit of work (default batch / workers)")
+      ->check(CLI::Range(1, 1 << 24));
+  add_word(app, "--dtype", o.dtype, stoke::parse_dtype,
+           "uint8 (default), float32, float16 or bfloat16: anything but uint8 normalizes on the "
+           "devices (ImageNet mean/std for RGB, 0.5/0.5 otherwise), host devices included");
+  add_word(app, "--layout", o.layout, stoke::parse_layout,
+           "layout of normalized output: nchw (default) or nhwc");
+}
+
+// What stoke-bench does with the loader: how long, with what consumer, which sweep.
+CLI::Option* add_run_flags(CLI::App& app, Args& a, std::string& sweep) {
+  app.add_flag("--list-devices", a.list_devices,
+               "print the GPUs found (without touching CUDA) and exit");
+  app.add_option("--epochs", a.epochs, "epochs to run")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))->capture_default_str();
+  app.add_option("--consumer-ms", a.consumer_ms,
+                 "simulate a trainer that needs X ms per batch (it sleeps, as a thread waiting "
+                 "on its GPU does)")
+      ->check(stoke::tools::positive());
+  app.add_option_function<double>(
+         "--demand", [&a](double v) { a.consumer_ms = -v; },  // resolved once the batch is known
+         "the same, as the images per second the trainer takes")
+      ->check(stoke::tools::positive())->type_name("IMG_PER_S");
+  CLI::Option* sweep_flag =
+      app.add_option("--sweep-workers", sweep,
+                     "run once per worker count 1..K or A..K (default K: the cores this process "
+                     "may use, after CPU affinity and cgroup limits), print a table and recommend "
+                     "the smallest count within 5% of the best throughput; also writes --plot")
+          ->expected(0, 1)->type_name("[A..]K");
+  app.add_option("--sweep-prefetch", a.sweep_prefetch,
+                 "with --sweep-workers: also try these prefetch depths")
+      ->delimiter(',')->check(CLI::Range(1, 1 << 16))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->type_name("A,B,...");
+  app.add_option("--plot", a.plot, "the sweep's PNG plot")->type_name("FILE")->capture_default_str();
+  app.add_flag("--json", a.json, "end the output with one JSON object");
+  return sweep_flag;
+}
+
+// The command line into `a`; nullopt: go on, else the exit code (see stoke/tools/cli.hpp).
+std::optional<int> parse_args(int argc, char** argv, Args& a) {
   a.options.data = stoke::kDefaultFashionMnistDir;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") usage(0);
-    if (flag == "--json") {
-      a.json = true;
-      continue;
-    }
-    if (flag == "--list-devices") {
-      a.list_devices = true;
-      continue;
-    }
-    if (flag == "--sweep-workers" && (i + 1 >= argc || argv[i + 1][0] == '-')) {
-      a.sweep_workers = sweep_range(1, stoke::available_cores());
-      continue;
-    }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "stoke-bench: %s needs a value\n", flag.c_str());
-      usage(2);
-    }
-    const std::string v = argv[++i];
-    auto& o = a.options;
-    if (flag == "--data") {
-      o.data = v;
-    } else if (flag == "--split") {
-      if (v != "train" && v != "test") usage(2);
-      o.split = v == "train" ? stoke::Split::kTrain : stoke::Split::kTest;
-    } else if (flag == "--batch") {
-      o.batch = static_cast<int>(parse_number(flag, v, 1));
-    } else if (flag == "--devices") {
-      o.devices = stoke::DeviceSet::parse(v);
-    } else if (flag == "--workers") {
-      o.workers = v == "auto" ? stoke::kAuto : static_cast<int>(parse_number(flag, v, 0));
-    } else if (flag == "--max-workers") {
-      o.max_workers = static_cast<int>(parse_number(flag, v, 1));
-    } else if (flag == "--stall-target") {
-      o.stall_target = parse_double(flag, v);
-    } else if (flag == "--epochs") {
-      a.epochs = parse_number(flag, v, 1);
-    } else if (flag == "--seed") {
-      o.seed = static_cast<std::uint64_t>(parse_number(flag, v, 0));
-    } else if (flag == "--size") {
-      const auto x = v.find('x');
-      if (x == std::string::npos) {
-        std::fprintf(stderr, "stoke-bench: --size wants HxW (e.g. 224x224), got '%s'\n", v.c_str());
-        std::exit(2);
-      }
-      o.height = static_cast<int>(parse_number(flag, v.substr(0, x), 1));
-      o.width = static_cast<int>(parse_number(flag, v.substr(x + 1), 1));
-    } else if (flag == "--augment") {
-      if (v != "default" && v != "none") usage(2);
-      o.augment = v == "default" ? stoke::Augment::kTraining : stoke::Augment::kEvaluation;
-    } else if (flag == "--on-error") {
-      if (v != "skip" && v != "error") usage(2);
-      o.on_error = v == "skip" ? stoke::OnError::kSkip : stoke::OnError::kError;
-    } else if (flag == "--prefetch") {
-      o.prefetch = v == "auto" ? stoke::kAuto : static_cast<int>(parse_number(flag, v, 1));
-    } else if (flag == "--chunk") {
-      o.chunk = static_cast<int>(parse_number(flag, v, 1));
-    } else if (flag == "--dtype") {
-      try {
-        o.dtype = stoke::kernels::parse_dtype(v);
-      } catch (const std::invalid_argument& e) {
-        throw stoke::ConfigError(std::string("--dtype: ") + e.what());
-      }
-    } else if (flag == "--consumer-ms") {
-      a.consumer_ms = parse_double(flag, v);
-    } else if (flag == "--demand") {
-      a.consumer_ms = -parse_double(flag, v);  // resolved once the batch size is known
-    } else if (flag == "--sweep-workers") {
-      const auto dots = v.find("..");
-      const int lo = dots == std::string::npos
-                         ? 1
-                         : static_cast<int>(parse_number(flag, v.substr(0, dots), 0));
-      const int hi = static_cast<int>(
-          parse_number(flag, dots == std::string::npos ? v : v.substr(dots + 2), std::max(lo, 1)));
-      a.sweep_workers = sweep_range(lo, hi);
-    } else if (flag == "--sweep-prefetch") {
-      for (std::size_t at = 0; at <= v.size();) {
-        const auto comma = std::min(v.find(',', at), v.size());
-        a.sweep_prefetch.push_back(
-            static_cast<int>(parse_number(flag, v.substr(at, comma - at), 1)));
-        at = comma + 1;
-      }
-    } else if (flag == "--plot") {
-      a.plot = v;
-    } else if (flag == "--layout") {
-      if (v != "nchw" && v != "nhwc")
-        throw stoke::ConfigError("--layout must be nchw or nhwc, got '" + v + "'");
-      o.layout = v == "nchw" ? stoke::Layout::kNCHW : stoke::Layout::kNHWC;
-    } else {
-      std::fprintf(stderr, "stoke-bench: unknown option %s\n", flag.c_str());
-      usage(2);
+  CLI::App app("Runs a stoke loader over a dataset and reports what it delivered and how fast.",
+               "stoke-bench");
+  stoke::tools::configure(app);
+  add_loader_flags(app, a);
+  std::string sweep;
+  CLI::Option* sweep_flag = add_run_flags(app, a, sweep);
+  app.footer("Without --data it reads Fashion-MNIST from Debian's dataset-fashion-mnist. With "
+             "--json the last line of output is one JSON object (docs/BENCHMARKS.md).");
+  if (const auto code = stoke::tools::parse(app, argc, argv)) return code;
+  if (sweep_flag->count() > 0) {
+    try {
+      a.sweep_workers = parse_sweep(sweep);
+    } catch (const stoke::ConfigError& e) {
+      return stoke::tools::usage_error(app, "--sweep-workers", e.what());
     }
   }
-  return a;
-}
-
-// A "VmRSS:"-style field of /proc/<pid>/status in MiB (0 when missing).
-double status_mib(const std::string& pid, const char* field) {
-  std::ifstream in("/proc/" + pid + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(field, 0) == 0) return std::stod(line.substr(std::strlen(field))) / 1024.0;
+  if (a.size.height > 0) {
+    a.options.height = a.size.height;
+    a.options.width = a.size.width;
   }
-  return 0;
+  return std::nullopt;
 }
 
 // Resident memory of this process in MiB.
 double rss_mib(const char* field = "VmRSS:") {
-  return status_mib("self", field);
-}
-
-// The pids of this process's children (the workers), from every thread's children list.
-std::vector<std::string> child_pids() {
-  std::vector<std::string> pids;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream children(task.path() / "children");
-    std::string pid;
-    while (children >> pid) pids.push_back(pid);
-  }
-  return pids;
-}
-
-// Resident memory of the workers in MiB, summed.
-double children_rss_mib() {
-  double total = 0;
-  for (const std::string& pid : child_pids()) total += status_mib(pid, "VmRSS:");
-  return total;
-}
-
-// CPU seconds (user + system) used so far by this process, and by its children (the workers,
-// read from /proc before they exit).
-double own_cpu_s() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-
-double children_cpu_s() {
-  const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
-  double total = 0;
-  for (const std::string& pid : child_pids()) {
-    std::ifstream in("/proc/" + pid + "/stat");
-    std::string line;
-    std::getline(in, line);
-    std::istringstream fields(line.substr(line.rfind(')') + 2));
-    std::string field;
-    double utime = 0, stime = 0;
-    for (int i = 3; i <= 15 && fields >> field; ++i) {
-      if (i == 14) utime = std::stod(field);
-      if (i == 15) stime = std::stod(field);
-    }
-    total += (utime + stime) / tick;
-  }
-  return total;
-}
-
-std::string with_commas(double v) {
-  const std::string digits = std::to_string(static_cast<long long>(v + 0.5));
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return out;
+  return stoke::tools::status_mib("self", field);
 }
 
 // XXH3-128; on x86-64 libxxhash picks the widest vector unit (AVX2, AVX-512) at run time, which
@@ -326,29 +220,16 @@ std::string hex128(const XXH128_hash_t& h) {
   return buf;
 }
 
-class Progress {
- public:
-  Progress(std::int64_t total, bool enabled) : total_(total), enabled_(enabled) {}
-  bool on_terminal() const { return enabled_; }
-  void update(std::int64_t done, std::int64_t epoch, std::int64_t epochs, double rate) {
-    const auto now = Clock::now();
-    if (!enabled_ || (now - last_ < std::chrono::milliseconds(200) && done != total_)) return;
-    last_ = now;
-    const int width = 30;
-    const int filled = static_cast<int>(width * done / std::max<std::int64_t>(total_, 1));
-    std::fprintf(stderr, "\repoch %lld/%lld [%s%s] %lld/%lld batches  %s samples/s   ",
-                 static_cast<long long>(epoch + 1), static_cast<long long>(epochs),
-                 std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
-                 static_cast<long long>(done), static_cast<long long>(total_),
-                 with_commas(rate).c_str());
-    if (done == total_) std::fprintf(stderr, "\n");
-  }
-
- private:
-  std::int64_t total_;
-  bool enabled_;
-  Clock::time_point last_{};
-};
+// The progress line on a terminal: "epoch 1/2 [####....] 40/120 batches  12,345 samples/s".
+std::string progress_text(std::int64_t done, std::int64_t total, std::int64_t epoch,
+                          std::int64_t epochs, double rate) {
+  char text[256];
+  std::snprintf(text, sizeof text, "epoch %lld/%lld %s %lld/%lld batches  %s samples/s",
+                static_cast<long long>(epoch + 1), static_cast<long long>(epochs),
+                stoke::tools::meter(done, total, 30).c_str(), static_cast<long long>(done),
+                static_cast<long long>(total), with_commas(rate).c_str());
+  return text;
+}
 
 // One run of a loader over `epochs` epochs, and everything stoke-bench reports about it.
 struct Measurement {
@@ -383,7 +264,7 @@ Measurement measure(const stoke::Options& o, std::int64_t epochs, double consume
   XXH3_128bits_reset(output_hash);
   const bool gpu = o.devices.kind == stoke::DeviceSet::Kind::kCuda;
   const std::int64_t bpe = m.batches_per_epoch;
-  Progress progress(bpe, progress_bar && ::isatty(STDERR_FILENO) != 0);
+  stoke::tools::TerminalLine progress(progress_bar, std::chrono::milliseconds(200));
   const auto started = Clock::now();
   // Counted here rather than read from loader.stats() after every batch: the progress output
   // must not add the loader's report (verdict, GPU summary) to the measured loop.
@@ -405,9 +286,13 @@ Measurement measure(const stoke::Options& o, std::int64_t epochs, double consume
       ++done;
       samples += batch->size();
       const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
-      progress.update(done, e, epochs, elapsed > 0 ? static_cast<double>(samples) / elapsed : 0);
+      if (progress.active())
+        progress.draw(progress_text(done, bpe, e, epochs,
+                                    elapsed > 0 ? static_cast<double>(samples) / elapsed : 0),
+                      done == bpe);
     }
-    if (progress_bar && !progress.on_terminal() && epochs > 1) {
+    progress.finish();
+    if (progress_bar && !progress.active() && epochs > 1) {
       const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
       std::fprintf(stderr, "epoch %lld/%lld: %lld batches, %s samples/s so far\n",
                    static_cast<long long>(e + 1), static_cast<long long>(epochs),
@@ -431,8 +316,9 @@ Measurement measure(const stoke::Options& o, std::int64_t epochs, double consume
   return m;
 }
 
-const char* layout_name(const stoke::Options& o) {
-  return o.dtype == stoke::DType::kUInt8 || o.layout == stoke::Layout::kNHWC ? "nhwc" : "nchw";
+// uint8 batches are the pipeline's NHWC bytes whatever Options::layout says.
+const char* output_layout_name(const stoke::Options& o) {
+  return stoke::layout_name(o.dtype == stoke::DType::kUInt8 ? stoke::Layout::kNHWC : o.layout);
 }
 
 // The consumer's simulated time per batch, from --consumer-ms or --demand (stored negative).
@@ -482,8 +368,8 @@ int run(const Args& args) {
         if (text) print_configuration(args, loader);
       });
   const stoke::Stats& s = m.stats;
-  const char* dtype = stoke::kernels::dtype_name(o.dtype);
-  const char* layout = layout_name(o);
+  const char* dtype = stoke::dtype_name(o.dtype);
+  const char* layout = output_layout_name(o);
   if (text) {
     std::printf("result\n");
     std::printf("  delivered  %lld batches, %lld samples (%lld padding repeats), %lld skipped\n",
@@ -597,12 +483,6 @@ int run(const Args& args) {
   return 0;
 }
 
-std::string fixed1(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
-
 // --sweep-workers: one measurement per (prefetch, workers), a table, the recommendation, the
 // plot and (with --json) everything as one JSON object.
 int sweep(const Args& args) {
@@ -702,8 +582,9 @@ int sweep(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  Args args;
+  if (const auto code = parse_args(argc, argv, args)) return *code;
   try {
-    const Args args = parse_args(argc, argv);
     if (args.list_devices) return list_devices();
     if (!args.sweep_workers.empty()) return sweep(args);
     return run(args);

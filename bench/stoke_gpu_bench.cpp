@@ -4,7 +4,7 @@
 //       Host-to-device bandwidth by cudaMemcpyAsync from (a) a stoke arena (memfd, shared
 //       mapping) page-locked with cudaHostRegister, as the loader does, (b) a cudaHostAlloc
 //       buffer of the same size, (c) pageable malloc memory, for reference.
-//   stoke-gpu-bench normalize [--batch B] [--size S] [--reps R]
+//   stoke-gpu-bench normalize [--batch B] [--size HxW|N] [--reps R]
 //       The normalize kernel (uint8 NHWC -> float32/float16/bfloat16 NCHW, 3 channels) against
 //       a device-to-device copy of the output's size, both as bytes moved per second.
 //   stoke-gpu-bench make-corpus --out DIR [--count N] [--seed S] [--jobs J]
@@ -15,6 +15,8 @@
 // Every measurement prints one line of JSON ({"test": ..., ...}) on stdout.
 
 #include <cuda_runtime_api.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -31,7 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <map>
+#include <optional>
 #include <mutex>
 #include <random>
 #include <stdexcept>
@@ -39,27 +41,66 @@
 #include <thread>
 #include <vector>
 
-#include "cuda_check.hpp"
-#include "shared_arena.hpp"
 #include "stoke/kernels/normalize.hpp"
 #include "stoke/kernels/normalize_cuda.hpp"
+#include "stoke/names.hpp"
+#include "stoke/tools/cli.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-using Flags = std::map<std::string, std::string>;
+// Every subcommand's flags, with their defaults.
+struct Flags {
+  long mib = 256, h2d_reps = 20;                                 // h2d
+  long batch = 256, normalize_reps = 50;                         // normalize
+  stoke::ImageSize size{224, 224};
+  std::string out;                                               // make-corpus
+  long count = 1000, seed = 1;
+  long jobs = std::max(1u, std::thread::hardware_concurrency());
+};
 
-long flag(const Flags& f, const char* name, long fallback) {
-  const auto it = f.find(name);
-  if (it == f.end()) return fallback;
-  char* end = nullptr;
-  const long v = std::strtol(it->second.c_str(), &end, 10);
-  if (end == it->second.c_str() || *end != '\0' || v <= 0)
-    throw std::invalid_argument(std::string(name) + " needs a positive integer, got '" +
-                                it->second + "'");
-  return v;
+// The one place a CUDA status becomes an exception here ("file:line: expr failed: name: text").
+void cuda_check(cudaError_t status, const char* expr, int line) {
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(line) + ": " + expr +
+                             " failed: " + cudaGetErrorName(status) + ": " +
+                             cudaGetErrorString(status));
 }
+#define CUDA_CALL(expr) cuda_check((expr), #expr, __LINE__)
+
+// A memfd mapped shared and reserved up front, as the loader lays out its arena: the memory
+// cudaHostRegister page-locks in the training process. Built from the system calls rather than
+// borrowed from loader/src, so this tool needs only stoke's public headers.
+class MemfdBuffer {
+ public:
+  explicit MemfdBuffer(std::size_t bytes) : bytes_(bytes) {
+    fd_ = ::memfd_create("stoke-gpu-bench", MFD_CLOEXEC);
+    if (fd_ < 0) throw std::runtime_error(std::string("memfd_create: ") + std::strerror(errno));
+    if (const int err = ::posix_fallocate(fd_, 0, static_cast<off_t>(bytes)); err != 0) {
+      ::close(fd_);
+      throw std::runtime_error(std::string("posix_fallocate: ") + std::strerror(err));
+    }
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    if (p == MAP_FAILED) {
+      ::close(fd_);
+      throw std::runtime_error(std::string("mmap: ") + std::strerror(errno));
+    }
+    base_ = static_cast<std::uint8_t*>(p);
+  }
+  ~MemfdBuffer() {
+    ::munmap(base_, bytes_);
+    ::close(fd_);
+  }
+  MemfdBuffer(const MemfdBuffer&) = delete;
+  MemfdBuffer& operator=(const MemfdBuffer&) = delete;
+  std::uint8_t* base() const { return base_; }
+
+ private:
+  std::size_t bytes_;
+  int fd_ = -1;
+  std::uint8_t* base_ = nullptr;
+};
 
 // Milliseconds per repetition of `work` on `stream`, after one warm-up run.
 template <class Work>
@@ -84,14 +125,14 @@ double gbps(std::size_t bytes, double ms) {
 }
 
 int h2d(const Flags& f) {
-  const std::size_t bytes = static_cast<std::size_t>(flag(f, "--mib", 256)) << 20;
-  const int reps = static_cast<int>(flag(f, "--reps", 20));
+  const std::size_t bytes = static_cast<std::size_t>(f.mib) << 20;
+  const int reps = static_cast<int>(f.h2d_reps);
   cudaStream_t stream;
   CUDA_CALL(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   void* d_dst = nullptr;
   CUDA_CALL(cudaMalloc(&d_dst, bytes));
 
-  stoke::detail::SharedArena arena(bytes, bytes);
+  MemfdBuffer arena(bytes);
   std::memset(arena.base(), 7, bytes);
   CUDA_CALL(cudaHostRegister(arena.base(), bytes, cudaHostRegisterPortable));
   const double arena_ms = time_ms(stream, reps, [&] {
@@ -123,19 +164,21 @@ int h2d(const Flags& f) {
 }
 
 int normalize(const Flags& f) {
-  const int batch = static_cast<int>(flag(f, "--batch", 256));
-  const int size = static_cast<int>(flag(f, "--size", 224));
-  const int reps = static_cast<int>(flag(f, "--reps", 50));
+  const int batch = static_cast<int>(f.batch);
+  const int reps = static_cast<int>(f.normalize_reps);
   stoke::kernels::NormalizeParams p;
   p.samples = batch;
-  p.height = size;
-  p.width = size;
+  p.height = f.size.height;
+  p.width = f.size.width;
   p.channels = 3;
   p.layout = stoke::Layout::kNCHW;
   const float mean[3] = {123.675f, 116.28f, 103.53f}, stddev[3] = {58.395f, 57.12f, 57.375f};
   std::copy(mean, mean + 3, p.mean);
   std::copy(stddev, stddev + 3, p.stddev);
-  const std::size_t in_bytes = static_cast<std::size_t>(batch) * size * size * 3;
+  const std::size_t in_bytes = static_cast<std::size_t>(batch) * p.height * p.width * 3;
+  // "size": N as before for a square size, "HxW" otherwise.
+  const std::string size_json = p.height == p.width ? std::to_string(p.height)
+                                                    : "\"" + stoke::size_name(f.size) + "\"";
   cudaStream_t stream;
   CUDA_CALL(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   void *d_src = nullptr, *d_dst = nullptr, *d_copy = nullptr;
@@ -157,10 +200,10 @@ int normalize(const Flags& f) {
     const double kernel_gbps = gbps(in_bytes + out_bytes, kernel_ms);
     const double copy_gbps = gbps(2 * out_bytes, copy_ms);
     std::printf(
-        "{\"test\": \"normalize\", \"dtype\": \"%s\", \"batch\": %d, \"size\": %d, "
+        "{\"test\": \"normalize\", \"dtype\": \"%s\", \"batch\": %d, \"size\": %s, "
         "\"kernel_ms\": %.4f, \"kernel_gbps\": %.1f, \"d2d_copy_gbps\": %.1f, "
         "\"kernel_vs_copy\": %.3f, \"images_per_s\": %.0f}\n",
-        stoke::kernels::dtype_name(t), batch, size, kernel_ms, kernel_gbps, copy_gbps,
+        stoke::dtype_name(t), batch, size_json.c_str(), kernel_ms, kernel_gbps, copy_gbps,
         kernel_gbps / copy_gbps, batch / (kernel_ms * 1e-3));
   }
   CUDA_CALL(cudaFree(d_src));
@@ -244,14 +287,12 @@ void write_corpus_image(const fs::path& out, long i, std::uint32_t seed) {
 }
 
 int make_corpus(const Flags& f) {
-  const auto it = f.find("--out");
-  if (it == f.end()) throw std::invalid_argument("make-corpus needs --out DIR");
-  const fs::path out = it->second;
+  const fs::path out = f.out;
   if (fs::exists(out) && !fs::is_empty(out))
     throw std::invalid_argument(out.string() + " exists and is not empty");
-  const long count = flag(f, "--count", 1000);
-  const auto seed = static_cast<std::uint32_t>(flag(f, "--seed", 1));
-  const long jobs = flag(f, "--jobs", std::max(1u, std::thread::hardware_concurrency()));
+  const long count = f.count;
+  const auto seed = static_cast<std::uint32_t>(f.seed);
+  const long jobs = f.jobs;
   for (int c = 0; c < 10; ++c) {
     char name[32];
     std::snprintf(name, sizeof name, "c%02d", c);
@@ -294,26 +335,52 @@ int make_corpus(const Flags& f) {
   return 0;
 }
 
+// The command line; nullopt: go on, else the exit code (see stoke/tools/cli.hpp). Every value
+// is a positive count; `command` is the subcommand given.
+std::optional<int> parse_args(int argc, char** argv, Flags& f, std::string& command) {
+  CLI::App app("The GPU-side measurements of the device check (bench/device_check.sh); each "
+               "prints one line of JSON on stdout.",
+               "stoke-gpu-bench");
+  stoke::tools::configure(app);
+  app.require_subcommand(1);
+  const auto count = [](CLI::App* c, const char* flag, long& out, const char* help) {
+    c->add_option(flag, out, help)->check(CLI::Range(1L, 1L << 40))->capture_default_str();
+  };
+  CLI::App* h2d_cmd = app.add_subcommand(
+      "h2d", "Host-to-device bandwidth from a page-locked memfd arena (as the loader's), a "
+             "cudaHostAlloc buffer and pageable memory.");
+  count(h2d_cmd, "--mib", f.mib, "bytes to copy, in MiB");
+  count(h2d_cmd, "--reps", f.h2d_reps, "copies timed");
+  CLI::App* norm_cmd = app.add_subcommand(
+      "normalize", "The normalize kernel (uint8 NHWC -> float NCHW, 3 channels) against a "
+                   "device-to-device copy of its output.");
+  count(norm_cmd, "--batch", f.batch, "samples");
+  stoke::tools::add_word(*norm_cmd, "--size", f.size, stoke::parse_size,
+                         "image size HxW, or N for NxN (default 224)")
+      ->type_name("HxW|N");
+  count(norm_cmd, "--reps", f.normalize_reps, "kernel runs timed");
+  CLI::App* corpus_cmd = app.add_subcommand(
+      "make-corpus", "Writes synthetic photograph-like JPEGs DIR/cNN/NNNNN.jpg for an end-to-end "
+                     "run on a machine without datasets. Same seed, same corpus.");
+  corpus_cmd->add_option("--out", f.out, "a missing or empty folder")->type_name("DIR")->required();
+  count(corpus_cmd, "--count", f.count, "images");
+  count(corpus_cmd, "--seed", f.seed, "the corpus's seed");
+  count(corpus_cmd, "--jobs", f.jobs, "threads writing (default: all cores)");
+  if (const auto code = stoke::tools::parse(app, argc, argv)) return code;
+  command = app.get_subcommands().front()->get_name();
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || std::string(argv[1]) == "--help") {
-    std::fprintf(
-        argc < 2 ? stderr : stdout,
-        "usage: stoke-gpu-bench h2d [--mib N] [--reps R]\n"
-        "       stoke-gpu-bench normalize [--batch B] [--size S] [--reps R]\n"
-        "       stoke-gpu-bench make-corpus --out DIR [--count N] [--seed S] [--jobs J]\n");
-    return argc < 2 ? 2 : 0;
-  }
-  const std::string command = argv[1];
   Flags flags;
-  for (int i = 2; i + 1 < argc; i += 2) flags[argv[i]] = argv[i + 1];
+  std::string command;
+  if (const auto code = parse_args(argc, argv, flags, command)) return *code;
   try {
     if (command == "h2d") return h2d(flags);
     if (command == "normalize") return normalize(flags);
-    if (command == "make-corpus") return make_corpus(flags);
-    std::fprintf(stderr, "stoke-gpu-bench: unknown command '%s'\n", command.c_str());
-    return 2;
+    return make_corpus(flags);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "stoke-gpu-bench %s: %s\n", command.c_str(), e.what());
     return 1;

@@ -2,21 +2,19 @@
 //
 //   stoke-mkdata fashion-mnist --out DIR [--limit N] [--split train|test] [--from DIR]
 //   stoke-mkdata jpeg-corpus --out DIR [--count N] [--seed S]
+//   stoke-mkdata [COMMAND] --help
 //
 // Both write DIR/<class>/<NNNNN>.<ext>, with class folders that sort (byte order) in class-id
 // order, because a folder dataset's class id is the index of its sorted folder name.
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
-#include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
-#include <initializer_list>
 #include <iostream>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -24,109 +22,75 @@
 #include <optional>
 #include <random>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "stoke/error.hpp"
 #include "stoke/mnist.hpp"
+#include "stoke/names.hpp"
 #include "stoke/options.hpp"
+#include "stoke/tools/cli.hpp"
+#include "stoke/tools/progress.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kExitError = 2;
-
-constexpr const char* kUsage =
-    "usage:\n"
-    "  stoke-mkdata fashion-mnist --out DIR [--limit N] [--split train|test] [--from DIR]\n"
-    "      Writes Fashion-MNIST as grayscale PNGs DIR/<label>-<name>/NNNNN.png (NNNNN = dataset\n"
-    "      index). --limit: only the first N images (default all). --split: default train.\n"
-    "      --from: folder of the IDX files (default /usr/share/datasets/fashion-mnist, from\n"
-    "      Debian package dataset-fashion-mnist).\n"
-    "  stoke-mkdata jpeg-corpus --out DIR [--count N] [--seed S]\n"
-    "      Writes an ImageNet-like JPEG corpus DIR/cNN-<photo>/NNNNN.jpg: random crops of real\n"
-    "      photographs from Debian packages mate-backgrounds and opencv-doc, one class per\n"
-    "      photograph, long side 400..640, JPEG quality 90..95. --count: default 3000.\n"
-    "      --seed: default 0; the same seed and sources give the same corpus.\n"
-    "DIR must be missing or empty. Exit status: 0 on success, 2 on any error.\n";
-
-// Thrown for command-line mistakes: main prints the usage after the message.
-class UsageError : public stoke::Error {
- public:
-  using stoke::Error::Error;
-};
+// Every failure, usage or not, exits 2 (as documented in --help).
+constexpr int kExitError = stoke::tools::kUsageError;
 
 // ---------------------------------------------------------------------------------------------
 // Command line.
 
 struct Args {
-  std::string command;
-  std::vector<std::pair<std::string, std::string>> flags;  // in order; later ones win
-  bool help = false;
+  std::string command;  // the subcommand given
+  std::string out;
+  std::uint64_t limit = UINT64_MAX;  // fashion-mnist
+  stoke::Split split = stoke::Split::kTrain;
+  std::string from = stoke::kDefaultFashionMnistDir;
+  std::uint64_t count = 3000;  // jpeg-corpus
+  std::uint64_t seed = 0;
 };
 
-Args parse_args(int argc, char** argv) {
-  Args args;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      args.help = true;
-    } else if (arg.starts_with("--")) {
-      const std::size_t eq = arg.find('=');
-      if (eq != std::string_view::npos) {
-        args.flags.emplace_back(arg.substr(0, eq), arg.substr(eq + 1));
-      } else if (i + 1 < argc) {
-        args.flags.emplace_back(arg, argv[++i]);
-      } else {
-        throw UsageError(std::string(arg) + " needs a value");
-      }
-    } else if (args.command.empty()) {
-      args.command = arg;
-    } else {
-      throw UsageError("unexpected argument '" + std::string(arg) + "'");
-    }
-  }
-  return args;
+void add_out(CLI::App& command, Args& args) {
+  command.add_option("--out", args.out, "the folder to write; must be missing or empty")
+      ->type_name("DIR")->required()->check([](const std::string& dir) {
+        return dir.empty() ? std::string("must not be empty") : std::string();
+      });
 }
 
-// Rejects flags the command does not know, so a typo fails instead of being ignored.
-void check_flags(const Args& args, std::initializer_list<std::string_view> known) {
-  for (const auto& [name, value] : args.flags) {
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      throw UsageError("unknown flag " + name + " for command " + args.command);
-    }
-  }
-}
-
-std::optional<std::string> flag(const Args& args, std::string_view name) {
-  std::optional<std::string> value;
-  for (const auto& [key, val] : args.flags) {
-    if (key == name) value = val;
-  }
-  return value;
-}
-
-std::uint64_t parse_u64(const std::string& name, const std::string& text, std::uint64_t min) {
-  std::uint64_t value = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end || value < min) {
-    throw UsageError(name + " wants an integer >= " + std::to_string(min) + ", got '" + text + "'");
-  }
-  return value;
-}
-
-std::uint64_t u64_flag(const Args& args, std::string_view name, std::uint64_t fallback,
-                       std::uint64_t min) {
-  const std::optional<std::string> text = flag(args, name);
-  return text ? parse_u64(std::string(name), *text, min) : fallback;
-}
-
-std::string out_flag(const Args& args) {
-  std::optional<std::string> out = flag(args, "--out");
-  if (!out || out->empty()) throw UsageError(args.command + " needs --out DIR");
-  return *out;
+// The command line into `args`; nullopt: go on, else the exit code (see stoke/tools/cli.hpp).
+std::optional<int> parse_args(int argc, char** argv, Args& args) {
+  CLI::App app("Writes the image-folder datasets that stoke's tests and benchmarks read.",
+               "stoke-mkdata");
+  stoke::tools::configure(app);
+  app.require_subcommand(1);
+  app.footer("DIR must be missing or empty. Exit status: 0 on success, 2 on any error.");
+  CLI::App* fashion = app.add_subcommand(
+      "fashion-mnist",
+      "Writes Fashion-MNIST as grayscale PNGs DIR/<label>-<name>/NNNNN.png (NNNNN = dataset "
+      "index).");
+  add_out(*fashion, args);
+  fashion->add_option("--limit", args.limit, "only the first N images (default all)")
+      ->check(CLI::Range(std::uint64_t{1}, UINT64_MAX));
+  stoke::tools::add_word(*fashion, "--split", args.split, stoke::parse_split,
+                         "train (default) or test")
+      ->type_name("train|test");
+  fashion->add_option("--from", args.from,
+                      "folder of the IDX files (Debian package dataset-fashion-mnist)")
+      ->type_name("DIR")->capture_default_str();
+  CLI::App* corpus = app.add_subcommand(
+      "jpeg-corpus",
+      "Writes an ImageNet-like JPEG corpus DIR/cNN-<photo>/NNNNN.jpg: random crops of real "
+      "photographs from Debian packages mate-backgrounds and opencv-doc, one class per "
+      "photograph, long side 400..640, JPEG quality 90..95.");
+  add_out(*corpus, args);
+  corpus->add_option("--count", args.count, "images to write")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 32))->capture_default_str();
+  corpus->add_option("--seed", args.seed, "the same seed and sources give the same corpus")
+      ->capture_default_str();
+  if (const auto code = stoke::tools::parse(app, argc, argv)) return code;
+  args.command = fashion->parsed() ? fashion->get_name() : corpus->get_name();
+  return std::nullopt;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -158,38 +122,26 @@ std::uintmax_t write_image(const fs::path& path, const cv::Mat& image,
   return fs::file_size(path);
 }
 
+// "writing N/TOTAL" on stderr: rewritten in place on a terminal, a line at every tenth in a log.
 class Progress {
  public:
-  explicit Progress(std::uint64_t total) : total_(total) {}
-  Progress(const Progress&) = delete;
-  Progress& operator=(const Progress&) = delete;
-  // Ends the line when an error cuts the run short, so the error message starts a fresh one.
-  ~Progress() {
-    if (open_line_) std::cerr << '\n';
-  }
+  explicit Progress(std::uint64_t total)
+      : total_(total), terminal_(true, std::chrono::milliseconds(100)) {}
 
-  // On a terminal, redraws one line at most ~200 times per run; in a log file, writes a line at
-  // every tenth of the way.
   void done(std::uint64_t n) {
-    const std::uint64_t step = std::max<std::uint64_t>(1, total_ / (tty_ ? 200 : 10));
-    if (n == total_ || n % step == 0) {
-      if (tty_) {
-        std::cerr << "\rwriting " << n << '/' << total_ << std::flush;
-        open_line_ = true;
-      } else if (n != total_) {
-        std::cerr << "writing " << n << '/' << total_ << '\n';
-      }
-    }
-    if (n == total_) {
-      std::cerr << '\n';
-      open_line_ = false;
+    const std::string text = "writing " + std::to_string(n) + "/" + std::to_string(total_);
+    if (terminal_.active()) {
+      terminal_.draw(text, n == total_);
+      if (n == total_) terminal_.finish();
+    } else if (n != total_ && stoke::tools::every_tenth(static_cast<std::int64_t>(n),
+                                                        static_cast<std::int64_t>(total_))) {
+      std::cerr << text << '\n';
     }
   }
 
  private:
   std::uint64_t total_;
-  bool tty_ = ::isatty(STDERR_FILENO) != 0;
-  bool open_line_ = false;
+  stoke::tools::TerminalLine terminal_;
 };
 
 void print_summary(std::uint64_t images, std::size_t classes, const fs::path& out,
@@ -210,21 +162,11 @@ constexpr const char* kFashionClasses[] = {
 };
 constexpr std::size_t kFashionClassCount = std::size(kFashionClasses);
 
-stoke::Split parse_split(const std::optional<std::string>& text) {
-  if (!text || *text == "train") return stoke::Split::kTrain;
-  if (*text == "test") return stoke::Split::kTest;
-  throw UsageError("--split wants train or test, got '" + *text + "'");
-}
-
 int run_fashion_mnist(const Args& args) {
-  check_flags(args, {"--out", "--limit", "--split", "--from"});
-  const fs::path out = out_flag(args);
-  const stoke::Split split = parse_split(flag(args, "--split"));
-  const std::uint64_t limit = u64_flag(args, "--limit", UINT64_MAX, 1);
-  const std::string from = flag(args, "--from").value_or(stoke::kDefaultFashionMnistDir);
-
-  stoke::IdxImages data = stoke::read_idx(from, split);
-  const std::uint64_t total = std::min<std::uint64_t>(limit, data.count);
+  const fs::path out = args.out;
+  const std::string& from = args.from;
+  stoke::IdxImages data = stoke::read_idx(from, args.split);
+  const std::uint64_t total = std::min<std::uint64_t>(args.limit, data.count);
   if (total == 0) throw stoke::Error(from + ": the IDX files hold no images");
   prepare_out_dir(out);
 
@@ -381,10 +323,9 @@ cv::Mat read_photo(const fs::path& path) {
 }
 
 int run_jpeg_corpus(const Args& args) {
-  check_flags(args, {"--out", "--count", "--seed"});
-  const fs::path out = out_flag(args);
-  const std::uint64_t count = u64_flag(args, "--count", 3000, 1);
-  Rng rng(u64_flag(args, "--seed", 0, 0));
+  const fs::path out = args.out;
+  const std::uint64_t count = args.count;
+  Rng rng(args.seed);
 
   const std::vector<fs::path> sources = usable_sources();
   prepare_out_dir(out);
@@ -415,25 +356,13 @@ int run_jpeg_corpus(const Args& args) {
   return 0;
 }
 
-int run(int argc, char** argv) {
-  const Args args = parse_args(argc, argv);
-  if (args.help) {
-    std::cout << kUsage;
-    return 0;
-  }
-  if (args.command.empty()) throw UsageError("missing command");
-  if (args.command == "fashion-mnist") return run_fashion_mnist(args);
-  if (args.command == "jpeg-corpus") return run_jpeg_corpus(args);
-  throw UsageError("unknown command '" + args.command + "'");
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
+  Args args;
+  if (const auto code = parse_args(argc, argv, args)) return *code;
   try {
-    return run(argc, argv);
-  } catch (const UsageError& e) {
-    std::cerr << "stoke-mkdata: " << e.what() << "\n" << kUsage;
+    return args.command == "fashion-mnist" ? run_fashion_mnist(args) : run_jpeg_corpus(args);
   } catch (const std::exception& e) {
     std::cerr << "stoke-mkdata: " << e.what() << "\n";
   }

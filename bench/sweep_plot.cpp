@@ -9,6 +9,8 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+
+#include "stoke/tools/format.hpp"
 #endif
 
 #if defined(STOKE_BENCH_PLOT)
@@ -23,17 +25,6 @@ const cv::Scalar kColours[] = {{180, 90, 20}, {30, 120, 220}, {60, 160, 60}, {15
 void text(cv::Mat& img, const std::string& s, cv::Point at, double scale = 0.5,
           const cv::Scalar& colour = kInk) {
   cv::putText(img, s, at, cv::FONT_HERSHEY_SIMPLEX, scale, colour, 1, cv::LINE_AA);
-}
-
-std::string number(double v) {
-  char buf[32];
-  if (v >= 1e6)
-    std::snprintf(buf, sizeof buf, "%.1fM", v / 1e6);
-  else if (v >= 1e4)
-    std::snprintf(buf, sizeof buf, "%.0fk", v / 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  return buf;
 }
 
 void dashed(cv::Mat& img, cv::Point a, cv::Point b, const cv::Scalar& c) {
@@ -75,7 +66,7 @@ std::string write_sweep_plot(const std::string& path, const std::vector<SweepPoi
   for (int i = 0; i <= 5; ++i) {  // grid and axis labels
     const int y = kTop + ph - i * ph / 5;
     cv::line(img, {kLeft, y}, {kLeft + pw, y}, kGrid, 1);
-    text(img, number(top * i / 5), {8, y + 5});
+    text(img, stoke::tools::short_number(top * i / 5), {8, y + 5});
     text(img, std::to_string(i * 20) + "%", {kLeft + pw + 10, y + 5});
   }
   for (int w = lo; w <= hi; ++w) {

@@ -15,6 +15,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <memory>
+#include <type_traits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,24 +25,13 @@
 #include "stoke/devices.hpp"
 #include "stoke/error.hpp"
 #include "stoke/loader.hpp"
+#include "stoke/names.hpp"
 #include "stoke/state.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace {
-
-// Parses one of `names` (Python spelling) into the matching value; ValueError otherwise.
-template <class T>
-T choose(const std::string& what, const std::string& value,
-         std::initializer_list<std::pair<const char*, T>> names) {
-  std::string known;
-  for (const auto& [name, v] : names) {
-    if (value == name) return v;
-    known += (known.empty() ? "" : ", ") + std::string("'") + name + "'";
-  }
-  throw stoke::ConfigError(what + " must be one of " + known + ", got '" + value + "'");
-}
 
 nb::dlpack::dtype dlpack_dtype(stoke::DType d) {
   switch (d) {
@@ -141,7 +132,7 @@ struct LoaderArgs {
   int batch = 256;
   std::string devices = "cpu:1";
   int workers = 2;
-  std::vector<int> size;  // empty (the default), or {height, width}
+  std::string size;  // "" (the default), "HxW" or "N"
   std::string augment = "train";
   std::string dtype = "uint8";
   std::string layout = "nchw";
@@ -162,45 +153,30 @@ struct LoaderArgs {
   std::string worker_path;
 };
 
+// The words are stoke/names.hpp's, so Python, the tools and C++ accept the same ones.
 stoke::Options options_from(const LoaderArgs& a) {
   stoke::Options o;
   o.data = a.data;
   o.batch = a.batch;
-  o.devices = stoke::DeviceSet::parse(a.devices);
+  o.devices = stoke::parse_devices(a.devices);
   o.workers = a.workers;
   if (!a.size.empty()) {
-    if (a.size.size() != 2) throw stoke::ConfigError("size must be an int or (height, width)");
-    o.height = a.size[0];
-    o.width = a.size[1];
+    const stoke::ImageSize size = stoke::parse_size(a.size);
+    o.height = size.height;
+    o.width = size.width;
   }
-  if (a.augment == "none") {
-    o.augment = stoke::Augment::kEvaluation;
-  } else {
-    o.augment = choose<stoke::Augment>("augment", a.augment,
-                                       {{"train", stoke::Augment::kTraining},
-                                        {"eval", stoke::Augment::kEvaluation}});
-  }
-  o.dtype = choose<stoke::DType>("dtype", a.dtype,
-                                 {{"uint8", stoke::DType::kUInt8},
-                                  {"float32", stoke::DType::kFloat32},
-                                  {"float16", stoke::DType::kFloat16},
-                                  {"bfloat16", stoke::DType::kBFloat16}});
-  o.layout = choose<stoke::Layout>("layout", a.layout,
-                                   {{"nchw", stoke::Layout::kNCHW}, {"nhwc", stoke::Layout::kNHWC}});
+  o.augment = stoke::parse_augment(a.augment);
+  o.dtype = stoke::parse_dtype(a.dtype);
+  o.layout = stoke::parse_layout(a.layout);
   o.mean = a.mean;
   o.stddev = a.std;
   o.seed = a.seed;
   o.shuffle = a.shuffle;
-  o.last_batch = choose<stoke::LastBatch>("last_batch", a.last_batch,
-                                          {{"pad", stoke::LastBatch::kPad},
-                                           {"drop", stoke::LastBatch::kDrop}});
+  o.last_batch = stoke::parse_last_batch(a.last_batch);
   o.rank = a.rank.value_or(-1);
   o.world = a.world.value_or(-1);
-  o.on_error = choose<stoke::OnError>("on_error", a.on_error,
-                                      {{"skip", stoke::OnError::kSkip},
-                                       {"error", stoke::OnError::kError}});
-  o.split = choose<stoke::Split>("split", a.split,
-                                 {{"train", stoke::Split::kTrain}, {"test", stoke::Split::kTest}});
+  o.on_error = stoke::parse_on_error(a.on_error);
+  o.split = stoke::parse_split(a.split);
   o.prefetch = a.prefetch;
   o.max_workers = a.max_workers;
   o.stall_target = a.stall_target;
@@ -208,6 +184,61 @@ stoke::Options options_from(const LoaderArgs& a) {
   if (a.state) o.resume = stoke::LoaderState::parse(*a.state);
   o.worker_path = a.worker_path;
   return o;
+}
+
+// The Python Loader: a stoke::Loader and the options it was made from, so load_state_dict()
+// can replace it with one that resumes elsewhere (a C++ Loader's position is fixed at
+// construction, apart from set_epoch).
+struct PyLoader {
+  stoke::Options options;
+  std::unique_ptr<stoke::Loader> loader;
+
+  explicit PyLoader(stoke::Options o)
+      : options(std::move(o)), loader(std::make_unique<stoke::Loader>(options)) {}
+};
+
+// Calls f(key, field) for every field of a LoaderState: the keys of state_dict().
+template <class State, class F>
+void for_each_state_field(State& s, F f) {
+  f("seed", s.seed);
+  f("epoch", s.epoch);
+  f("next_batch", s.next_batch);
+  f("dataset_size", s.dataset_size);
+  f("global_batch", s.global_batch);
+}
+
+// The torchdata / Lightning convention: a dict of plain ints, torch.save-able.
+nb::dict state_dict(const stoke::LoaderState& s) {
+  nb::dict d;
+  for_each_state_field(s, [&d](const char* key, const auto& value) { d[key] = value; });
+  return d;
+}
+
+template <class T>
+T state_field(const nb::dict& d, const char* key) {
+  if (!d.contains(key))
+    throw stoke::ConfigError(std::string("state_dict lacks '") + key +
+                             "' (expected a dict from Loader.state_dict())");
+  try {
+    return nb::cast<T>(d[key]);
+  } catch (const nb::cast_error&) {
+    throw stoke::ConfigError(std::string("state_dict['") + key + "'] is not an integer");
+  }
+}
+
+// Replaces the loader by one continuing at `d`. The new one is made first, so a state that
+// does not fit this loader (another dataset or batch) raises and leaves the old one working.
+void load_state_dict(PyLoader& self, const nb::dict& d) {
+  stoke::LoaderState s;
+  for_each_state_field(s, [&d](const char* key, auto& value) {
+    value = state_field<std::decay_t<decltype(value)>>(d, key);
+  });
+  stoke::Options o = self.options;
+  o.resume = s;
+  o.seed = s.seed;
+  auto fresh = std::make_unique<stoke::Loader>(o);
+  self.options = std::move(o);
+  self.loader = std::move(fresh);
 }
 
 nb::dict stats_dict(const stoke::Stats& s) {
@@ -316,36 +347,44 @@ NB_MODULE(_stoke, m) {
                    "1 for a real sample, 0 for a padding repeat")
       .def_prop_ro("sample_ids", [](const stoke::Batch& b) { return host_array(b, b.sample_ids()); })
       .def("release", &stoke::Batch::release,
-           "Drops this object's hold on the slot (arrays already taken keep theirs).");
+           "Drops this object's hold on the slot (arrays already taken keep theirs). After it, "
+           "every attribute of the batch raises stoke.Error.");
 
-  nb::class_<stoke::Loader>(m, "Loader")
+  nb::class_<PyLoader>(m, "Loader")
       .def(
           "__init__",
-          [](stoke::Loader* self, LoaderArgs args) { new (self) stoke::Loader(options_from(args)); },
+          [](PyLoader* self, LoaderArgs args) { new (self) PyLoader(options_from(args)); },
           "args"_a)
-      .def("__len__", &stoke::Loader::batches_per_epoch)
+      .def("__len__", [](const PyLoader& l) { return l.loader->batches_per_epoch(); })
       .def("__iter__", [](nb::handle self) { return self; }, nb::rv_policy::reference)
       .def(
           "__next__",
-          [](stoke::Loader& l) {
+          [](PyLoader& l) {
             std::optional<stoke::Batch> b;
             {
               nb::gil_scoped_release release;
-              b = l.next();
+              b = l.loader->next();
             }
             if (!b) throw nb::stop_iteration();
             return std::move(*b);
           })
-      .def("set_epoch", &stoke::Loader::set_epoch, "epoch"_a)
-      .def("resize_workers", &stoke::Loader::resize_workers, "n"_a,
+      .def("set_epoch", [](PyLoader& l, std::int64_t e) { l.loader->set_epoch(e); }, "epoch"_a)
+      .def("resize_workers", [](PyLoader& l, int n) { l.loader->resize_workers(n); }, "n"_a,
            "Grows or shrinks the live worker pool to n processes and stops automatic sizing. "
            "Returns at once; stats()['workers'] shows the new size within moments. The "
            "delivered bytes do not change.")
-      .def("state", [](const stoke::Loader& l) { return l.state().serialize(); })
-      .def("stats", [](const stoke::Loader& l) { return stats_dict(l.stats()); })
-      .def_prop_ro("dataset_size", &stoke::Loader::dataset_size)
-      .def_prop_ro("rank", &stoke::Loader::rank)
-      .def_prop_ro("world", &stoke::Loader::world);
+      .def("state", [](const PyLoader& l) { return l.loader->state().serialize(); },
+           "Where the next batch comes from, as a string for Loader(..., state=...).")
+      .def("state_dict", [](const PyLoader& l) { return state_dict(l.loader->state()); },
+           "Where the next batch comes from, as a dict for load_state_dict() (the torchdata "
+           "StatefulDataLoader and Lightning convention).")
+      .def("load_state_dict", &load_state_dict, "state_dict"_a,
+           "Continues exactly where state_dict() was taken: the next batch is the one that "
+           "loader would have delivered next. Restarts the workers.")
+      .def("stats", [](const PyLoader& l) { return stats_dict(l.loader->stats()); })
+      .def_prop_ro("dataset_size", [](const PyLoader& l) { return l.loader->dataset_size(); })
+      .def_prop_ro("rank", [](const PyLoader& l) { return l.loader->rank(); })
+      .def_prop_ro("world", [](const PyLoader& l) { return l.loader->world(); });
 
   nb::class_<LoaderArgs>(m, "_LoaderArgs")
       .def(nb::init<>())

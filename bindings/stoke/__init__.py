@@ -61,6 +61,9 @@ class Loader(_stoke.Loader):
     the epoch, ``batch``, ``rank`` and ``world``, never on ``workers`` (nor on the pool
     growing or shrinking while it runs).
 
+    ``state_dict()`` / ``load_state_dict(d)`` save and restore the position as a dict of ints
+    (the torchdata ``StatefulDataLoader`` and Lightning convention), beside ``state()``.
+
     ``stats()`` reports the data-stall monitor: how long the consumer waited for batches and how
     long it computed between them (whole run and a moving window), the demand it could take, a
     ``verdict`` line ("input-bound: ... try 4 workers" or "not input-bound: ..."), GPU
@@ -77,10 +80,11 @@ class Loader(_stoke.Loader):
             with one and grow or shrink the live pool toward the fewest workers that keep the
             consumer's wait under ``stall_target``, bounded by ``max_workers`` (default: the
             cores this process may use) and by memory.
-        size: output ``int`` or ``(height, width)``; default: the IDX images' own size, or
-            224 x 224 for image files.
+        size: output ``int`` N (N x N), ``(height, width)``, or a string ``"HxW"`` / ``"N"``;
+            default: the IDX images' own size, or 224 x 224 for image files.
         augment: ``"train"`` (random-resized-crop + flip; pad-crop + flip for small images) or
-            ``"eval"`` / ``"none"`` (resize the shorter side, centre crop).
+            ``"eval"`` (resize the shorter side, centre crop); ``"default"`` and ``"none"``
+            remain accepted for them.
         dtype: ``"uint8"`` (the pipeline's NHWC bytes) or ``"float32"``, ``"float16"``,
             ``"bfloat16"``: ``(x / 255 - mean) / std`` computed on the device, in ``layout``.
         layout: ``"nchw"`` or ``"nhwc"`` for float dtypes.
@@ -99,7 +103,8 @@ class Loader(_stoke.Loader):
         max_workers: ``workers="auto"``'s upper bound (0: the cores available).
         stall_target: the wait fraction ``workers="auto"`` keeps under (default 0.02).
         monitor_window: batches in the stall monitor's moving window.
-        state: a ``loader.state()`` string to continue exactly where that loader was.
+        state: a ``loader.state()`` string to continue exactly where that loader was (or call
+            ``load_state_dict(loader.state_dict())`` on a new loader).
         worker_path: the stoke-worker executable (default: the one installed with this package).
 
     Raises:
@@ -140,11 +145,14 @@ class Loader(_stoke.Loader):
         a.devices = devices
         a.workers = _auto_or_int("workers", workers)
         if size is None:
-            a.size = []
+            a.size = ""
+        elif isinstance(size, str):
+            a.size = size  # "HxW" or "N", as the tools' --size
         elif isinstance(size, int):
-            a.size = [size, size]
+            a.size = str(size)
         else:
-            a.size = [int(v) for v in size]
+            h, w = (int(v) for v in size)
+            a.size = f"{h}x{w}"
         a.augment = augment
         a.dtype = dtype
         a.layout = layout

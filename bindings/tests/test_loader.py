@@ -2,6 +2,7 @@
 error mapping and resume. Needs Fashion-MNIST from Debian's dataset-fashion-mnist."""
 
 import gc
+import itertools
 import time
 import os
 import shutil
@@ -106,10 +107,47 @@ def test_release_drops_the_batch_hold_but_not_the_arrays():
 def test_bad_configuration_raises_value_error_with_what_to_change():
     with pytest.raises(ValueError, match="batch 250 is not a multiple of 4 devices; use 248 or 252"):
         stoke.Loader(FASHION, batch=250, devices="cpu:4")
-    with pytest.raises(ValueError, match="dtype must be one of"):
+    with pytest.raises(ValueError, match="^dtype must be uint8, float32, float16 or bfloat16, "
+                                         "got 'float64'$"):
         stoke.Loader(FASHION, dtype="float64")
     with pytest.raises(ValueError):
         stoke.Loader(FASHION, state="not a state")
+
+
+def test_a_released_batch_raises_on_every_attribute_and_its_arrays_stay_valid():
+    loader = stoke.Loader(FASHION, split="test", batch=100, workers=1)
+    batch = next(iter(loader))
+    labels = batch.labels
+    want = np.from_dlpack(labels).copy()
+    batch.release()
+    for name in ("epoch", "index", "size", "padded", "device_count", "pixels", "labels", "valid",
+                 "sample_ids"):
+        with pytest.raises(stoke.Error, match="this batch was released"):
+            getattr(batch, name)
+    batch.release()  # again: harmless
+    gc.collect()
+    # An array taken before holds its own share of the slot, so it stays readable.
+    assert np.array_equal(np.from_dlpack(labels), want)
+
+
+def test_the_vocabulary_is_the_tools_one():
+    def first(**kw):
+        b = next(iter(stoke.Loader(FASHION, split="test", batch=50, workers=0, shuffle=False,
+                                   **kw)))
+        return np.from_dlpack(b.pixels[0]).copy()
+
+    assert first(size=14).shape == (50, 14, 14, 1)
+    assert np.array_equal(first(size=14), first(size="14x14"))
+    assert np.array_equal(first(size=14), first(size=(14, 14)))
+    assert first(size="14x21").shape == (50, 14, 21, 1)
+    assert np.array_equal(first(augment="eval"), first(augment="none"))  # old spelling kept
+    with pytest.raises(ValueError, match=r"^augment must be train or eval \(aliases: default, "
+                                         r"none\), got 'x'$"):
+        stoke.Loader(FASHION, augment="x")
+    with pytest.raises(ValueError, match="^size must be HxW or N"):
+        stoke.Loader(FASHION, size="14y14")
+    with pytest.raises(ValueError, match="^last_batch must be pad or drop, got 'keep'$"):
+        stoke.Loader(FASHION, last_batch="keep")
 
 
 def test_bad_input_under_on_error_error_raises_data_error_naming_the_path(tmp_path):
@@ -175,6 +213,37 @@ def test_resuming_from_state_continues_with_the_same_batches():
     resumed = stoke.Loader(FASHION, batch=64, workers=1, seed=7, state=state)
     got = [np.from_dlpack(b.sample_ids).copy() for b, _ in zip(resumed, range(2))]
     assert all(np.array_equal(a, b) for a, b in zip(want, got))
+
+
+def test_load_state_dict_resumes_with_the_bytes_of_an_uninterrupted_run():
+    def take(it, n):  # exactly n batches (zip with a range would pull one more)
+        return [(np.from_dlpack(b.pixels[0]).tobytes(), np.from_dlpack(b.labels).tobytes())
+                for b in itertools.islice(it, n)]
+
+    # Uninterrupted: 8 batches of an epoch of 157 (10,000 / 64, padded).
+    whole = take(iter(stoke.Loader(FASHION, split="test", batch=64, workers=2, seed=11)), 8)
+    first = stoke.Loader(FASHION, split="test", batch=64, workers=2, seed=11)
+    it = iter(first)
+    assert take(it, 3) == whole[:3]
+    saved = first.state_dict()
+    assert saved == {"seed": 11, "epoch": 0, "next_batch": 3, "dataset_size": 10000,
+                     "global_batch": 64}
+    del first, it
+    # A new loader, other workers and another seed, as a restarted job builds it.
+    second = stoke.Loader(FASHION, split="test", batch=64, workers=1, seed=0)
+    second.load_state_dict(saved)
+    assert second.state_dict() == saved
+    assert take(iter(second), 5) == whole[3:]
+
+
+def test_load_state_dict_refuses_a_bad_dict_and_keeps_the_loader_working():
+    loader = stoke.Loader(FASHION, split="test", batch=64, workers=1)
+    with pytest.raises(ValueError, match="state_dict lacks 'next_batch'"):
+        loader.load_state_dict({"seed": 0, "epoch": 0})
+    other = stoke.Loader(FASHION, split="test", batch=32, workers=0).state_dict()
+    with pytest.raises(ValueError, match="cannot resume"):
+        loader.load_state_dict(other)  # another batch size
+    assert next(iter(loader)).size == 64
 
 
 def test_devices_lists_gpus_without_touching_cuda():

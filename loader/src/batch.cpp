@@ -1,69 +1,96 @@
 #include "stoke/batch.hpp"
 
-#include <cassert>
+#include <string>
 
 #include "loader_core.hpp"
+#include "stoke/error.hpp"
 
 namespace stoke {
 
 using detail::BatchLease;
 
-Batch::Batch(std::shared_ptr<BatchLease> lease) : lease_(std::move(lease)) {}
+namespace {
+
+// Batch's constructor is private to Loader, which always passes a BatchLease.
+BatchLease& as_lease(void* held) {
+  return *static_cast<BatchLease*>(held);
+}
+
+void check_device(int device, int count) {
+  if (device < 0 || device >= count)
+    throw Error("device " + std::to_string(device) + " out of range: this batch has " +
+                std::to_string(count) + " device(s)");
+}
+
+}  // namespace
+
+Batch::Batch(std::shared_ptr<void> lease) : lease_(std::move(lease)) {}
+
+void* Batch::held() const {
+  if (lease_ == nullptr)
+    throw Error("this batch was released (or moved from): its memory went back to the loader");
+  return lease_.get();
+}
 
 std::int64_t Batch::epoch() const {
-  return lease_->epoch();
+  return as_lease(held()).epoch();
 }
 std::int64_t Batch::index() const {
-  return lease_->index();
+  return as_lease(held()).index();
 }
 int Batch::size() const {
-  return lease_->core().batch;
+  return as_lease(held()).core().batch;
 }
 int Batch::padded() const {
-  return lease_->padded();
+  return as_lease(held()).padded();
 }
 int Batch::height() const {
-  return lease_->core().height;
+  return as_lease(held()).core().height;
 }
 int Batch::width() const {
-  return lease_->core().width;
+  return as_lease(held()).core().width;
 }
 int Batch::channels() const {
-  return lease_->core().channels;
+  return as_lease(held()).core().channels;
 }
 int Batch::device_count() const {
-  return lease_->core().devices;
+  return as_lease(held()).core().devices;
 }
 
 std::span<const std::uint8_t> Batch::pixels() const {
-  const auto& c = lease_->core();
-  return {c.view.pixels(static_cast<std::uint32_t>(lease_->slot())),
+  const BatchLease& l = as_lease(held());
+  const auto& c = l.core();
+  return {c.view.pixels(static_cast<std::uint32_t>(l.slot())),
           static_cast<std::size_t>(c.batch) * c.view.header().sample_bytes};
 }
 
 std::span<const std::int32_t> Batch::labels() const {
-  const auto& c = lease_->core();
-  return {c.view.labels(static_cast<std::uint32_t>(lease_->slot())),
+  const BatchLease& l = as_lease(held());
+  const auto& c = l.core();
+  return {c.view.labels(static_cast<std::uint32_t>(l.slot())),
           static_cast<std::size_t>(c.batch)};
 }
 
 std::span<const std::uint8_t> Batch::valid() const {
-  const auto& c = lease_->core();
-  return {c.view.valid(static_cast<std::uint32_t>(lease_->slot())),
+  const BatchLease& l = as_lease(held());
+  const auto& c = l.core();
+  return {c.view.valid(static_cast<std::uint32_t>(l.slot())),
           static_cast<std::size_t>(c.batch)};
 }
 
 std::span<const std::int64_t> Batch::sample_ids() const {
-  const auto& c = lease_->core();
-  return {c.view.ids(static_cast<std::uint32_t>(lease_->slot())),
+  const BatchLease& l = as_lease(held());
+  const auto& c = l.core();
+  return {c.view.ids(static_cast<std::uint32_t>(l.slot())),
           static_cast<std::size_t>(c.batch)};
 }
 
 DeviceChunk Batch::chunk(int device) const {
-  assert(device >= 0 && device < device_count());
+  check_device(device, device_count());
+  const BatchLease& lease = as_lease(held());
   const int per = size() / device_count();
   const int first = device * per;
-  const std::size_t sample_bytes = lease_->core().view.header().sample_bytes;
+  const std::size_t sample_bytes = lease.core().view.header().sample_bytes;
   DeviceChunk c;
   c.device = device;
   c.first = first;
@@ -72,7 +99,7 @@ DeviceChunk Batch::chunk(int device) const {
   c.labels = labels().subspan(first, per);
   c.valid = valid().subspan(first, per);
   c.sample_ids = sample_ids().subspan(first, per);
-  const auto& core = lease_->core();
+  const auto& core = lease.core();
   const detail::Staging* staging = core.staging.get();
   c.shape = {per, core.height, core.width, core.channels};
   if (staging == nullptr) {
@@ -81,7 +108,7 @@ DeviceChunk Batch::chunk(int device) const {
     return c;
   }
   const detail::StagingConfig& config = staging->config();
-  c.data = staging->output(lease_->slot(), device);
+  c.data = staging->output(lease.slot(), device);
   c.bytes = staging->output_bytes();
   c.dtype = config.dtype;
   if (config.dtype != DType::kUInt8) {
@@ -90,21 +117,22 @@ DeviceChunk Batch::chunk(int device) const {
   }
   if (staging->gpu()) {
     c.cuda_device = core.cuda_ids[static_cast<std::size_t>(device)];
-    c.ready = static_cast<CUevent_st*>(staging->ready(lease_->slot(), device));
+    c.ready = static_cast<CUevent_st*>(staging->ready(lease.slot(), device));
     c.stream = static_cast<CUstream_st*>(staging->stream(device));
   }
   return c;
 }
 
 void Batch::wait(int device) const {
-  assert(device >= 0 && device < device_count());
-  if (const detail::Staging* staging = lease_->core().staging.get())
-    staging->wait(lease_->slot(), device);
+  check_device(device, device_count());
+  const BatchLease& lease = as_lease(held());
+  if (const detail::Staging* staging = lease.core().staging.get())
+    staging->wait(lease.slot(), device);
 }
 
 void Batch::record_stream(int device, CUstream_st* stream) const {
-  assert(device >= 0 && device < device_count());
-  lease_->record_stream(device, stream);
+  check_device(device, device_count());
+  as_lease(held()).record_stream(device, stream);
 }
 
 void Batch::release() {

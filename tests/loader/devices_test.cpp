@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "device/device_discovery.hpp"  // private: the injectable sources
 #include "stoke/cores.hpp"
 #include "test_support.hpp"
 

@@ -15,6 +15,7 @@
 
 #include "stoke/loader.hpp"
 #include "stoke/mnist.hpp"
+#include "stoke/tools/proc.hpp"
 
 namespace stoke::test {
 
@@ -100,13 +101,8 @@ inline Delivered collect(Loader& loader, std::int64_t max_batches = -1) {
 
 // Children of this process (every thread's), from /proc.
 inline std::set<pid_t> children() {
-  std::set<pid_t> out;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream in(task.path() / "children");
-    pid_t pid;
-    while (in >> pid) out.insert(pid);
-  }
-  return out;
+  const std::vector<pid_t> pids = tools::child_pids();
+  return {pids.begin(), pids.end()};
 }
 
 inline int open_fds() {
@@ -135,12 +131,8 @@ inline bool maps_arena(pid_t pid) {
 
 inline bool process_exists(pid_t pid) {
   // A zombie still has a /proc entry; count it as gone when its state is Z.
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  if (!in) return false;
-  std::string line;
-  std::getline(in, line);
-  const auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+  const std::vector<std::string> stat = tools::stat_fields(pid);
+  return !stat.empty() && stat[0] != "Z";
 }
 
 }  // namespace stoke::test

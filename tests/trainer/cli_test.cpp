@@ -121,6 +121,31 @@ TEST(StokeTrain, RefusesABatchThatDoesNotSplitAndAResumeThatChangesTheRun) {
       << changed.output;
 }
 
+// The usage contract of every tool (stoke/tools/cli.hpp): help exits 0, usage errors exit 2 and
+// name the flag, before anything starts (no data is read, no MPI world is made).
+TEST(StokeTrain, HelpExitsZeroAndEveryUsageErrorExitsTwoNamingTheFlag) {
+  const Outcome help = train({"--help"}, "help");
+  EXPECT_EQ(help.status, 0) << help.output;
+  EXPECT_NE(help.output.find("Usage: stoke-train [OPTIONS]"), std::string::npos) << help.output;
+  EXPECT_NE(help.output.find("--sync-bn"), std::string::npos) << help.output;
+  const std::pair<std::vector<std::string>, std::string> errors[] = {
+      {{"--bacth", "64"}, "The following arguments were not expected: 64 --bacth"},
+      {{"--batch", "0"}, "--batch: Value 0 not in range 1 to"},
+      {{"--lr", "-0.1"}, "--lr: wants a positive number, got '-0.1'"},
+      {{"--size", "3"}, "--size: size must be at least 4x4 (the model pools twice), got '3'"},
+      {{"--size", "32y32"}, "--size: size must be HxW or N"},
+      {{"--workers", "many"}, "--workers: wants a count in 0..512 or auto, got 'many'"},
+      {{"--schedule", "linear"}, "--schedule: schedule must be cosine or step, got 'linear'"},
+      {{"--devices", "gpu:1"}, "--devices: devices 'gpu:1' not understood"},
+      {{"--steps"}, "--steps"},
+  };
+  for (const auto& [args, message] : errors) {
+    const Outcome r = train(args, "usage");
+    EXPECT_EQ(r.status, 2) << args[0] << ": " << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << args[0] << ": " << r.output;
+  }
+}
+
 TEST(StokeTrain, SigtermSavesACheckpointAtAStepBoundaryAndResumeFinishesTheRun) {
   const std::string ck = temp("sigterm.ckpt");
   const std::string log = temp("sigterm.log");

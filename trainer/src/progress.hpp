@@ -4,9 +4,10 @@
 // On a terminal, one line rewritten in place (at most 10 times a second); otherwise (logs, CI) a
 // full line at every tenth of an epoch, so a log shows progress without a flood.
 
-#include <chrono>
 #include <cstdint>
 #include <string>
+
+#include "stoke/tools/progress.hpp"
 
 namespace stoke::train {
 
@@ -30,12 +31,7 @@ class Progress {
  private:
   static std::string render(const ProgressLine& line, bool bar);
   bool enabled_;
-  bool tty_;
-  bool open_ = false;
-  std::chrono::steady_clock::time_point last_{};
+  tools::TerminalLine terminal_;
 };
-
-// "1,234,567"
-std::string with_commas(double value);
 
 }  // namespace stoke::train

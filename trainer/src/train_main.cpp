@@ -20,6 +20,9 @@
 #include "stoke/devices.hpp"
 #include "stoke/loader.hpp"
 #include "stoke/mnist.hpp"
+#include "stoke/names.hpp"
+#include "stoke/tools/cli.hpp"
+#include "stoke/tools/format.hpp"
 #include "trainer.hpp"
 
 namespace {
@@ -34,7 +37,7 @@ extern "C" void on_signal(int sig) { g_signal.store(sig); }
 
 struct Args {
   std::string data = kDefaultFashionMnistDir;
-  std::string devices = "auto";
+  std::string devices = "auto";  // checked by DeviceSet::parse while parsing
   int workers = 1;
   int batch = 128;
   int epochs = 20;
@@ -43,7 +46,7 @@ struct Args {
   std::uint64_t seed = 0;
   bool sync_bn = false;
   Schedule schedule = Schedule::kCosine;
-  int size = 0;  // image folders: train at size x size (IDX: the images' own size)
+  ImageSize size;  // 0x0: IDX images' own size, image folders 32x32
   int classes = 10;
   int pad = 1;
   std::string checkpoint = "stoke-train.ckpt";
@@ -55,93 +58,71 @@ struct Args {
   std::vector<std::string> given;
 };
 
-[[noreturn]] void usage(int code) {
-  std::fprintf(code == 0 ? stdout : stderr,
-      "usage: stoke-train [options]\n"
-      "Trains a small CNN (conv-BN-ReLU-pool x2, linear) data-parallel on stoke batches.\n\n"
-      "  --data DIR          IDX folder, image folder or list file (default: Fashion-MNIST in\n"
-      "                      %s)\n"
-      "  --devices SPEC      auto (every GPU, else cpu:1), cpu:G or cuda:0,1,... (default auto)\n"
-      "  --workers N|auto    loader worker processes (default 1); auto starts with one and\n"
-      "                      grows or shrinks the pool live to keep the data stall under 2%%\n"
-      "  --batch N           global batch over all ranks and devices (default 128)\n"
-      "  --epochs N          epochs (default 20)\n"
-      "  --steps N           train exactly N steps instead (the schedule spans N)\n"
-      "  --lr X              peak learning rate (default 0.05), SGD momentum 0.9, decay 5e-4\n"
-      "  --schedule S        cosine (default) or step (/10 at 50%% and 75%%)\n"
-      "  --seed N            model initialization and data order (default 0)\n"
-      "  --sync-bn           BatchNorm statistics over the whole batch, not per device\n"
-      "  --size N            train at N x N (default: IDX images' own size; image folders 32)\n"
-      "  --classes N         classes in the data (default 10)\n"
-      "  --pad N             small images: random crop after padding N pixels, plus flips\n"
-      "                      (default 1; 0 = flips only)\n"
-      "  --checkpoint PATH   where to save (default stoke-train.ckpt); written after every\n"
-      "                      epoch and on SIGINT/SIGTERM, atomically\n"
-      "  --resume CKPT       continue a run exactly where CKPT left it\n"
-      "  --eval-only CKPT    evaluate CKPT on the test split and print its accuracy\n"
-      "  --no-progress       no progress output\n\n"
-      "Multi-rank: mpirun -np R stoke-train ... (as root add --allow-run-as-root).\n",
-      kDefaultFashionMnistDir);
-  std::exit(code);
+Schedule parse_schedule(const std::string& word) {
+  if (word == "cosine") return Schedule::kCosine;
+  if (word == "step") return Schedule::kStep;
+  throw ConfigError("schedule must be cosine or step, got '" + word + "'");
 }
 
-long long parse_int(const std::string& flag, const std::string& v, long long lo) {
-  try {
-    std::size_t used = 0;
-    const long long n = std::stoll(v, &used);
-    if (used == v.size() && n >= lo) return n;
-  } catch (const std::exception&) {
-  }
-  std::fprintf(stderr, "stoke-train: %s needs an integer >= %lld, got '%s'\n", flag.c_str(), lo,
-               v.c_str());
-  std::exit(2);
+// Rejects sizes the model cannot take: two 2x2 poolings need at least 4 pixels a side.
+ImageSize parse_train_size(const std::string& word) {
+  const ImageSize s = parse_size(word);
+  if (s.height < 4 || s.width < 4)
+    throw ConfigError("size must be at least 4x4 (the model pools twice), got '" + word + "'");
+  return s;
 }
 
-Args parse_args(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") usage(0);
-    if (flag == "--sync-bn" || flag == "--no-progress") {
-      (flag == "--sync-bn" ? a.sync_bn : a.progress) = flag == "--sync-bn";
-      a.given.push_back(flag);
-      continue;
-    }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "stoke-train: %s needs a value\n", flag.c_str());
-      usage(2);
-    }
-    const std::string v = argv[++i];
-    a.given.push_back(flag);
-    if (flag == "--data") a.data = v;
-    else if (flag == "--devices") a.devices = v;
-    else if (flag == "--workers") a.workers = v == "auto" ? kAuto : static_cast<int>(parse_int(flag, v, 0));
-    else if (flag == "--batch") a.batch = static_cast<int>(parse_int(flag, v, 1));
-    else if (flag == "--epochs") a.epochs = static_cast<int>(parse_int(flag, v, 1));
-    else if (flag == "--steps") a.steps = parse_int(flag, v, 1);
-    else if (flag == "--seed") a.seed = static_cast<std::uint64_t>(parse_int(flag, v, 0));
-    else if (flag == "--size") a.size = static_cast<int>(parse_int(flag, v, 4));
-    else if (flag == "--classes") a.classes = static_cast<int>(parse_int(flag, v, 2));
-    else if (flag == "--pad") a.pad = static_cast<int>(parse_int(flag, v, 0));
-    else if (flag == "--checkpoint") a.checkpoint = v;
-    else if (flag == "--resume") a.resume = v;
-    else if (flag == "--eval-only") a.eval_only = v;
-    else if (flag == "--lr") {
-      char* end = nullptr;
-      a.lr = std::strtof(v.c_str(), &end);
-      if (end == v.c_str() || *end != '\0' || !(a.lr > 0)) {
-        std::fprintf(stderr, "stoke-train: --lr needs a positive number, got '%s'\n", v.c_str());
-        std::exit(2);
-      }
-    } else if (flag == "--schedule") {
-      if (v != "cosine" && v != "step") usage(2);
-      a.schedule = v == "cosine" ? Schedule::kCosine : Schedule::kStep;
-    } else {
-      std::fprintf(stderr, "stoke-train: unknown option %s\n", flag.c_str());
-      usage(2);
-    }
-  }
-  return a;
+// The command line; nullopt: go on, else the exit code (--help, usage errors: see cli.hpp).
+std::optional<int> parse_args(int argc, char** argv, Args& a) {
+  CLI::App app("Trains a small CNN (conv-BN-ReLU-pool x2, linear) data-parallel on stoke "
+               "batches.",
+               "stoke-train");
+  tools::configure(app);
+  app.footer("Multi-rank: mpirun -np R stoke-train ... (as root add --allow-run-as-root).");
+  app.add_option("--data", a.data, "IDX folder, image folder or list file")
+      ->type_name("DIR")->capture_default_str();
+  tools::add_word(app, "--devices", a.devices,
+                  [](const std::string& w) {
+                    DeviceSet::parse(w);  // refused here, before MPI starts
+                    return w;
+                  },
+                  "auto (every GPU, else cpu:1), cpu:G or cuda:0,1,... (default auto)")
+      ->type_name("SPEC");
+  tools::add_count_or_auto(app, "--workers", a.workers, 0, 512,
+                           "loader worker processes (default 1); auto starts with one and grows "
+                           "or shrinks the pool live to keep the data stall under 2%");
+  app.add_option("--batch", a.batch, "global batch over all ranks and devices")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--epochs", a.epochs, "epochs")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--steps", a.steps, "train exactly N steps instead (the schedule spans N)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  app.add_option("--lr", a.lr, "peak learning rate, SGD momentum 0.9, decay 5e-4")
+      ->check(stoke::tools::positive())->capture_default_str();
+  tools::add_word(app, "--schedule", a.schedule, parse_schedule,
+                  "cosine (default) or step (/10 at 50% and 75%)");
+  app.add_option("--seed", a.seed, "model initialization and data order")->capture_default_str();
+  app.add_flag("--sync-bn", a.sync_bn, "BatchNorm statistics over the whole batch, not per device");
+  tools::add_word(app, "--size", a.size, parse_train_size,
+                  "train at HxW, or N for NxN (default: IDX images' own size; image folders 32)")
+      ->type_name("HxW|N");
+  app.add_option("--classes", a.classes, "classes in the data")
+      ->check(CLI::Range(2, 1 << 20))->capture_default_str();
+  app.add_option("--pad", a.pad, "small images: random crop after padding N pixels, plus flips "
+                                 "(0 = flips only)")
+      ->check(CLI::Range(0, 1 << 10))->capture_default_str();
+  app.add_option("--checkpoint", a.checkpoint, "where to save; written after every epoch and on "
+                                               "SIGINT/SIGTERM, atomically")
+      ->type_name("PATH")->capture_default_str();
+  app.add_option("--resume", a.resume, "continue a run exactly where CKPT left it")->type_name("CKPT");
+  app.add_option("--eval-only", a.eval_only, "evaluate CKPT on the test split and print its accuracy")
+      ->type_name("CKPT");
+  bool no_progress = false;
+  app.add_flag("--no-progress", no_progress, "no progress output");
+  if (const auto code = tools::parse(app, argc, argv)) return code;
+  a.progress = !no_progress;
+  for (const CLI::Option* o : app.get_options())
+    if (o->count() > 0) a.given.push_back(o->get_name());
+  return std::nullopt;
 }
 
 bool given(const Args& a, const char* flag) {
@@ -244,11 +225,12 @@ ModelShape shape_for(const Args& a) {
   if (is_idx_folder(a.data)) {
     const IdxImages probe = read_idx(a.data, Split::kTest);
     s.channels = 1;
-    s.height = a.size > 0 ? a.size : probe.rows;
-    s.width = a.size > 0 ? a.size : probe.cols;
+    s.height = a.size.height > 0 ? a.size.height : probe.rows;
+    s.width = a.size.width > 0 ? a.size.width : probe.cols;
   } else {
     s.channels = 3;
-    s.height = s.width = a.size > 0 ? a.size : 32;
+    s.height = a.size.height > 0 ? a.size.height : 32;
+    s.width = a.size.width > 0 ? a.size.width : 32;
   }
   return s;
 }
@@ -359,7 +341,7 @@ void summary(const Accuracy& acc, const Totals& t, double elapsed_s, const Args&
                "stoke-train: done: test accuracy %.4f, %.1f s, %s img/s, data stall %.1f%% "
                "(%s, %s)\n",
                acc.value(), elapsed_s,
-               with_commas(t.images / std::max(1e-9, t.wait_s + t.busy_s)).c_str(),
+               tools::with_commas(t.images / std::max(1e-9, t.wait_s + t.busy_s)).c_str(),
                100 * t.stall(), devices.to_string().c_str(), workers_text(a.workers).c_str());
   if (loader.workers_auto)
     std::fprintf(stderr, "stoke-train: workers=auto settled on %d after %zu decision(s)\n",
@@ -458,7 +440,8 @@ int run_training(const Args& a, const MpiWorld& world) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Args args = parse_args(argc, argv);
+  Args args;
+  if (const auto code = parse_args(argc, argv, args)) return *code;
   std::optional<MpiWorld> world;
   int code = 0;
   try {

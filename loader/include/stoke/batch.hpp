@@ -3,6 +3,9 @@
 // same memory. The bytes stay valid and unchanged while any copy of the Batch exists (or until
 // release()); then the memory returns to the workers.
 //
+// A Batch after release(), or moved from, is empty(): every other accessor throws stoke::Error
+// rather than reading a slot it no longer holds.
+//
 // GPU batches: each device's chunk arrives asynchronously on stoke's stream for that device.
 // Make your stream wait for DeviceChunk::ready (cudaStreamWaitEvent) before reading `data`, or
 // call wait(). If work you enqueued still reads `data` when you drop the Batch, call
@@ -23,10 +26,6 @@ struct CUstream_st;
 struct CUevent_st;
 
 namespace stoke {
-
-namespace detail {
-class BatchLease;
-}
 
 // The part of a batch that belongs to one device: samples [first, first + samples).
 struct DeviceChunk {
@@ -53,8 +52,6 @@ struct DeviceChunk {
 
 class Batch {
  public:
-  explicit Batch(std::shared_ptr<detail::BatchLease> lease);
-
   std::int64_t epoch() const;
   std::int64_t index() const;  // within the epoch
   int size() const;            // always the configured batch size
@@ -69,14 +66,13 @@ class Batch {
   std::span<const std::int64_t> sample_ids() const;  // dataset indices
 
   int device_count() const;
-  // REQUIRES: 0 <= device < device_count()
+  // `device` out of 0..device_count()-1 throws Error, in the three calls below.
   DeviceChunk chunk(int device) const;
   // Blocks until chunk(device).data is complete (a no-op on host devices).
-  // REQUIRES: 0 <= device < device_count()
   void wait(int device) const;
   // Work already enqueued on `stream` may read chunk(device).data after this Batch is dropped;
   // stoke will not rewrite that memory before the stream passes it. Any thread; no-op on host
-  // devices. REQUIRES: 0 <= device < device_count()
+  // devices.
   void record_stream(int device, CUstream_st* stream) const;
 
   // Gives the memory back now; this Batch (not its other copies) becomes empty.
@@ -84,7 +80,14 @@ class Batch {
   bool empty() const { return lease_ == nullptr; }
 
  private:
-  std::shared_ptr<detail::BatchLease> lease_;
+  friend class Loader;  // the only maker of batches
+  // `lease` is the loader's private hold on one slot (its type lives in loader/src); erased
+  // here so that the public header carries no implementation type.
+  explicit Batch(std::shared_ptr<void> lease);
+  // The lease, or Error when this Batch is empty.
+  void* held() const;
+
+  std::shared_ptr<void> lease_;
 };
 
 }  // namespace stoke

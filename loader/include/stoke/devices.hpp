@@ -1,8 +1,7 @@
 #pragma once
 // Discovering the GPUs a job may use, without side effects.
 //
-// Thread-safety: devices() computes once (thread-safe) and returns the cached result; the other
-// functions are pure.
+// Thread-safety: devices() computes once (thread-safe) and returns the cached result.
 //
 // Counting GPUs through the CUDA runtime creates a context on every device it touches, allocates
 // memory there and is slow; worker processes must never do it. stoke reads NVML instead (loaded
@@ -33,22 +32,5 @@ struct DeviceDiscovery {
 
 // The GPUs visible to this process, discovered once and cached.
 const DeviceDiscovery& devices();
-
-// Where discovery looks; tests point it at fakes.
-struct DiscoverySources {
-  std::string nvml_library = "libnvidia-ml.so.1";
-  std::string procfs_root = "/proc/driver/nvidia/gpus";
-  bool has_visible_devices = false;  // CUDA_VISIBLE_DEVICES is set
-  std::string visible_devices;       // its value
-};
-DiscoverySources default_discovery_sources();
-DeviceDiscovery discover_devices(const DiscoverySources& sources);
-
-// Applies CUDA_VISIBLE_DEVICES to the physical devices (given by their UUIDs, in physical order):
-// the physical indices visible, in CUDA ordinal order. Like the CUDA runtime, entries are indices
-// or (unique prefixes of) UUIDs, separated by commas; the list ends at the first invalid,
-// unknown or repeated entry, so "-1" or "" hides every device.
-std::vector<int> apply_visible_devices(const std::string& value,
-                                       const std::vector<std::string>& uuids);
 
 }  // namespace stoke

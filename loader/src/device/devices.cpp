@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "device/device_discovery.hpp"
 #include "device/nvml.hpp"
 
 namespace stoke {

@@ -1,0 +1,36 @@
+#include "stoke/tools/format.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace stoke::tools {
+
+std::string with_commas(double value) {
+  const long long v = std::llround(value);
+  const std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string out = v < 0 ? "-" : "";
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string short_number(double v) {
+  char buf[32];
+  if (v >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.1fM", v / 1e6);
+  else if (v >= 1e4)
+    std::snprintf(buf, sizeof buf, "%.0fk", v / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+std::string fixed1(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", value);
+  return buf;
+}
+
+}  // namespace stoke::tools
