@@ -113,7 +113,7 @@ template <class Open>
 void augment_each(benchmark::State& state, Open open) {
   Augmenter augmenter;
   auto out = output_buffer();
-  const auto& steps = pipeline().steps();
+  const std::vector<stoke::detail::WireStep> steps = stoke::detail::wire_steps(pipeline());
   std::size_t i = 0;
   for (auto _ : state) {
     const auto& f = corpus()[i % corpus().size()];

@@ -386,7 +386,7 @@ int run(const Args& args) {
       std::printf("  autotune   ended with %d workers and %d slots after %zu decision(s)\n",
                   s.workers, s.slots, s.decisions.size());
       for (const stoke::TuneDecision& d : s.decisions)
-        std::printf("               at %5.1f s: %s %d -> %d: %s\n", d.at_s, d.what.c_str(), d.from,
+        std::printf("               at %5.1f s: %s %d -> %d: %s\n", d.at_s, stoke::tune_target_name(d.what), d.from,
                     d.to, d.reason.c_str());
     }
     if (gpu) std::printf("  gpu        monitor: %s\n", s.gpu_monitor.c_str());
@@ -401,7 +401,7 @@ int run(const Args& args) {
                 m.cpu_workers);
     std::printf("  restarts   %lld worker restarts\n", static_cast<long long>(s.worker_restarts));
     std::printf("  devices    %s %s on %s; staging %s", dtype, layout,
-                o.devices.to_string().c_str(), s.staging.c_str());
+                o.devices.to_string().c_str(), stoke::staging_mode_name(s.staging));
     if (s.dma_copies > 0)
       std::printf(", %lld copies to the devices (%.1f MiB), %.1f MiB copied on the host first",
                   static_cast<long long>(s.dma_copies),
@@ -428,7 +428,7 @@ int run(const Args& args) {
     j["decisions"] = nlohmann::json::array();
     for (const stoke::TuneDecision& d : s.decisions)
       j["decisions"].push_back({{"at_s", d.at_s},
-                                {"what", d.what},
+                                {"what", stoke::tune_target_name(d.what)},
                                 {"from", d.from},
                                 {"to", d.to},
                                 {"reason", d.reason}});
@@ -468,7 +468,7 @@ int run(const Args& args) {
     j["checksum"] = m.checksum;
     j["dtype"] = dtype;
     j["layout"] = layout;
-    j["staging"] = s.staging;
+    j["staging"] = stoke::staging_mode_name(s.staging);
     j["staging_note"] = s.staging_note;
     j["dma_copies"] = s.dma_copies;
     j["dma_bytes"] = s.dma_bytes;

@@ -257,7 +257,7 @@ nb::dict stats_dict(const stoke::Stats& s) {
   d["wait_s"] = s.wait_s;
   d["wait_fraction"] = s.wait_fraction;
   d["released"] = s.released;
-  d["staging"] = s.staging;
+  d["staging"] = stoke::staging_mode_name(s.staging);
   d["read_s"] = s.read_s;
   d["decode_s"] = s.decode_s;
   d["augment_s"] = s.augment_s;
@@ -289,7 +289,7 @@ nb::dict stats_dict(const stoke::Stats& s) {
   for (const stoke::TuneDecision& t : s.decisions) {
     nb::dict e;
     e["at_s"] = t.at_s;
-    e["what"] = t.what;
+    e["what"] = stoke::tune_target_name(t.what);
     e["from"] = t.from;
     e["to"] = t.to;
     e["reason"] = t.reason;
@@ -297,6 +297,7 @@ nb::dict stats_dict(const stoke::Stats& s) {
   }
   d["decisions"] = decisions;
   d["workers"] = s.workers;
+  d["workers_starting"] = s.workers_starting;
   d["slots"] = s.slots;
   d["arena_bytes"] = s.arena_bytes;
   return d;

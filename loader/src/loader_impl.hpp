@@ -109,7 +109,7 @@ class Loader::Impl {
   void tune() REQUIRES(core_->mutex);
   detail::TunerLimits tuner_limits() REQUIRES(core_->mutex);
   void restart_measurement() REQUIRES(core_->mutex);
-  void decide(const std::string& what, int from, int to, const std::string& reason)
+  void decide(TuneTarget what, int from, int to, const std::string& reason)
       REQUIRES(core_->mutex);
 
   const detail::ResolvedConfig config_;

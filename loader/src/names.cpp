@@ -58,6 +58,12 @@ constexpr Word<Layout> kLayout[] = {{"nchw", Layout::kNCHW}, {"nhwc", Layout::kN
 constexpr Word<LastBatch> kLastBatch[] = {{"pad", LastBatch::kPad}, {"drop", LastBatch::kDrop}};
 constexpr Word<OnError> kOnError[] = {{"skip", OnError::kSkip}, {"error", OnError::kError}};
 constexpr Word<Split> kSplit[] = {{"train", Split::kTrain}, {"test", Split::kTest}};
+constexpr Word<TuneTarget> kTuneTarget[] = {{"workers", TuneTarget::kWorkers},
+                                            {"prefetch", TuneTarget::kPrefetch}};
+constexpr Word<StagingMode> kStagingMode[] = {{"none", StagingMode::kNone},
+                                              {"host", StagingMode::kHost},
+                                              {"registered", StagingMode::kRegistered},
+                                              {"pinned-fallback", StagingMode::kPinnedFallback}};
 
 // The kernels name the dtypes (their CPU reference and tests print them); reuse their words.
 const std::array<Word<DType>, 4>& dtype_words() {
@@ -96,6 +102,8 @@ const char* on_error_name(OnError v) { return name_of<OnError>(v, kOnError); }
 
 Split parse_split(std::string_view w) { return parse_word<Split>("split", w, kSplit); }
 const char* split_name(Split v) { return name_of<Split>(v, kSplit); }
+const char* tune_target_name(TuneTarget v) { return name_of<TuneTarget>(v, kTuneTarget); }
+const char* staging_mode_name(StagingMode v) { return name_of<StagingMode>(v, kStagingMode); }
 
 DeviceSet parse_devices(std::string_view spec) { return DeviceSet::parse(spec); }
 std::string devices_name(const DeviceSet& d) { return d.to_string(); }

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "loader_impl.hpp"
+#include "stoke/names.hpp"
 #include "tuning/host_memory.hpp"
 
 namespace stoke {
@@ -143,8 +144,7 @@ void Loader::Impl::restart_measurement() {
   metrics_.restart_measurement(Clock::now());
 }
 
-void Loader::Impl::decide(const std::string& what, int from, int to,
-                          const std::string& reason) {
+void Loader::Impl::decide(TuneTarget what, int from, int to, const std::string& reason) {
   TuneDecision d;
   d.at_s = seconds(Clock::now() - metrics_.created());
   d.what = what;
@@ -153,7 +153,8 @@ void Loader::Impl::decide(const std::string& what, int from, int to,
   d.reason = reason;
   char at[32];
   std::snprintf(at, sizeof at, "%.1f", d.at_s);
-  log_.post("autotune at " + std::string(at) + " s: " + what + " " + std::to_string(from) +
+  log_.post("autotune at " + std::string(at) + " s: " + tune_target_name(what) + " " +
+            std::to_string(from) +
             " -> " + std::to_string(to) + ": " + reason);
   metrics_.decided(std::move(d));
 }
@@ -216,7 +217,7 @@ void Loader::Impl::tune() {
   const std::optional<TunerChange> change = tuner_.evaluate(in, tuner_limits());
   if (!change) return;
   decide(change->what, change->from, change->to, change->reason);
-  if (change->what == "workers") {
+  if (change->what == TuneTarget::kWorkers) {
     const int slots_before = in.slots;
     resize_pool(change->to);
     const int slots_after = std::max(
@@ -224,7 +225,7 @@ void Loader::Impl::tune() {
                           slots_wanted_, core_->view.header().slot_capacity)));
     if (slots_after != slots_before)
       decide(
-          "prefetch", slots_before, slots_after,
+          TuneTarget::kPrefetch, slots_before, slots_after,
           "two slots per worker plus two keep " + std::to_string(change->to) + " workers busy");
   } else {
     slots_wanted_ = std::max(slots_wanted_, static_cast<std::size_t>(change->to));

@@ -13,6 +13,7 @@
 
 #include "build_info.hpp"
 #include "loader_impl.hpp"
+#include "supervision.hpp"
 #include "worker/worker_exit_codes.hpp"
 #include "worker/worker_locate.hpp"
 
@@ -23,44 +24,6 @@ using namespace detail;
 namespace {
 
 constexpr int kTasksInFlightPerWorker = 4;
-// Deaths of one worker record before it reaches the handshake, in a row (crashes and our own
-// handshake-timeout kills; an outside SIGKILL does not count), before the loader gives up.
-constexpr int kMaxStartupDeaths = 5;
-
-// The message for a worker exit that no restart can cure, or "" for any other exit.
-std::string incurable_exit(const WorkerExit& exit) {
-  if (exit.signaled) return "";
-  if (exit.status == kExitBadArena)
-    return "stoke-worker could not map the shared arena; check memory limits (ulimit -v, "
-           "cgroup memory) and seccomp filters";
-  return "";
-}
-
-void drain_eventfd(int fd) {
-  std::uint64_t v;
-  while (::read(fd, &v, sizeof v) > 0) {
-  }
-}
-
-// poll(2) that only returns early for readiness or a signal; any other failure is an error.
-void poll_or_throw(std::vector<pollfd>& fds, int timeout_ms) {
-  if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
-    const int e = errno;
-    throw Error(std::string("the loader's supervisor could not poll its workers: ") +
-                std::strerror(e));
-  }
-}
-
-std::string seconds_text(double s) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", s);
-  return text;
-}
-
-int ms_until(Clock::time_point t, Clock::time_point now) {
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - now).count();
-  return static_cast<int>(std::clamp<std::int64_t>(ms + 1, 0, 60'000));
-}
 
 }  // namespace
 
@@ -83,84 +46,6 @@ void Loader::Impl::supervise(std::promise<void>& started) {
   // Workers are stopped from this thread, the one that spawned them, before it exits.
   pool_->stop_all(std::chrono::milliseconds(1000));
   pool_.reset();
-}
-
-Clock::duration Loader::Impl::startup_timeout() const {
-  return std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(options_.startup_timeout_s));
-}
-
-void Loader::Impl::spawn(int worker) {
-  {
-    MutexLock lock(core_->mutex);
-    spawned_at_[worker] = Clock::now();
-  }
-  pool_->spawn(worker);
-}
-
-// The initial pool must finish its handshake within Options::startup_timeout_s. A worker that crashes
-// while starting (a signal) is replaced like any later death, within the start-up budget; one
-// that exits with a status is not a working stoke-worker (a wrong path, a broken install) and
-// no restart cures that.
-void Loader::Impl::start_workers() {
-  int n = 0;
-  {
-    MutexLock lock(core_->mutex);
-    n = pool_size_;
-    for (int i = 0; i < n; ++i) {
-      role_[i] = Role::kActive;
-      members_.push_back(i);
-    }
-  }
-  for (int i = 0; i < n; ++i) spawn(i);
-  const Clock::time_point deadline = Clock::now() + startup_timeout();
-  for (;;) {
-    int ready = 0;
-    for (int i = 0; i < n; ++i) {
-      const WorkerRecord& r = core_->view.worker(static_cast<std::uint32_t>(i));
-      const auto st = r.state.load(std::memory_order_acquire);
-      if (st == WorkerRecord::kReady) ++ready;
-      if (st == WorkerRecord::kVersionMismatch) {
-        throw Error(pool_->executable() + " is version " + std::string(r.version) +
-                    " but this library is " + worker_version_tag() +
-                    "; install the stoke-worker that came with this library");
-      }
-    }
-    if (ready == n) {
-      MutexLock lock(core_->mutex);
-      restart_measurement();  // the pool's measurements start with a running pool
-      return;
-    }
-    const Clock::time_point now = Clock::now();
-    if (now >= deadline)
-      throw Error("stoke-worker (" + pool_->executable() + ") did not start within " +
-                  seconds_text(options_.startup_timeout_s) + " s");
-    std::vector<pollfd> fds{{done_fd_, POLLIN, 0}};
-    for (int i = 0; i < n; ++i) fds.push_back({pool_->pidfd(i), POLLIN, 0});
-    poll_or_throw(fds, ms_until(deadline, now));
-    drain_eventfd(done_fd_);
-    for (int i = 0; i < n; ++i) {
-      if (!(fds[i + 1].revents & POLLIN)) continue;
-      const pid_t pid = pool_->pid(i);
-      const WorkerExit exit = pool_->reap(i);
-      if (!exit.signaled && exit.status == kExitVersionMismatch)
-        throw Error(pool_->executable() + " does not match this library (" + worker_version_tag() +
-                    "); install the stoke-worker that came with it");
-      if (const std::string why = incurable_exit(exit); !why.empty()) throw Error(why);
-      if (!exit.signaled)
-        throw Error("stoke-worker (" + pool_->executable() + ") exited during start-up with " +
-                    exit.describe());
-      {
-        MutexLock lock(core_->mutex);
-        if (!within_startup_budget(i, exit, false))
-          std::rethrow_exception(core_->fatal);
-        log_.post("worker " + std::to_string(i) + " (pid " + std::to_string(pid) + ") died with " +
-                  exit.describe() + " during start-up; restarting it");
-      }
-      log_.flush();
-      spawn(i);
-    }
-  }
 }
 
 void Loader::Impl::supervise_loop() {
@@ -323,46 +208,6 @@ void Loader::Impl::kill_stuck_workers() {
     timed_out_[i] = true;
     pool_->kill(i);
   }
-}
-
-// Every spawned worker has Options::startup_timeout_s to finish its handshake (a replacement or a new
-// worker that hangs while loading libraries, or is stopped, would otherwise hold its record
-// forever). The kill counts toward the start-up budget.
-void Loader::Impl::kill_unready_workers() {
-  const Clock::time_point now = Clock::now();
-  for (int i : members_) {
-    if (timed_out_[i] || !pool_->running(i)) continue;
-    if (core_->view.worker(static_cast<std::uint32_t>(i)).state.load() == WorkerRecord::kReady)
-      continue;
-    if (now - spawned_at_[i] < startup_timeout()) continue;
-    log_.post("worker " + std::to_string(i) + " (pid " + std::to_string(pool_->pid(i)) +
-              ") did not finish starting within " + seconds_text(options_.startup_timeout_s) +
-              " s; killing it");
-    timed_out_[i] = true;
-    pool_->kill(i);
-  }
-}
-
-void Loader::Impl::count_starting() {
-  starting_ = 0;
-  for (int i : members_) {
-    const auto state = core_->view.worker(static_cast<std::uint32_t>(i)).state.load();
-    if (role_[i] == Role::kActive && state != WorkerRecord::kReady) ++starting_;
-  }
-}
-
-bool Loader::Impl::within_startup_budget(int worker, const WorkerExit& exit, bool timed_out) {
-  const bool outside_kill = exit.signaled && exit.status == SIGKILL && !timed_out;
-  if (!outside_kill) startup_deaths_[worker] += 1;
-  if (startup_deaths_[worker] < kMaxStartupDeaths) return true;
-  const std::string times = std::to_string(kMaxStartupDeaths) + " times in a row";
-  core_->fail(std::make_exception_ptr(Error(
-      timed_out ? "worker " + std::to_string(worker) + " did not finish starting within " +
-                      seconds_text(options_.startup_timeout_s) + " s, " + times +
-                      "; stoke-worker (" + pool_->executable() + ") hangs at start-up"
-                : "worker " + std::to_string(worker) + " died " + times +
-                      " during start-up; last death: " + exit.describe())));
-  return false;
 }
 
 bool Loader::Impl::handle_exit(int worker) {

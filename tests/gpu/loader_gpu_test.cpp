@@ -118,7 +118,7 @@ TEST_P(LoaderGpu, DeviceBytesMatchTheHostBatchBitForBit) {
   }
   EXPECT_EQ(batches, 16);
   const Stats s = loader.stats();
-  EXPECT_EQ(s.staging, "registered") << s.staging_note;
+  EXPECT_EQ(s.staging, StagingMode::kRegistered) << s.staging_note;
   EXPECT_EQ(s.host_copy_bytes, 0);
   EXPECT_EQ(s.dma_copies, s.staged_batches);
   EXPECT_GT(s.pinned_bytes, 0);

@@ -24,7 +24,8 @@ ImageRef ref(const cv::Mat& m, bool bgr = false) {
 cv::Mat run(const Pipeline& p, const cv::Mat& src, SampleRng rng, bool bgr = false) {
   cv::Mat out(p.output_height(), p.output_width(), CV_8UC(p.output_channels()));
   Augmenter a;
-  a.run(p.steps().data(), static_cast<int>(p.steps().size()), ref(src, bgr), rng, out.data,
+  const std::vector<WireStep> steps = wire_steps(p);
+  a.run(steps.data(), static_cast<int>(steps.size()), ref(src, bgr), rng, out.data,
         out.rows, out.cols, out.channels());
   return out;
 }

@@ -75,5 +75,14 @@ TEST(Names, AnUnknownWordIsAConfigErrorListingTheAcceptedOnes) {
             std::string::npos);
 }
 
+TEST(Names, StatsReportTypedValuesWithTheirOwnWords) {
+  EXPECT_STREQ(tune_target_name(TuneTarget::kWorkers), "workers");
+  EXPECT_STREQ(tune_target_name(TuneTarget::kPrefetch), "prefetch");
+  EXPECT_STREQ(staging_mode_name(StagingMode::kNone), "none");
+  EXPECT_STREQ(staging_mode_name(StagingMode::kHost), "host");
+  EXPECT_STREQ(staging_mode_name(StagingMode::kRegistered), "registered");
+  EXPECT_STREQ(staging_mode_name(StagingMode::kPinnedFallback), "pinned-fallback");
+}
+
 }  // namespace
 }  // namespace stoke

@@ -59,7 +59,7 @@ TEST(PoolTuner, ADemandOfOneAndAHalfWorkersGrowsToTwoAndStaysThere) {
   PoolTuner t;
   const auto grow = t.evaluate(steady(1500, 1, 1000), auto_limits(8));
   ASSERT_TRUE(grow);
-  EXPECT_EQ(grow->what, "workers");
+  EXPECT_EQ(grow->what, TuneTarget::kWorkers);
   EXPECT_EQ(grow->from, 1);
   EXPECT_EQ(grow->to, 2);
   EXPECT_NE(grow->reason.find("the consumer waited 33% over 50 batches; 1 worker busy 100% "
@@ -119,7 +119,7 @@ TEST(PoolTuner, WaitingWhileTheWorkersIdleDeepensThePrefetchWithinTheBudget) {
   bursty.slots = 6;
   const auto a = t.evaluate(bursty, auto_limits(8, 8));
   ASSERT_TRUE(a);
-  EXPECT_EQ(a->what, "prefetch");
+  EXPECT_EQ(a->what, TuneTarget::kPrefetch);
   EXPECT_EQ(a->to, 8);  // 6 + 3, capped by the budget's 8
   bursty.slots = 8;
   EXPECT_FALSE(t.evaluate(bursty, auto_limits(8, 8)));
@@ -305,7 +305,7 @@ TEST(PoolAuto, AConsumerThatNeverComputesGrowsThePoolToItsLimitWithoutChangingAB
   EXPECT_TRUE(s.workers_auto);
   EXPECT_EQ(s.workers, 3);
   ASSERT_FALSE(s.decisions.empty());
-  EXPECT_EQ(s.decisions[0].what, "workers");
+  EXPECT_EQ(s.decisions[0].what, TuneTarget::kWorkers);
   EXPECT_EQ(s.decisions[0].from, 1);
   EXPECT_EQ(s.decisions[0].to, 3);
   EXPECT_NE(s.decisions[0].reason.find("limited to 3 (max_workers 3)"), std::string::npos)
@@ -350,7 +350,7 @@ TEST(PoolAuto, ABurstyConsumerGetsDeeperPrefetchAndTheSameBytes) {
   EXPECT_FALSE(s.workers_auto);
   EXPECT_EQ(s.workers, 2);
   ASSERT_FALSE(s.decisions.empty());
-  EXPECT_EQ(s.decisions[0].what, "prefetch");
+  EXPECT_EQ(s.decisions[0].what, TuneTarget::kPrefetch);
   EXPECT_EQ(s.decisions[0].from, 6);
   EXPECT_EQ(s.decisions[0].to, 9);
   EXPECT_NE(s.decisions[0].reason.find("bursts: deeper prefetch"), std::string::npos)

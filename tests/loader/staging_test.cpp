@@ -82,7 +82,7 @@ TEST(Staging, GpuChunksAreCopiedStraightFromTheRegisteredArena) {
   }
   const Stats s = loader.stats();
   EXPECT_EQ(batches, 157);  // 10,000 / 64, padded
-  EXPECT_EQ(s.staging, "registered");
+  EXPECT_EQ(s.staging, StagingMode::kRegistered);
   EXPECT_EQ(s.host_copy_bytes, 0);
   EXPECT_GE(s.staged_batches, batches);
   EXPECT_EQ(s.dma_copies, 2 * s.staged_batches);
@@ -128,7 +128,7 @@ TEST(Staging, WhenPinningFailsChunksGoThroughPinnedBuffersAndStatsSaySo) {
     }
   }
   const Stats s = loader.stats();
-  EXPECT_EQ(s.staging, "pinned-fallback");
+  EXPECT_EQ(s.staging, StagingMode::kPinnedFallback);
   EXPECT_EQ(s.staging_note,
             "page-locking the arena failed (cudaHostRegister: fake: memlock limit reached); "
             "copying each chunk through pinned staging buffers");
@@ -363,7 +363,7 @@ TEST_P(HostNormalize, OutputIsBitIdenticalToTheCpuReference) {
       ASSERT_EQ(std::memcmp(c.data, want.data(), want.size()), 0) << "batch " << i << " dev " << d;
     }
   }
-  EXPECT_EQ(loader.stats().staging, "host");
+  EXPECT_EQ(loader.stats().staging, StagingMode::kHost);
   EXPECT_EQ(loader.stats().dma_copies, 0);
 }
 
@@ -382,7 +382,7 @@ TEST(Staging, NormalizingDoesNotChangeTheUint8Bytes) {
   b.dtype = DType::kFloat32;
   Loader normalized(b);
   EXPECT_TRUE(test::collect(normalized, 30) == expected);
-  EXPECT_EQ(plain.stats().staging, "none");
+  EXPECT_EQ(plain.stats().staging, StagingMode::kNone);
 }
 
 TEST(Staging, MeanAndStddevAreChecked) {

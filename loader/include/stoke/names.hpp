@@ -20,6 +20,7 @@
 
 #include "stoke/dtype.hpp"
 #include "stoke/options.hpp"
+#include "stoke/stats.hpp"
 
 namespace stoke {
 
@@ -40,6 +41,11 @@ const char* on_error_name(OnError value);
 
 Split parse_split(std::string_view word);
 const char* split_name(Split value);
+
+// Words for what Stats reports: "workers" / "prefetch"; "none", "host", "registered",
+// "pinned-fallback".
+const char* tune_target_name(TuneTarget value);
+const char* staging_mode_name(StagingMode value);
 
 // The same as DeviceSet::parse and DeviceSet::to_string.
 DeviceSet parse_devices(std::string_view spec);

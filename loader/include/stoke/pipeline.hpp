@@ -24,7 +24,7 @@ enum class StepKind : std::uint32_t {
   kColorJitter = 7,        // brightness and contrast factors drawn from [1-b, 1+b], [1-c, 1+c]
 };
 
-// One step. A plain struct so a pipeline can be copied byte-for-byte into shared memory.
+// One step, as Pipeline::steps() describes it.
 struct Step {
   StepKind kind{};
   std::int32_t size = 0;

@@ -20,10 +20,21 @@ struct GpuActivity {
   bool burst_then_idle = false;  // bursts alternate with idle gaps: the starved-GPU pattern
 };
 
+// What a decision of the automatic sizing changed (names.hpp: tune_target_name).
+enum class TuneTarget { kWorkers, kPrefetch };
+
+// How batches reach the devices (names.hpp: staging_mode_name).
+//   kNone:           host devices, uint8: the consumer reads the arena itself
+//   kHost:           normalized on host devices
+//   kRegistered:     DMA straight from the page-locked arena
+//   kPinnedFallback: page-locking failed (Stats::staging_note says why); each chunk is copied on
+//                    the host into a pinned buffer first, counted in host_copy_bytes
+enum class StagingMode { kNone, kHost, kRegistered, kPinnedFallback };
+
 // One decision of the automatic pool sizing (Options::workers or prefetch = kAuto).
 struct TuneDecision {
-  double at_s = 0;   // seconds since the loader was constructed
-  std::string what;  // "workers" or "prefetch"
+  double at_s = 0;  // seconds since the loader was constructed
+  TuneTarget what = TuneTarget::kWorkers;
   int from = 0, to = 0;
   std::string reason;  // the measurements behind it, in words
 };
@@ -72,12 +83,8 @@ struct Stats {
   // Delivered batches the consumer has released (each counted once, whatever its copies).
   std::int64_t released = 0;
 
-  // Staging to the devices (GPUs, or host devices with a float dtype). staging is "none" (host
-  // devices, uint8: the consumer reads the arena), "host" (normalized on host devices),
-  // "registered" (DMA straight from the page-locked arena) or "pinned-fallback" (page-locking
-  // failed for the reason in staging_note; each chunk is copied on the host into a pinned
-  // buffer first, counted in host_copy_bytes).
-  std::string staging = "none";
+  // Staging to the devices (GPUs, or host devices with a float dtype): see StagingMode.
+  StagingMode staging = StagingMode::kNone;
   std::string staging_note;
   std::int64_t staged_batches = 0;
   std::int64_t dma_copies = 0;  // host-to-device copies

@@ -98,7 +98,7 @@ void copy_mirrored(std::uint8_t* dst, const std::uint8_t* src, int n, int c) {
 
 }  // namespace
 
-void Augmenter::run(const Step* steps, int step_count, ImageSource& source, SampleRng& rng,
+void Augmenter::run(const WireStep* steps, int step_count, ImageSource& source, SampleRng& rng,
                     std::uint8_t* dst, int out_height, int out_width, int out_channels) {
   lut_active_ = false;
   next_scratch_ = 0;
@@ -116,8 +116,8 @@ void Augmenter::run(const Step* steps, int step_count, ImageSource& source, Samp
   w.height = source.height();
   for (int i = 0; i < step_count; ++i) {
     step_index_ = i;
-    const Step& s = steps[i];
-    switch (s.kind) {
+    const WireStep& s = steps[i];
+    switch (s.step_kind()) {
       case StepKind::kResizeShorter: {
         const double scale = static_cast<double>(s.size) / std::min(w.height, w.width);
         // A 1-pixel-high strip scaled up to `size` would ask for gigabytes (and overflow int).
@@ -163,7 +163,7 @@ void Augmenter::run(const Step* steps, int step_count, ImageSource& source, Samp
 
 bool Augmenter::only_flips_follow() const {
   for (int j = step_index_ + 1; j < step_count_; ++j) {
-    if (steps_[j].kind != StepKind::kHorizontalFlip) return false;
+    if (steps_[j].step_kind() != StepKind::kHorizontalFlip) return false;
   }
   return true;
 }
@@ -177,7 +177,7 @@ void Augmenter::crop(Window& w, int x, int y, int width, int height) const {
 }
 
 // torchvision's RandomResizedCrop.get_params, drawing from the sample's generator.
-void Augmenter::random_resized_crop(Window& w, const Step& s, SampleRng& rng) {
+void Augmenter::random_resized_crop(Window& w, const WireStep& s, SampleRng& rng) {
   const double area = static_cast<double>(w.width) * w.height;
   const double log_lo = std::log(static_cast<double>(s.ratio_min));
   const double log_hi = std::log(static_cast<double>(s.ratio_max));
@@ -336,7 +336,7 @@ cv::Mat Augmenter::materialize(const Window& w) {
 
 // Brightness then contrast (torchvision's order within ColorJitter when both are set), as one
 // lookup table. The contrast pivot is the mean gray level of the window after brightness.
-void Augmenter::color_jitter(Window& w, const Step& s, SampleRng& rng) {
+void Augmenter::color_jitter(Window& w, const WireStep& s, SampleRng& rng) {
   realize(w);
   const double b = rng.uniform(1.0 - s.brightness, 1.0 + s.brightness);
   const double c = rng.uniform(1.0 - s.contrast, 1.0 + s.contrast);

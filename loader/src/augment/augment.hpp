@@ -19,6 +19,7 @@
 
 #include "data/image_source.hpp"
 #include "augment/resample.hpp"
+#include "ipc/wire_step.hpp"
 #include "data/sample_rng.hpp"
 #include "stoke/pipeline.hpp"
 
@@ -35,9 +36,9 @@ class Augmenter {
  public:
   // REQUIRES: out_channels is 1 or 3; dst holds out_height * out_width * out_channels bytes.
   // Throws BadImage when the source finds its pixels bad, ImageTooLarge for absurd steps.
-  void run(const Step* steps, int step_count, ImageSource& source, SampleRng& rng,
+  void run(const WireStep* steps, int step_count, ImageSource& source, SampleRng& rng,
            std::uint8_t* dst, int out_height, int out_width, int out_channels);
-  void run(const Step* steps, int step_count, const ImageRef& source, SampleRng& rng,
+  void run(const WireStep* steps, int step_count, const ImageRef& source, SampleRng& rng,
            std::uint8_t* dst, int out_height, int out_width, int out_channels) {
     PlainSource plain(source);
     run(steps, step_count, plain, rng, dst, out_height, out_width, out_channels);
@@ -55,14 +56,14 @@ class Augmenter {
   };
 
   void crop(Window& w, int x, int y, int width, int height) const;
-  void random_resized_crop(Window& w, const Step& s, SampleRng& rng);
+  void random_resized_crop(Window& w, const WireStep& s, SampleRng& rng);
   void resize_to(Window& w, int height, int width);
   // Decodes the whole source into the window (no-op when it has pixels already).
   void realize(Window& w);
   // Decodes only the window's region of a lazy source, resized to height x width. False when
   // the source or the window does not allow it.
   bool resize_region(Window& w, int height, int width);
-  void color_jitter(Window& w, const Step& s, SampleRng& rng);
+  void color_jitter(Window& w, const WireStep& s, SampleRng& rng);
   cv::Mat materialize(const Window& w);
   void write_output(Window& w, std::uint8_t* dst, int out_channels);
   bool write_small_gray(const Window& w, std::uint8_t* dst);
@@ -72,7 +73,7 @@ class Augmenter {
   bool only_flips_follow() const;
 
   // The current run(), for resize_region's direct write.
-  const Step* steps_ = nullptr;
+  const WireStep* steps_ = nullptr;
   int step_count_ = 0;
   int step_index_ = 0;
   SampleRng* rng_ = nullptr;

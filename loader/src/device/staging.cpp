@@ -23,7 +23,7 @@ Staging::Staging(std::unique_ptr<DeviceBackend> backend, const StagingConfig& co
       out_bytes_(config.dtype == DType::kUInt8 ? chunk_bytes_
                                                : chunk_bytes_ * kernels::dtype_size(config.dtype)),
       slots_(config.slot_capacity) {
-  counts_.mode = backend_->gpu() ? "registered" : "host";
+  counts_.mode = backend_->gpu() ? StagingMode::kRegistered : StagingMode::kHost;
 }
 
 Staging::~Staging() {
@@ -76,7 +76,7 @@ void Staging::try_pin(int slot, SlotStage& s) {
     counts_.pinned_bytes += static_cast<std::int64_t>(config_.slot_stride);
   } else {
     fallback_reason_ = why;
-    counts_.mode = "pinned-fallback";
+    counts_.mode = StagingMode::kPinnedFallback;
     counts_.fallback_reason = "page-locking the arena failed (" + why +
                               "); copying each chunk through pinned staging buffers";
   }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "device/device_backend.hpp"
+#include "stoke/stats.hpp"
 
 namespace stoke::detail {
 
@@ -48,7 +49,7 @@ struct StagingConfig {
 kernels::NormalizeParams normalize_params(const StagingConfig& config);
 
 struct StagingStats {
-  std::string mode;  // "host", "registered" or "pinned-fallback"
+  StagingMode mode = StagingMode::kHost;
   std::string fallback_reason;
   std::int64_t staged_batches = 0;
   std::int64_t dma_copies = 0;

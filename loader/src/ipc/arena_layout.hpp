@@ -9,7 +9,7 @@
 //
 //   offset 0               ArenaHeader
 //   header.index_offset    dataset index (read through DatasetView, data/dataset_index.hpp)
-//   header.steps_offset    Step[header.step_count]
+//   header.steps_offset    WireStep[header.step_count] (ipc/wire_step.hpp)
 //   header.workers_offset  WorkerRecord[header.worker_capacity]
 //   header.poison_offset   int64[header.poison_capacity] samples no worker survives, preceded
 //                          by their count (an atomic uint32 in a uint64 word)
@@ -32,7 +32,7 @@
 #include "data/bad_input.hpp"
 #include "ipc/shared_semaphore.hpp"
 #include "ipc/spsc_ring.hpp"
-#include "stoke/pipeline.hpp"
+#include "ipc/wire_step.hpp"
 
 namespace stoke::detail {
 
@@ -144,7 +144,6 @@ struct ArenaHeader {
 };
 
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
-static_assert(sizeof(Step) % 4 == 0);
 
 // Typed access to an arena mapped at `base`. Thread-safety: as the fields it points to.
 class ArenaView {
@@ -153,7 +152,9 @@ class ArenaView {
 
   std::uint8_t* base() const { return base_; }
   ArenaHeader& header() const { return *reinterpret_cast<ArenaHeader*>(base_); }
-  const Step* steps() const { return reinterpret_cast<const Step*>(base_ + header().steps_offset); }
+  const WireStep* steps() const {
+    return reinterpret_cast<const WireStep*>(base_ + header().steps_offset);
+  }
   WorkerRecord& worker(std::uint32_t i) const {
     return *reinterpret_cast<WorkerRecord*>(base_ + header().workers_offset +
                                             i * header().worker_stride);

@@ -36,7 +36,7 @@ std::optional<TunerChange> PoolTuner::evaluate(const TunerInput& in, const Tuner
     if (limits.tune_prefetch && !worker_bound && in.busy_fraction < kBurstyBusy &&
         in.slots < limits.max_slots) {
       const int to = std::min(limits.max_slots, in.slots + std::max(2, in.slots / 2));
-      return TunerChange{"prefetch", in.slots, to,
+      return TunerChange{TuneTarget::kPrefetch, in.slots, to,
                          why +
                              "; the pool keeps up on average, so the consumer takes batches in "
                              "bursts: deeper prefetch"};
@@ -68,7 +68,7 @@ std::optional<TunerChange> PoolTuner::grow(const TunerInput& in, const TunerLimi
     blocked_until_[in.workers] = in.now_s + backoff;
     last_retired_to_ = 0;
   }
-  return TunerChange{"workers", in.workers, to, reason};
+  return TunerChange{TuneTarget::kWorkers, in.workers, to, reason};
 }
 
 std::optional<TunerChange> PoolTuner::shrink(const TunerInput& in, const TunerLimits& limits) {
@@ -80,7 +80,7 @@ std::optional<TunerChange> PoolTuner::shrink(const TunerInput& in, const TunerLi
   if (const auto it = blocked_until_.find(to); it != blocked_until_.end() && in.now_s < it->second)
     return std::nullopt;
   last_retired_to_ = to;
-  return TunerChange{"workers", in.workers, to,
+  return TunerChange{TuneTarget::kWorkers, in.workers, to,
                      measured(in) + "; " + std::to_string(to) + " would deliver about " +
                          with_commas(to * in.worker_per_s) + " img/s"};
 }

@@ -21,6 +21,8 @@
 #include <optional>
 #include <string>
 
+#include "stoke/stats.hpp"
+
 namespace stoke::detail {
 
 struct TunerInput {
@@ -45,7 +47,7 @@ struct TunerLimits {
 };
 
 struct TunerChange {
-  std::string what;  // "workers" or "prefetch"
+  TuneTarget what = TuneTarget::kWorkers;
   int from = 0, to = 0;
   std::string reason;
 };

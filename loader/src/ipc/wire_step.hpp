@@ -1,0 +1,50 @@
+#pragma once
+// A pipeline step as it travels through the arena to the workers: fixed-width fields at fixed
+// offsets, so a worker of the same layout version reads exactly what the loader wrote. The
+// public stoke::Step describes a step for users; this is its wire form, free to stay put when
+// the public type grows.
+//
+// Thread-safety: plain values.
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "stoke/pipeline.hpp"
+
+namespace stoke::detail {
+
+struct WireStep {
+  std::uint32_t kind = 0;  // StepKind
+  std::int32_t size = 0;
+  std::int32_t height = 0;
+  std::int32_t width = 0;
+  std::int32_t pad = 0;
+  float probability = 0.f;
+  float scale_min = 0.f;
+  float scale_max = 0.f;
+  float ratio_min = 0.f;
+  float ratio_max = 0.f;
+  float brightness = 0.f;
+  float contrast = 0.f;
+
+  StepKind step_kind() const { return static_cast<StepKind>(kind); }
+};
+static_assert(std::is_trivially_copyable_v<WireStep> && std::is_standard_layout_v<WireStep>);
+static_assert(sizeof(WireStep) == 48 && offsetof(WireStep, contrast) == 44);
+
+inline WireStep to_wire(const Step& s) {
+  return WireStep{static_cast<std::uint32_t>(s.kind), s.size, s.height, s.width, s.pad,
+                  s.probability, s.scale_min, s.scale_max, s.ratio_min, s.ratio_max,
+                  s.brightness, s.contrast};
+}
+
+inline std::vector<WireStep> wire_steps(const Pipeline& p) {
+  std::vector<WireStep> out;
+  out.reserve(p.steps().size());
+  for (const Step& s : p.steps()) out.push_back(to_wire(s));
+  return out;
+}
+
+}  // namespace stoke::detail
