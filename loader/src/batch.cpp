@@ -67,22 +67,19 @@ std::span<const std::uint8_t> Batch::pixels() const {
 std::span<const std::int32_t> Batch::labels() const {
   const BatchLease& l = as_lease(held());
   const auto& c = l.core();
-  return {c.view.labels(static_cast<std::uint32_t>(l.slot())),
-          static_cast<std::size_t>(c.batch)};
+  return {c.view.labels(static_cast<std::uint32_t>(l.slot())), static_cast<std::size_t>(c.batch)};
 }
 
 std::span<const std::uint8_t> Batch::valid() const {
   const BatchLease& l = as_lease(held());
   const auto& c = l.core();
-  return {c.view.valid(static_cast<std::uint32_t>(l.slot())),
-          static_cast<std::size_t>(c.batch)};
+  return {c.view.valid(static_cast<std::uint32_t>(l.slot())), static_cast<std::size_t>(c.batch)};
 }
 
 std::span<const std::int64_t> Batch::sample_ids() const {
   const BatchLease& l = as_lease(held());
   const auto& c = l.core();
-  return {c.view.ids(static_cast<std::uint32_t>(l.slot())),
-          static_cast<std::size_t>(c.batch)};
+  return {c.view.ids(static_cast<std::uint32_t>(l.slot())), static_cast<std::size_t>(c.batch)};
 }
 
 DeviceChunk Batch::chunk(int device) const {

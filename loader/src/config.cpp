@@ -91,8 +91,7 @@ void resolve_resume(ResolvedConfig& r) {
                       std::to_string(r.plan.samples) +
                       " global_batch=" + std::to_string(global_batch) +
                       " seed=" + std::to_string(r.options.seed) + ")");
-  if (s.epoch < 0 || s.epoch > kMaxEpoch || s.next_batch < 0 ||
-      s.next_batch > r.batches_per_epoch)
+  if (s.epoch < 0 || s.epoch > kMaxEpoch || s.next_batch < 0 || s.next_batch > r.batches_per_epoch)
     throw ConfigError("cannot resume from '" + s.serialize() + "': next_batch must be in 0.." +
                       std::to_string(r.batches_per_epoch));
   r.start_epoch = s.epoch;
@@ -124,6 +123,12 @@ void resolve_normalization(ResolvedConfig& r) {
 }
 
 }  // namespace
+
+int chunk_for(const Options& o, int pool_size) {
+  const int b = o.batch;
+  if (o.chunk > 0) return std::min(o.chunk, b);
+  return pool_size == 0 ? b : std::max(1, (b + pool_size - 1) / pool_size);
+}
 
 void check_options(const Options& o) {
   if ((o.workers < 0 && o.workers != kAuto) || o.workers > kMaxWorkers)
@@ -164,6 +169,11 @@ ResolvedConfig resolve(Options o, const DatasetIndex& index) {
     r.pipeline.validate(index.height, index.width);
   else
     r.pipeline.validate(0, 0);
+  // Files the index left out: under OnError::kError the first one stops the loader.
+  if (r.options.on_error == OnError::kError && !index.rejected.empty()) {
+    const RejectedFile& f = index.rejected.front();
+    throw DataError(f.path + ": " + bad_input_name(f.reason) + " (found while indexing)");
+  }
   resolve_normalization(r);
   resolve_resume(r);
   return r;

@@ -48,12 +48,19 @@ struct ResolvedConfig {
   float stddev[4] = {1, 1, 1, 1};
 };
 
+// Samples per unit of work: one chunk per worker per batch (the whole batch in-process), unless
+// Options::chunk fixes it. Fewer, larger units cost less coordination, and with several batches
+// in flight every worker stays busy (measured on Fashion-MNIST with 2 workers: batch/4-sized
+// chunks delivered 10-25% fewer samples per second).
+int chunk_for(const Options& o, int pool_size);
+
 // The checks that need no dataset: ranges of the pool, monitor, timeout and prefetch options,
 // and the open-file limit for the workers asked for.
 void check_options(const Options& o);
 
 // Everything else: the pipeline (explicit, or the augment preset at the requested size), the
-// epoch plan's configuration, the resume position, normalization constants.
+// epoch plan's configuration, files the index rejected (a DataError under OnError::kError),
+// normalization constants, the resume position.
 ResolvedConfig resolve(Options o, const DatasetIndex& index);
 
 }  // namespace stoke::detail

@@ -9,6 +9,9 @@ namespace stoke {
 using namespace detail;
 
 std::optional<Batch> Loader::Impl::next() {
+  // A log callback that threw stops the loader before another batch is taken, so that a caller
+  // who catches and retries loses none.
+  if (const std::exception_ptr e = log_.error()) std::rethrow_exception(e);
   std::optional<Batch> batch;
   try {
     batch = next_unflushed();
@@ -16,8 +19,7 @@ std::optional<Batch> Loader::Impl::next() {
     log_.flush();
     throw;
   }
-  log_.flush();
-  if (const std::exception_ptr e = log_.error()) std::rethrow_exception(e);
+  log_.flush();  // a callback that throws here is reported by the next call
   return batch;
 }
 
@@ -32,7 +34,7 @@ std::optional<Batch> Loader::Impl::next_unflushed() {
   if (!data_error_.empty()) throw DataError(data_error_);
   if (slots.epoch_exhausted()) {
     slots.start_next_epoch();
-    metrics_.interrupt();
+    core_->metrics.interrupt();
     return std::nullopt;
   }
   const std::int64_t seq = slots.next_seq();
@@ -70,8 +72,8 @@ void Loader::Impl::grow_for_consumer() {
                 " MiB each) and the memory budget allows no more; release batches you no "
                 "longer need (drop them or call Batch::release) or raise memory_budget");
   // Reserving memory takes a while (posix_fallocate): never under the lock. Throws when the
-  // memory cannot be had.
-  without_lock(core_->mutex, [&] { core_->add_slots(n + 1); });
+  // memory cannot be had. Another thread may have grown the table meanwhile.
+  if (!without_lock(core_->mutex, [&] { return core_->add_slots(n + 1); })) return;
   log_.post("the consumer holds all " + std::to_string(n) + " batch slots; added slot " +
             std::to_string(n + 1) + " of at most " + std::to_string(h.slot_capacity));
 }
@@ -93,30 +95,13 @@ Batch Loader::Impl::deliver(int slot, Clock::time_point entered) {
   for (int j = 0; j < options_.batch; ++j) {
     if (bad[j] == 0) continue;
     const auto reason = static_cast<BadInput>(bad[j]);
-    metrics_.skipped(reason);
-    log_.post("skipped " + describe_sample(planned[j]) + ": " + bad_input_name(reason) +
+    core_->metrics.skipped(reason);
+    log_.post("skipped " + (*core_->names)(planned[j]) + ": " + bad_input_name(reason) +
               bad_input_hint(reason) + " (replaced by sample " +
               std::to_string(core_->view.ids(u)[j]) + ")");
   }
-  metrics_.delivered(entered, Clock::now(), options_.batch, s.padded);
+  core_->metrics.delivered(entered, Clock::now(), options_.batch, s.padded);
   return Batch(std::make_shared<BatchLease>(core_, slot, s.epoch, s.index, s.padded));
-}
-
-void Loader::Impl::complete(const Task& task, const Completion& done) {
-  metrics_.chunk_done(done, static_cast<int>(task.count));
-  std::string error;
-  if (done.status == Completion::kDataError && core_->slots[task.slot].error.empty()) {
-    error = describe_sample(done.error_sample) + ": " +
-            bad_input_name(static_cast<BadInput>(done.reason)) +
-            bad_input_hint(static_cast<BadInput>(done.reason)) +
-            (options_.on_error == OnError::kSkip ? " (and no substitute could be produced)" : "");
-  }
-  if (core_->slots.complete(task, std::move(error))) core_->cv.notify_all();
-}
-
-std::string Loader::Impl::describe_sample(std::int64_t sample) const {
-  if (dataset_->raw()) return options_.data + " sample " + std::to_string(sample);
-  return std::string(dataset_->path(sample)) + " (sample " + std::to_string(sample) + ")";
 }
 
 void Loader::Impl::fill_inline() {
@@ -128,7 +113,7 @@ void Loader::Impl::fill_inline() {
   without_lock(core_->mutex, [&] {
     for (const Task& t : tasks) done.push_back(inline_runner_->run(t));
   });
-  for (std::size_t i = 0; i < tasks.size(); ++i) complete(tasks[i], done[i]);
+  for (std::size_t i = 0; i < tasks.size(); ++i) core_->complete(tasks[i], done[i]);
 }
 
 void Loader::Impl::set_epoch(std::int64_t epoch) {
@@ -138,7 +123,7 @@ void Loader::Impl::set_epoch(std::int64_t epoch) {
   {
     MutexLock lock(core_->mutex);
     core_->slots.reposition(epoch, 0);
-    metrics_.interrupt();
+    core_->metrics.interrupt();
   }
   core_->wake();
   core_->cv.notify_all();  // the stager's horizon moved
@@ -155,11 +140,24 @@ LoaderState Loader::Impl::state() const {
   return s;
 }
 
+void Loader::Impl::resize_workers(int n) {
+  if (!supervisor_)
+    throw ConfigError(
+        "this loader runs the pipeline in-process (workers 0); it has no pool to "
+        "resize");
+  if (n < 1 || n > config_.capacity)
+    throw ConfigError("resize_workers: the pool takes 1.." + std::to_string(config_.capacity) +
+                      " workers, got " + std::to_string(n));
+  supervisor_->request_size(n);
+}
+
 Stats Loader::Impl::stats() const {
+  // The pool's figures come under the same lock, taken twice: a snapshot, not an atomic one.
+  const Supervisor::PoolView pool = supervisor_ ? supervisor_->view() : Supervisor::PoolView{};
   MutexLock lock(core_->mutex);
-  Stats s = metrics_.snapshot(Clock::now(), pool_size_, options_.batch);
-  s.workers_starting = starting_;
-  s.workers_auto = workers_auto_;
+  Stats s = core_->metrics.snapshot(Clock::now(), pool.workers, options_.batch);
+  s.workers_starting = pool.starting;
+  s.workers_auto = pool.workers_auto;
   s.prefetch_auto = config_.prefetch_auto;
   s.slots = static_cast<int>(core_->slots.size());
   s.arena_bytes = static_cast<std::int64_t>(core_->reserved_bytes);
@@ -175,8 +173,12 @@ Stats Loader::Impl::stats() const {
     s.pinned_bytes = t.pinned_bytes;
     s.device_bytes = t.device_bytes;
   }
+  if (gpus_) {
+    s.gpu_monitor = gpus_->status();
+    s.gpus = gpus_->snapshot();
+  }
   s.verdict = stall_verdict(s, {config_.cores, options_.stall_target,
-                                workers_auto_ ? limit_workers_ : 0, limit_reason_});
+                                pool.workers_auto ? pool.limit_workers : 0, pool.limit_reason});
   return s;
 }
 

@@ -17,22 +17,43 @@
 #include <vector>
 
 #include "common/mutex.hpp"
+#include "data/dataset_index.hpp"
 #include "device/staging.hpp"
 #include "ipc/arena_layout.hpp"
 #include "ipc/arena_plan.hpp"
+#include "loader_metrics.hpp"
 #include "shared_arena.hpp"
 #include "slot_table.hpp"
 
 namespace stoke::detail {
 
+// Names a sample in messages: "<path> (sample 7)" for files, "<data> sample 7" for IDX data.
+class SampleNames {
+ public:
+  SampleNames(std::string data, const ArenaView& arena)
+      : data_(std::move(data)), view_(std::make_unique<DatasetView>(arena)) {}
+  std::string operator()(std::int64_t sample) const {
+    if (view_->raw()) return data_ + " sample " + std::to_string(sample);
+    return std::string(view_->path(sample)) + " (sample " + std::to_string(sample) + ")";
+  }
+
+ private:
+  std::string data_;
+  std::unique_ptr<DatasetView> view_;
+};
+
 struct LoaderCore {
   // An arena laid out as `h` with its first slots reserved, the consumer at the start position.
+  // REQUIRES: `h` is what will be written at the arena's start (the index included) before any
+  // other member is used; names() reads the index.
   LoaderCore(const ArenaHeader& h, const PlanConfig& plan, std::size_t initial_slots,
-             std::int64_t start_epoch, std::int64_t start_batch)
+             std::int64_t start_epoch, std::int64_t start_batch, int monitor_window,
+             std::chrono::steady_clock::time_point created)
       : arena(h.total_size, arena_bytes_for(h, initial_slots)),
         view(arena.base()),
         wake_fd(raise_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "an eventfd")),
         slots(plan, view, initial_slots, start_epoch, start_batch),
+        metrics(monitor_window, created),
         reserved_bytes(arena.reserved()) {}
   ~LoaderCore() {
     staging.reset();  // waits for the devices, whose callbacks still lock `mutex`
@@ -66,6 +87,19 @@ struct LoaderCore {
     wake();
   }
 
+  // A chunk is done (by a worker, or in-process): its timings counted, its data error (the
+  // batch's first) kept, and waiters woken when the batch became ready.
+  void complete(const Task& task, const Completion& done) REQUIRES(mutex) {
+    metrics.chunk_done(done, static_cast<int>(task.count));
+    std::string error;
+    if (done.status == Completion::kDataError && slots[static_cast<int>(task.slot)].error.empty()) {
+      const auto reason = static_cast<BadInput>(done.reason);
+      error = (*names)(done.error_sample) + ": " + bad_input_name(reason) + bad_input_hint(reason) +
+              (on_error == OnError::kSkip ? " (and no substitute could be produced)" : "");
+    }
+    if (slots.complete(task, std::move(error))) cv.notify_all();
+  }
+
   // Stops the loader with `error` (the first one wins): every waiting thread wakes and sees it.
   void fail(std::exception_ptr error) REQUIRES(mutex) {
     if (!fatal) fatal = std::move(error);
@@ -76,18 +110,22 @@ struct LoaderCore {
 
   // Grows the slot table to n slots (at most the arena's capacity), reserving their memory
   // first, outside `mutex`: posix_fallocate of tens of MiB must not hold up a stream callback
-  // or a release. Throws Error when the memory cannot be had; the table is unchanged then.
-  void add_slots(std::size_t n) EXCLUDES(mutex, reserve_mutex) {
+  // or a release. True when this call grew the table. Throws Error when the memory cannot be
+  // had; the table is unchanged then.
+  bool add_slots(std::size_t n) EXCLUDES(mutex, reserve_mutex) {
     const ArenaHeader& h = view.header();
     n = std::min<std::size_t>(n, h.slot_capacity);
     MutexLock serial(reserve_mutex);
     arena.reserve(arena_bytes_for(h, n));
+    bool grew = false;
     {
       MutexLock lock(mutex);
+      grew = n > slots.size();
       slots.add(n);
       reserved_bytes = arena.reserved();
     }
     wake();
+    return grew;
   }
 
   SharedArena arena;
@@ -97,10 +135,13 @@ struct LoaderCore {
   std::vector<int> cuda_ids;  // CUDA ordinals, for GPU devices
   int batch = 0;
   int height = 0, width = 0, channels = 0;
+  OnError on_error = OnError::kSkip;
+  std::unique_ptr<const SampleNames> names;  // set once the index is in the arena
 
   Mutex mutex;
   CondVar cv;  // signalled whenever a slot changes state, the position moves or the loader stops
   SlotTable slots GUARDED_BY(mutex);
+  LoaderMetrics metrics GUARDED_BY(mutex);
   std::int64_t released GUARDED_BY(mutex) = 0;
   std::size_t reserved_bytes GUARDED_BY(mutex) = 0;
   bool stop GUARDED_BY(mutex) = false;

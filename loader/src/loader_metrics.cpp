@@ -75,10 +75,6 @@ Stats LoaderMetrics::snapshot(Clock::time_point now, int workers, int batch) con
   s.demand_samples_per_s = w.demand_per_s();
   s.worker_busy_fraction = busy_fraction(now, workers);
   s.worker_samples_per_s = worker_rate();
-  if (gpus_) {
-    s.gpu_monitor = gpus_->status();
-    s.gpus = gpus_->snapshot();
-  }
   return s;
 }
 

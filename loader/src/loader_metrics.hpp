@@ -1,9 +1,8 @@
 #pragma once
-// What the loader measures: the counters behind Stats, the stall monitor (consumer side), the
-// workers' producing time since the pool last changed (worker side), and the GPU monitor.
+// What the loader measures: the counters behind Stats, the stall monitor (consumer side) and the
+// workers' producing time since the pool last changed (worker side).
 //
-// Thread-safety: none of its own; Loader::Impl guards it with the loader mutex. The GPU monitor
-// it owns samples on its own thread and is itself thread-safe.
+// Thread-safety: none of its own; it lives in LoaderCore, guarded by the loader mutex.
 
 #include <chrono>
 #include <cstdint>
@@ -12,7 +11,6 @@
 #include "data/bad_input.hpp"
 #include "ipc/arena_layout.hpp"
 #include "stoke/stats.hpp"
-#include "tuning/gpu_activity.hpp"
 #include "tuning/stall_monitor.hpp"
 
 namespace stoke::detail {
@@ -23,8 +21,6 @@ class LoaderMetrics {
   LoaderMetrics(int monitor_window, Clock::time_point created);
 
   Clock::time_point created() const { return created_; }
-  // GPU utilization sampling, for cuda devices.
-  void monitor_gpus(std::unique_ptr<GpuActivityMonitor> monitor) { gpus_ = std::move(monitor); }
 
   void skipped(BadInput reason);
   void worker_restarted() { stats_.worker_restarts += 1; }
@@ -46,8 +42,8 @@ class LoaderMetrics {
   double busy_fraction(Clock::time_point now, int workers) const;
   double worker_rate() const;
 
-  // The counters and every derived rate; the caller adds what it owns (pool, slots, staging)
-  // and the verdict.
+  // The counters and every derived rate; the caller adds what it owns (pool, slots, staging,
+  // GPUs) and the verdict.
   Stats snapshot(Clock::time_point now, int workers, int batch) const;
 
  private:
@@ -59,7 +55,6 @@ class LoaderMetrics {
   double busy_s_ = 0;  // worker producing time since pool_changed_
   std::int64_t produced_ = 0;
   Clock::time_point pool_changed_;
-  std::unique_ptr<GpuActivityMonitor> gpus_;
 };
 
 }  // namespace stoke::detail

@@ -12,6 +12,7 @@
 #include "loader_impl.hpp"
 #include "stoke/loader.hpp"
 #include "worker/worker_locate.hpp"
+#include "worker_pool.hpp"
 
 namespace stoke {
 
@@ -26,35 +27,23 @@ constexpr std::uint32_t kPoisonCapacity = 4096;
 // (Clang's thread-safety analysis does not look inside constructors and destructors: nothing
 // else can reach the members yet, or any more.)
 Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, Clock::time_point created)
-    : config_(std::move(config)),
-      log_(options_.log),
-      metrics_(options_.monitor_window, created),
-      workers_auto_(config_.workers_auto),
-      pool_size_(config_.initial_workers),
-      limit_workers_(config_.max_workers),
-      limit_reason_(config_.max_workers_reason) {
-  for (const RejectedFile& r : index.rejected) {
-    if (options_.on_error == OnError::kError)
-      throw DataError(r.path + ": " + bad_input_name(r.reason) + " (found while indexing)");
-    metrics_.skipped(r.reason);
+    : config_(std::move(config)), log_(options_.log) {
+  lay_out_arena(index, created);
+  for (const RejectedFile& r : index.rejected) {  // (resolve() refused them under kError)
+    core_->metrics.skipped(r.reason);
     log_.post("skipped " + r.path + " while indexing: " + bad_input_name(r.reason));
   }
-  lay_out_arena(index);
+  log_.flush();  // now, so that a failure further on does not swallow them
   set_up_staging();
   index = DatasetIndex{};  // the arena holds it now
-  dataset_ = std::make_unique<DatasetView>(core_->view);
-  core_->slots.set_chunk(chunk_for(pool_size_));
-  blame_ = std::make_unique<SampleBlame>(
-      std::span<std::int64_t>(core_->view.poisoned(), core_->view.header().poison_capacity),
-      core_->view.poisoned_count());
+  core_->names = std::make_unique<SampleNames>(options_.data, core_->view);
+  core_->slots.set_chunk(chunk_for(options_, config_.initial_workers));
   if (options_.devices.kind == DeviceSet::Kind::kCuda)
-    metrics_.monitor_gpus(
-        std::make_unique<GpuActivityMonitor>(make_nvml_source(), options_.devices.ids));
-  log_.flush();
+    gpus_ = std::make_unique<GpuActivityMonitor>(make_nvml_source(), options_.devices.ids);
   start_threads();
 }
 
-void Loader::Impl::lay_out_arena(const DatasetIndex& index) {
+void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point created) {
   ArenaPlanInput in;
   in.index_bytes = index.arena_bytes();
   in.step_count = static_cast<std::uint32_t>(config_.pipeline.steps().size());
@@ -77,8 +66,9 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index) {
   h.raw_channels = index.channels;
   h.seed = options_.seed;
 
-  core_ = std::make_shared<LoaderCore>(h, config_.plan, config_.initial_slots,
-                                       config_.start_epoch, config_.start_batch);
+  core_ = std::make_shared<LoaderCore>(h, config_.plan, config_.initial_slots, config_.start_epoch,
+                                       config_.start_batch, options_.monitor_window, created);
+  core_->on_error = options_.on_error;
   core_->devices = options_.devices.count;
   core_->cuda_ids = options_.devices.ids;
   core_->batch = options_.batch;
@@ -130,36 +120,18 @@ void Loader::Impl::set_up_staging() {
 // reach the caller); the stager last, because a constructor that throws would leave a running
 // thread behind.
 void Loader::Impl::start_threads() {
-  bool in_process = false;
-  {
-    MutexLock lock(core_->mutex);
-    in_process = pool_size_ == 0;
-    const auto n = static_cast<std::size_t>(config_.capacity);
-    in_flight_.resize(n);
-    startup_deaths_.assign(n, 0);
-    front_since_.assign(n, Clock::time_point{});
-    spawned_at_.assign(n, Clock::time_point{});
-    timed_out_.assign(n, false);
-    role_.assign(n, Role::kIdle);
-    stop_sent_.assign(n, false);
-  }
-  if (in_process) {
+  if (config_.initial_workers == 0) {
     inline_runner_ = std::make_unique<ChunkRunner>(core_->view);
   } else {
     const std::string exe = locate_worker(options_.worker_path);
     done_fd_ = raise_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "an eventfd");
     try {
-      pool_ = std::make_unique<WorkerPool>(core_->view, core_->arena.fd(), done_fd_, exe);
-      std::promise<void> started;
-      auto ready = started.get_future();
-      supervisor_ = std::thread([this, &started] { supervise(started); });
-      try {
-        ready.get();
-      } catch (...) {
-        supervisor_.join();
-        throw;
-      }
+      supervisor_ = std::make_unique<Supervisor>(
+          core_, config_, log_,
+          std::make_unique<WorkerPool>(core_->view, core_->arena.fd(), done_fd_, exe), done_fd_);
+      supervisor_->start();
     } catch (...) {
+      supervisor_.reset();
       ::close(done_fd_);  // ~Impl does not run for a constructor that throws
       throw;
     }
@@ -175,7 +147,7 @@ Loader::Impl::~Impl() {
   core_->wake();
   core_->cv.notify_all();
   stager_.reset();
-  if (supervisor_.joinable()) supervisor_.join();
+  supervisor_.reset();
   if (done_fd_ >= 0) ::close(done_fd_);
   log_.flush();
   // Batches still held keep core_ (and the arena mapping) alive; nothing else refers to us.

@@ -83,41 +83,73 @@ bool parse_side(std::string_view text, int& side) {
 
 }  // namespace
 
-Augment parse_augment(std::string_view w) { return parse_word<Augment>("augment", w, kAugment); }
-const char* augment_name(Augment v) { return name_of<Augment>(v, kAugment); }
+Augment parse_augment(std::string_view w) {
+  return parse_word<Augment>("augment", w, kAugment);
+}
+const char* augment_name(Augment v) {
+  return name_of<Augment>(v, kAugment);
+}
 
-DType parse_dtype(std::string_view w) { return parse_word<DType>("dtype", w, dtype_words()); }
-const char* dtype_name(DType v) { return name_of<DType>(v, dtype_words()); }
+DType parse_dtype(std::string_view w) {
+  return parse_word<DType>("dtype", w, dtype_words());
+}
+const char* dtype_name(DType v) {
+  return name_of<DType>(v, dtype_words());
+}
 
-Layout parse_layout(std::string_view w) { return parse_word<Layout>("layout", w, kLayout); }
-const char* layout_name(Layout v) { return name_of<Layout>(v, kLayout); }
+Layout parse_layout(std::string_view w) {
+  return parse_word<Layout>("layout", w, kLayout);
+}
+const char* layout_name(Layout v) {
+  return name_of<Layout>(v, kLayout);
+}
 
 LastBatch parse_last_batch(std::string_view w) {
   return parse_word<LastBatch>("last_batch", w, kLastBatch);
 }
-const char* last_batch_name(LastBatch v) { return name_of<LastBatch>(v, kLastBatch); }
+const char* last_batch_name(LastBatch v) {
+  return name_of<LastBatch>(v, kLastBatch);
+}
 
-OnError parse_on_error(std::string_view w) { return parse_word<OnError>("on_error", w, kOnError); }
-const char* on_error_name(OnError v) { return name_of<OnError>(v, kOnError); }
+OnError parse_on_error(std::string_view w) {
+  return parse_word<OnError>("on_error", w, kOnError);
+}
+const char* on_error_name(OnError v) {
+  return name_of<OnError>(v, kOnError);
+}
 
-Split parse_split(std::string_view w) { return parse_word<Split>("split", w, kSplit); }
-const char* split_name(Split v) { return name_of<Split>(v, kSplit); }
-const char* tune_target_name(TuneTarget v) { return name_of<TuneTarget>(v, kTuneTarget); }
-const char* staging_mode_name(StagingMode v) { return name_of<StagingMode>(v, kStagingMode); }
+Split parse_split(std::string_view w) {
+  return parse_word<Split>("split", w, kSplit);
+}
+const char* split_name(Split v) {
+  return name_of<Split>(v, kSplit);
+}
+const char* tune_target_name(TuneTarget v) {
+  return name_of<TuneTarget>(v, kTuneTarget);
+}
+const char* staging_mode_name(StagingMode v) {
+  return name_of<StagingMode>(v, kStagingMode);
+}
 
-DeviceSet parse_devices(std::string_view spec) { return DeviceSet::parse(spec); }
-std::string devices_name(const DeviceSet& d) { return d.to_string(); }
+DeviceSet parse_devices(std::string_view spec) {
+  return DeviceSet::parse(spec);
+}
+std::string devices_name(const DeviceSet& d) {
+  return d.to_string();
+}
 
 ImageSize parse_size(std::string_view text) {
   const auto x = text.find('x');
   ImageSize s;
-  const bool ok = x == std::string_view::npos
-                      ? parse_side(text, s.height) && parse_side(text, s.width)
-                      : parse_side(text.substr(0, x), s.height) &&
-                            parse_side(text.substr(x + 1), s.width);
+  const bool ok =
+      x == std::string_view::npos
+          ? parse_side(text, s.height) && parse_side(text, s.width)
+          : parse_side(text.substr(0, x), s.height) && parse_side(text.substr(x + 1), s.width);
   if (!ok)
-    throw ConfigError("size must be HxW or N (N x N), each side 1..65535, e.g. 224x224 or 224; "
-                      "got '" + std::string(text) + "'");
+    throw ConfigError(
+        "size must be HxW or N (N x N), each side 1..65535, e.g. 224x224 or 224; "
+        "got '" +
+        std::string(text) + "'");
   return s;
 }
 

@@ -4,13 +4,12 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "loader_impl.hpp"
+#include "stoke/error.hpp"
 #include "stoke/names.hpp"
+#include "supervisor.hpp"
 #include "tuning/host_memory.hpp"
 
-namespace stoke {
-
-using namespace detail;
+namespace stoke::detail {
 
 namespace {
 
@@ -23,21 +22,19 @@ constexpr auto kMemoryEvery = std::chrono::seconds(2);  // how often free memory
 
 }  // namespace
 
-void Loader::Impl::resize_workers(int n) {
-  if (config_.capacity == 0)
-    throw ConfigError(
-        "this loader runs the pipeline in-process (workers 0); it has no pool to "
-        "resize");
-  if (n < 1 || n > config_.capacity)
-    throw ConfigError("resize_workers: the pool takes 1.." + std::to_string(config_.capacity) +
-                      " workers, got " + std::to_string(n));
+void Supervisor::request_size(int n) {
   {
     MutexLock lock(core_->mutex);
-    rethrow_if_failed();
+    if (core_->fatal) std::rethrow_exception(core_->fatal);
     requested_size_ = n;
     workers_auto_ = false;
   }
   core_->wake();
+}
+
+Supervisor::PoolView Supervisor::view() const {
+  MutexLock lock(core_->mutex);
+  return {pool_size_, starting_, workers_auto_, limit_workers_, limit_reason_};
 }
 
 // ---- pool size -----------------------------------------------------------------------------
@@ -46,7 +43,7 @@ void Loader::Impl::resize_workers(int n) {
 // records (lowest first) are queued for spawning; beyond n, the highest active ones retire.
 // Work already handed to a retiring worker is finished by it, so no chunk moves and none is
 // redone: the delivered bytes cannot change.
-void Loader::Impl::resize_pool(int n) {
+void Supervisor::resize_pool(int n) {
   n = std::clamp(n, 1, config_.capacity);
   int active = 0;  // (a loop, not count_if: a lambda would be analysed as holding no lock)
   for (int i : members_) active += role_[i] == Role::kActive ? 1 : 0;
@@ -77,29 +74,22 @@ void Loader::Impl::resize_pool(int n) {
 
 // The pool's size, and what follows from it: the chunk size (one chunk per worker per batch,
 // unless fixed by Options::chunk) and a fresh start for the measurements.
-void Loader::Impl::set_pool_size(int n) {
+void Supervisor::set_pool_size(int n) {
   pool_size_ = n;
-  core_->slots.set_chunk(chunk_for(n));
+  core_->slots.set_chunk(chunk_for(options_, n));
   restart_measurement();
-}
-
-// One chunk per worker per batch (the whole batch in-process), unless Options::chunk fixes it.
-int Loader::Impl::chunk_for(int pool_size) const {
-  const int b = options_.batch;
-  if (options_.chunk > 0) return std::min(options_.chunk, b);
-  return pool_size == 0 ? b : std::max(1, (b + pool_size - 1) / pool_size);
 }
 
 // Tells each retiring worker whose chunks are all done to stop; its exit is then a retirement.
 // A record queued for spawning but not yet started simply goes back to idle.
-void Loader::Impl::retire_drained() {
+void Supervisor::retire_drained() {
   for (std::size_t k = 0; k < members_.size();) {
     const int i = members_[k];
     if (role_[i] != Role::kRetiring || stop_sent_[i] || !in_flight_[i].empty()) {
       ++k;
       continue;
     }
-    if (!pool_->running(i)) {
+    if (!workers_->running(i)) {
       retire_record(i);  // members_[k] is now the next record
       std::erase(to_grow_, i);
       continue;
@@ -117,15 +107,16 @@ void Loader::Impl::retire_drained() {
 
 // Record i has no process any more (it retired, died while retiring, or was never started):
 // the record is idle.
-void Loader::Impl::retire_record(int i) {
+void Supervisor::retire_record(int i) {
   role_[i] = Role::kIdle;
+  startup_deaths_[i] = 0;  // a later occupant's start-up is a new run
   stop_sent_[i] = false;
   std::erase(members_, i);
 }
 
 // Starts the workers a growth asked for. One that cannot start (out of processes or
 // descriptors) shrinks the pool back instead of stopping the loader.
-void Loader::Impl::spawn_growth(const std::vector<int>& workers) {
+void Supervisor::spawn_growth(const std::vector<int>& workers) {
   for (int i : workers) {
     try {
       spawn(i);
@@ -140,13 +131,13 @@ void Loader::Impl::spawn_growth(const std::vector<int>& workers) {
   log_.flush();
 }
 
-void Loader::Impl::restart_measurement() {
-  metrics_.restart_measurement(Clock::now());
+void Supervisor::restart_measurement() {
+  core_->metrics.restart_measurement(Clock::now());
 }
 
-void Loader::Impl::decide(TuneTarget what, int from, int to, const std::string& reason) {
+void Supervisor::decide(TuneTarget what, int from, int to, const std::string& reason) {
   TuneDecision d;
-  d.at_s = seconds(Clock::now() - metrics_.created());
+  d.at_s = seconds(Clock::now() - core_->metrics.created());
   d.what = what;
   d.from = from;
   d.to = to;
@@ -154,12 +145,34 @@ void Loader::Impl::decide(TuneTarget what, int from, int to, const std::string& 
   char at[32];
   std::snprintf(at, sizeof at, "%.1f", d.at_s);
   log_.post("autotune at " + std::string(at) + " s: " + tune_target_name(what) + " " +
-            std::to_string(from) +
-            " -> " + std::to_string(to) + ": " + reason);
-  metrics_.decided(std::move(d));
+            std::to_string(from) + " -> " + std::to_string(to) + ": " + reason);
+  core_->metrics.decided(std::move(d));
 }
 
-TunerLimits Loader::Impl::tuner_limits() {
+// One worker's private memory (measured once, on the first worker) and the memory available
+// (re-read every few seconds), for workers=auto's bound. /proc reads take a while: they run
+// without the lock, and their results are published under it.
+void Supervisor::read_memory() {
+  pid_t measure = -1;
+  bool due = false;
+  {
+    MutexLock lock(core_->mutex);
+    if (!workers_auto_) return;
+    if (worker_bytes_ < 0 && !members_.empty() && workers_->running(members_.front()))
+      measure = workers_->pid(members_.front());
+    due = Clock::now() >= memory_checked_ + kMemoryEvery;
+  }
+  const std::int64_t worker_bytes = measure > 0 ? anon_rss_bytes(measure) : -1;
+  const std::int64_t available = due ? available_memory_bytes() : -1;
+  MutexLock lock(core_->mutex);
+  if (measure > 0 && worker_bytes_ < 0) worker_bytes_ = worker_bytes;
+  if (due) {
+    available_bytes_ = available;
+    memory_checked_ = Clock::now();
+  }
+}
+
+TunerLimits Supervisor::tuner_limits() {
   TunerLimits l;
   l.tune_workers = workers_auto_;
   l.tune_prefetch = config_.prefetch_auto;
@@ -168,17 +181,10 @@ TunerLimits Loader::Impl::tuner_limits() {
   l.max_workers_reason = config_.max_workers_reason;
   l.max_slots = static_cast<int>(core_->view.header().slot_capacity);
   if (!workers_auto_) return l;
-  // Memory: each worker holds its own decode buffers (measured once, on the first worker) and
-  // brings two more batch slots; grow only into half of what is free, read every few seconds.
-  if (worker_bytes_ < 0 && !members_.empty() && pool_->running(members_.front()))
-    worker_bytes_ = anon_rss_bytes(pool_->pid(members_.front()));
+  // Memory (read by read_memory()): each worker holds its own decode buffers and brings two
+  // more batch slots; grow only into half of what is free.
   const std::int64_t per_worker = std::max(worker_bytes_, kMinWorkerBytes) +
                                   2 * static_cast<std::int64_t>(core_->view.header().slot_stride);
-  const Clock::time_point now = Clock::now();
-  if (now >= memory_checked_ + kMemoryEvery) {
-    available_bytes_ = available_memory_bytes();
-    memory_checked_ = now;
-  }
   const std::int64_t available = available_bytes_;
   if (available >= 0) {
     const auto more = static_cast<int>(available / 2 / per_worker);
@@ -194,24 +200,24 @@ TunerLimits Loader::Impl::tuner_limits() {
   return l;
 }
 
-void Loader::Impl::tune() {
+void Supervisor::tune() {
   if (!workers_auto_ && !config_.prefetch_auto) return;
   const Clock::time_point now = Clock::now();
   if (now < next_tune_) return;
   next_tune_ =
       now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kTuneEveryS));
-  const StallMonitor::Totals w = metrics_.window();
-  const double since = metrics_.seconds_since_change(now);
+  const StallMonitor::Totals w = core_->metrics.window();
+  const double since = core_->metrics.seconds_since_change(now);
   if (w.batches < std::min(options_.monitor_window, kTuneMinBatches) || since < kTuneSettleS)
     return;
   TunerInput in;
-  in.now_s = seconds(now - metrics_.created());
+  in.now_s = seconds(now - core_->metrics.created());
   in.batches = w.batches;
   in.wait_fraction = w.wait_fraction();
   in.demand_per_s = w.demand_per_s();
   in.delivered_per_s = w.delivered_per_s();
-  in.busy_fraction = metrics_.busy_fraction(now, pool_size_);
-  in.worker_per_s = metrics_.worker_rate();
+  in.busy_fraction = core_->metrics.busy_fraction(now, pool_size_);
+  in.worker_per_s = core_->metrics.worker_rate();
   in.workers = pool_size_;
   in.slots = static_cast<int>(core_->slots.size());
   const std::optional<TunerChange> change = tuner_.evaluate(in, tuner_limits());
@@ -220,17 +226,14 @@ void Loader::Impl::tune() {
   if (change->what == TuneTarget::kWorkers) {
     const int slots_before = in.slots;
     resize_pool(change->to);
-    const int slots_after = std::max(
-        slots_before, static_cast<int>(std::min<std::size_t>(
-                          slots_wanted_, core_->view.header().slot_capacity)));
-    if (slots_after != slots_before)
-      decide(
-          TuneTarget::kPrefetch, slots_before, slots_after,
-          "two slots per worker plus two keep " + std::to_string(change->to) + " workers busy");
+    // Recorded once the slots exist (publish_slots), with the depth reached.
+    if (slots_wanted_ > static_cast<std::size_t>(slots_before))
+      depth_follows_ = DepthChange{slots_before, "two slots per worker plus two keep " +
+                                                     std::to_string(change->to) + " workers busy"};
   } else {
     slots_wanted_ = std::max(slots_wanted_, static_cast<std::size_t>(change->to));
     restart_measurement();
   }
 }
 
-}  // namespace stoke
+}  // namespace stoke::detail

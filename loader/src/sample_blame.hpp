@@ -42,8 +42,8 @@ class SampleBlame {
 
   // A worker died (`exit`; `timed_out`: killed by the loader) while producing `sample`,
   // described as `what` ("path (sample 7)").
-  Verdict blame(std::int64_t sample, std::string_view what, const WorkerExit& exit,
-                bool timed_out, OnError policy);
+  Verdict blame(std::int64_t sample, std::string_view what, const WorkerExit& exit, bool timed_out,
+                OnError policy);
 
   std::size_t poisoned() const { return count_.load(std::memory_order_relaxed); }
 

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <string>
 
-#include "tuning/host_memory.hpp"
 #include "stoke/error.hpp"
+#include "tuning/host_memory.hpp"
 
 namespace stoke::detail {
 namespace {

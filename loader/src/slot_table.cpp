@@ -15,8 +15,8 @@ bool in_progress(SlotInfo::State s) {
 
 }  // namespace
 
-SlotTable::SlotTable(const PlanConfig& plan, ArenaView view, std::size_t slots,
-                     std::int64_t epoch, std::int64_t batch)
+SlotTable::SlotTable(const PlanConfig& plan, ArenaView view, std::size_t slots, std::int64_t epoch,
+                     std::int64_t batch)
     : plan_(plan),
       bpe_(plan_.batches_per_epoch()),
       view_(view),

@@ -13,7 +13,8 @@
 // chunk completes. Invariants:
 //   - a kHeld slot is never written by anyone: no task names it;
 //   - a slot is assigned only from kFree and only when !in_transfer (no device still reads it);
-//   - pending_ holds only tasks of kFilling slots, and slot.pending counts that slot's tasks
+//   - pending_ holds tasks of kFilling slots, and of kOrphan slots whose chunks came back from a
+//     dead worker (they are produced and then dropped); slot.pending counts that slot's tasks
 //     still pending or in a worker's hands;
 //   - batch sequence numbers (epoch * batches_per_epoch + index) are assigned in increasing
 //     order from next_seq() to assign_seq() - 1 with no gap, so batches are delivered in order.
@@ -64,7 +65,7 @@ class SlotTable {
   // ---- slots
   std::size_t size() const { return slots_.size(); }
   const SlotInfo& operator[](int slot) const { return slots_[static_cast<std::size_t>(slot)]; }
-  int free_slot() const;  // -1: none
+  int free_slot() const;                // -1: none
   int slot_of(std::int64_t seq) const;  // the slot preparing or holding batch `seq`, or -1
   bool all_held() const;
   // The earliest kReady batch at or before `horizon`, or -1.

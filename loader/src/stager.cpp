@@ -44,8 +44,8 @@ bool Stager::stage(int slot) {
     } catch (const Error&) {
       error = std::current_exception();
     } catch (const std::exception& e) {
-      error = std::make_exception_ptr(
-          Error("copying a batch to " + devices_ + " failed: " + e.what()));
+      error =
+          std::make_exception_ptr(Error("copying a batch to " + devices_ + " failed: " + e.what()));
     }
   });
   if (!error) return true;

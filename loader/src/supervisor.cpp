@@ -1,6 +1,8 @@
 // The supervisor thread: starts the workers, hands them chunks, collects their completions,
 // and replaces the ones that die or hang, redoing their work without changing a byte.
 
+#include "supervisor.hpp"
+
 #include <poll.h>
 #include <unistd.h>
 
@@ -12,14 +14,11 @@
 #include <future>
 
 #include "build_info.hpp"
-#include "loader_impl.hpp"
 #include "supervision.hpp"
 #include "worker/worker_exit_codes.hpp"
 #include "worker/worker_locate.hpp"
 
-namespace stoke {
-
-using namespace detail;
+namespace stoke::detail {
 
 namespace {
 
@@ -27,28 +26,69 @@ constexpr int kTasksInFlightPerWorker = 4;
 
 }  // namespace
 
-void Loader::Impl::supervise(std::promise<void>& started) {
+Supervisor::Supervisor(std::shared_ptr<LoaderCore> core, const ResolvedConfig& config,
+                       EventLog& log, std::unique_ptr<WorkerProcesses> workers, int done_fd)
+    : core_(std::move(core)),
+      config_(config),
+      options_(config.options),
+      log_(log),
+      done_fd_(done_fd),
+      workers_(std::move(workers)),
+      blame_(std::span<std::int64_t>(core_->view.poisoned(), core_->view.header().poison_capacity),
+             core_->view.poisoned_count()),
+      workers_auto_(config.workers_auto),
+      pool_size_(config.initial_workers),
+      limit_workers_(config.max_workers),
+      limit_reason_(config.max_workers_reason) {
+  // (Clang's thread-safety analysis does not look inside constructors: no other thread exists.)
+  const auto n = static_cast<std::size_t>(config.capacity);
+  in_flight_.resize(n);
+  startup_deaths_.assign(n, 0);
+  front_since_.assign(n, Clock::time_point{});
+  spawned_at_.assign(n, Clock::time_point{});
+  timed_out_.assign(n, false);
+  role_.assign(n, Role::kIdle);
+  stop_sent_.assign(n, false);
+}
+
+Supervisor::~Supervisor() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void Supervisor::start() {
+  std::promise<void> started;
+  auto ready = started.get_future();
+  thread_ = std::thread([this, &started] { run(started); });
+  try {
+    ready.get();
+  } catch (...) {
+    thread_.join();
+    throw;
+  }
+}
+
+void Supervisor::run(std::promise<void>& started) {
   try {
     start_workers();
   } catch (...) {
-    pool_.reset();
+    workers_.reset();
     started.set_exception(std::current_exception());
     return;
   }
   started.set_value();
   try {
-    supervise_loop();
+    loop();
   } catch (...) {
     MutexLock lock(core_->mutex);
     core_->fail(std::current_exception());
   }
   log_.flush();
   // Workers are stopped from this thread, the one that spawned them, before it exits.
-  pool_->stop_all(std::chrono::milliseconds(1000));
-  pool_.reset();
+  workers_->stop_all(std::chrono::milliseconds(1000));
+  workers_.reset();
 }
 
-void Loader::Impl::supervise_loop() {
+void Supervisor::loop() {
   std::vector<pollfd> fds;
   std::vector<int> watched, respawn, grow;
   for (;;) {
@@ -74,34 +114,28 @@ void Loader::Impl::supervise_loop() {
       grow = std::exchange(to_grow_, {});
     }
     if (slots_wanted > 0) {
-      // Reserving arena memory blocks for a while: never under the lock.
-      try {
-        core_->add_slots(slots_wanted);
-      } catch (const Error& e) {
-        MutexLock lock(core_->mutex);
-        log_.post("kept " + std::to_string(core_->slots.size()) + " batch slots instead of " +
-                  std::to_string(slots_wanted) + ": " + e.what());
-      }
+      publish_slots(slots_wanted);
       timeout_ms = 0;  // assign the new slots straight away
     }
     log_.flush();
     spawn_growth(grow);
     fds.assign({{done_fd_, POLLIN, 0}, {core_->wake_fd, POLLIN, 0}});
-    std::erase_if(watched, [&](int i) { return !pool_->running(i); });
-    for (int i : watched) fds.push_back({pool_->pidfd(i), POLLIN, 0});
+    std::erase_if(watched, [&](int i) { return !workers_->running(i); });
+    for (int i : watched) fds.push_back({workers_->pidfd(i), POLLIN, 0});
     poll_or_throw(fds, grow.empty() ? timeout_ms : 0);
     drain_eventfd(done_fd_);
     drain_eventfd(core_->wake_fd);
     respawn.clear();
+    read_memory();
     {
       MutexLock lock(core_->mutex);
       for (int i : members_) drain_completions(i);
+      // Exits first: a worker that died just at its deadline is a death, not our timeout kill.
+      for (std::size_t k = 0; k < watched.size() && !core_->stop; ++k) {
+        if ((fds[k + 2].revents & POLLIN) && handle_exit(watched[k])) respawn.push_back(watched[k]);
+      }
       kill_stuck_workers();
       kill_unready_workers();
-      for (std::size_t k = 0; k < watched.size() && !core_->stop; ++k) {
-        if ((fds[k + 2].revents & POLLIN) && handle_exit(watched[k]))
-          respawn.push_back(watched[k]);
-      }
       if (!core_->stop) tune();
       count_starting();
       // A dead worker whose record the tuner has just retired needs no replacement.
@@ -117,15 +151,32 @@ void Loader::Impl::supervise_loop() {
   }
 }
 
+void Supervisor::publish_slots(std::size_t wanted) {
+  std::string failure;
+  try {
+    core_->add_slots(wanted);
+  } catch (const Error& e) {
+    failure = e.what();
+  }
+  MutexLock lock(core_->mutex);
+  const int now = static_cast<int>(core_->slots.size());
+  if (!failure.empty())
+    log_.post("kept " + std::to_string(now) + " batch slots instead of " + std::to_string(wanted) +
+              ": " + failure);
+  if (depth_follows_ && now != depth_follows_->from)
+    decide(TuneTarget::kPrefetch, depth_follows_->from, now, depth_follows_->reason);
+  depth_follows_.reset();
+}
+
 // Work goes only to workers that finished the handshake: one still starting (or hanging at
 // start-up) holds nothing that another worker could have done.
-void Loader::Impl::dispatch() {
+void Supervisor::dispatch() {
   std::deque<Task>& pending = core_->slots.pending();
   while (!pending.empty()) {
     int best = -1;
     for (int i : members_) {
       const WorkerRecord& r = core_->view.worker(static_cast<std::uint32_t>(i));
-      if (role_[i] != Role::kActive || !pool_->running(i) ||
+      if (role_[i] != Role::kActive || !workers_->running(i) ||
           r.state.load(std::memory_order_acquire) != WorkerRecord::kReady ||
           in_flight_[i].size() >= kTasksInFlightPerWorker)
         continue;
@@ -142,32 +193,31 @@ void Loader::Impl::dispatch() {
   }
 }
 
-void Loader::Impl::drain_completions(int worker) {
+void Supervisor::drain_completions(int worker) {
   WorkerRecord& r = core_->view.worker(static_cast<std::uint32_t>(worker));
   auto& q = in_flight_[worker];
   Completion done;
   while (r.done.pop(done)) {
     // A worker serves its ring in order, so its completions arrive in dispatch order.
     if (q.empty() || q.front().seq != done.seq) {
-      core_->fail(std::make_exception_ptr(Error("internal error: worker " +
-                                                std::to_string(worker) + " completed task " +
-                                                std::to_string(done.seq) +
+      core_->fail(std::make_exception_ptr(Error("internal error: worker " + std::to_string(worker) +
+                                                " completed task " + std::to_string(done.seq) +
                                                 " out of order; please report this")));
       return;
     }
     const Task task = q.front();
     q.pop_front();
     if (!q.empty()) front_since_[worker] = Clock::now();
-    complete(task, done);
+    core_->complete(task, done);
   }
 }
 
-int Loader::Impl::poll_timeout_ms() const {
+int Supervisor::poll_timeout_ms() const {
   // With automatic sizing, evaluate even when nothing happens (a consumer that stopped asking).
   int ms = workers_auto_ || config_.prefetch_auto ? static_cast<int>(kTuneEveryS * 1000) : 1000;
   const Clock::time_point now = Clock::now();
   for (int i : members_) {
-    if (timed_out_[i] || !pool_->running(i)) continue;
+    if (timed_out_[i] || !workers_->running(i)) continue;
     const auto state = core_->view.worker(static_cast<std::uint32_t>(i)).state.load();
     if (state != WorkerRecord::kReady) {
       ms = std::min(ms, ms_until(spawned_at_[i] + startup_timeout(), now));
@@ -184,11 +234,11 @@ int Loader::Impl::poll_timeout_ms() const {
 // A worker that has spent longer than the task timeout on one chunk (a decoder stuck in a loop,
 // a read hanging on a dead network mount, a stopped process) is killed; the exit path then
 // replaces it and redoes its work.
-void Loader::Impl::kill_stuck_workers() {
+void Supervisor::kill_stuck_workers() {
   if (options_.task_timeout_s <= 0) return;
   const Clock::time_point now = Clock::now();
   for (int i : members_) {
-    if (in_flight_[i].empty() || timed_out_[i] || !pool_->running(i)) continue;
+    if (in_flight_[i].empty() || timed_out_[i] || !workers_->running(i)) continue;
     if (std::chrono::duration<double>(now - front_since_[i]).count() < options_.task_timeout_s)
       continue;
     const Task& t = in_flight_[i].front();
@@ -198,22 +248,22 @@ void Loader::Impl::kill_stuck_workers() {
     char limit[32];
     std::snprintf(limit, sizeof limit, "%g", options_.task_timeout_s);
     const std::int64_t first = core_->view.planned_ids(t.slot)[t.begin];
-    log_.post("worker " + std::to_string(i) + " (pid " + std::to_string(pool_->pid(i)) +
+    log_.post("worker " + std::to_string(i) + " (pid " + std::to_string(workers_->pid(i)) +
               ") spent more than " + limit + " s on samples " + std::to_string(t.begin) + ".." +
               std::to_string(t.begin + t.count - 1) + " of batch " + std::to_string(s.index) +
               " (epoch " + std::to_string(s.epoch) + ")" +
-              (sample >= 0 ? ", at " + describe_sample(sample)
-                           : ", not yet past the first, " + describe_sample(first)) +
+              (sample >= 0 ? ", at " + (*core_->names)(sample)
+                           : ", not yet past the first, " + (*core_->names)(first)) +
               "; killing it");
     timed_out_[i] = true;
-    pool_->kill(i);
+    workers_->kill(i);
   }
 }
 
-bool Loader::Impl::handle_exit(int worker) {
+bool Supervisor::handle_exit(int worker) {
   WorkerRecord& record = core_->view.worker(static_cast<std::uint32_t>(worker));
-  const pid_t pid = pool_->pid(worker);
-  const WorkerExit exit = pool_->reap(worker);
+  const pid_t pid = workers_->pid(worker);
+  const WorkerExit exit = workers_->reap(worker);
   const std::int64_t sample = record.current_sample.load();
   const bool timed_out = timed_out_[worker];
   timed_out_[worker] = false;
@@ -228,18 +278,18 @@ bool Loader::Impl::handle_exit(int worker) {
     return false;
   }
   const bool started = record.state.load() == WorkerRecord::kReady;
-  const std::string how = !timed_out  ? "died with " + exit.describe()
-                          : started   ? "was killed for exceeding the task timeout"
-                                      : "was killed for not finishing its start-up";
+  const std::string how = !timed_out ? "died with " + exit.describe()
+                          : started  ? "was killed for exceeding the task timeout"
+                                     : "was killed for not finishing its start-up";
   log_.post("worker " + std::to_string(worker) + " (pid " + std::to_string(pid) + ") " + how +
-            (sample >= 0 && !q.empty() ? " while producing " + describe_sample(sample) : "") +
+            (sample >= 0 && !q.empty() ? " while producing " + (*core_->names)(sample) : "") +
             (retiring ? "; it was retiring, so the other workers redo its "
                       : "; restarting it and redoing ") +
             std::to_string(q.size()) + " chunk(s)");
-  if (!retiring) metrics_.worker_restarted();
+  if (!retiring) core_->metrics.worker_restarted();
   if (!exit.signaled && exit.status == kExitVersionMismatch) {
     core_->fail(std::make_exception_ptr(
-        Error(pool_->executable() + " no longer matches this library (" + worker_version_tag() +
+        Error(workers_->executable() + " no longer matches this library (" + worker_version_tag() +
               "); it was replaced while running: reinstall stoke and restart")));
     return false;
   }
@@ -249,7 +299,7 @@ bool Loader::Impl::handle_exit(int worker) {
   }
   if (sample >= 0 && !q.empty()) {
     const SampleBlame::Verdict v =
-        blame_->blame(sample, describe_sample(sample), exit, timed_out, options_.on_error);
+        blame_.blame(sample, (*core_->names)(sample), exit, timed_out, options_.on_error);
     if (v.kind == SampleBlame::Verdict::kFatal) {
       // (Two calls: a conditional expression would slice the DataError to its base.)
       if (options_.on_error == OnError::kError)
@@ -278,4 +328,4 @@ bool Loader::Impl::handle_exit(int worker) {
   return within_startup_budget(worker, exit, timed_out);
 }
 
-}  // namespace stoke
+}  // namespace stoke::detail

@@ -18,39 +18,34 @@
 #include <vector>
 
 #include "ipc/arena_layout.hpp"
+#include "worker_processes.hpp"
 
 namespace stoke::detail {
 
-struct WorkerExit {
-  bool signaled = false;
-  int status = 0;                // exit code, or signal number when signaled
-  std::string describe() const;  // "exit code 3", "signal 9 (Killed)" or "an unknown status"
-};
-
-class WorkerPool {
+class WorkerPool final : public WorkerProcesses {
  public:
   WorkerPool(ArenaView arena, int arena_fd, int done_fd, std::string executable);
-  ~WorkerPool();  // kills and reaps whatever is still running
+  ~WorkerPool() override;  // kills and reaps whatever is still running
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
-  const std::string& executable() const { return executable_; }
+  const std::string& executable() const override { return executable_; }
   int size() const { return static_cast<int>(workers_.size()); }
 
   // Resets worker i's record (rings, semaphore, handshake) and starts a process for it.
   // REQUIRES: 0 <= i < capacity; no process running for i. Throws Error when spawning fails.
-  void spawn(int i);
-  pid_t pid(int i) const { return workers_[i].pid; }
-  int pidfd(int i) const { return workers_[i].pidfd; }
-  bool running(int i) const { return workers_[i].pid > 0; }
+  void spawn(int i) override;
+  pid_t pid(int i) const override { return workers_[i].pid; }
+  int pidfd(int i) const override { return workers_[i].pidfd; }
+  bool running(int i) const override { return workers_[i].pid > 0; }
 
   // Sends SIGKILL to worker i (through its pidfd: never to a recycled pid).
-  void kill(int i);
+  void kill(int i) override;
   // Collects worker i's exit status. REQUIRES: its pidfd polled readable.
-  WorkerExit reap(int i);
+  WorkerExit reap(int i) override;
 
   // Asks every worker to stop, waits up to `grace`, then SIGKILLs and reaps the rest.
-  void stop_all(std::chrono::milliseconds grace);
+  void stop_all(std::chrono::milliseconds grace) override;
 
  private:
   struct Process {

@@ -4,13 +4,11 @@
 #include <csignal>
 
 #include "build_info.hpp"
-#include "loader_impl.hpp"
 #include "supervision.hpp"
+#include "supervisor.hpp"
 #include "worker/worker_locate.hpp"
 
-namespace stoke {
-
-using namespace detail;
+namespace stoke::detail {
 
 namespace {
 
@@ -20,24 +18,24 @@ constexpr int kMaxStartupDeaths = 5;
 
 }  // namespace
 
-Clock::duration Loader::Impl::startup_timeout() const {
+Supervisor::Clock::duration Supervisor::startup_timeout() const {
   return std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(options_.startup_timeout_s));
 }
 
-void Loader::Impl::spawn(int worker) {
+void Supervisor::spawn(int worker) {
   {
     MutexLock lock(core_->mutex);
     spawned_at_[worker] = Clock::now();
   }
-  pool_->spawn(worker);
+  workers_->spawn(worker);
 }
 
-// The initial pool must finish its handshake within Options::startup_timeout_s. A worker that crashes
-// while starting (a signal) is replaced like any later death, within the start-up budget; one
-// that exits with a status is not a working stoke-worker (a wrong path, a broken install) and
+// The initial pool must finish its handshake within Options::startup_timeout_s. A worker that
+// crashes while starting (a signal) is replaced like any later death, within the start-up budget;
+// one that exits with a status is not a working stoke-worker (a wrong path, a broken install) and
 // no restart cures that.
-void Loader::Impl::start_workers() {
+void Supervisor::start_workers() {
   int n = 0;
   {
     MutexLock lock(core_->mutex);
@@ -56,7 +54,7 @@ void Loader::Impl::start_workers() {
       const auto st = r.state.load(std::memory_order_acquire);
       if (st == WorkerRecord::kReady) ++ready;
       if (st == WorkerRecord::kVersionMismatch) {
-        throw Error(pool_->executable() + " is version " + std::string(r.version) +
+        throw Error(workers_->executable() + " is version " + std::string(r.version) +
                     " but this library is " + worker_version_tag() +
                     "; install the stoke-worker that came with this library");
       }
@@ -68,27 +66,26 @@ void Loader::Impl::start_workers() {
     }
     const Clock::time_point now = Clock::now();
     if (now >= deadline)
-      throw Error("stoke-worker (" + pool_->executable() + ") did not start within " +
+      throw Error("stoke-worker (" + workers_->executable() + ") did not start within " +
                   seconds_text(options_.startup_timeout_s) + " s");
     std::vector<pollfd> fds{{done_fd_, POLLIN, 0}};
-    for (int i = 0; i < n; ++i) fds.push_back({pool_->pidfd(i), POLLIN, 0});
+    for (int i = 0; i < n; ++i) fds.push_back({workers_->pidfd(i), POLLIN, 0});
     poll_or_throw(fds, ms_until(deadline, now));
     drain_eventfd(done_fd_);
     for (int i = 0; i < n; ++i) {
       if (!(fds[i + 1].revents & POLLIN)) continue;
-      const pid_t pid = pool_->pid(i);
-      const WorkerExit exit = pool_->reap(i);
+      const pid_t pid = workers_->pid(i);
+      const WorkerExit exit = workers_->reap(i);
       if (!exit.signaled && exit.status == kExitVersionMismatch)
-        throw Error(pool_->executable() + " does not match this library (" + worker_version_tag() +
-                    "); install the stoke-worker that came with it");
+        throw Error(workers_->executable() + " does not match this library (" +
+                    worker_version_tag() + "); install the stoke-worker that came with it");
       if (const std::string why = incurable_exit(exit); !why.empty()) throw Error(why);
       if (!exit.signaled)
-        throw Error("stoke-worker (" + pool_->executable() + ") exited during start-up with " +
+        throw Error("stoke-worker (" + workers_->executable() + ") exited during start-up with " +
                     exit.describe());
       {
         MutexLock lock(core_->mutex);
-        if (!within_startup_budget(i, exit, false))
-          std::rethrow_exception(core_->fatal);
+        if (!within_startup_budget(i, exit, false)) std::rethrow_exception(core_->fatal);
         log_.post("worker " + std::to_string(i) + " (pid " + std::to_string(pid) + ") died with " +
                   exit.describe() + " during start-up; restarting it");
       }
@@ -98,44 +95,46 @@ void Loader::Impl::start_workers() {
   }
 }
 
-// Every spawned worker has Options::startup_timeout_s to finish its handshake (a replacement or a new
-// worker that hangs while loading libraries, or is stopped, would otherwise hold its record
+// Every spawned worker has Options::startup_timeout_s to finish its handshake (a replacement or a
+// new worker that hangs while loading libraries, or is stopped, would otherwise hold its record
 // forever). The kill counts toward the start-up budget.
-void Loader::Impl::kill_unready_workers() {
+void Supervisor::kill_unready_workers() {
   const Clock::time_point now = Clock::now();
   for (int i : members_) {
-    if (timed_out_[i] || !pool_->running(i)) continue;
+    if (timed_out_[i] || !workers_->running(i)) continue;
     if (core_->view.worker(static_cast<std::uint32_t>(i)).state.load() == WorkerRecord::kReady)
       continue;
     if (now - spawned_at_[i] < startup_timeout()) continue;
-    log_.post("worker " + std::to_string(i) + " (pid " + std::to_string(pool_->pid(i)) +
+    log_.post("worker " + std::to_string(i) + " (pid " + std::to_string(workers_->pid(i)) +
               ") did not finish starting within " + seconds_text(options_.startup_timeout_s) +
               " s; killing it");
     timed_out_[i] = true;
-    pool_->kill(i);
+    workers_->kill(i);
   }
 }
 
-void Loader::Impl::count_starting() {
+void Supervisor::count_starting() {
   starting_ = 0;
   for (int i : members_) {
+    // A record not yet (re)spawned still shows its previous occupant's state: it is starting.
     const auto state = core_->view.worker(static_cast<std::uint32_t>(i)).state.load();
-    if (role_[i] == Role::kActive && state != WorkerRecord::kReady) ++starting_;
+    if (role_[i] == Role::kActive && (!workers_->running(i) || state != WorkerRecord::kReady))
+      ++starting_;
   }
 }
 
-bool Loader::Impl::within_startup_budget(int worker, const WorkerExit& exit, bool timed_out) {
+bool Supervisor::within_startup_budget(int worker, const WorkerExit& exit, bool timed_out) {
   const bool outside_kill = exit.signaled && exit.status == SIGKILL && !timed_out;
   if (!outside_kill) startup_deaths_[worker] += 1;
   if (startup_deaths_[worker] < kMaxStartupDeaths) return true;
   const std::string times = std::to_string(kMaxStartupDeaths) + " times in a row";
-  core_->fail(std::make_exception_ptr(Error(
-      timed_out ? "worker " + std::to_string(worker) + " did not finish starting within " +
-                      seconds_text(options_.startup_timeout_s) + " s, " + times +
-                      "; stoke-worker (" + pool_->executable() + ") hangs at start-up"
-                : "worker " + std::to_string(worker) + " died " + times +
-                      " during start-up; last death: " + exit.describe())));
+  core_->fail(std::make_exception_ptr(
+      Error(timed_out ? "worker " + std::to_string(worker) + " did not finish starting within " +
+                            seconds_text(options_.startup_timeout_s) + " s, " + times +
+                            "; stoke-worker (" + workers_->executable() + ") hangs at start-up"
+                      : "worker " + std::to_string(worker) + " died " + times +
+                            " during start-up; last death: " + exit.describe())));
   return false;
 }
 
-}  // namespace stoke
+}  // namespace stoke::detail

@@ -37,9 +37,9 @@
 #include <vector>
 
 #include "augment/augment.hpp"
+#include "data/sample_rng.hpp"
 #include "decode/decode.hpp"
 #include "decode/jpeg_region.hpp"
-#include "data/sample_rng.hpp"
 #include "stoke/pipeline.hpp"
 
 namespace {

@@ -84,8 +84,8 @@ TEST(Batch, ADeviceOutOfRangeIsAnErrorNamingIt) {
       b.chunk(device);
       ADD_FAILURE() << "chunk(" << device << ") did not throw";
     } catch (const Error& e) {
-      EXPECT_EQ(std::string(e.what()), "device " + std::to_string(device) +
-                                           " out of range: this batch has 2 device(s)");
+      EXPECT_EQ(std::string(e.what()),
+                "device " + std::to_string(device) + " out of range: this batch has 2 device(s)");
     }
     EXPECT_THROW(b.wait(device), Error);
   }

@@ -52,9 +52,9 @@ TEST(DecodeRegression, AStripImageScaledUpByResizeShorterIsRefusedBeforeAllocati
     SampleRng rng(0, kSampleStream, 0, 0);
     Augmenter a;
     const std::vector<WireStep> steps = wire_steps(p);
-    EXPECT_THROW(a.run(steps.data(), static_cast<int>(steps.size()), src, rng, dst.data(),
-                       size, size, 3),
-                 ImageTooLarge)
+    EXPECT_THROW(
+        a.run(steps.data(), static_cast<int>(steps.size()), src, rng, dst.data(), size, size, 3),
+        ImageTooLarge)
         << "resize_shorter(" << size << ")";
   }
 }

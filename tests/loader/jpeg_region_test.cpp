@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "augment/augment.hpp"
-#include "decode/decode.hpp"
 #include "data/sample_rng.hpp"
+#include "decode/decode.hpp"
 #include "test_support.hpp"
 
 namespace stoke::detail {

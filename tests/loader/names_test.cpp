@@ -30,7 +30,8 @@ TEST(Names, CanonicalWordsRoundTrip) {
   for (Layout v : {Layout::kNCHW, Layout::kNHWC}) EXPECT_EQ(parse_layout(layout_name(v)), v);
   for (LastBatch v : {LastBatch::kPad, LastBatch::kDrop})
     EXPECT_EQ(parse_last_batch(last_batch_name(v)), v);
-  for (OnError v : {OnError::kSkip, OnError::kError}) EXPECT_EQ(parse_on_error(on_error_name(v)), v);
+  for (OnError v : {OnError::kSkip, OnError::kError})
+    EXPECT_EQ(parse_on_error(on_error_name(v)), v);
   for (Split v : {Split::kTrain, Split::kTest}) EXPECT_EQ(parse_split(split_name(v)), v);
   EXPECT_EQ(devices_name(parse_devices("cuda:1,0")), "cuda:1,0");
   EXPECT_EQ(size_name(parse_size("224x160")), "224x160");

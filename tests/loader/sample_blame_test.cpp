@@ -64,8 +64,9 @@ TEST(SampleBlame, UnderErrorABlamedSampleIsFatal) {
   b.blame.blame(3, "s3", kSegv, false, OnError::kError);
   const auto v = b.blame.blame(3, "s3", kSegv, false, OnError::kError);
   EXPECT_EQ(v.kind, SampleBlame::Verdict::kFatal);
-  EXPECT_EQ(v.message, "s3: crashed_worker (3 workers died on it; last: signal 11 "
-                       "(Segmentation fault))");
+  EXPECT_EQ(v.message,
+            "s3: crashed_worker (3 workers died on it; last: signal 11 "
+            "(Segmentation fault))");
   EXPECT_EQ(b.count.load(), 0u);
 }
 

@@ -66,7 +66,8 @@ TEST(Supervision, AnInitialWorkerKilledDuringStartUpIsReplacedAndTheBytesAreUnch
   Loader loader(o);
   EXPECT_EQ(test::collect(loader, 5), expected);
   EXPECT_EQ(starts(dir, 0), 3);
-  EXPECT_TRUE(contains(lines_of(lines), "died with signal 9 (Killed) during start-up; restarting it"));
+  EXPECT_TRUE(
+      contains(lines_of(lines), "died with signal 9 (Killed) during start-up; restarting it"));
 }
 
 TEST(Supervision, AWorkerThatCrashesAtEveryStartStopsTheLoaderAfterItsStartUpBudget) {
@@ -116,9 +117,10 @@ TEST(Supervision, AReplacementThatHangsAtStartUpEndsInAnErrorEvenWithoutATaskTim
     }
     FAIL() << "the epoch ended although no worker could run";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(),
-                 ("worker 0 did not finish starting within 0.5 s, 5 times in a row; "
-                  "stoke-worker (" + path + ") hangs at start-up").c_str());
+    EXPECT_STREQ(e.what(), ("worker 0 did not finish starting within 0.5 s, 5 times in a row; "
+                            "stoke-worker (" +
+                            path + ") hangs at start-up")
+                               .c_str());
   }
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30));
   EXPECT_EQ(starts(dir, 0), 6);

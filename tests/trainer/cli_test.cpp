@@ -1,9 +1,9 @@
 // stoke-train as users run it: the accuracy line tools read, clear refusals, SIGTERM saving a
 // checkpoint that resumes, and two MPI ranks matching one rank with two devices.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,7 +28,9 @@ struct Outcome {
   std::string output;
 };
 
-std::string temp(const std::string& name) { return ::testing::TempDir() + "/cli-" + name; }
+std::string temp(const std::string& name) {
+  return ::testing::TempDir() + "/cli-" + name;
+}
 
 // Starts argv with stdout and stderr going to `log`; returns the pid.
 pid_t start(const std::vector<std::string>& args, const std::string& log) {
@@ -70,11 +72,12 @@ Outcome train(std::vector<std::string> args, const std::string& name) {
 
 TEST(StokeTrain, PrintsTheAccuracyLineAndEvaluatesEveryTestImageOnce) {
   const std::string ck = temp("eval.ckpt");
-  const Outcome t = train({"--steps", "20", "--batch", "64", "--checkpoint", ck, "--no-progress",
-                           "--workers", "auto"},
-                          "eval-train");
+  const Outcome t = train(
+      {"--steps", "20", "--batch", "64", "--checkpoint", ck, "--no-progress", "--workers", "auto"},
+      "eval-train");
   ASSERT_EQ(t.status, 0) << t.output;
-  EXPECT_TRUE(std::regex_search(t.output, std::regex("(^|\n)test accuracy 0\\.\\d{4}\n"))) << t.output;
+  EXPECT_TRUE(std::regex_search(t.output, std::regex("(^|\n)test accuracy 0\\.\\d{4}\n")))
+      << t.output;
   // The loader's stall monitor speaks at the end: the pool size and a verdict.
   EXPECT_TRUE(std::regex_search(
       t.output, std::regex("\nstoke-train: workers=auto settled on \\d+ after \\d+ decision")))
@@ -96,9 +99,9 @@ TEST(StokeTrain, PrintsTheAccuracyLineAndEvaluatesEveryTestImageOnce) {
 
 // The short training .ci/run does: 300 steps of 128 images (under a minute on 2 cores).
 TEST(StokeTrain, AShortRunReachesEightyFivePercentTestAccuracy) {
-  const Outcome r = train({"--steps", "300", "--batch", "128", "--checkpoint", temp("short.ckpt"),
-                           "--no-progress"},
-                          "short");
+  const Outcome r = train(
+      {"--steps", "300", "--batch", "128", "--checkpoint", temp("short.ckpt"), "--no-progress"},
+      "short");
   ASSERT_EQ(r.status, 0) << r.output;
   std::smatch acc;
   ASSERT_TRUE(std::regex_search(r.output, acc, std::regex("\ntest accuracy (0\\.\\d{4})\n")))
@@ -110,11 +113,14 @@ TEST(StokeTrain, AShortRunReachesEightyFivePercentTestAccuracy) {
 TEST(StokeTrain, RefusesABatchThatDoesNotSplitAndAResumeThatChangesTheRun) {
   const Outcome bad = train({"--devices", "cpu:3", "--batch", "100", "--steps", "1"}, "bad-batch");
   EXPECT_EQ(bad.status, 2);
-  EXPECT_NE(bad.output.find("--batch 100 is not a multiple of 1 rank(s) x 3 device(s); use 99 or 102"),
-            std::string::npos)
+  EXPECT_NE(
+      bad.output.find("--batch 100 is not a multiple of 1 rank(s) x 3 device(s); use 99 or 102"),
+      std::string::npos)
       << bad.output;
   const std::string ck = temp("refuse.ckpt");
-  ASSERT_EQ(train({"--steps", "2", "--batch", "32", "--checkpoint", ck, "--no-progress"}, "refuse").status, 0);
+  ASSERT_EQ(train({"--steps", "2", "--batch", "32", "--checkpoint", ck, "--no-progress"}, "refuse")
+                .status,
+            0);
   const Outcome changed = train({"--resume", ck, "--batch", "64"}, "refuse-resume");
   EXPECT_EQ(changed.status, 2);
   EXPECT_NE(changed.output.find("--batch cannot change when resuming"), std::string::npos)
@@ -149,7 +155,8 @@ TEST(StokeTrain, HelpExitsZeroAndEveryUsageErrorExitsTwoNamingTheFlag) {
 TEST(StokeTrain, SigtermSavesACheckpointAtAStepBoundaryAndResumeFinishesTheRun) {
   const std::string ck = temp("sigterm.ckpt");
   const std::string log = temp("sigterm.log");
-  const pid_t pid = start({STOKE_TRAIN_PATH, "--steps", "600", "--batch", "32", "--checkpoint", ck}, log);
+  const pid_t pid =
+      start({STOKE_TRAIN_PATH, "--steps", "600", "--batch", "32", "--checkpoint", ck}, log);
   // Interrupt once it is training: without a terminal, progress lines come every 187 steps.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (slurp(log).find("step 187/1875") == std::string::npos &&
@@ -159,7 +166,8 @@ TEST(StokeTrain, SigtermSavesACheckpointAtAStepBoundaryAndResumeFinishesTheRun) 
   const Outcome r = finish(pid, log);
   ASSERT_EQ(r.status, 128 + SIGTERM) << r.output;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("interrupted at step (\\d+): checkpoint saved")))
+  ASSERT_TRUE(
+      std::regex_search(r.output, m, std::regex("interrupted at step (\\d+): checkpoint saved")))
       << r.output;
   const Checkpoint saved = load_checkpoint(ck);
   EXPECT_EQ(saved.model.step, std::stoll(m[1]));
@@ -167,7 +175,8 @@ TEST(StokeTrain, SigtermSavesACheckpointAtAStepBoundaryAndResumeFinishesTheRun) 
   EXPECT_LT(saved.model.step, 600);
   EXPECT_EQ(saved.loader.next_batch, saved.model.step % 1875);
 
-  const Outcome resumed = train({"--resume", ck, "--checkpoint", ck, "--no-progress"}, "sigterm-resume");
+  const Outcome resumed =
+      train({"--resume", ck, "--checkpoint", ck, "--no-progress"}, "sigterm-resume");
   ASSERT_EQ(resumed.status, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("resuming at step " + std::to_string(saved.model.step)),
             std::string::npos);
@@ -176,7 +185,8 @@ TEST(StokeTrain, SigtermSavesACheckpointAtAStepBoundaryAndResumeFinishesTheRun) 
 
 TEST(StokeTrain, TwoMpiRanksMatchOneRankWithTwoDevicesUnderSyncBn) {
   const std::string a = temp("mpi-ranks.ckpt"), b = temp("mpi-devices.ckpt");
-  std::vector<std::string> mpi{"mpirun", "-np", "2", "--oversubscribe", "--mca", "btl", "self,vader"};
+  std::vector<std::string> mpi{"mpirun", "-np", "2",         "--oversubscribe",
+                               "--mca",  "btl", "self,vader"};
   if (::geteuid() == 0) mpi.push_back("--allow-run-as-root");
   for (const char* arg : {STOKE_TRAIN_PATH, "--devices", "cpu:1", "--batch", "64", "--steps", "12",
                           "--sync-bn", "--no-progress", "--checkpoint"})
@@ -187,8 +197,8 @@ TEST(StokeTrain, TwoMpiRanksMatchOneRankWithTwoDevicesUnderSyncBn) {
   ASSERT_EQ(two.status, 0) << two.output;
   EXPECT_NE(two.output.find("on cpu:1 x 2 rank(s), batch 64"), std::string::npos) << two.output;
   const Outcome one = train({"--devices", "cpu:2", "--batch", "64", "--steps", "12", "--sync-bn",
-                         "--no-progress", "--checkpoint", b},
-                        "mpi-single");
+                             "--no-progress", "--checkpoint", b},
+                            "mpi-single");
   ASSERT_EQ(one.status, 0) << one.output;
   const Checkpoint x = load_checkpoint(a), y = load_checkpoint(b);
   ASSERT_EQ(x.model.params.size(), y.model.params.size());

@@ -19,13 +19,12 @@ template <class Exception = std::runtime_error>
 }  // namespace stoke::detail
 
 // Evaluates `expr` once; throws Exception("file:line: expr failed: name: text") on error.
-#define CUDA_CALL_AS(Exception, expr)                                                       \
-  do {                                                                                      \
-    const cudaError_t stoke_cuda_status_ = (expr);                                          \
-    if (stoke_cuda_status_ != cudaSuccess) {                                                \
-      ::stoke::detail::throw_cuda_error<Exception>(stoke_cuda_status_, #expr, __FILE__,     \
-                                                   __LINE__);                               \
-    }                                                                                       \
+#define CUDA_CALL_AS(Exception, expr)                                                              \
+  do {                                                                                             \
+    const cudaError_t stoke_cuda_status_ = (expr);                                                 \
+    if (stoke_cuda_status_ != cudaSuccess) {                                                       \
+      ::stoke::detail::throw_cuda_error<Exception>(stoke_cuda_status_, #expr, __FILE__, __LINE__); \
+    }                                                                                              \
   } while (0)
 // The same with std::runtime_error (kernels, tools).
 #define CUDA_CALL(expr) CUDA_CALL_AS(std::runtime_error, expr)

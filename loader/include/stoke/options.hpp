@@ -67,9 +67,11 @@ struct Options {
   // A worker busy on one chunk for longer than this is killed, replaced, and the chunk redone
   // (0 disables). A sample that kills three workers is skipped (kSkip) or an error (kError).
   double task_timeout_s = 60;
-  // Every worker process (the first ones, replacements and pool growth) must finish its
-  // handshake within this; one that does not is killed and restarted. A worker record that dies
-  // or hangs before its handshake 5 times in a row stops the loader with an error.
+  // Worker start-up. The first pool must finish its handshake within this (the constructor
+  // waits for it; a worker that crashes meanwhile is restarted). Every later worker (a
+  // replacement, pool growth) has this long from its spawn; one that misses it is killed and
+  // restarted. A worker record that dies or hangs before its handshake 5 times in a row stops
+  // the loader with an error.
   double startup_timeout_s = 30;
 
   // Rank and world size; -1 reads RANK/WORLD_SIZE (torchrun) or OMPI_COMM_WORLD_RANK/_SIZE

@@ -103,7 +103,7 @@ struct Stats {
   int workers = 0;  // the pool's size: active workers, ones still starting included (retiring
                     // ones excluded)
   int workers_starting = 0;  // of those, processes not yet past their start-up handshake
-  int slots = 0;    // batch slots in the arena now
+  int slots = 0;             // batch slots in the arena now
   std::int64_t arena_bytes = 0;
 };
 

@@ -17,10 +17,10 @@
 #include <opencv2/core/mat.hpp>
 #include <vector>
 
-#include "data/image_source.hpp"
 #include "augment/resample.hpp"
-#include "ipc/wire_step.hpp"
+#include "data/image_source.hpp"
 #include "data/sample_rng.hpp"
+#include "ipc/wire_step.hpp"
 #include "stoke/pipeline.hpp"
 
 namespace stoke::detail {

@@ -105,8 +105,8 @@ class CudaBackend final : public DeviceBackend {
     if (status != cudaSuccess) {
       cudaGetLastError();
       throw Error("cuda:" + std::to_string(id(dev)) + ": cannot allocate " +
-                  std::to_string(n >> 20) + " MiB for batch buffers (" + cudaGetErrorString(status) +
-                  "); lower the batch size or prefetch depth");
+                  std::to_string(n >> 20) + " MiB for batch buffers (" +
+                  cudaGetErrorString(status) + "); lower the batch size or prefetch depth");
     }
     return p;
   }

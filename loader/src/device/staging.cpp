@@ -37,7 +37,8 @@ Staging::~Staging() {
     }
   }
   for (std::size_t i = 0; i < slots_.size(); ++i) {
-    if (slots_[i] && slots_[i]->pinned) backend_->unpin(config_.slots_base + i * config_.slot_stride);
+    if (slots_[i] && slots_[i]->pinned)
+      backend_->unpin(config_.slots_base + i * config_.slot_stride);
   }
   for (void* p : bounce_all_) backend_->free_pinned(p);
 }

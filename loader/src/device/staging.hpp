@@ -11,8 +11,8 @@
 // copied on the host into one of a few recycled page-locked buffers, and stats() says so.
 //
 // Thread-safety: stage() and pin_initial() are called by one thread (the stager); output(),
-// ready(), wait(), consumer_used(), release() and stats() by any thread. `on_done(slot)` runs once per
-// stage(), after every device's queue has passed the slot's work, on an arbitrary thread
+// ready(), wait(), consumer_used(), release() and stats() by any thread. `on_done(slot)` runs once
+// per stage(), after every device's queue has passed the slot's work, on an arbitrary thread
 // (possibly inside stage()), and must not call back into Staging.
 // Invariants: slot `s`'s host bytes are read by devices only between stage(s) and on_done(s);
 // a buffer set is bound to at most one slot, and written only by stage() of that slot.

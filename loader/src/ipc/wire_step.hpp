@@ -35,9 +35,18 @@ static_assert(std::is_trivially_copyable_v<WireStep> && std::is_standard_layout_
 static_assert(sizeof(WireStep) == 48 && offsetof(WireStep, contrast) == 44);
 
 inline WireStep to_wire(const Step& s) {
-  return WireStep{static_cast<std::uint32_t>(s.kind), s.size, s.height, s.width, s.pad,
-                  s.probability, s.scale_min, s.scale_max, s.ratio_min, s.ratio_max,
-                  s.brightness, s.contrast};
+  return WireStep{static_cast<std::uint32_t>(s.kind),
+                  s.size,
+                  s.height,
+                  s.width,
+                  s.pad,
+                  s.probability,
+                  s.scale_min,
+                  s.scale_max,
+                  s.ratio_min,
+                  s.ratio_max,
+                  s.brightness,
+                  s.contrast};
 }
 
 inline std::vector<WireStep> wire_steps(const Pipeline& p) {

@@ -36,9 +36,9 @@ class UtilizationSource {
   virtual bool read(std::size_t device_position, int& percent) = 0;
 };
 
-// NVML's "GPU busy" percentage, through `library` loaded with dlopen (see device/nvml.hpp). CUDA ordinal
-// k is NVML index devices().gpus[k].physical_index, so CUDA_VISIBLE_DEVICES is honoured. Never
-// creates a CUDA context; never throws: failures are reported by open().
+// NVML's "GPU busy" percentage, through `library` loaded with dlopen (see device/nvml.hpp). CUDA
+// ordinal k is NVML index devices().gpus[k].physical_index, so CUDA_VISIBLE_DEVICES is honoured.
+// Never creates a CUDA context; never throws: failures are reported by open().
 std::unique_ptr<UtilizationSource> make_nvml_source(std::string library = "libnvidia-ml.so.1");
 
 // The classifier's thresholds (readings are percentages).

@@ -9,11 +9,11 @@
 #include <string>
 #include <string_view>
 
-#include "ipc/arena_layout.hpp"
 #include "augment/augment.hpp"
 #include "data/dataset_index.hpp"
 #include "decode/decode.hpp"
 #include "decode/jpeg_region.hpp"
+#include "ipc/arena_layout.hpp"
 
 namespace stoke::detail {
 

@@ -6,8 +6,8 @@
 
 #include <filesystem>
 
-#include "ipc/arena_layout.hpp"
 #include "build_info.hpp"
+#include "ipc/arena_layout.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {
