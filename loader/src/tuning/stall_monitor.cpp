@@ -77,16 +77,6 @@ int workers_needed(double demand, double per_worker) {
   return std::max(1, static_cast<int>(std::ceil(demand * 1.1 / per_worker - 1e-9)));
 }
 
-std::string with_commas(double v) {
-  const std::string digits = std::to_string(std::llround(std::max(0.0, v)));
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return out;
-}
-
 std::string stall_verdict(const Stats& s, const VerdictContext& c) {
   if (s.window_batches < 4)
     return "not enough batches yet to judge (" + std::to_string(s.window_batches) + " measured)";

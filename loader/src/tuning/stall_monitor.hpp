@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "stoke/format.hpp"
 #include "stoke/stats.hpp"
 
 namespace stoke::detail {
@@ -87,8 +88,6 @@ std::string stall_verdict(const Stats& s, const VerdictContext& c);
 // while busy, with 10% headroom; 0 when either is unknown.
 int workers_needed(double demand, double per_worker);
 
-// "1,234": a rate as whole numbers with thousands separators.
-std::string with_commas(double v);
 // "37%", or "0.4%" below 10%.
 std::string percent(double fraction);
 
