@@ -28,10 +28,21 @@ struct Script {
   int die_after = -1;  // kWork: crash (SIGSEGV) while holding chunk die_after + 1
 };
 
+// What the fakes saw, kept by the test: the supervisor destroys its workers when it stops.
+struct FakeCounts {
+  std::array<std::atomic<int>, 8> starts{};
+  std::atomic<int> tasks_before_handshake{0};  // found in the ring of a worker not yet ready
+};
+
 class FakeWorkers final : public WorkerProcesses {
  public:
-  FakeWorkers(ArenaView arena, int done_fd, std::function<Script(int worker, int start)> script)
-      : arena_(arena), done_fd_(done_fd), script_(std::move(script)), procs_(8) {}
+  FakeWorkers(ArenaView arena, int done_fd, std::function<Script(int worker, int start)> script,
+              std::shared_ptr<FakeCounts> counts)
+      : arena_(arena),
+        done_fd_(done_fd),
+        script_(std::move(script)),
+        counts_(std::move(counts)),
+        procs_(8) {}
   ~FakeWorkers() override { stop_all(0ms); }
 
   const std::string& executable() const override { return name_; }
@@ -42,7 +53,7 @@ class FakeWorkers final : public WorkerProcesses {
     p.pidfd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     p.pid = next_pid_++;
     p.killed = std::make_shared<std::atomic<bool>>(false);
-    const Script s = script_(i, starts_[static_cast<std::size_t>(i)]++);
+    const Script s = script_(i, counts_->starts[static_cast<std::size_t>(i)]++);
     p.thread = std::thread([this, i, s, killed = p.killed, fd = p.pidfd] {
       exits_[static_cast<std::size_t>(i)] = serve(i, s, *killed);
       const std::uint64_t one = 1;
@@ -68,10 +79,6 @@ class FakeWorkers final : public WorkerProcesses {
       }
   }
 
-  int starts(int i) const { return starts_[static_cast<std::size_t>(i)].load(); }
-  // Tasks found in the ring of a worker that never finished its handshake.
-  int tasks_before_handshake() const { return tasks_before_handshake_.load(); }
-
  private:
   struct Proc {
     pid_t pid = -1;
@@ -86,7 +93,7 @@ class FakeWorkers final : public WorkerProcesses {
     if (s.start == Script::kHang) {
       while (!killed.load()) std::this_thread::sleep_for(1ms);
       Task t;
-      if (r.tasks.pop(t)) tasks_before_handshake_.fetch_add(1);
+      if (r.tasks.pop(t)) counts_->tasks_before_handshake.fetch_add(1);
       return {true, SIGKILL};
     }
     r.state.store(WorkerRecord::kReady, std::memory_order_release);
@@ -118,12 +125,11 @@ class FakeWorkers final : public WorkerProcesses {
   ArenaView arena_;
   int done_fd_;
   std::function<Script(int, int)> script_;
+  std::shared_ptr<FakeCounts> counts_;
   std::string name_ = "fake-worker";
   std::vector<Proc> procs_;
   pid_t next_pid_ = 1000;
-  std::array<std::atomic<int>, 8> starts_{};
   std::array<WorkerExit, 8> exits_{};  // each written by its worker's thread, read after join
-  std::atomic<int> tasks_before_handshake_{0};
 };
 
 // A loader's shared state over a small arena: 40 samples, batches of 4, 4 slots, 1x1 pixels.
@@ -153,8 +159,7 @@ struct Rig {
     core->names = std::make_unique<SampleNames>("fake-data", core->view);
     core->slots.set_chunk(2);
     done_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    auto fake = std::make_unique<FakeWorkers>(core->view, done_fd, std::move(script));
-    fakes = fake.get();
+    auto fake = std::make_unique<FakeWorkers>(core->view, done_fd, std::move(script), counts);
     supervisor = std::make_unique<Supervisor>(core, config, log, std::move(fake), done_fd);
   }
   ~Rig() {
@@ -214,7 +219,8 @@ struct Rig {
   }};
   std::shared_ptr<LoaderCore> core;
   int done_fd = -1;
-  FakeWorkers* fakes = nullptr;
+  std::shared_ptr<FakeCounts> counts = std::make_shared<FakeCounts>();
+  int starts(int worker) const { return counts->starts[static_cast<std::size_t>(worker)].load(); }
   std::unique_ptr<Supervisor> supervisor;
 };
 
@@ -226,8 +232,8 @@ TEST(Supervisor, FakeWorkersDeliverEveryBatchInOrder) {
   Rig rig(2, [](int, int) { return always({}); });
   rig.supervisor->start();
   for (int b = 0; b < 10; ++b) EXPECT_EQ(rig.next(), 4 * b);
-  EXPECT_EQ(rig.fakes->starts(0), 1);
-  EXPECT_EQ(rig.fakes->starts(1), 1);
+  EXPECT_EQ(rig.starts(0), 1);
+  EXPECT_EQ(rig.starts(1), 1);
 }
 
 TEST(Supervisor, AWorkerThatDiesMidChunkIsReplacedAndItsChunksRedone) {
@@ -236,7 +242,7 @@ TEST(Supervisor, AWorkerThatDiesMidChunkIsReplacedAndItsChunksRedone) {
   });
   rig.supervisor->start();
   for (int b = 0; b < 10; ++b) EXPECT_EQ(rig.next(), 4 * b);
-  EXPECT_EQ(rig.fakes->starts(0), 2);
+  EXPECT_EQ(rig.starts(0), 2);
   EXPECT_TRUE(rig.logged("died with signal 11 (Segmentation fault) while producing fake-data sample"));
   EXPECT_TRUE(rig.logged("; restarting it and redoing"));
   MutexLock lock(rig.core->mutex);
@@ -246,7 +252,7 @@ TEST(Supervisor, AWorkerThatDiesMidChunkIsReplacedAndItsChunksRedone) {
 TEST(Supervisor, AWorkerOfTheFirstPoolThatCrashesWhileStartingIsReplaced) {
   Rig rig(1, [](int, int start) { return start < 2 ? Script{Script::kCrash} : Script{}; });
   rig.supervisor->start();
-  EXPECT_EQ(rig.fakes->starts(0), 3);
+  EXPECT_EQ(rig.starts(0), 3);
   for (int b = 0; b < 10; ++b) EXPECT_EQ(rig.next(), 4 * b);
   EXPECT_TRUE(rig.logged("worker 0 (pid 1000) died with signal 11 (Segmentation fault) during "
                          "start-up; restarting it"));
@@ -262,7 +268,7 @@ TEST(Supervisor, AWorkerThatCrashesAtEveryStartIsFatalAfterTheStartUpBudget) {
                  "worker 0 died 5 times in a row during start-up; last death: signal 11 "
                  "(Segmentation fault)");
   }
-  EXPECT_EQ(rig.fakes->starts(0), 5);
+  EXPECT_EQ(rig.starts(0), 5);
 }
 
 // Worker 1 hangs before its handshake at every start: it never gets a chunk, every start is
@@ -283,8 +289,8 @@ TEST(Supervisor, AWorkerThatHangsAtStartUpGetsNoWorkAndIsFatalAfterTheBudget) {
   EXPECT_EQ(error,
             "worker 1 did not finish starting within 0.2 s, 5 times in a row; stoke-worker "
             "(fake-worker) hangs at start-up");
-  EXPECT_EQ(rig.fakes->starts(1), 5);
-  EXPECT_EQ(rig.fakes->tasks_before_handshake(), 0);
+  EXPECT_EQ(rig.starts(1), 5);
+  EXPECT_EQ(rig.counts->tasks_before_handshake.load(), 0);
   EXPECT_TRUE(rig.logged("did not finish starting within 0.2 s; killing it"));
 }
 
