@@ -55,9 +55,8 @@ class Pipeline {
   Pipeline& pad_random_crop(int pad, int height, int width);
   Pipeline& color_jitter(float brightness, float contrast);
 
-  // The training pipeline for a dataset whose images are about `source_size` pixels on a side:
-  // random-resized-crop + flip for photographs, pad-(size/7) random crop + flip for small images
-  // (28x28 digits and the like).
+  // The training pipeline to height x width: random-resized-crop + flip for photographs, or,
+  // with `small_images` (28x28 digits and the like), pad-(side/7) random crop + flip.
   static Pipeline training(int height, int width, int channels, bool small_images);
   // The evaluation pipeline: resize the shorter side (to size/0.875 for photographs, to the
   // output size for small images), then centre crop.
@@ -69,8 +68,8 @@ class Pipeline {
   const std::vector<Step>& steps() const { return steps_; }
 
   // Throws ConfigError when a parameter is out of range or the steps cannot end in a fixed
-  // output size. `fixed_source` is the source size when every sample has the same size
-  // (IDX data), or {0, 0} for decoded files of varying size.
+  // output size. (source_height, source_width) is the source size when every sample has the
+  // same size (IDX data), or (0, 0) for decoded files of varying size.
   void validate(int source_height, int source_width) const;
 
   // One line per step, e.g. "random_resized_crop 224x224 scale [0.08, 1] ratio [0.75, 1.33]".

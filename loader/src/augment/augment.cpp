@@ -1,3 +1,8 @@
+// The augmenter: every pipeline step and the single write of the output. One file of ~470
+// lines on purpose: the steps share the Window (a source region, possibly not decoded yet, with
+// its geometry and flip), and the JPEG fast path (resize_region) decides from all of them at once
+// whether to decode only the crop at a reduced DCT scale and write straight into the slot;
+// split by step, that one geometry would be spread over several files.
 #include "augment/augment.hpp"
 
 #include <algorithm>
