@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 #include "test_support.hpp"
@@ -41,8 +43,22 @@ int starts(const TempDir& dir, int worker) {
   return n;
 }
 
-std::vector<std::string> lines_of(const std::shared_ptr<std::vector<std::string>>& lines) {
-  return *lines;
+// The loader's log lines, collected from whichever thread logs them.
+struct Lines {
+  std::mutex mutex;
+  std::vector<std::string> lines;
+};
+
+std::vector<std::string> lines_of(const std::shared_ptr<Lines>& l) {
+  std::lock_guard lock(l->mutex);
+  return l->lines;
+}
+
+std::function<void(std::string_view)> collect_into(const std::shared_ptr<Lines>& l) {
+  return [l](std::string_view line) {
+    std::lock_guard lock(l->mutex);
+    l->lines.emplace_back(line);
+  };
 }
 
 bool contains(const std::vector<std::string>& lines, const std::string& text) {
@@ -61,8 +77,8 @@ TEST(Supervision, AnInitialWorkerKilledDuringStartUpIsReplacedAndTheBytesAreUnch
   TempDir dir;
   Options o = fashion_options(1);
   o.worker_path = faulty_worker(dir, 2, "kill -KILL $$");
-  auto lines = std::make_shared<std::vector<std::string>>();
-  o.log = [lines](std::string_view l) { lines->emplace_back(l); };
+  auto lines = std::make_shared<Lines>();
+  o.log = collect_into(lines);
   Loader loader(o);
   EXPECT_EQ(test::collect(loader, 5), expected);
   EXPECT_EQ(starts(dir, 0), 3);
@@ -106,8 +122,8 @@ TEST(Supervision, AReplacementThatHangsAtStartUpEndsInAnErrorEvenWithoutATaskTim
       << "exec " << STOKE_WORKER_PATH << " \"$@\"\n";
   }
   o.worker_path = path;
-  auto lines = std::make_shared<std::vector<std::string>>();
-  o.log = [lines](std::string_view l) { lines->emplace_back(l); };
+  auto lines = std::make_shared<Lines>();
+  o.log = collect_into(lines);
   Loader loader(o);
   ASSERT_TRUE(loader.next().has_value());
   for (pid_t pid : test::children()) ::kill(pid, SIGKILL);
