@@ -30,22 +30,21 @@ namespace stoke::detail {
 // Names a sample in messages: "<path> (sample 7)" for files, "<data> sample 7" for IDX data.
 class SampleNames {
  public:
-  SampleNames(std::string data, const ArenaView& arena)
-      : data_(std::move(data)), view_(std::make_unique<DatasetView>(arena)) {}
+  SampleNames(std::string data, const ArenaView& arena) : data_(std::move(data)), view_(arena) {}
   std::string operator()(std::int64_t sample) const {
-    if (view_->raw()) return data_ + " sample " + std::to_string(sample);
-    return std::string(view_->path(sample)) + " (sample " + std::to_string(sample) + ")";
+    if (view_.raw()) return data_ + " sample " + std::to_string(sample);
+    return std::string(view_.path(sample)) + " (sample " + std::to_string(sample) + ")";
   }
 
  private:
   std::string data_;
-  std::unique_ptr<DatasetView> view_;
+  DatasetView view_;
 };
 
 struct LoaderCore {
   // An arena laid out as `h` with its first slots reserved, the consumer at the start position.
   // REQUIRES: `h` is what will be written at the arena's start (the index included) before any
-  // other member is used; names() reads the index.
+  // other member is used, and before `names` is made: it reads the index.
   LoaderCore(const ArenaHeader& h, const PlanConfig& plan, std::size_t initial_slots,
              std::int64_t start_epoch, std::int64_t start_batch, int monitor_window,
              std::chrono::steady_clock::time_point created)

@@ -204,8 +204,7 @@ void Supervisor::tune() {
   if (!workers_auto_ && !config_.prefetch_auto) return;
   const Clock::time_point now = Clock::now();
   if (now < next_tune_) return;
-  next_tune_ =
-      now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kTuneEveryS));
+  next_tune_ = now + from_seconds(kTuneEveryS);
   const StallMonitor::Totals w = core_->metrics.window();
   const double since = core_->metrics.seconds_since_change(now);
   if (w.batches < std::min(options_.monitor_window, kTuneMinBatches) || since < kTuneSettleS)

@@ -12,7 +12,6 @@ Stager::~Stager() {
 }
 
 void Stager::run() {
-  LoaderCore& core = *core_;
   MutexLock lock(core_->mutex);
   for (;;) {
     if (core_->stop) return;
@@ -20,7 +19,7 @@ void Stager::run() {
     // buffers, and more than this gains no overlap.
     const int slot = core_->slots.next_to_stage(core_->slots.next_seq() + kStageAhead);
     if (slot < 0) {
-      core.cv.wait(lock);
+      core_->cv.wait(lock);
       continue;
     }
     const std::int64_t seq = core_->slots[slot].seq;
@@ -30,7 +29,7 @@ void Stager::run() {
     const SlotInfo& s = core_->slots[slot];
     if (s.state == SlotInfo::kStaging && s.seq == seq) {
       core_->slots.set_state(slot, SlotInfo::kStaged);
-      core.cv.notify_all();
+      core_->cv.notify_all();
     }
   }
 }

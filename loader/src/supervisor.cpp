@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
-#include <cstdio>
 #include <cstring>
 #include <future>
 
@@ -224,9 +223,7 @@ int Supervisor::poll_timeout_ms() const {
       continue;
     }
     if (options_.task_timeout_s <= 0 || in_flight_[i].empty()) continue;
-    const auto limit = std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(options_.task_timeout_s));
-    ms = std::min(ms, ms_until(front_since_[i] + limit, now));
+    ms = std::min(ms, ms_until(front_since_[i] + from_seconds(options_.task_timeout_s), now));
   }
   return ms;
 }
@@ -245,13 +242,11 @@ void Supervisor::kill_stuck_workers() {
     const std::int64_t sample =
         core_->view.worker(static_cast<std::uint32_t>(i)).current_sample.load();
     const SlotInfo& s = core_->slots[static_cast<int>(t.slot)];
-    char limit[32];
-    std::snprintf(limit, sizeof limit, "%g", options_.task_timeout_s);
     const std::int64_t first = core_->view.planned_ids(t.slot)[t.begin];
     log_.post("worker " + std::to_string(i) + " (pid " + std::to_string(workers_->pid(i)) +
-              ") spent more than " + limit + " s on samples " + std::to_string(t.begin) + ".." +
-              std::to_string(t.begin + t.count - 1) + " of batch " + std::to_string(s.index) +
-              " (epoch " + std::to_string(s.epoch) + ")" +
+              ") spent more than " + seconds_text(options_.task_timeout_s) + " s on samples " +
+              std::to_string(t.begin) + ".." + std::to_string(t.begin + t.count - 1) +
+              " of batch " + std::to_string(s.index) + " (epoch " + std::to_string(s.epoch) + ")" +
               (sample >= 0 ? ", at " + (*core_->names)(sample)
                            : ", not yet past the first, " + (*core_->names)(first)) +
               "; killing it");

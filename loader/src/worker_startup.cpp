@@ -19,8 +19,7 @@ constexpr int kMaxStartupDeaths = 5;
 }  // namespace
 
 Supervisor::Clock::duration Supervisor::startup_timeout() const {
-  return std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(options_.startup_timeout_s));
+  return from_seconds(options_.startup_timeout_s);
 }
 
 void Supervisor::spawn(int worker) {

@@ -19,9 +19,13 @@
 
 namespace stoke::detail {
 
-// A steady-clock duration in seconds.
+// A steady-clock duration in seconds, and back.
 inline double seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
+}
+inline std::chrono::steady_clock::duration from_seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(s));
 }
 
 class StallMonitor {
