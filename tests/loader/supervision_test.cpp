@@ -8,8 +8,6 @@
 
 #include <chrono>
 #include <fstream>
-#include <functional>
-#include <mutex>
 #include <thread>
 
 #include "test_support.hpp"
@@ -20,16 +18,17 @@ namespace {
 using test::fashion_options;
 using test::TempDir;
 
-// A worker executable that, for its first `fails` starts (per worker record), runs `action`
-// (a shell command that should end the process or hang) instead of the real worker.
-std::string faulty_worker(const TempDir& dir, int fails, const std::string& action) {
+// A worker executable that counts its starts (per worker record, as n = 0, 1, ...) and runs
+// `action` (a shell command that should end the process or hang) when the shell test `when`
+// holds for n, else the real worker.
+std::string faulty_worker(const TempDir& dir, const std::string& when, const std::string& action) {
   const std::string path = dir.str() + "/faulty-worker";
   std::ofstream f(path);
   f << "#!/bin/sh\n"
     << "c=\"" << dir.str() << "/starts-$2\"\n"
     << "n=$(cat \"$c\" 2>/dev/null || echo 0)\n"
     << "echo $((n + 1)) > \"$c\"\n"
-    << "if [ \"$n\" -lt " << fails << " ]; then " << action << "; fi\n"
+    << "if [ \"$n\" " << when << " ]; then " << action << "; fi\n"
     << "exec " << STOKE_WORKER_PATH << " \"$@\"\n";
   f.close();
   ::chmod(path.c_str(), 0755);
@@ -43,30 +42,6 @@ int starts(const TempDir& dir, int worker) {
   return n;
 }
 
-// The loader's log lines, collected from whichever thread logs them.
-struct Lines {
-  std::mutex mutex;
-  std::vector<std::string> lines;
-};
-
-std::vector<std::string> lines_of(const std::shared_ptr<Lines>& l) {
-  std::lock_guard lock(l->mutex);
-  return l->lines;
-}
-
-std::function<void(std::string_view)> collect_into(const std::shared_ptr<Lines>& l) {
-  return [l](std::string_view line) {
-    std::lock_guard lock(l->mutex);
-    l->lines.emplace_back(line);
-  };
-}
-
-bool contains(const std::vector<std::string>& lines, const std::string& text) {
-  for (const std::string& l : lines)
-    if (l.find(text) != std::string::npos) return true;
-  return false;
-}
-
 TEST(Supervision, AnInitialWorkerKilledDuringStartUpIsReplacedAndTheBytesAreUnchanged) {
   Options plain = fashion_options(1);
   test::Delivered expected;
@@ -76,20 +51,19 @@ TEST(Supervision, AnInitialWorkerKilledDuringStartUpIsReplacedAndTheBytesAreUnch
   }
   TempDir dir;
   Options o = fashion_options(1);
-  o.worker_path = faulty_worker(dir, 2, "kill -KILL $$");
-  auto lines = std::make_shared<Lines>();
-  o.log = collect_into(lines);
+  o.worker_path = faulty_worker(dir, "-lt 2", "kill -KILL $$");
+  test::LogLines lines;
+  o.log = lines.sink();
   Loader loader(o);
   EXPECT_EQ(test::collect(loader, 5), expected);
   EXPECT_EQ(starts(dir, 0), 3);
-  EXPECT_TRUE(
-      contains(lines_of(lines), "died with signal 9 (Killed) during start-up; restarting it"));
+  EXPECT_TRUE(lines.contains("died with signal 9 (Killed) during start-up; restarting it"));
 }
 
 TEST(Supervision, AWorkerThatCrashesAtEveryStartStopsTheLoaderAfterItsStartUpBudget) {
   TempDir dir;
   Options o = fashion_options(1);
-  o.worker_path = faulty_worker(dir, 1000, "kill -SEGV $$");
+  o.worker_path = faulty_worker(dir, "-ge 0", "kill -SEGV $$");
   try {
     Loader loader(o);
     FAIL() << "a worker that never starts was accepted";
@@ -113,19 +87,10 @@ TEST(Supervision, AReplacementThatHangsAtStartUpEndsInAnErrorEvenWithoutATaskTim
   // (the deadline bounds the first pool's handshake too); the five hangs then take 15 s.
   o.startup_timeout_s = 3;
   // Start 1 is the real worker; starts 2.. hang.
-  const std::string path = faulty_worker(dir, 0, "true");
-  {
-    std::ofstream f(path);
-    f << "#!/bin/sh\n"
-      << "c=\"" << dir.str() << "/starts-$2\"\n"
-      << "n=$(cat \"$c\" 2>/dev/null || echo 0)\n"
-      << "echo $((n + 1)) > \"$c\"\n"
-      << "if [ \"$n\" -ge 1 ]; then exec sleep 60; fi\n"
-      << "exec " << STOKE_WORKER_PATH << " \"$@\"\n";
-  }
+  const std::string path = faulty_worker(dir, "-ge 1", "exec sleep 60");
   o.worker_path = path;
-  auto lines = std::make_shared<Lines>();
-  o.log = collect_into(lines);
+  test::LogLines lines;
+  o.log = lines.sink();
   Loader loader(o);
   ASSERT_TRUE(loader.next().has_value());
   for (pid_t pid : test::children()) ::kill(pid, SIGKILL);
@@ -142,7 +107,7 @@ TEST(Supervision, AReplacementThatHangsAtStartUpEndsInAnErrorEvenWithoutATaskTim
   }
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(90));
   EXPECT_EQ(starts(dir, 0), 6);
-  EXPECT_TRUE(contains(lines_of(lines), "did not finish starting within 3 s; killing it"));
+  EXPECT_TRUE(lines.contains("did not finish starting within 3 s; killing it"));
 }
 
 TEST(Supervision, ALogCallbackThatThrowsIsReportedAsAnErrorNamingTheLine) {

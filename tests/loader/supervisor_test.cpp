@@ -10,11 +10,11 @@
 #include <array>
 #include <atomic>
 #include <csignal>
-#include <functional>
 #include <cstring>
-#include <mutex>
+#include <functional>
 #include <thread>
 
+#include "test_support.hpp"
 #include "worker_pool.hpp"
 
 namespace stoke::detail {
@@ -151,8 +151,8 @@ struct Rig {
     ArenaHeader h = plan_arena(in);
     h.dataset_kind = DatasetKind::kRaw;
     h.sample_count = config.plan.samples;
-    core = std::make_shared<LoaderCore>(h, config.plan, 4, 0, 0, 50,
-                                        std::chrono::steady_clock::now());
+    core =
+        std::make_shared<LoaderCore>(h, config.plan, 4, 0, 0, 50, std::chrono::steady_clock::now());
     std::memcpy(core->arena.base(), &h, sizeof h);
     for (std::uint32_t i = 0; i < h.worker_capacity; ++i)
       new (&core->view.worker(i)) WorkerRecord();
@@ -199,24 +199,14 @@ struct Rig {
     }
     throw std::runtime_error("no batch within 10 s");
   }
-  std::vector<std::string> lines() {
-    log.flush();
-    std::lock_guard l(lines_mutex);
-    return lines_;
-  }
   bool logged(const std::string& text) {
-    for (const std::string& l : lines())
-      if (l.find(text) != std::string::npos) return true;
-    return false;
+    log.flush();
+    return lines.contains(text);
   }
 
-  std::mutex lines_mutex;
-  std::vector<std::string> lines_;
+  test::LogLines lines;
   ResolvedConfig config;
-  EventLog log{[this](std::string_view l) {
-    std::lock_guard lock(lines_mutex);
-    lines_.emplace_back(l);
-  }};
+  EventLog log{lines.sink()};
   std::shared_ptr<LoaderCore> core;
   int done_fd = -1;
   std::shared_ptr<FakeCounts> counts = std::make_shared<FakeCounts>();
@@ -243,7 +233,8 @@ TEST(Supervisor, AWorkerThatDiesMidChunkIsReplacedAndItsChunksRedone) {
   rig.supervisor->start();
   for (int b = 0; b < 10; ++b) EXPECT_EQ(rig.next(), 4 * b);
   EXPECT_EQ(rig.starts(0), 2);
-  EXPECT_TRUE(rig.logged("died with signal 11 (Segmentation fault) while producing fake-data sample"));
+  EXPECT_TRUE(
+      rig.logged("died with signal 11 (Segmentation fault) while producing fake-data sample"));
   EXPECT_TRUE(rig.logged("; restarting it and redoing"));
   MutexLock lock(rig.core->mutex);
   EXPECT_EQ(rig.core->metrics.snapshot(std::chrono::steady_clock::now(), 2, 4).worker_restarts, 1);
@@ -254,8 +245,9 @@ TEST(Supervisor, AWorkerOfTheFirstPoolThatCrashesWhileStartingIsReplaced) {
   rig.supervisor->start();
   EXPECT_EQ(rig.starts(0), 3);
   for (int b = 0; b < 10; ++b) EXPECT_EQ(rig.next(), 4 * b);
-  EXPECT_TRUE(rig.logged("worker 0 (pid 1000) died with signal 11 (Segmentation fault) during "
-                         "start-up; restarting it"));
+  EXPECT_TRUE(
+      rig.logged("worker 0 (pid 1000) died with signal 11 (Segmentation fault) during "
+                 "start-up; restarting it"));
 }
 
 TEST(Supervisor, AWorkerThatCrashesAtEveryStartIsFatalAfterTheStartUpBudget) {
@@ -275,8 +267,9 @@ TEST(Supervisor, AWorkerThatCrashesAtEveryStartIsFatalAfterTheStartUpBudget) {
 // killed at the deadline, and the fifth such kill stops the loader, although the task timeout
 // is off and worker 0 keeps delivering meanwhile.
 TEST(Supervisor, AWorkerThatHangsAtStartUpGetsNoWorkAndIsFatalAfterTheBudget) {
-  Rig rig(1, [](int worker, int) { return worker == 1 ? Script{Script::kHang} : Script{}; }, 0.2,
-          100000);
+  Rig rig(
+      1, [](int worker, int) { return worker == 1 ? Script{Script::kHang} : Script{}; }, 0.2,
+      100000);
   rig.supervisor->start();
   EXPECT_EQ(rig.next(), 0);
   rig.supervisor->request_size(2);

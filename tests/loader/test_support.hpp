@@ -9,8 +9,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stoke/loader.hpp"
@@ -34,6 +38,34 @@ class TempDir {
 
  private:
   std::filesystem::path path_;
+};
+
+// A loader's log lines, collected from whichever thread logs them; sink() goes into
+// Options::log (or an EventLog) and may outlive this object.
+class LogLines {
+ public:
+  std::function<void(std::string_view)> sink() const {
+    return [s = state_](std::string_view line) {
+      std::lock_guard lock(s->mutex);
+      s->lines.emplace_back(line);
+    };
+  }
+  std::vector<std::string> lines() const {
+    std::lock_guard lock(state_->mutex);
+    return state_->lines;
+  }
+  bool contains(std::string_view text) const {
+    for (const std::string& l : lines())
+      if (l.find(text) != std::string::npos) return true;
+    return false;
+  }
+
+ private:
+  struct State {
+    std::mutex mutex;
+    std::vector<std::string> lines;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
 };
 
 inline std::string testdata(const char* name) {
