@@ -45,6 +45,7 @@
 #include "stoke/kernels/normalize_cuda.hpp"
 #include "stoke/names.hpp"
 #include "stoke/tools/cli.hpp"
+#include "stoke/tools/progress.hpp"
 
 namespace {
 
@@ -316,19 +317,20 @@ int make_corpus(const Flags& f) {
       }
     });
   }
-  const bool terminal = ::isatty(STDERR_FILENO) != 0;
+  stoke::tools::TerminalLine terminal(true, std::chrono::milliseconds(200));
   for (long shown = 0, last = 0; shown < count && error.empty();) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     shown = done.load();
-    if (terminal) {
-      std::fprintf(stderr, "\rmake-corpus: %ld/%ld", shown, count);
+    const std::string line = "make-corpus: " + std::to_string(shown) + "/" + std::to_string(count);
+    if (terminal.active()) {
+      terminal.draw(line, true);
     } else if (shown / 1000 != last / 1000 || shown == count) {
-      std::fprintf(stderr, "make-corpus: %ld/%ld\n", shown, count);
+      std::fprintf(stderr, "%s\n", line.c_str());
     }
     last = shown;
   }
   for (auto& t : threads) t.join();
-  if (terminal) std::fprintf(stderr, "\n");
+  terminal.finish();
   if (!error.empty()) throw std::runtime_error(error);
   std::printf("{\"test\": \"make-corpus\", \"images\": %ld, \"out\": \"%s\"}\n", count,
               out.c_str());
