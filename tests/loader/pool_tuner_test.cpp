@@ -197,7 +197,10 @@ TEST(PoolResize, AWorkerKilledWhileRetiringHasItsChunksRedoneElsewhere) {
   const test::Delivered expected = reference_epoch(1);
 
   Options o = png_options(1);
-  o.prefetch = 40;  // a backlog of queued chunks, so new workers are handed some at once
+  // A backlog of queued chunks (200 batches, seconds of work) that the new workers cannot
+  // finish in the moments between their handshake and being stopped, however the test thread
+  // is scheduled.
+  o.prefetch = 200;
   std::mutex log_mutex;
   std::vector<std::string> log;
   o.log = [&](std::string_view l) {
