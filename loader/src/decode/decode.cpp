@@ -1,10 +1,5 @@
 #include "decode/decode.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 #include <new>
 #include <opencv2/core.hpp>
@@ -13,25 +8,10 @@
 #include <opencv2/imgcodecs.hpp>
 #endif
 
+#include "data/file_reader.hpp"
+
 namespace stoke::detail {
 namespace {
-
-// Larger than any real photograph's file; keeps a huge file from being read whole.
-constexpr std::int64_t kMaxFileBytes = std::int64_t{1} << 30;
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 std::uint32_t be32(const std::uint8_t* p) {
   return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
@@ -85,32 +65,8 @@ bool ImageDecoder::acceptable_size(std::int64_t width, std::int64_t height) cons
   return width > 0 && height > 0 && width <= max_pixels_ / height;
 }
 
-BadInput ImageDecoder::read(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return BadInput::kMissing;
-    return BadInput::kUnreadable;
-  }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return BadInput::kUnreadable;
-  if (!S_ISREG(st.st_mode)) return BadInput::kNotAFile;
-  if (st.st_size == 0) return BadInput::kEmpty;
-  if (st.st_size > kMaxFileBytes) return BadInput::kTooLarge;
-  file_.resize(static_cast<std::size_t>(st.st_size));
-  std::size_t done = 0;
-  while (done < file_.size()) {
-    const ssize_t got = ::read(fd.get(), file_.data() + done, file_.size() - done);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return errno == EISDIR ? BadInput::kNotAFile : BadInput::kUnreadable;
-    if (got == 0) break;  // shrank while reading
-    done += static_cast<std::size_t>(got);
-  }
-  file_.resize(done);
-  return done == 0 ? BadInput::kEmpty : BadInput::kNone;
-}
-
 BadInput ImageDecoder::decode(const std::string& path, int channels, DecodedImage& out) {
-  if (const BadInput r = read(path); r != BadInput::kNone) return r;
+  if (const BadInput r = local_files().read(path, file_); r != BadInput::kNone) return r;
   return decode_buffer(file_.data(), file_.size(), channels, out);
 }
 

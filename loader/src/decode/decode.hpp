@@ -33,12 +33,9 @@ class ImageDecoder {
  public:
   explicit ImageDecoder(std::int64_t max_pixels = kDefaultMaxPixels) : max_pixels_(max_pixels) {}
 
-  // Reads and decodes `path` to gray (channels == 1) or color (channels == 3).
-  // Returns BadInput::kNone on success; never throws for bad files.
+  // Reads (from the local file system) and decodes `path` to gray (channels == 1) or color
+  // (channels == 3). Returns BadInput::kNone on success; never throws for bad files.
   BadInput decode(const std::string& path, int channels, DecodedImage& out);
-  // Reads `path` into bytes() (kNone), or says why it cannot (missing, not a file, ...).
-  BadInput read(const std::string& path);
-  std::span<const std::uint8_t> bytes() const { return file_; }
   // The same for bytes already in memory.
   BadInput decode_buffer(const std::uint8_t* data, std::size_t size, int channels,
                          DecodedImage& out);

@@ -9,8 +9,8 @@
 
 namespace stoke::detail {
 
-ChunkRunner::ChunkRunner(const ArenaView& arena)
-    : arena_(arena), dataset_(arena), decoder_(arena.header().max_pixels) {}
+ChunkRunner::ChunkRunner(const ArenaView& arena, FileReader& files)
+    : arena_(arena), files_(files), dataset_(arena), decoder_(arena.header().max_pixels) {}
 
 BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst) {
   if (current_ != nullptr) current_->store(sample, std::memory_order_relaxed);
@@ -40,14 +40,13 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
                    false};
   } else {
     path_.assign(dataset_.path(sample));
-    if (before_read_) before_read_(path_);
     BadInput read;
     {
       const Stopwatch watch(read_ns_);
-      read = decoder_.read(path_);
+      read = files_.read(path_, file_);
     }
     if (read != BadInput::kNone) return read;
-    const std::span<const std::uint8_t> bytes = decoder_.bytes();
+    const std::span<const std::uint8_t> bytes = file_;
     if (is_jpeg(bytes)) {
       // Decoded lazily: only the region the pipeline reads, at the scale it needs.
       const BadInput r = jpeg_.open(bytes.data(), bytes.size(), h.out_channels, h.max_pixels);

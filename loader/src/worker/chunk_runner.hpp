@@ -4,13 +4,13 @@
 // Thread-safety: one ChunkRunner per thread; it owns decode and resize buffers.
 
 #include <atomic>
-#include <functional>
 #include <opencv2/core/mat.hpp>
 #include <string>
-#include <string_view>
+#include <vector>
 
 #include "augment/augment.hpp"
 #include "data/dataset_index.hpp"
+#include "data/file_reader.hpp"
 #include "decode/decode.hpp"
 #include "decode/jpeg_region.hpp"
 #include "ipc/arena_layout.hpp"
@@ -19,15 +19,12 @@ namespace stoke::detail {
 
 class ChunkRunner {
  public:
-  explicit ChunkRunner(const ArenaView& arena);
+  // Sample files are read through `files` (the local file system unless a test or another
+  // source of bytes says otherwise); it must outlive the runner.
+  explicit ChunkRunner(const ArenaView& arena, FileReader& files = local_files());
 
   // Writes pixels, labels and actual sample ids of samples [task.begin, task.begin + task.count)
   // of task.slot. Never throws for bad input; reports it in the Completion.
-  // Fault injection for tests: called with each file's path before it is read.
-  void set_before_read(std::function<void(std::string_view)> hook) {
-    before_read_ = std::move(hook);
-  }
-
   // `current`, when given, is kept set to the dataset index being produced.
   Completion run(const Task& task, std::atomic<std::int64_t>* current = nullptr) noexcept;
 
@@ -39,16 +36,17 @@ class ChunkRunner {
   bool poisoned(std::int64_t sample) const;
 
   ArenaView arena_;
+  FileReader& files_;
   DatasetView dataset_;
   Augmenter augmenter_;
   ImageDecoder decoder_;
   DecodedImage decoded_;
   JpegRegionSource jpeg_;
   std::string path_;
+  std::vector<std::uint8_t> file_;  // the current sample's bytes
   std::atomic<std::int64_t>* current_ = nullptr;
   std::int64_t read_ns_ = 0;    // this chunk's, so far
   std::int64_t decode_ns_ = 0;  // this chunk's, so far (JPEG: counted by jpeg_)
-  std::function<void(std::string_view)> before_read_;
 };
 
 // Substitutes tried, in order, for a bad sample under OnError::kSkip: sample + 1, + 2, ...

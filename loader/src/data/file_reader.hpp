@@ -1,0 +1,39 @@
+#pragma once
+// Where a sample's bytes come from: the seam between "which file" (the dataset) and "what is in
+// it" (the decoders). Workers read through a FileReader, so a test can give a worker one that
+// fails or crashes on chosen files, and another source of bytes (an archive, an object store)
+// can stand where the file system stands today.
+//
+// Thread-safety: a reader may be shared by threads only if its read() is safe to call
+// concurrently; PosixFileReader is (it holds no state).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/bad_input.hpp"
+
+namespace stoke::detail {
+
+class FileReader {
+ public:
+  virtual ~FileReader() = default;
+  // Reads all of `path` into `into` (resized to what was read; its contents are unspecified
+  // when the read fails). kNone, or why it cannot: missing, not a file, empty, too large,
+  // unreadable. Never throws for a bad file.
+  virtual BadInput read(const std::string& path, std::vector<std::uint8_t>& into) = 0;
+};
+
+// Files at most this large are read; a larger one is BadInput::kTooLarge before any allocation.
+inline constexpr std::int64_t kMaxFileBytes = std::int64_t{1} << 30;
+
+// The local file system: open, fstat, read.
+class PosixFileReader final : public FileReader {
+ public:
+  BadInput read(const std::string& path, std::vector<std::uint8_t>& into) override;
+};
+
+// One process-wide PosixFileReader, for the parts that read files unless told otherwise.
+FileReader& local_files();
+
+}  // namespace stoke::detail

@@ -1,0 +1,106 @@
+#include "worker/worker_process.hpp"
+
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <opencv2/core/utility.hpp>
+#include <string>
+
+#include "ipc/arena_layout.hpp"
+#include "worker/chunk_runner.hpp"
+#include "worker/worker_exit_codes.hpp"
+#include "worker/worker_locate.hpp"
+
+namespace stoke::detail {
+namespace {
+
+constexpr int kArenaFd = 3;
+constexpr int kDoneFd = 4;
+
+void notify_parent() {
+  const std::uint64_t one = 1;
+  while (::write(kDoneFd, &one, sizeof one) < 0 && errno == EINTR) {
+  }
+}
+
+int serve(WorkerRecord& record, const ArenaView& arena, pid_t parent, FileReader& files) {
+  ChunkRunner runner(arena, files);
+  for (;;) {
+    if (!record.tasks_posted.wait_for(std::chrono::milliseconds(250))) {
+      if (::getppid() != parent) return kExitParentGone;
+      continue;  // a timeout or a signal: wait again
+    }
+    Task task;
+    if (!record.tasks.pop(task)) continue;
+    if (task.kind == Task::kStop) return 0;
+    const Completion done = runner.run(task, &record.current_sample);
+    // The training process keeps at most kRingSize tasks outstanding and drains completions
+    // whenever it wakes, so this rarely loops; if it does, it ends with the parent.
+    for (int tries = 0; !record.done.push(done); ++tries) {
+      if (tries % 1000 == 999 && ::getppid() != parent) return kExitParentGone;
+      ::usleep(tries < 100 ? 100 : 1000);
+    }
+    notify_parent();
+  }
+}
+
+}  // namespace
+
+int run_worker_process(int argc, char** argv, const WorkerEnvironment& env) {
+  const std::string tag = env.version_tag.empty() ? worker_version_tag() : env.version_tag;
+  if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
+    std::printf("stoke-worker %s\n", tag.c_str());
+    return 0;
+  }
+  if (argc != 5 || std::strcmp(argv[1], "--worker") != 0 || std::strcmp(argv[3], "--parent") != 0) {
+    std::fprintf(stderr,
+                 "stoke-worker is started by the stoke loader, not by hand.\n"
+                 "usage: stoke-worker --version\n");
+    return kExitUsage;
+  }
+  std::uint32_t index = 0;
+  pid_t parent = 0;
+  try {
+    index = static_cast<std::uint32_t>(std::stoul(argv[2]));
+    parent = static_cast<pid_t>(std::stol(argv[4]));
+  } catch (const std::exception&) {
+    std::fprintf(stderr, "stoke-worker: --worker and --parent take numbers\n");
+    return kExitUsage;
+  }
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) return kExitParentGone;  // the parent died before the line above
+
+  struct stat st {};
+  if (::fstat(kArenaFd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(ArenaHeader)))
+    return kExitBadArena;
+  void* base = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ | PROT_WRITE,
+                      MAP_SHARED, kArenaFd, 0);
+  if (base == MAP_FAILED) return kExitBadArena;
+  ArenaView arena(static_cast<std::uint8_t*>(base));
+  const ArenaHeader& header = arena.header();
+  if (header.magic != kArenaMagic || header.layout_version != kLayoutVersion ||
+      header.header_size != sizeof(ArenaHeader) || index >= header.worker_capacity)
+    return kExitVersionMismatch;
+  WorkerRecord& record = arena.worker(index);
+  record.pid = ::getpid();
+  std::snprintf(record.version, sizeof record.version, "%s", tag.c_str());
+  const bool match = std::strncmp(header.version, tag.c_str(), kVersionChars) == 0;
+  record.state.store(match ? WorkerRecord::kReady : WorkerRecord::kVersionMismatch,
+                     std::memory_order_release);
+  notify_parent();
+  if (!match) return kExitVersionMismatch;
+
+  cv::setNumThreads(0);  // one worker = one core; parallelism comes from the pool
+  // OpenCV's own decoders allocate by their header; hold them to the loader's limit too.
+  ::setenv("OPENCV_IO_MAX_IMAGE_PIXELS", std::to_string(header.max_pixels).c_str(), 1);
+  return serve(record, arena, parent, env.files != nullptr ? *env.files : local_files());
+}
+
+}  // namespace stoke::detail
