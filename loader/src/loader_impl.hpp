@@ -33,13 +33,15 @@ namespace stoke {
 
 namespace detail {
 using Clock = std::chrono::steady_clock;
+struct LoaderEnvironment;
 }  // namespace detail
 
 using detail::Clock;
 
 class Loader::Impl {
  public:
-  Impl(detail::ResolvedConfig config, detail::DatasetIndex index, Clock::time_point created);
+  Impl(detail::ResolvedConfig config, detail::DatasetIndex index,
+       const detail::LoaderEnvironment& env, Clock::time_point created);
   ~Impl();
 
   std::optional<Batch> next();
@@ -57,7 +59,7 @@ class Loader::Impl {
  private:
   // ---- construction (loader_setup.cpp)
   void lay_out_arena(const detail::DatasetIndex& index, Clock::time_point created);
-  void set_up_staging();
+  void set_up_staging(const detail::LoaderEnvironment& env);
   void start_threads();
 
   // ---- the consumer (loader.cpp)

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "build_info.hpp"
+#include "loader_environment.hpp"
 #include "loader_impl.hpp"
 #include "stoke/loader.hpp"
 #include "worker/worker_locate.hpp"
@@ -26,7 +27,8 @@ constexpr std::uint32_t kPoisonCapacity = 4096;
 
 // (Clang's thread-safety analysis does not look inside constructors and destructors: nothing
 // else can reach the members yet, or any more.)
-Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, Clock::time_point created)
+Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, const LoaderEnvironment& env,
+                   Clock::time_point created)
     : config_(std::move(config)), log_(options_.log) {
   lay_out_arena(index, created);
   for (const RejectedFile& r : index.rejected) {  // (resolve() refused them under kError)
@@ -34,7 +36,7 @@ Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, Clock::time_point 
     log_.post("skipped " + r.path + " while indexing: " + bad_input_name(r.reason));
   }
   log_.flush();  // now, so that a failure further on does not swallow them
-  set_up_staging();
+  set_up_staging(env);
   index = DatasetIndex{};  // the arena holds it now
   core_->names = std::make_unique<SampleNames>(options_.data, core_->view);
   core_->slots.set_chunk(chunk_for(options_, config_.initial_workers));
@@ -83,7 +85,7 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
   for (std::uint32_t i = 0; i < h.worker_capacity; ++i) new (&core_->view.worker(i)) WorkerRecord();
 }
 
-void Loader::Impl::set_up_staging() {
+void Loader::Impl::set_up_staging(const LoaderEnvironment& env) {
   const DeviceSet& set = options_.devices;
   const bool gpu = set.kind == DeviceSet::Kind::kCuda;
   if (!gpu && options_.dtype == DType::kUInt8) return;  // consumers read the arena itself
@@ -108,8 +110,9 @@ void Loader::Impl::set_up_staging() {
       throw ConfigError(std::string("dtype ") + kernels::dtype_name(c.dtype) + ": " + e.what());
     }
   }
-  std::unique_ptr<DeviceBackend> backend =
-      gpu ? make_gpu_backend(set) : make_host_backend(set.count);
+  std::unique_ptr<DeviceBackend> backend = !gpu              ? make_host_backend(set.count)
+                                           : env.gpu_backend ? env.gpu_backend(set)
+                                                             : make_cuda_backend(set);
   LoaderCore* core = core_.get();
   core_->staging = std::make_unique<Staging>(std::move(backend), c,
                                              [core](int slot) { core->transfer_done(slot); });
@@ -155,12 +158,14 @@ Loader::Impl::~Impl() {
 
 // ---- public surface ------------------------------------------------------------------------
 
-Loader::Loader(Options options) {
+Loader::Loader(Options options) : Loader(std::move(options), LoaderEnvironment{}) {}
+
+Loader::Loader(Options options, const LoaderEnvironment& env) {
   const Clock::time_point created = Clock::now();
   check_options(options);
   DatasetIndex index = build_index(options.data, options.split);
   ResolvedConfig config = resolve(std::move(options), index);
-  impl_ = std::make_unique<Impl>(std::move(config), std::move(index), created);
+  impl_ = std::make_unique<Impl>(std::move(config), std::move(index), env, created);
 }
 
 Loader::~Loader() = default;

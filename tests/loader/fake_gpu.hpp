@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "device/device_backend.hpp"
+#include "loader_environment.hpp"
+#include "stoke/loader.hpp"
 
 namespace stoke::test {
 
@@ -265,15 +267,18 @@ class FakeGpu final : public detail::DeviceBackend {
   std::vector<std::unique_ptr<Queue>> queues_;
 };
 
-// Installs the fake GPU for the lifetime of this object.
+// Makes loaders whose CUDA devices are fake GPUs, all logging to one FakeGpuLog.
 class FakeGpuScope {
  public:
-  FakeGpuScope() : log_(std::make_shared<FakeGpuLog>()) {
-    auto log = log_;
-    detail::set_gpu_backend_for_testing(
-        [log](const DeviceSet& set) { return std::make_unique<FakeGpu>(set.count, log); });
+  FakeGpuScope() : log_(std::make_shared<FakeGpuLog>()) {}
+  // A loader like Loader(options), its CUDA backend a FakeGpu.
+  Loader loader(Options options) const {
+    detail::LoaderEnvironment env;
+    env.gpu_backend = [log = log_](const DeviceSet& set) {
+      return std::make_unique<FakeGpu>(set.count, log);
+    };
+    return detail::LoaderAccess::make(std::move(options), env);
   }
-  ~FakeGpuScope() { detail::set_gpu_backend_for_testing(nullptr); }
   FakeGpuLog& log() { return *log_; }
 
  private:

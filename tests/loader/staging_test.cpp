@@ -64,7 +64,7 @@ TEST(Staging, GpuChunksAreCopiedStraightFromTheRegisteredArena) {
   FakeGpuScope gpu;
   gpu.log().copy_delay = std::chrono::milliseconds(1);
   Options o = fake_gpu_options(2);
-  Loader loader(o);
+  Loader loader = gpu.loader(o);
   std::int64_t batches = 0;
   while (auto b = loader.next()) {
     ASSERT_EQ(b->device_count(), 2);
@@ -100,7 +100,7 @@ TEST(Staging, GpuBatchesCarryTheSameBytesAsHostDevices) {
   const test::Delivered expected = host_reference(0, -1);
 
   FakeGpuScope gpu;
-  Loader loader(fake_gpu_options(2));
+  Loader loader = gpu.loader(fake_gpu_options(2));
   test::Delivered got;
   std::vector<std::uint8_t> on_devices;
   while (auto b = loader.next()) {
@@ -117,7 +117,7 @@ TEST(Staging, GpuBatchesCarryTheSameBytesAsHostDevices) {
 TEST(Staging, WhenPinningFailsChunksGoThroughPinnedBuffersAndStatsSaySo) {
   FakeGpuScope gpu;
   gpu.log().refuse_pin = true;
-  Loader loader(fake_gpu_options(2));
+  Loader loader = gpu.loader(fake_gpu_options(2));
   std::int64_t batches = 0;
   for (; batches < 40; ++batches) {
     auto b = loader.next();
@@ -147,7 +147,7 @@ TEST(Staging, ASlotReturnsToTheWorkersOnlyAfterEveryDevicesCopyCompleted) {
   gpu.log().copy_delay = std::chrono::milliseconds(15);
   Options o = fake_gpu_options(2);
   o.prefetch = 3;
-  Loader loader(o);
+  Loader loader = gpu.loader(o);
   for (int i = 0; i < 60; ++i) {
     auto b = loader.next();
     ASSERT_TRUE(b);
@@ -167,7 +167,7 @@ TEST(Staging, ASlotReturnsToTheWorkersOnlyAfterEveryDevicesCopyCompleted) {
 
 TEST(Staging, EveryDeliveredBatchIsReleasedExactlyOnce) {
   FakeGpuScope gpu;
-  Loader loader(fake_gpu_options(1));
+  Loader loader = gpu.loader(fake_gpu_options(1));
   auto first = loader.next();
   ASSERT_TRUE(first);
   Batch copy = *first;
@@ -187,7 +187,7 @@ TEST(Staging, HeldBatchesKeepTheirDeviceBytesWhileLaterBatchesFlow) {
   gpu.log().copy_delay = std::chrono::milliseconds(1);
   Options o = fake_gpu_options(2);
   o.prefetch = 4;
-  Loader loader(o);
+  Loader loader = gpu.loader(o);
   struct Held {
     Batch batch;
     std::vector<std::uint8_t> bytes[2];
@@ -213,7 +213,7 @@ TEST(Staging, HeldBatchesKeepTheirDeviceBytesWhileLaterBatchesFlow) {
 
 TEST(Staging, RecordStreamMakesStokeWaitForTheConsumersWorkBeforeReuse) {
   FakeGpuScope gpu;
-  Loader loader(fake_gpu_options(1));
+  Loader loader = gpu.loader(fake_gpu_options(1));
   {
     auto b = loader.next();
     ASSERT_TRUE(b);
@@ -231,7 +231,7 @@ TEST(Staging, RecordStreamOrdersLaterCopiesAfterTheConsumersWork) {
   FakeGpuScope gpu;
   Options o = fake_gpu_options(1);
   o.prefetch = 2;
-  Loader loader(o);
+  Loader loader = gpu.loader(o);
   test::FakeConsumerStream consumer;
   {
     auto b = loader.next();
@@ -281,7 +281,7 @@ TEST(Staging, ARepositionDuringStagingLeaksNoSlot) {
   };
   Options o = fake_gpu_options(2);
   o.prefetch = 2;
-  Loader loader(o);
+  Loader loader = gpu.loader(o);
   {
     std::unique_lock lock(m);
     cv.wait(lock, [&] { return inside; });  // the stager is blocked inside stage()
@@ -305,7 +305,7 @@ TEST(Staging, RepositioningWhileCopiesAreInFlightDeliversTheRightEpoch) {
 
   FakeGpuScope gpu;
   gpu.log().copy_delay = std::chrono::milliseconds(3);
-  Loader loader(fake_gpu_options(2));
+  Loader loader = gpu.loader(fake_gpu_options(2));
   test::collect(loader, 5);
   loader.set_epoch(3);
   const test::Delivered got = test::collect(loader, 20);
@@ -321,7 +321,7 @@ TEST(Staging, TheArenaIsUnpinnedWhenTheLastBatchIsGone) {
   FakeGpuScope gpu;
   std::optional<Batch> kept;
   {
-    Loader loader(fake_gpu_options(1));
+    Loader loader = gpu.loader(fake_gpu_options(1));
     kept = loader.next();
   }
   {

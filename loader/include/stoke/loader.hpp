@@ -27,6 +27,11 @@
 
 namespace stoke {
 
+namespace detail {
+struct LoaderEnvironment;
+struct LoaderAccess;
+}  // namespace detail
+
 class Loader {
  public:
   // Validates the options, indexes the dataset, lays out the shared arena and starts the
@@ -58,6 +63,9 @@ class Loader {
   Stats stats() const;
 
  private:
+  friend struct detail::LoaderAccess;  // tests: a loader on a fake GPU
+  Loader(Options options, const detail::LoaderEnvironment& env);
+
   class Impl;
   std::unique_ptr<Impl> impl_;
 };

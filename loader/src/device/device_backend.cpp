@@ -2,7 +2,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <new>
 
 #include "stoke/error.hpp"
@@ -58,27 +57,10 @@ class HostBackend final : public DeviceBackend {
   int count_;
 };
 
-std::mutex g_factory_mutex;
-BackendFactory g_factory;  // guarded by g_factory_mutex
-
 }  // namespace
 
 std::unique_ptr<DeviceBackend> make_host_backend(int count) {
   return std::make_unique<HostBackend>(count);
-}
-
-void set_gpu_backend_for_testing(BackendFactory factory) {
-  std::lock_guard lock(g_factory_mutex);
-  g_factory = std::move(factory);
-}
-
-std::unique_ptr<DeviceBackend> make_gpu_backend(const DeviceSet& set) {
-  BackendFactory factory;
-  {
-    std::lock_guard lock(g_factory_mutex);
-    factory = g_factory;
-  }
-  return factory ? factory(set) : make_cuda_backend(set);
 }
 
 }  // namespace stoke::detail

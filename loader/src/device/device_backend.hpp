@@ -11,7 +11,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,10 +64,5 @@ std::unique_ptr<DeviceBackend> make_host_backend(int count);
 // The GPUs in `set` (set.kind == kCuda). Throws ConfigError when CUDA is not built in or the
 // devices cannot be used.
 std::unique_ptr<DeviceBackend> make_cuda_backend(const DeviceSet& set);
-
-// Tests replace the GPU backend (a fake GPU on a machine without one). nullptr restores CUDA.
-using BackendFactory = std::function<std::unique_ptr<DeviceBackend>(const DeviceSet&)>;
-void set_gpu_backend_for_testing(BackendFactory factory);
-std::unique_ptr<DeviceBackend> make_gpu_backend(const DeviceSet& set);
 
 }  // namespace stoke::detail

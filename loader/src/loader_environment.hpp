@@ -1,0 +1,29 @@
+#pragma once
+// What a loader takes from its surroundings besides its Options: today, the GPU backend. The
+// public Loader(Options) uses the real one (CUDA); tests make a loader on a fake GPU through
+// LoaderAccess, which stays out of the public headers (LevelDB's Env, in a small way).
+//
+// Thread-safety: a LoaderEnvironment is copied into the loader at construction; its factory is
+// called once, on the constructing thread.
+
+#include <functional>
+#include <memory>
+#include <utility>
+
+#include "device/device_backend.hpp"
+#include "stoke/loader.hpp"
+
+namespace stoke::detail {
+
+struct LoaderEnvironment {
+  // Makes the backend for a CUDA device set; empty: make_cuda_backend().
+  std::function<std::unique_ptr<DeviceBackend>(const DeviceSet&)> gpu_backend;
+};
+
+struct LoaderAccess {
+  static Loader make(Options options, const LoaderEnvironment& env) {
+    return Loader(std::move(options), env);
+  }
+};
+
+}  // namespace stoke::detail
