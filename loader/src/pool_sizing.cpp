@@ -1,5 +1,6 @@
 // Resizing the worker pool, by hand (Loader::resize_workers) or automatically (workers=kAuto,
-// prefetch=kAuto): the pool's roles, retirement, and the tuner's measurements and decisions.
+// prefetch=kAuto): carrying out PoolController's resizes and retirements, and the tuner's
+// measurements and decisions.
 
 #include <algorithm>
 #include <cstdio>
@@ -34,64 +35,34 @@ void Supervisor::request_size(int n) {
 
 Supervisor::PoolView Supervisor::view() const {
   MutexLock lock(core_->mutex);
-  return {pool_size_, starting_, workers_auto_, limit_workers_, limit_reason_};
+  return {pool_.size(), starting_, workers_auto_, limit_workers_, limit_reason_};
 }
 
 // ---- pool size -----------------------------------------------------------------------------
 
-// Makes n records active: retiring workers not yet told to stop come back first, then idle
-// records (lowest first) are queued for spawning; beyond n, the highest active ones retire.
-// Work already handed to a retiring worker is finished by it, so no chunk moves and none is
-// redone: the delivered bytes cannot change.
+// PoolController decides which records become active or retire; the supervisor carries it out:
+// the chunk size, the measurements, slots for the new workers (spawned by the loop).
 void Supervisor::resize_pool(int n) {
-  n = std::clamp(n, 1, config_.capacity);
-  int active = 0;  // (a loop, not count_if: a lambda would be analysed as holding no lock)
-  for (int i : members_) active += role_[i] == Role::kActive ? 1 : 0;
-  for (int i : members_) {
-    if (active >= n) break;
-    if (role_[i] == Role::kRetiring && !stop_sent_[i]) {
-      role_[i] = Role::kActive;
-      ++active;
-    }
-  }
-  for (int i = 0; i < config_.capacity && active < n; ++i) {
-    if (role_[i] != Role::kIdle) continue;
-    role_[i] = Role::kActive;
-    stop_sent_[i] = false;
-    members_.insert(std::upper_bound(members_.begin(), members_.end(), i), i);
-    to_grow_.push_back(i);
-    ++active;
-  }
-  for (auto it = members_.rbegin(); it != members_.rend() && active > n; ++it) {
-    if (role_[*it] != Role::kActive) continue;
-    role_[*it] = Role::kRetiring;
-    --active;
-  }
-  set_pool_size(n);
+  n = pool_.resize(n);
+  pool_resized();
   if (options_.prefetch <= 0)
     slots_wanted_ = std::max(slots_wanted_, 2 * static_cast<std::size_t>(n) + 2);
 }
 
-// The pool's size, and what follows from it: the chunk size (one chunk per worker per batch,
-// unless fixed by Options::chunk) and a fresh start for the measurements.
-void Supervisor::set_pool_size(int n) {
-  pool_size_ = n;
-  core_->slots.set_chunk(chunk_for(options_, n));
+// What follows from the pool's size: the chunk size (one chunk per worker per batch, unless
+// fixed by Options::chunk) and a fresh start for the measurements.
+void Supervisor::pool_resized() {
+  core_->slots.set_chunk(chunk_for(options_, pool_.size()));
   restart_measurement();
 }
 
 // Tells each retiring worker whose chunks are all done to stop; its exit is then a retirement.
 // A record queued for spawning but not yet started simply goes back to idle.
 void Supervisor::retire_drained() {
-  for (std::size_t k = 0; k < members_.size();) {
-    const int i = members_[k];
-    if (role_[i] != Role::kRetiring || stop_sent_[i] || !in_flight_[i].empty()) {
-      ++k;
-      continue;
-    }
+  for (int i : pool_.retiring_not_stopped()) {
+    if (!in_flight_[i].empty()) continue;
     if (!workers_->running(i)) {
-      retire_record(i);  // members_[k] is now the next record
-      std::erase(to_grow_, i);
+      retire_record(i);
       continue;
     }
     WorkerRecord& r = core_->view.worker(static_cast<std::uint32_t>(i));
@@ -99,19 +70,15 @@ void Supervisor::retire_drained() {
     stop.kind = Task::kStop;
     if (r.tasks.push(stop)) {
       r.tasks_posted.post();
-      stop_sent_[i] = true;
+      pool_.stop_sent(i);
     }
-    ++k;
   }
 }
 
-// Record i has no process any more (it retired, died while retiring, or was never started):
-// the record is idle.
+// Record i has no process any more (it retired, died while retiring, or was never started).
 void Supervisor::retire_record(int i) {
-  role_[i] = Role::kIdle;
+  pool_.retired(i);
   startup_deaths_[i] = 0;  // a later occupant's start-up is a new run
-  stop_sent_[i] = false;
-  std::erase(members_, i);
 }
 
 // Starts the workers a growth asked for. One that cannot start (out of processes or
@@ -122,10 +89,11 @@ void Supervisor::spawn_growth(const std::vector<int>& workers) {
       spawn(i);
     } catch (const Error& e) {
       MutexLock lock(core_->mutex);
-      retire_record(i);
-      set_pool_size(std::max(1, pool_size_ - 1));
+      pool_.spawn_failed(i);
+      startup_deaths_[i] = 0;
+      pool_resized();
       log_.post(std::string("could not add a worker (") + e.what() + "); the pool stays at " +
-                std::to_string(pool_size_));
+                std::to_string(pool_.size()));
     }
   }
   log_.flush();
@@ -158,8 +126,9 @@ void Supervisor::read_memory() {
   {
     MutexLock lock(core_->mutex);
     if (!workers_auto_) return;
-    if (worker_bytes_ < 0 && !members_.empty() && workers_->running(members_.front()))
-      measure = workers_->pid(members_.front());
+    const std::vector<int>& members = pool_.members();
+    if (worker_bytes_ < 0 && !members.empty() && workers_->running(members.front()))
+      measure = workers_->pid(members.front());
     due = Clock::now() >= memory_checked_ + kMemoryEvery;
   }
   const std::int64_t worker_bytes = measure > 0 ? anon_rss_bytes(measure) : -1;
@@ -188,8 +157,8 @@ TunerLimits Supervisor::tuner_limits() {
   const std::int64_t available = available_bytes_;
   if (available >= 0) {
     const auto more = static_cast<int>(available / 2 / per_worker);
-    if (pool_size_ + more < l.max_workers) {
-      l.max_workers = std::max(1, pool_size_ + more);
+    if (pool_.size() + more < l.max_workers) {
+      l.max_workers = std::max(1, pool_.size() + more);
       l.max_workers_reason = "memory: " + std::to_string(available >> 20) +
                              " MiB available, about " + std::to_string(per_worker >> 20) +
                              " MiB per worker";
@@ -215,9 +184,9 @@ void Supervisor::tune() {
   in.wait_fraction = w.wait_fraction();
   in.demand_per_s = w.demand_per_s();
   in.delivered_per_s = w.delivered_per_s();
-  in.busy_fraction = core_->metrics.busy_fraction(now, pool_size_);
+  in.busy_fraction = core_->metrics.busy_fraction(now, pool_.size());
   in.worker_per_s = core_->metrics.worker_rate();
-  in.workers = pool_size_;
+  in.workers = pool_.size();
   in.slots = static_cast<int>(core_->slots.size());
   const std::optional<TunerChange> change = tuner_.evaluate(in, tuner_limits());
   if (!change) return;

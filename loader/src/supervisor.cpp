@@ -36,7 +36,7 @@ Supervisor::Supervisor(std::shared_ptr<LoaderCore> core, const ResolvedConfig& c
       blame_(std::span<std::int64_t>(core_->view.poisoned(), core_->view.header().poison_capacity),
              core_->view.poisoned_count()),
       workers_auto_(config.workers_auto),
-      pool_size_(config.initial_workers),
+      pool_(config.capacity, config.initial_workers),
       limit_workers_(config.max_workers),
       limit_reason_(config.max_workers_reason) {
   // (Clang's thread-safety analysis does not look inside constructors: no other thread exists.)
@@ -46,8 +46,6 @@ Supervisor::Supervisor(std::shared_ptr<LoaderCore> core, const ResolvedConfig& c
   front_since_.assign(n, Clock::time_point{});
   spawned_at_.assign(n, Clock::time_point{});
   timed_out_.assign(n, false);
-  role_.assign(n, Role::kIdle);
-  stop_sent_.assign(n, false);
 }
 
 Supervisor::~Supervisor() {
@@ -97,8 +95,8 @@ void Supervisor::loop() {
       MutexLock lock(core_->mutex);
       if (core_->stop) return;
       if (requested_size_ > 0) {
-        if (requested_size_ != pool_size_)
-          log_.post("resizing the worker pool from " + std::to_string(pool_size_) + " to " +
+        if (requested_size_ != pool_.size())
+          log_.post("resizing the worker pool from " + std::to_string(pool_.size()) + " to " +
                     std::to_string(requested_size_) + " workers (requested)");
         resize_pool(requested_size_);
         requested_size_ = -1;
@@ -106,11 +104,11 @@ void Supervisor::loop() {
       core_->slots.assign_free();
       retire_drained();
       dispatch();
-      watched = members_;
+      watched = pool_.members();
       count_starting();
       timeout_ms = poll_timeout_ms();
       slots_wanted = std::exchange(slots_wanted_, 0);
-      grow = std::exchange(to_grow_, {});
+      grow = pool_.take_growth();
     }
     if (slots_wanted > 0) {
       publish_slots(slots_wanted);
@@ -128,7 +126,7 @@ void Supervisor::loop() {
     read_memory();
     {
       MutexLock lock(core_->mutex);
-      for (int i : members_) drain_completions(i);
+      for (int i : pool_.members()) drain_completions(i);
       // Exits first: a worker that died just at its deadline is a death, not our timeout kill.
       for (std::size_t k = 0; k < watched.size() && !core_->stop; ++k) {
         if ((fds[k + 2].revents & POLLIN) && handle_exit(watched[k])) respawn.push_back(watched[k]);
@@ -141,7 +139,7 @@ void Supervisor::loop() {
       // (A loop, not erase_if: a lambda would be analysed as holding no lock.)
       std::vector<int> still_active;
       for (int i : respawn)
-        if (role_[i] == Role::kActive) still_active.push_back(i);
+        if (pool_.active(i)) still_active.push_back(i);
       respawn.swap(still_active);
     }
     log_.flush();
@@ -173,9 +171,9 @@ void Supervisor::dispatch() {
   std::deque<Task>& pending = core_->slots.pending();
   while (!pending.empty()) {
     int best = -1;
-    for (int i : members_) {
+    for (int i : pool_.members()) {
       const WorkerRecord& r = core_->view.worker(static_cast<std::uint32_t>(i));
-      if (role_[i] != Role::kActive || !workers_->running(i) ||
+      if (!pool_.active(i) || !workers_->running(i) ||
           r.state.load(std::memory_order_acquire) != WorkerRecord::kReady ||
           in_flight_[i].size() >= kTasksInFlightPerWorker)
         continue;
@@ -215,7 +213,7 @@ int Supervisor::poll_timeout_ms() const {
   // With automatic sizing, evaluate even when nothing happens (a consumer that stopped asking).
   int ms = workers_auto_ || config_.prefetch_auto ? static_cast<int>(kTuneEveryS * 1000) : 1000;
   const Clock::time_point now = Clock::now();
-  for (int i : members_) {
+  for (int i : pool_.members()) {
     if (timed_out_[i] || !workers_->running(i)) continue;
     const auto state = core_->view.worker(static_cast<std::uint32_t>(i)).state.load();
     if (state != WorkerRecord::kReady) {
@@ -234,7 +232,7 @@ int Supervisor::poll_timeout_ms() const {
 void Supervisor::kill_stuck_workers() {
   if (options_.task_timeout_s <= 0) return;
   const Clock::time_point now = Clock::now();
-  for (int i : members_) {
+  for (int i : pool_.members()) {
     if (in_flight_[i].empty() || timed_out_[i] || !workers_->running(i)) continue;
     if (std::chrono::duration<double>(now - front_since_[i]).count() < options_.task_timeout_s)
       continue;
@@ -267,7 +265,7 @@ bool Supervisor::handle_exit(int worker) {
   // A retiring worker that finished its chunks and stopped has simply retired. One that died on
   // the way out is treated like any death (its sample is blamed, its chunks redone), except
   // that no replacement starts.
-  const bool retiring = role_[worker] == Role::kRetiring;
+  const bool retiring = pool_.retiring(worker);
   if (retiring && q.empty() && !exit.signaled && exit.status == 0) {
     retire_record(worker);
     return false;

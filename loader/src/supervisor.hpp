@@ -12,7 +12,8 @@
 // thread.
 //
 // Files: supervisor.cpp (the loop, dispatch, deaths, timeouts), worker_startup.cpp (handshakes
-// and the start-up budget), pool_sizing.cpp (roles, resizing, the tuner).
+// and the start-up budget), pool_sizing.cpp (carrying out PoolController's resizes and
+// retirements, the tuner's inputs and decisions).
 
 #include <chrono>
 #include <deque>
@@ -26,6 +27,7 @@
 #include "config.hpp"
 #include "event_log.hpp"
 #include "loader_core.hpp"
+#include "pool_controller.hpp"
 #include "sample_blame.hpp"
 #include "tuning/pool_tuner.hpp"
 #include "worker_processes.hpp"
@@ -64,8 +66,6 @@ class Supervisor {
   PoolView view() const EXCLUDES(core_->mutex);
 
  private:
-  enum class Role { kIdle, kActive, kRetiring };
-
   void run(std::promise<void>& started) EXCLUDES(core_->mutex);
   void loop() EXCLUDES(core_->mutex);
   void dispatch() REQUIRES(core_->mutex);
@@ -87,7 +87,7 @@ class Supervisor {
 
   // pool_sizing.cpp
   void resize_pool(int n) REQUIRES(core_->mutex);
-  void set_pool_size(int n) REQUIRES(core_->mutex);
+  void pool_resized() REQUIRES(core_->mutex);
   void retire_drained() REQUIRES(core_->mutex);
   void retire_record(int i) REQUIRES(core_->mutex);
   void spawn_growth(const std::vector<int>& workers) EXCLUDES(core_->mutex);
@@ -110,15 +110,9 @@ class Supervisor {
   SampleBlame blame_ GUARDED_BY(core_->mutex);
   bool workers_auto_ GUARDED_BY(core_->mutex);  // request_size() turns it off
 
-  // The pool. Worker record i is idle (no process, none wanted), active (receives work) or
-  // retiring (finishes its in-flight chunks, then is told to stop). members_ lists the
-  // non-idle records in ascending order; pool_size_ counts the active ones.
-  int pool_size_ GUARDED_BY(core_->mutex) = 0;
-  int requested_size_ GUARDED_BY(core_->mutex) = -1;  // from request_size()
-  std::vector<Role> role_ GUARDED_BY(core_->mutex);
-  std::vector<bool> stop_sent_ GUARDED_BY(core_->mutex);
-  std::vector<int> members_ GUARDED_BY(core_->mutex);
-  std::vector<int> to_grow_ GUARDED_BY(core_->mutex);      // made active, to be spawned
+  // The pool: which records are idle, active or retiring (the rules live in PoolController).
+  PoolController pool_ GUARDED_BY(core_->mutex);
+  int requested_size_ GUARDED_BY(core_->mutex) = -1;       // from request_size()
   int starting_ GUARDED_BY(core_->mutex) = 0;              // members not yet past their handshake
   std::size_t slots_wanted_ GUARDED_BY(core_->mutex) = 0;  // reserved outside the lock
   // A resize whose prefetch depth follows it ("two slots per worker plus two"): recorded as a

@@ -38,11 +38,7 @@ void Supervisor::start_workers() {
   int n = 0;
   {
     MutexLock lock(core_->mutex);
-    n = pool_size_;
-    for (int i = 0; i < n; ++i) {
-      role_[i] = Role::kActive;
-      members_.push_back(i);
-    }
+    n = pool_.size();  // records 0..n-1, active from the start
   }
   for (int i = 0; i < n; ++i) spawn(i);
   const Clock::time_point deadline = Clock::now() + startup_timeout();
@@ -99,7 +95,7 @@ void Supervisor::start_workers() {
 // forever). The kill counts toward the start-up budget.
 void Supervisor::kill_unready_workers() {
   const Clock::time_point now = Clock::now();
-  for (int i : members_) {
+  for (int i : pool_.members()) {
     if (timed_out_[i] || !workers_->running(i)) continue;
     if (core_->view.worker(static_cast<std::uint32_t>(i)).state.load() == WorkerRecord::kReady)
       continue;
@@ -114,11 +110,10 @@ void Supervisor::kill_unready_workers() {
 
 void Supervisor::count_starting() {
   starting_ = 0;
-  for (int i : members_) {
+  for (int i : pool_.members()) {
     // A record not yet (re)spawned still shows its previous occupant's state: it is starting.
     const auto state = core_->view.worker(static_cast<std::uint32_t>(i)).state.load();
-    if (role_[i] == Role::kActive && (!workers_->running(i) || state != WorkerRecord::kReady))
-      ++starting_;
+    if (pool_.active(i) && (!workers_->running(i) || state != WorkerRecord::kReady)) ++starting_;
   }
 }
 
