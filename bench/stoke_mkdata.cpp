@@ -1,11 +1,14 @@
 // stoke-mkdata: writes the image-folder datasets that stoke's tests and benchmarks read.
 //
 //   stoke-mkdata fashion-mnist --out DIR [--limit N] [--split train|test] [--from DIR]
-//   stoke-mkdata jpeg-corpus --out DIR [--count N] [--seed S]
+//   stoke-mkdata jpeg-corpus --out DIR [--count N] [--seed S] [--long-side MIN..MAX]
+//                [--quality MIN..MAX] [--progressive F] [--chroma-422 F] [--chroma-444 F]
 //   stoke-mkdata [COMMAND] --help
 //
 // Both write DIR/<class>/<NNNNN>.<ext>, with class folders that sort (byte order) in class-id
 // order, because a folder dataset's class id is the index of its sorted folder name.
+
+#include <turbojpeg.h>
 
 #include <algorithm>
 #include <cctype>
@@ -22,6 +25,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stoke/error.hpp"
@@ -49,11 +53,53 @@ struct Args {
   std::string from = stoke::kDefaultFashionMnistDir;
   std::uint64_t count = 3000;  // jpeg-corpus
   std::uint64_t seed = 0;
+  std::optional<std::pair<int, int>> long_side;  // unset: the standard 400..640 views
+  std::pair<int, int> quality{90, 95};
+  double progressive = 0;  // fractions of the images
+  double chroma_422 = 0;
+  double chroma_444 = 0;
 };
+
+// "MIN..MAX" (or "N") within [lo, hi] into `out`; a message when it is not.
+std::string parse_range(const std::string& text, int lo, int hi, std::pair<int, int>& out) {
+  const auto dots = text.find("..");
+  try {
+    std::size_t used = 0;
+    const std::string a = dots == std::string::npos ? text : text.substr(0, dots);
+    const std::string b = dots == std::string::npos ? text : text.substr(dots + 2);
+    const int min = std::stoi(a, &used);
+    if (used != a.size()) throw std::invalid_argument(a);
+    const int max = std::stoi(b, &used);
+    if (used != b.size()) throw std::invalid_argument(b);
+    if (min < lo || max > hi || min > max) throw std::out_of_range(text);
+    out = {min, max};
+    return "";
+  } catch (const std::exception&) {
+    return "expected MIN..MAX (or N) with " + std::to_string(lo) +
+           " <= MIN <= MAX <= " + std::to_string(hi) + ", got '" + text + "'";
+  }
+}
+
+CLI::Option* add_range(CLI::App& command, const std::string& name, int lo, int hi,
+                       std::optional<std::pair<int, int>>& target, const std::string& help) {
+  return command
+      .add_option_function<std::string>(
+          name,
+          [&target, lo, hi, name](const std::string& text) {
+            std::pair<int, int> r;
+            if (const std::string why = parse_range(text, lo, hi, r); !why.empty())
+              throw CLI::ValidationError(name, why);
+            target = r;
+          },
+          help)
+      ->type_name("MIN..MAX");
+}
 
 void add_out(CLI::App& command, Args& args) {
   command.add_option("--out", args.out, "the folder to write; must be missing or empty")
-      ->type_name("DIR")->required()->check([](const std::string& dir) {
+      ->type_name("DIR")
+      ->required()
+      ->check([](const std::string& dir) {
         return dir.empty() ? std::string("must not be empty") : std::string();
       });
 }
@@ -75,21 +121,51 @@ std::optional<int> parse_args(int argc, char** argv, Args& args) {
   stoke::tools::add_word(*fashion, "--split", args.split, stoke::parse_split,
                          "train (default) or test")
       ->type_name("train|test");
-  fashion->add_option("--from", args.from,
-                      "folder of the IDX files (Debian package dataset-fashion-mnist)")
-      ->type_name("DIR")->capture_default_str();
+  fashion
+      ->add_option("--from", args.from,
+                   "folder of the IDX files (Debian package dataset-fashion-mnist)")
+      ->type_name("DIR")
+      ->capture_default_str();
   CLI::App* corpus = app.add_subcommand(
       "jpeg-corpus",
       "Writes an ImageNet-like JPEG corpus DIR/cNN-<photo>/NNNNN.jpg: random crops of real "
       "photographs from Debian packages mate-backgrounds and opencv-doc, one class per "
-      "photograph, long side 400..640, JPEG quality 90..95.");
+      "photograph, long side 400..640, JPEG quality 90..95, baseline 4:2:0 (the flags below "
+      "make camera-sized photographs instead; see docs/BENCHMARKS.md).");
   add_out(*corpus, args);
   corpus->add_option("--count", args.count, "images to write")
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 32))->capture_default_str();
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 32))
+      ->capture_default_str();
   corpus->add_option("--seed", args.seed, "the same seed and sources give the same corpus")
       ->capture_default_str();
+  add_range(*corpus, "--long-side", 16, 8192, args.long_side,
+            "long side of each image, drawn from MIN..MAX (default 400..640); views are "
+            "enlarged at most 1.25x, and photographs too small for that are left out");
+  std::optional<std::pair<int, int>> quality;
+  add_range(*corpus, "--quality", 1, 100, quality,
+            "JPEG quality, drawn from MIN..MAX (default "
+            "90..95)");
+  const auto fraction = CLI::Range(0.0, 1.0);
+  corpus
+      ->add_option("--progressive", args.progressive,
+                   "fraction of the images written as progressive JPEG (default 0)")
+      ->type_name("F")
+      ->check(fraction);
+  corpus
+      ->add_option("--chroma-422", args.chroma_422,
+                   "fraction with 4:2:2 chroma subsampling, as many cameras write (default 0)")
+      ->type_name("F")
+      ->check(fraction);
+  corpus
+      ->add_option("--chroma-444", args.chroma_444,
+                   "fraction with full-resolution chroma, 4:4:4 (default 0; the rest 4:2:0)")
+      ->type_name("F")
+      ->check(fraction);
   if (const auto code = stoke::tools::parse(app, argc, argv)) return code;
   args.command = fashion->parsed() ? fashion->get_name() : corpus->get_name();
+  if (quality) args.quality = *quality;
+  if (args.chroma_422 + args.chroma_444 > 1.0)
+    return stoke::tools::usage_error(app, "--chroma-444", "with --chroma-422, more than 1");
   return std::nullopt;
 }
 
@@ -233,8 +309,6 @@ constexpr double kMinAspect = 3.0 / 4.0;
 constexpr double kMaxAspect = 4.0 / 3.0;
 constexpr int kMinLongSide = 400;
 constexpr int kMaxLongSide = 640;
-constexpr int kMinQuality = 90;
-constexpr int kMaxQuality = 95;
 
 // Draws from mt19937_64 by hand: std::uniform_*_distribution differ between standard
 // libraries, which would make the corpus depend on the compiler, not just on --seed.
@@ -284,8 +358,8 @@ std::vector<fs::path> usable_sources() {
 // A random crop in the style of RandomResizedCrop: area and aspect are drawn, then a crop that
 // does not fit is shrunk to fit the source with its aspect kept, so every output stays within
 // [3/4, 4/3] like ImageNet-style training crops (at the cost of a smaller area).
-cv::Rect random_crop(const cv::Size& src, Rng& rng) {
-  const double area = static_cast<double>(src.area()) * rng.uniform(kMinAreaFraction, 1.0);
+cv::Rect random_crop(const cv::Size& src, Rng& rng, double min_area = kMinAreaFraction) {
+  const double area = static_cast<double>(src.area()) * rng.uniform(min_area, 1.0);
   // Log-uniform, so that wide and tall crops are equally likely.
   const double aspect =
       std::exp(rng.uniform(std::log(kMinAspect), std::log(kMaxAspect)));  // width / height
@@ -316,6 +390,82 @@ cv::Mat random_view(const cv::Mat& photo, Rng& rng) {
   return view;
 }
 
+// Camera-sized views (--long-side): enlarged at most this much where the photograph allows it,
+// so that they keep the fine detail, and so the entropy-coded bits, of a real photograph.
+constexpr double kMaxEnlarge = 1.25;
+
+int long_side_of(const cv::Mat& m) {
+  return std::max(m.cols, m.rows);
+}
+
+// Whether `photo` gives views of a long side of at least `min_long` enlarged at most kMaxEnlarge.
+bool big_enough(const cv::Mat& photo, int min_long) {
+  return long_side_of(photo) * kMaxEnlarge >= min_long;
+}
+
+// A random crop large enough for the smallest long side asked for, then a long side drawn from
+// what the crop allows within the range.
+cv::Mat camera_view(const cv::Mat& photo, std::pair<int, int> long_side, Rng& rng) {
+  const double need = long_side.first / kMaxEnlarge / long_side_of(photo);
+  const cv::Rect crop =
+      random_crop(photo.size(), rng, std::clamp(need * need, kMinAreaFraction, 1.0));
+  const int crop_long = std::max(crop.width, crop.height);
+  const int hi =
+      std::clamp(static_cast<int>(crop_long * kMaxEnlarge), long_side.first, long_side.second);
+  cv::Mat view = resize_long_side(photo(crop), rng.uniform_int(long_side.first, hi));
+  if (rng.coin()) cv::flip(view, view, 1);
+  return view;
+}
+
+// How one image is encoded. The standard corpus draws only the quality.
+struct Encoding {
+  int quality = 90;
+  TJSAMP chroma = TJSAMP_420;
+  bool progressive = false;
+};
+
+Encoding draw_encoding(const Args& args, Rng& rng) {
+  Encoding e;
+  e.quality = rng.uniform_int(args.quality.first, args.quality.second);
+  if (args.chroma_422 + args.chroma_444 > 0) {
+    const double u = rng.uniform(0.0, 1.0);
+    e.chroma = u < args.chroma_444                     ? TJSAMP_444
+               : u < args.chroma_444 + args.chroma_422 ? TJSAMP_422
+                                                       : TJSAMP_420;
+  }
+  if (args.progressive > 0) e.progressive = rng.uniform(0.0, 1.0) < args.progressive;
+  return e;
+}
+
+// 4:2:0 through OpenCV (as the standard corpus always was); other subsampling through
+// TurboJPEG, which OpenCV 4.6 cannot ask for. Both are libjpeg-turbo underneath.
+std::uintmax_t write_jpeg(const fs::path& path, const cv::Mat& bgr, const Encoding& e) {
+  if (e.chroma == TJSAMP_420) {
+    std::vector<int> params{cv::IMWRITE_JPEG_QUALITY, e.quality};
+    if (e.progressive) params.insert(params.end(), {cv::IMWRITE_JPEG_PROGRESSIVE, 1});
+    return write_image(path, bgr, params);
+  }
+  const tjhandle tj = tjInitCompress();
+  if (tj == nullptr) throw stoke::Error("TurboJPEG: cannot start a compressor");
+  unsigned char* jpeg = nullptr;
+  unsigned long size = 0;
+  const int flags = TJFLAG_ACCURATEDCT | (e.progressive ? TJFLAG_PROGRESSIVE : 0);
+  const int rc = tjCompress2(tj, bgr.data, bgr.cols, static_cast<int>(bgr.step[0]), bgr.rows,
+                             TJPF_BGR, &jpeg, &size, e.chroma, e.quality, flags);
+  const std::string why = rc == 0 ? "" : tjGetErrorStr2(tj);
+  tjDestroy(tj);
+  if (rc != 0) {
+    tjFree(jpeg);
+    throw stoke::Error(path.string() + ": cannot encode: " + why);
+  }
+  std::FILE* f = std::fopen(path.string().c_str(), "wb");
+  const bool ok = f != nullptr && std::fwrite(jpeg, 1, size, f) == size;
+  if (f != nullptr && std::fclose(f) != 0) throw stoke::Error(path.string() + ": cannot write");
+  tjFree(jpeg);
+  if (!ok) throw stoke::Error(path.string() + ": cannot write image");
+  return size;
+}
+
 cv::Mat read_photo(const fs::path& path) {
   cv::Mat photo = cv::imread(path.string(), cv::IMREAD_COLOR);
   if (photo.empty()) throw stoke::Error(path.string() + ": cannot decode the photograph");
@@ -327,8 +477,28 @@ int run_jpeg_corpus(const Args& args) {
   const std::uint64_t count = args.count;
   Rng rng(args.seed);
 
-  const std::vector<fs::path> sources = usable_sources();
+  std::vector<fs::path> sources = usable_sources();
+  if (args.long_side) {
+    // Only photographs that make views this large without much enlarging.
+    std::vector<fs::path> large;
+    for (const fs::path& p : sources) {
+      if (big_enough(read_photo(p), args.long_side->first)) large.push_back(p);
+    }
+    if (large.size() < kMinSources) {
+      throw stoke::Error("--long-side " + std::to_string(args.long_side->first) + "..: only " +
+                         std::to_string(large.size()) + " source photographs have a long side of " +
+                         "at least " +
+                         std::to_string(static_cast<int>(args.long_side->first / kMaxEnlarge)) +
+                         " px; at least " + std::to_string(kMinSources) + " are needed");
+    }
+    std::cerr << "using the " << large.size() << " of " << sources.size()
+              << " source photographs large enough for long side " << args.long_side->first << ".."
+              << args.long_side->second << "\n";
+    sources = std::move(large);
+  }
   prepare_out_dir(out);
+  std::uint64_t chroma[3] = {0, 0, 0};  // 4:2:0, 4:2:2, 4:4:4
+  std::uint64_t progressive = 0;
 
   const std::uint64_t per_class = count / sources.size();
   const std::uint64_t extra = count % sources.size();  // the first `extra` classes get one more
@@ -345,14 +515,20 @@ int run_jpeg_corpus(const Args& args) {
     // One decoded photograph at a time keeps memory bounded by the largest source.
     const cv::Mat photo = read_photo(sources[c]);
     for (std::uint64_t k = 0; k < n; ++k, ++next) {
-      const cv::Mat view = random_view(photo, rng);
-      const int quality = rng.uniform_int(kMinQuality, kMaxQuality);
-      bytes += write_image(dir / numbered_name(next, count, "jpg"), view,
-                           {cv::IMWRITE_JPEG_QUALITY, quality});
+      const cv::Mat view =
+          args.long_side ? camera_view(photo, *args.long_side, rng) : random_view(photo, rng);
+      const Encoding e = draw_encoding(args, rng);
+      bytes += write_jpeg(dir / numbered_name(next, count, "jpg"), view, e);
+      ++chroma[e.chroma == TJSAMP_420 ? 0 : e.chroma == TJSAMP_422 ? 1 : 2];
+      progressive += e.progressive ? 1 : 0;
       progress.done(next + 1);
     }
   }
   print_summary(count, classes, out, bytes);
+  const auto [lo, hi] = args.long_side.value_or(std::pair{kMinLongSide, kMaxLongSide});
+  std::cout << "long side " << lo << ".." << hi << ", quality " << args.quality.first << ".."
+            << args.quality.second << "; chroma 4:2:0 " << chroma[0] << ", 4:2:2 " << chroma[1]
+            << ", 4:4:4 " << chroma[2] << "; progressive " << progressive << "\n";
   return 0;
 }
 
