@@ -10,6 +10,15 @@
 //                            gives 224 pixels, resampled and flipped into the output.
 //
 //   stoke-decode-benchmarks [--corpus DIR] [--limit N] [--iterations I] [google benchmark flags]
+//   stoke-decode-benchmarks --sweep [--corpus DIR] [--limit N] [--passes P]
+//
+// --sweep, instead of the benchmarks, measures what chooses the fast path's defaults, in one
+// run, one thread: for each DCT-scale margin k (1, 1.5, 2, 4: the smallest scale whose region
+// is still k x the output each way) the mean absolute difference of its output against the
+// general path's (whole decode + OpenCV area resize, the same crops), and its images/s with
+// Verify::kWholeFile and Verify::kRegion; then the same for baseline and progressive files
+// apart, and TurboJPEG's full decode for scale. Passes over the corpus alternate between the
+// configurations; each rate is the median of P passes. Prints a Markdown table.
 //
 // DIR defaults to $STOKE_BENCH_CORPUS, else build/default/testdata/jpeg (made by the tests). Each
 // iteration handles one image, cycling through the corpus; items_per_second is images per second
@@ -21,6 +30,8 @@
 #include <turbojpeg.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -34,8 +45,9 @@
 #include "data/sample_rng.hpp"
 #include "decode/decode.hpp"
 #include "decode/jpeg_region.hpp"
-#include "stoke/tools/cli.hpp"
+#include "stoke/names.hpp"
 #include "stoke/pipeline.hpp"
+#include "stoke/tools/cli.hpp"
 
 namespace {
 
@@ -150,6 +162,169 @@ void BM_RegionDecodeAugment(benchmark::State& state) {
   });
 }
 
+// ---- --sweep ---------------------------------------------------------------------------------
+
+// Whether a JPEG is progressive: a SOF2 marker before the first scan.
+bool progressive(const std::vector<std::uint8_t>& f) {
+  for (std::size_t i = 2; i + 3 < f.size();) {
+    if (f[i] != 0xFF) return false;
+    const std::uint8_t m = f[i + 1];
+    if (m == 0xC2) return true;
+    if (m == 0xDA) return false;  // start of scan
+    i += 2 + (std::size_t{f[i + 2]} << 8 | f[i + 3]);
+  }
+  return false;
+}
+
+struct FastPath {
+  double k = stoke::detail::kDefaultAreaOversample;
+  stoke::Verify verify = stoke::Verify::kWholeFile;
+};
+
+// The fast path's output for file f at `position`.
+bool fast_output(const FastPath& c, const std::vector<std::uint8_t>& f, std::int64_t position,
+                 Augmenter& augmenter, stoke::detail::JpegRegionSource& source,
+                 const std::vector<stoke::detail::WireStep>& steps,
+                 std::vector<std::uint8_t>& out) {
+  if (source.open(f.data(), f.size(), 3, stoke::detail::kDefaultMaxPixels) != BadInput::kNone)
+    return false;
+  source.set_verify(c.verify);
+  augmenter.set_area_oversample(c.k);
+  SampleRng rng(1, stoke::detail::kSampleStream, 0, position);
+  augmenter.run(steps.data(), static_cast<int>(steps.size()), source, rng, out.data(), 224, 224, 3);
+  return true;
+}
+
+// The general path's: whole decode, then the pipeline on the pixels (OpenCV's area resize).
+bool general_output(const std::vector<std::uint8_t>& f, std::int64_t position, Augmenter& augmenter,
+                    const std::vector<stoke::detail::WireStep>& steps,
+                    std::vector<std::uint8_t>& out) {
+  stoke::detail::ImageDecoder decoder;
+  stoke::detail::DecodedImage img;
+  if (decoder.decode_buffer(f.data(), f.size(), 3, img) != BadInput::kNone) return false;
+  const ImageRef whole{img.pixels.data,    img.pixels.rows, img.pixels.cols, 3,
+                       img.pixels.step[0], img.bgr};
+  SampleRng rng(1, stoke::detail::kSampleStream, 0, position);
+  augmenter.run(steps.data(), static_cast<int>(steps.size()), whole, rng, out.data(), 224, 224, 3);
+  return true;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty()      ? 0
+         : v.size() % 2 ? v[v.size() / 2]
+                        : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+int sweep(int passes) {
+  const std::vector<stoke::detail::WireStep> steps = stoke::detail::wire_steps(pipeline());
+  const auto& files = corpus();
+  std::vector<std::size_t> baseline, prog, all;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    (progressive(files[i]) ? prog : baseline).push_back(i);
+    all.push_back(i);
+  }
+  std::fprintf(stderr, "sweep: %zu files (%zu progressive), %d passes each\n", files.size(),
+               prog.size(), passes);
+  const double ks[] = {1, 1.5, 2, 4};
+  // Quality: two crops per file, against the general path.
+  std::vector<std::uint8_t> fast(224 * 224 * 3), general(224 * 224 * 3);
+  Augmenter augmenter, reference;
+  stoke::detail::JpegRegionSource source;
+  std::vector<double> mad_mean, mad_worst;
+  for (double k : ks) {
+    double sum = 0, worst = 0;
+    int n = 0;
+    for (std::size_t i : all) {
+      for (std::int64_t pos = 0; pos < 2; ++pos) {
+        const std::int64_t position = static_cast<std::int64_t>(i) * 2 + pos;
+        if (!fast_output({k, stoke::Verify::kWholeFile}, files[i], position, augmenter, source,
+                         steps, fast) ||
+            !general_output(files[i], position, reference, steps, general))
+          continue;
+        double d = 0;
+        for (std::size_t b = 0; b < fast.size(); ++b) d += std::abs(int{fast[b]} - int{general[b]});
+        d /= static_cast<double>(fast.size());
+        sum += d;
+        worst = std::max(worst, d);
+        ++n;
+      }
+    }
+    mad_mean.push_back(n > 0 ? sum / n : 0);
+    mad_worst.push_back(worst);
+    std::fprintf(stderr, "  k %.1f: quality measured over %d crops\n", k, n);
+  }
+  // Speed: every configuration once per pass, in turn, on the same files.
+  struct Config {
+    FastPath c;
+    const std::vector<std::size_t>* files;
+    std::vector<double> rates;
+  };
+  std::vector<Config> configs;
+  for (double k : ks) {
+    for (stoke::Verify v : {stoke::Verify::kWholeFile, stoke::Verify::kRegion})
+      configs.push_back({{k, v}, &all, {}});
+  }
+  const std::size_t kinds = configs.size();
+  for (const auto* set : {&baseline, &prog}) {
+    if (set->empty()) continue;
+    for (stoke::Verify v : {stoke::Verify::kWholeFile, stoke::Verify::kRegion})
+      configs.push_back({{stoke::detail::kDefaultAreaOversample, v}, set, {}});
+  }
+  std::vector<double> general_rates, turbo_rates;
+  tjhandle tj = tjInitDecompress();
+  std::vector<std::uint8_t> rgb;
+  std::int64_t position = 0;
+  using Clock = std::chrono::steady_clock;
+  for (int p = 0; p < passes; ++p) {
+    for (Config& cfg : configs) {
+      const auto t0 = Clock::now();
+      for (std::size_t i : *cfg.files)
+        fast_output(cfg.c, files[i], position++, augmenter, source, steps, fast);
+      cfg.rates.push_back(cfg.files->size() /
+                          std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    auto t0 = Clock::now();
+    for (std::size_t i : all) general_output(files[i], position++, reference, steps, general);
+    general_rates.push_back(all.size() / std::chrono::duration<double>(Clock::now() - t0).count());
+    t0 = Clock::now();
+    for (std::size_t i : all) {
+      const auto& f = files[i];
+      int w = 0, h = 0, sub = 0, space = 0;
+      tjDecompressHeader3(tj, f.data(), static_cast<unsigned long>(f.size()), &w, &h, &sub, &space);
+      rgb.resize(static_cast<std::size_t>(w) * h * 3);
+      tjDecompress2(tj, f.data(), static_cast<unsigned long>(f.size()), rgb.data(), w, 0, h,
+                    TJPF_RGB, TJFLAG_ACCURATEDCT);
+    }
+    turbo_rates.push_back(all.size() / std::chrono::duration<double>(Clock::now() - t0).count());
+    std::fprintf(stderr, "  pass %d/%d done\n", p + 1, passes);
+  }
+  tjDestroy(tj);
+  const double turbo = median(turbo_rates);
+  std::printf(
+      "| DCT margin k | MAD mean | MAD worst | img/s, whole-file | img/s, region | "
+      "region / whole-file |\n|---|---|---|---|---|---|\n");
+  for (std::size_t j = 0; j < std::size(ks); ++j) {
+    const double whole = median(configs[2 * j].rates), region = median(configs[2 * j + 1].rates);
+    std::printf("| %.1f | %.3f | %.3f | %.1f | %.1f | %.2f |\n", ks[j], mad_mean[j], mad_worst[j],
+                whole, region, region / whole);
+  }
+  std::printf(
+      "\n| files (k = %.1f) | count | img/s, whole-file | img/s, region |\n"
+      "|---|---|---|---|\n",
+      stoke::detail::kDefaultAreaOversample);
+  for (std::size_t j = kinds; j + 1 < configs.size(); j += 2) {
+    std::printf("| %s | %zu | %.1f | %.1f |\n",
+                configs[j].files == &baseline ? "baseline" : "progressive",
+                configs[j].files->size(), median(configs[j].rates), median(configs[j + 1].rates));
+  }
+  std::printf(
+      "\n| reference | img/s |\n|---|---|\n| general path (whole decode + OpenCV "
+      "resize) | %.1f |\n| TurboJPEG full decode | %.1f |\n",
+      median(general_rates), turbo);
+  return 0;
+}
+
 // Registered in main so that --iterations can fix the count (for valgrind's instruction counts).
 void register_all(long iterations) {
   const std::pair<const char*, void (*)(benchmark::State&)> all[] = {
@@ -168,7 +343,8 @@ void register_all(long iterations) {
 // The command line; nullopt: go on, else the exit code (see stoke/tools/cli.hpp). Google
 // Benchmark's own flags pass through to `benchmark_args`, which it checks itself.
 std::optional<int> parse_args(int argc, char** argv, std::string& dir, std::size_t& limit,
-                              long& iterations, std::vector<std::string>& benchmark_args) {
+                              long& iterations, int& sweep_passes,
+                              std::vector<std::string>& benchmark_args) {
   CLI::App app("Micro-benchmarks of stoke's JPEG decode paths on a corpus held in memory.",
                "stoke-decode-benchmarks");
   stoke::tools::configure(app);
@@ -178,12 +354,21 @@ std::optional<int> parse_args(int argc, char** argv, std::string& dir, std::size
                  "build/default/testdata/jpeg)")
       ->type_name("DIR");
   app.add_option("--limit", limit, "at most N files of the corpus")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))->capture_default_str();
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))
+      ->capture_default_str();
   app.add_option("--iterations", iterations, "a fixed iteration count (e.g. under callgrind)")
       ->check(CLI::Range(1L, 1L << 40));
-  app.footer("Google Benchmark's flags pass through: --benchmark_filter=REGEX, "
-             "--benchmark_format=json, --benchmark_list_tests=true, ...");
+  bool sweep = false;
+  app.add_flag("--sweep", sweep,
+               "instead of the benchmarks: DCT-scale margin and Verify mode, quality and speed");
+  app.add_option("--passes", sweep_passes, "--sweep: passes over the corpus per configuration")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.footer(
+      "Google Benchmark's flags pass through: --benchmark_filter=REGEX, "
+      "--benchmark_format=json, --benchmark_list_tests=true, ...");
   if (const auto code = stoke::tools::parse(app, argc, argv)) return code;
+  if (!sweep) sweep_passes = 0;
   benchmark_args = app.remaining();
   return std::nullopt;
 }
@@ -193,8 +378,10 @@ int main(int argc, char** argv) {
   if (const char* env = std::getenv("STOKE_BENCH_CORPUS")) dir = env;
   std::size_t limit = 1000;
   long iterations = 0;
+  int sweep_passes = 5;
   std::vector<std::string> extras;
-  if (const auto code = parse_args(argc, argv, dir, limit, iterations, extras)) return *code;
+  if (const auto code = parse_args(argc, argv, dir, limit, iterations, sweep_passes, extras))
+    return *code;
   std::vector<char*> rest{argv[0]};
   for (std::string& e : extras) rest.push_back(e.data());
   int n = static_cast<int>(rest.size());
@@ -214,6 +401,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::fprintf(stderr, "corpus: %zu JPEG files from %s\n", corpus().size(), dir.c_str());
+  if (sweep_passes > 0) return sweep(sweep_passes);
   register_all(iterations);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

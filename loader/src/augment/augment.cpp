@@ -18,8 +18,6 @@
 namespace stoke::detail {
 namespace {
 
-constexpr double kAreaOversample = 4;  // see resize_region
-
 std::uint8_t clamp_u8(double v) {
   return static_cast<std::uint8_t>(std::clamp(std::nearbyint(v), 0.0, 255.0));
 }
@@ -255,13 +253,13 @@ bool Augmenter::resize_region(Window& w, int height, int width) {
     return false;
   // The filter the general path would use for this window at full resolution (area when it
   // shrinks at least 2x both ways), so both paths agree. For area, the DCT scale keeps at
-  // least kAreaOversample times the output resolution and the area filter does the rest: a
+  // least area_oversample_ times the output resolution and the area filter does the rest: a
   // DCT-scaled image is sharper than an area-averaged one, and letting the area filter have
-  // the final 4x keeps the fast path within a level or two of the general one on fine
-  // textures (measured: tests/loader/jpeg_region_test.cpp).
+  // the final factor keeps the fast path within a level or two of the general one on fine
+  // textures (measured: tests/loader/jpeg_region_test.cpp, stoke-decode-benchmarks --sweep).
   const bool area = w.width >= 2 * width && w.height >= 2 * height;
   const ResampleFilter filter = area ? ResampleFilter::kArea : ResampleFilter::kLinear;
-  const double oversample = area ? kAreaOversample : 1.0;
+  const double oversample = area ? area_oversample_ : 1.0;
   const SourceRegion r =
       source.region(w.x0, w.y0, w.width, w.height, static_cast<int>(std::ceil(width * oversample)),
                     static_cast<int>(std::ceil(height * oversample)));

@@ -32,6 +32,12 @@ struct ImageTooLarge : std::exception {
 inline constexpr double kMaxIntermediateSide = 65536;
 inline constexpr std::int64_t kMaxIntermediatePixels = std::int64_t{1} << 26;
 
+// When a resize shrinks a JPEG region at least 2x each way, the DCT scale chosen is the smallest
+// whose scaled region is still at least this many times the output size each way; the area
+// filter does the rest. Chosen from the quality/speed sweep in docs/BENCHMARKS.md
+// (stoke-decode-benchmarks --sweep).
+inline constexpr double kDefaultAreaOversample = 4;
+
 class Augmenter {
  public:
   // REQUIRES: out_channels is 1 or 3; dst holds out_height * out_width * out_channels bytes.
@@ -43,6 +49,9 @@ class Augmenter {
     PlainSource plain(source);
     run(steps, step_count, plain, rng, dst, out_height, out_width, out_channels);
   }
+
+  // The DCT-scale margin above, for the sweep that chooses it (benchmarks and tests only).
+  void set_area_oversample(double k) { area_oversample_ = k; }
 
  private:
   struct Window {
@@ -81,6 +90,7 @@ class Augmenter {
   int out_height_ = 0, out_width_ = 0, out_channels_ = 0;
   bool written_ = false;  // dst already holds the output
 
+  double area_oversample_ = kDefaultAreaOversample;
   bool lut_active_ = false;
   std::uint8_t lut_[256] = {};
   std::vector<std::uint8_t> scratch_[3];
