@@ -2,7 +2,7 @@
 //
 //   stoke-bench [--data PATH] [--split train|test] [--batch B] [--devices cpu:G]
 //               [--workers N|auto] [--epochs E] [--seed S] [--size HxW|N] [--augment train|eval]
-//               [--on-error skip|error] [--prefetch S] [--chunk C]
+//               [--on-error skip|error] [--verify whole-file|region] [--prefetch S] [--chunk C]
 //               [--dtype uint8|float32|float16|bfloat16] [--layout nchw|nhwc] [--json]
 //
 // `stoke-bench --help` lists every flag; usage errors exit 2 (stoke/tools/cli.hpp).
@@ -107,10 +107,12 @@ void add_loader_flags(CLI::App& app, Args& a) {
   auto& o = a.options;
   app.add_option("--data", o.data,
                  "image folder root/<class>/<image>, list file (path<TAB>label), or IDX folder")
-      ->type_name("PATH")->capture_default_str();
+      ->type_name("PATH")
+      ->capture_default_str();
   add_word(app, "--split", o.split, stoke::parse_split, "IDX split: train (default) or test");
   app.add_option("--batch", o.batch, "samples per batch per rank")
-      ->check(CLI::Range(1, 1 << 24))->capture_default_str();
+      ->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
   add_word(app, "--devices", o.devices, stoke::parse_devices,
            "cpu:G, cuda:0,1 or auto: devices the batch is split over (default cpu:1)")
       ->type_name("SPEC");
@@ -118,10 +120,12 @@ void add_loader_flags(CLI::App& app, Args& a) {
       app, "--workers", o.workers, 0, 512,
       "worker processes; 0 = in-process (default 2); auto starts with one and resizes the live "
       "pool to keep the consumer's wait under --stall-target (every decision is logged)");
-  app.add_option("--max-workers", o.max_workers, "auto's upper bound (default: the cores available)")
+  app.add_option("--max-workers", o.max_workers,
+                 "auto's upper bound (default: the cores available)")
       ->check(CLI::Range(1, 512));
   app.add_option("--stall-target", o.stall_target, "auto's target wait fraction")
-      ->check(CLI::Range(1e-6, 1.0))->capture_default_str();
+      ->check(CLI::Range(1e-6, 1.0))
+      ->capture_default_str();
   app.add_option("--seed", o.seed, "shuffle and augmentation seed")->capture_default_str();
   add_word(app, "--size", a.size, stoke::parse_size,
            "output size HxW, or N for NxN (default: 28x28 for IDX, 224x224 for images)")
@@ -131,6 +135,11 @@ void add_loader_flags(CLI::App& app, Args& a) {
            "aliases default, none");
   add_word(app, "--on-error", o.on_error, stoke::parse_on_error,
            "bad input: skip (replace and count, the default) or error (stop)");
+  add_word(app, "--verify", o.verify, stoke::parse_verify,
+           std::string("how much of each JPEG is checked for damage: whole-file or region (only "
+                       "through the crop's last row; faster on large photographs); default ") +
+               stoke::verify_name(stoke::Options{}.verify))
+      ->type_name("whole-file|region");
   stoke::tools::add_count_or_auto(app, "--prefetch", o.prefetch, 1, 1 << 16,
                                   "batch slots (default 2 x workers + 2); auto also adds slots "
                                   "when the consumer waits while the workers idle");
@@ -148,7 +157,8 @@ CLI::Option* add_run_flags(CLI::App& app, Args& a, std::string& sweep) {
   app.add_flag("--list-devices", a.list_devices,
                "print the GPUs found (without touching CUDA) and exit");
   app.add_option("--epochs", a.epochs, "epochs to run")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))->capture_default_str();
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+      ->capture_default_str();
   app.add_option("--consumer-ms", a.consumer_ms,
                  "simulate a trainer that needs X ms per batch (it sleeps, as a thread waiting "
                  "on its GPU does)")
@@ -156,18 +166,24 @@ CLI::Option* add_run_flags(CLI::App& app, Args& a, std::string& sweep) {
   app.add_option_function<double>(
          "--demand", [&a](double v) { a.consumer_ms = -v; },  // resolved once the batch is known
          "the same, as the images per second the trainer takes")
-      ->check(stoke::tools::positive())->type_name("IMG_PER_S");
+      ->check(stoke::tools::positive())
+      ->type_name("IMG_PER_S");
   CLI::Option* sweep_flag =
       app.add_option("--sweep-workers", sweep,
                      "run once per worker count 1..K or A..K (default K: the cores this process "
                      "may use, after CPU affinity and cgroup limits), print a table and recommend "
                      "the smallest count within 5% of the best throughput; also writes --plot")
-          ->expected(0, 1)->type_name("[A..]K");
+          ->expected(0, 1)
+          ->type_name("[A..]K");
   app.add_option("--sweep-prefetch", a.sweep_prefetch,
                  "with --sweep-workers: also try these prefetch depths")
-      ->delimiter(',')->check(CLI::Range(1, 1 << 16))
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->type_name("A,B,...");
-  app.add_option("--plot", a.plot, "the sweep's PNG plot")->type_name("FILE")->capture_default_str();
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 16))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("A,B,...");
+  app.add_option("--plot", a.plot, "the sweep's PNG plot")
+      ->type_name("FILE")
+      ->capture_default_str();
   app.add_flag("--json", a.json, "end the output with one JSON object");
   return sweep_flag;
 }
@@ -181,8 +197,9 @@ std::optional<int> parse_args(int argc, char** argv, Args& a) {
   add_loader_flags(app, a);
   std::string sweep;
   CLI::Option* sweep_flag = add_run_flags(app, a, sweep);
-  app.footer("Without --data it reads Fashion-MNIST from Debian's dataset-fashion-mnist. With "
-             "--json the last line of output is one JSON object (docs/BENCHMARKS.md).");
+  app.footer(
+      "Without --data it reads Fashion-MNIST from Debian's dataset-fashion-mnist. With "
+      "--json the last line of output is one JSON object (docs/BENCHMARKS.md).");
   if (const auto code = stoke::tools::parse(app, argc, argv)) return code;
   if (sweep_flag->count() > 0) {
     try {
@@ -386,8 +403,8 @@ int run(const Args& args) {
       std::printf("  autotune   ended with %d workers and %d slots after %zu decision(s)\n",
                   s.workers, s.slots, s.decisions.size());
       for (const stoke::TuneDecision& d : s.decisions)
-        std::printf("               at %5.1f s: %s %d -> %d: %s\n", d.at_s, stoke::tune_target_name(d.what), d.from,
-                    d.to, d.reason.c_str());
+        std::printf("               at %5.1f s: %s %d -> %d: %s\n", d.at_s,
+                    stoke::tune_target_name(d.what), d.from, d.to, d.reason.c_str());
     }
     if (gpu) std::printf("  gpu        monitor: %s\n", s.gpu_monitor.c_str());
     std::printf(

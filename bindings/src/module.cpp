@@ -16,9 +16,9 @@
 #include <nanobind/stl/vector.h>
 
 #include <memory>
-#include <type_traits>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "stoke/batch.hpp"
@@ -35,10 +35,14 @@ namespace {
 
 nb::dlpack::dtype dlpack_dtype(stoke::DType d) {
   switch (d) {
-    case stoke::DType::kUInt8: return nb::dtype<std::uint8_t>();
-    case stoke::DType::kFloat32: return nb::dtype<float>();
-    case stoke::DType::kFloat16: return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
-    case stoke::DType::kBFloat16: return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bfloat), 16, 1};
+    case stoke::DType::kUInt8:
+      return nb::dtype<std::uint8_t>();
+    case stoke::DType::kFloat32:
+      return nb::dtype<float>();
+    case stoke::DType::kFloat16:
+      return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
+    case stoke::DType::kBFloat16:
+      return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bfloat), 16, 1};
   }
   return nb::dtype<std::uint8_t>();
 }
@@ -53,8 +57,8 @@ class Array {
     auto* keep = new stoke::Batch(batch);
     nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<stoke::Batch*>(p); });
     const int device_type = cuda_device >= 0 ? nb::device::cuda::value : nb::device::cpu::value;
-    array_ = nb::ndarray<nb::ro, nb::array_api>(const_cast<void*>(data), shape.size(),
-                                                shape.data(), owner, nullptr, dtype, device_type,
+    array_ = nb::ndarray<nb::ro, nb::array_api>(const_cast<void*>(data), shape.size(), shape.data(),
+                                                owner, nullptr, dtype, device_type,
                                                 cuda_device >= 0 ? cuda_device : 0);
   }
 
@@ -98,7 +102,7 @@ class Array {
     if (d == nb::dtype<std::int64_t>()) return "int64";
     if (d == nb::dtype<float>()) return "float32";
     return d.code == static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bfloat) ? "bfloat16"
-                                                                              : "float16";
+                                                                               : "float16";
   }
   std::string device() const {
     return cuda_device_ >= 0 ? "cuda:" + std::to_string(cuda_device_) : "cpu";
@@ -144,6 +148,7 @@ struct LoaderArgs {
   std::optional<int> rank;
   std::optional<int> world;
   std::string on_error = "skip";
+  std::optional<std::string> verify;  // unset: Options' default
   std::string split = "train";
   int prefetch = 0;
   int max_workers = 0;
@@ -176,6 +181,7 @@ stoke::Options options_from(const LoaderArgs& a) {
   o.rank = a.rank.value_or(-1);
   o.world = a.world.value_or(-1);
   o.on_error = stoke::parse_on_error(a.on_error);
+  if (a.verify) o.verify = stoke::parse_verify(*a.verify);
   o.split = stoke::parse_split(a.split);
   o.prefetch = a.prefetch;
   o.max_workers = a.max_workers;
@@ -344,9 +350,11 @@ NB_MODULE(_stoke, m) {
       .def_prop_ro("pixels", &pixels,
                    "One array per device, as the device receives it (dtype, layout).")
       .def_prop_ro("labels", [](const stoke::Batch& b) { return host_array(b, b.labels()); })
-      .def_prop_ro("valid", [](const stoke::Batch& b) { return host_array(b, b.valid()); },
-                   "1 for a real sample, 0 for a padding repeat")
-      .def_prop_ro("sample_ids", [](const stoke::Batch& b) { return host_array(b, b.sample_ids()); })
+      .def_prop_ro(
+          "valid", [](const stoke::Batch& b) { return host_array(b, b.valid()); },
+          "1 for a real sample, 0 for a padding repeat")
+      .def_prop_ro("sample_ids",
+                   [](const stoke::Batch& b) { return host_array(b, b.sample_ids()); })
       .def("release", &stoke::Batch::release,
            "Drops this object's hold on the slot (arrays already taken keep theirs). After it, "
            "every attribute of the batch raises stoke.Error.");
@@ -357,28 +365,32 @@ NB_MODULE(_stoke, m) {
           [](PyLoader* self, LoaderArgs args) { new (self) PyLoader(options_from(args)); },
           "args"_a)
       .def("__len__", [](const PyLoader& l) { return l.loader->batches_per_epoch(); })
-      .def("__iter__", [](nb::handle self) { return self; }, nb::rv_policy::reference)
       .def(
-          "__next__",
-          [](PyLoader& l) {
-            std::optional<stoke::Batch> b;
-            {
-              nb::gil_scoped_release release;
-              b = l.loader->next();
-            }
-            if (!b) throw nb::stop_iteration();
-            return std::move(*b);
-          })
-      .def("set_epoch", [](PyLoader& l, std::int64_t e) { l.loader->set_epoch(e); }, "epoch"_a)
-      .def("resize_workers", [](PyLoader& l, int n) { l.loader->resize_workers(n); }, "n"_a,
-           "Grows or shrinks the live worker pool to n processes and stops automatic sizing. "
-           "Returns at once; stats()['workers'] shows the new size within moments. The "
-           "delivered bytes do not change.")
-      .def("state", [](const PyLoader& l) { return l.loader->state().serialize(); },
-           "Where the next batch comes from, as a string for Loader(..., state=...).")
-      .def("state_dict", [](const PyLoader& l) { return state_dict(l.loader->state()); },
-           "Where the next batch comes from, as a dict for load_state_dict() (the torchdata "
-           "StatefulDataLoader and Lightning convention).")
+          "__iter__", [](nb::handle self) { return self; }, nb::rv_policy::reference)
+      .def("__next__",
+           [](PyLoader& l) {
+             std::optional<stoke::Batch> b;
+             {
+               nb::gil_scoped_release release;
+               b = l.loader->next();
+             }
+             if (!b) throw nb::stop_iteration();
+             return std::move(*b);
+           })
+      .def(
+          "set_epoch", [](PyLoader& l, std::int64_t e) { l.loader->set_epoch(e); }, "epoch"_a)
+      .def(
+          "resize_workers", [](PyLoader& l, int n) { l.loader->resize_workers(n); }, "n"_a,
+          "Grows or shrinks the live worker pool to n processes and stops automatic sizing. "
+          "Returns at once; stats()['workers'] shows the new size within moments. The "
+          "delivered bytes do not change.")
+      .def(
+          "state", [](const PyLoader& l) { return l.loader->state().serialize(); },
+          "Where the next batch comes from, as a string for Loader(..., state=...).")
+      .def(
+          "state_dict", [](const PyLoader& l) { return state_dict(l.loader->state()); },
+          "Where the next batch comes from, as a dict for load_state_dict() (the torchdata "
+          "StatefulDataLoader and Lightning convention).")
       .def("load_state_dict", &load_state_dict, "state_dict"_a,
            "Continues exactly where state_dict() was taken: the next batch is the one that "
            "loader would have delivered next. Restarts the workers.")
@@ -405,6 +417,7 @@ NB_MODULE(_stoke, m) {
       .def_rw("rank", &LoaderArgs::rank)
       .def_rw("world", &LoaderArgs::world)
       .def_rw("on_error", &LoaderArgs::on_error)
+      .def_rw("verify", &LoaderArgs::verify)
       .def_rw("split", &LoaderArgs::split)
       .def_rw("prefetch", &LoaderArgs::prefetch)
       .def_rw("max_workers", &LoaderArgs::max_workers)

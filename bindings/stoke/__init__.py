@@ -97,6 +97,11 @@ class Loader(_stoke.Loader):
             ``WORLD_SIZE`` (torchrun) or ``OMPI_COMM_WORLD_*`` (mpirun), else 0 and 1.
         on_error: ``"skip"`` (replace bad samples deterministically, count and log them) or
             ``"error"`` (raise ``stoke.DataError`` naming the file).
+        verify: how much of each JPEG is decoded to find damage: ``"whole-file"`` (the whole
+            scan, so a file damaged anywhere is bad input) or ``"region"`` (only through the
+            crop's last row: faster on large photographs; damage below every crop a file is
+            asked for goes unseen). Default (None): the library's, ``stoke.Loader`` docs in
+            docs/USAGE.md.
         split: ``"train"`` or ``"test"`` (IDX data).
         prefetch: batch slots in the arena (0: ``2 * workers + 2``), or ``"auto"``: also add
             slots, within the memory budget, when the consumer waits while the workers idle.
@@ -131,6 +136,7 @@ class Loader(_stoke.Loader):
         rank: Optional[int] = None,
         world: Optional[int] = None,
         on_error: str = "skip",
+        verify: Optional[str] = None,
         split: str = "train",
         prefetch: Union[int, str] = 0,
         max_workers: int = 0,
@@ -164,6 +170,7 @@ class Loader(_stoke.Loader):
         a.rank = rank
         a.world = world
         a.on_error = on_error
+        a.verify = verify
         a.split = split
         a.prefetch = _auto_or_int("prefetch", prefetch)
         a.max_workers = max_workers

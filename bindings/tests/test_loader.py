@@ -148,6 +148,29 @@ def test_the_vocabulary_is_the_tools_one():
         stoke.Loader(FASHION, size="14y14")
     with pytest.raises(ValueError, match="^last_batch must be pad or drop, got 'keep'$"):
         stoke.Loader(FASHION, last_batch="keep")
+    with pytest.raises(ValueError, match="^verify must be whole-file or region, got 'all'$"):
+        stoke.Loader(FASHION, verify="all")
+
+
+def test_verify_region_does_not_read_past_the_last_row_it_needs(tmp_path):
+    data = open(PHOTO, "rb").read()
+    assert data[-2:] == b"\xff\xd9"
+    (tmp_path / "a.jpg").write_bytes(data)
+    (tmp_path / "b.jpg").write_bytes(data[:-2])  # no end-of-image marker: nothing else is wrong
+    (tmp_path / "list.txt").write_text("a.jpg\t0\nb.jpg\t1\n")
+
+    def first_batch(verify):
+        loader = stoke.Loader(str(tmp_path / "list.txt"), batch=2, workers=1, size=16,
+                              augment="eval", verify=verify, shuffle=False)
+        b = next(iter(loader))
+        ids = np.from_dlpack(b.sample_ids).tolist()
+        return np.from_dlpack(b.pixels[0]).copy(), ids, loader.stats()["skipped"]
+
+    pixels, ids, skipped = first_batch("whole-file")
+    assert (ids, skipped) == ([0, 0], 1)  # b.jpg is corrupt: replaced by a.jpg
+    pixels, ids, skipped = first_batch("region")
+    assert (ids, skipped) == ([0, 1], 0)  # every pixel row was read, the marker after them not
+    assert np.array_equal(pixels[0], pixels[1])
 
 
 def test_bad_input_under_on_error_error_raises_data_error_naming_the_path(tmp_path):

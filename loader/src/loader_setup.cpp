@@ -61,6 +61,7 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
   std::snprintf(h.version, sizeof h.version, "%s", worker_version_tag().c_str());
   h.dataset_kind = index.kind;
   h.on_error_skip = options_.on_error == OnError::kSkip ? 1 : 0;
+  h.verify_region = options_.verify == Verify::kRegion ? 1 : 0;
   h.max_pixels = options_.max_pixels;
   h.sample_count = index.size;
   h.raw_height = index.height;

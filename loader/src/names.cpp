@@ -57,6 +57,8 @@ constexpr Word<Augment> kAugment[] = {{"train", Augment::kTraining},
 constexpr Word<Layout> kLayout[] = {{"nchw", Layout::kNCHW}, {"nhwc", Layout::kNHWC}};
 constexpr Word<LastBatch> kLastBatch[] = {{"pad", LastBatch::kPad}, {"drop", LastBatch::kDrop}};
 constexpr Word<OnError> kOnError[] = {{"skip", OnError::kSkip}, {"error", OnError::kError}};
+constexpr Word<Verify> kVerify[] = {{"whole-file", Verify::kWholeFile},
+                                    {"region", Verify::kRegion}};
 constexpr Word<Split> kSplit[] = {{"train", Split::kTrain}, {"test", Split::kTest}};
 constexpr Word<TuneTarget> kTuneTarget[] = {{"workers", TuneTarget::kWorkers},
                                             {"prefetch", TuneTarget::kPrefetch}};
@@ -109,6 +111,13 @@ LastBatch parse_last_batch(std::string_view w) {
 }
 const char* last_batch_name(LastBatch v) {
   return name_of<LastBatch>(v, kLastBatch);
+}
+
+Verify parse_verify(std::string_view w) {
+  return parse_word<Verify>("verify", w, kVerify);
+}
+const char* verify_name(Verify v) {
+  return name_of<Verify>(v, kVerify);
 }
 
 OnError parse_on_error(std::string_view w) {

@@ -607,6 +607,43 @@ TEST(BadInput, JpegWithGarbageScanDataIsCorrupt) {
   expect_bad_tree_file(".jpg", j, "corrupt");
 }
 
+// Verify::kRegion end to end: tall JPEGs whose crop (a centre crop, then a shrink, so the fast
+// path decodes only those rows) ends far above a truncated tail. Under kRegion the damaged file
+// is delivered with the intact file's bytes and not counted; under kWholeFile it is corrupt.
+TEST(BadInput, RegionModeDeliversAFileDamagedBelowEveryCropAndWholeFileModeSkipsIt) {
+  cv::Mat m(1024, 256, CV_8UC3);
+  cv::RNG rng(3);
+  rng.fill(m, cv::RNG::UNIFORM, 0, 256);
+  const Bytes intact = encode(m, ".jpg", {cv::IMWRITE_JPEG_QUALITY, 90});
+  Bytes damaged = intact;
+  damaged.resize(damaged.size() * 9 / 10);
+  TempDir good, bad;
+  for (int i = 0; i < 3; ++i) {
+    const std::string name = "img" + std::to_string(i) + ".jpg";
+    write_bytes(good.path() / "c" / name, intact);
+    write_bytes(bad.path() / "c" / name, i == 1 ? damaged : intact);
+  }
+  const auto options = [](const TempDir& dir, Verify verify, int workers) {
+    Options o = small_options(dir.str(), 3, workers, OnError::kSkip);
+    o.pipeline = Pipeline(kSide, kSide, 3).center_crop(64, 256).resize(kSide, kSide);
+    o.verify = verify;
+    return o;
+  };
+  for (int workers : {0, 2}) {
+    SCOPED_TRACE("workers=" + std::to_string(workers));
+    const Epochs want = run_epochs(options(good, Verify::kRegion, workers));
+    const Epochs region = run_epochs(options(bad, Verify::kRegion, workers));
+    EXPECT_TRUE(region.delivered == want.delivered);
+    EXPECT_EQ(region.stats.skipped, 0);
+    EXPECT_TRUE(region.log.empty()) << join(region.log);
+    const Epochs whole = run_epochs(options(bad, Verify::kWholeFile, workers));
+    EXPECT_EQ(whole.stats.skipped_by_reason, (std::map<std::string, std::int64_t>{{"corrupt", 1}}));
+    EXPECT_EQ(whole.delivered.ids, (std::vector<std::int64_t>{0, 2, 2}));
+    // Whole-file mode sees the same intact files the same way: the mode changes no pixel.
+    EXPECT_TRUE(run_epochs(options(good, Verify::kWholeFile, workers)).delivered == want.delivered);
+  }
+}
+
 // ---- too large -------------------------------------------------------------------------------
 
 // Rejected from the header: allocating 65535 x 65535 x 3 bytes would take seconds (or fail).

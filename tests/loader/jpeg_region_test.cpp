@@ -1,7 +1,8 @@
 // The JPEG fast path: region + scaled decode, fractional bilinear resampling, flip fused into
 // the output. It must stay close to the general path (whole decode + OpenCV resize), pick the
 // cheapest DCT scale that still has the resolution, and keep every bad-input verdict even when
-// the crop never reaches the damage.
+// the crop never reaches the damage (Verify::kWholeFile), or exactly the verdicts on what it
+// decodes (Verify::kRegion).
 #include "decode/jpeg_region.hpp"
 
 #include <gtest/gtest.h>
@@ -183,13 +184,22 @@ TEST(JpegRegion, TheDecodedRegionCoversTheWindow) {
   }
 }
 
-// A JPEG damaged only near its end, and a pipeline whose crop sits in the top-left corner.
-BadInput fast_path_verdict(const Bytes& j) {
+// A JPEG damaged only near its end, and a crop in the top-left corner (or at row `y`).
+BadInput fast_path_verdict(const Bytes& j, Verify verify = Verify::kWholeFile, int y = 0,
+                           Bytes* pixels = nullptr) {
   JpegRegionSource source;
+  source.set_verify(verify);
   const BadInput opened = source.open(j.data(), j.size(), 3, kDefaultMaxPixels);
   if (opened != BadInput::kNone) return opened;
   try {
-    source.region(0, 0, 64, 64, 64, 64);
+    const SourceRegion r = source.region(0, y, 64, 64, 64, 64);
+    if (pixels != nullptr) {
+      pixels->clear();
+      for (int row = 0; row < r.image.height; ++row) {
+        const std::uint8_t* p = r.image.data + r.image.stride * static_cast<std::size_t>(row);
+        pixels->insert(pixels->end(), p, p + static_cast<std::size_t>(r.image.width) * 3);
+      }
+    }
   } catch (const BadImage& e) {
     return e.reason;
   }
@@ -224,6 +234,58 @@ TEST(JpegRegion, GarbageInTheLastRowsIsCorruptEvenWhenTheCropIsAtTheTop) {
   for (std::size_t i = j.size() * 9 / 10; i < j.size() - 2; ++i)
     j[i] = static_cast<std::uint8_t>(gen());
   EXPECT_EQ(fast_path_verdict(j), BadInput::kCorrupt);
+}
+
+// Verify::kRegion: decoding stops after the crop's rows, so damage below them is not seen and
+// the crop's pixels are those of the intact file; damage above or inside the crop still is.
+TEST(JpegRegion, RegionModeDeliversTheIntactPixelsOfAFileDamagedBelowTheCrop) {
+  const Bytes intact = noisy_tall_jpeg();
+  Bytes want;
+  ASSERT_EQ(fast_path_verdict(intact, Verify::kRegion, 0, &want), BadInput::kNone);
+  Bytes truncated = intact;
+  truncated.resize(truncated.size() * 95 / 100);
+  Bytes no_marker = intact;
+  no_marker.resize(no_marker.size() - 2);
+  Bytes garbage = intact;
+  std::mt19937 gen(11);
+  for (std::size_t i = garbage.size() * 9 / 10; i < garbage.size() - 2; ++i)
+    garbage[i] = static_cast<std::uint8_t>(gen());
+  for (const Bytes* damaged : {&truncated, &no_marker, &garbage}) {
+    Bytes got;
+    EXPECT_EQ(fast_path_verdict(*damaged, Verify::kRegion, 0, &got), BadInput::kNone);
+    EXPECT_TRUE(got == want);
+    EXPECT_EQ(fast_path_verdict(*damaged, Verify::kWholeFile), BadInput::kCorrupt);
+  }
+}
+
+TEST(JpegRegion, RegionModeStillReportsDamageAboveOrInsideTheCrop) {
+  const Bytes intact = noisy_tall_jpeg();  // 1024 rows; the crop is rows 640..704
+  ASSERT_EQ(fast_path_verdict(intact, Verify::kRegion, 640), BadInput::kNone);
+  Bytes above = intact;  // rows near 300..400 of 1024: entropy-decoded to reach the crop
+  std::mt19937 gen(5);
+  for (std::size_t i = above.size() * 3 / 10; i < above.size() * 4 / 10; ++i)
+    above[i] = static_cast<std::uint8_t>(gen());
+  EXPECT_EQ(fast_path_verdict(above, Verify::kRegion, 640), BadInput::kCorrupt);
+  Bytes inside = intact;  // ends within the crop's rows
+  inside.resize(inside.size() * 66 / 100);
+  EXPECT_EQ(fast_path_verdict(inside, Verify::kRegion, 640), BadInput::kCorrupt);
+  Bytes header = intact;  // no image at all
+  header.resize(100);
+  EXPECT_EQ(fast_path_verdict(header, Verify::kRegion, 640), BadInput::kUndecodable);
+}
+
+// A progressive JPEG is read whole before its first row (libjpeg buffers every scan), so even
+// Verify::kRegion reports damage anywhere in it.
+TEST(JpegRegion, ProgressiveFilesAreCheckedWholeInRegionModeToo) {
+  cv::Mat m(1024, 256, CV_8UC3);
+  cv::RNG rng(3);
+  rng.fill(m, cv::RNG::UNIFORM, 0, 256);
+  Bytes j;
+  cv::imencode(".jpg", m, j, {cv::IMWRITE_JPEG_QUALITY, 90, cv::IMWRITE_JPEG_PROGRESSIVE, 1});
+  ASSERT_EQ(fast_path_verdict(j, Verify::kRegion), BadInput::kNone);
+  j.resize(j.size() * 95 / 100);
+  EXPECT_EQ(fast_path_verdict(j, Verify::kRegion), BadInput::kCorrupt);
+  EXPECT_EQ(fast_path_verdict(j, Verify::kWholeFile), BadInput::kCorrupt);
 }
 
 TEST(JpegRegion, AHeaderClaimingTooManyPixelsIsRefusedBeforeDecoding) {

@@ -11,6 +11,7 @@
 //   Layout     nchw, nhwc
 //   LastBatch  pad, drop
 //   OnError    skip, error
+//   Verify     whole-file, region
 //   Split      train, test
 //   devices    cpu:G, cuda:0,1, auto  (DeviceSet::parse)
 //   size       HxW or N (N x N), each side 1..65535
@@ -38,6 +39,9 @@ const char* last_batch_name(LastBatch value);
 
 OnError parse_on_error(std::string_view word);
 const char* on_error_name(OnError value);
+
+Verify parse_verify(std::string_view word);
+const char* verify_name(Verify value);
 
 Split parse_split(std::string_view word);
 const char* split_name(Split value);

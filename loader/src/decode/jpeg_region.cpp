@@ -64,7 +64,7 @@ int JpegRegionSource::scale_for(int w, int h, int min_w, int min_h) {
 SourceRegion JpegRegionSource::region(int x, int y, int w, int h, int min_w, int min_h) {
   SourceRegion out;
   const Stopwatch watch(decode_ns_);
-  const BadInput r = decode(x, y, w, h, scale_for(w, h, min_w, min_h), out);
+  const BadInput r = decode(x, y, w, h, scale_for(w, h, min_w, min_h), verify_, out);
   if (r != BadInput::kNone) throw BadImage{r};
   return out;
 }
@@ -72,12 +72,13 @@ SourceRegion JpegRegionSource::region(int x, int y, int w, int h, int min_w, int
 ImageRef JpegRegionSource::whole() {
   SourceRegion out;
   const Stopwatch watch(decode_ns_);
-  const BadInput r = decode(0, 0, width_, height_, 8, out);
+  const BadInput r = decode(0, 0, width_, height_, 8, Verify::kWholeFile, out);
   if (r != BadInput::kNone) throw BadImage{r};
   return out.image;
 }
 
-BadInput JpegRegionSource::decode(int x, int y, int w, int h, int num, SourceRegion& out) {
+BadInput JpegRegionSource::decode(int x, int y, int w, int h, int num, Verify verify,
+                                  SourceRegion& out) {
   if (!created_) return BadInput::kUndecodable;
   if (setjmp(errors_.jump) != 0) {
     close();
@@ -115,17 +116,22 @@ BadInput JpegRegionSource::decode(int x, int y, int w, int h, int num, SourceReg
     jpeg_read_scanlines(&cinfo_, &target, 1);
     if (convert) cmyk_row_to(cmyk_row_.data(), row, static_cast<int>(cols), channels_);
   }
-  // The rest of the scan is still entropy-decoded, so damage past the region is found too:
-  // skip all but the last row (libjpeg-turbo skips *to* the end without decoding anything),
-  // then read that row.
-  if (cinfo_.output_scanline + 1 < cinfo_.output_height)
+  // kRegion: the rows below need no decoding for these pixels; what was read (the header, the
+  // rows above and the region's) has been checked. (A progressive file was read whole by
+  // jpeg_start_decompress already.) close() aborts the decompression.
+  // kWholeFile: the rest of the scan is still entropy-decoded, so damage past the region is
+  // found too: skip all but the last row (libjpeg-turbo skips *to* the end without decoding
+  // anything), then read that row.
+  if (verify == Verify::kWholeFile && cinfo_.output_scanline + 1 < cinfo_.output_height)
     jpeg_skip_scanlines(&cinfo_, cinfo_.output_height - cinfo_.output_scanline - 1);
-  if (cinfo_.output_scanline < cinfo_.output_height) {
-    tail_row_.resize(static_cast<std::size_t>(cols) * cinfo_.output_components);
-    JSAMPROW tail = tail_row_.data();
-    jpeg_read_scanlines(&cinfo_, &tail, 1);
+  if (verify == Verify::kWholeFile) {
+    if (cinfo_.output_scanline < cinfo_.output_height) {
+      tail_row_.resize(static_cast<std::size_t>(cols) * cinfo_.output_components);
+      JSAMPROW tail = tail_row_.data();
+      jpeg_read_scanlines(&cinfo_, &tail, 1);
+    }
+    jpeg_finish_decompress(&cinfo_);  // reads through the end-of-image marker
   }
-  jpeg_finish_decompress(&cinfo_);  // reads through the end-of-image marker
   const bool warned = errors_.warned;
   close();
   if (warned) return BadInput::kCorrupt;

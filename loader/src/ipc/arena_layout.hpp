@@ -37,7 +37,8 @@
 namespace stoke::detail {
 
 inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKARENA"
-inline constexpr std::uint32_t kLayoutVersion = 2;  // 2: SharedSemaphore (sem_t) in WorkerRecord
+// 2: SharedSemaphore (sem_t) in WorkerRecord; 3: ArenaHeader::verify_region
+inline constexpr std::uint32_t kLayoutVersion = 3;
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
 
@@ -109,7 +110,7 @@ struct ArenaHeader {
   std::int32_t raw_height = 0;  // kRaw only: every sample is raw_height x raw_width x raw_channels
   std::int32_t raw_width = 0;
   std::int32_t raw_channels = 0;
-  std::int32_t pad0 = 0;
+  std::int32_t verify_region = 0;  // Verify::kRegion: JPEG scans are decoded through the crop only
 
   // Pipeline.
   std::uint64_t seed = 0;

@@ -10,7 +10,9 @@
 namespace stoke::detail {
 
 ChunkRunner::ChunkRunner(const ArenaView& arena, FileReader& files)
-    : arena_(arena), files_(files), dataset_(arena), decoder_(arena.header().max_pixels) {}
+    : arena_(arena), files_(files), dataset_(arena), decoder_(arena.header().max_pixels) {
+  jpeg_.set_verify(arena.header().verify_region != 0 ? Verify::kRegion : Verify::kWholeFile);
+}
 
 BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst) {
   if (current_ != nullptr) current_->store(sample, std::memory_order_relaxed);
