@@ -119,11 +119,18 @@ void BM_FullDecode(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+struct FastPathFlags {
+  double k = stoke::detail::kDefaultAreaOversample;
+  stoke::Verify verify = stoke::Verify::kWholeFile;
+};
+FastPathFlags& fast_path_flags();
+
 // Runs the training pipeline once per iteration on the next file, from the source `open`
 // makes of its bytes (nullptr when it cannot).
 template <class Open>
 void augment_each(benchmark::State& state, Open open) {
   Augmenter augmenter;
+  augmenter.set_area_oversample(fast_path_flags().k);
   auto out = output_buffer();
   const std::vector<stoke::detail::WireStep> steps = stoke::detail::wire_steps(pipeline());
   std::size_t i = 0;
@@ -154,8 +161,15 @@ void BM_FullDecodeAugment(benchmark::State& state) {
   });
 }
 
+// The fast path's configuration for BM_RegionDecodeAugment (--oversample, --verify).
+FastPathFlags& fast_path_flags() {
+  static FastPathFlags flags;
+  return flags;
+}
+
 void BM_RegionDecodeAugment(benchmark::State& state) {
   stoke::detail::JpegRegionSource source;
+  source.set_verify(fast_path_flags().verify);
   augment_each(state, [&](const std::vector<std::uint8_t>& f) -> stoke::detail::ImageSource* {
     const BadInput r = source.open(f.data(), f.size(), 3, stoke::detail::kDefaultMaxPixels);
     return r == BadInput::kNone ? &source : nullptr;
@@ -358,6 +372,12 @@ std::optional<int> parse_args(int argc, char** argv, std::string& dir, std::size
       ->capture_default_str();
   app.add_option("--iterations", iterations, "a fixed iteration count (e.g. under callgrind)")
       ->check(CLI::Range(1L, 1L << 40));
+  app.add_option("--oversample", fast_path_flags().k,
+                 "BM_RegionDecodeAugment's DCT-scale margin k (default: the library's)")
+      ->check(CLI::Range(1.0, 16.0));
+  stoke::tools::add_word(app, "--verify", fast_path_flags().verify, stoke::parse_verify,
+                         "BM_RegionDecodeAugment's Verify mode (default whole-file)")
+      ->type_name("whole-file|region");
   bool sweep = false;
   app.add_flag("--sweep", sweep,
                "instead of the benchmarks: DCT-scale margin and Verify mode, quality and speed");

@@ -11,3 +11,12 @@ if(NOT EXISTS ${OUT}/jpeg/.done)
                   COMMAND_ERROR_IS_FATAL ANY)
   file(TOUCH ${OUT}/jpeg/.done)
 endif()
+# Camera-sized photographs, as docs/BENCHMARKS.md's big-photo corpus (fewer of them).
+if(NOT EXISTS ${OUT}/jpeg-big/.done)
+  file(REMOVE_RECURSE ${OUT}/jpeg-big)
+  execute_process(COMMAND ${MKDATA} jpeg-corpus --out ${OUT}/jpeg-big --count 26
+                          --long-side 1600..2600 --quality 85..95 --progressive 0.1
+                          --chroma-422 0.15 --chroma-444 0.15
+                  OUTPUT_QUIET COMMAND_ERROR_IS_FATAL ANY)
+  file(TOUCH ${OUT}/jpeg-big/.done)
+endif()

@@ -6,6 +6,8 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "augment/resample.hpp"
+
 namespace stoke::detail {
 namespace {
 
@@ -122,6 +124,36 @@ TEST(Augment, ColorJitterOfZeroIsIdentityAndOtherwiseChangesPixels) {
   Pipeline strong(16, 16, 3);
   strong.color_jitter(0.5f, 0.5f);
   EXPECT_FALSE(same(run(strong, src, SampleRng(0, 0, 0, 9)), src));
+}
+
+// The fractional area resampler against OpenCV's INTER_AREA on windows with whole-pixel edges,
+// at every shrink factor it takes (up to kMaxResampleTaps - 2 per axis), gray and RGB, mirrored
+// or not: 7-bit weights, quantized per tap, allow a level or two at a pixel, no more.
+TEST(Resample, AreaMatchesOpenCvAtEveryShrinkItSupports) {
+  cv::RNG rng(21);
+  for (int c : {1, 3}) {
+    cv::Mat src(480, 600, CV_8UC(c));
+    rng.fill(src, cv::RNG::UNIFORM, 0, 256);
+    cv::GaussianBlur(src, src, cv::Size(3, 3), 0);  // photograph-like: not pure noise
+    for (const double ratio : {2.0, 3.0, 4.5, 5.9}) {
+      const int dw = static_cast<int>(500 / ratio), dh = static_cast<int>(400 / ratio);
+      ASSERT_TRUE(resample_supports(ResampleFilter::kArea, 500, dw, 400, dh)) << ratio;
+      for (const bool mirror : {false, true}) {
+        cv::Mat got(dh, dw, CV_8UC(c));
+        ResampleScratch scratch;
+        resample(ref(src), 37, 29, 500, 400, got.data, dw, dh, mirror, ResampleFilter::kArea,
+                 scratch);
+        cv::Mat want;
+        cv::resize(src(cv::Rect(37, 29, 500, 400)), want, cv::Size(dw, dh), 0, 0, cv::INTER_AREA);
+        if (mirror) cv::flip(want, want, 1);
+        cv::Mat diff;
+        cv::absdiff(got, want, diff);
+        EXPECT_LE(cv::norm(diff, cv::NORM_INF), 2.0) << "ratio " << ratio << " channels " << c;
+        EXPECT_LE(cv::mean(diff)[0], 0.5) << "ratio " << ratio << " channels " << c;
+      }
+    }
+  }
+  EXPECT_FALSE(resample_supports(ResampleFilter::kArea, 500, 500 / 7, 400, 400 / 7));
 }
 
 }  // namespace

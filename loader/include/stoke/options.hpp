@@ -69,7 +69,7 @@ struct Options {
   bool shuffle = true;
   LastBatch last_batch = LastBatch::kPad;
   OnError on_error = OnError::kSkip;
-  Verify verify = Verify::kWholeFile;
+  Verify verify = Verify::kRegion;
   // Images whose header claims more pixels than this are bad input ("too_large"), rejected
   // before their pixels are allocated.
   std::int64_t max_pixels = 100'000'000;

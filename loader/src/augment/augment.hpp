@@ -36,7 +36,7 @@ inline constexpr std::int64_t kMaxIntermediatePixels = std::int64_t{1} << 26;
 // whose scaled region is still at least this many times the output size each way; the area
 // filter does the rest. Chosen from the quality/speed sweep in docs/BENCHMARKS.md
 // (stoke-decode-benchmarks --sweep).
-inline constexpr double kDefaultAreaOversample = 4;
+inline constexpr double kDefaultAreaOversample = 2;
 
 class Augmenter {
  public:

@@ -223,8 +223,10 @@ void resample(const ImageRef& src, double fx, double fy, double fw, double fh, s
         done = horizontal3<1>(row, cols, dw, out);
       else if (most <= 4)
         done = horizontal3<2>(row, cols, dw, out);
-      else
+      else if (most <= 6)
         done = horizontal3<3>(row, cols, dw, out);
+      else
+        done = horizontal3<kMaxResampleTaps / 2>(row, cols, dw, out);
     }
 #endif
     horizontal_scalar(row, cols, done, dw, c, out);

@@ -18,7 +18,10 @@ namespace stoke::detail {
 
 enum class ResampleFilter { kLinear, kArea };
 
-inline constexpr int kMaxResampleTaps = 6;
+// Up to 6x shrinking per axis at any fractional offset; past that the caller falls back to
+// OpenCV on a window rounded to whole pixels. Even: the horizontal pass blends taps in pairs.
+inline constexpr int kMaxResampleTaps = 8;
+static_assert(kMaxResampleTaps % 2 == 0);
 
 // The source indices and 7-bit weights (summing to 128) of one output coordinate.
 struct ResampleTap {
@@ -28,7 +31,7 @@ struct ResampleTap {
 };
 
 // A column tap resolved for the horizontal pass: element offsets of its taps into the blended
-// row and their weights in pairs ((0, 1), (2, 3), (4, 5)), packed as two 16-bit halves each.
+// row and their weights in pairs ((0, 1), (2, 3), ...), packed as two 16-bit halves each.
 struct ColumnTap {
   int off[kMaxResampleTaps];
   std::int32_t weights[kMaxResampleTaps / 2];
