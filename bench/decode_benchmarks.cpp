@@ -15,7 +15,8 @@
 // --sweep, instead of the benchmarks, measures what chooses the fast path's defaults, in one
 // run, one thread: for each DCT-scale margin k (1, 1.5, 2, 4: the smallest scale whose region
 // is still k x the output each way) the mean absolute difference of its output against the
-// general path's (whole decode + OpenCV area resize, the same crops), and its images/s with
+// general path's (whole decode + OpenCV area resize, the same crops; random-resized-crop to
+// RGB 224 and to gray 64), and its images/s (RGB 224) with
 // Verify::kWholeFile and Verify::kRegion; then the same for baseline and progressive files
 // apart, and TurboJPEG's full decode for scale. Passes over the corpus alternate between the
 // configurations; each rate is the median of P passes. Prints a Markdown table.
@@ -193,33 +194,47 @@ bool progressive(const std::vector<std::uint8_t>& f) {
 struct FastPath {
   double k = stoke::detail::kDefaultAreaOversample;
   stoke::Verify verify = stoke::Verify::kWholeFile;
+  int floor = 0;  // the k rows alone; the last row adds kDefaultAreaFloor
+};
+
+// A pipeline with its wire steps, for the sweep's outputs.
+struct SweepPipeline {
+  const char* name;
+  stoke::Pipeline pipeline;
+  std::vector<stoke::detail::WireStep> steps = stoke::detail::wire_steps(pipeline);
+  std::size_t bytes() const {
+    return static_cast<std::size_t>(pipeline.output_height()) * pipeline.output_width() *
+           pipeline.output_channels();
+  }
 };
 
 // The fast path's output for file f at `position`.
 bool fast_output(const FastPath& c, const std::vector<std::uint8_t>& f, std::int64_t position,
                  Augmenter& augmenter, stoke::detail::JpegRegionSource& source,
-                 const std::vector<stoke::detail::WireStep>& steps,
-                 std::vector<std::uint8_t>& out) {
-  if (source.open(f.data(), f.size(), 3, stoke::detail::kDefaultMaxPixels) != BadInput::kNone)
+                 const SweepPipeline& p, std::vector<std::uint8_t>& out) {
+  const int ch = p.pipeline.output_channels();
+  if (source.open(f.data(), f.size(), ch, stoke::detail::kDefaultMaxPixels) != BadInput::kNone)
     return false;
   source.set_verify(c.verify);
-  augmenter.set_area_oversample(c.k);
+  augmenter.set_area_oversample(c.k, c.floor);
   SampleRng rng(1, stoke::detail::kSampleStream, 0, position);
-  augmenter.run(steps.data(), static_cast<int>(steps.size()), source, rng, out.data(), 224, 224, 3);
+  augmenter.run(p.steps.data(), static_cast<int>(p.steps.size()), source, rng, out.data(),
+                p.pipeline.output_height(), p.pipeline.output_width(), ch);
   return true;
 }
 
 // The general path's: whole decode, then the pipeline on the pixels (OpenCV's area resize).
 bool general_output(const std::vector<std::uint8_t>& f, std::int64_t position, Augmenter& augmenter,
-                    const std::vector<stoke::detail::WireStep>& steps,
-                    std::vector<std::uint8_t>& out) {
+                    const SweepPipeline& p, std::vector<std::uint8_t>& out) {
+  const int ch = p.pipeline.output_channels();
   stoke::detail::ImageDecoder decoder;
   stoke::detail::DecodedImage img;
-  if (decoder.decode_buffer(f.data(), f.size(), 3, img) != BadInput::kNone) return false;
-  const ImageRef whole{img.pixels.data,    img.pixels.rows, img.pixels.cols, 3,
+  if (decoder.decode_buffer(f.data(), f.size(), ch, img) != BadInput::kNone) return false;
+  const ImageRef whole{img.pixels.data,    img.pixels.rows, img.pixels.cols, ch,
                        img.pixels.step[0], img.bgr};
   SampleRng rng(1, stoke::detail::kSampleStream, 0, position);
-  augmenter.run(steps.data(), static_cast<int>(steps.size()), whole, rng, out.data(), 224, 224, 3);
+  augmenter.run(p.steps.data(), static_cast<int>(p.steps.size()), whole, rng, out.data(),
+                p.pipeline.output_height(), p.pipeline.output_width(), ch);
   return true;
 }
 
@@ -231,7 +246,8 @@ double median(std::vector<double> v) {
 }
 
 int sweep(int passes) {
-  const std::vector<stoke::detail::WireStep> steps = stoke::detail::wire_steps(pipeline());
+  const SweepPipeline rgb{"RGB 224", pipeline()};
+  const SweepPipeline gray{"gray 64", stoke::Pipeline::training(64, 64, 1, false)};
   const auto& files = corpus();
   std::vector<std::size_t> baseline, prog, all;
   for (std::size_t i = 0; i < files.size(); ++i) {
@@ -240,34 +256,45 @@ int sweep(int passes) {
   }
   std::fprintf(stderr, "sweep: %zu files (%zu progressive), %d passes each\n", files.size(),
                prog.size(), passes);
-  const double ks[] = {1, 1.5, 2, 4};
-  // Quality: two crops per file, against the general path.
-  std::vector<std::uint8_t> fast(224 * 224 * 3), general(224 * 224 * 3);
+  // The margins alone, then the shipped rule (the default margin with its pixel floor).
+  const FastPath rows[] = {{1, stoke::Verify::kWholeFile, 0},
+                           {1.5, stoke::Verify::kWholeFile, 0},
+                           {2, stoke::Verify::kWholeFile, 0},
+                           {4, stoke::Verify::kWholeFile, 0},
+                           {stoke::detail::kDefaultAreaOversample, stoke::Verify::kWholeFile,
+                            stoke::detail::kDefaultAreaFloor}};
+  // Quality: two crops per file, against the general path, for both pipelines.
   Augmenter augmenter, reference;
   stoke::detail::JpegRegionSource source;
-  std::vector<double> mad_mean, mad_worst;
-  for (double k : ks) {
-    double sum = 0, worst = 0;
-    int n = 0;
-    for (std::size_t i : all) {
-      for (std::int64_t pos = 0; pos < 2; ++pos) {
-        const std::int64_t position = static_cast<std::int64_t>(i) * 2 + pos;
-        if (!fast_output({k, stoke::Verify::kWholeFile}, files[i], position, augmenter, source,
-                         steps, fast) ||
-            !general_output(files[i], position, reference, steps, general))
-          continue;
-        double d = 0;
-        for (std::size_t b = 0; b < fast.size(); ++b) d += std::abs(int{fast[b]} - int{general[b]});
-        d /= static_cast<double>(fast.size());
-        sum += d;
-        worst = std::max(worst, d);
-        ++n;
+  std::vector<double> mad_mean[2], mad_worst[2];
+  for (const FastPath& row : rows) {
+    for (int q = 0; q < 2; ++q) {
+      const SweepPipeline& p = q == 0 ? rgb : gray;
+      std::vector<std::uint8_t> fast(p.bytes()), general(p.bytes());
+      double sum = 0, worst = 0;
+      int n = 0;
+      for (std::size_t i : all) {
+        for (std::int64_t pos = 0; pos < 2; ++pos) {
+          const std::int64_t position = static_cast<std::int64_t>(i) * 2 + pos;
+          if (!fast_output(row, files[i], position, augmenter, source, p, fast) ||
+              !general_output(files[i], position, reference, p, general))
+            continue;
+          double d = 0;
+          for (std::size_t b = 0; b < fast.size(); ++b)
+            d += std::abs(int{fast[b]} - int{general[b]});
+          d /= static_cast<double>(fast.size());
+          sum += d;
+          worst = std::max(worst, d);
+          ++n;
+        }
       }
+      mad_mean[q].push_back(n > 0 ? sum / n : 0);
+      mad_worst[q].push_back(worst);
+      std::fprintf(stderr, "  k %.1f floor %d, %s: quality measured over %d crops\n", row.k,
+                   row.floor, p.name, n);
     }
-    mad_mean.push_back(n > 0 ? sum / n : 0);
-    mad_worst.push_back(worst);
-    std::fprintf(stderr, "  k %.1f: quality measured over %d crops\n", k, n);
   }
+  std::vector<std::uint8_t> fast(rgb.bytes()), general(rgb.bytes());
   // Speed: every configuration once per pass, in turn, on the same files.
   struct Config {
     FastPath c;
@@ -275,39 +302,40 @@ int sweep(int passes) {
     std::vector<double> rates;
   };
   std::vector<Config> configs;
-  for (double k : ks) {
+  for (const FastPath& row : rows) {
     for (stoke::Verify v : {stoke::Verify::kWholeFile, stoke::Verify::kRegion})
-      configs.push_back({{k, v}, &all, {}});
+      configs.push_back({{row.k, v, row.floor}, &all, {}});
   }
   const std::size_t kinds = configs.size();
   for (const auto* set : {&baseline, &prog}) {
     if (set->empty()) continue;
     for (stoke::Verify v : {stoke::Verify::kWholeFile, stoke::Verify::kRegion})
-      configs.push_back({{stoke::detail::kDefaultAreaOversample, v}, set, {}});
+      configs.push_back(
+          {{stoke::detail::kDefaultAreaOversample, v, stoke::detail::kDefaultAreaFloor}, set, {}});
   }
   std::vector<double> general_rates, turbo_rates;
   tjhandle tj = tjInitDecompress();
-  std::vector<std::uint8_t> rgb;
+  std::vector<std::uint8_t> decoded;
   std::int64_t position = 0;
   using Clock = std::chrono::steady_clock;
   for (int p = 0; p < passes; ++p) {
     for (Config& cfg : configs) {
       const auto t0 = Clock::now();
       for (std::size_t i : *cfg.files)
-        fast_output(cfg.c, files[i], position++, augmenter, source, steps, fast);
+        fast_output(cfg.c, files[i], position++, augmenter, source, rgb, fast);
       cfg.rates.push_back(cfg.files->size() /
                           std::chrono::duration<double>(Clock::now() - t0).count());
     }
     auto t0 = Clock::now();
-    for (std::size_t i : all) general_output(files[i], position++, reference, steps, general);
+    for (std::size_t i : all) general_output(files[i], position++, reference, rgb, general);
     general_rates.push_back(all.size() / std::chrono::duration<double>(Clock::now() - t0).count());
     t0 = Clock::now();
     for (std::size_t i : all) {
       const auto& f = files[i];
       int w = 0, h = 0, sub = 0, space = 0;
       tjDecompressHeader3(tj, f.data(), static_cast<unsigned long>(f.size()), &w, &h, &sub, &space);
-      rgb.resize(static_cast<std::size_t>(w) * h * 3);
-      tjDecompress2(tj, f.data(), static_cast<unsigned long>(f.size()), rgb.data(), w, 0, h,
+      decoded.resize(static_cast<std::size_t>(w) * h * 3);
+      tjDecompress2(tj, f.data(), static_cast<unsigned long>(f.size()), decoded.data(), w, 0, h,
                     TJPF_RGB, TJFLAG_ACCURATEDCT);
     }
     turbo_rates.push_back(all.size() / std::chrono::duration<double>(Clock::now() - t0).count());
@@ -316,17 +344,22 @@ int sweep(int passes) {
   tjDestroy(tj);
   const double turbo = median(turbo_rates);
   std::printf(
-      "| DCT margin k | MAD mean | MAD worst | img/s, whole-file | img/s, region | "
-      "region / whole-file |\n|---|---|---|---|---|---|\n");
-  for (std::size_t j = 0; j < std::size(ks); ++j) {
+      "| DCT margin k | MAD mean (worst), RGB 224 | MAD mean (worst), gray 64 | "
+      "img/s, whole-file | img/s, region | region / whole-file |\n"
+      "|---|---|---|---|---|---|\n");
+  for (std::size_t j = 0; j < std::size(rows); ++j) {
     const double whole = median(configs[2 * j].rates), region = median(configs[2 * j + 1].rates);
-    std::printf("| %.1f | %.3f | %.3f | %.1f | %.1f | %.2f |\n", ks[j], mad_mean[j], mad_worst[j],
-                whole, region, region / whole);
+    char label[64];
+    if (rows[j].floor > 0)
+      std::snprintf(label, sizeof label, "%.1f, floor %d px (default)", rows[j].k, rows[j].floor);
+    else
+      std::snprintf(label, sizeof label, "%.1f", rows[j].k);
+    std::printf("| %s | %.3f (%.3f) | %.3f (%.3f) | %.1f | %.1f | %.2f |\n", label, mad_mean[0][j],
+                mad_worst[0][j], mad_mean[1][j], mad_worst[1][j], whole, region, region / whole);
   }
   std::printf(
-      "\n| files (k = %.1f) | count | img/s, whole-file | img/s, region |\n"
-      "|---|---|---|---|\n",
-      stoke::detail::kDefaultAreaOversample);
+      "\n| files (default rule) | count | img/s, whole-file | img/s, region |\n"
+      "|---|---|---|---|\n");
   for (std::size_t j = kinds; j + 1 < configs.size(); j += 2) {
     std::printf("| %s | %zu | %.1f | %.1f |\n",
                 configs[j].files == &baseline ? "baseline" : "progressive",

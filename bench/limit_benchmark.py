@@ -19,6 +19,7 @@ The three are alternated --repeat times and compared by their medians. Goals: (b
 import argparse
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -45,13 +46,17 @@ def main():
     p.add_argument("--build", default="build/default")
     p.add_argument("--corpus", default="/tmp/stoke-jpeg-corpus",
                    help="made with stoke-mkdata jpeg-corpus when missing")
+    p.add_argument("--corpus-args", default="",
+                   help="more stoke-mkdata jpeg-corpus flags for making a missing corpus, e.g. "
+                        "camera-sized photographs: \"--count 600 --long-side 1600..2600 "
+                        "--quality 85..95 --progressive 0.1 --chroma-422 0.15 --chroma-444 0.15\"")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--epochs", type=int, default=2, help="epochs per stoke-bench run")
     a = p.parse_args()
     if not os.path.isdir(a.corpus):
         print(f"making the JPEG corpus in {a.corpus} ...", flush=True)
         subprocess.run([os.path.join(a.build, "bin", "stoke-mkdata"), "jpeg-corpus", "--out",
-                        a.corpus], check=True)
+                        a.corpus] + shlex.split(a.corpus_args), check=True)
     memory = "/dev/shm/stoke-limit-corpus"
     shutil.rmtree(memory, ignore_errors=True)
     shutil.copytree(a.corpus, memory)

@@ -231,8 +231,10 @@ def ensure_corpus(args):
     """Builds the JPEG corpus with stoke-mkdata when --corpus is missing or empty."""
     if os.path.isdir(args.corpus) and os.listdir(args.corpus):
         return
-    log(f"making the JPEG corpus: {args.mkdata} jpeg-corpus --out {args.corpus}")
-    subprocess.run([args.mkdata, "jpeg-corpus", "--out", args.corpus], check=True)
+    extra = shlex.split(args.corpus_args)
+    log(f"making the JPEG corpus: {args.mkdata} jpeg-corpus --out {args.corpus} "
+        f"{' '.join(extra)}")
+    subprocess.run([args.mkdata, "jpeg-corpus", "--out", args.corpus] + extra, check=True)
 
 
 # --- Measurements ------------------------------------------------------------------------
@@ -479,6 +481,10 @@ def parse_args(argv):
     p.add_argument("--corpus", default="/tmp/corpus",
                    help="JPEG image-folder corpus; made with stoke-mkdata when missing "
                         "(default /tmp/corpus)")
+    p.add_argument("--corpus-args", default="",
+                   help="more stoke-mkdata jpeg-corpus flags for making a missing corpus, e.g. "
+                        "camera-sized photographs: \"--count 600 --long-side 1600..2600 "
+                        "--quality 85..95 --progressive 0.1 --chroma-422 0.15 --chroma-444 0.15\"")
     p.add_argument("--fmnist", default="/usr/share/datasets/fashion-mnist",
                    help="Fashion-MNIST IDX folder (default: Debian's dataset-fashion-mnist)")
     p.add_argument("--peers", default=",".join(LOADERS),

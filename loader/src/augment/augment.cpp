@@ -253,16 +253,20 @@ bool Augmenter::resize_region(Window& w, int height, int width) {
     return false;
   // The filter the general path would use for this window at full resolution (area when it
   // shrinks at least 2x both ways), so both paths agree. For area, the DCT scale keeps at
-  // least area_oversample_ times the output resolution and the area filter does the rest: a
+  // least area_oversample_ times the output resolution (and area_floor_ pixels) and the area
+  // filter does the rest: a
   // DCT-scaled image is sharper than an area-averaged one, and letting the area filter have
   // the final factor keeps the fast path within a level or two of the general one on fine
   // textures (measured: tests/loader/jpeg_region_test.cpp, stoke-decode-benchmarks --sweep).
   const bool area = w.width >= 2 * width && w.height >= 2 * height;
   const ResampleFilter filter = area ? ResampleFilter::kArea : ResampleFilter::kLinear;
   const double oversample = area ? area_oversample_ : 1.0;
-  const SourceRegion r =
-      source.region(w.x0, w.y0, w.width, w.height, static_cast<int>(std::ceil(width * oversample)),
-                    static_cast<int>(std::ceil(height * oversample)));
+  const int floor = area ? area_floor_ : 0;
+  const int min_w =
+      std::max(static_cast<int>(std::ceil(width * oversample)), std::min(floor, w.width));
+  const int min_h =
+      std::max(static_cast<int>(std::ceil(height * oversample)), std::min(floor, w.height));
+  const SourceRegion r = source.region(w.x0, w.y0, w.width, w.height, min_w, min_h);
   w.lazy = nullptr;
   // The window in the decoded region's pixels: fractional, because the region starts on an MCU
   // boundary and is scaled.

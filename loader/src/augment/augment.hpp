@@ -33,10 +33,14 @@ inline constexpr double kMaxIntermediateSide = 65536;
 inline constexpr std::int64_t kMaxIntermediatePixels = std::int64_t{1} << 26;
 
 // When a resize shrinks a JPEG region at least 2x each way, the DCT scale chosen is the smallest
-// whose scaled region is still at least this many times the output size each way; the area
-// filter does the rest. Chosen from the quality/speed sweep in docs/BENCHMARKS.md
-// (stoke-decode-benchmarks --sweep).
+// whose scaled region is still at least kDefaultAreaOversample times the output size each way,
+// and at least kDefaultAreaFloor pixels (or the whole region, when smaller); the area filter does
+// the rest. Both chosen from the quality/speed sweep in docs/BENCHMARKS.md
+// (stoke-decode-benchmarks --sweep): k = 2 keeps 224-px outputs within a level of the general
+// path, and the floor keeps small outputs (64 px), where the area filter's share matters most,
+// there too.
 inline constexpr double kDefaultAreaOversample = 2;
+inline constexpr int kDefaultAreaFloor = 256;
 
 class Augmenter {
  public:
@@ -50,8 +54,12 @@ class Augmenter {
     run(steps, step_count, plain, rng, dst, out_height, out_width, out_channels);
   }
 
-  // The DCT-scale margin above, for the sweep that chooses it (benchmarks and tests only).
-  void set_area_oversample(double k) { area_oversample_ = k; }
+  // The DCT-scale margin and floor above, for the sweep that chooses them (benchmarks and
+  // tests only; a floor of 0 leaves the margin alone).
+  void set_area_oversample(double k, int floor = kDefaultAreaFloor) {
+    area_oversample_ = k;
+    area_floor_ = floor;
+  }
 
  private:
   struct Window {
@@ -91,6 +99,7 @@ class Augmenter {
   bool written_ = false;  // dst already holds the output
 
   double area_oversample_ = kDefaultAreaOversample;
+  int area_floor_ = kDefaultAreaFloor;
   bool lut_active_ = false;
   std::uint8_t lut_[256] = {};
   std::vector<std::uint8_t> scratch_[3];
