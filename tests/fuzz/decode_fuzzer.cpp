@@ -98,7 +98,7 @@ Fixture* fixture = nullptr;
 }
 
 // Runs the JPEG fast path twice (long-lived and fresh augmenter) and checks its verdict against
-// the whole-image decoder's and its determinism.
+// the whole-image decoder's and its determinism; then once more with Verify::kRegion.
 void check_fast_path(Fixture& f, const std::uint8_t* image, std::size_t n, const Pipeline& pipeline,
                      std::int64_t position, BadInput expected) {
   const int oh = pipeline.output_height(), ow = pipeline.output_width();
@@ -112,7 +112,9 @@ void check_fast_path(Fixture& f, const std::uint8_t* image, std::size_t n, const
   // a corrupt scan is reached, where the whole-image decoder, decoding first, says corrupt.
   // Both reject the file; that verdict is the pipeline's, whatever the bytes hold.
   bool pipeline_refused = false;
-  const auto run = [&](Augmenter& a, std::uint8_t* dst) {
+  const auto run = [&](Augmenter& a, std::uint8_t* dst,
+                       stoke::Verify verify = stoke::Verify::kWholeFile) {
+    f.jpeg.set_verify(verify);
     BadInput got = f.jpeg.open(image, n, oc, kMaxPixels);
     if (got != BadInput::kNone) return got;
     try {
@@ -138,6 +140,15 @@ void check_fast_path(Fixture& f, const std::uint8_t* image, std::size_t n, const
                  stoke::detail::bad_input_name(got), stoke::detail::bad_input_name(expected));
     fail("the JPEG fast path and the whole-image decoder disagree about this file");
   }
+  // Verify::kRegion decodes a prefix of what kWholeFile decodes: it may miss damage, never
+  // report damage kWholeFile does not, and what it delivers is what kWholeFile delivers.
+  std::unique_ptr<std::uint8_t[]> partial(new std::uint8_t[out_bytes]);
+  const BadInput region = run(f.region_augmenter, partial.get(), stoke::Verify::kRegion);
+  if (region != BadInput::kNone && region != got)
+    fail("Verify::kRegion reports damage that Verify::kWholeFile does not");
+  if (got == BadInput::kNone && region == BadInput::kNone &&
+      std::memcmp(out.get(), partial.get(), out_bytes) != 0)
+    fail("Verify::kRegion delivers other pixels than Verify::kWholeFile");
   if (got != BadInput::kNone) return;
   Augmenter fresh;
   if (run(fresh, again.get()) != BadInput::kNone) fail("the JPEG fast path is not repeatable");
