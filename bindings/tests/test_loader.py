@@ -152,25 +152,36 @@ def test_the_vocabulary_is_the_tools_one():
         stoke.Loader(FASHION, verify="all")
 
 
-def test_verify_region_does_not_read_past_the_last_row_it_needs(tmp_path):
+def test_verify_region_delivers_what_the_crop_needs_of_a_damaged_file(tmp_path):
     data = open(PHOTO, "rb").read()
-    assert data[-2:] == b"\xff\xd9"
-    (tmp_path / "a.jpg").write_bytes(data)
-    (tmp_path / "b.jpg").write_bytes(data[:-2])  # no end-of-image marker: nothing else is wrong
-    (tmp_path / "list.txt").write_text("a.jpg\t0\nb.jpg\t1\n")
+    lines = []
+    for i in range(16):  # even lines intact, odd ones without their last tenth
+        name = f"{i:02d}.jpg"
+        (tmp_path / name).write_bytes(data if i % 2 == 0 else data[: len(data) * 9 // 10])
+        lines.append(f"{name}\t{i}")
+    (tmp_path / "damaged.txt").write_text("\n".join(lines) + "\n")
+    for i in range(16):
+        (tmp_path / f"ok{i:02d}.jpg").write_bytes(data)
+    (tmp_path / "intact.txt").write_text("".join(f"ok{i:02d}.jpg\t{i}\n" for i in range(16)))
 
-    def first_batch(verify):
-        loader = stoke.Loader(str(tmp_path / "list.txt"), batch=2, workers=1, size=16,
-                              augment="eval", verify=verify, shuffle=False)
+    def epoch(lst, verify):
+        loader = stoke.Loader(str(tmp_path / lst), batch=16, workers=1, size=32, verify=verify,
+                              shuffle=False, seed=7)
         b = next(iter(loader))
+        pixels = np.from_dlpack(b.pixels[0]).copy()
         ids = np.from_dlpack(b.sample_ids).tolist()
-        return np.from_dlpack(b.pixels[0]).copy(), ids, loader.stats()["skipped"]
+        return pixels, ids, loader.stats()["skipped"]
 
-    pixels, ids, skipped = first_batch("whole-file")
-    assert (ids, skipped) == ([0, 0], 1)  # b.jpg is corrupt: replaced by a.jpg
-    pixels, ids, skipped = first_batch("region")
-    assert (ids, skipped) == ([0, 1], 0)  # every pixel row was read, the marker after them not
-    assert np.array_equal(pixels[0], pixels[1])
+    _, _, whole_skipped = epoch("damaged.txt", "whole-file")
+    assert whole_skipped == 8  # every damaged file, whatever its crop
+    want, _, _ = epoch("intact.txt", "region")
+    got, ids, region_skipped = epoch("damaged.txt", "region")
+    # Random-resized crops that end above the last tenth never reach the damage: those files are
+    # delivered, with the pixels of the intact file at the same position.
+    delivered = [i for i in range(1, 16, 2) if ids[i] == i]
+    assert delivered and region_skipped == 8 - len(delivered)
+    for i in delivered:
+        assert np.array_equal(got[i], want[i])
 
 
 def test_bad_input_under_on_error_error_raises_data_error_naming_the_path(tmp_path):
@@ -198,8 +209,10 @@ def test_stats_report_the_stall_monitor_and_its_verdict():
     assert s["window_batches"] == 10
     assert 0 <= s["window_wait_fraction"] <= 1
     assert s["compute_s"] >= 98 * 0.002  # 100 batches, the first one is start-up
-    # 100 samples per at least 2 ms of compute, and the compute is part of the elapsed time.
-    assert 100 * 98 / elapsed <= s["demand_samples_per_s"] <= 50000
+    # 100 samples per at least 2 ms of compute, and the compute is part of the elapsed time. The
+    # demand is the window's (its last 10 batches), whose sleeps may each run a little longer
+    # than the run's average batch when the consumer never waits: hence the margin.
+    assert 0.8 * 100 * 98 / elapsed <= s["demand_samples_per_s"] <= 50000
     assert s["verdict"].startswith(("input-bound: ", "not input-bound: ")), s["verdict"]
     assert s["gpu_monitor"] == "off (host devices)" and s["gpus"] == []
 
