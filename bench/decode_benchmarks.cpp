@@ -18,7 +18,9 @@
 // general path's (whole decode + OpenCV area resize, the same crops; random-resized-crop to
 // RGB 224 and to gray 64), and its images/s (RGB 224) with
 // Verify::kWholeFile and Verify::kRegion; then the same for baseline and progressive files
-// apart, and TurboJPEG's full decode for scale. Passes over the corpus alternate between the
+// apart, TurboJPEG's full decode for scale, and the entropy-decoding floor: for one crop per
+// file, the fast path's time against libjpeg-turbo's entropy decoding alone down to the crop's
+// last row (what no libjpeg-based loader can skip) and over the whole image. Passes over the corpus alternate between the
 // configurations; each rate is the median of P passes. Prints a Markdown table.
 //
 // DIR defaults to $STOKE_BENCH_CORPUS, else build/default/testdata/jpeg (made by the tests). Each
@@ -45,6 +47,7 @@
 #include "augment/augment.hpp"
 #include "data/sample_rng.hpp"
 #include "decode/decode.hpp"
+#include "decode/jpeg_common.hpp"
 #include "decode/jpeg_region.hpp"
 #include "stoke/names.hpp"
 #include "stoke/pipeline.hpp"
@@ -238,6 +241,59 @@ bool general_output(const std::vector<std::uint8_t>& f, std::int64_t position, A
   return true;
 }
 
+// An ImageSource that only records where the pipeline's crop ends (its last row), handing back
+// a blank region: how far down a file the fast path must entropy-decode for that crop.
+class CropEndRecorder final : public stoke::detail::ImageSource {
+ public:
+  CropEndRecorder(int width, int height) : width_(width), height_(height) {}
+  int width() const override { return width_; }
+  int height() const override { return height_; }
+  bool partial() const override { return true; }
+  stoke::detail::SourceRegion region(int x, int y, int w, int h, int, int) override {
+    end_ = y + h;
+    // A blank region at scale 1/8 around the window, as a JPEG at its smallest scale would be.
+    const int bw = (w + 7) / 8 + 2, bh = (h + 7) / 8 + 2;
+    blank_.assign(static_cast<std::size_t>(bw) * bh * 3, 128);
+    stoke::detail::SourceRegion r;
+    r.image = ImageRef{blank_.data(), bh, bw, 3, static_cast<std::size_t>(bw) * 3, false};
+    r.scale = 1.0 / 8;
+    r.origin_x = std::max(0, x - 8);
+    r.origin_y = std::max(0, y - 8);
+    return r;
+  }
+  ImageRef whole() override {
+    end_ = height_;
+    blank_.assign(static_cast<std::size_t>(width_) * height_ * 3, 128);
+    return ImageRef{blank_.data(), height_, width_, 3, static_cast<std::size_t>(width_) * 3, false};
+  }
+  int end() const { return end_; }
+
+ private:
+  int width_, height_, end_ = 0;
+  std::vector<std::uint8_t> blank_;
+};
+
+// libjpeg-turbo's entropy decoding alone of a file's first `rows` rows (jpeg_skip_scanlines:
+// no inverse DCT, colour conversion or resize): the least a libjpeg-based loader must spend to
+// reach a crop ending there.
+void entropy_decode_rows(const std::vector<std::uint8_t>& f, int rows) {
+  jpeg_decompress_struct cinfo{};
+  stoke::detail::JpegErrors errors;
+  cinfo.err = stoke::detail::install_jpeg_errors(errors);
+  if (setjmp(errors.jump) != 0) {
+    jpeg_destroy_decompress(&cinfo);
+    return;
+  }
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, f.data(), static_cast<unsigned long>(f.size()));
+  jpeg_read_header(&cinfo, TRUE);
+  cinfo.out_color_space = JCS_RGB;
+  jpeg_start_decompress(&cinfo);
+  const auto skip = std::min<JDIMENSION>(static_cast<JDIMENSION>(rows), cinfo.output_height - 1);
+  if (skip > 0) jpeg_skip_scanlines(&cinfo, skip);
+  jpeg_destroy_decompress(&cinfo);  // aborts the rest
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty()      ? 0
@@ -313,6 +369,24 @@ int sweep(int passes) {
       configs.push_back(
           {{stoke::detail::kDefaultAreaOversample, v, stoke::detail::kDefaultAreaFloor}, set, {}});
   }
+  // The entropy-decoding floor: for one crop per file (position = file index), where the crop
+  // ends, then per pass the fast path on those crops and the entropy decoding they need.
+  std::vector<int> crop_end(files.size()), crop_height(files.size());
+  for (std::size_t i : all) {
+    if (source.open(files[i].data(), files[i].size(), 3, stoke::detail::kDefaultMaxPixels) !=
+        BadInput::kNone)
+      continue;
+    CropEndRecorder r(source.width(), source.height());
+    SampleRng rng(1, stoke::detail::kSampleStream, 0, static_cast<std::int64_t>(i));
+    augmenter.set_area_oversample(stoke::detail::kDefaultAreaOversample);
+    augmenter.run(rgb.steps.data(), static_cast<int>(rgb.steps.size()), r, rng, fast.data(), 224,
+                  224, 3);
+    crop_end[i] = r.end();
+    crop_height[i] = source.height();
+  }
+  std::vector<double> floor_fast, floor_to_end, floor_whole;  // seconds per pass
+  const FastPath shipped{stoke::detail::kDefaultAreaOversample, stoke::Verify::kRegion,
+                         stoke::detail::kDefaultAreaFloor};
   std::vector<double> general_rates, turbo_rates;
   tjhandle tj = tjInitDecompress();
   std::vector<std::uint8_t> decoded;
@@ -339,6 +413,16 @@ int sweep(int passes) {
                     TJPF_RGB, TJFLAG_ACCURATEDCT);
     }
     turbo_rates.push_back(all.size() / std::chrono::duration<double>(Clock::now() - t0).count());
+    t0 = Clock::now();
+    for (std::size_t i : all)
+      fast_output(shipped, files[i], static_cast<std::int64_t>(i), augmenter, source, rgb, fast);
+    floor_fast.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    t0 = Clock::now();
+    for (std::size_t i : all) entropy_decode_rows(files[i], crop_end[i]);
+    floor_to_end.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    t0 = Clock::now();
+    for (std::size_t i : all) entropy_decode_rows(files[i], crop_height[i]);
+    floor_whole.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     std::fprintf(stderr, "  pass %d/%d done\n", p + 1, passes);
   }
   tjDestroy(tj);
@@ -369,6 +453,16 @@ int sweep(int passes) {
       "\n| reference | img/s |\n|---|---|\n| general path (whole decode + OpenCV "
       "resize) | %.1f |\n| TurboJPEG full decode | %.1f |\n",
       median(general_rates), turbo);
+  double ends = 0;
+  for (std::size_t i : all) ends += crop_height[i] > 0 ? double(crop_end[i]) / crop_height[i] : 0;
+  const double ms = 1e3 / static_cast<double>(all.size());
+  std::printf(
+      "\n| per image, the same crops (ending at %.1f%% of the height on average) | ms |\n"
+      "|---|---|\n| the fast path, default rule, region | %.3f |\n"
+      "| entropy decoding alone, down to the crop's last row | %.3f |\n"
+      "| entropy decoding alone, the whole image | %.3f |\n",
+      100 * ends / static_cast<double>(all.size()), median(floor_fast) * ms,
+      median(floor_to_end) * ms, median(floor_whole) * ms);
   return 0;
 }
 
