@@ -100,8 +100,8 @@ class Loader(_stoke.Loader):
         verify: how much of each JPEG is decoded to find damage: ``"whole-file"`` (the whole
             scan, so a file damaged anywhere is bad input) or ``"region"`` (only through the
             crop's last row: faster on large photographs; damage below every crop a file is
-            asked for goes unseen). Default (None): the library's, ``stoke.Loader`` docs in
-            docs/USAGE.md.
+            asked for goes unseen). Default (None): the library's, ``"region"``; see "How
+            much of a JPEG is checked" in docs/USAGE.md.
         split: ``"train"`` or ``"test"`` (IDX data).
         prefetch: batch slots in the arena (0: ``2 * workers + 2``), or ``"auto"``: also add
             slots, within the memory budget, when the consumer waits while the workers idle.
