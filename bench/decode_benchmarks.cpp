@@ -20,8 +20,9 @@
 // Verify::kWholeFile and Verify::kRegion; then the same for baseline and progressive files
 // apart, TurboJPEG's full decode for scale, and the entropy-decoding floor: for one crop per
 // file, the fast path's time against libjpeg-turbo's entropy decoding alone down to the crop's
-// last row (what no libjpeg-based loader can skip) and over the whole image. Passes over the corpus alternate between the
-// configurations; each rate is the median of P passes. Prints a Markdown table.
+// last row (what no libjpeg-based loader can skip) and over the whole image. Passes over the corpus
+// alternate between the configurations; each rate is the median of P passes. Prints a Markdown
+// table.
 //
 // DIR defaults to $STOKE_BENCH_CORPUS, else build/default/testdata/jpeg (made by the tests). Each
 // iteration handles one image, cycling through the corpus; items_per_second is images per second
@@ -226,18 +227,25 @@ bool fast_output(const FastPath& c, const std::vector<std::uint8_t>& f, std::int
   return true;
 }
 
-// The general path's: whole decode, then the pipeline on the pixels (OpenCV's area resize).
-bool general_output(const std::vector<std::uint8_t>& f, std::int64_t position, Augmenter& augmenter,
-                    const SweepPipeline& p, std::vector<std::uint8_t>& out) {
-  const int ch = p.pipeline.output_channels();
+// The general path: whole decode, then the pipeline on the pixels (OpenCV's area resize). Its
+// decoder lives as long as the sweep, as a worker's does (BM_FullDecodeAugment's too), so its
+// buffers are not allocated again for every image.
+struct GeneralPath {
   stoke::detail::ImageDecoder decoder;
   stoke::detail::DecodedImage img;
-  if (decoder.decode_buffer(f.data(), f.size(), ch, img) != BadInput::kNone) return false;
+  Augmenter augmenter;
+};
+
+bool general_output(const std::vector<std::uint8_t>& f, std::int64_t position, GeneralPath& g,
+                    const SweepPipeline& p, std::vector<std::uint8_t>& out) {
+  const int ch = p.pipeline.output_channels();
+  stoke::detail::DecodedImage& img = g.img;
+  if (g.decoder.decode_buffer(f.data(), f.size(), ch, img) != BadInput::kNone) return false;
   const ImageRef whole{img.pixels.data,    img.pixels.rows, img.pixels.cols, ch,
                        img.pixels.step[0], img.bgr};
   SampleRng rng(1, stoke::detail::kSampleStream, 0, position);
-  augmenter.run(p.steps.data(), static_cast<int>(p.steps.size()), whole, rng, out.data(),
-                p.pipeline.output_height(), p.pipeline.output_width(), ch);
+  g.augmenter.run(p.steps.data(), static_cast<int>(p.steps.size()), whole, rng, out.data(),
+                  p.pipeline.output_height(), p.pipeline.output_width(), ch);
   return true;
 }
 
@@ -320,7 +328,8 @@ int sweep(int passes) {
                            {stoke::detail::kDefaultAreaOversample, stoke::Verify::kWholeFile,
                             stoke::detail::kDefaultAreaFloor}};
   // Quality: two crops per file, against the general path, for both pipelines.
-  Augmenter augmenter, reference;
+  Augmenter augmenter;
+  GeneralPath reference;
   stoke::detail::JpegRegionSource source;
   std::vector<double> mad_mean[2], mad_worst[2];
   for (const FastPath& row : rows) {
