@@ -124,18 +124,20 @@ void BM_FullDecode(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
-struct FastPathFlags {
+// A configuration of the fast path: the DCT-scale margin and floor, and the Verify mode.
+struct FastPath {
   double k = stoke::detail::kDefaultAreaOversample;
   stoke::Verify verify = stoke::Verify::kWholeFile;
+  int floor = stoke::detail::kDefaultAreaFloor;
 };
-FastPathFlags& fast_path_flags();
+FastPath& fast_path_flags();
 
 // Runs the training pipeline once per iteration on the next file, from the source `open`
 // makes of its bytes (nullptr when it cannot).
 template <class Open>
 void augment_each(benchmark::State& state, Open open) {
   Augmenter augmenter;
-  augmenter.set_area_oversample(fast_path_flags().k);
+  augmenter.set_area_oversample(fast_path_flags().k, fast_path_flags().floor);
   auto out = output_buffer();
   const std::vector<stoke::detail::WireStep> steps = stoke::detail::wire_steps(pipeline());
   std::size_t i = 0;
@@ -167,8 +169,8 @@ void BM_FullDecodeAugment(benchmark::State& state) {
 }
 
 // The fast path's configuration for BM_RegionDecodeAugment (--oversample, --verify).
-FastPathFlags& fast_path_flags() {
-  static FastPathFlags flags;
+FastPath& fast_path_flags() {
+  static FastPath flags;
   return flags;
 }
 
@@ -194,12 +196,6 @@ bool progressive(const std::vector<std::uint8_t>& f) {
   }
   return false;
 }
-
-struct FastPath {
-  double k = stoke::detail::kDefaultAreaOversample;
-  stoke::Verify verify = stoke::Verify::kWholeFile;
-  int floor = 0;  // the k rows alone; the last row adds kDefaultAreaFloor
-};
 
 // A pipeline with its wire steps, for the sweep's outputs.
 struct SweepPipeline {
@@ -325,8 +321,7 @@ int sweep(int passes) {
                            {1.5, stoke::Verify::kWholeFile, 0},
                            {2, stoke::Verify::kWholeFile, 0},
                            {4, stoke::Verify::kWholeFile, 0},
-                           {stoke::detail::kDefaultAreaOversample, stoke::Verify::kWholeFile,
-                            stoke::detail::kDefaultAreaFloor}};
+                           FastPath{}};
   // Quality: two crops per file, against the general path, for both pipelines.
   Augmenter augmenter;
   GeneralPath reference;
@@ -375,8 +370,7 @@ int sweep(int passes) {
   for (const auto* set : {&baseline, &prog}) {
     if (set->empty()) continue;
     for (stoke::Verify v : {stoke::Verify::kWholeFile, stoke::Verify::kRegion})
-      configs.push_back(
-          {{stoke::detail::kDefaultAreaOversample, v, stoke::detail::kDefaultAreaFloor}, set, {}});
+      configs.push_back({{.verify = v}, set, {}});
   }
   // The entropy-decoding floor: for one crop per file (position = file index), where the crop
   // ends, then per pass the fast path on those crops and the entropy decoding they need.
@@ -394,8 +388,7 @@ int sweep(int passes) {
     crop_height[i] = source.height();
   }
   std::vector<double> floor_fast, floor_to_end, floor_whole;  // seconds per pass
-  const FastPath shipped{stoke::detail::kDefaultAreaOversample, stoke::Verify::kRegion,
-                         stoke::detail::kDefaultAreaFloor};
+  const FastPath shipped{.verify = stoke::Verify::kRegion};
   std::vector<double> general_rates, turbo_rates;
   tjhandle tj = tjInitDecompress();
   std::vector<std::uint8_t> decoded;
