@@ -185,16 +185,20 @@ void BM_RegionDecodeAugment(benchmark::State& state) {
 
 // ---- --sweep ---------------------------------------------------------------------------------
 
-// Whether a JPEG is progressive: a SOF2 marker before the first scan.
+// Whether a JPEG is progressive, as libjpeg reads its header (false when it cannot).
 bool progressive(const std::vector<std::uint8_t>& f) {
-  for (std::size_t i = 2; i + 3 < f.size();) {
-    if (f[i] != 0xFF) return false;
-    const std::uint8_t m = f[i + 1];
-    if (m == 0xC2) return true;
-    if (m == 0xDA) return false;  // start of scan
-    i += 2 + (std::size_t{f[i + 2]} << 8 | f[i + 3]);
+  jpeg_decompress_struct cinfo{};
+  stoke::detail::JpegErrors errors;
+  cinfo.err = stoke::detail::install_jpeg_errors(errors);
+  if (setjmp(errors.jump) != 0) {
+    jpeg_destroy_decompress(&cinfo);
+    return false;
   }
-  return false;
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, f.data(), static_cast<unsigned long>(f.size()));
+  const bool yes = jpeg_read_header(&cinfo, TRUE) == JPEG_HEADER_OK && cinfo.progressive_mode;
+  jpeg_destroy_decompress(&cinfo);
+  return yes;
 }
 
 // A pipeline with its wire steps, for the sweep's outputs.
