@@ -16,7 +16,6 @@
 #include <xxh_x86dispatch.h>
 #endif
 
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -86,19 +85,12 @@ std::vector<int> sweep_range(int lo, int hi) {
 // --sweep-workers: "" (1..the cores available), "K" (1..K) or "A..K".
 std::vector<int> parse_sweep(const std::string& spec) {
   if (spec.empty()) return sweep_range(1, stoke::available_cores());
-  const auto dots = spec.find("..");
-  int lo = 1, hi = 0;
-  const auto number = [](const std::string& text, int& out) {
-    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-    return ec == std::errc() && ptr == text.data() + text.size() && out >= 0 && out <= 512;
-  };
-  const bool ok = dots == std::string::npos
-                      ? number(spec, hi)
-                      : number(spec.substr(0, dots), lo) && number(spec.substr(dots + 2), hi);
-  if (!ok || hi < std::max(lo, 1))
+  std::optional<stoke::tools::CountRange> r = stoke::tools::parse_count_range(spec, 0, 512);
+  if (r && r->single) r->lo = 1;  // "K": 1..K
+  if (!r || r->hi < std::max(r->lo, 1))
     throw stoke::ConfigError("wants K or A..K (worker counts 0..512, K >= 1 and >= A), got '" +
                              spec + "'");
-  return sweep_range(lo, hi);
+  return sweep_range(r->lo, r->hi);
 }
 
 // What the loader is asked for, from the command line.

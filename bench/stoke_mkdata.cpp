@@ -62,22 +62,12 @@ struct Args {
 
 // "MIN..MAX" (or "N") within [lo, hi] into `out`; a message when it is not.
 std::string parse_range(const std::string& text, int lo, int hi, std::pair<int, int>& out) {
-  const auto dots = text.find("..");
-  try {
-    std::size_t used = 0;
-    const std::string a = dots == std::string::npos ? text : text.substr(0, dots);
-    const std::string b = dots == std::string::npos ? text : text.substr(dots + 2);
-    const int min = std::stoi(a, &used);
-    if (used != a.size()) throw std::invalid_argument(a);
-    const int max = std::stoi(b, &used);
-    if (used != b.size()) throw std::invalid_argument(b);
-    if (min < lo || max > hi || min > max) throw std::out_of_range(text);
-    out = {min, max};
-    return "";
-  } catch (const std::exception&) {
+  const std::optional<stoke::tools::CountRange> r = stoke::tools::parse_count_range(text, lo, hi);
+  if (!r || r->lo > r->hi)
     return "expected MIN..MAX (or N) with " + std::to_string(lo) +
            " <= MIN <= MAX <= " + std::to_string(hi) + ", got '" + text + "'";
-  }
+  out = {r->lo, r->hi};
+  return "";
 }
 
 CLI::Option* add_range(CLI::App& command, const std::string& name, int lo, int hi,

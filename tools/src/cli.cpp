@@ -36,6 +36,27 @@ int usage_error(CLI::App& app, const std::string& flag, const std::string& what)
   return kUsageError;
 }
 
+std::optional<int> parse_count(std::string_view text, int min, int max) {
+  int n = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || ptr != text.data() + text.size() || n < min || n > max)
+    return std::nullopt;
+  return n;
+}
+
+std::optional<CountRange> parse_count_range(std::string_view text, int min, int max) {
+  const auto dots = text.find("..");
+  if (dots == std::string_view::npos) {
+    const std::optional<int> n = parse_count(text, min, max);
+    if (!n) return std::nullopt;
+    return CountRange{*n, *n, true};
+  }
+  const std::optional<int> lo = parse_count(text.substr(0, dots), min, max);
+  const std::optional<int> hi = parse_count(text.substr(dots + 2), min, max);
+  if (!lo || !hi) return std::nullopt;
+  return CountRange{*lo, *hi, false};
+}
+
 CLI::Option* add_count_or_auto(CLI::App& app, const std::string& flag, int& out, int min, int max,
                                const std::string& help) {
   const std::string range = std::to_string(min) + ".." + std::to_string(max);
@@ -43,11 +64,10 @@ CLI::Option* add_count_or_auto(CLI::App& app, const std::string& flag, int& out,
              app, flag, out,
              [flag, min, max, range](const std::string& word) {
                if (word == "auto") return kAuto;
-               int n = 0;
-               const auto [ptr, ec] = std::from_chars(word.data(), word.data() + word.size(), n);
-               if (ec != std::errc() || ptr != word.data() + word.size() || n < min || n > max)
+               const std::optional<int> n = parse_count(word, min, max);
+               if (!n)
                  throw ConfigError("wants a count in " + range + " or auto, got '" + word + "'");
-               return n;
+               return *n;
              },
              help)
       ->type_name("N|auto");

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "stoke/error.hpp"
 
@@ -50,6 +51,19 @@ CLI::Option* add_word(CLI::App& app, const std::string& flag, T& out, Parse pars
           help)
       ->type_name("WORD");
 }
+
+// A whole number in [min, max], written in full (no sign, space or trailing text); nullopt
+// otherwise. Callers word their own message.
+std::optional<int> parse_count(std::string_view text, int min, int max);
+
+// "N" or "A..B", each part as parse_count takes it. A may exceed B: the caller judges that, and
+// what a single N means (`single`).
+struct CountRange {
+  int lo = 0;
+  int hi = 0;
+  bool single = false;
+};
+std::optional<CountRange> parse_count_range(std::string_view text, int min, int max);
 
 // --flag taking a count in [min, max] or "auto" (stored as stoke::kAuto).
 CLI::Option* add_count_or_auto(CLI::App& app, const std::string& flag, int& out, int min, int max,
