@@ -62,22 +62,27 @@ class Array {
                                                 cuda_device >= 0 ? cuda_device : 0);
   }
 
-  // The DLPack protocol. On a GPU the call returns once stoke's copy of the chunk is complete
-  // (a host-side wait: the public API has no "make this stream wait" call yet), and a given
-  // `stream` (an int: a cudaStream_t, 1 = the legacy default stream, 2 = per-thread default) is
-  // recorded on the batch, so the memory is not reused before that stream passes the work
-  // enqueued on it so far.
+  // The DLPack protocol. On a GPU, `stream` (an int, as the consumer passes it) is the stream
+  // that will read the array: 1 = the legacy default stream, 2 = the per-thread default stream
+  // (cudaStreamLegacy and cudaStreamPerThread have those very values), else a cudaStream_t of
+  // the array's GPU; None means 1, as the standard says. That stream is made to wait for
+  // stoke's copy on the GPU (the host does not wait), and is recorded on the batch, so the
+  // memory is not reused before the stream passes the work enqueued on it so far. -1 asks for
+  // no synchronization: the consumer orders its work after `ready` itself.
   nb::object dlpack(nb::handle stream, nb::handle max_version, nb::handle dl_device,
                     nb::handle copy) {
     if (cuda_device_ >= 0) {
-      CUstream_st* consumer = nullptr;
-      if (!stream.is_none()) {
-        const auto s = nb::cast<std::intptr_t>(stream);
-        if (s == -1) throw stoke::ConfigError("stream -1 (no synchronization) is not supported");
-        consumer = reinterpret_cast<CUstream_st*>(s == 1 || s == 2 ? 0 : s);
+      const std::intptr_t s = stream.is_none() ? 1 : nb::cast<std::intptr_t>(stream);
+      if (s == 0)
+        throw stoke::ConfigError(
+            "stream 0 is ambiguous for a CUDA array in DLPack: pass 1 (the legacy default "
+            "stream), 2 (the per-thread default stream), a cudaStream_t, or -1");
+      if (s != -1) {
+        auto* consumer = reinterpret_cast<CUstream_st*>(s);
+        nb::gil_scoped_release unlocked;  // CUDA calls; no Python object is touched
+        batch_.wait_on(device_, consumer);
+        batch_.record_stream(device_, consumer);
       }
-      batch_.wait(device_);
-      if (!stream.is_none()) batch_.record_stream(device_, consumer);
     }
     nb::object nd = nb::cast(array_);
     nb::dict kwargs;
@@ -126,6 +131,18 @@ nb::list pixels(const stoke::Batch& b) {
     const stoke::DeviceChunk c = b.chunk(g);
     std::vector<std::size_t> shape(c.shape.begin(), c.shape.end());
     out.append(Array(b, g, c.data, std::move(shape), dlpack_dtype(c.dtype), c.cuda_device));
+  }
+  return out;
+}
+
+// One array per device of the chunk's labels or valid flags, where its pixels are.
+template <class T, const T* stoke::DeviceChunk::*kField>
+nb::list device_targets(const stoke::Batch& b) {
+  nb::list out;
+  for (int g = 0; g < b.device_count(); ++g) {
+    const stoke::DeviceChunk c = b.chunk(g);
+    out.append(Array(b, g, c.*kField, {static_cast<std::size_t>(c.samples)}, nb::dtype<T>(),
+                     c.cuda_device));
   }
   return out;
 }
@@ -242,7 +259,11 @@ void load_state_dict(PyLoader& self, const nb::dict& d) {
   stoke::Options o = self.options;
   o.resume = s;
   o.seed = s.seed;
-  auto fresh = std::make_unique<stoke::Loader>(o);
+  std::unique_ptr<stoke::Loader> fresh;
+  {
+    nb::gil_scoped_release unlocked;
+    fresh = std::make_unique<stoke::Loader>(o);
+  }
   self.options = std::move(o);
   self.loader = std::move(fresh);
 }
@@ -355,14 +376,30 @@ NB_MODULE(_stoke, m) {
           "1 for a real sample, 0 for a padding repeat")
       .def_prop_ro("sample_ids",
                    [](const stoke::Batch& b) { return host_array(b, b.sample_ids()); })
-      .def("release", &stoke::Batch::release,
-           "Drops this object's hold on the slot (arrays already taken keep theirs). After it, "
-           "every attribute of the batch raises stoke.Error.");
+      .def_prop_ro("device_labels",
+                   &device_targets<std::int32_t, &stoke::DeviceChunk::device_labels>,
+                   "One int32 array per device: its chunk's labels where its pixels are (on a "
+                   "GPU, copied there with them).")
+      .def_prop_ro("device_valid", &device_targets<std::uint8_t, &stoke::DeviceChunk::device_valid>,
+                   "One uint8 array per device: its chunk's valid flags where its pixels are.")
+      .def(
+          "release",
+          [](stoke::Batch& b) {
+            nb::gil_scoped_release unlocked;
+            b.release();
+          },
+          "Drops this object's hold on the slot (arrays already taken keep theirs). After it, "
+          "every attribute of the batch raises stoke.Error.");
 
   nb::class_<PyLoader>(m, "Loader")
       .def(
           "__init__",
-          [](PyLoader* self, LoaderArgs args) { new (self) PyLoader(options_from(args)); },
+          [](PyLoader* self, LoaderArgs args) {
+            stoke::Options o = options_from(args);
+            // Indexing the data and starting the workers take a while; other threads run.
+            nb::gil_scoped_release unlocked;
+            new (self) PyLoader(std::move(o));
+          },
           "args"_a)
       .def("__len__", [](const PyLoader& l) { return l.loader->batches_per_epoch(); })
       .def(

@@ -39,6 +39,27 @@ def test_iterates_an_epoch_with_every_test_image_once():
     assert sorted(ids) == list(range(10000))
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "float16"])
+def test_each_device_has_its_chunks_labels_and_valid_flags_beside_its_pixels(dtype):
+    loader = stoke.Loader(FASHION, split="test", batch=256, workers=1, shuffle=False,
+                          devices="cpu:2", dtype=dtype)
+    batches = list(itertools.islice(loader, 40))
+    last = batches[-1]  # padded: 16 real samples, then repeats
+    for batch in (batches[0], last):
+        labels = np.from_dlpack(batch.labels)
+        valid = np.from_dlpack(batch.valid)
+        assert len(batch.device_labels) == 2 and len(batch.device_valid) == 2
+        for g in range(2):
+            mine = batch.device_labels[g]
+            assert mine.dtype == "int32" and mine.shape == (128,) and mine.device == "cpu"
+            assert np.array_equal(np.from_dlpack(mine), labels[128 * g:128 * (g + 1)])
+            flags = batch.device_valid[g]
+            assert flags.dtype == "uint8" and flags.shape == (128,)
+            assert np.array_equal(np.from_dlpack(flags), valid[128 * g:128 * (g + 1)])
+    assert np.from_dlpack(last.device_valid[0]).sum() == 16
+    assert np.from_dlpack(last.device_valid[1]).sum() == 0
+
+
 def test_pixels_and_labels_reach_numpy_and_torch_without_a_copy():
     torch = need("torch")
     loader = stoke.Loader(FASHION, split="test", batch=64, workers=1, shuffle=False,

@@ -102,11 +102,15 @@ DeviceChunk Batch::chunk(int device) const {
   if (staging == nullptr) {
     c.data = c.pixels.data();
     c.bytes = c.pixels.size();
+    c.device_labels = c.labels.data();
+    c.device_valid = c.valid.data();
     return c;
   }
   const detail::StagingConfig& config = staging->config();
   c.data = staging->output(lease.slot(), device);
   c.bytes = staging->output_bytes();
+  c.device_labels = staging->labels(lease.slot(), device);
+  c.device_valid = staging->valid(lease.slot(), device);
   c.dtype = config.dtype;
   if (config.dtype != DType::kUInt8) {
     c.layout = config.layout;
@@ -125,6 +129,13 @@ void Batch::wait(int device) const {
   const BatchLease& lease = as_lease(held());
   if (const detail::Staging* staging = lease.core().staging.get())
     staging->wait(lease.slot(), device);
+}
+
+void Batch::wait_on(int device, CUstream_st* stream) const {
+  check_device(device, device_count());
+  const BatchLease& lease = as_lease(held());
+  const detail::Staging* staging = lease.core().staging.get();
+  if (staging != nullptr && staging->gpu()) staging->wait_on(lease.slot(), device, stream);
 }
 
 void Batch::record_stream(int device, CUstream_st* stream) const {

@@ -8,6 +8,11 @@ namespace stoke {
 
 using namespace detail;
 
+namespace {
+// How often an in-process consumer looks again for a slot the devices finished reading.
+constexpr auto kTransferPoll = std::chrono::milliseconds(1);
+}  // namespace
+
 std::optional<Batch> Loader::Impl::next() {
   // A log callback that threw stops the loader before another batch is taken, so that a caller
   // who catches and retries loses none.
@@ -49,15 +54,19 @@ std::optional<Batch> Loader::Impl::next_unflushed() {
         continue;
       }
       if (inline_runner_) {
+        core_->collect_transfers();
         slot = slots.free_slot();
         if (slot >= 0) {
           slots.assign(slot);
           fill_inline();
           continue;
         }
-      } else {
-        core_->wake();
+        // The slots still being read by a device come free without the lock (transfer_signal),
+        // so this wait polls too.
+        core_->cv.wait_for(lock, kTransferPoll);
+        continue;
       }
+      core_->wake();
     }
     core_->cv.wait(lock);
   }

@@ -55,7 +55,7 @@ struct LoaderCore {
         metrics(monitor_window, created),
         reserved_bytes(arena.reserved()) {}
   ~LoaderCore() {
-    staging.reset();  // waits for the devices, whose callbacks still lock `mutex`
+    staging.reset();  // waits for the devices, whose callbacks still signal wake_fd
     ::close(wake_fd);
   }
 
@@ -76,14 +76,32 @@ struct LoaderCore {
     wake();
   }
 
-  // Every device has finished reading the slot's host bytes. Any thread.
-  void transfer_done(int slot) EXCLUDES(mutex) {
+  // Some slot's transfer ended (Staging::transferring turned false). Runs on CUDA's callback
+  // thread, whose stream waits behind it: no lock, only the supervisor's eventfd (it collects
+  // the slot) and the condition variable, for an in-process consumer (which also polls, since
+  // a notification without the lock can fall between its check and its wait).
+  void transfer_signal() {
+    wake();
+    cv.notify_all();
+  }
+
+  // The consumer's recorded streams may still read the slot's host bytes: it goes back to the
+  // workers only once every device's queue has passed their waits. Any thread.
+  void hold_for_consumer(int slot) EXCLUDES(mutex) {
     {
       MutexLock lock(mutex);
-      slots.set_in_transfer(slot, false);
+      slots.set_in_transfer(slot, true);
+      staging->hold(slot);
     }
-    cv.notify_all();
-    wake();
+    staging->pass_hold(slot);  // enqueues device work: never under the lock
+  }
+
+  // Clears in_transfer on every slot no device reads any more, before slots are assigned.
+  void collect_transfers() REQUIRES(mutex) {
+    if (!staging) return;
+    for (int i = 0; i < static_cast<int>(slots.size()); ++i) {
+      if (slots[i].in_transfer && !staging->transferring(i)) slots.set_in_transfer(i, false);
+    }
   }
 
   // A chunk is done (by a worker, or in-process): its timings counted, its data error (the
@@ -163,6 +181,7 @@ class BatchLease {
         // Only a device that cannot even synchronize a stream fails here; it is broken, and
         // the next staging call on it reports that.
       }
+      if (!consumer_streams_.empty()) core_->hold_for_consumer(slot_);
       core_->staging->release(slot_);
     }
     core_->release(slot_);

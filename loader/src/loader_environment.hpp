@@ -24,6 +24,8 @@ struct LoaderAccess {
   static Loader make(Options options, const LoaderEnvironment& env) {
     return Loader(std::move(options), env);
   }
+  // Runs f while holding the loader's lock: tests of what must never wait for it.
+  static void while_locked(Loader& loader, const std::function<void()>& f);
 };
 
 }  // namespace stoke::detail

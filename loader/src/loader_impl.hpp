@@ -55,6 +55,7 @@ class Loader::Impl {
   int rank() const { return config_.plan.rank; }
   int world() const { return config_.plan.world; }
   const Pipeline& pipeline() const { return config_.pipeline; }
+  detail::LoaderCore& core() const { return *core_; }
 
  private:
   // ---- construction (loader_setup.cpp)

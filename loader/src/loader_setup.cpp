@@ -115,8 +115,10 @@ void Loader::Impl::set_up_staging(const LoaderEnvironment& env) {
                                            : env.gpu_backend ? env.gpu_backend(set)
                                                              : make_cuda_backend(set);
   LoaderCore* core = core_.get();
-  core_->staging = std::make_unique<Staging>(std::move(backend), c,
-                                             [core](int slot) { core->transfer_done(slot); });
+  c.labels_offset = h.labels_offset;
+  c.valid_offset = h.valid_offset;
+  core_->staging =
+      std::make_unique<Staging>(std::move(backend), c, [core](int) { core->transfer_signal(); });
   core_->staging->pin_initial(static_cast<int>(config_.initial_slots));
 }
 
@@ -160,6 +162,11 @@ Loader::Impl::~Impl() {
 // ---- public surface ------------------------------------------------------------------------
 
 Loader::Loader(Options options) : Loader(std::move(options), LoaderEnvironment{}) {}
+
+void LoaderAccess::while_locked(Loader& loader, const std::function<void()>& f) {
+  MutexLock lock(loader.impl_->core().mutex);
+  f();
+}
 
 Loader::Loader(Options options, const LoaderEnvironment& env) {
   const Clock::time_point created = Clock::now();

@@ -36,6 +36,7 @@ void Stager::run() {
 
 bool Stager::stage(int slot) {
   core_->slots.set_in_transfer(slot, true);
+  core_->staging->begin(slot);
   std::exception_ptr error;
   without_lock(core_->mutex, [&] {
     try {

@@ -101,6 +101,7 @@ void Supervisor::loop() {
         resize_pool(requested_size_);
         requested_size_ = -1;
       }
+      core_->collect_transfers();
       core_->slots.assign_free();
       retire_drained();
       dispatch();

@@ -3,6 +3,8 @@
 // held batches keep their device bytes, and a consumer stream recorded on a batch is waited
 // for. Skipped without a GPU (failed when STOKE_REQUIRE_GPU=1). Makes its own IDX dataset, so
 // it needs no test data on the GPU machine.
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -109,6 +111,14 @@ TEST_P(LoaderGpu, DeviceBytesMatchTheHostBatchBitForBit) {
     EXPECT_EQ(c.cuda_device, 0);
     ASSERT_NE(c.ready, nullptr);
     const std::vector<std::uint8_t> got = read_back(*b, 0);
+    std::vector<std::int32_t> labels(c.labels.size());
+    std::vector<std::uint8_t> valid(c.valid.size());
+    ASSERT_EQ(cudaMemcpy(labels.data(), c.device_labels, labels.size() * 4, cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(valid.data(), c.device_valid, valid.size(), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    ASSERT_TRUE(std::equal(labels.begin(), labels.end(), c.labels.begin()));
+    ASSERT_TRUE(std::equal(valid.begin(), valid.end(), c.valid.begin()));
     if (dtype == DType::kUInt8) {
       ASSERT_TRUE(std::equal(got.begin(), got.end(), c.pixels.begin(), c.pixels.end()));
     } else {
@@ -120,7 +130,7 @@ TEST_P(LoaderGpu, DeviceBytesMatchTheHostBatchBitForBit) {
   const Stats s = loader.stats();
   EXPECT_EQ(s.staging, StagingMode::kRegistered) << s.staging_note;
   EXPECT_EQ(s.host_copy_bytes, 0);
-  EXPECT_EQ(s.dma_copies, s.staged_batches);
+  EXPECT_EQ(s.dma_copies, 2 * s.staged_batches);  // the pixels and the targets
   EXPECT_GT(s.pinned_bytes, 0);
 }
 
@@ -183,6 +193,73 @@ TEST(LoaderGpuLifetime, RecordStreamProtectsWorkStillQueuedOnTheConsumerStream) 
     cudaFreeHost(outs[i]);
   }
   cudaStreamDestroy(mine);
+}
+
+// wait_on makes the consumer's stream wait on the GPU: a copy enqueued right after it, with no
+// host wait anywhere, reads the complete chunk. Both an own stream and the special handles.
+TEST(LoaderGpuLifetime, WaitOnOrdersTheConsumersStreamAfterTheChunk) {
+  STOKE_SKIP_WITHOUT_GPU();
+  IdxData data(2000);
+  Loader loader(gpu_options(data, DType::kUInt8));
+  cudaStream_t mine = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&mine, cudaStreamNonBlocking), cudaSuccess);
+  const cudaStream_t streams[] = {mine, cudaStreamLegacy, cudaStreamPerThread};
+  for (int i = 0; i < 9; ++i) {
+    auto b = loader.next();
+    ASSERT_TRUE(b);
+    const cudaStream_t s = streams[i % 3];
+    const DeviceChunk c = b->chunk(0);
+    b->wait_on(0, s);
+    std::vector<std::uint8_t> out(c.bytes);
+    ASSERT_EQ(cudaMemcpyAsync(out.data(), c.data, c.bytes, cudaMemcpyDeviceToHost, s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    EXPECT_TRUE(std::equal(out.begin(), out.end(), c.pixels.begin())) << "batch " << i;
+  }
+  cudaStreamDestroy(mine);
+}
+
+// The calling thread's current context, through the driver API (the runtime cannot tell "no
+// context" from "device 0").
+CUcontext current_context() {
+  static const PFN_cuCtxGetCurrent_v4000 get = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &f, 4000, cudaEnableDefault, &found);
+    return found == cudaDriverEntryPointSuccess ? reinterpret_cast<PFN_cuCtxGetCurrent_v4000>(f)
+                                                : nullptr;
+  }();
+  CUcontext c = nullptr;
+  if (get == nullptr || get(&c) != CUDA_SUCCESS) ADD_FAILURE() << "cuCtxGetCurrent is unavailable";
+  return c;
+}
+
+// A thread that never used CUDA makes a loader, takes batches, waits on them and drops them:
+// afterwards it still has no current context. (A runtime-only save/restore would leave GPU 0's
+// primary context current, and make one on GPU 0 in a process that uses another GPU.)
+TEST(LoaderGpuContexts, StokeLeavesAThreadWithoutAContextAsItFoundIt) {
+  STOKE_SKIP_WITHOUT_GPU();
+  IdxData data(1000);
+  std::vector<CUcontext> seen;
+  std::thread fresh([&] {
+    seen.push_back(current_context());
+    {
+      Loader loader(gpu_options(data, DType::kFloat16));
+      seen.push_back(current_context());
+      for (int i = 0; i < 5; ++i) {
+        auto b = loader.next();
+        ASSERT_TRUE(b);
+        b->wait(0);
+        b->wait_on(0, cudaStreamPerThread);
+        b->record_stream(0, cudaStreamPerThread);
+        seen.push_back(current_context());
+      }
+    }
+    seen.push_back(current_context());
+  });
+  fresh.join();
+  ASSERT_EQ(seen.size(), 8u);
+  for (std::size_t i = 0; i < seen.size(); ++i)
+    EXPECT_EQ(seen[i], nullptr) << "a context was left current at step " << i;
 }
 
 }  // namespace

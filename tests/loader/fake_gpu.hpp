@@ -3,7 +3,8 @@
 // a thread that runs the enqueued work in order (after an optional delay per copy, so a
 // consumer can race ahead of the DMA), and every copy is checked: its source must lie inside a
 // page-locked range (a pinned arena slot or a pinned allocation), and its bytes must not change
-// between enqueue and execution.
+// between enqueue and execution. Every call records which CUDA ordinal it worked on, per
+// thread, so a test can tell that a loader on cuda:1 never touched GPU 0.
 //
 // Thread-safety: all members may be called from any thread; FakeGpuLog is guarded by its mutex.
 
@@ -17,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,6 +60,10 @@ struct FakeGpuLog {
   std::int64_t copies_from_pageable = 0;
   std::int64_t sources_changed_before_dma = 0;
   std::int64_t stream_waits = 0;
+  std::int64_t event_waits = 0;         // stream_wait_event calls
+  std::int64_t callbacks_returned = 0;  // call_when_done callbacks that have run to the end
+  // The CUDA ordinals each thread's calls worked on.
+  std::map<std::thread::id, std::set<int>> touched;
   std::int64_t backends_created = 0;
   std::int64_t unpinned = 0;
   // Called by copy() as it is enqueued (on the stager thread, inside staging), if set.
@@ -84,8 +90,9 @@ inline std::uint64_t fnv1a(const void* p, std::size_t n) {
 
 class FakeGpu final : public detail::DeviceBackend {
  public:
-  FakeGpu(int count, std::shared_ptr<FakeGpuLog> log) : log_(std::move(log)) {
-    for (int d = 0; d < count; ++d) queues_.push_back(std::make_unique<Queue>());
+  FakeGpu(const DeviceSet& set, std::shared_ptr<FakeGpuLog> log)
+      : log_(std::move(log)), ids_(set.ids) {
+    for (int d = 0; d < set.count; ++d) queues_.push_back(std::make_unique<Queue>());
     std::lock_guard lock(log_->mutex);
     log_->backends_created += 1;
   }
@@ -97,40 +104,55 @@ class FakeGpu final : public detail::DeviceBackend {
   int count() const override { return static_cast<int>(queues_.size()); }
   std::string describe() const override { return "fake GPU"; }
 
-  std::string pin(void* p, std::size_t n) override {
+  std::string pin(int dev, void* p, std::size_t n) override {
+    touch(dev);
     std::lock_guard lock(log_->mutex);
     if (log_->refuse_pin) return "cudaHostRegister: fake: memlock limit reached";
     log_->pinned[reinterpret_cast<std::uintptr_t>(p)] = n;
     return "";
   }
-  void unpin(void* p) noexcept override {
+  void unpin(int dev, void* p) noexcept override {
+    touch(dev);
     std::lock_guard lock(log_->mutex);
     log_->pinned.erase(reinterpret_cast<std::uintptr_t>(p));
     log_->unpinned += 1;
   }
-  void* alloc_pinned(std::size_t n) override {
+  void* alloc_pinned(int dev, std::size_t n) override {
+    touch(dev);
     void* p = std::malloc(n);
     std::lock_guard lock(log_->mutex);
     log_->pinned_allocs[reinterpret_cast<std::uintptr_t>(p)] = n;
     return p;
   }
-  void free_pinned(void* p) noexcept override {
+  void free_pinned(int dev, void* p) noexcept override {
+    touch(dev);
     {
       std::lock_guard lock(log_->mutex);
       log_->pinned_allocs.erase(reinterpret_cast<std::uintptr_t>(p));
     }
     std::free(p);
   }
-  void* alloc(int, std::size_t n) override {
+  void* alloc(int dev, std::size_t n) override {
+    touch(dev);
     void* p = std::malloc(n);
     std::memset(p, 0xCD, n);  // never-written device memory is recognisable
     return p;
   }
-  void free(int, void* p) noexcept override { std::free(p); }
-  detail::Event create_event(int) override { return new FakeEvent(); }
-  void destroy_event(int, detail::Event e) noexcept override { delete static_cast<FakeEvent*>(e); }
+  void free(int dev, void* p) noexcept override {
+    touch(dev);
+    std::free(p);
+  }
+  detail::Event create_event(int dev) override {
+    touch(dev);
+    return new FakeEvent();
+  }
+  void destroy_event(int dev, detail::Event e) noexcept override {
+    touch(dev);
+    delete static_cast<FakeEvent*>(e);
+  }
 
   void copy(int dev, void* d_dst, const void* src, std::size_t n) override {
+    touch(dev);
     std::function<void()> hook;
     {
       std::lock_guard lock(log_->mutex);
@@ -163,18 +185,27 @@ class FakeGpu final : public detail::DeviceBackend {
   }
   void normalize(int dev, const kernels::NormalizeParams& p, const std::uint8_t* d_src,
                  void* d_dst) override {
+    touch(dev);
     queue(dev).push([=] { kernels::normalize_cpu(p, d_src, d_dst); });
   }
   void record(int dev, detail::Event e) override {
+    touch(dev);
     auto* ev = static_cast<FakeEvent*>(e);
     ev->reset();
     queue(dev).push([ev] { ev->fire(); });
   }
   void call_when_done(int dev, void (*fn)(void*), void* arg) override {
-    queue(dev).push([fn, arg] { fn(arg); });
+    touch(dev);
+    auto log = log_;
+    queue(dev).push([fn, arg, log] {
+      fn(arg);
+      std::lock_guard lock(log->mutex);
+      log->callbacks_returned += 1;
+    });
   }
   // `consumer_stream` is a FakeConsumerStream (or null): later work on the queue waits for it.
   void wait_for_stream(int dev, void* consumer_stream) override {
+    touch(dev);
     {
       std::lock_guard lock(log_->mutex);
       log_->stream_waits += 1;
@@ -184,7 +215,16 @@ class FakeGpu final : public detail::DeviceBackend {
       queue(dev).push([theirs] { theirs->wait(); });
     }
   }
-  void wait(int, detail::Event e) override { static_cast<FakeEvent*>(e)->wait(); }
+  // `consumer_stream` is a FakeConsumerStream: the wait is logged (its work never runs here).
+  void stream_wait_event(int dev, void*, detail::Event) override {
+    touch(dev);
+    std::lock_guard lock(log_->mutex);
+    log_->event_waits += 1;
+  }
+  void wait(int dev, detail::Event e) override {
+    touch(dev);
+    static_cast<FakeEvent*>(e)->wait();
+  }
   void* stream(int dev) override { return queues_[static_cast<std::size_t>(dev)].get(); }
   void synchronize() noexcept override {
     for (auto& q : queues_) q->drain();
@@ -262,8 +302,16 @@ class FakeGpu final : public detail::DeviceBackend {
   };
 
   Queue& queue(int dev) { return *queues_[static_cast<std::size_t>(dev)]; }
+  // Records dev's CUDA ordinal for this thread; a position outside the set shows as -1.
+  void touch(int dev) noexcept {
+    const bool known = dev >= 0 && dev < static_cast<int>(ids_.size());
+    std::lock_guard lock(log_->mutex);
+    log_->touched[std::this_thread::get_id()].insert(
+        known ? ids_[static_cast<std::size_t>(dev)] : -1);
+  }
 
   std::shared_ptr<FakeGpuLog> log_;
+  std::vector<int> ids_;  // CUDA ordinals
   std::vector<std::unique_ptr<Queue>> queues_;
 };
 
@@ -275,7 +323,7 @@ class FakeGpuScope {
   Loader loader(Options options) const {
     detail::LoaderEnvironment env;
     env.gpu_backend = [log = log_](const DeviceSet& set) {
-      return std::make_unique<FakeGpu>(set.count, log);
+      return std::make_unique<FakeGpu>(set, log);
     };
     return detail::LoaderAccess::make(std::move(options), env);
   }

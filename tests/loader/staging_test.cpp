@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -24,6 +25,14 @@ std::vector<std::uint8_t> device_bytes(const Batch& b, int dev) {
   const DeviceChunk c = b.chunk(dev);
   const auto* p = static_cast<const std::uint8_t*>(c.data);
   return {p, p + c.bytes};
+}
+
+// The chunk's labels and valid flags on the device equal the host's. REQUIRES: waited for.
+bool device_targets_match(const DeviceChunk& c) {
+  if (c.device_labels == nullptr || c.device_valid == nullptr) return false;
+  return c.device_labels != c.labels.data() &&  // a copy of its own, not the slot's bytes
+         std::equal(c.labels.begin(), c.labels.end(), c.device_labels) &&
+         std::equal(c.valid.begin(), c.valid.end(), c.device_valid);
 }
 
 // What two host devices receive in `epoch` (its first `batches`, or all when -1): the bytes
@@ -77,6 +86,7 @@ TEST(Staging, GpuChunksAreCopiedStraightFromTheRegisteredArena) {
       const std::vector<std::uint8_t> got = device_bytes(*b, d);
       ASSERT_EQ(got.size(), c.pixels.size());
       ASSERT_TRUE(std::equal(got.begin(), got.end(), c.pixels.begin())) << "batch " << batches;
+      ASSERT_TRUE(device_targets_match(c)) << "batch " << batches;
     }
     ++batches;
   }
@@ -85,8 +95,10 @@ TEST(Staging, GpuChunksAreCopiedStraightFromTheRegisteredArena) {
   EXPECT_EQ(s.staging, StagingMode::kRegistered);
   EXPECT_EQ(s.host_copy_bytes, 0);
   EXPECT_GE(s.staged_batches, batches);
-  EXPECT_EQ(s.dma_copies, 2 * s.staged_batches);
-  EXPECT_EQ(s.dma_bytes, s.staged_batches * 64 * 28 * 28);
+  EXPECT_EQ(s.dma_copies, 4 * s.staged_batches);  // per device: the pixels, then the targets
+  // The targets: labels (64 x 4 bytes), ids, planned ids (64 x 8 each), valid (64), each on a
+  // 64-byte boundary: 1344 bytes per device.
+  EXPECT_EQ(s.dma_bytes, s.staged_batches * (64 * 28 * 28 + 2 * 1344));
   EXPECT_EQ(s.pinned_bytes % 4096, 0);
   EXPECT_GT(s.pinned_bytes, 0);
   std::lock_guard lock(gpu.log().mutex);
@@ -125,6 +137,7 @@ TEST(Staging, WhenPinningFailsChunksGoThroughPinnedBuffersAndStatsSaySo) {
     for (int d = 0; d < 2; ++d) {
       const auto got = device_bytes(*b, d);
       ASSERT_TRUE(std::equal(got.begin(), got.end(), b->chunk(d).pixels.begin()));
+      ASSERT_TRUE(device_targets_match(b->chunk(d)));
     }
   }
   const Stats s = loader.stats();
@@ -261,6 +274,161 @@ TEST(Staging, RecordStreamOrdersLaterCopiesAfterTheConsumersWork) {
     EXPECT_GE(when, finished) << "copy " << number << " ran before the consumer's work ended";
   }
   EXPECT_GE(later, 2);
+}
+
+// The consumer's stream may read the batch's host arrays too (its labels, say, copied from the
+// page-locked slot): with the stream recorded, the slot goes back to the workers only after
+// the stream has passed that work, not when the batch is dropped.
+TEST(Staging, ARecordedStreamKeepsTheSlotFromTheWorkersUntilItPasses) {
+  FakeGpuScope gpu;
+  Options o = fake_gpu_options(2);
+  o.prefetch = 4;
+  Loader loader = gpu.loader(o);
+  test::FakeConsumerStream consumer;
+  const std::uint8_t* pixels = nullptr;
+  const std::int32_t* labels = nullptr;
+  std::vector<std::uint8_t> expected_pixels;
+  std::vector<std::int32_t> expected_labels;
+  {
+    auto b = loader.next();
+    ASSERT_TRUE(b);
+    b->wait(0);  // stoke's own copies are done: only the consumer's work holds the slot now
+    b->wait(1);
+    pixels = b->pixels().data();
+    labels = b->labels().data();
+    expected_pixels.assign(b->pixels().begin(), b->pixels().end());
+    expected_labels.assign(b->labels().begin(), b->labels().end());
+    b->record_stream(1, reinterpret_cast<CUstream_st*>(&consumer));
+  }
+  // The workers fill free slots ahead of the consumer at once: given this one, they would have
+  // written another batch into it by now.
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_TRUE(std::equal(expected_pixels.begin(), expected_pixels.end(), pixels));
+  EXPECT_TRUE(std::equal(expected_labels.begin(), expected_labels.end(), labels));
+  consumer.finish();
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE(loader.next());  // the slot comes back into use
+  EXPECT_FALSE(std::equal(expected_pixels.begin(), expected_pixels.end(), pixels));
+}
+
+// A loader on cuda:1 works in GPU 1's context on every thread it uses: its own, the consumer's
+// (waits, releases) and the one that destroys it. None of them makes a context on GPU 0, which
+// every rank of a job that sees all GPUs would otherwise do.
+TEST(Staging, ALoaderOnGpu1NeverTouchesGpu0) {
+  FakeGpuScope gpu;
+  gpu.log().copy_delay = std::chrono::milliseconds(1);
+  Options o = test::fashion_options(2, 64);
+  o.devices = DeviceSet::parse("cuda:1");
+  o.dtype = DType::kFloat16;
+  {
+    Loader loader = gpu.loader(o);
+    test::FakeConsumerStream consumer;
+    consumer.finish();
+    for (int i = 0; i < 20; ++i) {
+      auto b = loader.next();
+      ASSERT_TRUE(b);
+      EXPECT_EQ(b->chunk(0).cuda_device, 1);
+      b->wait_on(0, reinterpret_cast<CUstream_st*>(&consumer));
+      b->record_stream(0, reinterpret_cast<CUstream_st*>(&consumer));
+      b->wait(0);
+    }
+  }
+  std::lock_guard lock(gpu.log().mutex);
+  ASSERT_GE(gpu.log().touched.size(), 2u);  // at least the stager and this thread
+  for (const auto& [thread, ordinals] : gpu.log().touched)
+    EXPECT_EQ(ordinals, std::set<int>{1}) << "a thread touched another GPU than cuda:1";
+}
+
+TEST(Staging, PinnedFallbackBuffersBelongToTheLoadersGpu) {
+  FakeGpuScope gpu;
+  gpu.log().refuse_pin = true;
+  Options o = test::fashion_options(1, 64);
+  o.devices = DeviceSet::parse("cuda:3");
+  {
+    Loader loader = gpu.loader(o);
+    for (int i = 0; i < 5; ++i) {
+      auto b = loader.next();
+      ASSERT_TRUE(b);
+      b->wait(0);
+      ASSERT_TRUE(device_targets_match(b->chunk(0)));
+    }
+  }
+  std::lock_guard lock(gpu.log().mutex);
+  EXPECT_GT(gpu.log().copies_from_pinned_allocs, 0);
+  EXPECT_TRUE(gpu.log().pinned_allocs.empty());  // all freed
+  for (const auto& [thread, ordinals] : gpu.log().touched) EXPECT_EQ(ordinals, std::set<int>{3});
+}
+
+// wait_on enqueues the consumer stream's wait and returns: the host does not wait for copies
+// that take a quarter of a second.
+TEST(Staging, WaitOnMakesTheConsumersStreamWaitWithoutBlockingTheHost) {
+  FakeGpuScope gpu;
+  gpu.log().copy_delay = std::chrono::milliseconds(250);
+  Loader loader = gpu.loader(fake_gpu_options(1));
+  auto b = loader.next();  // delivered once enqueued, before the copies have run
+  ASSERT_TRUE(b);
+  test::FakeConsumerStream consumer;
+  b->wait_on(0, reinterpret_cast<CUstream_st*>(&consumer));
+  b->wait_on(1, reinterpret_cast<CUstream_st*>(&consumer));
+  {
+    std::lock_guard lock(gpu.log().mutex);
+    EXPECT_EQ(gpu.log().event_waits, 2);
+    // The first batch's four copies (two per device, enqueued first) take 500 ms on each
+    // device's queue; a host wait would have returned only after all of them.
+    EXPECT_LT(gpu.log().copies_executed.size(), 4u);
+  }
+  EXPECT_THROW(b->wait_on(2, nullptr), Error);
+  b->wait(0);
+  b->wait(1);
+}
+
+// The devices' completion callbacks (CUDA's callback thread, which holds up its stream while
+// one runs) never take the loader's lock: they complete while another thread holds it.
+TEST(Staging, DeviceCallbacksNeverWaitForTheLoadersLock) {
+  FakeGpuScope gpu;
+  // Slow copies keep the first batches' callbacks in flight when the lock is taken; one device,
+  // so that each callback is the slot's last and signals the loader.
+  gpu.log().copy_delay = std::chrono::milliseconds(150);
+  Options o = test::fashion_options(1, 64);
+  o.devices = DeviceSet::parse("cuda:0");
+  o.prefetch = 3;
+  Loader loader = gpu.loader(o);
+  auto first = loader.next();
+  ASSERT_TRUE(first);
+  bool completed_under_lock = false;
+  detail::LoaderAccess::while_locked(loader, [&] {
+    std::int64_t before = 0;
+    {
+      std::lock_guard lock(gpu.log().mutex);
+      before = gpu.log().callbacks_returned;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!completed_under_lock && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      std::lock_guard lock(gpu.log().mutex);
+      completed_under_lock = gpu.log().callbacks_returned > before;
+    }
+  });
+  EXPECT_TRUE(completed_under_lock) << "no device callback returned while the lock was held";
+  first->release();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(loader.next());  // and the loader goes on
+}
+
+// With no worker processes the consumer's own thread fills slots; it must notice slots the
+// devices finished reading even though nobody takes the lock to tell it.
+TEST(Staging, AnInProcessLoaderOnAGpuDeliversTheSameBytes) {
+  const test::Delivered expected = host_reference(0, 40);
+  FakeGpuScope gpu;
+  gpu.log().copy_delay = std::chrono::milliseconds(1);
+  Loader loader = gpu.loader(fake_gpu_options(0));
+  test::Delivered got;
+  for (int i = 0; i < 40; ++i) {
+    auto b = loader.next();
+    ASSERT_TRUE(b);
+    test::append(got, *b);
+  }
+  EXPECT_TRUE(got == expected);
+  std::lock_guard lock(gpu.log().mutex);
+  EXPECT_EQ(gpu.log().sources_changed_before_dma, 0);
 }
 
 // A reposition lands while the stager is inside stage() for a batch of the old epoch: that slot

@@ -6,11 +6,12 @@
 // A Batch after release(), or moved from, is empty(): every other accessor throws stoke::Error
 // rather than reading a slot it no longer holds.
 //
-// GPU batches: each device's chunk arrives asynchronously on stoke's stream for that device.
-// Make your stream wait for DeviceChunk::ready (cudaStreamWaitEvent) before reading `data`, or
-// call wait(). If work you enqueued still reads `data` when you drop the Batch, call
-// record_stream() first (as with torch's Tensor.record_stream): stoke then rewrites that
-// buffer only after your stream has passed that work.
+// GPU batches: each device's chunk (pixels, labels and valid flags) arrives asynchronously on
+// stoke's stream for that device. Call wait_on(device, your_stream) before enqueuing work that
+// reads it (the GPU waits, the host does not), or wait() to block the host. If work you
+// enqueued still reads the chunk when you drop the Batch, call record_stream() first (as with
+// torch's Tensor.record_stream): stoke then rewrites those buffers, and lets workers rewrite
+// the slot, only after your stream has passed that work.
 
 #include <array>
 #include <cstddef>
@@ -45,9 +46,13 @@ struct DeviceChunk {
   DType dtype = DType::kUInt8;
   Layout layout = Layout::kNHWC;
   std::array<std::int64_t, 4> shape{};  // in layout order: {N, H, W, C} or {N, C, H, W}
-  int cuda_device = -1;                 // the CUDA ordinal, or -1 for a host device
-  CUevent_st* ready = nullptr;          // completes when `data` is filled (GPU only)
-  CUstream_st* stream = nullptr;        // stoke's stream for this device (GPU only)
+  // The chunk's `samples` labels and valid flags where `data` is: device memory on a GPU
+  // (copied with the pixels), else the host arrays above.
+  const std::int32_t* device_labels = nullptr;
+  const std::uint8_t* device_valid = nullptr;
+  int cuda_device = -1;           // the CUDA ordinal, or -1 for a host device
+  CUevent_st* ready = nullptr;    // completes when `data` and the labels are filled (GPU only)
+  CUstream_st* stream = nullptr;  // stoke's stream for this device (GPU only)
 };
 
 class Batch {
@@ -66,10 +71,15 @@ class Batch {
   std::span<const std::int64_t> sample_ids() const;  // dataset indices
 
   int device_count() const;
-  // `device` out of 0..device_count()-1 throws Error, in the three calls below.
+  // `device` out of 0..device_count()-1 throws Error, in the four calls below.
   DeviceChunk chunk(int device) const;
-  // Blocks until chunk(device).data is complete (a no-op on host devices).
+  // Blocks until chunk(device) is complete on the device (a no-op on host devices).
   void wait(int device) const;
+  // Work enqueued on `stream` after this call waits until chunk(device) is complete; the host
+  // does not wait (cudaStreamWaitEvent on chunk(device).ready). `stream` may be any stream of
+  // that GPU, cudaStreamLegacy or cudaStreamPerThread (they name the chunk's GPU's); a no-op on
+  // host devices. Throws Error when CUDA refuses the wait.
+  void wait_on(int device, CUstream_st* stream) const;
   // Work already enqueued on `stream` may read chunk(device).data after this Batch is dropped;
   // stoke will not rewrite that memory before the stream passes it. Any thread; no-op on host
   // devices.

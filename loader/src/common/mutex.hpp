@@ -56,6 +56,11 @@ class CondVar {
  public:
   // REQUIRES: `lock` holds the mutex this variable is used with; it is held again on return.
   void wait(MutexLock& lock) { cv_.wait(lock.lock_); }
+  // Also returns after `timeout` without a notification.
+  template <class Rep, class Period>
+  void wait_for(MutexLock& lock, std::chrono::duration<Rep, Period> timeout) {
+    cv_.wait_for(lock.lock_, timeout);
+  }
   void notify_all() { cv_.notify_all(); }
 
  private:

@@ -21,10 +21,10 @@ class HostBackend final : public DeviceBackend {
   int count() const override { return count_; }
   std::string describe() const override { return "cpu:" + std::to_string(count_); }
 
-  std::string pin(void*, std::size_t) override { return ""; }
-  void unpin(void*) noexcept override {}
-  void* alloc_pinned(std::size_t n) override { return allocate(n); }
-  void free_pinned(void* p) noexcept override { std::free(p); }
+  std::string pin(int, void*, std::size_t) override { return ""; }
+  void unpin(int, void*) noexcept override {}
+  void* alloc_pinned(int, std::size_t n) override { return allocate(n); }
+  void free_pinned(int, void* p) noexcept override { std::free(p); }
   void* alloc(int, std::size_t n) override { return allocate(n); }
   void free(int, void* p) noexcept override { std::free(p); }
   // Host queues are always complete; any non-null handle will do.
@@ -41,6 +41,7 @@ class HostBackend final : public DeviceBackend {
   void record(int, Event) override {}
   void call_when_done(int, void (*fn)(void*), void* arg) override { fn(arg); }
   void wait_for_stream(int, void*) override {}
+  void stream_wait_event(int, void*, Event) override {}
   void wait(int, Event) override {}
   void* stream(int) override { return nullptr; }
   void synchronize() noexcept override {}

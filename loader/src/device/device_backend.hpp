@@ -5,9 +5,13 @@
 //
 // Thread-safety: one thread (the loader's stager) enqueues work; record/wait/consumer_used and
 // the accessors may be called from any thread. Callbacks passed to call_when_done run on a
-// backend-owned thread (CUDA: the runtime's callback thread) and must not call the backend.
+// backend-owned thread (CUDA: the runtime's callback thread), must not call the backend and
+// must not block (CUDA stalls the stream behind them).
 //
-// `dev` is a position in the loader's DeviceSet (0..count()-1), not a CUDA ordinal.
+// `dev` is a position in the loader's DeviceSet (0..count()-1), not a CUDA ordinal. Every call
+// works in the context of the device it names (page-locking in the first device's) and leaves
+// the calling thread's current device, or its lack of one, as it found it: a loader on cuda:1
+// never makes a context on GPU 0.
 
 #include <cstddef>
 #include <cstdint>
@@ -30,11 +34,12 @@ class DeviceBackend {
   virtual int count() const = 0;
   virtual std::string describe() const = 0;  // e.g. "cuda:0 (NVIDIA H200)"
 
-  // Page-locks [p, p + n) for DMA. Returns "" on success, else why it could not.
-  virtual std::string pin(void* p, std::size_t n) = 0;
-  virtual void unpin(void* p) noexcept = 0;
-  virtual void* alloc_pinned(std::size_t n) = 0;  // page-locked host memory; throws Error
-  virtual void free_pinned(void* p) noexcept = 0;
+  // Page-locks [p, p + n) for DMA by every device of the set, through device `dev`'s context.
+  // Returns "" on success, else why it could not.
+  virtual std::string pin(int dev, void* p, std::size_t n) = 0;
+  virtual void unpin(int dev, void* p) noexcept = 0;
+  virtual void* alloc_pinned(int dev, std::size_t n) = 0;  // page-locked host memory; throws
+  virtual void free_pinned(int dev, void* p) noexcept = 0;
   virtual void* alloc(int dev, std::size_t n) = 0;  // device memory; throws Error
   virtual void free(int dev, void* p) noexcept = 0;
   virtual Event create_event(int dev) = 0;
@@ -49,8 +54,12 @@ class DeviceBackend {
   // fn(arg) runs once the queue has passed everything enqueued before it.
   virtual void call_when_done(int dev, void (*fn)(void*), void* arg) = 0;
   // Later work on the queue waits for the work already enqueued on the consumer's stream
-  // (a cudaStream_t), like torch's Tensor.record_stream.
+  // (a cudaStream_t; cudaStreamLegacy and cudaStreamPerThread name device dev's), like torch's
+  // Tensor.record_stream.
   virtual void wait_for_stream(int dev, void* consumer_stream) = 0;
+  // Later work on the consumer's stream waits for event e (recorded on dev's queue); the host
+  // does not wait.
+  virtual void stream_wait_event(int dev, void* consumer_stream, Event e) = 0;
 
   // Blocks the calling thread until e has completed.
   virtual void wait(int dev, Event e) = 0;

@@ -22,6 +22,9 @@ Staging::Staging(std::unique_ptr<DeviceBackend> backend, const StagingConfig& co
                    config.width * config.channels),
       out_bytes_(config.dtype == DType::kUInt8 ? chunk_bytes_
                                                : chunk_bytes_ * kernels::dtype_size(config.dtype)),
+      meta_bytes_(config.valid_offset +
+                  static_cast<std::size_t>(config.samples_per_device) * config.devices -
+                  config.labels_offset),
       slots_(config.slot_capacity) {
   counts_.mode = backend_->gpu() ? StagingMode::kRegistered : StagingMode::kHost;
 }
@@ -33,14 +36,15 @@ Staging::~Staging() {
       const auto u = static_cast<std::size_t>(d);
       if (set->d_in[u] != nullptr) backend_->free(d, set->d_in[u]);
       if (set->d_out[u] != nullptr) backend_->free(d, set->d_out[u]);
+      if (set->d_meta[u] != nullptr) backend_->free(d, set->d_meta[u]);
       if (set->events[u] != nullptr) backend_->destroy_event(d, set->events[u]);
     }
   }
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     if (slots_[i] && slots_[i]->pinned)
-      backend_->unpin(config_.slots_base + i * config_.slot_stride);
+      backend_->unpin(0, config_.slots_base + i * config_.slot_stride);
   }
-  for (void* p : bounce_all_) backend_->free_pinned(p);
+  for (void* p : bounce_all_) backend_->free_pinned(0, p);
 }
 
 kernels::NormalizeParams normalize_params(const StagingConfig& config) {
@@ -63,6 +67,11 @@ const std::uint8_t* Staging::chunk_src(int slot, int dev) const {
          static_cast<std::size_t>(dev) * chunk_bytes_;
 }
 
+const std::uint8_t* Staging::meta_src(int slot) const {
+  return config_.slots_base + static_cast<std::size_t>(slot) * config_.slot_stride +
+         config_.labels_offset;
+}
+
 void Staging::try_pin(int slot, SlotStage& s) {
   if (!backend_->gpu() || s.pinned) return;
   {
@@ -70,7 +79,7 @@ void Staging::try_pin(int slot, SlotStage& s) {
     if (!fallback_reason_.empty()) return;  // failed once: the limit will not have moved
   }
   void* p = config_.slots_base + static_cast<std::size_t>(slot) * config_.slot_stride;
-  const std::string why = backend_->pin(p, config_.slot_stride);
+  const std::string why = backend_->pin(0, p, config_.slot_stride);
   std::lock_guard lock(mutex_);
   if (why.empty()) {
     s.pinned = true;
@@ -92,8 +101,10 @@ Staging::SlotStage& Staging::prepare(int slot) {
   if (entry) return *entry;
   auto s = std::make_unique<SlotStage>();
   s->work.resize(static_cast<std::size_t>(config_.devices));
+  s->hold_work.resize(static_cast<std::size_t>(config_.devices));
   for (int d = 0; d < config_.devices; ++d) {
     s->work[static_cast<std::size_t>(d)] = DeviceWork{this, slot, d, nullptr};
+    s->hold_work[static_cast<std::size_t>(d)] = DeviceWork{this, slot, d, nullptr};
   }
   entry = std::move(s);
   return *entry;
@@ -111,6 +122,7 @@ Staging::BufferSet* Staging::take_set() {
   const auto n = static_cast<std::size_t>(config_.devices);
   set->d_in.assign(n, nullptr);
   set->d_out.assign(n, nullptr);
+  set->d_meta.assign(n, nullptr);
   set->events.assign(n, nullptr);
   sets_.push_back(std::move(set));
   return sets_.back().get();
@@ -140,7 +152,7 @@ void* Staging::take_bounce() {
   if (bounce_free_.empty() &&
       bounce_all_.size() < static_cast<std::size_t>(kBounceBuffersPerDevice * config_.devices)) {
     lock.unlock();
-    void* p = backend_->alloc_pinned(chunk_bytes_);
+    void* p = backend_->alloc_pinned(0, chunk_bytes_ + meta_bytes_);
     lock.lock();
     bounce_all_.push_back(p);
     return p;
@@ -164,6 +176,34 @@ void Staging::give_bounce(void* p) {
   bounce_cv_.notify_one();
 }
 
+void Staging::begin(int slot) {
+  prepare(slot).outstanding.store(config_.devices, std::memory_order_release);
+}
+
+void Staging::hold(int slot) {
+  // Added, not stored: the batch's own copies may still be in flight.
+  prepare(slot).outstanding.fetch_add(config_.devices, std::memory_order_acq_rel);
+}
+
+void Staging::pass_hold(int slot) noexcept {
+  SlotStage& s = *slots_[static_cast<std::size_t>(slot)];
+  for (int d = 0; d < config_.devices; ++d) {
+    DeviceWork& w = s.hold_work[static_cast<std::size_t>(d)];
+    try {
+      backend_->call_when_done(d, &Staging::device_done, &w);
+    } catch (...) {
+      // The device refuses work: it is broken (the next stage() reports it), and its queue
+      // will not read the slot again.
+      device_done(&w);
+    }
+  }
+}
+
+bool Staging::transferring(int slot) const {
+  const SlotStage* s = slots_[static_cast<std::size_t>(slot)].get();
+  return s != nullptr && s->outstanding.load(std::memory_order_acquire) > 0;
+}
+
 void Staging::stage(int slot) {
   SlotStage& s = prepare(slot);
   try_pin(slot, s);
@@ -178,23 +218,28 @@ void Staging::stage(int slot) {
   const bool normalize = config_.dtype != DType::kUInt8;
   const kernels::NormalizeParams p = normalize_params(config_);
   std::int64_t host_copied = 0;
-  s.outstanding.store(config_.devices, std::memory_order_relaxed);
   for (int d = 0; d < config_.devices; ++d) {
     const auto u = static_cast<std::size_t>(d);
     if (gpu && set.d_in[u] == nullptr) set.d_in[u] = allocate(d, chunk_bytes_);
     if (normalize && set.d_out[u] == nullptr) set.d_out[u] = allocate(d, out_bytes_);
+    if (gpu && set.d_meta[u] == nullptr) set.d_meta[u] = allocate(d, meta_bytes_);
     if (set.events[u] == nullptr) set.events[u] = backend_->create_event(d);
     const std::uint8_t* src = chunk_src(slot, d);
+    const std::uint8_t* meta = meta_src(slot);
     DeviceWork& w = s.work[u];
     w.bounce = nullptr;
     if (gpu) {
       if (!s.pinned) {
-        w.bounce = take_bounce();
-        std::memcpy(w.bounce, src, chunk_bytes_);
-        host_copied += static_cast<std::int64_t>(chunk_bytes_);
-        src = static_cast<const std::uint8_t*>(w.bounce);
+        auto* bounce = static_cast<std::uint8_t*>(take_bounce());
+        w.bounce = bounce;
+        std::memcpy(bounce, src, chunk_bytes_);
+        std::memcpy(bounce + chunk_bytes_, meta, meta_bytes_);
+        host_copied += static_cast<std::int64_t>(chunk_bytes_ + meta_bytes_);
+        src = bounce;
+        meta = bounce + chunk_bytes_;
       }
       backend_->copy(d, set.d_in[u], src, chunk_bytes_);
+      backend_->copy(d, set.d_meta[u], meta, meta_bytes_);
       src = static_cast<const std::uint8_t*>(set.d_in[u]);
     }
     if (normalize) backend_->normalize(d, p, src, set.d_out[u]);
@@ -204,8 +249,8 @@ void Staging::stage(int slot) {
   std::lock_guard lock(mutex_);
   counts_.staged_batches += 1;
   if (gpu) {
-    counts_.dma_copies += config_.devices;
-    counts_.dma_bytes += static_cast<std::int64_t>(chunk_bytes_) * config_.devices;
+    counts_.dma_copies += 2 * config_.devices;
+    counts_.dma_bytes += static_cast<std::int64_t>(chunk_bytes_ + meta_bytes_) * config_.devices;
   }
   counts_.host_copy_bytes += host_copied;
 }
@@ -225,12 +270,31 @@ const void* Staging::output(int slot, int dev) const {
   return backend_->gpu() ? set.d_in[u] : chunk_src(slot, dev);
 }
 
+const std::int32_t* Staging::labels(int slot, int dev) const {
+  const std::uint8_t* base =
+      backend_->gpu()
+          ? static_cast<const std::uint8_t*>(
+                slots_[static_cast<std::size_t>(slot)]->set->d_meta[static_cast<std::size_t>(dev)])
+          : meta_src(slot);
+  return reinterpret_cast<const std::int32_t*>(base) + samples_before(dev);
+}
+
+const std::uint8_t* Staging::valid(int slot, int dev) const {
+  const std::int32_t* labels_start = labels(slot, dev) - samples_before(dev);
+  return reinterpret_cast<const std::uint8_t*>(labels_start) +
+         (config_.valid_offset - config_.labels_offset) + samples_before(dev);
+}
+
 Event Staging::ready(int slot, int dev) const {
   return slots_[static_cast<std::size_t>(slot)]->set->events[static_cast<std::size_t>(dev)];
 }
 
 void Staging::wait(int slot, int dev) const {
   backend_->wait(dev, ready(slot, dev));
+}
+
+void Staging::wait_on(int slot, int dev, void* stream) const {
+  backend_->stream_wait_event(dev, stream, ready(slot, dev));
 }
 
 void Staging::consumer_used(int dev, void* stream) {
