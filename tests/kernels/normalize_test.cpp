@@ -313,15 +313,30 @@ std::vector<unsigned char> naive_normalize(const NormalizeParams& p,
 
 struct Coefficients {
   const char* name;
-  float mean[3];
-  float stddev[3];
+  float mean[4];
+  float stddev[4];
 };
-// ImageNet (typical), plus coefficients that push float16 into overflow and subnormals.
+// ImageNet (typical, with a fourth channel), plus coefficients that push float16 into overflow
+// and subnormals.
 const Coefficients kCoefficients[] = {
     {"imagenet",
-     {0.485f * 255, 0.456f * 255, 0.406f * 255},
-     {0.229f * 255, 0.224f * 255, 0.225f * 255}},
-    {"extreme", {0.0f, 127.5f, -3.0f}, {0.0031f, 1.0e5f, -7.3f}},
+     {0.485f * 255, 0.456f * 255, 0.406f * 255, 0.5f * 255},
+     {0.229f * 255, 0.224f * 255, 0.225f * 255, 0.25f * 255}},
+    {"extreme", {0.0f, 127.5f, -3.0f, 255.0f}, {0.0031f, 1.0e5f, -7.3f, 3.0e4f}},
+};
+
+// Image size and crop window. The output widths (23, 13, 223, 7, 1) are not multiples of the GPU
+// kernel's 4 or 8 outputs per thread, and the crops start at odd columns, so rows start at every
+// alignment and end in cut groups.
+struct Shape {
+  const char* name;
+  int height, width, crop_y, crop_x, out_height, out_width;
+};
+const Shape kShapes[] = {
+    {"17x23", 17, 23, 0, 0, 0, 0}, {"crop 11x13 of 17x23", 17, 23, 3, 5, 11, 13},
+    {"5x223", 5, 223, 0, 0, 0, 0}, {"crop 4x223 of 6x230", 6, 230, 1, 3, 4, 223},
+    {"4x7", 4, 7, 0, 0, 0, 0},     {"crop 3x7 of 5x9", 5, 9, 1, 1, 3, 7},
+    {"3x1", 3, 1, 0, 0, 0, 0},     {"crop 2x1 of 4x5", 4, 5, 1, 3, 2, 1},
 };
 
 struct Case {
@@ -331,43 +346,49 @@ struct Case {
   std::string name;
 };
 
-// Every combination of dtype x layout x channels {1, 3} x crop x flip x coefficients.
+// Fills p's coefficients from k and makes random pixels (with 0 and 255 among them) for p's input.
+std::vector<std::uint8_t> random_input(NormalizeParams& p, const Coefficients& k,
+                                       std::mt19937& rng) {
+  for (int c = 0; c < p.channels; ++c) {
+    p.mean[c] = k.mean[c];
+    p.stddev[c] = k.stddev[c];
+  }
+  std::vector<std::uint8_t> src(static_cast<std::size_t>(p.samples) * p.height * p.width *
+                                p.channels);
+  for (auto& b : src) b = static_cast<std::uint8_t>(rng());
+  src[0] = 0;
+  src[1] = 255;
+  return src;
+}
+
+// Every combination of dtype x layout x channels {1, 3, 4} x shape x flip x coefficients.
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   std::mt19937 rng(1234);
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
-      for (int channels : {1, 3}) {
-        for (bool crop : {false, true}) {
+      for (int channels : {1, 3, 4}) {
+        for (const Shape& shape : kShapes) {
           for (bool flip : {false, true}) {
             for (const Coefficients& k : kCoefficients) {
               Case t;
               NormalizeParams& p = t.params;
               p.samples = 3;
-              p.height = 17;
-              p.width = 23;
+              p.height = shape.height;
+              p.width = shape.width;
               p.channels = channels;
-              if (crop) {
-                p.crop_y = 3;
-                p.crop_x = 5;
-                p.out_height = 11;
-                p.out_width = 13;
-              }
+              p.crop_y = shape.crop_y;
+              p.crop_x = shape.crop_x;
+              p.out_height = shape.out_height;
+              p.out_width = shape.out_width;
               p.dtype = dtype;
               p.layout = layout;
-              for (int c = 0; c < channels; ++c) {
-                p.mean[c] = k.mean[c];
-                p.stddev[c] = k.stddev[c];
-              }
-              t.src.resize(static_cast<std::size_t>(p.samples) * p.height * p.width * channels);
-              for (auto& b : t.src) b = static_cast<std::uint8_t>(rng());
-              t.src[0] = 0;
-              t.src[1] = 255;
+              t.src = random_input(p, k, rng);
               if (flip) t.flips = {1, 0, 1};
               t.name = std::string(dtype_name(dtype)) +
                        (layout == Layout::kNCHW ? " NCHW" : " NHWC") +
-                       " c=" + std::to_string(channels) + (crop ? " crop" : "") +
-                       (flip ? " flip" : "") + " " + k.name;
+                       " c=" + std::to_string(channels) + " " + shape.name + (flip ? " flip" : "") +
+                       " " + k.name;
               cases.push_back(std::move(t));
             }
           }
@@ -475,39 +496,133 @@ TEST(NormalizeCuda, RejectsInvalidParamsBeforeTouchingTheDevice) {
   EXPECT_THROW(normalize_cuda(p, nullptr, nullptr, nullptr), std::invalid_argument);
 }
 
+TEST(NormalizeCuda, RejectsRowsTooWideForItsRowIndices) {
+  NormalizeParams p = valid_params();
+  p.samples = 1;
+  p.height = 1;
+  p.width = (1 << 28) + 1;  // x 4 channels: just over 2^30 bytes
+  p.channels = 4;
+  // Never dereferenced: the check comes before any CUDA call.
+  const std::uint8_t fake = 0;
+  unsigned char fake_dst[16];
+  try {
+    normalize_cuda(p, &fake, fake_dst, nullptr);
+    ADD_FAILURE() << "accepted a row of " << 4.0 * p.width << " bytes";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("rows of at most 2^30 bytes"), std::string::npos)
+        << e.what();
+  }
+}
+
+// Runs normalize_cuda on t and compares it bit for bit with normalize_cpu. The output starts
+// dst_offset elements past a 256-byte boundary (cudaMalloc's alignment), and the bytes around it
+// must stay untouched.
+void expect_cuda_matches_cpu(const Case& t, std::size_t dst_offset, cudaStream_t stream) {
+  constexpr std::size_t kGuard = 64;
+  NormalizeParams p = t.params;
+  p.flip = t.flips.empty() ? nullptr : t.flips.data();
+  const std::size_t bytes = normalized_bytes(p);
+  const std::size_t offset = dst_offset * dtype_size(p.dtype);
+  const std::size_t total = offset + bytes + kGuard;
+  std::vector<unsigned char> expected(total, 0xab);
+  normalize_cpu(p, t.src.data(), expected.data() + offset);
+
+  DeviceBuffer d_src(t.src.size()), d_dst(total), d_flip(t.flips.size());
+  ASSERT_EQ(cudaMemcpy(d_src.get(), t.src.data(), t.src.size(), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  if (!t.flips.empty()) {
+    ASSERT_EQ(cudaMemcpy(d_flip.get(), t.flips.data(), t.flips.size(), cudaMemcpyHostToDevice),
+              cudaSuccess);
+  }
+  ASSERT_EQ(cudaMemset(d_dst.get(), 0xab, total), cudaSuccess);
+  p.flip = static_cast<const std::uint8_t*>(d_flip.get());
+  normalize_cuda(p, static_cast<const std::uint8_t*>(d_src.get()),
+                 static_cast<unsigned char*>(d_dst.get()) + offset, stream);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  std::vector<unsigned char> got(total);
+  ASSERT_EQ(cudaMemcpy(got.data(), d_dst.get(), total, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (std::size_t i = 0; i < total; ++i) {
+    if (got[i] != expected[i]) {
+      ADD_FAILURE() << "dst offset " << dst_offset << " elements: first difference at byte " << i
+                    << (i < offset || i >= offset + bytes ? " (outside the output)" : "")
+                    << ": got 0x" << std::hex << +got[i] << ", expected 0x" << +expected[i];
+      return;
+    }
+  }
+}
+
+class CudaStream {
+ public:
+  CudaStream() {
+    if (cudaStreamCreate(&stream_) != cudaSuccess) throw std::runtime_error("cudaStreamCreate");
+  }
+  ~CudaStream() { cudaStreamDestroy(stream_); }
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+// Offsets 0, 1 and 3 elements put row 0 on, and off, the kernel's 16-byte store boundaries.
 TEST(NormalizeCuda, BitIdenticalToCpuReference) {
   STOKE_SKIP_WITHOUT_GPU();
-  cudaStream_t stream = nullptr;
-  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-  for (Case& t : all_cases()) {
+  const CudaStream stream;
+  for (const Case& t : all_cases()) {
     SCOPED_TRACE(t.name);
-    const std::size_t bytes = normalized_bytes(t.params);
-    t.params.flip = t.flips.empty() ? nullptr : t.flips.data();
-    std::vector<unsigned char> expected(bytes);
-    normalize_cpu(t.params, t.src.data(), expected.data());
-
-    DeviceBuffer d_src(t.src.size()), d_dst(bytes), d_flip(t.flips.size());
-    ASSERT_EQ(cudaMemcpy(d_src.get(), t.src.data(), t.src.size(), cudaMemcpyHostToDevice),
-              cudaSuccess);
-    if (!t.flips.empty()) {
-      ASSERT_EQ(cudaMemcpy(d_flip.get(), t.flips.data(), t.flips.size(), cudaMemcpyHostToDevice),
-                cudaSuccess);
-    }
-    ASSERT_EQ(cudaMemset(d_dst.get(), 0xab, bytes), cudaSuccess);
-    NormalizeParams gp = t.params;
-    gp.flip = static_cast<const std::uint8_t*>(d_flip.get());
-    normalize_cuda(gp, static_cast<const std::uint8_t*>(d_src.get()), d_dst.get(), stream);
-    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-    std::vector<unsigned char> got(bytes);
-    ASSERT_EQ(cudaMemcpy(got.data(), d_dst.get(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-    EXPECT_EQ(std::memcmp(got.data(), expected.data(), bytes), 0);
+    for (std::size_t dst_offset : {0, 1, 3}) expect_cuda_matches_cpu(t, dst_offset, stream.get());
   }
-  cudaStreamDestroy(stream);
+}
+
+// gridDim.y and gridDim.z stop at 65535, and the kernel loops over the rest: (sample, channel)
+// planes for NCHW and samples for NHWC past 65535, and, with narrow rows packing 8 rows into a
+// block, more than 8 * 65535 rows.
+TEST(NormalizeCuda, CoversBatchesAndImagesBeyondTheGridLimits) {
+  STOKE_SKIP_WITHOUT_GPU();
+  const CudaStream stream;
+  std::mt19937 rng(77);
+  struct Big {
+    const char* name;
+    int samples, height, width, crop_y, crop_x, out_height, out_width;
+  };
+  const Big kBig[] = {{"70000 samples of 2x3, crop 2x2", 70000, 2, 3, 0, 1, 2, 2},
+                      {"1 sample of 600000x3, crop 599990x2", 1, 600000, 3, 5, 1, 599990, 2}};
+  for (const Big& big : kBig) {
+    for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+      for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
+        for (int channels : {1, 3, 4}) {
+          Case t;
+          NormalizeParams& p = t.params;
+          p.samples = big.samples;
+          p.height = big.height;
+          p.width = big.width;
+          p.channels = channels;
+          p.crop_y = big.crop_y;
+          p.crop_x = big.crop_x;
+          p.out_height = big.out_height;
+          p.out_width = big.out_width;
+          p.dtype = dtype;
+          p.layout = layout;
+          t.src = random_input(p, kCoefficients[0], rng);
+          t.flips.resize(static_cast<std::size_t>(p.samples));
+          for (std::size_t i = 0; i < t.flips.size(); ++i) t.flips[i] = i % 3 != 1;
+          t.name = std::string(big.name) + " " + dtype_name(dtype) +
+                   (layout == Layout::kNCHW ? " NCHW" : " NHWC") + " c=" + std::to_string(channels);
+          SCOPED_TRACE(t.name);
+          expect_cuda_matches_cpu(t, 1, stream.get());
+        }
+      }
+    }
+  }
 }
 
 #else
 
 TEST(NormalizeCuda, BitIdenticalToCpuReference) {
+  GTEST_SKIP() << "built without CUDA";
+}
+TEST(NormalizeCuda, CoversBatchesAndImagesBeyondTheGridLimits) {
   GTEST_SKIP() << "built without CUDA";
 }
 

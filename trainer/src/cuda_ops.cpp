@@ -85,7 +85,7 @@ class CudaOps final : public DeviceOps {
     if (c.cuda_device != ordinal_)
       throw ConfigError("replica " + name() + " was handed a chunk on cuda:" +
                         std::to_string(c.cuda_device));
-    if (c.ready != nullptr) STOKE_TRAIN_CUDA(cudaStreamWaitEvent(stream_, c.ready, 0));
+    batch.wait_on(device, stream_);
     batch.record_stream(device, stream_);
   }
 

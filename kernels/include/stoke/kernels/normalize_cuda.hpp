@@ -17,7 +17,8 @@ namespace stoke::kernels {
 // REQUIRES: d_src (samples*height*width*channels bytes), d_dst (normalized_bytes(p) bytes,
 // 2-byte aligned for float16/bfloat16, 4-byte for float32) and p.flip (samples bytes, or
 // nullptr) are device memory that stays valid until the stream reaches the kernel.
-// The kernel allocates nothing.
+// Rows wider than 2^30 bytes (width * channels) are refused with std::invalid_argument: the
+// kernel indexes within a row in 32 bits. The kernel allocates nothing.
 void normalize_cuda(const NormalizeParams& p, const std::uint8_t* d_src, void* d_dst,
                     cudaStream_t stream);
 
