@@ -83,8 +83,8 @@ class CudaOps final : public DeviceOps {
     current();
     const DeviceChunk c = batch.chunk(device);
     if (c.cuda_device != ordinal_)
-      throw ConfigError("replica " + name() + " was handed a chunk on cuda:" +
-                        std::to_string(c.cuda_device));
+      throw ConfigError("replica " + name() +
+                        " was handed a chunk on cuda:" + std::to_string(c.cuda_device));
     batch.wait_on(device, stream_);
     batch.record_stream(device, stream_);
   }
@@ -136,8 +136,8 @@ class CudaOps final : public DeviceOps {
     k::bn_backward_sums(dz, x, mean, invstd, s, sums, stream_);
   }
   void bn_backward_input(const float* dz, const float* x, const float* mean, const float* invstd,
-                         const float* gamma, const double* sums, double count,
-                         const nn::BnShape& s, float* dx) override {
+                         const float* gamma, const double* sums, double count, const nn::BnShape& s,
+                         float* dx) override {
     current();
     k::bn_backward_input(dz, x, mean, invstd, gamma, sums, count, s, dx, stream_);
   }
@@ -150,8 +150,8 @@ class CudaOps final : public DeviceOps {
     current();
     k::maxpool2x2_forward(x, s, h, w, y, argmax, stream_);
   }
-  void maxpool2x2_backward(const float* dy, const std::uint8_t* argmax, const nn::BnShape& s,
-                           int h, int w, float* dx) override {
+  void maxpool2x2_backward(const float* dy, const std::uint8_t* argmax, const nn::BnShape& s, int h,
+                           int w, float* dx) override {
     current();
     k::maxpool2x2_backward(dy, argmax, s, h, w, dx, stream_);
   }
@@ -206,6 +206,8 @@ class CudaOps final : public DeviceOps {
 
 }  // namespace
 
-std::unique_ptr<DeviceOps> make_cuda_ops(int ordinal) { return std::make_unique<CudaOps>(ordinal); }
+std::unique_ptr<DeviceOps> make_cuda_ops(int ordinal) {
+  return std::make_unique<CudaOps>(ordinal);
+}
 
 }  // namespace stoke::train
