@@ -98,10 +98,22 @@ void add_loader_flags(CLI::App& app, Args& a) {
   using stoke::tools::add_word;
   auto& o = a.options;
   app.add_option("--data", o.data,
-                 "image folder root/<class>/<image>, list file (path<TAB>label), or IDX folder")
+                 "image folder root/<class>/<image>, list file (path<TAB>label), IDX folder, or "
+                 "WebDataset tar shards (train-{000000..000031}.tar, comma-separated, or a list "
+                 "file of shards)")
       ->type_name("PATH")
       ->capture_default_str();
   add_word(app, "--split", o.split, stoke::parse_split, "IDX split: train (default) or test");
+  app.add_option("--label-field", o.label_field,
+                 "shards: where a sample's label is: cls, json:KEY or none")
+      ->type_name("WORD")
+      ->capture_default_str();
+  app.add_option("--shuffle-window", o.shuffle_window,
+                 "shards: shuffle samples within runs of this many shards of a permuted shard "
+                 "order (0: all samples)")
+      ->type_name("K")
+      ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
   app.add_option("--batch", o.batch, "samples per batch per rank")
       ->check(CLI::Range(1, 1 << 24))
       ->capture_default_str();

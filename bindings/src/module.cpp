@@ -167,6 +167,8 @@ struct LoaderArgs {
   std::string on_error = "skip";
   std::optional<std::string> verify;  // unset: Options' default
   std::string split = "train";
+  std::string label_field = "cls";
+  int shuffle_window = 0;
   int prefetch = 0;
   int max_workers = 0;
   double stall_target = 0.02;
@@ -200,6 +202,8 @@ stoke::Options options_from(const LoaderArgs& a) {
   o.on_error = stoke::parse_on_error(a.on_error);
   if (a.verify) o.verify = stoke::parse_verify(*a.verify);
   o.split = stoke::parse_split(a.split);
+  o.label_field = a.label_field;
+  o.shuffle_window = a.shuffle_window;
   o.prefetch = a.prefetch;
   o.max_workers = a.max_workers;
   o.stall_target = a.stall_target;
@@ -456,6 +460,8 @@ NB_MODULE(_stoke, m) {
       .def_rw("on_error", &LoaderArgs::on_error)
       .def_rw("verify", &LoaderArgs::verify)
       .def_rw("split", &LoaderArgs::split)
+      .def_rw("label_field", &LoaderArgs::label_field)
+      .def_rw("shuffle_window", &LoaderArgs::shuffle_window)
       .def_rw("prefetch", &LoaderArgs::prefetch)
       .def_rw("max_workers", &LoaderArgs::max_workers)
       .def_rw("stall_target", &LoaderArgs::stall_target)

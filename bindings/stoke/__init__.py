@@ -72,7 +72,9 @@ class Loader(_stoke.Loader):
 
     Args:
         data: an image-folder tree (root/<class>/<image>), a list file (path<TAB>label per
-            line), or a folder of MNIST-style IDX files (plain or .gz).
+            line), a folder of MNIST-style IDX files (plain or .gz), or WebDataset tar shards:
+            ``"train-{000000..000031}.tar"`` (brace ranges), several separated by commas, or a
+            list file naming one shard per line (``stoke-pack`` writes them).
         batch: samples per batch on this rank; a multiple of the device count.
         devices: ``"cpu:G"`` (G host devices), ``"cuda:0,1"`` or ``"auto"`` (every visible GPU,
             else ``cpu:1``).
@@ -103,6 +105,10 @@ class Loader(_stoke.Loader):
             asked for goes unseen). Default (None): the library's, ``"region"``; see "How
             much of a JPEG is checked" in docs/USAGE.md.
         split: ``"train"`` or ``"test"`` (IDX data).
+        label_field: shards: where a sample's label is: ``"cls"`` (its .cls member),
+            ``"json:KEY"`` (an integer field of its .json member) or ``"none"``.
+        shuffle_window: shards: each epoch permutes the shards and shuffles samples within
+            runs of this many shards (locality for streaming reads); 0 shuffles all samples.
         prefetch: batch slots in the arena (0: ``2 * workers + 2``), or ``"auto"``: also add
             slots, within the memory budget, when the consumer waits while the workers idle.
         max_workers: ``workers="auto"``'s upper bound (0: the cores available).
@@ -138,6 +144,8 @@ class Loader(_stoke.Loader):
         on_error: str = "skip",
         verify: Optional[str] = None,
         split: str = "train",
+        label_field: str = "cls",
+        shuffle_window: int = 0,
         prefetch: Union[int, str] = 0,
         max_workers: int = 0,
         stall_target: float = 0.02,
@@ -172,6 +180,8 @@ class Loader(_stoke.Loader):
         a.on_error = on_error
         a.verify = verify
         a.split = split
+        a.label_field = label_field
+        a.shuffle_window = shuffle_window
         a.prefetch = _auto_or_int("prefetch", prefetch)
         a.max_workers = max_workers
         a.stall_target = float(stall_target)

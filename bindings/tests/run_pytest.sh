@@ -18,7 +18,7 @@ mkdir -p "$work/wheels"
 pip_q="-m pip install -q --disable-pip-version-check"
 
 /usr/bin/python3 -m venv --system-site-packages "$work/torch"
-"$work/torch/bin/python" $pip_q nanobind scikit-build-core pytest
+"$work/torch/bin/python" $pip_q nanobind scikit-build-core pytest webdataset
 echo "building the stoke wheel"
 "$work/torch/bin/python" -m pip wheel -q --disable-pip-version-check --no-build-isolation \
   --no-deps -w "$work/wheels" "$src"

@@ -6,6 +6,7 @@ import itertools
 import time
 import os
 import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -367,3 +368,30 @@ def test_next_releases_the_gil_while_it_waits(tmp_path):
     # Holding the GIL in next() would freeze the spinning thread for the whole wait.
     assert waited > 0.05
     assert during > 1000, f"{during} iterations in {waited:.3f} s"
+
+
+def test_stoke_pack_shards_are_read_alike_by_webdataset_and_by_stoke(tmp_path):
+    """stoke-pack's shards are plain WebDataset: webdataset reads every sample with its key and
+    label, and stoke reads the same labels, in the same order, as from the IDX files."""
+    wds = need("webdataset")
+    pack = os.environ.get("STOKE_PACK")
+    if not pack:
+        pytest.skip("STOKE_PACK (the stoke-pack executable) is not set")
+    subprocess.run([pack, "--no-progress", "--data", FASHION, "--split", "test",
+                    "--out", str(tmp_path / "fm-%06d.tar"), "--shard-samples", "2500"],
+                   check=True, stdout=subprocess.DEVNULL)
+    urls = [str(tmp_path / f"fm-{i:06d}.tar") for i in range(4)]
+    keys, labels = [], []
+    for sample in wds.WebDataset(urls, shardshuffle=False, empty_check=False):
+        keys.append(sample["__key__"])
+        labels.append(int(sample["cls"]))
+        assert sample["png"][:8] == b"\x89PNG\r\n\x1a\n"
+    assert keys == [f"{i:06d}" for i in range(10000)]
+
+    def stoke_labels(data, **kw):
+        loader = stoke.Loader(data, batch=500, workers=1, shuffle=False, devices="cpu:1", **kw)
+        return np.concatenate([np.from_dlpack(b.labels).copy() for b in loader]).tolist()
+
+    from_idx = stoke_labels(FASHION, split="test")
+    assert from_idx == labels
+    assert stoke_labels(str(tmp_path / "fm-{000000..000003}.tar"), size=28) == labels

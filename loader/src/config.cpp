@@ -56,8 +56,16 @@ PlanConfig plan_config(const Options& o, std::int64_t samples) {
   RankInfo ranks = rank_from_environment();
   if (o.rank >= 0) ranks.rank = o.rank;
   if (o.world >= 0) ranks.world = o.world;
-  return PlanConfig{samples,     o.batch, o.devices.count, ranks.rank,
-                    ranks.world, o.seed,  o.shuffle,       o.last_batch};
+  PlanConfig plan;
+  plan.samples = samples;
+  plan.batch = o.batch;
+  plan.devices = o.devices.count;
+  plan.rank = ranks.rank;
+  plan.world = ranks.world;
+  plan.seed = o.seed;
+  plan.shuffle = o.shuffle;
+  plan.last_batch = o.last_batch;
+  return plan;
 }
 
 void resolve_pool(ResolvedConfig& r) {
@@ -163,6 +171,11 @@ ResolvedConfig resolve(Options o, const DatasetIndex& index) {
   Pipeline pipeline = choose_pipeline(o, index);
   ResolvedConfig r(std::move(o), std::move(pipeline));
   r.plan = plan_config(r.options, index.size);
+  if (r.options.shuffle_window < 0)
+    throw ConfigError("shuffle_window must be 0 (all shards) or a number of shards, got " +
+                      std::to_string(r.options.shuffle_window));
+  r.plan.shard_starts = index.shard_starts;
+  r.plan.shuffle_window = r.options.shuffle_window;
   r.batches_per_epoch = EpochPlan(r.plan).batches_per_epoch();  // validates the plan
   resolve_pool(r);
   if (index.kind == DatasetKind::kRaw)

@@ -33,7 +33,9 @@ class SampleNames {
   SampleNames(std::string data, const ArenaView& arena) : data_(std::move(data)), view_(arena) {}
   std::string operator()(std::int64_t sample) const {
     if (view_.raw()) return data_ + " sample " + std::to_string(sample);
-    return std::string(view_.path(sample)) + " (sample " + std::to_string(sample) + ")";
+    const std::string_view member = view_.member(sample);
+    return std::string(view_.path(sample)) + (member.empty() ? "" : ":") + std::string(member) +
+           " (sample " + std::to_string(sample) + ")";
   }
 
  private:

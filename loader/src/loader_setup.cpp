@@ -35,6 +35,7 @@ Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, const LoaderEnviro
     core_->metrics.skipped(r.reason);
     log_.post("skipped " + r.path + " while indexing: " + bad_input_name(r.reason));
   }
+  for (const std::string& note : index.shard_notes) log_.post(note);
   log_.flush();  // now, so that a failure further on does not swallow them
   set_up_staging(env);
   index = DatasetIndex{};  // the arena holds it now
@@ -171,7 +172,7 @@ void LoaderAccess::while_locked(Loader& loader, const std::function<void()>& f) 
 Loader::Loader(Options options, const LoaderEnvironment& env) {
   const Clock::time_point created = Clock::now();
   check_options(options);
-  DatasetIndex index = build_index(options.data, options.split);
+  DatasetIndex index = build_index(options.data, options.split, options.label_field);
   ResolvedConfig config = resolve(std::move(options), index);
   impl_ = std::make_unique<Impl>(std::move(config), std::move(index), env, created);
 }

@@ -43,7 +43,7 @@ TEST(EpochPlan, EverySampleOncePerEpochAcrossRanksAndPadsByRepeatingFromEpochSta
       for (int world : {1, 2, 3, 4}) {
         for (int devices : {1, 2, 4}) {
           if (batch % devices != 0) continue;
-          PlanConfig c{n, batch, devices, 0, world, 3, true, LastBatch::kPad};
+          PlanConfig c{n, batch, devices, 0, world, 3, true, LastBatch::kPad, {}, 0};
           SCOPED_TRACE(testing::Message()
                        << "N=" << n << " B=" << batch << " W=" << world << " G=" << devices);
           const EpochIds e = global_epoch(c, 2);
@@ -69,7 +69,7 @@ TEST(EpochPlan, EverySampleOncePerEpochAcrossRanksAndPadsByRepeatingFromEpochSta
 }
 
 TEST(EpochPlan, DropKeepsOnlyWholeGlobalBatchesOfDistinctSamples) {
-  PlanConfig c{1001, 8, 2, 0, 3, 5, true, LastBatch::kDrop};
+  PlanConfig c{1001, 8, 2, 0, 3, 5, true, LastBatch::kDrop, {}, 0};
   const EpochIds e = global_epoch(c, 0);
   EXPECT_EQ(e.ids.size(), 1001u / 24 * 24);
   std::set<std::int64_t> seen(e.ids.begin(), e.ids.end());
@@ -79,9 +79,9 @@ TEST(EpochPlan, DropKeepsOnlyWholeGlobalBatchesOfDistinctSamples) {
 
 TEST(EpochPlan, TwoRanksOfOneDeviceSeeWhatOneRankOfTwoDevicesSees) {
   const int b = 16;
-  PlanConfig one{1000, 2 * b, 2, 0, 1, 11, true, LastBatch::kPad};
+  PlanConfig one{1000, 2 * b, 2, 0, 1, 11, true, LastBatch::kPad, {}, 0};
   EpochPlan single(one);
-  PlanConfig two{1000, b, 1, 0, 2, 11, true, LastBatch::kPad};
+  PlanConfig two{1000, b, 1, 0, 2, 11, true, LastBatch::kPad, {}, 0};
   EpochPlan rank0(two);
   two.rank = 1;
   EpochPlan rank1(two);
@@ -100,7 +100,7 @@ TEST(EpochPlan, TwoRanksOfOneDeviceSeeWhatOneRankOfTwoDevicesSees) {
 }
 
 TEST(EpochPlan, ShufflesEachEpochDifferentlyAndReproducibly) {
-  PlanConfig c{500, 10, 1, 0, 1, 42, true, LastBatch::kPad};
+  PlanConfig c{500, 10, 1, 0, 1, 42, true, LastBatch::kPad, {}, 0};
   EpochPlan a(c), b(c);
   EXPECT_EQ(a.order(0), b.order(0));
   EXPECT_NE(a.order(0), a.order(1));
@@ -113,7 +113,7 @@ TEST(EpochPlan, ShufflesEachEpochDifferentlyAndReproducibly) {
 }
 
 TEST(EpochPlan, RefusesBatchThatIsNotAMultipleOfTheDevicesWithNearestSizes) {
-  PlanConfig c{1000, 250, 4, 0, 1, 0, true, LastBatch::kPad};
+  PlanConfig c{1000, 250, 4, 0, 1, 0, true, LastBatch::kPad, {}, 0};
   try {
     EpochPlan p(c);
     FAIL() << "accepted batch 250 on 4 devices";
@@ -130,7 +130,7 @@ TEST(EpochPlan, RefusesBatchThatIsNotAMultipleOfTheDevicesWithNearestSizes) {
 }
 
 TEST(EpochPlan, RefusesDropWhenNoGlobalBatchFits) {
-  PlanConfig c{10, 8, 1, 0, 2, 0, true, LastBatch::kDrop};
+  PlanConfig c{10, 8, 1, 0, 2, 0, true, LastBatch::kDrop, {}, 0};
   EXPECT_THROW(EpochPlan p(c), ConfigError);
   c.rank = 2;
   c.last_batch = LastBatch::kPad;

@@ -34,7 +34,7 @@ TEST(Loader, DeliversBatchesInPlanOrderWithDatasetLabels) {
   Options o = fashion_options(2, 64);
   o.chunk = 5;  // many small chunks finishing out of order across workers
   Loader loader(o);
-  detail::EpochPlan plan({10000, 64, 1, 0, 1, o.seed, true, LastBatch::kPad});
+  detail::EpochPlan plan({10000, 64, 1, 0, 1, o.seed, true, LastBatch::kPad, {}, 0});
   for (std::int64_t k = 0; k < loader.batches_per_epoch(); ++k) {
     auto b = loader.next();
     ASSERT_TRUE(b);

@@ -21,7 +21,7 @@ struct Table {
     memory.assign(h.total_size + 64, 0);
     base = memory.data() + (64 - reinterpret_cast<std::uintptr_t>(memory.data()) % 64) % 64;
     *reinterpret_cast<ArenaHeader*>(base) = h;
-    PlanConfig plan{10, 4, 1, 0, 1, 0, false, LastBatch::kPad};
+    PlanConfig plan{10, 4, 1, 0, 1, 0, false, LastBatch::kPad, {}, 0};
     table.emplace(plan, ArenaView(base), slots, epoch, batch);
     table->set_chunk(chunk);
   }

@@ -137,7 +137,7 @@ struct Rig {
   explicit Rig(int pool, std::function<Script(int, int)> script, double startup_s = 30,
                int batches = 10)
       : config(options(pool, startup_s), Pipeline(1, 1, 1)) {
-    config.plan = PlanConfig{batches * 4, 4, 1, 0, 1, 0, false, LastBatch::kPad};
+    config.plan = PlanConfig{batches * 4, 4, 1, 0, 1, 0, false, LastBatch::kPad, {}, 0};
     config.batches_per_epoch = batches;
     config.initial_workers = pool;
     config.capacity = 8;

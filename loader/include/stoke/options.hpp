@@ -50,9 +50,18 @@ inline constexpr int kAuto = -1;
 
 struct Options {
   // Dataset: an image-folder tree root/<class>/<image>, a list file (path<TAB>label per line,
-  // paths relative to the list), or a folder holding MNIST-style IDX files (plain or .gz).
+  // paths relative to the list), a folder holding MNIST-style IDX files (plain or .gz), or
+  // WebDataset tar shards: "train-000000.tar", brace ranges "train-{000000..000255}.tar",
+  // several separated by commas, or a list file naming one shard per line.
   std::string data;
   Split split = Split::kTrain;  // IDX data only
+  // Shards: where a sample's label is: "cls" (its .cls member, an integer as text),
+  // "json:KEY" (an integer field of its .json member) or "none" (all 0).
+  std::string label_field = "cls";
+  // Shards: each epoch permutes the shards and shuffles the samples within runs of this many
+  // consecutive shards of that order, so that reading follows a few shards at a time; 0 (all)
+  // shuffles every sample with every other. Either way a function of (seed, epoch) alone.
+  int shuffle_window = 0;
 
   int batch = 256;  // per rank; must be a multiple of devices.count
   DeviceSet devices;

@@ -16,6 +16,7 @@ enum class BadInput : std::uint32_t {
   kCorrupt,        // decodes only with warnings: truncated, missing end marker, damaged scan data
   kCrashedWorker,  // workers died on it repeatedly (OnError::kSkip skips it from then on)
   kUnsupportedFormat,  // a format this build cannot decode (built without OpenCV imgcodecs)
+  kNoLabel,            // a shard's sample without the member its label comes from
   kCount,
 };
 
@@ -50,6 +51,8 @@ inline const char* bad_input_name(BadInput reason) noexcept {
       return "crashed_worker";
     case BadInput::kUnsupportedFormat:
       return "unsupported_format";
+    case BadInput::kNoLabel:
+      return "no_label";
     case BadInput::kCount:
       break;
   }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "data/shard_list.hpp"
 #include "stoke/error.hpp"
 #include "stoke/mnist.hpp"
 
@@ -118,8 +119,9 @@ DatasetIndex index_list(const fs::path& list) {
 
 }  // namespace
 
-DatasetIndex build_index(const std::string& path, Split split) {
+DatasetIndex build_index(const std::string& path, Split split, const std::string& label_field) {
   if (path.empty()) throw ConfigError("no dataset given: set the data path");
+  if (const auto shards = shard_list(path)) return index_shards(*shards, label_field);
   std::error_code ec;
   const auto status = fs::status(path, ec);
   if (ec || !fs::exists(status))

@@ -5,13 +5,15 @@
 //
 // Arena format (at header.index_offset):
 //   kRaw:   int32 labels[N], then (64-byte aligned) uint8 pixels[N][H][W][C]
-//   kFiles: FileEntry entries[N], then the path bytes they point into (absolute paths)
+//   kFiles: FileEntry entries[N], then the path bytes they point into (absolute paths; the
+//           members of one shard share their shard's path)
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "data/file_reader.hpp"
 #include "ipc/arena_layout.hpp"
 #include "stoke/options.hpp"
 
@@ -21,6 +23,13 @@ struct FileEntry {
   std::uint64_t path_offset = 0;  // into the path bytes
   std::uint32_t path_length = 0;
   std::int32_t label = 0;
+  // A member of a tar shard: bytes [offset, offset + size) of the file at the path, its member
+  // name at name_offset in the path bytes. size 0: the whole file.
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+  std::uint64_t name_offset = 0;
+  std::uint32_t name_length = 0;
+  std::uint32_t reserved = 0;
 };
 
 struct RejectedFile {
@@ -38,15 +47,25 @@ struct DatasetIndex {
   std::string paths;                        // kFiles
   std::vector<std::string> class_names;
   std::vector<RejectedFile> rejected;  // files left out while indexing (counted as skipped)
+  // Tar shards: samples [shard_starts[i], shard_starts[i + 1]) come from shard i, in the order
+  // of the shard list. Empty for other datasets.
+  std::vector<std::int64_t> shard_starts;
+  std::vector<std::string> shard_notes;  // damaged shards, stale sidecars: for the log
 
   std::size_t arena_bytes() const;
   // REQUIRES: dst has arena_bytes() bytes, 64-byte aligned.
   void write_to(std::uint8_t* dst) const;
 };
 
-// Indexes an IDX folder, an image-folder tree or a list file. Throws ConfigError when the path
-// is missing, holds no samples, or a list line is malformed (naming the file and line).
-DatasetIndex build_index(const std::string& path, Split split);
+// Indexes an IDX folder, an image-folder tree, a list file or WebDataset tar shards (see
+// data/shard_list.hpp for the forms; `label_field` says where a shard sample's label is). Throws
+// ConfigError when the path is missing, holds no samples, or a list line is malformed (naming
+// the file and line).
+DatasetIndex build_index(const std::string& path, Split split,
+                         const std::string& label_field = "cls");
+
+// The samples of local WebDataset tar shards (data/shard_dataset.cpp).
+DatasetIndex index_shards(const std::vector<std::string>& shards, const std::string& label_field);
 
 class DatasetView {
  public:
@@ -61,6 +80,12 @@ class DatasetView {
   // REQUIRES: !raw()
   std::string_view path(std::int64_t i) const {
     return {paths_ + entries_[i].path_offset, entries_[i].path_length};
+  }
+  // REQUIRES: !raw(). The bytes of the file to read (all of it, for a plain file).
+  ByteRange range(std::int64_t i) const { return {entries_[i].offset, entries_[i].size}; }
+  // REQUIRES: !raw(). The member name within the shard, or "" for a plain file.
+  std::string_view member(std::int64_t i) const {
+    return {paths_ + entries_[i].name_offset, entries_[i].name_length};
   }
 
  private:

@@ -1,5 +1,6 @@
 #include "data/epoch_plan.hpp"
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 
@@ -42,6 +43,17 @@ EpochPlan::EpochPlan(const PlanConfig& config) : config_(config) {
                                                    : config_.samples / global;
 }
 
+namespace {
+
+// Fisher-Yates with the portable generator: the same order on every machine.
+template <class It>
+void shuffle_range(It begin, It end, SampleRng& rng) {
+  const auto n = static_cast<std::size_t>(end - begin);
+  for (std::size_t i = n; i > 1; --i) std::swap(begin[i - 1], begin[rng.below(i)]);
+}
+
+}  // namespace
+
 const std::vector<std::int64_t>& EpochPlan::order(std::int64_t epoch) {
   for (int i = 0; i < 2; ++i) {
     if (cached_epoch_[i] == epoch) return cached_order_[i];
@@ -51,11 +63,28 @@ const std::vector<std::int64_t>& EpochPlan::order(std::int64_t epoch) {
   auto& order = cached_order_[slot];
   order.resize(static_cast<std::size_t>(config_.samples));
   std::iota(order.begin(), order.end(), std::int64_t{0});
-  if (config_.shuffle) {
-    // Fisher-Yates with the portable generator: the same order on every machine.
+  const auto& starts = config_.shard_starts;
+  const std::size_t shards = starts.empty() ? 0 : starts.size() - 1;
+  const auto window = static_cast<std::size_t>(std::max(config_.shuffle_window, 0));
+  if (config_.shuffle && (window == 0 || window >= shards)) {
     SampleRng rng(config_.seed, kShuffleStream, epoch, 0);
-    for (std::size_t i = order.size() - 1; i > 0; --i) {
-      std::swap(order[i], order[rng.below(i + 1)]);
+    shuffle_range(order.begin(), order.end(), rng);
+  } else if (config_.shuffle) {
+    std::vector<std::size_t> shard_order(shards);
+    std::iota(shard_order.begin(), shard_order.end(), std::size_t{0});
+    SampleRng shard_rng(config_.seed, kShardStream, epoch, 0);
+    shuffle_range(shard_order.begin(), shard_order.end(), shard_rng);
+    auto out = order.begin();
+    for (std::size_t first = 0; first < shards; first += window) {
+      const auto window_begin = out;
+      for (std::size_t k = first; k < std::min(first + window, shards); ++k) {
+        const std::size_t s = shard_order[k];
+        const std::int64_t count = starts[s + 1] - starts[s];
+        std::iota(out, out + count, starts[s]);
+        out += count;
+      }
+      SampleRng rng(config_.seed, kShuffleStream, epoch, static_cast<std::int64_t>(1 + first));
+      shuffle_range(window_begin, out, rng);
     }
   }
   cached_epoch_[slot] = epoch;

@@ -4,9 +4,12 @@
 //
 // Each epoch, a seeded permutation of the N samples (or the identity when not shuffling) is
 // padded by repeating from its start (LastBatch::kPad) or truncated (kDrop) to a whole number of
-// global batches of B x W samples. Global batch k is positions [k*B*W, (k+1)*B*W); rank r takes
-// positions [k*B*W + r*B, k*B*W + (r+1)*B), and device g of that rank takes its g-th sub-chunk
-// of B/G. So W ranks x 1 device see exactly what 1 rank x W devices see.
+// global batches of B x W samples. For tar shards with a shuffle window of K shards, the
+// permutation is locality-aware: the shards are permuted, and the samples are shuffled within
+// each run of K consecutive shards of that order, so that reading follows a few shards at a
+// time. Either way it depends on (seed, epoch) alone. Global batch k is positions [k*B*W,
+// (k+1)*B*W); rank r takes positions [k*B*W + r*B, k*B*W + (r+1)*B), and device g of that rank
+// takes its g-th sub-chunk of B/G. So W ranks x 1 device see exactly what 1 rank x W devices see.
 
 #include <cstdint>
 #include <span>
@@ -25,6 +28,10 @@ struct PlanConfig {
   std::uint64_t seed = 0;
   bool shuffle = true;
   LastBatch last_batch = LastBatch::kPad;
+  // Tar shards: samples [shard_starts[i], shard_starts[i + 1]) are shard i's (empty otherwise),
+  // and shuffle_window shards are shuffled together (0: all of them, a full permutation).
+  std::vector<std::int64_t> shard_starts;
+  int shuffle_window = 0;
 };
 
 // Throws ConfigError (with a suggested fix) when the configuration cannot produce batches.

@@ -25,7 +25,8 @@ class Fd {
 
 }  // namespace
 
-BadInput PosixFileReader::read(const std::string& path, std::vector<std::uint8_t>& into) {
+BadInput PosixFileReader::read(const std::string& path, const ByteRange& range,
+                               std::vector<std::uint8_t>& into) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return BadInput::kMissing;
@@ -34,18 +35,24 @@ BadInput PosixFileReader::read(const std::string& path, std::vector<std::uint8_t
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return BadInput::kUnreadable;
   if (!S_ISREG(st.st_mode)) return BadInput::kNotAFile;
-  if (st.st_size == 0) return BadInput::kEmpty;
-  if (st.st_size > kMaxFileBytes) return BadInput::kTooLarge;
-  into.resize(static_cast<std::size_t>(st.st_size));
+  const bool whole = range.size == 0;
+  const auto file_size = static_cast<std::uint64_t>(st.st_size);
+  if (!whole && range.offset + range.size > file_size) return BadInput::kCorrupt;
+  const std::uint64_t want = whole ? file_size : range.size;
+  if (want == 0) return BadInput::kEmpty;
+  if (want > static_cast<std::uint64_t>(kMaxFileBytes)) return BadInput::kTooLarge;
+  into.resize(static_cast<std::size_t>(want));
   std::size_t done = 0;
   while (done < into.size()) {
-    const ssize_t got = ::read(fd.get(), into.data() + done, into.size() - done);
+    const ssize_t got = ::pread(fd.get(), into.data() + done, into.size() - done,
+                                static_cast<off_t>(range.offset + done));
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) return errno == EISDIR ? BadInput::kNotAFile : BadInput::kUnreadable;
     if (got == 0) break;  // shrank while reading
     done += static_cast<std::size_t>(got);
   }
   into.resize(done);
+  if (!whole && done < range.size) return BadInput::kCorrupt;
   return done == 0 ? BadInput::kEmpty : BadInput::kNone;
 }
 

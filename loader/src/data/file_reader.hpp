@@ -15,13 +15,22 @@
 
 namespace stoke::detail {
 
+// What to read of a file: all of it (size 0), or bytes [offset, offset + size) (a member of a
+// tar shard).
+struct ByteRange {
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+};
+
 class FileReader {
  public:
   virtual ~FileReader() = default;
-  // Reads all of `path` into `into` (resized to what was read; its contents are unspecified
+  // Reads `range` of `path` into `into` (resized to what was read; its contents are unspecified
   // when the read fails). kNone, or why it cannot: missing, not a file, empty, too large,
-  // unreadable. Never throws for a bad file.
-  virtual BadInput read(const std::string& path, std::vector<std::uint8_t>& into) = 0;
+  // unreadable, or corrupt (a range that runs past the file's end: a shard cut short since it
+  // was indexed). Never throws for a bad file.
+  virtual BadInput read(const std::string& path, const ByteRange& range,
+                        std::vector<std::uint8_t>& into) = 0;
 };
 
 // Files at most this large are read; a larger one is BadInput::kTooLarge before any allocation.
@@ -30,7 +39,8 @@ inline constexpr std::int64_t kMaxFileBytes = std::int64_t{1} << 30;
 // The local file system: open, fstat, read.
 class PosixFileReader final : public FileReader {
  public:
-  BadInput read(const std::string& path, std::vector<std::uint8_t>& into) override;
+  BadInput read(const std::string& path, const ByteRange& range,
+                std::vector<std::uint8_t>& into) override;
 };
 
 // One process-wide PosixFileReader, for the parts that read files unless told otherwise.

@@ -20,6 +20,7 @@ inline std::uint64_t splitmix64(std::uint64_t x) noexcept {
 // Domain tags keep streams for different purposes independent.
 inline constexpr std::uint64_t kShuffleStream = 0x5348554646ull;  // epoch permutation
 inline constexpr std::uint64_t kSampleStream = 0x53414d504cull;   // per-sample augmentation
+inline constexpr std::uint64_t kShardStream = 0x5348415244ull;    // epoch permutation of shards
 
 class SampleRng {
   __extension__ typedef unsigned __int128 U128;

@@ -66,7 +66,7 @@ bool ImageDecoder::acceptable_size(std::int64_t width, std::int64_t height) cons
 }
 
 BadInput ImageDecoder::decode(const std::string& path, int channels, DecodedImage& out) {
-  if (const BadInput r = local_files().read(path, file_); r != BadInput::kNone) return r;
+  if (const BadInput r = local_files().read(path, {}, file_); r != BadInput::kNone) return r;
   return decode_buffer(file_.data(), file_.size(), channels, out);
 }
 

@@ -45,7 +45,7 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
     BadInput read;
     {
       const Stopwatch watch(read_ns_);
-      read = files_.read(path_, file_);
+      read = files_.read(path_, dataset_.range(sample), file_);
     }
     if (read != BadInput::kNone) return read;
     const std::span<const std::uint8_t> bytes = file_;

@@ -11,12 +11,13 @@ namespace {
 
 class CrashingReader final : public stoke::detail::FileReader {
  public:
-  stoke::detail::BadInput read(const std::string& path, std::vector<std::uint8_t>& into) override {
+  stoke::detail::BadInput read(const std::string& path, const stoke::detail::ByteRange& range,
+                               std::vector<std::uint8_t>& into) override {
     if (path.find("crash-me") != std::string::npos) {
       std::signal(SIGSEGV, SIG_DFL);  // past any sanitizer's handler: die as a crash does
       std::raise(SIGSEGV);
     }
-    return real_.read(path, into);
+    return real_.read(path, range, into);
   }
 
  private:

@@ -1,0 +1,379 @@
+// stoke-pack: writes an image dataset (an image folder, a list file or IDX files) as WebDataset
+// tar shards that stoke, webdataset and any tar reader read: each sample is <key>.<ext> (the
+// image) and <key>.cls (its label), keys numbered in the dataset's index order, with a sidecar
+// <shard>.idx per shard so a reader needs no walk of the headers. Optionally re-encodes each
+// image to a maximum side first, so a dataset of camera photographs is shrunk once instead of
+// decoded at full size every epoch.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/dataset_index.hpp"
+#include "data/file_reader.hpp"
+#include "data/tar_index.hpp"
+#include "stoke/error.hpp"
+#include "stoke/names.hpp"
+#include "stoke/tools/cli.hpp"
+#include "stoke/tools/format.hpp"
+#include "stoke/tools/progress.hpp"
+
+namespace fs = std::filesystem;
+using stoke::detail::DatasetIndex;
+
+namespace {
+
+constexpr int kExitError = 1;
+constexpr std::uint64_t kDefaultShardBytes = std::uint64_t{256} << 20;
+
+struct Args {
+  std::string data;
+  std::string out;      // a printf pattern with one integer conversion: DIR/train-%06d.tar
+  std::string pattern;  // `out` with that conversion taking a long long
+  std::string shard_size = "256MiB";
+  std::uint64_t shard_bytes = kDefaultShardBytes;
+  std::int64_t shard_samples = 0;  // 0: by size
+  int max_side = 0;                // 0: the images as they are
+  int quality = 90;
+  stoke::Split split = stoke::Split::kTrain;
+  bool sidecar = true;
+  bool progress = true;
+};
+
+// "256MiB", "1GiB", "500MB", "4096": bytes, or nullopt.
+std::optional<std::uint64_t> parse_bytes(const std::string& text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  if (digits == 0 || digits > 15) return std::nullopt;
+  const std::uint64_t n = std::stoull(text.substr(0, digits));
+  const std::string unit = text.substr(digits);
+  static const std::pair<const char*, std::uint64_t> kUnits[] = {
+      {"", 1},      {"B", 1},        {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30},
+      {"KB", 1000}, {"MB", 1000000}, {"GB", 1000000000}};
+  for (const auto& [name, scale] : kUnits) {
+    if (unit == name) return n * scale;
+  }
+  return std::nullopt;
+}
+
+// The shard pattern (shard_pattern's result) filled with `n`.
+std::string shard_name(const std::string& pattern, std::int64_t n) {
+  std::vector<char> buf(pattern.size() + 32);
+  std::snprintf(buf.data(), buf.size(), pattern.c_str(), static_cast<long long>(n));
+  return buf.data();
+}
+
+// `pattern` with its one integer conversion ("%d", "%06d", ...) widened to long long, or
+// nullopt when it has none, several, or another kind (only "%%" may appear besides).
+std::optional<std::string> shard_pattern(std::string pattern) {
+  int conversions = 0;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%') continue;
+    if (i + 1 < pattern.size() && pattern[i + 1] == '%') {
+      ++i;
+      continue;
+    }
+    std::size_t j = i + 1;
+    while (j < pattern.size() && std::isdigit(static_cast<unsigned char>(pattern[j]))) ++j;
+    if (j >= pattern.size() || pattern[j] != 'd') return std::nullopt;
+    pattern.replace(j, 1, "lld");
+    ++conversions;
+    i = j + 2;
+  }
+  if (conversions != 1) return std::nullopt;
+  return pattern;
+}
+
+std::optional<int> parse_args(int argc, char** argv, Args& args) {
+  CLI::App app(
+      "Writes an image dataset as WebDataset tar shards: <key>.<ext> and <key>.cls per sample, "
+      "in the dataset's index order, with a sidecar index <shard>.idx per shard.",
+      "stoke-pack");
+  stoke::tools::configure(app);
+  app.footer(
+      "Shards are written under a temporary name and renamed when complete; a shard that "
+      "exists already is an error. Exit status: 0 on success, 1 on an error, 2 on a usage "
+      "error.");
+  app.add_option("--data", args.data, "an image folder, a list file or a folder of IDX files")
+      ->type_name("SRC")
+      ->required();
+  app.add_option("--out", args.out,
+                 "the shards' names: a pattern with one integer conversion, e.g. "
+                 "out/train-%06d.tar")
+      ->type_name("PATTERN")
+      ->required();
+  app.add_option("--shard-size", args.shard_size,
+                 "start a new shard before one would pass this size (e.g. 256MiB, 1GiB, 500MB)")
+      ->type_name("BYTES")
+      ->capture_default_str();
+  app.add_option("--shard-samples", args.shard_samples,
+                 "samples per shard instead (the last may hold fewer)")
+      ->type_name("N")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  app.add_option("--max-side", args.max_side,
+                 "re-encode each image as JPEG with its longer side at most N pixels (smaller "
+                 "ones keep their size)")
+      ->type_name("N")
+      ->check(CLI::Range(16, 65536));
+  app.add_option("--quality", args.quality, "JPEG quality of re-encoded images")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  stoke::tools::add_word(app, "--split", args.split, stoke::parse_split,
+                         "IDX data: train (default) or test")
+      ->type_name("train|test");
+  app.add_flag("!--no-sidecar", args.sidecar, "do not write <shard>.idx files");
+  app.add_flag("!--no-progress", args.progress, "no progress line on stderr");
+  if (const auto code = stoke::tools::parse(app, argc, argv)) return code;
+  const auto pattern = shard_pattern(args.out);
+  if (!pattern)
+    return stoke::tools::usage_error(app, "--out",
+                                     "'" + args.out +
+                                         "' needs exactly one integer conversion such as "
+                                         "%06d (and %% for a literal %)");
+  const auto bytes = parse_bytes(args.shard_size);
+  if (!bytes || *bytes < 4096)
+    return stoke::tools::usage_error(
+        app, "--shard-size",
+        "'" + args.shard_size + "' is not a size of at least 4096 bytes (e.g. 256MiB)");
+  args.shard_bytes = *bytes;
+  args.pattern = *pattern;
+  return std::nullopt;
+}
+
+// A sample's bytes as they go into the shard, and their extension.
+struct Encoded {
+  std::vector<std::uint8_t> bytes;
+  std::string ext;
+};
+
+std::string lowercase_extension(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  if (!ext.empty()) ext.erase(0, 1);
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext == "jpeg" || ext == "jpe" ? "jpg" : ext;
+}
+
+// Shrinks to max_side and re-encodes as JPEG; images within max_side keep their own bytes.
+std::optional<Encoded> shrink(Encoded in, int max_side, int quality) {
+  const cv::Mat image = cv::imdecode(
+      cv::Mat(1, static_cast<int>(in.bytes.size()), CV_8U, in.bytes.data()), cv::IMREAD_COLOR);
+  if (image.empty()) return std::nullopt;
+  const int side = std::max(image.cols, image.rows);
+  if (side <= max_side) return in;
+  const double scale = static_cast<double>(max_side) / side;
+  cv::Mat small;
+  cv::resize(image, small,
+             cv::Size(std::max(1, static_cast<int>(image.cols * scale + 0.5)),
+                      std::max(1, static_cast<int>(image.rows * scale + 0.5))),
+             0, 0, cv::INTER_AREA);
+  Encoded out;
+  out.ext = "jpg";
+  if (!cv::imencode(".jpg", small, out.bytes, {cv::IMWRITE_JPEG_QUALITY, quality}))
+    return std::nullopt;
+  return out;
+}
+
+// One shard being written: under "<name>.partial" until close() renames it.
+class ShardWriter {
+ public:
+  ShardWriter(std::string name, bool sidecar) : name_(std::move(name)), sidecar_(sidecar) {
+    if (fs::exists(name_))
+      throw stoke::Error(name_ + " exists already; remove it or choose another --out");
+    fs::create_directories(fs::absolute(name_).parent_path());
+    out_.open(partial(), std::ios::binary | std::ios::trunc);
+    if (!out_) throw stoke::Error(partial() + ": cannot create");
+  }
+  ~ShardWriter() {
+    if (out_.is_open()) {  // not closed: an error ended the run
+      out_.close();
+      std::error_code ec;
+      fs::remove(partial(), ec);
+    }
+  }
+
+  void add(const std::string& member, const std::uint8_t* data, std::size_t size) {
+    const std::string header = stoke::detail::tar_member_header(member, size);
+    write(header.data(), header.size());
+    index_.members.push_back({member, bytes_, size, {}});
+    write(data, size);
+    const std::string pad(stoke::detail::tar_padding(size), '\0');
+    write(pad.data(), pad.size());
+  }
+  void add(const std::string& member, const std::string& text) {
+    add(member, reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
+    index_.members.back().value = text;
+  }
+  std::uint64_t bytes() const { return bytes_; }
+  std::int64_t samples() const { return samples_; }
+  void count_sample() { ++samples_; }
+
+  void close() {
+    const std::string end(stoke::detail::kTarEndBytes, '\0');
+    write(end.data(), end.size());
+    out_.close();
+    if (!out_) throw stoke::Error(partial() + ": write failed (disk full?)");
+    if (sidecar_) {
+      index_.shard_bytes = bytes_;
+      const std::string idx = name_ + ".idx";
+      std::ofstream side(idx + ".partial", std::ios::binary | std::ios::trunc);
+      side << stoke::detail::format_sidecar(index_);
+      side.close();
+      if (!side) throw stoke::Error(idx + ".partial: write failed (disk full?)");
+      fs::rename(idx + ".partial", idx);
+    }
+    fs::rename(partial(), name_);  // after the sidecar: a complete shard always has its index
+  }
+
+ private:
+  std::string partial() const { return name_ + ".partial"; }
+  void write(const void* p, std::size_t n) {
+    out_.write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
+    if (!out_) throw stoke::Error(partial() + ": write failed (disk full?)");
+    bytes_ += n;
+  }
+
+  std::string name_;
+  bool sidecar_;
+  std::ofstream out_;
+  std::uint64_t bytes_ = 0;
+  std::int64_t samples_ = 0;
+  stoke::detail::ShardIndex index_;
+};
+
+// "packing N/TOTAL" on stderr: rewritten in place on a terminal, a line at every tenth in a log.
+class Progress {
+ public:
+  Progress(std::int64_t total, bool enabled)
+      : total_(total), enabled_(enabled), terminal_(enabled, std::chrono::milliseconds(100)) {}
+  void done(std::int64_t n, std::int64_t shards) {
+    if (!enabled_) return;
+    const std::string text = "packing " + stoke::tools::meter(n, total_, 20) + " " +
+                             std::to_string(n) + "/" + std::to_string(total_) + " samples, " +
+                             std::to_string(shards) + " shard(s)";
+    if (terminal_.active()) {
+      terminal_.draw(text, n == total_);
+      if (n == total_) terminal_.finish();
+    } else if (n != total_ && stoke::tools::every_tenth(n, total_)) {
+      std::cerr << text << '\n';
+    }
+  }
+
+ private:
+  std::int64_t total_;
+  bool enabled_;
+  stoke::tools::TerminalLine terminal_;
+};
+
+int run(const Args& args) {
+  const auto started = std::chrono::steady_clock::now();
+  DatasetIndex index = stoke::detail::build_index(args.data, args.split);
+  if (!index.shard_starts.empty())
+    throw stoke::ConfigError(args.data + " is tar shards already; stoke reads them as they are");
+  for (const auto& r : index.rejected)
+    std::cerr << "stoke-pack: skipped " << r.path << ": " << stoke::detail::bad_input_name(r.reason)
+              << "\n";
+  const std::int64_t n = index.size;
+  const std::size_t width = std::max<std::size_t>(6, std::to_string(n - 1).size());
+  const auto key = [&](std::int64_t i) {
+    std::string digits = std::to_string(i);
+    return std::string(width - digits.size(), '0') + digits;
+  };
+  stoke::detail::PosixFileReader files;
+  Progress progress(n, args.progress);
+  std::optional<ShardWriter> shard;
+  std::vector<std::string> written;
+  std::uint64_t total_bytes = 0;
+  std::int64_t packed = 0;
+  std::int64_t skipped = 0;
+  std::int64_t reencoded = 0;
+  const auto finish_shard = [&] {
+    if (!shard) return;
+    total_bytes += shard->bytes() + stoke::detail::kTarEndBytes;
+    shard->close();
+    shard.reset();
+  };
+  for (std::int64_t i = 0; i < n; ++i) {
+    Encoded e;
+    if (index.kind == stoke::detail::DatasetKind::kRaw) {
+      const cv::Mat gray(index.height, index.width, CV_8UC(index.channels),
+                         index.pixels.data() + static_cast<std::size_t>(i) * index.height *
+                                                   index.width * index.channels);
+      cv::imencode(".png", gray, e.bytes);
+      e.ext = "png";
+    } else {
+      const auto& entry = index.entries[static_cast<std::size_t>(i)];
+      const std::string path = index.paths.substr(entry.path_offset, entry.path_length);
+      const stoke::detail::BadInput r = files.read(path, {}, e.bytes);
+      if (r != stoke::detail::BadInput::kNone) {
+        std::cerr << "stoke-pack: skipped " << path << ": " << stoke::detail::bad_input_name(r)
+                  << "\n";
+        ++skipped;
+        continue;
+      }
+      e.ext = lowercase_extension(path);
+      if (args.max_side > 0) {
+        const std::size_t before = e.bytes.size();
+        auto small = shrink(std::move(e), args.max_side, args.quality);
+        if (!small) {
+          std::cerr << "stoke-pack: skipped " << path << ": undecodable\n";
+          ++skipped;
+          continue;
+        }
+        if (small->ext == "jpg" && small->bytes.size() != before) ++reencoded;
+        e = std::move(*small);
+      }
+    }
+    const std::string label = std::to_string(
+        index.kind == stoke::detail::DatasetKind::kRaw ? index.labels[static_cast<std::size_t>(i)]
+                                               : index.entries[static_cast<std::size_t>(i)].label);
+    const std::uint64_t sample_bytes = 2 * 512 + e.bytes.size() + 511 + label.size() + 511;
+    const bool full =
+        shard && (args.shard_samples > 0 ? shard->samples() >= args.shard_samples
+                                         : shard->bytes() + sample_bytes > args.shard_bytes);
+    if (full) finish_shard();
+    if (!shard) {
+      written.push_back(shard_name(args.pattern, static_cast<std::int64_t>(written.size())));
+      shard.emplace(written.back(), args.sidecar);
+    }
+    shard->add(key(i) + "." + e.ext, e.bytes.data(), e.bytes.size());
+    shard->add(key(i) + ".cls", label);
+    shard->count_sample();
+    ++packed;
+    progress.done(i + 1, static_cast<std::int64_t>(written.size()));
+  }
+  finish_shard();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::cout << "packed " << stoke::tools::with_commas(packed) << " samples into " << written.size()
+            << " shard(s), " << stoke::tools::fixed1(static_cast<double>(total_bytes) / (1 << 20))
+            << " MiB"
+            << (written.empty() ? "" : " (" + written.front() + " .. " + written.back() + ")");
+  if (skipped > 0) std::cout << "; skipped " << skipped;
+  if (args.max_side > 0)
+    std::cout << "; re-encoded " << reencoded << " to at most " << args.max_side;
+  std::cout << "; " << stoke::tools::fixed1(seconds) << " s\n";
+  return packed > 0 ? 0 : kExitError;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  if (const auto code = parse_args(argc, argv, args)) return *code;
+  try {
+    return run(args);
+  } catch (const std::exception& e) {
+    std::cerr << "stoke-pack: " << e.what() << "\n";
+  }
+  return kExitError;
+}

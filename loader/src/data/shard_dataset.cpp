@@ -1,0 +1,213 @@
+// Indexing a dataset of WebDataset tar shards on the local file system: each shard's member
+// table from its sidecar (<shard>.idx) when one matches the shard's size, else by walking its
+// headers; then its samples, each an image member and a label.
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "data/dataset_index.hpp"
+#include "data/shard_list.hpp"
+#include "data/tar_index.hpp"
+#include "stoke/error.hpp"
+
+namespace stoke::detail {
+namespace fs = std::filesystem;
+namespace {
+
+// The extensions (lowercased) a sample's image member may have.
+bool is_image_extension(const std::string& ext) {
+  static constexpr const char* kKnown[] = {"jpg", "jpeg", "png", "webp", "ppm", "pgm",
+                                           "pbm", "pnm",  "bmp", "tif",  "tiff"};
+  return std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return ext == k; });
+}
+
+std::string lowercase(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+class ShardFile {
+ public:
+  explicit ShardFile(const std::string& path) : path_(path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw ConfigError(path + ": " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd_);
+      throw ConfigError(path + ": not a regular file (a shard must be a tar file)");
+    }
+    size_ = static_cast<std::uint64_t>(st.st_size);
+  }
+  ~ShardFile() { ::close(fd_); }
+  ShardFile(const ShardFile&) = delete;
+  ShardFile& operator=(const ShardFile&) = delete;
+
+  std::uint64_t size() const { return size_; }
+  std::size_t read_at(std::uint64_t offset, void* dst, std::size_t n) const {
+    std::size_t done = 0;
+    while (done < n) {
+      const ssize_t got =
+          ::pread(fd_, static_cast<char*>(dst) + done, n - done, static_cast<off_t>(offset + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) throw ConfigError(path_ + ": " + std::strerror(errno));
+      if (got == 0) break;
+      done += static_cast<std::size_t>(got);
+    }
+    return done;
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+};
+
+// The member table of `path`: from its sidecar when that describes this shard, else walked.
+ShardIndex member_table(const std::string& path, const ShardFile& file,
+                        std::vector<std::string>& notes) {
+  const std::string sidecar = path + ".idx";
+  std::ifstream in(sidecar, std::ios::binary);
+  if (in) {
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (auto index = parse_sidecar(text.str(), file.size(), sidecar)) return std::move(*index);
+    notes.push_back(sidecar + " does not describe " + path +
+                    " (another size or format): read the shard's headers instead");
+  }
+  return walk_tar(
+      [&](std::uint64_t offset, void* dst, std::size_t n) { return file.read_at(offset, dst, n); },
+      file.size());
+}
+
+// Where a sample's label comes from: "cls" (the .cls member's integer), "json:KEY" (an integer
+// field of the .json member) or "none" (every label 0).
+struct LabelField {
+  enum Kind { kCls, kJson, kNone } kind = kCls;
+  std::string key;
+};
+
+LabelField parse_label_field(const std::string& spec) {
+  if (spec == "cls" || spec.empty()) return {};
+  if (spec == "none") return {LabelField::kNone, ""};
+  if (spec.starts_with("json:") && spec.size() > 5) return {LabelField::kJson, spec.substr(5)};
+  throw ConfigError("label_field '" + spec +
+                    "': expected cls (a .cls member), json:KEY (an integer field of the .json "
+                    "member) or none");
+}
+
+std::optional<std::int32_t> parse_label_text(const std::string& text) {
+  std::int32_t v = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+// The sample's label, or std::nullopt when it has none (or one that is not a non-negative
+// integer).
+std::optional<std::int32_t> sample_label(const LabelField& field, const ShardIndex& table,
+                                         const ShardSample& sample, const ShardFile& file) {
+  if (field.kind == LabelField::kNone) return 0;
+  const char* wanted = field.kind == LabelField::kCls ? "cls" : "json";
+  for (std::size_t m : sample.members) {
+    const TarMember& member = table.members[m];
+    if (lowercase(split_member_name(member.name).second) != wanted) continue;
+    std::string text = member.value;
+    if (text.empty() || field.kind == LabelField::kJson) {
+      if (member.size > (std::uint64_t{1} << 20)) return std::nullopt;
+      text.resize(static_cast<std::size_t>(member.size));
+      if (file.read_at(member.offset, text.data(), text.size()) != text.size()) return std::nullopt;
+    }
+    if (field.kind == LabelField::kCls) {
+      const auto not_space = [](unsigned char c) { return !std::isspace(c); };
+      text.erase(text.begin(), std::find_if(text.begin(), text.end(), not_space));
+      text.erase(std::find_if(text.rbegin(), text.rend(), not_space).base(), text.end());
+      return parse_label_text(text);
+    }
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains(field.key)) return std::nullopt;
+    const nlohmann::json& v = j[field.key];
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 ||
+        v.get<std::int64_t>() > std::numeric_limits<std::int32_t>::max())
+      return std::nullopt;
+    return static_cast<std::int32_t>(v.get<std::int64_t>());
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+DatasetIndex index_shards(const std::vector<std::string>& shards, const std::string& label_spec) {
+  const LabelField field = parse_label_field(label_spec);
+  DatasetIndex index;
+  index.kind = DatasetKind::kFiles;
+  std::int32_t max_label = -1;
+  for (const std::string& name : shards) {
+    if (is_url(name))
+      throw ConfigError(name +
+                        ": this build reads shards from the local file system only (HTTP and "
+                        "S3 shards are not available yet); copy them to a local folder");
+    const std::string path = fs::absolute(name).lexically_normal().string();
+    const ShardFile file(path);
+    const ShardIndex table = member_table(path, file, index.shard_notes);
+    if (!table.damage.empty())
+      index.rejected.push_back({path + " (" + table.damage + ")", BadInput::kCorrupt});
+    index.shard_starts.push_back(static_cast<std::int64_t>(index.entries.size()));
+    const std::uint64_t path_offset = index.paths.size();
+    index.paths += path;
+    for (const ShardSample& sample : group_samples(table)) {
+      const TarMember* image = nullptr;
+      for (std::size_t m : sample.members) {
+        if (is_image_extension(lowercase(split_member_name(table.members[m].name).second))) {
+          image = &table.members[m];
+          break;
+        }
+      }
+      if (image == nullptr) {
+        index.rejected.push_back(
+            {path + ":" + sample.key + " (no image member)", BadInput::kMissing});
+        continue;
+      }
+      if (image->size == 0) {
+        index.rejected.push_back({path + ":" + image->name, BadInput::kEmpty});
+        continue;
+      }
+      const std::optional<std::int32_t> label = sample_label(field, table, sample, file);
+      if (!label) {
+        index.rejected.push_back(
+            {path + ":" + sample.key + " (no " + label_spec + " label)", BadInput::kNoLabel});
+        continue;
+      }
+      FileEntry e;
+      e.path_offset = path_offset;
+      e.path_length = static_cast<std::uint32_t>(path.size());
+      e.label = *label;
+      e.offset = image->offset;
+      e.size = image->size;
+      e.name_offset = index.paths.size();
+      e.name_length = static_cast<std::uint32_t>(image->name.size());
+      index.paths += image->name;
+      index.entries.push_back(e);
+      max_label = std::max(max_label, *label);
+    }
+  }
+  index.shard_starts.push_back(static_cast<std::int64_t>(index.entries.size()));
+  index.size = static_cast<std::int64_t>(index.entries.size());
+  for (std::int32_t c = 0; c <= max_label; ++c) index.class_names.push_back(std::to_string(c));
+  if (index.size == 0)
+    throw ConfigError("the " + std::to_string(shards.size()) + " shard(s) starting with " +
+                      shards.front() + " hold no samples with an image and a label");
+  return index;
+}
+
+}  // namespace stoke::detail

@@ -1,0 +1,167 @@
+#include "data/shard_list.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+
+#include "stoke/error.hpp"
+
+namespace stoke::detail {
+namespace fs = std::filesystem;
+namespace {
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool names_shard(const std::string& name) {
+  return is_url(name) || ends_with(name, ".tar");
+}
+
+// The alternatives a brace group's body stands for: "A..B" (integers) or "x,y,z".
+std::vector<std::string> alternatives(const std::string& body, const std::string& pattern) {
+  const std::size_t dots = body.find("..");
+  if (dots != std::string::npos) {
+    const std::string a = body.substr(0, dots);
+    const std::string b = body.substr(dots + 2);
+    long long from = 0;
+    long long to = 0;
+    const auto parse = [](const std::string& s, long long& v) {
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      return !s.empty() && ec == std::errc() && end == s.data() + s.size() && v >= 0;
+    };
+    if (parse(a, from) && parse(b, to)) {
+      const auto count = static_cast<std::size_t>((from <= to ? to - from : from - to) + 1);
+      if (count > kMaxShards)
+        throw ConfigError(pattern + ": {" + body + "} names more than " +
+                          std::to_string(kMaxShards) + " shards");
+      const bool padded = (a.size() > 1 && a[0] == '0') || (b.size() > 1 && b[0] == '0');
+      const std::size_t width = padded ? std::max(a.size(), b.size()) : 0;
+      std::vector<std::string> out;
+      out.reserve(count);
+      for (long long v = from;; v += from <= to ? 1 : -1) {
+        std::string s = std::to_string(v);
+        if (s.size() < width) s.insert(0, width - s.size(), '0');
+        out.push_back(std::move(s));
+        if (v == to) break;
+      }
+      return out;
+    }
+  }
+  std::vector<std::string> out;
+  for (std::size_t from = 0;;) {
+    const std::size_t comma = body.find(',', from);
+    out.push_back(body.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  return out;
+}
+
+// Splits at commas outside braces.
+std::vector<std::string> split_top_level(const std::string& s) {
+  std::vector<std::string> out;
+  int depth = 0;
+  std::string current;
+  for (char c : s) {
+    if (c == '{') ++depth;
+    if (c == '}') --depth;
+    if (c == ',' && depth == 0) {
+      out.push_back(std::move(current));
+      current.clear();
+      continue;
+    }
+    current += c;
+  }
+  out.push_back(std::move(current));
+  return out;
+}
+
+std::vector<std::string> expand_all(const std::string& spec) {
+  std::vector<std::string> out;
+  for (const std::string& part : split_top_level(spec)) {
+    if (part.empty()) continue;
+    for (std::string& name : expand_braces(part)) out.push_back(std::move(name));
+    if (out.size() > kMaxShards)
+      throw ConfigError(spec + ": names more than " + std::to_string(kMaxShards) + " shards");
+  }
+  return out;
+}
+
+// A list file of shards: its first entry (not blank, not a comment) is a shard name and has no
+// TAB (an image list's lines are "path<TAB>label").
+std::optional<std::vector<std::string>> read_shard_list_file(const fs::path& list) {
+  std::ifstream in(list);
+  if (!in) return std::nullopt;
+  const fs::path base = fs::absolute(list).parent_path();
+  std::vector<std::string> shards;
+  std::string line;
+  for (int line_no = 1; std::getline(in, line); ++line_no) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    if (line.find('\t') != std::string::npos || !names_shard(expand_braces(line).front())) {
+      if (shards.empty()) return std::nullopt;
+      throw ConfigError(list.string() + ":" + std::to_string(line_no) +
+                        ": expected a shard (a .tar path or an http://, https:// or s3:// URL), "
+                        "got '" +
+                        line + "'");
+    }
+    for (std::string& name : expand_all(line)) {
+      if (!is_url(name) && fs::path(name).is_relative())
+        name = (base / name).lexically_normal().string();
+      shards.push_back(std::move(name));
+    }
+  }
+  if (shards.empty()) return std::nullopt;
+  return shards;
+}
+
+}  // namespace
+
+bool is_url(const std::string& name) {
+  return name.starts_with("http://") || name.starts_with("https://") || name.starts_with("s3://");
+}
+
+std::vector<std::string> expand_braces(const std::string& pattern) {
+  const std::size_t open = pattern.find('{');
+  if (open == std::string::npos) {
+    if (pattern.find('}') != std::string::npos)
+      throw ConfigError(pattern + ": '}' without a matching '{'");
+    return {pattern};
+  }
+  const std::size_t close = pattern.find('}', open);
+  if (close == std::string::npos) throw ConfigError(pattern + ": '{' without a matching '}'");
+  const std::string body = pattern.substr(open + 1, close - open - 1);
+  if (body.find('{') != std::string::npos)
+    throw ConfigError(pattern + ": nested braces are not supported");
+  const std::string head = pattern.substr(0, open);
+  const std::vector<std::string> tails = expand_braces(pattern.substr(close + 1));
+  std::vector<std::string> out;
+  for (const std::string& alt : alternatives(body, pattern)) {
+    for (const std::string& tail : tails) {
+      out.push_back(head + alt + tail);
+      if (out.size() > kMaxShards)
+        throw ConfigError(pattern + ": names more than " + std::to_string(kMaxShards) + " shards");
+    }
+  }
+  return out;
+}
+
+std::optional<std::vector<std::string>> shard_list(const std::string& data) {
+  if (data.empty()) return std::nullopt;
+  std::error_code ec;
+  const auto status = fs::status(data, ec);
+  if (!ec && fs::is_directory(status)) return std::nullopt;
+  if (!ec && fs::is_regular_file(status)) {
+    if (ends_with(data, ".tar")) return std::vector<std::string>{data};
+    return read_shard_list_file(data);
+  }
+  std::vector<std::string> shards = expand_all(data);
+  if (shards.empty() || !std::all_of(shards.begin(), shards.end(), names_shard))
+    return std::nullopt;
+  return shards;
+}
+
+}  // namespace stoke::detail

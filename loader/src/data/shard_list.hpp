@@ -1,0 +1,31 @@
+#pragma once
+// Which shards a dataset string names, in the forms WebDataset users write: one shard
+// ("train-000000.tar"), brace ranges and alternatives ("train-{000000..000255}.tar",
+// "{train,extra}-{0..3}.tar"), several of those separated by commas, or a list file that names
+// one shard per line (relative paths are relative to the list). A shard is a local path or a
+// URL: http://, https:// or s3://bucket/key.
+//
+// Thread-safety: functions are reentrant.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stoke::detail {
+
+// Expands the brace groups of `pattern` left to right: "{A..B}" (integers, ascending or
+// descending; zero-padded to the wider end when either is written with a leading zero) and
+// "{x,y,z}". Throws ConfigError for an unmatched or nested brace, or more than kMaxShards names.
+std::vector<std::string> expand_braces(const std::string& pattern);
+
+inline constexpr std::size_t kMaxShards = 1000000;
+
+// True for http://, https:// and s3:// names.
+bool is_url(const std::string& name);
+
+// The shards `data` names, or std::nullopt when it names another kind of dataset (an image
+// folder, a list of images, IDX files). Throws ConfigError for a malformed pattern.
+std::optional<std::vector<std::string>> shard_list(const std::string& data);
+
+}  // namespace stoke::detail

@@ -1,0 +1,421 @@
+#include "data/tar_index.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstring>
+#include <string_view>
+
+#include "stoke/error.hpp"
+
+namespace stoke::detail {
+namespace {
+
+constexpr std::size_t kBlock = 512;
+// Headers are read a window at a time, so walking a shard of small members takes one read per
+// window rather than one per member (what makes a walk over HTTP range requests affordable).
+constexpr std::size_t kWindow = std::size_t{1} << 20;
+constexpr char kSidecarMagic[] = "# stoke shard index 1 ";
+
+std::uint64_t round_up(std::uint64_t n) {
+  return (n + kBlock - 1) / kBlock * kBlock;
+}
+
+// The shard's bytes through a sliding window of read_at calls.
+class Window {
+ public:
+  Window(const ReadAt& read_at, std::uint64_t total) : read_at_(read_at), total_(total) {}
+
+  // Bytes [offset, offset + n), or nullptr when the shard ends before offset + n.
+  const std::uint8_t* at(std::uint64_t offset, std::size_t n) {
+    if (offset >= start_ && offset + n <= start_ + bytes_.size())
+      return bytes_.data() + (offset - start_);
+    if (offset + n > total_) return nullptr;
+    const auto want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(std::max(n, kWindow), total_ - offset));
+    bytes_.resize(want);
+    bytes_.resize(read_at_(offset, bytes_.data(), want));
+    start_ = offset;
+    return bytes_.size() >= n ? bytes_.data() : nullptr;
+  }
+
+ private:
+  const ReadAt& read_at_;
+  std::uint64_t total_;
+  std::uint64_t start_ = 0;
+  std::vector<std::uint8_t> bytes_;
+};
+
+// A numeric header field: octal digits padded with spaces or NULs, or GNU's base-256 (first
+// byte's high bit set) for sizes of 8 GiB and more.
+std::optional<std::uint64_t> parse_number(const std::uint8_t* field, std::size_t n) {
+  if (field[0] & 0x80) {
+    if (field[0] & 0x40) return std::nullopt;  // negative
+    std::uint64_t v = field[0] & 0x3f;
+    for (std::size_t i = 1; i < n; ++i) {
+      if (v >> 56) return std::nullopt;
+      v = v << 8 | field[i];
+    }
+    return v;
+  }
+  std::size_t i = 0;
+  while (i < n && (field[i] == ' ' || field[i] == 0)) ++i;
+  std::uint64_t v = 0;
+  bool digits = false;
+  for (; i < n && field[i] >= '0' && field[i] <= '7'; ++i) {
+    if (v >> 61) return std::nullopt;
+    v = v * 8 + static_cast<std::uint64_t>(field[i] - '0');
+    digits = true;
+  }
+  for (; i < n; ++i) {
+    if (field[i] != ' ' && field[i] != 0) return std::nullopt;
+  }
+  if (!digits) return std::nullopt;
+  return v;
+}
+
+// The header checksum: the sum of its bytes with the checksum field read as spaces (unsigned,
+// or signed as some old writers computed it).
+bool checksum_ok(const std::uint8_t* h) {
+  const auto stored = parse_number(h + 148, 8);
+  if (!stored) return false;
+  std::uint64_t unsigned_sum = 0;
+  std::int64_t signed_sum = 0;
+  for (std::size_t i = 0; i < kBlock; ++i) {
+    const std::uint8_t b = (i >= 148 && i < 156) ? ' ' : h[i];
+    unsigned_sum += b;
+    signed_sum += static_cast<signed char>(b);
+  }
+  return *stored == unsigned_sum || static_cast<std::int64_t>(*stored) == signed_sum;
+}
+
+std::string field_string(const std::uint8_t* field, std::size_t n) {
+  const auto* c = reinterpret_cast<const char*>(field);
+  return std::string(c, strnlen(c, n));
+}
+
+// A pax extended header's records, "<length> <key>=<value>\n": the path and size it sets.
+struct PaxOverrides {
+  std::optional<std::string> path;
+  std::optional<std::uint64_t> size;
+};
+bool parse_pax(const std::uint8_t* data, std::size_t n, PaxOverrides& out) {
+  const auto* p = reinterpret_cast<const char*>(data);
+  std::size_t at = 0;
+  while (at < n) {
+    if (p[at] == 0) break;  // padding
+    std::size_t length = 0;
+    const auto [end, ec] = std::from_chars(p + at, p + n, length);
+    if (ec != std::errc() || end >= p + n || *end != ' ' || length == 0 || at + length > n ||
+        p[at + length - 1] != '\n')
+      return false;
+    const std::string_view record(end + 1, static_cast<std::size_t>(p + at + length - 1 - end - 1));
+    const auto eq = record.find('=');
+    if (eq == std::string_view::npos) return false;
+    const std::string_view key = record.substr(0, eq);
+    const std::string_view value = record.substr(eq + 1);
+    if (key == "path") out.path = std::string(value);
+    if (key == "size") {
+      std::uint64_t v = 0;
+      const auto [vend, vec] = std::from_chars(value.data(), value.data() + value.size(), v);
+      if (vec != std::errc() || vend != value.data() + value.size()) return false;
+      out.size = v;
+    }
+    at += length;
+  }
+  return true;
+}
+
+bool all_zero(const std::uint8_t* block) {
+  return std::all_of(block, block + kBlock, [](std::uint8_t b) { return b == 0; });
+}
+
+bool is_label_extension(const std::string& ext) {
+  return ext == "cls";
+}
+
+std::string trim(std::string s) {
+  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
+  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
+  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
+  return s;
+}
+
+std::string at_byte(std::uint64_t offset) {
+  return "at byte " + std::to_string(offset);
+}
+
+// Sidecar fields escape the three characters that would break a line: '%', TAB, newline.
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '%')
+      out += "%25";
+    else if (c == '\t')
+      out += "%09";
+    else if (c == '\n')
+      out += "%0A";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::optional<std::string> unescape(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size()) return std::nullopt;
+    const std::string_view code = s.substr(i + 1, 2);
+    if (code == "25")
+      out += '%';
+    else if (code == "09")
+      out += '\t';
+    else if (code == "0A")
+      out += '\n';
+    else
+      return std::nullopt;
+    i += 2;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::pair<std::string, std::string> split_member_name(const std::string& name) {
+  const std::size_t slash = name.rfind('/');
+  const std::size_t base = slash == std::string::npos ? 0 : slash + 1;
+  const std::size_t dot = name.find('.', base);
+  if (dot == std::string::npos || dot == base || dot + 1 == name.size()) return {name, ""};
+  return {name.substr(0, dot), name.substr(dot + 1)};
+}
+
+ShardIndex walk_tar(const ReadAt& read_at, std::uint64_t shard_bytes) {
+  ShardIndex index;
+  index.shard_bytes = shard_bytes;
+  Window window(read_at, shard_bytes);
+  std::uint64_t at = 0;
+  PaxOverrides pax;
+  std::optional<std::string> long_name;
+  for (;;) {
+    if (at == shard_bytes) {
+      index.damage = "the shard ends " + at_byte(at) +
+                     " without tar's end-of-archive blocks: it may have been cut short";
+      return index;
+    }
+    const std::uint8_t* h = window.at(at, kBlock);
+    if (h == nullptr) {
+      index.damage = "a member header " + at_byte(at) + " is cut short by the shard's end " +
+                     at_byte(shard_bytes);
+      return index;
+    }
+    if (all_zero(h)) return index;  // end of archive
+    const auto size = parse_number(h + 124, 12);
+    if (!checksum_ok(h) || !size) {
+      index.damage = "the member header " + at_byte(at) + " is corrupt (bad checksum or size)";
+      return index;
+    }
+    const char type = static_cast<char>(h[156]);
+    const std::uint64_t data = at + kBlock;
+    const std::uint64_t data_size = type == 'x' || type == 'L' || !pax.size ? *size : *pax.size;
+    if (data + data_size > shard_bytes) {
+      index.damage = "the member " + at_byte(at) + " (" + std::to_string(data_size) +
+                     " bytes) is cut short by the shard's end " + at_byte(shard_bytes);
+      return index;
+    }
+    const std::uint64_t next = data + round_up(data_size);
+    if (type == 'x' || type == 'L') {
+      if (data_size > kWindow) {
+        index.damage = "the extended header " + at_byte(at) + " is implausibly large";
+        return index;
+      }
+      const std::uint8_t* body = window.at(data, static_cast<std::size_t>(data_size));
+      if (body == nullptr) {
+        index.damage = "the extended header " + at_byte(at) + " is cut short";
+        return index;
+      }
+      if (type == 'L') {
+        long_name = field_string(body, static_cast<std::size_t>(data_size));
+      } else if (!parse_pax(body, static_cast<std::size_t>(data_size), pax)) {
+        index.damage = "the pax header " + at_byte(at) + " is malformed";
+        return index;
+      }
+      at = next;
+      continue;
+    }
+    if (type == '0' || type == '\0' || type == '7') {
+      TarMember m;
+      if (pax.path) {
+        m.name = *pax.path;
+      } else if (long_name) {
+        m.name = *long_name;
+      } else {
+        m.name = field_string(h, 100);
+        // POSIX ustar ("ustar\0" "00") splits long names into prefix/name; GNU's magic
+        // ("ustar  \0") uses that area for other things.
+        if (std::memcmp(h + 257, "ustar\0", 6) == 0) {
+          const std::string prefix = field_string(h + 345, 155);
+          if (!prefix.empty()) m.name = prefix + "/" + m.name;
+        }
+      }
+      m.offset = data;
+      m.size = data_size;
+      if (m.size <= kMaxInlineValue && is_label_extension(split_member_name(m.name).second)) {
+        const std::uint8_t* body = window.at(data, static_cast<std::size_t>(m.size));
+        if (body != nullptr)
+          m.value = trim(std::string(reinterpret_cast<const char*>(body), m.size));
+      }
+      index.members.push_back(std::move(m));
+    }
+    // Directories, links, devices and global pax headers ('g') carry no sample bytes.
+    pax = {};
+    long_name.reset();
+    at = next;
+  }
+}
+
+std::vector<ShardSample> group_samples(const ShardIndex& index) {
+  std::vector<ShardSample> samples;
+  std::vector<std::string> extensions;  // of the current sample
+  for (std::size_t i = 0; i < index.members.size(); ++i) {
+    auto [key, ext] = split_member_name(index.members[i].name);
+    if (ext.empty()) continue;  // WebDataset ignores members without an extension
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    // A new key starts a sample; so does an extension the current sample already has (two
+    // members that would both be its ".jpg").
+    if (samples.empty() || samples.back().key != key ||
+        std::find(extensions.begin(), extensions.end(), ext) != extensions.end()) {
+      samples.push_back({key, {}});
+      extensions.clear();
+    }
+    samples.back().members.push_back(i);
+    extensions.push_back(ext);
+  }
+  return samples;
+}
+
+namespace {
+
+void put_octal(char* field, std::size_t width, std::uint64_t v) {
+  // width - 1 digits and a NUL, as GNU tar and Python write them.
+  for (std::size_t i = width - 1; i-- > 0;) {
+    field[i] = static_cast<char>('0' + (v & 7));
+    v >>= 3;
+  }
+  field[width - 1] = 0;
+}
+
+std::string ustar_block(const std::string& name, std::uint64_t size, char type) {
+  std::string h(kBlock, '\0');
+  std::memcpy(h.data(), name.data(), std::min<std::size_t>(name.size(), 100));
+  put_octal(h.data() + 100, 8, 0644);
+  put_octal(h.data() + 108, 8, 0);
+  put_octal(h.data() + 116, 8, 0);
+  put_octal(h.data() + 124, 12, size);
+  put_octal(h.data() + 136, 12, 0);
+  h[156] = type;
+  std::memcpy(h.data() + 257,
+              "ustar\0"
+              "00",
+              8);
+  std::memset(h.data() + 148, ' ', 8);
+  std::uint64_t sum = 0;
+  for (unsigned char c : h) sum += c;
+  put_octal(h.data() + 148, 7, sum);  // six digits, a NUL, and the space already there
+  return h;
+}
+
+// One pax record, "<length> key=value\n", its length counting its own digits.
+std::string pax_record(const std::string& key, const std::string& value) {
+  const std::size_t body = 1 + key.size() + 1 + value.size() + 1;
+  std::size_t length = body + 1;
+  while (std::to_string(length).size() + body != length) ++length;
+  return std::to_string(length) + " " + key + "=" + value + "\n";
+}
+
+}  // namespace
+
+std::size_t tar_padding(std::uint64_t size) {
+  return static_cast<std::size_t>(round_up(size) - size);
+}
+
+std::string tar_member_header(const std::string& name, std::uint64_t size) {
+  constexpr std::uint64_t kMaxUstarSize = (std::uint64_t{1} << 33) - 1;  // 11 octal digits
+  if (name.size() <= 100 && size <= kMaxUstarSize) return ustar_block(name, size, '0');
+  std::string records;
+  if (name.size() > 100) records += pax_record("path", name);
+  if (size > kMaxUstarSize) records += pax_record("size", std::to_string(size));
+  std::string out = ustar_block("PaxHeader/" + name.substr(0, 80), records.size(), 'x');
+  out += records;
+  out.append(tar_padding(records.size()), '\0');
+  out += ustar_block(name.substr(0, 100), std::min(size, kMaxUstarSize), '0');
+  return out;
+}
+
+std::string format_sidecar(const ShardIndex& index) {
+  std::string out = kSidecarMagic + std::to_string(index.shard_bytes) + "\n";
+  for (const TarMember& m : index.members) {
+    out += escape(m.name) + '\t' + std::to_string(m.offset) + '\t' + std::to_string(m.size);
+    if (!m.value.empty()) out += '\t' + escape(m.value);
+    out += '\n';
+  }
+  return out;
+}
+
+std::optional<ShardIndex> parse_sidecar(const std::string& text, std::uint64_t shard_bytes,
+                                        const std::string& source) {
+  const std::size_t first_end = text.find('\n');
+  const std::string_view first(text.data(),
+                               first_end == std::string::npos ? text.size() : first_end);
+  const std::size_t magic = sizeof(kSidecarMagic) - 1;
+  if (first.substr(0, magic) != std::string_view(kSidecarMagic, magic)) return std::nullopt;
+  std::uint64_t bytes = 0;
+  const auto [end, ec] = std::from_chars(first.data() + magic, first.data() + first.size(), bytes);
+  if (ec != std::errc() || end != first.data() + first.size() || bytes != shard_bytes)
+    return std::nullopt;
+  ShardIndex index;
+  index.shard_bytes = shard_bytes;
+  std::size_t at = first_end == std::string::npos ? text.size() : first_end + 1;
+  for (int line_no = 2; at < text.size(); ++line_no) {
+    const std::size_t eol = std::min(text.find('\n', at), text.size());
+    const std::string_view line(text.data() + at, eol - at);
+    at = eol + 1;
+    if (line.empty()) continue;
+    const auto fail = [&] {
+      return ConfigError(source + ":" + std::to_string(line_no) +
+                         ": expected 'name<TAB>offset<TAB>size[<TAB>value]', got '" +
+                         std::string(line) + "' (delete the file to rebuild it)");
+    };
+    std::vector<std::string_view> fields;
+    for (std::size_t from = 0;;) {
+      const std::size_t tab = line.find('\t', from);
+      fields.push_back(
+          line.substr(from, tab == std::string_view::npos ? line.size() - from : tab - from));
+      if (tab == std::string_view::npos) break;
+      from = tab + 1;
+    }
+    if (fields.size() < 3 || fields.size() > 4) throw fail();
+    TarMember m;
+    const auto name = unescape(fields[0]);
+    if (!name || name->empty()) throw fail();
+    m.name = *name;
+    for (auto [field, out] : {std::pair{fields[1], &m.offset}, std::pair{fields[2], &m.size}}) {
+      const auto [fend, fec] = std::from_chars(field.data(), field.data() + field.size(), *out);
+      if (fec != std::errc() || fend != field.data() + field.size()) throw fail();
+    }
+    if (m.offset + m.size > shard_bytes || m.offset < kBlock) throw fail();
+    if (fields.size() == 4) {
+      const auto value = unescape(fields[3]);
+      if (!value) throw fail();
+      m.value = *value;
+    }
+    index.members.push_back(std::move(m));
+  }
+  return index;
+}
+
+}  // namespace stoke::detail
