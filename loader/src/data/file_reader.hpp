@@ -43,7 +43,9 @@ class PosixFileReader final : public FileReader {
                 std::vector<std::uint8_t>& into) override;
 };
 
-// One process-wide PosixFileReader, for the parts that read files unless told otherwise.
+// The process-wide reader for the parts that read sample bytes unless told otherwise: local
+// files (PosixFileReader) and, for http://, https:// and s3:// paths, ranged GETs of shard
+// members (data/remote.hpp); a remote read that fails past its deadline is kUnreadable.
 FileReader& local_files();
 
 }  // namespace stoke::detail

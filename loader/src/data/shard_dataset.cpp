@@ -1,6 +1,7 @@
-// Indexing a dataset of WebDataset tar shards on the local file system: each shard's member
-// table from its sidecar (<shard>.idx) when one matches the shard's size, else by walking its
-// headers; then its samples, each an image member and a label.
+// Indexing a dataset of WebDataset tar shards, local or on HTTP/S3: each shard's member table
+// from its sidecar (<shard>.idx) when one matches the shard's size (for a remote shard, first
+// from the local index cache), else by walking its headers; then its samples, each an image
+// member and a label.
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include <sstream>
 
 #include "data/dataset_index.hpp"
+#include "data/remote.hpp"
 #include "data/shard_list.hpp"
 #include "data/tar_index.hpp"
 #include "stoke/error.hpp"
@@ -73,21 +75,63 @@ class ShardFile {
   std::uint64_t size_ = 0;
 };
 
-// The member table of `path`: from its sidecar when that describes this shard, else walked.
-ShardIndex member_table(const std::string& path, const ShardFile& file,
+std::optional<std::string> read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The member table of a shard of `bytes` bytes: from its sidecar text when that describes this
+// shard, else walked through read_at.
+ShardIndex member_table(const std::string& name, std::uint64_t bytes,
+                        const std::optional<std::string>& sidecar, const ReadAt& read_at,
                         std::vector<std::string>& notes) {
-  const std::string sidecar = path + ".idx";
-  std::ifstream in(sidecar, std::ios::binary);
-  if (in) {
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (auto index = parse_sidecar(text.str(), file.size(), sidecar)) return std::move(*index);
-    notes.push_back(sidecar + " does not describe " + path +
+  if (sidecar) {
+    if (auto index = parse_sidecar(*sidecar, bytes, name + ".idx")) return std::move(*index);
+    notes.push_back(name + ".idx does not describe " + name +
                     " (another size or format): read the shard's headers instead");
   }
-  return walk_tar(
-      [&](std::uint64_t offset, void* dst, std::size_t n) { return file.read_at(offset, dst, n); },
-      file.size());
+  return walk_tar(read_at, bytes);
+}
+
+// Where indexes of remote shards are kept: STOKE_CACHE_DIR, else $XDG_CACHE_HOME/stoke, else
+// ~/.cache/stoke; "" when none can be named.
+std::string cache_dir() {
+  if (const char* v = std::getenv("STOKE_CACHE_DIR"); v != nullptr && *v != 0) return v;
+  if (const char* v = std::getenv("XDG_CACHE_HOME"); v != nullptr && *v != 0)
+    return std::string(v) + "/stoke";
+  if (const char* v = std::getenv("HOME"); v != nullptr && *v != 0)
+    return std::string(v) + "/.cache/stoke";
+  return "";
+}
+
+// The cache file of a remote shard's index: keyed by URL, size and ETag, so a shard replaced on
+// the server is indexed afresh. "" without an ETag (nothing to tell versions apart by).
+std::string index_cache_path(const std::string& url, const RemoteObject& object) {
+  const std::string dir = cache_dir();
+  if (dir.empty() || object.etag.empty()) return "";
+  std::uint64_t h = 1469598103934665603ull;
+  for (char c : url + "\n" + std::to_string(object.size) + "\n" + object.etag)
+    h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  char name[32];
+  std::snprintf(name, sizeof name, "%016llx.idx", static_cast<unsigned long long>(h));
+  return dir + "/index/" + name;
+}
+
+// Writes `text` to `path` through a temporary file and a rename: readers never see half of it.
+void write_atomically(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) return;  // a cache that cannot be written is only slower
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) fs::remove(tmp, ec);
 }
 
 // Where a sample's label comes from: "cls" (the .cls member's integer), "json:KEY" (an integer
@@ -116,7 +160,7 @@ std::optional<std::int32_t> parse_label_text(const std::string& text) {
 // The sample's label, or std::nullopt when it has none (or one that is not a non-negative
 // integer).
 std::optional<std::int32_t> sample_label(const LabelField& field, const ShardIndex& table,
-                                         const ShardSample& sample, const ShardFile& file) {
+                                         const ShardSample& sample, const ReadAt& read_at) {
   if (field.kind == LabelField::kNone) return 0;
   const char* wanted = field.kind == LabelField::kCls ? "cls" : "json";
   for (std::size_t m : sample.members) {
@@ -126,7 +170,7 @@ std::optional<std::int32_t> sample_label(const LabelField& field, const ShardInd
     if (text.empty() || field.kind == LabelField::kJson) {
       if (member.size > (std::uint64_t{1} << 20)) return std::nullopt;
       text.resize(static_cast<std::size_t>(member.size));
-      if (file.read_at(member.offset, text.data(), text.size()) != text.size()) return std::nullopt;
+      if (read_at(member.offset, text.data(), text.size()) != text.size()) return std::nullopt;
     }
     if (field.kind == LabelField::kCls) {
       const auto not_space = [](unsigned char c) { return !std::isspace(c); };
@@ -149,17 +193,38 @@ std::optional<std::int32_t> sample_label(const LabelField& field, const ShardInd
 
 DatasetIndex index_shards(const std::vector<std::string>& shards, const std::string& label_spec) {
   const LabelField field = parse_label_field(label_spec);
+  const RemotePolicy policy = remote_policy_from_environment();
   DatasetIndex index;
   index.kind = DatasetKind::kFiles;
   std::int32_t max_label = -1;
   for (const std::string& name : shards) {
-    if (is_url(name))
-      throw ConfigError(name +
-                        ": this build reads shards from the local file system only (HTTP and "
-                        "S3 shards are not available yet); copy them to a local folder");
-    const std::string path = fs::absolute(name).lexically_normal().string();
-    const ShardFile file(path);
-    const ShardIndex table = member_table(path, file, index.shard_notes);
+    std::string path;
+    ShardIndex table;
+    ReadAt read_at;
+    std::optional<ShardFile> file;
+    if (is_url(name)) {
+      path = name;
+      const RemoteObject object = remote_stat(name, policy);
+      read_at = [name, policy](std::uint64_t offset, void* dst, std::size_t n) {
+        return remote_read(name, offset, dst, n, policy);
+      };
+      const std::string cached = index_cache_path(name, object);
+      std::optional<std::string> sidecar = cached.empty() ? std::nullopt : read_text_file(cached);
+      if (!sidecar) {
+        std::string text;
+        if (remote_get_if_exists(name + ".idx", text, policy)) sidecar = std::move(text);
+      }
+      table = member_table(name, object.size, sidecar, read_at, index.shard_notes);
+      if (!cached.empty() && table.damage.empty()) write_atomically(cached, format_sidecar(table));
+    } else {
+      path = fs::absolute(name).lexically_normal().string();
+      file.emplace(path);
+      read_at = [&f = *file](std::uint64_t offset, void* dst, std::size_t n) {
+        return f.read_at(offset, dst, n);
+      };
+      table = member_table(path, file->size(), read_text_file(path + ".idx"), read_at,
+                           index.shard_notes);
+    }
     if (!table.damage.empty())
       index.rejected.push_back({path + " (" + table.damage + ")", BadInput::kCorrupt});
     index.shard_starts.push_back(static_cast<std::int64_t>(index.entries.size()));
@@ -182,7 +247,7 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const std::str
         index.rejected.push_back({path + ":" + image->name, BadInput::kEmpty});
         continue;
       }
-      const std::optional<std::int32_t> label = sample_label(field, table, sample, file);
+      const std::optional<std::int32_t> label = sample_label(field, table, sample, read_at);
       if (!label) {
         index.rejected.push_back(
             {path + ":" + sample.key + " (no " + label_spec + " label)", BadInput::kNoLabel});

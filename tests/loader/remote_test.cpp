@@ -1,0 +1,178 @@
+// Shards on real servers on 127.0.0.1: nginx over HTTP and SeaweedFS over S3 (SigV4) give the
+// same batches as the same shards on local disk, resume exactly, and fail clearly: a wrong
+// secret names the bucket and the 403, an endpoint nobody listens on ends within the deadline.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "servers.hpp"
+#include "stoke/error.hpp"
+#include "test_support.hpp"
+
+namespace stoke {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Sets an environment variable for the scope (stoke reads AWS_* and STOKE_* when it indexes and
+// when its workers read; workers inherit the environment when they are spawned).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+void run(const std::string& command) {
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+}
+
+// testdata/jpeg as 3 shards in dir/www (the third without its sidecar, so that one is indexed
+// by walking its headers over the network).
+fs::path pack_shards(const test::TempDir& dir) {
+  const fs::path www = dir.path() / "www";
+  run(std::string(STOKE_PACK) + " --no-progress --data " + test::testdata("jpeg") + " --out " +
+      (www / "train-%d.tar").string() + " --shard-samples 40 > /dev/null");
+  fs::remove(www / "train-2.tar.idx");
+  return www;
+}
+
+Options shard_options(const std::string& data) {
+  Options o = test::fashion_options(2, 16);
+  o.data = data;
+  o.height = o.width = 32;
+  o.shuffle_window = 2;
+  return o;
+}
+
+TEST(RemoteShards, FromNginxTheSameBatchesAsFromLocalDisk) {
+  STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
+  test::TempDir dir;
+  const fs::path www = pack_shards(dir);
+  test::Nginx nginx(www, dir.path() / "nginx");
+  ASSERT_TRUE(nginx.started()) << "nginx did not start: see " << dir.str() << "/nginx";
+  const ScopedEnv cache("STOKE_CACHE_DIR", (dir.path() / "cache").string());
+  Loader local(shard_options((www / "train-{0..2}.tar").string()));
+  const test::Delivered expected = test::collect(local);
+  for (int pass = 0; pass < 2; ++pass) {  // the second indexes from the local index cache
+    Loader remote(shard_options(nginx.url() + "/train-{0..2}.tar"));
+    EXPECT_EQ(remote.dataset_size(), 96);
+    EXPECT_TRUE(test::collect(remote) == expected) << "pass " << pass;
+  }
+  EXPECT_EQ(
+      std::distance(fs::directory_iterator(dir.path() / "cache/index"), fs::directory_iterator()),
+      3);
+}
+
+TEST(RemoteShards, AnEndpointNobodyListensOnFailsWithinTheDeadline) {
+  const ScopedEnv deadline("STOKE_REMOTE_DEADLINE_S", "2");
+  const std::string url = "http://127.0.0.1:" + std::to_string(test::free_port()) + "/x.tar";
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    Loader loader(shard_options(url));
+    FAIL() << "a shard nobody serves was indexed";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(url + ": gave up after"), std::string::npos) << what;
+    EXPECT_NE(what.find("STOKE_REMOTE_DEADLINE_S = 2 s"), std::string::npos) << what;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(6));
+}
+
+class SeaweedFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    STOKE_SKIP_WITHOUT(!test::SeaweedS3::binary().empty(), "SeaweedFS (weed)");
+    www_ = pack_shards(dir_);
+    s3_ = std::make_unique<test::SeaweedS3>(dir_.path() / "weed");
+    ASSERT_TRUE(s3_->started()) << "weed did not start: see " << s3_->log();
+    run(s3_->curl("-X PUT " + s3_->endpoint() + "/stoke-test > /dev/null"));
+    for (const auto& f : fs::directory_iterator(www_))
+      run(s3_->curl("-T " + f.path().string() + " " + s3_->endpoint() + "/stoke-test/data/" +
+                    f.path().filename().string() + " > /dev/null"));
+    env_.push_back(std::make_unique<ScopedEnv>("AWS_ENDPOINT_URL", s3_->endpoint()));
+    env_.push_back(std::make_unique<ScopedEnv>("AWS_ACCESS_KEY_ID", test::SeaweedS3::kAccessKey));
+    env_.push_back(
+        std::make_unique<ScopedEnv>("AWS_SECRET_ACCESS_KEY", test::SeaweedS3::kSecretKey));
+    env_.push_back(std::make_unique<ScopedEnv>("AWS_REGION", "us-east-1"));
+    env_.push_back(
+        std::make_unique<ScopedEnv>("STOKE_CACHE_DIR", (dir_.path() / "cache").string()));
+  }
+
+  test::TempDir dir_;
+  fs::path www_;
+  std::unique_ptr<test::SeaweedS3> s3_;
+  std::vector<std::unique_ptr<ScopedEnv>> env_;
+};
+
+TEST_F(SeaweedFixture, TheSameBatchesAsFromLocalDiskAndAnExactResume) {
+  Loader local(shard_options((www_ / "train-{0..2}.tar").string()));
+  const test::Delivered expected = test::collect(local);
+  const std::string shards = "s3://stoke-test/data/train-{0..2}.tar";
+  Loader remote(shard_options(shards));
+  EXPECT_TRUE(test::collect(remote) == expected);
+
+  // Two batches, then a new loader from the saved state: the rest of the epoch exactly.
+  Options first = shard_options(shards);
+  test::Delivered head;
+  LoaderState saved;
+  {
+    Loader l(first);
+    head = test::collect(l, 2);
+    saved = l.state();
+  }
+  Options rest = first;
+  rest.resume = saved;
+  Loader resumed(rest);
+  const test::Delivered tail = test::collect(resumed);
+  const std::size_t split = head.pixels.size();
+  ASSERT_EQ(split + tail.pixels.size(), expected.pixels.size());
+  EXPECT_TRUE(std::equal(tail.pixels.begin(), tail.pixels.end(), expected.pixels.begin() + split));
+  EXPECT_TRUE(std::equal(tail.ids.begin(), tail.ids.end(),
+                         expected.ids.begin() + static_cast<std::ptrdiff_t>(head.ids.size())));
+}
+
+TEST_F(SeaweedFixture, AWrongSecretNamesTheBucketAndThe403) {
+  const ScopedEnv wrong("AWS_SECRET_ACCESS_KEY", "not-the-secret");
+  try {
+    Loader loader(shard_options("s3://stoke-test/data/train-0.tar"));
+    FAIL() << "a wrong secret was accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("HEAD s3://stoke-test/data/train-0.tar: HTTP status 403"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("bucket 'stoke-test'"), std::string::npos) << what;
+  }
+}
+
+TEST_F(SeaweedFixture, AMissingObjectIsNamed) {
+  try {
+    Loader loader(shard_options("s3://stoke-test/data/train-9.tar"));
+    FAIL() << "a missing shard was indexed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("s3://stoke-test/data/train-9.tar: HTTP status 404"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace stoke

@@ -1,0 +1,234 @@
+#pragma once
+// Real servers on 127.0.0.1 for the tests of remote shards: nginx serving a folder, SeaweedFS's
+// S3 gateway with a bucket. Each is a child process started in the fixture's constructor
+// (which waits until it answers) and stopped in its destructor (SIGTERM, then SIGKILL after a
+// grace period). Without the server program, tests skip, unless STOKE_REQUIRE_SERVERS=1 (CI)
+// makes that a failure.
+//
+// Thread-safety: one test thread.
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace stoke::test {
+
+inline bool servers_required() {
+  const char* v = std::getenv("STOKE_REQUIRE_SERVERS");
+  return v != nullptr && std::string(v) == "1";
+}
+
+// A port nothing listens on now (the kernel's pick for a socket bound to port 0).
+inline int free_port() {
+  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t n = sizeof a;
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &n);
+  ::close(s);
+  return ntohs(a.sin_port);
+}
+
+inline bool accepts(int port) {
+  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = ::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(s);
+  return ok;
+}
+
+// A child process, stopped when this goes away.
+class Child {
+ public:
+  Child() = default;
+  explicit Child(const std::vector<std::string>& argv, const std::string& log) {
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    if (posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  ~Child() { stop(); }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  Child(Child&& o) noexcept : pid_(o.pid_) { o.pid_ = -1; }
+  Child& operator=(Child&& o) noexcept {
+    stop();
+    pid_ = o.pid_;
+    o.pid_ = -1;
+    return *this;
+  }
+
+  bool running() const { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
+  // SIGTERM, then SIGKILL when it has not exited within the grace period.
+  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(3000)) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    const auto until = std::chrono::steady_clock::now() + grace;
+    while (::waitpid(pid_, nullptr, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > until) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+inline bool wait_until_accepting(int port, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (accepts(port)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// nginx serving `root` (read-only) on 127.0.0.1, its own prefix folder `work`.
+class Nginx {
+ public:
+  static constexpr const char* kBinary = "/usr/sbin/nginx";
+  static bool available() { return ::access(kBinary, X_OK) == 0; }
+
+  Nginx(const std::filesystem::path& root, const std::filesystem::path& work)
+      : port_(free_port()), work_(work) {
+    std::filesystem::create_directories(work / "tmp");
+    std::ofstream conf(work / "nginx.conf");
+    conf << "daemon off;\nmaster_process off;\nworker_processes 1;\n"
+         << "error_log " << (work / "error.log").string() << ";\n"
+         << "pid " << (work / "nginx.pid").string() << ";\n"
+         << "events { worker_connections 256; }\nhttp {\n  access_log off;\n";
+    for (const char* t : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"})
+      conf << "  " << t << "_temp_path " << (work / "tmp").string() << ";\n";
+    conf << "  server {\n    listen 127.0.0.1:" << port_ << ";\n    root " << root.string()
+         << ";\n    location / { }\n  }\n}\n";
+    conf.close();
+    start();
+  }
+
+  void start() {
+    child_ = Child({kBinary, "-p", work_.string(), "-c", (work_ / "nginx.conf").string()},
+                   (work_ / "stdout.log").string());
+    started_ = wait_until_accepting(port_, std::chrono::seconds(10));
+  }
+  void stop() { child_.stop(); }
+
+  bool started() const { return started_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int port_;
+  std::filesystem::path work_;
+  Child child_;
+  bool started_ = false;
+};
+
+// SeaweedFS (`weed server -s3`) with one identity (access key / secret below) on free ports.
+class SeaweedS3 {
+ public:
+  static constexpr const char* kAccessKey = "stoke-test-key";
+  static constexpr const char* kSecretKey = "stoke-test-secret";
+
+  // The weed binary: STOKE_WEED, else build/servers/bin/weed (setup.sh's), else `weed` on the
+  // PATH; "" when there is none.
+  static std::string binary() {
+    if (const char* v = std::getenv("STOKE_WEED"); v != nullptr && ::access(v, X_OK) == 0) return v;
+    // Where setup.sh installs it.
+    const std::string installed = STOKE_SOURCE_DIR "/build/servers/bin/weed";
+    if (::access(installed.c_str(), X_OK) == 0) return installed;
+    const char* path = std::getenv("PATH");
+    std::string dirs = path == nullptr ? "" : path;
+    for (std::size_t from = 0; from <= dirs.size();) {
+      const std::size_t colon = std::min(dirs.find(':', from), dirs.size());
+      const std::string candidate = dirs.substr(from, colon - from) + "/weed";
+      if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+      from = colon + 1;
+    }
+    return "";
+  }
+
+  explicit SeaweedS3(const std::filesystem::path& work) : work_(work) {
+    std::filesystem::create_directories(work / "data");
+    std::ofstream conf(work / "s3.json");
+    conf << R"({"identities": [{"name": "stoke", "credentials": [{"accessKey": ")" << kAccessKey
+         << R"(", "secretKey": ")" << kSecretKey
+         << R"("}], "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]})";
+    conf.close();
+    // Four services, each with an HTTP port and a gRPC port (HTTP + 10000): ports below 50000.
+    for (int& p : ports_) {
+      do {
+        p = free_port();
+      } while (p > 50000 || !port_pair_free(p));
+    }
+    start();
+  }
+
+  void start() {
+    const std::string w = binary();
+    child_ = Child(
+        {w, "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-dir=" + (work_ / "data").string(),
+         "-master.port=" + std::to_string(ports_[0]), "-volume.port=" + std::to_string(ports_[1]),
+         "-filer.port=" + std::to_string(ports_[2]), "-s3", "-s3.port=" + std::to_string(ports_[3]),
+         "-s3.config=" + (work_ / "s3.json").string(), "-volume.max=8"},
+        (work_ / "weed.log").string());
+    started_ = wait_until_accepting(ports_[3], std::chrono::seconds(60));
+  }
+  void stop() { child_.stop(std::chrono::milliseconds(5000)); }
+
+  bool started() const { return started_; }
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(ports_[3]); }
+  std::filesystem::path log() const { return work_ / "weed.log"; }
+
+  // curl with this server's credentials (SigV4): a bucket created, a file put.
+  std::string curl(const std::string& args) const {
+    return std::string("curl -sS -f --retry 20 --retry-delay 1 --retry-all-errors ") +
+           "--aws-sigv4 aws:amz:us-east-1:s3 --user " + kAccessKey + ":" + kSecretKey + " " + args;
+  }
+
+ private:
+  static bool port_pair_free(int p) { return !accepts(p) && !accepts(p + 10000); }
+
+  std::filesystem::path work_;
+  int ports_[4] = {};
+  Child child_;
+  bool started_ = false;
+};
+
+}  // namespace stoke::test
+
+#define STOKE_SKIP_WITHOUT(available, what)                                           \
+  do {                                                                                \
+    if (!(available)) {                                                               \
+      if (::stoke::test::servers_required()) FAIL() << (what) << " is not installed"; \
+      GTEST_SKIP() << (what) << " is not installed (CI installs it; see .ci/run)";    \
+    }                                                                                 \
+  } while (0)
