@@ -395,3 +395,57 @@ def test_stoke_pack_shards_are_read_alike_by_webdataset_and_by_stoke(tmp_path):
     from_idx = stoke_labels(FASHION, split="test")
     assert from_idx == labels
     assert stoke_labels(str(tmp_path / "fm-{000000..000003}.tar"), size=28) == labels
+
+
+def _servers():
+    """bench/local_servers.py: nginx and SeaweedFS on 127.0.0.1, as the C++ tests run them."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "local_servers.py")
+    spec = importlib.util.spec_from_file_location("local_servers", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _need_server(available, what):
+    if available:
+        return
+    if os.environ.get("STOKE_REQUIRE_SERVERS") == "1":
+        pytest.fail(f"{what} is not installed")
+    pytest.skip(f"{what} is not installed (CI installs it; see .ci/run)")
+
+
+def test_shards_over_http_and_s3_take_the_same_keywords_and_give_the_same_batches(
+        tmp_path, monkeypatch):
+    pack = os.environ.get("STOKE_PACK")
+    if not pack:
+        pytest.skip("STOKE_PACK (the stoke-pack executable) is not set")
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    _need_server(os.access(nginx, os.X_OK), "nginx")
+    weed = os.environ.get("STOKE_WEED", "")
+    _need_server(os.access(weed, os.X_OK), "SeaweedFS (weed)")
+    servers = _servers()
+    shards = tmp_path / "shards"
+    subprocess.run([pack, "--no-progress", "--data", FASHION, "--split", "test",
+                    "--out", str(shards / "fm-%06d.tar"), "--shard-samples", "2500"],
+                   check=True, stdout=subprocess.DEVNULL)
+    monkeypatch.setenv("STOKE_CACHE_DIR", str(tmp_path / "cache"))
+
+    def digest(data):
+        loader = stoke.Loader(data, batch=500, workers=2, size=28, seed=5, shuffle_window=2)
+        h = []
+        for b in loader:
+            h.append((np.from_dlpack(b.pixels[0]).tobytes(), np.from_dlpack(b.labels).tobytes()))
+        return h
+
+    expected = digest(str(shards / "fm-{000000..000003}.tar"))
+    with servers.NginxServer(shards, str(tmp_path / "nginx")) as url:
+        assert digest(url + "/fm-{000000..000003}.tar") == expected
+    with servers.SeaweedServer(weed, str(tmp_path / "weed")) as s3:
+        s3.put_folder("pytest", shards, prefix="fm/")
+        for k, v in s3.env({}).items():
+            monkeypatch.setenv(k, v)
+        assert digest("s3://pytest/fm/fm-{000000..000003}.tar") == expected
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+        with pytest.raises(stoke.Error, match=r"403.*bucket 'pytest'"):
+            stoke.Loader("s3://pytest/fm/fm-000000.tar", batch=100)

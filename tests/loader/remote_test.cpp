@@ -81,6 +81,29 @@ TEST(RemoteShards, FromNginxTheSameBatchesAsFromLocalDisk) {
       3);
 }
 
+// The server goes away mid-epoch and comes back: the workers' reads retry until it answers,
+// and the epoch is the one an undisturbed run delivers, byte for byte.
+TEST(RemoteShards, AServerRestartedMidEpochLosesNothing) {
+  STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
+  test::TempDir dir;
+  const fs::path www = pack_shards(dir);
+  test::Nginx nginx(www, dir.path() / "nginx");
+  ASSERT_TRUE(nginx.started());
+  Loader local(shard_options((www / "train-{0..2}.tar").string()));
+  const test::Delivered expected = test::collect(local);
+  Options o = shard_options(nginx.url() + "/train-{0..2}.tar");
+  o.prefetch = 2;
+  Loader remote(o);
+  test::Delivered got = test::collect(remote, 1);
+  nginx.stop();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // reads fail meanwhile
+  nginx.start();
+  ASSERT_TRUE(nginx.started());
+  while (auto b = remote.next()) test::append(got, *b);
+  EXPECT_TRUE(got == expected);
+  EXPECT_EQ(remote.stats().skipped, 0);
+}
+
 TEST(RemoteShards, AnEndpointNobodyListensOnFailsWithinTheDeadline) {
   const ScopedEnv deadline("STOKE_REMOTE_DEADLINE_S", "2");
   const std::string url = "http://127.0.0.1:" + std::to_string(test::free_port()) + "/x.tar";

@@ -198,7 +198,9 @@ class SeaweedS3 {
         {w, "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-dir=" + (work_ / "data").string(),
          "-master.port=" + std::to_string(ports_[0]), "-volume.port=" + std::to_string(ports_[1]),
          "-filer.port=" + std::to_string(ports_[2]), "-s3", "-s3.port=" + std::to_string(ports_[3]),
-         "-s3.config=" + (work_ / "s3.json").string(), "-volume.max=8"},
+         "-s3.config=" + (work_ / "s3.json").string(), "-volume.max=8",
+         // No fixed default ports (tests run side by side), nothing beyond 127.0.0.1.
+         "-s3.port.iceberg=0", "-s3.port.lance=0", "-master.telemetry=false"},
         (work_ / "weed.log").string());
     started_ = wait_until_accepting(ports_[3], std::chrono::seconds(60));
   }
