@@ -243,22 +243,26 @@ TEST(EpochPlan, ShuffleWindowsKeepSamplesOfAFewShardsTogether) {
   EXPECT_EQ(detail::EpochPlan(whole).order(3), detail::EpochPlan(plain).order(3));
 }
 
-// The same images in a folder and in shards (written by another program, in the folder's
-// order) are the same dataset: the same seed gives the same batches, bytes and labels.
-TEST(ShardLoader, ShardsDeliverWhatTheFolderDelivers) {
-  test::TempDir dir;
-  const std::vector<std::string> shards = python_shards(dir, "pax", 3);
+// A loader over `shards` (testdata/jpeg packed in the folder's order) delivers exactly what a
+// loader over the folder delivers: the same batches, bytes and labels for the same seed.
+void expect_same_as_jpeg_folder(const std::string& shards, int size) {
   Options folder = test::fashion_options(2, 32);
   folder.data = test::testdata("jpeg");
-  folder.height = folder.width = 64;
+  folder.height = folder.width = size;
   Options sharded = folder;
-  sharded.data = (dir.path() / "py-pax-{000000..000002}.tar").string();
+  sharded.data = shards;
   Loader a(folder);
   Loader b(sharded);
   ASSERT_EQ(a.dataset_size(), b.dataset_size());
-  const test::Delivered from_folder = test::collect(a);
-  const test::Delivered from_shards = test::collect(b);
-  EXPECT_TRUE(from_folder == from_shards);
+  EXPECT_TRUE(test::collect(a) == test::collect(b));
+}
+
+// The same images in a folder and in shards (written by another program, in the folder's
+// order) are the same dataset.
+TEST(ShardLoader, ShardsDeliverWhatTheFolderDelivers) {
+  test::TempDir dir;
+  const std::vector<std::string> shards = python_shards(dir, "pax", 3);
+  expect_same_as_jpeg_folder((dir.path() / "py-pax-{000000..000002}.tar").string(), 64);
 }
 
 // Bad samples of a shard are bad input like bad files: a sample without a label is left out
@@ -328,15 +332,7 @@ TEST(StokePack, ShardsHoldTheFolderInItsOrderWithSidecars) {
   run("python3 -c \"import tarfile; t = tarfile.open('" +
       (dir.path() / "out/train-0002.tar").string() +
       "'); m = t.getmembers(); assert len(m) == 32 and m[-1].name == '000095.cls', m[-1].name\"");
-
-  Options folder = test::fashion_options(2, 32);
-  folder.data = test::testdata("jpeg");
-  folder.height = folder.width = 48;
-  Options sharded = folder;
-  sharded.data = (dir.path() / "out/train-{0000..0002}.tar").string();
-  Loader a(folder);
-  Loader b(sharded);
-  EXPECT_TRUE(test::collect(a) == test::collect(b));
+  expect_same_as_jpeg_folder((dir.path() / "out/train-{0000..0002}.tar").string(), 48);
 }
 
 TEST(StokePack, RefusesABadPatternAndAnExistingShard) {
