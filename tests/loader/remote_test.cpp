@@ -1,12 +1,15 @@
 // Shards on real servers on 127.0.0.1: nginx over HTTP and SeaweedFS over S3 (SigV4) give the
-// same batches as the same shards on local disk, resume exactly, and fail clearly: a wrong
-// secret names the bucket and the 403, an endpoint nobody listens on ends within the deadline.
+// same batches as the same shards on local disk, resume exactly, survive a restart and a rate
+// limit (429s) unchanged, keep what precedes the cut of a shard truncated on the server, and
+// fail clearly: a wrong secret names the bucket and the 403, an endpoint nobody listens on ends
+// within the deadline.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "servers.hpp"
@@ -102,6 +105,50 @@ TEST(RemoteShards, AServerRestartedMidEpochLosesNothing) {
   while (auto b = remote.next()) test::append(got, *b);
   EXPECT_TRUE(got == expected);
   EXPECT_EQ(remote.stats().skipped, 0);
+}
+
+// A server that turns most requests away (nginx's rate limit answering 429 with Retry-After)
+// slows the epoch down and changes nothing in it: every refused read is retried.
+TEST(RemoteShards, ARateLimitingServerIsRetriedAndChangesNothing) {
+  STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
+  test::TempDir dir;
+  const fs::path www = pack_shards(dir);
+  test::Nginx nginx(www, dir.path() / "nginx",
+                    "  limit_req_zone $binary_remote_addr zone=few:1m rate=50r/s;\n",
+                    "limit_req zone=few; limit_req_status 429; "
+                    "add_header Retry-After 0.05 always;");
+  ASSERT_TRUE(nginx.started());
+  Loader local(shard_options((www / "train-{0..2}.tar").string()));
+  const test::Delivered expected = test::collect(local);
+  Loader remote(shard_options(nginx.url() + "/train-{0..2}.tar"));
+  EXPECT_TRUE(test::collect(remote) == expected);
+  EXPECT_EQ(remote.stats().skipped, 0);
+  // The limit did refuse requests: the error log records each one.
+  std::ifstream log(dir.path() / "nginx/error.log");
+  const std::string text{std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>()};
+  EXPECT_NE(text.find("limiting requests"), std::string::npos);
+}
+
+// A shard cut short on the server (its sidecar, made for the whole shard, now stale): the
+// members before the cut are read, the damage is counted once, nothing else changes.
+TEST(RemoteShards, AShardTruncatedOnTheServerKeepsWhatPrecedesTheCut) {
+  STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
+  test::TempDir dir;
+  const fs::path www = pack_shards(dir);
+  const auto whole = fs::file_size(www / "train-1.tar");
+  fs::resize_file(www / "train-1.tar", whole / 2);
+  test::Nginx nginx(www, dir.path() / "nginx");
+  ASSERT_TRUE(nginx.started());
+  test::LogLines log;
+  Options o = shard_options(nginx.url() + "/train-{0..2}.tar");
+  o.log = log.sink();
+  Loader remote(o);
+  EXPECT_GT(remote.dataset_size(), 40 + 16);  // shard 0, about half of shard 1, shard 2
+  EXPECT_LT(remote.dataset_size(), 96);
+  EXPECT_TRUE(log.contains("train-1.tar.idx does not describe"));
+  EXPECT_TRUE(log.contains("is cut short by the shard's end"));
+  test::collect(remote);
+  EXPECT_EQ(remote.stats().skipped_by_reason.at("corrupt"), 1);
 }
 
 TEST(RemoteShards, AnEndpointNobodyListensOnFailsWithinTheDeadline) {

@@ -119,7 +119,10 @@ class Nginx {
   static constexpr const char* kBinary = "/usr/sbin/nginx";
   static bool available() { return ::access(kBinary, X_OK) == 0; }
 
-  Nginx(const std::filesystem::path& root, const std::filesystem::path& work)
+  // `http_extra` goes into the http block, `location_extra` into "location /" (a rate limit,
+  // say, that answers with 429s).
+  Nginx(const std::filesystem::path& root, const std::filesystem::path& work,
+        const std::string& http_extra = "", const std::string& location_extra = "")
       : port_(free_port()), work_(work) {
     std::filesystem::create_directories(work / "tmp");
     std::ofstream conf(work / "nginx.conf");
@@ -129,8 +132,8 @@ class Nginx {
          << "events { worker_connections 256; }\nhttp {\n  access_log off;\n";
     for (const char* t : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"})
       conf << "  " << t << "_temp_path " << (work / "tmp").string() << ";\n";
-    conf << "  server {\n    listen 127.0.0.1:" << port_ << ";\n    root " << root.string()
-         << ";\n    location / { }\n  }\n}\n";
+    conf << http_extra << "  server {\n    listen 127.0.0.1:" << port_ << ";\n    root "
+         << root.string() << ";\n    location / { " << location_extra << " }\n  }\n}\n";
     conf.close();
     start();
   }
