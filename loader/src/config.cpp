@@ -174,6 +174,10 @@ ResolvedConfig resolve(Options o, const DatasetIndex& index) {
   if (r.options.shuffle_window < 0)
     throw ConfigError("shuffle_window must be 0 (all shards) or a number of shards, got " +
                       std::to_string(r.options.shuffle_window));
+  if (index.shard_starts.empty() && r.options.label_field != "cls")
+    throw ConfigError("label_field '" + r.options.label_field +
+                      "' applies to tar shards only; " + r.options.data +
+                      " is not shards (its labels come from its class folders, list or IDX file)");
   r.plan.shard_starts = index.shard_starts;
   r.plan.shuffle_window = r.options.shuffle_window;
   r.batches_per_epoch = EpochPlan(r.plan).batches_per_epoch();  // validates the plan

@@ -458,6 +458,9 @@ TEST(ShardLoader, ALabelFromAJsonMember) {
             (std::vector<std::int32_t>{10, 11, 12, 13}));
   o.label_field = "yaml";
   EXPECT_THROW(Loader{o}, ConfigError);
+  o.data = test::testdata("jpeg");  // not shards: its labels are its class folders
+  o.label_field = "json:class";
+  EXPECT_THROW(Loader{o}, ConfigError);
 }
 
 }  // namespace
