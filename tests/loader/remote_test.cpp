@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "servers.hpp"
 #include "stoke/error.hpp"
@@ -86,6 +87,38 @@ TEST(RemoteShards, FromNginxTheSameBatchesAsFromLocalDisk) {
 
 // The server goes away mid-epoch and comes back: the workers' reads retry until it answers,
 // and the epoch is the one an undisturbed run delivers, byte for byte.
+// Two loaders made at the same time on one index cache folder (ranks of one machine, here two
+// threads): both index the shards, the cache ends with one whole entry per shard and no
+// temporary file, and a third loader indexing from the cache delivers the same batches.
+TEST(RemoteShards, LoadersSharingTheIndexCacheAgree) {
+  STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
+  test::TempDir dir;
+  const fs::path www = pack_shards(dir);
+  test::Nginx nginx(www, dir.path() / "nginx");
+  ASSERT_TRUE(nginx.started());
+  const ScopedEnv cache("STOKE_CACHE_DIR", (dir.path() / "cache").string());
+  const Options o = shard_options(nginx.url() + "/train-{0..2}.tar");
+  test::Delivered first, second;
+  std::thread a([&] {
+    Loader l(o);
+    first = test::collect(l);
+  });
+  std::thread b([&] {
+    Loader l(o);
+    second = test::collect(l);
+  });
+  a.join();
+  b.join();
+  EXPECT_TRUE(first == second);
+  std::vector<std::string> entries;
+  for (const auto& e : fs::directory_iterator(dir.path() / "cache/index"))
+    entries.push_back(e.path().filename().string());
+  EXPECT_EQ(entries.size(), 3u);
+  for (const auto& e : entries) EXPECT_EQ(e.find(".tmp"), std::string::npos) << e;
+  Loader third(o);
+  EXPECT_TRUE(test::collect(third) == first);
+}
+
 TEST(RemoteShards, AServerRestartedMidEpochLosesNothing) {
   STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
   test::TempDir dir;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -120,18 +121,25 @@ std::string index_cache_path(const std::string& url, const RemoteObject& object)
   return dir + "/index/" + name;
 }
 
-// Writes `text` to `path` through a temporary file and a rename: readers never see half of it.
+// Writes `text` to `path` through a temporary file of its own (mkstemp: loaders in this
+// process and others may write the same entry at once) and a rename: readers never see half
+// of it, and the last writer's whole file wins.
 void write_atomically(const std::string& path, const std::string& text) {
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out) return;  // a cache that cannot be written is only slower
+  std::string tmp = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) return;  // a cache that cannot be written is only slower
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
   }
-  fs::rename(tmp, path, ec);
-  if (ec) fs::remove(tmp, ec);
+  const bool ok = done == text.size() && ::close(fd) == 0;
+  if (ok) fs::rename(tmp, path, ec);
+  if (!ok || ec) fs::remove(tmp, ec);
 }
 
 // Where a sample's label comes from: "cls" (the .cls member's integer), "json:KEY" (an integer
