@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/text.hpp"
 #include "data/dataset_index.hpp"
 #include "data/file_reader.hpp"
 #include "data/tar_index.hpp"
@@ -156,10 +157,8 @@ struct Encoded {
 };
 
 std::string lowercase_extension(const std::string& path) {
-  std::string ext = fs::path(path).extension().string();
+  std::string ext = stoke::detail::lowercase(fs::path(path).extension().string());
   if (!ext.empty()) ext.erase(0, 1);
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return ext == "jpeg" || ext == "jpe" ? "jpg" : ext;
 }
 
@@ -333,9 +332,10 @@ int run(const Args& args) {
         e = std::move(*small);
       }
     }
-    const std::string label = std::to_string(
-        index.kind == stoke::detail::DatasetKind::kRaw ? index.labels[static_cast<std::size_t>(i)]
-                                               : index.entries[static_cast<std::size_t>(i)].label);
+    const std::string label =
+        std::to_string(index.kind == stoke::detail::DatasetKind::kRaw
+                           ? index.labels[static_cast<std::size_t>(i)]
+                           : index.entries[static_cast<std::size_t>(i)].label);
     const std::uint64_t sample_bytes = 2 * 512 + e.bytes.size() + 511 + label.size() + 511;
     const bool full =
         shard && (args.shard_samples > 0 ? shard->samples() >= args.shard_samples

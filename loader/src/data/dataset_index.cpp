@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/text.hpp"
 #include "data/shard_list.hpp"
 #include "stoke/error.hpp"
 #include "stoke/mnist.hpp"
@@ -18,9 +19,7 @@ namespace {
 constexpr std::size_t kAlign = 64;
 
 bool has_image_extension(const fs::path& p) {
-  std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string ext = lowercase(p.extension().string());
   static constexpr const char* kKnown[] = {".jpg", ".jpeg", ".jpe",  ".png", ".bmp", ".dib",
                                            ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".pbm",
                                            ".pnm", ".pxm",  ".sr",   ".ras", ".hdr", ".pic"};

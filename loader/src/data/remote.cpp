@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/text.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {
@@ -122,13 +123,8 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
   std::string line(data, n);
   const std::size_t colon = line.find(':');
   if (colon != std::string::npos) {
-    std::string key = line.substr(0, colon);
-    std::transform(key.begin(), key.end(), key.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    std::string value = line.substr(colon + 1);
-    const auto not_space = [](unsigned char c) { return !std::isspace(c); };
-    value.erase(value.begin(), std::find_if(value.begin(), value.end(), not_space));
-    value.erase(std::find_if(value.rbegin(), value.rend(), not_space).base(), value.end());
+    const std::string key = lowercase(line.substr(0, colon));
+    const std::string value = trim(line.substr(colon + 1));
     if (key == "etag") r->etag = value;
     if (key == "retry-after") r->retry_after = value;
   }

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/text.hpp"
 #include "data/dataset_index.hpp"
 #include "data/remote.hpp"
 #include "data/shard_list.hpp"
@@ -32,12 +33,6 @@ bool is_image_extension(const std::string& ext) {
   static constexpr const char* kKnown[] = {"jpg", "jpeg", "png", "webp", "ppm", "pgm",
                                            "pbm", "pnm",  "bmp", "tif",  "tiff"};
   return std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return ext == k; });
-}
-
-std::string lowercase(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
 }
 
 class ShardFile {
@@ -180,12 +175,7 @@ std::optional<std::int32_t> sample_label(const LabelField& field, const ShardInd
       text.resize(static_cast<std::size_t>(member.size));
       if (read_at(member.offset, text.data(), text.size()) != text.size()) return std::nullopt;
     }
-    if (field.kind == LabelField::kCls) {
-      const auto not_space = [](unsigned char c) { return !std::isspace(c); };
-      text.erase(text.begin(), std::find_if(text.begin(), text.end(), not_space));
-      text.erase(std::find_if(text.rbegin(), text.rend(), not_space).base(), text.end());
-      return parse_label_text(text);
-    }
+    if (field.kind == LabelField::kCls) return parse_label_text(trim(std::move(text)));
     const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains(field.key)) return std::nullopt;
     const nlohmann::json& v = j[field.key];

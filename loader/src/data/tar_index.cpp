@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "common/text.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {
@@ -132,13 +133,6 @@ bool all_zero(const std::uint8_t* block) {
 
 bool is_label_extension(const std::string& ext) {
   return ext == "cls";
-}
-
-std::string trim(std::string s) {
-  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
 }
 
 std::string at_byte(std::uint64_t offset) {
@@ -281,10 +275,9 @@ std::vector<ShardSample> group_samples(const ShardIndex& index) {
   std::vector<ShardSample> samples;
   std::vector<std::string> extensions;  // of the current sample
   for (std::size_t i = 0; i < index.members.size(); ++i) {
-    auto [key, ext] = split_member_name(index.members[i].name);
-    if (ext.empty()) continue;  // WebDataset ignores members without an extension
-    std::transform(ext.begin(), ext.end(), ext.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    auto [key, raw_ext] = split_member_name(index.members[i].name);
+    if (raw_ext.empty()) continue;  // WebDataset ignores members without an extension
+    const std::string ext = lowercase(std::move(raw_ext));
     // A new key starts a sample; so does an extension the current sample already has (two
     // members that would both be its ".jpg").
     if (samples.empty() || samples.back().key != key ||

@@ -8,18 +8,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/text.hpp"
 #include "device/device_discovery.hpp"
 #include "device/nvml.hpp"
 
 namespace stoke {
 namespace {
 
-std::string trim(std::string s) {
-  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
-}
+using detail::trim;
 
 // The driver's /proc/driver/nvidia/gpus/<bus id>/information files ("Model:", "GPU UUID:",
 // "Bus Location:"), in bus order. They carry no memory size.
