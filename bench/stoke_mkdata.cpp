@@ -188,27 +188,11 @@ std::uintmax_t write_image(const fs::path& path, const cv::Mat& image,
   return fs::file_size(path);
 }
 
-// "writing N/TOTAL" on stderr: rewritten in place on a terminal, a line at every tenth in a log.
-class Progress {
- public:
-  explicit Progress(std::uint64_t total)
-      : total_(total), terminal_(true, std::chrono::milliseconds(100)) {}
-
-  void done(std::uint64_t n) {
-    const std::string text = "writing " + std::to_string(n) + "/" + std::to_string(total_);
-    if (terminal_.active()) {
-      terminal_.draw(text, n == total_);
-      if (n == total_) terminal_.finish();
-    } else if (n != total_ && stoke::tools::every_tenth(static_cast<std::int64_t>(n),
-                                                        static_cast<std::int64_t>(total_))) {
-      std::cerr << text << '\n';
-    }
-  }
-
- private:
-  std::uint64_t total_;
-  stoke::tools::TerminalLine terminal_;
-};
+// "writing N/TOTAL" on stderr (stoke/tools/progress.hpp).
+void report(stoke::tools::CountProgress& progress, std::uint64_t n, std::uint64_t total) {
+  progress.update(static_cast<std::int64_t>(n),
+                  "writing " + std::to_string(n) + "/" + std::to_string(total));
+}
 
 void print_summary(std::uint64_t images, std::size_t classes, const fs::path& out,
                    std::uintmax_t bytes) {
@@ -239,7 +223,7 @@ int run_fashion_mnist(const Args& args) {
   std::vector<bool> class_used(kFashionClassCount, false);
   const std::size_t image_bytes = static_cast<std::size_t>(data.rows) * data.cols;
   std::uintmax_t bytes = 0;
-  Progress progress(total);
+  stoke::tools::CountProgress progress(static_cast<std::int64_t>(total));
   for (std::uint64_t i = 0; i < total; ++i) {
     const unsigned label = data.labels[i];
     if (label >= kFashionClassCount) {
@@ -252,7 +236,7 @@ int run_fashion_mnist(const Args& args) {
     // Wraps the decoded pixels without copying; imwrite only reads them.
     const cv::Mat image(data.rows, data.cols, CV_8UC1, data.pixels.data() + i * image_bytes);
     bytes += write_image(dir / numbered_name(i, data.count, "png"), image);
-    progress.done(i + 1);
+    report(progress, i + 1, total);
   }
   print_summary(total, std::count(class_used.begin(), class_used.end(), true), out, bytes);
   return 0;
@@ -495,7 +479,7 @@ int run_jpeg_corpus(const Args& args) {
   std::uint64_t next = 0;
   std::size_t classes = 0;
   std::uintmax_t bytes = 0;
-  Progress progress(count);
+  stoke::tools::CountProgress progress(static_cast<std::int64_t>(count));
   for (std::size_t c = 0; c < sources.size(); ++c) {
     const std::uint64_t n = per_class + (c < extra ? 1 : 0);
     if (n == 0) continue;  // --count below the number of sources: no empty class folders
@@ -511,7 +495,7 @@ int run_jpeg_corpus(const Args& args) {
       bytes += write_jpeg(dir / numbered_name(next, count, "jpg"), view, e);
       ++chroma[e.chroma == TJSAMP_420 ? 0 : e.chroma == TJSAMP_422 ? 1 : 2];
       progressive += e.progressive ? 1 : 0;
-      progress.done(next + 1);
+      report(progress, next + 1, count);
     }
   }
   print_summary(count, classes, out, bytes);

@@ -249,30 +249,6 @@ class ShardWriter {
   stoke::detail::ShardIndex index_;
 };
 
-// "packing N/TOTAL" on stderr: rewritten in place on a terminal, a line at every tenth in a log.
-class Progress {
- public:
-  Progress(std::int64_t total, bool enabled)
-      : total_(total), enabled_(enabled), terminal_(enabled, std::chrono::milliseconds(100)) {}
-  void done(std::int64_t n, std::int64_t shards) {
-    if (!enabled_) return;
-    const std::string text = "packing " + stoke::tools::meter(n, total_, 20) + " " +
-                             std::to_string(n) + "/" + std::to_string(total_) + " samples, " +
-                             std::to_string(shards) + " shard(s)";
-    if (terminal_.active()) {
-      terminal_.draw(text, n == total_);
-      if (n == total_) terminal_.finish();
-    } else if (n != total_ && stoke::tools::every_tenth(n, total_)) {
-      std::cerr << text << '\n';
-    }
-  }
-
- private:
-  std::int64_t total_;
-  bool enabled_;
-  stoke::tools::TerminalLine terminal_;
-};
-
 int run(const Args& args) {
   const auto started = std::chrono::steady_clock::now();
   DatasetIndex index = stoke::detail::build_index(args.data, args.split);
@@ -288,7 +264,7 @@ int run(const Args& args) {
     return std::string(width - digits.size(), '0') + digits;
   };
   stoke::detail::PosixFileReader files;
-  Progress progress(n, args.progress);
+  stoke::tools::CountProgress progress(n, args.progress);
   std::optional<ShardWriter> shard;
   std::vector<std::string> written;
   std::uint64_t total_bytes = 0;
@@ -349,7 +325,9 @@ int run(const Args& args) {
     shard->add(key(i) + ".cls", label);
     shard->count_sample();
     ++packed;
-    progress.done(i + 1, static_cast<std::int64_t>(written.size()));
+    progress.update(i + 1, "packing " + stoke::tools::meter(i + 1, n, 20) + " " +
+                               std::to_string(i + 1) + "/" + std::to_string(n) + " samples, " +
+                               std::to_string(written.size()) + " shard(s)");
   }
   finish_shard();
   const double seconds =

@@ -10,7 +10,9 @@ namespace stoke::tools {
 TerminalLine::TerminalLine(bool enabled, std::chrono::milliseconds interval)
     : active_(enabled && ::isatty(STDERR_FILENO) == 1), interval_(interval) {}
 
-TerminalLine::~TerminalLine() { finish(); }
+TerminalLine::~TerminalLine() {
+  finish();
+}
 
 void TerminalLine::draw(const std::string& text, bool force) {
   if (!active_) return;
@@ -26,6 +28,19 @@ void TerminalLine::draw(const std::string& text, bool force) {
 void TerminalLine::finish() {
   if (open_) std::fputc('\n', stderr);
   open_ = false;
+}
+
+CountProgress::CountProgress(std::int64_t total, bool enabled, std::chrono::milliseconds interval)
+    : total_(total), enabled_(enabled), terminal_(enabled, interval) {}
+
+void CountProgress::update(std::int64_t done, const std::string& text) {
+  if (!enabled_) return;
+  if (terminal_.active()) {
+    terminal_.draw(text, done == total_);
+    if (done == total_) terminal_.finish();
+  } else if (done != total_ && every_tenth(done, total_)) {
+    std::fprintf(stderr, "%s\n", text.c_str());
+  }
 }
 
 std::string meter(std::int64_t done, std::int64_t total, int width) {

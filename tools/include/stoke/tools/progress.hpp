@@ -34,6 +34,22 @@ class TerminalLine {
   std::chrono::steady_clock::time_point last_{};
 };
 
+// Progress through `total` items, as the tools that write datasets report it: rewritten in place
+// on a terminal (the last update drawn, then the line ended), and in a log one line at every
+// tenth except the last (the tool's summary follows). `enabled` false: nothing at all.
+class CountProgress {
+ public:
+  explicit CountProgress(std::int64_t total, bool enabled = true,
+                         std::chrono::milliseconds interval = std::chrono::milliseconds(100));
+  // `done` (1-based) of total items, described by `text`.
+  void update(std::int64_t done, const std::string& text);
+
+ private:
+  std::int64_t total_;
+  bool enabled_;
+  TerminalLine terminal_;
+};
+
 // "[######..............]": `width` cells, done / total of them filled.
 std::string meter(std::int64_t done, std::int64_t total, int width);
 
