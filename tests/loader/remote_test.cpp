@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -75,14 +76,22 @@ TEST(RemoteShards, FromNginxTheSameBatchesAsFromLocalDisk) {
   const ScopedEnv cache("STOKE_CACHE_DIR", (dir.path() / "cache").string());
   Loader local(shard_options((www / "train-{0..2}.tar").string()));
   const test::Delivered expected = test::collect(local);
+  // The cache's entries and when they were written, by name.
+  const auto entries = [&] {
+    std::map<std::string, fs::file_time_type> out;
+    for (const auto& e : fs::directory_iterator(dir.path() / "cache/index"))
+      out[e.path().filename().string()] = e.last_write_time();
+    return out;
+  };
+  std::map<std::string, fs::file_time_type> written;
   for (int pass = 0; pass < 2; ++pass) {  // the second indexes from the local index cache
     Loader remote(shard_options(nginx.url() + "/train-{0..2}.tar"));
     EXPECT_EQ(remote.dataset_size(), 96);
     EXPECT_TRUE(test::collect(remote) == expected) << "pass " << pass;
+    if (pass == 0) written = entries();
   }
-  EXPECT_EQ(
-      std::distance(fs::directory_iterator(dir.path() / "cache/index"), fs::directory_iterator()),
-      3);
+  EXPECT_EQ(written.size(), 3u);
+  EXPECT_TRUE(entries() == written) << "an index read from the cache was written again";
 }
 
 // The server goes away mid-epoch and comes back: the workers' reads retry until it answers,

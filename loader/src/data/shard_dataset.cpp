@@ -207,13 +207,20 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const std::str
         return remote_read(name, offset, dst, n, policy);
       };
       const std::string cached = index_cache_path(name, object);
-      std::optional<std::string> sidecar = cached.empty() ? std::nullopt : read_text_file(cached);
-      if (!sidecar) {
+      const std::optional<std::string> entry =
+          cached.empty() ? std::nullopt : read_text_file(cached);
+      std::optional<ShardIndex> hit =
+          entry ? parse_sidecar(*entry, object.size, cached) : std::nullopt;
+      if (hit) {
+        table = std::move(*hit);
+      } else {
+        std::optional<std::string> sidecar;
         std::string text;
         if (remote_get_if_exists(name + ".idx", text, policy)) sidecar = std::move(text);
+        table = member_table(name, object.size, sidecar, read_at, index.shard_notes);
+        if (!cached.empty() && table.damage.empty())
+          write_atomically(cached, format_sidecar(table));  // only what the cache lacked
       }
-      table = member_table(name, object.size, sidecar, read_at, index.shard_notes);
-      if (!cached.empty() && table.damage.empty()) write_atomically(cached, format_sidecar(table));
     } else {
       path = fs::absolute(name).lexically_normal().string();
       file.emplace(path);

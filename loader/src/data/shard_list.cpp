@@ -101,14 +101,15 @@ std::optional<std::vector<std::string>> read_shard_list_file(const fs::path& lis
   for (int line_no = 1; std::getline(in, line); ++line_no) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || line[0] == '#') continue;
-    if (line.find('\t') != std::string::npos || !names_shard(expand_braces(line).front())) {
+    std::vector<std::string> names = expand_all(line);
+    if (line.find('\t') != std::string::npos || names.empty() || !names_shard(names.front())) {
       if (shards.empty()) return std::nullopt;
       throw ConfigError(list.string() + ":" + std::to_string(line_no) +
                         ": expected a shard (a .tar path or an http://, https:// or s3:// URL), "
                         "got '" +
                         line + "'");
     }
-    for (std::string& name : expand_all(line)) {
+    for (std::string& name : names) {
       if (!is_url(name) && fs::path(name).is_relative())
         name = (base / name).lexically_normal().string();
       shards.push_back(std::move(name));
