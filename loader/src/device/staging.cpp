@@ -270,19 +270,19 @@ const void* Staging::output(int slot, int dev) const {
   return backend_->gpu() ? set.d_in[u] : chunk_src(slot, dev);
 }
 
+// Where device dev reads the slot's labels..valid bytes: its copy on a GPU, else the slot.
+const std::uint8_t* Staging::meta(int slot, int dev) const {
+  if (!backend_->gpu()) return meta_src(slot);
+  return static_cast<const std::uint8_t*>(
+      slots_[static_cast<std::size_t>(slot)]->set->d_meta[static_cast<std::size_t>(dev)]);
+}
+
 const std::int32_t* Staging::labels(int slot, int dev) const {
-  const std::uint8_t* base =
-      backend_->gpu()
-          ? static_cast<const std::uint8_t*>(
-                slots_[static_cast<std::size_t>(slot)]->set->d_meta[static_cast<std::size_t>(dev)])
-          : meta_src(slot);
-  return reinterpret_cast<const std::int32_t*>(base) + samples_before(dev);
+  return reinterpret_cast<const std::int32_t*>(meta(slot, dev)) + samples_before(dev);
 }
 
 const std::uint8_t* Staging::valid(int slot, int dev) const {
-  const std::int32_t* labels_start = labels(slot, dev) - samples_before(dev);
-  return reinterpret_cast<const std::uint8_t*>(labels_start) +
-         (config_.valid_offset - config_.labels_offset) + samples_before(dev);
+  return meta(slot, dev) + (config_.valid_offset - config_.labels_offset) + samples_before(dev);
 }
 
 Event Staging::ready(int slot, int dev) const {

@@ -145,6 +145,7 @@ class Staging {
   void give_bounce(void* p);
   const std::uint8_t* chunk_src(int slot, int dev) const;
   const std::uint8_t* meta_src(int slot) const;
+  const std::uint8_t* meta(int slot, int dev) const;
   int samples_before(int dev) const { return dev * config_.samples_per_device; }
 
   std::unique_ptr<DeviceBackend> backend_;
