@@ -29,6 +29,19 @@ class Fd {
 
 }  // namespace
 
+std::int64_t pread_fully(int fd, void* dst, std::size_t n, std::uint64_t offset) {
+  std::size_t done = 0;
+  while (done < n) {
+    const ssize_t got =
+        ::pread(fd, static_cast<char*>(dst) + done, n - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return -1;
+    if (got == 0) break;
+    done += static_cast<std::size_t>(got);
+  }
+  return static_cast<std::int64_t>(done);
+}
+
 BadInput PosixFileReader::read(const std::string& path, const ByteRange& range,
                                std::vector<std::uint8_t>& into) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -46,15 +59,9 @@ BadInput PosixFileReader::read(const std::string& path, const ByteRange& range,
   if (want == 0) return BadInput::kEmpty;
   if (want > static_cast<std::uint64_t>(kMaxFileBytes)) return BadInput::kTooLarge;
   into.resize(static_cast<std::size_t>(want));
-  std::size_t done = 0;
-  while (done < into.size()) {
-    const ssize_t got = ::pread(fd.get(), into.data() + done, into.size() - done,
-                                static_cast<off_t>(range.offset + done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return errno == EISDIR ? BadInput::kNotAFile : BadInput::kUnreadable;
-    if (got == 0) break;  // shrank while reading
-    done += static_cast<std::size_t>(got);
-  }
+  const std::int64_t got = pread_fully(fd.get(), into.data(), into.size(), range.offset);
+  if (got < 0) return errno == EISDIR ? BadInput::kNotAFile : BadInput::kUnreadable;
+  const auto done = static_cast<std::size_t>(got);  // fewer: the file shrank while reading
   into.resize(done);
   if (!whole && done < range.size) return BadInput::kCorrupt;
   return done == 0 ? BadInput::kEmpty : BadInput::kNone;

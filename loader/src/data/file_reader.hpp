@@ -33,6 +33,10 @@ class FileReader {
                         std::vector<std::uint8_t>& into) = 0;
 };
 
+// Reads up to n bytes at `offset` of file descriptor fd into dst, through short reads and
+// EINTR: the bytes read (fewer only at the file's end), or -1 with errno set.
+std::int64_t pread_fully(int fd, void* dst, std::size_t n, std::uint64_t offset);
+
 // Files at most this large are read; a larger one is BadInput::kTooLarge before any allocation.
 inline constexpr std::int64_t kMaxFileBytes = std::int64_t{1} << 30;
 

@@ -19,6 +19,7 @@
 
 #include "common/text.hpp"
 #include "data/dataset_index.hpp"
+#include "data/file_reader.hpp"
 #include "data/remote.hpp"
 #include "data/shard_list.hpp"
 #include "data/tar_index.hpp"
@@ -53,16 +54,9 @@ class ShardFile {
 
   std::uint64_t size() const { return size_; }
   std::size_t read_at(std::uint64_t offset, void* dst, std::size_t n) const {
-    std::size_t done = 0;
-    while (done < n) {
-      const ssize_t got =
-          ::pread(fd_, static_cast<char*>(dst) + done, n - done, static_cast<off_t>(offset + done));
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) throw ConfigError(path_ + ": " + std::strerror(errno));
-      if (got == 0) break;
-      done += static_cast<std::size_t>(got);
-    }
-    return done;
+    const std::int64_t got = pread_fully(fd_, dst, n, offset);
+    if (got < 0) throw ConfigError(path_ + ": " + std::strerror(errno));
+    return static_cast<std::size_t>(got);
   }
 
  private:
