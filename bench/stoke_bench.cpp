@@ -114,6 +114,21 @@ void add_loader_flags(CLI::App& app, Args& a) {
       ->type_name("K")
       ->check(CLI::Range(0, 1 << 30))
       ->capture_default_str();
+  app.add_option("--cache-dir", o.cache_dir,
+                 "shards on HTTP/S3: the local shard cache folder (default: STOKE_CACHE_DIR, "
+                 "else $XDG_CACHE_HOME/stoke, else ~/.cache/stoke)")
+      ->type_name("DIR");
+  app.add_option_function<std::string>(
+         "--cache-limit",
+         [&o](const std::string& text) {
+           const auto bytes = stoke::parse_bytes(text);
+           if (!bytes)
+             throw CLI::ValidationError("--cache-limit", "'" + text +
+                                                            "' is not a size (e.g. 16GiB, 500MB, 0)");
+           o.cache_limit = *bytes;
+         },
+         "shards on HTTP/S3: bytes the shard cache may hold (0: no local copies; default 16GiB)")
+      ->type_name("SIZE");
   app.add_option("--batch", o.batch, "samples per batch per rank")
       ->check(CLI::Range(1, 1 << 24))
       ->capture_default_str();
@@ -262,6 +277,9 @@ struct Measurement {
   double cpu_self = 0, cpu_workers = 0;  // seconds during the run
   double rss_mib = 0, rss_peak_mib = 0, worker_rss_mib = 0;
   std::vector<double> rss_per_epoch, worker_rss_per_epoch;
+  // Each epoch's samples over its wall time, from set_epoch() to its end (the first epoch's
+  // includes the wait for its first batch: a cold shard cache shows there).
+  std::vector<double> samples_per_s_per_epoch;
   std::string checksum, output_checksum;
 };
 
@@ -291,6 +309,8 @@ Measurement measure(const stoke::Options& o, std::int64_t epochs, double consume
   // must not add the loader's report (verdict, GPU summary) to the measured loop.
   std::int64_t samples = 0;
   for (std::int64_t e = 0; e < epochs; ++e) {
+    const auto epoch_started = Clock::now();
+    const std::int64_t samples_before = samples;
     loader.set_epoch(e);
     std::int64_t done = 0;
     while (auto batch = loader.next()) {
@@ -320,6 +340,9 @@ Measurement measure(const stoke::Options& o, std::int64_t epochs, double consume
                    static_cast<long long>(done),
                    with_commas(static_cast<double>(samples) / elapsed).c_str());
     }
+    const double epoch_s = std::chrono::duration<double>(Clock::now() - epoch_started).count();
+    m.samples_per_s_per_epoch.push_back(
+        epoch_s > 0 ? static_cast<double>(samples - samples_before) / epoch_s : 0);
     m.rss_per_epoch.push_back(rss_mib());
     m.worker_rss_per_epoch.push_back(children_rss_mib());
   }
@@ -399,6 +422,11 @@ int run(const Args& args) {
     for (const auto& [reason, n] : s.skipped_by_reason)
       std::printf("               %s: %lld\n", reason.c_str(), static_cast<long long>(n));
     std::printf("  throughput %s samples/s\n", with_commas(s.samples_per_s).c_str());
+    if (m.samples_per_s_per_epoch.size() > 1) {
+      std::printf("  per epoch ");
+      for (double r : m.samples_per_s_per_epoch) std::printf(" %s", with_commas(r).c_str());
+      std::printf(" samples/s (wall time of each epoch)\n");
+    }
     std::printf("  startup    %.3f s (construction to first batch)\n", s.startup_s);
     std::printf("  waiting    %.1f%% of the consumer's time (last %d batches: %.1f%%)\n",
                 100 * s.wait_fraction, s.window_batches, 100 * s.window_wait_fraction);
@@ -421,6 +449,15 @@ int run(const Args& args) {
     std::printf("  cpu        %.2f s in this process, %.2f s in the workers\n", m.cpu_self,
                 m.cpu_workers);
     std::printf("  restarts   %lld worker restarts\n", static_cast<long long>(s.worker_restarts));
+    if (s.shard_cache.starts_with("on"))
+      std::printf(
+          "  shards     cache %s; fetched %s, %lld hits, %lld misses, %lld evictions, waited "
+          "%.2f s for fetches\n",
+          s.shard_cache.c_str(), stoke::bytes_text(static_cast<std::uint64_t>(s.cache_bytes_fetched)).c_str(),
+          static_cast<long long>(s.cache_hits), static_cast<long long>(s.cache_misses),
+          static_cast<long long>(s.cache_evictions), s.cache_fetch_wait_s);
+    else if (s.shard_cache != stoke::Stats{}.shard_cache)
+      std::printf("  shards     cache %s\n", s.shard_cache.c_str());
     std::printf("  devices    %s %s on %s; staging %s", dtype, layout,
                 o.devices.to_string().c_str(), stoke::staging_mode_name(s.staging));
     if (s.dma_copies > 0)
@@ -461,6 +498,13 @@ int run(const Args& args) {
     j["skipped"] = s.skipped;
     j["skipped_by_reason"] = s.skipped_by_reason;
     j["samples_per_s"] = s.samples_per_s;
+    j["samples_per_s_per_epoch"] = m.samples_per_s_per_epoch;
+    j["shard_cache"] = {{"state", s.shard_cache},
+                        {"bytes_fetched", s.cache_bytes_fetched},
+                        {"hits", s.cache_hits},
+                        {"misses", s.cache_misses},
+                        {"evictions", s.cache_evictions},
+                        {"fetch_wait_s", s.cache_fetch_wait_s}};
     j["startup_s"] = s.startup_s;
     j["wait_fraction"] = s.wait_fraction;
     j["window_wait_fraction"] = s.window_wait_fraction;

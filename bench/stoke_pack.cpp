@@ -50,22 +50,6 @@ struct Args {
   bool progress = true;
 };
 
-// "256MiB", "1GiB", "500MB", "4096": bytes, or nullopt.
-std::optional<std::uint64_t> parse_bytes(const std::string& text) {
-  std::size_t digits = 0;
-  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  if (digits == 0 || digits > 15) return std::nullopt;
-  const std::uint64_t n = std::stoull(text.substr(0, digits));
-  const std::string unit = text.substr(digits);
-  static const std::pair<const char*, std::uint64_t> kUnits[] = {
-      {"", 1},      {"B", 1},        {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30},
-      {"KB", 1000}, {"MB", 1000000}, {"GB", 1000000000}};
-  for (const auto& [name, scale] : kUnits) {
-    if (unit == name) return n * scale;
-  }
-  return std::nullopt;
-}
-
 // The shard pattern (shard_pattern's result) filled with `n`.
 std::string shard_name(const std::string& pattern, std::int64_t n) {
   std::vector<char> buf(pattern.size() + 32);
@@ -140,7 +124,7 @@ std::optional<int> parse_args(int argc, char** argv, Args& args) {
                                      "'" + args.out +
                                          "' needs exactly one integer conversion such as "
                                          "%06d (and %% for a literal %)");
-  const auto bytes = parse_bytes(args.shard_size);
+  const auto bytes = stoke::parse_bytes(args.shard_size);
   if (!bytes || *bytes < 4096)
     return stoke::tools::usage_error(
         app, "--shard-size",

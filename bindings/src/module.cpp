@@ -169,6 +169,8 @@ struct LoaderArgs {
   std::string split = "train";
   std::string label_field = "cls";
   int shuffle_window = 0;
+  std::string cache_dir;
+  std::string cache_limit = "16GiB";  // bytes, or a size such as "500MB"
   int prefetch = 0;
   int max_workers = 0;
   double stall_target = 0.02;
@@ -204,6 +206,13 @@ stoke::Options options_from(const LoaderArgs& a) {
   o.split = stoke::parse_split(a.split);
   o.label_field = a.label_field;
   o.shuffle_window = a.shuffle_window;
+  o.cache_dir = a.cache_dir;
+  const auto limit = stoke::parse_bytes(a.cache_limit);
+  if (!limit)
+    throw stoke::ConfigError("cache_limit '" + a.cache_limit +
+                             "' is not a size: give bytes (an int) or a string such as \"16GiB\" "
+                             "or \"500MB\" (0: no local copies)");
+  o.cache_limit = *limit;
   o.prefetch = a.prefetch;
   o.max_workers = a.max_workers;
   o.stall_target = a.stall_target;
@@ -290,6 +299,12 @@ nb::dict stats_dict(const stoke::Stats& s) {
   d["released"] = s.released;
   d["staging"] = stoke::staging_mode_name(s.staging);
   d["read_s"] = s.read_s;
+  d["shard_cache"] = s.shard_cache;
+  d["cache_bytes_fetched"] = s.cache_bytes_fetched;
+  d["cache_hits"] = s.cache_hits;
+  d["cache_misses"] = s.cache_misses;
+  d["cache_evictions"] = s.cache_evictions;
+  d["cache_fetch_wait_s"] = s.cache_fetch_wait_s;
   d["decode_s"] = s.decode_s;
   d["augment_s"] = s.augment_s;
   d["compute_s"] = s.compute_s;
@@ -462,6 +477,8 @@ NB_MODULE(_stoke, m) {
       .def_rw("split", &LoaderArgs::split)
       .def_rw("label_field", &LoaderArgs::label_field)
       .def_rw("shuffle_window", &LoaderArgs::shuffle_window)
+      .def_rw("cache_dir", &LoaderArgs::cache_dir)
+      .def_rw("cache_limit", &LoaderArgs::cache_limit)
       .def_rw("prefetch", &LoaderArgs::prefetch)
       .def_rw("max_workers", &LoaderArgs::max_workers)
       .def_rw("stall_target", &LoaderArgs::stall_target)

@@ -109,6 +109,12 @@ class Loader(_stoke.Loader):
             ``"json:KEY"`` (an integer field of its .json member) or ``"none"``.
         shuffle_window: shards: each epoch permutes the shards and shuffles samples within
             runs of this many shards (locality for streaming reads); 0 shuffles all samples.
+        cache_dir: shards on HTTP/S3: the local shard cache folder, shareable by every loader
+            and rank on the machine (default: ``STOKE_CACHE_DIR``, else
+            ``$XDG_CACHE_HOME/stoke``, else ``~/.cache/stoke``).
+        cache_limit: bytes (an int) or a size such as ``"16GiB"`` the shard cache may hold,
+            least recently used copies evicted first; 0 keeps no copies (workers read byte
+            ranges from the server). See "Data on object storage" in docs/USAGE.md.
         prefetch: batch slots in the arena (0: ``2 * workers + 2``), or ``"auto"``: also add
             slots, within the memory budget, when the consumer waits while the workers idle.
         max_workers: ``workers="auto"``'s upper bound (0: the cores available).
@@ -146,6 +152,8 @@ class Loader(_stoke.Loader):
         split: str = "train",
         label_field: str = "cls",
         shuffle_window: int = 0,
+        cache_dir: str = "",
+        cache_limit: Union[int, str] = "16GiB",
         prefetch: Union[int, str] = 0,
         max_workers: int = 0,
         stall_target: float = 0.02,
@@ -182,6 +190,13 @@ class Loader(_stoke.Loader):
         a.split = split
         a.label_field = label_field
         a.shuffle_window = shuffle_window
+        a.cache_dir = str(cache_dir)
+        if isinstance(cache_limit, bool) or not isinstance(cache_limit, (int, str)):
+            raise ValueError(f"cache_limit must be bytes (an int) or a size such as '16GiB', "
+                             f"got {cache_limit!r}")
+        if isinstance(cache_limit, int) and cache_limit < 0:
+            raise ValueError(f"cache_limit must be 0 or more bytes, got {cache_limit}")
+        a.cache_limit = str(cache_limit).replace(" ", "")
         a.prefetch = _auto_or_int("prefetch", prefetch)
         a.max_workers = max_workers
         a.stall_target = float(stall_target)

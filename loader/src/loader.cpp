@@ -56,13 +56,13 @@ std::optional<Batch> Loader::Impl::next_unflushed() {
       if (inline_runner_) {
         core_->collect_transfers();
         slot = slots.free_slot();
-        if (slot >= 0) {
+        if (slot >= 0 && slots.may_assign()) {
           slots.assign(slot);
           fill_inline();
           continue;
         }
         // The slots still being read by a device come free without the lock (transfer_signal),
-        // so this wait polls too.
+        // and so do a batch's shards (the prefetcher's signal), so this wait polls too.
         core_->cv.wait_for(lock, kTransferPoll);
         continue;
       }
@@ -181,6 +181,15 @@ Stats Loader::Impl::stats() const {
     s.host_copy_bytes = t.host_copy_bytes;
     s.pinned_bytes = t.pinned_bytes;
     s.device_bytes = t.device_bytes;
+  }
+  s.shard_cache = shard_cache_;
+  if (prefetcher_) {
+    const ShardCacheStats c = prefetcher_->stats();
+    s.cache_bytes_fetched = static_cast<std::int64_t>(c.bytes_fetched);
+    s.cache_hits = c.hits;
+    s.cache_misses = c.misses;
+    s.cache_evictions = c.evictions;
+    s.cache_fetch_wait_s = c.fetch_wait_s;
   }
   if (gpus_) {
     s.gpu_monitor = gpus_->status();

@@ -23,6 +23,7 @@
 #include "event_log.hpp"
 #include "loader_core.hpp"
 #include "loader_metrics.hpp"
+#include "shard_prefetcher.hpp"
 #include "stager.hpp"
 #include "stoke/loader.hpp"
 #include "supervisor.hpp"
@@ -61,6 +62,8 @@ class Loader::Impl {
   // ---- construction (loader_setup.cpp)
   void lay_out_arena(const detail::DatasetIndex& index, Clock::time_point created);
   void set_up_staging(const detail::LoaderEnvironment& env);
+  // Remote shards: the prefetcher and its gate, when the cache can hold what a batch reads.
+  void set_up_shard_cache(const detail::DatasetIndex& index);
   void start_threads();
 
   // ---- the consumer (loader.cpp)
@@ -82,6 +85,8 @@ class Loader::Impl {
   int done_fd_ = -1;
   std::unique_ptr<detail::Supervisor> supervisor_;  // workers >= 1
   std::unique_ptr<detail::Stager> stager_;          // when core_->staging is set
+  std::string shard_cache_ = "off (no remote shards)";  // for Stats::shard_cache
+  std::unique_ptr<detail::ShardPrefetcher> prefetcher_;  // remote shards with a cache
 };
 
 }  // namespace stoke

@@ -3,14 +3,18 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <stdexcept>
 
 #include "build_info.hpp"
+#include "data/shard_cache.hpp"
 #include "loader_environment.hpp"
 #include "loader_impl.hpp"
+#include "stoke/format.hpp"
 #include "stoke/loader.hpp"
 #include "worker/worker_locate.hpp"
 #include "worker_pool.hpp"
@@ -38,6 +42,7 @@ Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, const LoaderEnviro
   for (const std::string& note : index.shard_notes) log_.post(note);
   log_.flush();  // now, so that a failure further on does not swallow them
   set_up_staging(env);
+  set_up_shard_cache(index);
   index = DatasetIndex{};  // the arena holds it now
   core_->names = std::make_unique<SampleNames>(options_.data, core_->view);
   core_->slots.set_chunk(chunk_for(options_, config_.initial_workers));
@@ -123,6 +128,51 @@ void Loader::Impl::set_up_staging(const LoaderEnvironment& env) {
   core_->staging->pin_initial(static_cast<int>(config_.initial_slots));
 }
 
+void Loader::Impl::set_up_shard_cache(const DatasetIndex& index) {
+  if (index.remote_shards.empty()) return;
+  std::vector<RemoteShard> cached;
+  for (const RemoteShard& r : index.remote_shards) {
+    if (!r.copy.empty()) cached.push_back(r);
+  }
+  if (cached.empty()) {
+    shard_cache_ = options_.cache_limit == 0
+                       ? "off (cache_limit 0): workers read byte ranges from the server"
+                       : "off (no cache folder, or the server sends no ETag): workers read byte "
+                         "ranges from the server";
+    log_.post("shard cache: " + shard_cache_);
+    return;
+  }
+  // Every batch reads from one shuffle window's shards (sometimes two): the limit must hold the
+  // largest window, else the copies would be evicted before their batches are done.
+  const std::size_t shards = index.shard_starts.size() - 1;
+  const auto window = static_cast<std::size_t>(options_.shuffle_window);
+  const std::size_t per_window =
+      !options_.shuffle ? 1 : (window == 0 || window >= shards ? shards : window);
+  std::vector<std::uint64_t> sizes;
+  for (const RemoteShard& r : cached) sizes.push_back(r.size);
+  std::sort(sizes.begin(), sizes.end(), std::greater<>());
+  std::uint64_t need = 0;
+  for (std::size_t i = 0; i < std::min(per_window, sizes.size()); ++i) need += sizes[i];
+  const std::string root = cache_root(options_.cache_dir);
+  if (need > options_.cache_limit) {
+    shard_cache_ = "off: cache_limit " + bytes_text(options_.cache_limit) + " cannot hold the " +
+                   bytes_text(need) + " of the " + std::to_string(per_window) +
+                   " largest shards a shuffle window reads; workers read byte ranges from the "
+                   "server (raise cache_limit, or lower shuffle_window)";
+    log_.post("shard cache: " + shard_cache_);
+    return;
+  }
+  auto store = std::make_unique<ShardStore>(root, options_.cache_limit);
+  shard_cache_ = "on: " + store->folder() + ", limit " + bytes_text(options_.cache_limit);
+  log_.post("shard cache " + shard_cache_ + "; " + std::to_string(cached.size()) + " of " +
+            std::to_string(index.remote_shards.size()) + " remote shard(s) can be cached");
+  prefetcher_ = std::make_unique<ShardPrefetcher>(core_, config_.plan, std::move(cached),
+                                                  std::move(store), log_);
+  ShardPrefetcher* gate = prefetcher_.get();
+  MutexLock lock(core_->mutex);
+  core_->slots.set_gate([gate](std::int64_t seq) { return gate->ready(seq); });
+}
+
 // The supervisor starts first (its constructor-time errors, like a worker of another version,
 // reach the caller); the stager last, because a constructor that throws would leave a running
 // thread behind.
@@ -155,6 +205,13 @@ Loader::Impl::~Impl() {
   core_->cv.notify_all();
   stager_.reset();
   supervisor_.reset();
+  if (prefetcher_) {
+    {
+      MutexLock lock(core_->mutex);
+      core_->slots.set_gate(nullptr);
+    }
+    prefetcher_.reset();
+  }
   if (done_fd_ >= 0) ::close(done_fd_);
   log_.flush();
   // Batches still held keep core_ (and the arena mapping) alive; nothing else refers to us.
@@ -172,7 +229,8 @@ void LoaderAccess::while_locked(Loader& loader, const std::function<void()>& f) 
 Loader::Loader(Options options, const LoaderEnvironment& env) {
   const Clock::time_point created = Clock::now();
   check_options(options);
-  DatasetIndex index = build_index(options.data, options.split, options.label_field);
+  const IndexCaches caches{cache_root(options.cache_dir), options.cache_limit > 0};
+  DatasetIndex index = build_index(options.data, options.split, options.label_field, caches);
   ResolvedConfig config = resolve(std::move(options), index);
   impl_ = std::make_unique<Impl>(std::move(config), std::move(index), env, created);
 }

@@ -95,7 +95,7 @@ void SlotTable::assign(int slot) {
 }
 
 void SlotTable::assign_free() {
-  for (int slot = free_slot(); slot >= 0; slot = free_slot()) assign(slot);
+  for (int slot = free_slot(); slot >= 0 && may_assign(); slot = free_slot()) assign(slot);
 }
 
 void SlotTable::reposition(std::int64_t epoch, std::int64_t batch) {

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -77,10 +78,16 @@ class SlotTable {
   // Chunks of `chunk` samples (the last may be shorter) from the next assignment on.
   void set_chunk(int chunk) { chunk_ = chunk; }
   int chunk() const { return chunk_; }
+  // Batches are assigned in order, each once `gate` (the shard prefetcher's: are its shards on
+  // local disk?) says it may be; without a gate, whenever a slot is free. The gate is called
+  // with the loader's lock held.
+  void set_gate(std::function<bool(std::int64_t seq)> gate) { gate_ = std::move(gate); }
+  bool may_assign() const { return !gate_ || gate_(assign_seq_); }
   // Gives `slot` the next batch (assign_seq()): writes its planned sample ids and valid flags
-  // into the arena and queues its chunks. REQUIRES: (*this)[slot] is kFree and !in_transfer.
+  // into the arena and queues its chunks. REQUIRES: (*this)[slot] is kFree and !in_transfer,
+  // and may_assign().
   void assign(int slot);
-  void assign_free();  // assign() every free slot
+  void assign_free();  // assign() every free slot while may_assign()
   std::deque<Task>& pending() { return pending_; }
   // A chunk of `task.slot` finished; `error` (empty when none) is kept when it is the slot's
   // first. True when the batch became ready.
@@ -107,6 +114,7 @@ class SlotTable {
   std::int64_t assign_seq_ = 0;  // next batch sequence to give a slot
   std::uint64_t next_task_seq_ = 1;
   int chunk_ = 1;
+  std::function<bool(std::int64_t)> gate_;
 };
 
 }  // namespace stoke::detail

@@ -59,9 +59,11 @@ fs::path pack_shards(const test::TempDir& dir) {
   return www;
 }
 
-Options shard_options(const std::string& data) {
+// Shards read with the shard cache (and the index cache) in the test's own folder.
+Options shard_options(const std::string& data, const test::TempDir& dir) {
   Options o = test::fashion_options(2, 16);
   o.data = data;
+  o.cache_dir = (dir.path() / "cache").string();
   o.height = o.width = 32;
   o.shuffle_window = 2;
   return o;
@@ -73,8 +75,7 @@ TEST(RemoteShards, FromNginxTheSameBatchesAsFromLocalDisk) {
   const fs::path www = pack_shards(dir);
   test::Nginx nginx(www, dir.path() / "nginx");
   ASSERT_TRUE(nginx.started()) << "nginx did not start: see " << dir.str() << "/nginx";
-  const ScopedEnv cache("STOKE_CACHE_DIR", (dir.path() / "cache").string());
-  Loader local(shard_options((www / "train-{0..2}.tar").string()));
+  Loader local(shard_options((www / "train-{0..2}.tar").string(), dir));
   const test::Delivered expected = test::collect(local);
   // The cache's entries and when they were written, by name.
   const auto entries = [&] {
@@ -85,7 +86,7 @@ TEST(RemoteShards, FromNginxTheSameBatchesAsFromLocalDisk) {
   };
   std::map<std::string, fs::file_time_type> written;
   for (int pass = 0; pass < 2; ++pass) {  // the second indexes from the local index cache
-    Loader remote(shard_options(nginx.url() + "/train-{0..2}.tar"));
+    Loader remote(shard_options(nginx.url() + "/train-{0..2}.tar", dir));
     EXPECT_EQ(remote.dataset_size(), 96);
     EXPECT_TRUE(test::collect(remote) == expected) << "pass " << pass;
     if (pass == 0) written = entries();
@@ -94,8 +95,6 @@ TEST(RemoteShards, FromNginxTheSameBatchesAsFromLocalDisk) {
   EXPECT_TRUE(entries() == written) << "an index read from the cache was written again";
 }
 
-// The server goes away mid-epoch and comes back: the workers' reads retry until it answers,
-// and the epoch is the one an undisturbed run delivers, byte for byte.
 // Two loaders made at the same time on one index cache folder (ranks of one machine, here two
 // threads): both index the shards, the cache ends with one whole entry per shard and no
 // temporary file, and a third loader indexing from the cache delivers the same batches.
@@ -105,16 +104,18 @@ TEST(RemoteShards, LoadersSharingTheIndexCacheAgree) {
   const fs::path www = pack_shards(dir);
   test::Nginx nginx(www, dir.path() / "nginx");
   ASSERT_TRUE(nginx.started());
-  const ScopedEnv cache("STOKE_CACHE_DIR", (dir.path() / "cache").string());
-  const Options o = shard_options(nginx.url() + "/train-{0..2}.tar");
+  const Options o = shard_options(nginx.url() + "/train-{0..2}.tar", dir);
   test::Delivered first, second;
+  std::int64_t fetched[2] = {0, 0};
   std::thread a([&] {
     Loader l(o);
     first = test::collect(l);
+    fetched[0] = l.stats().cache_bytes_fetched;
   });
   std::thread b([&] {
     Loader l(o);
     second = test::collect(l);
+    fetched[1] = l.stats().cache_bytes_fetched;
   });
   a.join();
   b.join();
@@ -124,20 +125,35 @@ TEST(RemoteShards, LoadersSharingTheIndexCacheAgree) {
     entries.push_back(e.path().filename().string());
   EXPECT_EQ(entries.size(), 3u);
   for (const auto& e : entries) EXPECT_EQ(e.find(".tmp"), std::string::npos) << e;
+  // The shard cache too: one whole copy per shard, each downloaded once between the two (the
+  // second loader waits on the first one's lock, then finds the copy), no partial file left.
+  std::uintmax_t shards = 0, copies = 0;
+  for (int i = 0; i < 3; ++i) shards += fs::file_size(www / ("train-" + std::to_string(i) + ".tar"));
+  for (const auto& e : fs::directory_iterator(dir.path() / "cache/shards")) {
+    const std::string name = e.path().filename().string();
+    EXPECT_EQ(name.find(".part"), std::string::npos) << name;
+    if (name.ends_with(".tar")) copies += fs::file_size(e.path());
+  }
+  EXPECT_EQ(copies, shards);
+  EXPECT_EQ(static_cast<std::uintmax_t>(fetched[0] + fetched[1]), shards);
   Loader third(o);
   EXPECT_TRUE(test::collect(third) == first);
 }
 
+// The server goes away mid-epoch and comes back: without a shard cache the workers' ranged
+// reads retry until it answers, and the epoch is the one an undisturbed run delivers, byte
+// for byte.
 TEST(RemoteShards, AServerRestartedMidEpochLosesNothing) {
   STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
   test::TempDir dir;
   const fs::path www = pack_shards(dir);
   test::Nginx nginx(www, dir.path() / "nginx");
   ASSERT_TRUE(nginx.started());
-  Loader local(shard_options((www / "train-{0..2}.tar").string()));
+  Loader local(shard_options((www / "train-{0..2}.tar").string(), dir));
   const test::Delivered expected = test::collect(local);
-  Options o = shard_options(nginx.url() + "/train-{0..2}.tar");
+  Options o = shard_options(nginx.url() + "/train-{0..2}.tar", dir);
   o.prefetch = 2;
+  o.cache_limit = 0;  // no local copies: the workers read byte ranges from the server
   Loader remote(o);
   test::Delivered got = test::collect(remote, 1);
   nginx.stop();
@@ -160,9 +176,11 @@ TEST(RemoteShards, ARateLimitingServerIsRetriedAndChangesNothing) {
                     "limit_req zone=few; limit_req_status 429; "
                     "add_header Retry-After 0.05 always;");
   ASSERT_TRUE(nginx.started());
-  Loader local(shard_options((www / "train-{0..2}.tar").string()));
+  Loader local(shard_options((www / "train-{0..2}.tar").string(), dir));
   const test::Delivered expected = test::collect(local);
-  Loader remote(shard_options(nginx.url() + "/train-{0..2}.tar"));
+  Options o = shard_options(nginx.url() + "/train-{0..2}.tar", dir);
+  o.cache_limit = 0;  // every sample a ranged request of its own
+  Loader remote(o);
   EXPECT_TRUE(test::collect(remote) == expected);
   EXPECT_EQ(remote.stats().skipped, 0);
   // The limit did refuse requests: the error log records each one.
@@ -182,7 +200,7 @@ TEST(RemoteShards, AShardTruncatedOnTheServerKeepsWhatPrecedesTheCut) {
   test::Nginx nginx(www, dir.path() / "nginx");
   ASSERT_TRUE(nginx.started());
   test::LogLines log;
-  Options o = shard_options(nginx.url() + "/train-{0..2}.tar");
+  Options o = shard_options(nginx.url() + "/train-{0..2}.tar", dir);
   o.log = log.sink();
   Loader remote(o);
   EXPECT_GT(remote.dataset_size(), 40 + 16);  // shard 0, about half of shard 1, shard 2
@@ -193,12 +211,149 @@ TEST(RemoteShards, AShardTruncatedOnTheServerKeepsWhatPrecedesTheCut) {
   EXPECT_EQ(remote.stats().skipped_by_reason.at("corrupt"), 1);
 }
 
+std::uintmax_t shard_bytes(const fs::path& www, std::initializer_list<int> shards) {
+  std::uintmax_t n = 0;
+  for (int i : shards) n += fs::file_size(www / ("train-" + std::to_string(i) + ".tar"));
+  return n;
+}
+
+// Waits up to 10 s for the loader's cache to have fetched `bytes`.
+bool fetched_at_least(const Loader& loader, std::uintmax_t bytes) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (static_cast<std::uintmax_t>(loader.stats().cache_bytes_fetched) < bytes) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+// The first epoch fetches each shard once; the second finds them all on disk, and its workers
+// read only local bytes: it is delivered whole, byte for byte, with the server gone.
+TEST(RemoteShards, TheShardCacheFetchesEachShardOnceAndWorkersReadTheLocalCopies) {
+  STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
+  test::TempDir dir;
+  const fs::path www = pack_shards(dir);
+  test::Nginx nginx(www, dir.path() / "nginx");
+  ASSERT_TRUE(nginx.started());
+  Loader local(shard_options((www / "train-{0..2}.tar").string(), dir));
+  const test::Delivered epoch0 = test::collect(local);
+  const test::Delivered epoch1 = test::collect(local);
+  Loader remote(shard_options(nginx.url() + "/train-{0..2}.tar", dir));
+  EXPECT_EQ(remote.stats().shard_cache.rfind("on: " + (dir.path() / "cache/shards").string(), 0),
+            0u)
+      << remote.stats().shard_cache;
+  EXPECT_TRUE(test::collect(remote) == epoch0);
+  Stats s = remote.stats();
+  EXPECT_EQ(static_cast<std::uintmax_t>(s.cache_bytes_fetched), shard_bytes(www, {0, 1, 2}));
+  EXPECT_EQ(s.cache_misses, 3);
+  EXPECT_EQ(s.cache_hits, 0);
+  nginx.stop();
+  EXPECT_TRUE(test::collect(remote) == epoch1);
+  s = remote.stats();
+  EXPECT_EQ(s.cache_hits, 3);
+  EXPECT_EQ(s.cache_misses, 3);
+  EXPECT_EQ(s.skipped, 0);
+}
+
+// A cache that holds two of the three shards: each window of one shard is fetched while the
+// one before is read, the least recently used copy makes room, the folder never holds more
+// than the limit, and the batches are the local ones. A limit below one shard turns the cache
+// off, with the reason, and changes nothing either.
+TEST(RemoteShards, ASmallShardCacheEvictsWithinItsLimitAndChangesNothing) {
+  STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
+  test::TempDir dir;
+  const fs::path www = pack_shards(dir);
+  test::Nginx nginx(www, dir.path() / "nginx");
+  ASSERT_TRUE(nginx.started());
+  Options lo = shard_options((www / "train-{0..2}.tar").string(), dir);
+  lo.shuffle_window = 1;
+  Loader local(lo);
+  const test::Delivered epoch0 = test::collect(local);
+  const test::Delivered epoch1 = test::collect(local);
+  Options o = shard_options(nginx.url() + "/train-{0..2}.tar", dir);
+  o.shuffle_window = 1;
+  o.cache_limit = shard_bytes(www, {0, 1});  // the two largest (shard 2 holds 16 samples)
+  const auto folder_bytes = [&] {
+    std::uintmax_t n = 0;
+    for (const auto& e : fs::directory_iterator(dir.path() / "cache/shards"))
+      if (e.path().extension() == ".tar") n += fs::file_size(e.path());
+    return n;
+  };
+  {
+    Loader remote(o);
+    test::Delivered got;
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      while (auto b = remote.next()) {
+        test::append(got, *b);
+        EXPECT_LE(folder_bytes(), o.cache_limit);
+      }
+    }
+    test::Delivered both = epoch0;
+    both.pixels.insert(both.pixels.end(), epoch1.pixels.begin(), epoch1.pixels.end());
+    both.ids.insert(both.ids.end(), epoch1.ids.begin(), epoch1.ids.end());
+    EXPECT_TRUE(got.pixels == both.pixels);
+    EXPECT_TRUE(got.ids == both.ids);
+    const Stats s = remote.stats();
+    EXPECT_GT(s.cache_evictions, 0);
+    EXPECT_GT(static_cast<std::uintmax_t>(s.cache_bytes_fetched), shard_bytes(www, {0, 1, 2}));
+    EXPECT_EQ(s.skipped, 0);
+  }
+  o.cache_limit = fs::file_size(www / "train-0.tar") - 1;
+  test::LogLines log;
+  o.log = log.sink();
+  Loader uncached(o);
+  EXPECT_EQ(uncached.stats().shard_cache.rfind("off: cache_limit", 0), 0u)
+      << uncached.stats().shard_cache;
+  EXPECT_TRUE(log.contains("raise cache_limit, or lower shuffle_window"));
+  EXPECT_TRUE(test::collect(uncached) == epoch0);
+  EXPECT_EQ(uncached.stats().cache_bytes_fetched, 0);
+}
+
+// The server goes down for good mid-epoch: the batches whose shards are on disk are delivered,
+// then the loader stops with an error naming the shard it could not fetch and why, within the
+// deadline; never a sample skipped as if the data were bad.
+TEST(RemoteShards, AServerThatStaysDownStopsTheLoaderWithAnErrorNamingTheShard) {
+  STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
+  test::TempDir dir;
+  const fs::path www = pack_shards(dir);
+  test::Nginx nginx(www, dir.path() / "nginx");
+  ASSERT_TRUE(nginx.started());
+  const ScopedEnv deadline("STOKE_REMOTE_DEADLINE_S", "2");
+  Options lo = shard_options((www / "train-{0..2}.tar").string(), dir);
+  lo.shuffle = false;  // shards in order: 0, 1, then 2 once 0 is done and evicted
+  Loader local(lo);
+  const test::Delivered expected = test::collect(local);
+  Options o = lo;
+  o.data = nginx.url() + "/train-{0..2}.tar";
+  o.cache_limit = shard_bytes(www, {0, 1});
+  Loader remote(o);
+  test::Delivered got = test::collect(remote, 1);
+  ASSERT_TRUE(fetched_at_least(remote, shard_bytes(www, {0, 1})));
+  nginx.stop();
+  const auto stopped = std::chrono::steady_clock::now();
+  try {
+    while (auto b = remote.next()) test::append(got, *b);
+    FAIL() << "the epoch ended without shard 2";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cannot fetch shard " + nginx.url() + "/train-2.tar: "), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("gave up after"), std::string::npos) << what;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - stopped, std::chrono::seconds(8));
+  // Batches 0..4 read shards 0 and 1 only (40 + 40 samples, batches of 16).
+  ASSERT_EQ(got.ids.size(), 5u * 16);
+  EXPECT_TRUE(std::equal(got.pixels.begin(), got.pixels.end(), expected.pixels.begin()));
+  EXPECT_EQ(remote.stats().skipped, 0);
+}
+
 TEST(RemoteShards, AnEndpointNobodyListensOnFailsWithinTheDeadline) {
+  test::TempDir dir;
   const ScopedEnv deadline("STOKE_REMOTE_DEADLINE_S", "2");
   const std::string url = "http://127.0.0.1:" + std::to_string(test::free_port()) + "/x.tar";
   const auto start = std::chrono::steady_clock::now();
   try {
-    Loader loader(shard_options(url));
+    Loader loader(shard_options(url, dir));
     FAIL() << "a shard nobody serves was indexed";
   } catch (const Error& e) {
     const std::string what = e.what();
@@ -224,8 +379,6 @@ class SeaweedFixture : public ::testing::Test {
     env_.push_back(
         std::make_unique<ScopedEnv>("AWS_SECRET_ACCESS_KEY", test::SeaweedS3::kSecretKey));
     env_.push_back(std::make_unique<ScopedEnv>("AWS_REGION", "us-east-1"));
-    env_.push_back(
-        std::make_unique<ScopedEnv>("STOKE_CACHE_DIR", (dir_.path() / "cache").string()));
   }
 
   test::TempDir dir_;
@@ -235,14 +388,14 @@ class SeaweedFixture : public ::testing::Test {
 };
 
 TEST_F(SeaweedFixture, TheSameBatchesAsFromLocalDiskAndAnExactResume) {
-  Loader local(shard_options((www_ / "train-{0..2}.tar").string()));
+  Loader local(shard_options((www_ / "train-{0..2}.tar").string(), dir_));
   const test::Delivered expected = test::collect(local);
   const std::string shards = "s3://stoke-test/data/train-{0..2}.tar";
-  Loader remote(shard_options(shards));
+  Loader remote(shard_options(shards, dir_));
   EXPECT_TRUE(test::collect(remote) == expected);
 
   // Two batches, then a new loader from the saved state: the rest of the epoch exactly.
-  Options first = shard_options(shards);
+  Options first = shard_options(shards, dir_);
   test::Delivered head;
   LoaderState saved;
   {
@@ -261,10 +414,37 @@ TEST_F(SeaweedFixture, TheSameBatchesAsFromLocalDiskAndAnExactResume) {
                          expected.ids.begin() + static_cast<std::ptrdiff_t>(head.ids.size())));
 }
 
+// The S3 server is killed mid-epoch while a shard is still to be fetched, and started again
+// on the same ports and data: the fetch retries until it answers, and the epoch is the one an
+// undisturbed run delivers.
+TEST_F(SeaweedFixture, KillingAndRestartingTheServerMidEpochLosesNothing) {
+  Options lo = shard_options((www_ / "train-{0..2}.tar").string(), dir_);
+  lo.shuffle = false;  // shards in order: 0, 1, then 2 once 0 is done and evicted
+  Loader local(lo);
+  const test::Delivered expected = test::collect(local);
+  Options o = lo;
+  o.data = "s3://stoke-test/data/train-{0..2}.tar";
+  o.cache_limit = shard_bytes(www_, {0, 1});
+  Loader remote(o);
+  test::Delivered got = test::collect(remote, 1);
+  ASSERT_TRUE(fetched_at_least(remote, shard_bytes(www_, {0, 1})));
+  const std::int64_t before = remote.stats().cache_bytes_fetched;
+  s3_->kill();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  s3_->start();
+  ASSERT_TRUE(s3_->started()) << "weed did not start again: see " << s3_->log();
+  while (auto b = remote.next()) test::append(got, *b);
+  EXPECT_TRUE(got == expected);
+  EXPECT_EQ(remote.stats().skipped, 0);
+  // Shard 2 came after the restart.
+  EXPECT_EQ(remote.stats().cache_bytes_fetched - before,
+            static_cast<std::int64_t>(fs::file_size(www_ / "train-2.tar")));
+}
+
 TEST_F(SeaweedFixture, AWrongSecretNamesTheBucketAndThe403) {
   const ScopedEnv wrong("AWS_SECRET_ACCESS_KEY", "not-the-secret");
   try {
-    Loader loader(shard_options("s3://stoke-test/data/train-0.tar"));
+    Loader loader(shard_options("s3://stoke-test/data/train-0.tar", dir_));
     FAIL() << "a wrong secret was accepted";
   } catch (const Error& e) {
     const std::string what = e.what();
@@ -277,7 +457,7 @@ TEST_F(SeaweedFixture, AWrongSecretNamesTheBucketAndThe403) {
 
 TEST_F(SeaweedFixture, AMissingObjectIsNamed) {
   try {
-    Loader loader(shard_options("s3://stoke-test/data/train-9.tar"));
+    Loader loader(shard_options("s3://stoke-test/data/train-9.tar", dir_));
     FAIL() << "a missing shard was indexed";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("s3://stoke-test/data/train-9.tar: HTTP status 404"),

@@ -208,6 +208,8 @@ class SeaweedS3 {
     started_ = wait_until_accepting(ports_[3], std::chrono::seconds(60));
   }
   void stop() { child_.stop(std::chrono::milliseconds(5000)); }
+  // No grace: SIGKILL straight after SIGTERM, as a crash would end it.
+  void kill() { child_.stop(std::chrono::milliseconds(0)); }
 
   bool started() const { return started_; }
   std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(ports_[3]); }

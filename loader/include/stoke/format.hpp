@@ -2,7 +2,10 @@
 // How stoke writes numbers for people: the loader's verdicts and log lines and the tools'
 // reports share this one formatter. Thread-safety: pure functions.
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace stoke {
 
@@ -10,5 +13,13 @@ namespace stoke {
 // Not std::locale / fmt's "{:L}": their grouping depends on a locale being installed, and
 // stoke's output must read the same on every machine.
 std::string with_commas(double value);
+
+// Bytes in the largest binary unit that keeps a leading digit, with one decimal below 10:
+// 17179869184 -> "16 GiB", 1572864 -> "1.5 MiB", 512 -> "512 B".
+std::string bytes_text(std::uint64_t bytes);
+
+// A size as people write it: "256MiB", "16GiB", "500MB", "4096" (bytes); binary (KiB, MiB,
+// GiB, TiB) and decimal (KB, MB, GB, TB) units. nullopt for anything else, or past 2^64.
+std::optional<std::uint64_t> parse_bytes(std::string_view text);
 
 }  // namespace stoke

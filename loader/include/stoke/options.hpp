@@ -62,6 +62,15 @@ struct Options {
   // consecutive shards of that order, so that reading follows a few shards at a time; 0 (all)
   // shuffles every sample with every other. Either way a function of (seed, epoch) alone.
   int shuffle_window = 0;
+  // Shards on HTTP or S3: a thread of the loader fetches the shards the epoch plan needs next,
+  // whole, into a local cache folder ahead of the workers, who then read local bytes. The folder
+  // (default: STOKE_CACHE_DIR, else $XDG_CACHE_HOME/stoke, else ~/.cache/stoke; copies under
+  // its shards/) may be shared by every loader and rank on the machine. It is kept under
+  // cache_limit bytes, least recently used copies evicted first; 0 keeps no copies (workers read
+  // byte ranges from the server). The limit must hold a shuffle window's shards (all shards
+  // when shuffle_window is 0), else the loader reads from the server and says why in its log.
+  std::string cache_dir;
+  std::uint64_t cache_limit = std::uint64_t{16} << 30;
 
   int batch = 256;  // per rank; must be a multiple of devices.count
   DeviceSet devices;

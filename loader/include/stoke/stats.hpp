@@ -100,6 +100,17 @@ struct Stats {
   double decode_s = 0;
   double augment_s = 0;
 
+  // Shards on HTTP or S3 (Options::cache_dir, cache_limit): "off (no remote shards)", "on:
+  // FOLDER, limit 16 GiB", or why it is off (then workers read byte ranges from the server).
+  std::string shard_cache = "off (no remote shards)";
+  std::int64_t cache_bytes_fetched = 0;  // downloaded into the cache by this loader
+  // Each shard counts once per epoch, when the consumer's epoch first wants it: a hit when it
+  // is on local disk then (kept from an earlier epoch, or fetched ahead), else a miss.
+  std::int64_t cache_hits = 0;
+  std::int64_t cache_misses = 0;
+  std::int64_t cache_evictions = 0;  // copies this loader removed to stay under the limit
+  double cache_fetch_wait_s = 0;  // time the next batch for the workers waited for its shards
+
   int workers = 0;  // the pool's size: active workers, ones still starting included (retiring
                     // ones excluded)
   int workers_starting = 0;  // of those, processes not yet past their start-up handshake

@@ -118,9 +118,10 @@ DatasetIndex index_list(const fs::path& list) {
 
 }  // namespace
 
-DatasetIndex build_index(const std::string& path, Split split, const std::string& label_field) {
+DatasetIndex build_index(const std::string& path, Split split, const std::string& label_field,
+                         const IndexCaches& caches) {
   if (path.empty()) throw ConfigError("no dataset given: set the data path");
-  if (const auto shards = shard_list(path)) return index_shards(*shards, label_field);
+  if (const auto shards = shard_list(path)) return index_shards(*shards, label_field, caches);
   std::error_code ec;
   const auto status = fs::status(path, ec);
   if (ec || !fs::exists(status))

@@ -6,7 +6,8 @@
 // Arena format (at header.index_offset):
 //   kRaw:   int32 labels[N], then (64-byte aligned) uint8 pixels[N][H][W][C]
 //   kFiles: FileEntry entries[N], then the path bytes they point into (absolute paths; the
-//           members of one shard share their shard's path)
+//           members of one shard share their shard's path, and a remote shard's URL is followed
+//           by the path of its local copy)
 
 #include <cstdint>
 #include <string>
@@ -29,7 +30,17 @@ struct FileEntry {
   std::uint64_t size = 0;
   std::uint64_t name_offset = 0;
   std::uint32_t name_length = 0;
-  std::uint32_t reserved = 0;
+  // A member of a remote shard: the length of the path of the shard's local copy (in the shard
+  // cache), which follows the URL in the path bytes. 0: no copy can exist.
+  std::uint32_t copy_length = 0;
+};
+
+// A shard on HTTP or S3, as indexed: what the shard cache fetches.
+struct RemoteShard {
+  std::size_t shard = 0;  // its place in the shard list
+  std::string url;
+  std::uint64_t size = 0;
+  std::string copy;  // its local copy's path (data/shard_cache.hpp); "" when it can have none
 };
 
 struct RejectedFile {
@@ -51,21 +62,32 @@ struct DatasetIndex {
   // of the shard list. Empty for other datasets.
   std::vector<std::int64_t> shard_starts;
   std::vector<std::string> shard_notes;  // damaged shards, stale sidecars: for the log
+  // The shards on HTTP or S3, in shard order. Those with an ETag can have a local copy when
+  // copies are asked for and a cache folder can be named.
+  std::vector<RemoteShard> remote_shards;
 
   std::size_t arena_bytes() const;
   // REQUIRES: dst has arena_bytes() bytes, 64-byte aligned.
   void write_to(std::uint8_t* dst) const;
 };
 
-// Indexes an IDX folder, an image-folder tree, a list file or WebDataset tar shards (see
-// data/shard_list.hpp for the forms; `label_field` says where a shard sample's label is). Throws
-// ConfigError when the path is missing, holds no samples, or a list line is malformed (naming
-// the file and line).
-DatasetIndex build_index(const std::string& path, Split split,
-                         const std::string& label_field = "cls");
+// Where remote shards' indexes are cached, and whether their local copies are named (the shard
+// cache, data/shard_cache.hpp): under `root`; nowhere when it is empty.
+struct IndexCaches {
+  std::string root;
+  bool shard_copies = false;
+};
 
-// The samples of local WebDataset tar shards (data/shard_dataset.cpp).
-DatasetIndex index_shards(const std::vector<std::string>& shards, const std::string& label_field);
+// Indexes an IDX folder, an image-folder tree, a list file or WebDataset tar shards (see
+// data/shard_list.hpp for the forms; `label_field` says where a shard sample's label is).
+// Throws ConfigError when the path is missing, holds no samples, or a list line is malformed
+// (naming the file and line).
+DatasetIndex build_index(const std::string& path, Split split,
+                         const std::string& label_field = "cls", const IndexCaches& caches = {});
+
+// The samples of WebDataset tar shards, local or remote (data/shard_dataset.cpp).
+DatasetIndex index_shards(const std::vector<std::string>& shards, const std::string& label_field,
+                          const IndexCaches& caches);
 
 class DatasetView {
  public:
@@ -83,6 +105,12 @@ class DatasetView {
   }
   // REQUIRES: !raw(). The bytes of the file to read (all of it, for a plain file).
   ByteRange range(std::int64_t i) const { return {entries_[i].offset, entries_[i].size}; }
+  // REQUIRES: !raw(). The path of the local copy of a remote shard's sample, or "" when it has
+  // none.
+  std::string_view copy(std::int64_t i) const {
+    const FileEntry& e = entries_[i];
+    return {paths_ + e.path_offset + e.path_length, e.copy_length};
+  }
   // REQUIRES: !raw(). The member name within the shard, or "" for a plain file.
   std::string_view member(std::int64_t i) const {
     return {paths_ + entries_[i].name_offset, entries_[i].name_length};

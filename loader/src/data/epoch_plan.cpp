@@ -54,6 +54,38 @@ void shuffle_range(It begin, It end, SampleRng& rng) {
 
 }  // namespace
 
+std::vector<ShardWindow> EpochPlan::shard_windows(std::int64_t epoch) const {
+  const auto& starts = config_.shard_starts;
+  std::vector<ShardWindow> windows;
+  if (starts.size() < 2) return windows;
+  const std::size_t shards = starts.size() - 1;
+  const auto window = static_cast<std::size_t>(std::max(config_.shuffle_window, 0));
+  if (!config_.shuffle) {
+    for (std::size_t s = 0; s < shards; ++s) windows.push_back({starts[s], starts[s + 1], {s}});
+    return windows;
+  }
+  std::vector<std::size_t> shard_order(shards);
+  std::iota(shard_order.begin(), shard_order.end(), std::size_t{0});
+  if (window == 0 || window >= shards) {
+    windows.push_back({0, config_.samples, std::move(shard_order)});
+    return windows;
+  }
+  SampleRng shard_rng(config_.seed, kShardStream, epoch, 0);
+  shuffle_range(shard_order.begin(), shard_order.end(), shard_rng);
+  std::int64_t position = 0;
+  for (std::size_t first = 0; first < shards; first += window) {
+    ShardWindow w;
+    w.begin = position;
+    for (std::size_t k = first; k < std::min(first + window, shards); ++k) {
+      w.shards.push_back(shard_order[k]);
+      position += starts[shard_order[k] + 1] - starts[shard_order[k]];
+    }
+    w.end = position;
+    windows.push_back(std::move(w));
+  }
+  return windows;
+}
+
 const std::vector<std::int64_t>& EpochPlan::order(std::int64_t epoch) {
   for (int i = 0; i < 2; ++i) {
     if (cached_epoch_[i] == epoch) return cached_order_[i];
@@ -63,27 +95,24 @@ const std::vector<std::int64_t>& EpochPlan::order(std::int64_t epoch) {
   auto& order = cached_order_[slot];
   order.resize(static_cast<std::size_t>(config_.samples));
   std::iota(order.begin(), order.end(), std::int64_t{0});
-  const auto& starts = config_.shard_starts;
-  const std::size_t shards = starts.empty() ? 0 : starts.size() - 1;
-  const auto window = static_cast<std::size_t>(std::max(config_.shuffle_window, 0));
-  if (config_.shuffle && (window == 0 || window >= shards)) {
+  const std::vector<ShardWindow> windows = shard_windows(epoch);
+  if (config_.shuffle && windows.size() <= 1) {
     SampleRng rng(config_.seed, kShuffleStream, epoch, 0);
     shuffle_range(order.begin(), order.end(), rng);
   } else if (config_.shuffle) {
-    std::vector<std::size_t> shard_order(shards);
-    std::iota(shard_order.begin(), shard_order.end(), std::size_t{0});
-    SampleRng shard_rng(config_.seed, kShardStream, epoch, 0);
-    shuffle_range(shard_order.begin(), shard_order.end(), shard_rng);
+    // Window k (the shards of order positions k*K .. k*K+K-1) is shuffled by its own stream.
+    const auto& starts = config_.shard_starts;
+    const auto window = static_cast<std::int64_t>(config_.shuffle_window);
     auto out = order.begin();
-    for (std::size_t first = 0; first < shards; first += window) {
+    for (std::size_t k = 0; k < windows.size(); ++k) {
       const auto window_begin = out;
-      for (std::size_t k = first; k < std::min(first + window, shards); ++k) {
-        const std::size_t s = shard_order[k];
+      for (std::size_t s : windows[k].shards) {
         const std::int64_t count = starts[s + 1] - starts[s];
         std::iota(out, out + count, starts[s]);
         out += count;
       }
-      SampleRng rng(config_.seed, kShuffleStream, epoch, static_cast<std::int64_t>(1 + first));
+      SampleRng rng(config_.seed, kShuffleStream, epoch,
+                    1 + static_cast<std::int64_t>(k) * window);
       shuffle_range(window_begin, out, rng);
     }
   }
@@ -95,8 +124,7 @@ std::int64_t EpochPlan::batch(std::int64_t epoch, std::int64_t index, std::span<
                               std::span<std::uint8_t> valid) {
   const auto& ord = order(epoch);
   const std::int64_t n = config_.samples;
-  const std::int64_t first =
-      index * config_.batch * config_.world + std::int64_t{config_.rank} * config_.batch;
+  const std::int64_t first = first_position(index);
   for (int j = 0; j < config_.batch; ++j) {
     const std::int64_t p = first + j;
     ids[j] = ord[static_cast<std::size_t>(p % n)];

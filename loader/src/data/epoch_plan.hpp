@@ -37,6 +37,14 @@ struct PlanConfig {
 // Throws ConfigError (with a suggested fix) when the configuration cannot produce batches.
 void validate_plan(const PlanConfig& config);
 
+// A run of the epoch's order that comes from a set of shards: positions [begin, end) of the
+// order (before padding) hold exactly the samples of `shards`.
+struct ShardWindow {
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+  std::vector<std::size_t> shards;
+};
+
 class EpochPlan {
  public:
   explicit EpochPlan(const PlanConfig& config);
@@ -52,6 +60,17 @@ class EpochPlan {
 
   // The epoch's sample order before padding (a permutation of 0..N-1).
   const std::vector<std::int64_t>& order(std::int64_t epoch);
+
+  // The global position of the first sample of this rank's batch `index` (positions at or past
+  // N are padding, wrapping to the order's start).
+  std::int64_t first_position(std::int64_t index) const {
+    return index * config_.batch * config_.world + std::int64_t{config_.rank} * config_.batch;
+  }
+
+  // Tar shards: the epoch's order as runs of shards, in order (one run per shuffle window; one
+  // per shard without shuffling; one holding every shard under a full permutation). Empty for
+  // other datasets. Cheap: it draws only the shards' permutation.
+  std::vector<ShardWindow> shard_windows(std::int64_t epoch) const;
 
  private:
   PlanConfig config_;

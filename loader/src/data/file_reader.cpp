@@ -6,28 +6,12 @@
 
 #include <cerrno>
 
+#include "common/unique_fd.hpp"
 #include "data/remote.hpp"
 #include "data/shard_list.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {
-namespace {
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-}  // namespace
 
 std::int64_t pread_fully(int fd, void* dst, std::size_t n, std::uint64_t offset) {
   std::size_t done = 0;
@@ -42,9 +26,20 @@ std::int64_t pread_fully(int fd, void* dst, std::size_t n, std::uint64_t offset)
   return static_cast<std::int64_t>(done);
 }
 
+bool write_fully(int fd, const void* src, std::size_t n) {
+  std::size_t done = 0;
+  while (done < n) {
+    const ssize_t w = ::write(fd, static_cast<const char*>(src) + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    done += static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
 BadInput PosixFileReader::read(const std::string& path, const ByteRange& range,
                                std::vector<std::uint8_t>& into) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return BadInput::kMissing;
     return BadInput::kUnreadable;

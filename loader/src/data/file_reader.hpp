@@ -37,6 +37,9 @@ class FileReader {
 // EINTR: the bytes read (fewer only at the file's end), or -1 with errno set.
 std::int64_t pread_fully(int fd, void* dst, std::size_t n, std::uint64_t offset);
 
+// Writes n bytes to fd through short writes and EINTR. False (errno set) when it cannot.
+bool write_fully(int fd, const void* src, std::size_t n);
+
 // Files at most this large are read; a larger one is BadInput::kTooLarge before any allocation.
 inline constexpr std::int64_t kMaxFileBytes = std::int64_t{1} << 30;
 

@@ -150,6 +150,15 @@ class Handle {
   CURL* curl_ = nullptr;
 };
 
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  const auto* cancel = static_cast<const std::atomic<bool>*>(user);
+  return cancel->load(std::memory_order_relaxed) ? 1 : 0;  // nonzero aborts the transfer
+}
+
+bool cancelled(const RemotePolicy& policy) {
+  return policy.cancel != nullptr && policy.cancel->load(std::memory_order_relaxed);
+}
+
 Response perform(const Target& t, bool head, const std::string& range, Sink& sink,
                  const RemotePolicy& policy) {
   thread_local Handle handle;
@@ -175,6 +184,11 @@ Response perform(const Target& t, bool head, const std::string& range, Sink& sin
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+  if (policy.cancel != nullptr) {
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(policy.cancel));
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  }
   if (head) curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
   if (!range.empty()) curl_easy_setopt(c, CURLOPT_RANGE, range.c_str());
   curl_slist* headers = nullptr;
@@ -225,10 +239,12 @@ Response with_retries(const Target& t, bool head, const std::string& range, Sink
   const auto start = Clock::now();
   double backoff = 0.1;
   for (int attempt = 1;; ++attempt) {
+    if (cancelled(policy)) throw Error(t.name + ": cancelled (the loader is shutting down)");
     sink.got = 0;
     sink.overflow = false;
     if (sink.text != nullptr) sink.text->clear();
     Response r = perform(t, head, range, sink, policy);
+    if (cancelled(policy)) throw Error(t.name + ": cancelled (the loader is shutting down)");
     // A body cut short on purpose (the Range was ignored and all asked for arrived) is fine.
     if (r.code == CURLE_WRITE_ERROR && sink.overflow) r.code = CURLE_OK;
     if (r.code == CURLE_OK && accept(r.status)) return r;
@@ -253,7 +269,10 @@ Response with_retries(const Target& t, bool head, const std::string& range, Sink
                   " s (the deadline is STOKE_REMOTE_DEADLINE_S = " +
                   std::to_string(static_cast<int>(policy.deadline_s)) +
                   " s); last: " + describe(r));
-    std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+    const auto until =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait));
+    for (auto now = Clock::now(); now < until && !cancelled(policy); now = Clock::now())
+      std::this_thread::sleep_for(std::min<Clock::duration>(until - now, std::chrono::milliseconds(20)));
   }
 }
 

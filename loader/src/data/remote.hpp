@@ -12,6 +12,7 @@
 //
 // Thread-safety: functions are safe to call from any thread (each call uses its own handle).
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -22,6 +23,9 @@ struct RemotePolicy {
   double deadline_s = 60;  // retrying ends this long after the first attempt
   double connect_timeout_s = 10;
   double max_backoff_s = 5;
+  // When set and true, a transfer in progress is abandoned and the call throws Error (whoever
+  // owns the flag is shutting down): no wait for the rest of the deadline.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // The policy from STOKE_REMOTE_DEADLINE_S (seconds), else the defaults above.

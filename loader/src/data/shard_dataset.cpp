@@ -21,6 +21,7 @@
 #include "data/dataset_index.hpp"
 #include "data/file_reader.hpp"
 #include "data/remote.hpp"
+#include "data/shard_cache.hpp"
 #include "data/shard_list.hpp"
 #include "data/tar_index.hpp"
 #include "stoke/error.hpp"
@@ -86,28 +87,13 @@ ShardIndex member_table(const std::string& name, std::uint64_t bytes,
   return walk_tar(read_at, bytes);
 }
 
-// Where indexes of remote shards are kept: STOKE_CACHE_DIR, else $XDG_CACHE_HOME/stoke, else
-// ~/.cache/stoke; "" when none can be named.
-std::string cache_dir() {
-  if (const char* v = std::getenv("STOKE_CACHE_DIR"); v != nullptr && *v != 0) return v;
-  if (const char* v = std::getenv("XDG_CACHE_HOME"); v != nullptr && *v != 0)
-    return std::string(v) + "/stoke";
-  if (const char* v = std::getenv("HOME"); v != nullptr && *v != 0)
-    return std::string(v) + "/.cache/stoke";
-  return "";
-}
-
 // The cache file of a remote shard's index: keyed by URL, size and ETag, so a shard replaced on
 // the server is indexed afresh. "" without an ETag (nothing to tell versions apart by).
-std::string index_cache_path(const std::string& url, const RemoteObject& object) {
-  const std::string dir = cache_dir();
-  if (dir.empty() || object.etag.empty()) return "";
-  std::uint64_t h = 1469598103934665603ull;
-  for (char c : url + "\n" + std::to_string(object.size) + "\n" + object.etag)
-    h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  char name[32];
-  std::snprintf(name, sizeof name, "%016llx.idx", static_cast<unsigned long long>(h));
-  return dir + "/index/" + name;
+std::string index_cache_path(const std::string& root, const std::string& url,
+                             const RemoteObject& object) {
+  if (root.empty() || object.etag.empty()) return "";
+  return root + "/index/" +
+         cache_key(url + "\n" + std::to_string(object.size) + "\n" + object.etag) + ".idx";
 }
 
 // Writes `text` to `path` through a temporary file of its own (mkstemp: loaders in this
@@ -119,14 +105,8 @@ void write_atomically(const std::string& path, const std::string& text) {
   std::string tmp = path + ".tmp.XXXXXX";
   const int fd = ::mkstemp(tmp.data());
   if (fd < 0) return;  // a cache that cannot be written is only slower
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  const bool ok = done == text.size() && ::close(fd) == 0;
+  const bool written = write_fully(fd, text.data(), text.size());
+  const bool ok = ::close(fd) == 0 && written;
   if (ok) fs::rename(tmp, path, ec);
   if (!ok || ec) fs::remove(tmp, ec);
 }
@@ -183,7 +163,8 @@ std::optional<std::int32_t> sample_label(const LabelField& field, const ShardInd
 
 }  // namespace
 
-DatasetIndex index_shards(const std::vector<std::string>& shards, const std::string& label_spec) {
+DatasetIndex index_shards(const std::vector<std::string>& shards, const std::string& label_spec,
+                          const IndexCaches& caches) {
   const LabelField field = parse_label_field(label_spec);
   const RemotePolicy policy = remote_policy_from_environment();
   DatasetIndex index;
@@ -194,13 +175,17 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const std::str
     ShardIndex table;
     ReadAt read_at;
     std::optional<ShardFile> file;
+    std::string copy;  // a remote shard's local copy
     if (is_url(name)) {
       path = name;
       const RemoteObject object = remote_stat(name, policy);
       read_at = [name, policy](std::uint64_t offset, void* dst, std::size_t n) {
         return remote_read(name, offset, dst, n, policy);
       };
-      const std::string cached = index_cache_path(name, object);
+      const std::string cached = index_cache_path(caches.root, name, object);
+      if (caches.shard_copies && !caches.root.empty() && !object.etag.empty())
+        copy = shard_copy_path(caches.root, name, object.size, object.etag);
+      index.remote_shards.push_back({index.shard_starts.size(), name, object.size, copy});
       const std::optional<std::string> entry =
           cached.empty() ? std::nullopt : read_text_file(cached);
       std::optional<ShardIndex> hit =
@@ -229,6 +214,7 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const std::str
     index.shard_starts.push_back(static_cast<std::int64_t>(index.entries.size()));
     const std::uint64_t path_offset = index.paths.size();
     index.paths += path;
+    index.paths += copy;
     for (const ShardSample& sample : group_samples(table)) {
       const TarMember* image = nullptr;
       for (std::size_t m : sample.members) {
@@ -255,6 +241,7 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const std::str
       FileEntry e;
       e.path_offset = path_offset;
       e.path_length = static_cast<std::uint32_t>(path.size());
+      e.copy_length = static_cast<std::uint32_t>(copy.size());
       e.label = *label;
       e.offset = image->offset;
       e.size = image->size;

@@ -37,8 +37,9 @@
 namespace stoke::detail {
 
 inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKARENA"
-// 2: SharedSemaphore (sem_t) in WorkerRecord; 3: ArenaHeader::verify_region
-inline constexpr std::uint32_t kLayoutVersion = 4;
+// 2: SharedSemaphore (sem_t) in WorkerRecord; 3: ArenaHeader::verify_region; 4: FileEntry member
+// ranges; 5: FileEntry::copy_length (a remote shard's local copy after its URL)
+inline constexpr std::uint32_t kLayoutVersion = 5;
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
 

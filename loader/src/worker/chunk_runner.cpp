@@ -41,11 +41,19 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
                    static_cast<std::size_t>(h.raw_width) * h.raw_channels,
                    false};
   } else {
-    path_.assign(dataset_.path(sample));
-    BadInput read;
+    BadInput read = BadInput::kMissing;
     {
       const Stopwatch watch(read_ns_);
-      read = files_.read(path_, dataset_.range(sample), file_);
+      // A remote shard's local copy when the shard cache has it (it may never have been
+      // fetched, or been evicted since: then the server's bytes, by a ranged request).
+      if (const std::string_view copy = dataset_.copy(sample); !copy.empty()) {
+        path_.assign(copy);
+        read = files_.read(path_, dataset_.range(sample), file_);
+      }
+      if (read == BadInput::kMissing) {
+        path_.assign(dataset_.path(sample));
+        read = files_.read(path_, dataset_.range(sample), file_);
+      }
     }
     if (read != BadInput::kNone) return read;
     const std::span<const std::uint8_t> bytes = file_;

@@ -1,0 +1,161 @@
+#include "data/shard_cache.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "common/unique_fd.hpp"
+#include "data/file_reader.hpp"
+#include "stoke/error.hpp"
+
+namespace stoke::detail {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Downloads go through a buffer of this many bytes: one ranged GET each, so a server that
+// drops the connection costs at most one piece, retried.
+constexpr std::size_t kPieceBytes = std::size_t{8} << 20;
+
+// Removes what a download of `copy` that died (a killed process) left behind. REQUIRES: the
+// caller holds copy's lock, so no download of it is running.
+void remove_partials(const std::string& copy) {
+  const fs::path p(copy);
+  const std::string prefix = p.filename().string() + ".part.";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(p.parent_path(), ec)) {
+    if (e.path().filename().string().starts_with(prefix)) fs::remove(e.path(), ec);
+  }
+}
+
+}  // namespace
+
+std::string cache_root(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  if (const char* v = std::getenv("STOKE_CACHE_DIR"); v != nullptr && *v != 0) return v;
+  if (const char* v = std::getenv("XDG_CACHE_HOME"); v != nullptr && *v != 0)
+    return std::string(v) + "/stoke";
+  if (const char* v = std::getenv("HOME"); v != nullptr && *v != 0)
+    return std::string(v) + "/.cache/stoke";
+  return "";
+}
+
+std::string cache_key(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  char name[17];
+  std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(h));
+  return name;
+}
+
+std::string shard_copy_path(const std::string& root, const std::string& url, std::uint64_t size,
+                            const std::string& etag) {
+  return root + "/shards/" + cache_key(url + "\n" + std::to_string(size) + "\n" + etag) + ".tar";
+}
+
+ShardStore::ShardStore(const std::string& root, std::uint64_t limit)
+    : folder_(root + "/shards"), limit_(limit) {
+  std::error_code ec;
+  fs::create_directories(folder_, ec);
+  if (ec || !fs::is_directory(folder_))
+    throw ConfigError("cannot use the shard cache folder " + folder_ + ": " +
+                      (ec ? ec.message() : "not a folder") +
+                      " (set cache_dir to a writable folder, or cache_limit to 0 to read shards "
+                      "from the server without a local copy)");
+}
+
+bool ShardStore::use(const std::string& path) const {
+  // Touching the time first also answers whether the copy exists, in one call.
+  return ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0) == 0;
+}
+
+std::uint64_t ShardStore::fetch(const std::string& url, std::uint64_t size, const std::string& path,
+                                const RemotePolicy& policy) const {
+  const std::string lock_path = path.substr(0, path.size() - 4) + ".lock";
+  UniqueFd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (lock.get() < 0)
+    throw Error("shard cache: cannot open " + lock_path + ": " + std::strerror(errno));
+  while (::flock(lock.get(), LOCK_EX) != 0) {
+    if (errno != EINTR)
+      throw Error("shard cache: cannot lock " + lock_path + ": " + std::strerror(errno));
+  }
+  if (use(path)) return 0;  // another loader fetched it while this one waited
+  remove_partials(path);
+  std::string tmp = path + ".part.XXXXXX";
+  const int raw = ::mkstemp(tmp.data());
+  if (raw < 0) throw Error("shard cache: cannot create " + tmp + ": " + std::strerror(errno));
+  UniqueFd out(raw);
+  std::vector<std::uint8_t> piece(std::min<std::uint64_t>(kPieceBytes, std::max<std::uint64_t>(size, 1)));
+  std::uint64_t done = 0;
+  try {
+    while (done < size) {
+      const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(piece.size(), size - done));
+      const std::size_t got = remote_read(url, done, piece.data(), want, policy);
+      if (!write_fully(out.get(), piece.data(), got))
+        throw Error("shard cache: cannot write " + tmp + ": " + std::strerror(errno));
+      done += got;
+      if (got < want) break;  // the object ends here now
+    }
+    if (::fchmod(out.get(), 0644) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0)
+      throw Error("shard cache: cannot move " + tmp + " into place: " + std::strerror(errno));
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  return done;
+}
+
+bool ShardStore::make_room(std::uint64_t incoming, const std::set<std::string>& keep,
+                           std::vector<std::string>& evicted) const {
+  struct Copy {
+    std::string path;
+    std::uint64_t bytes;
+    std::int64_t used_ns;
+  };
+  std::vector<Copy> copies;
+  std::uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(folder_, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.ends_with(".tar")) continue;
+    struct stat st {};
+    if (::stat(e.path().c_str(), &st) != 0) continue;  // evicted by another loader just now
+    const auto bytes = static_cast<std::uint64_t>(st.st_size);
+    total += bytes;
+    copies.push_back({e.path().string(), bytes,
+                      std::int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec});
+  }
+  if (total + incoming <= limit_) return true;
+  std::sort(copies.begin(), copies.end(),
+            [](const Copy& a, const Copy& b) { return a.used_ns < b.used_ns; });
+  for (const Copy& c : copies) {
+    if (total + incoming <= limit_) break;
+    if (keep.count(c.path) != 0) continue;
+    if (::unlink(c.path.c_str()) == 0 || errno == ENOENT) {
+      total -= c.bytes;
+      evicted.push_back(c.path);
+    }
+  }
+  return total + incoming <= limit_;
+}
+
+std::uint64_t ShardStore::used() const {
+  std::uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(folder_, ec)) {
+    if (!e.path().filename().string().ends_with(".tar")) continue;
+    struct stat st {};
+    if (::stat(e.path().c_str(), &st) == 0) total += static_cast<std::uint64_t>(st.st_size);
+  }
+  return total;
+}
+
+}  // namespace stoke::detail

@@ -1,0 +1,145 @@
+#pragma once
+// The shard prefetcher: follows the epoch plan ahead of the workers and fetches the remote
+// shards its next batches read, whole, into the shard cache (data/shard_cache.hpp), so that
+// workers read local bytes and the network's latency overlaps decoding.
+//
+// How it works. The plan says, for each batch, which shuffle windows (runs of shards) its
+// positions fall in. A coordinator thread walks the batches from the consumer's position on,
+// in order, collecting the shards they read until their bytes would pass the cache's limit
+// (the shards of the first batch not yet ready always count, so the walk never stalls); those
+// shards are wanted and are never evicted by this loader. Wanted shards not on disk are fetched
+// by kFetchThreads downloader threads, in the order they are needed, after the least recently
+// used copies that are not wanted are evicted to make room. A batch is ready when every shard
+// it reads is on disk; the supervisor hands a batch to the workers only once it is ready (the
+// gate, ready()), so a batch never waits on the network inside a worker, and the consumer's
+// stall for a fetch is measured (fetch_wait_s) instead of hidden in decode times.
+//
+// Failures: a fetch that fails past the remote deadline (data/remote.hpp) marks its shard
+// failed; when the consumer reaches the first batch that needs it, the loader stops with an
+// Error naming the URL and the last status (a loader error, not skipped samples).
+//
+// Invariant: every batch in [ready_lo_, ready_hi_) reads only shards on disk that this loader
+// wants; the coordinator narrows the range before it evicts anything, so ready() never says yes
+// for a batch whose shards are gone (another loader sharing the folder may still evict them:
+// its workers then read those members from the server).
+//
+// Thread-safety: ready() and stats() from any thread, ready() also with LoaderCore::mutex
+// held. They take only published_mutex_, held for a few instructions at a time; the slow part
+// (directory scans, file times) runs under mutex_, which the gate never waits for. Lock order:
+// LoaderCore::mutex, then mutex_, then published_mutex_; the coordinator takes the core's
+// mutex only while it holds neither of its own.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/mutex.hpp"
+#include "data/dataset_index.hpp"
+#include "data/epoch_plan.hpp"
+#include "data/remote.hpp"
+#include "data/shard_cache.hpp"
+#include "event_log.hpp"
+#include "loader_core.hpp"
+
+namespace stoke::detail {
+
+struct ShardCacheStats {
+  std::uint64_t bytes_fetched = 0;
+  // Each epoch, each shard counts once, when the consumer's epoch first wants it: a hit when
+  // it is on disk then (kept from an earlier epoch, or fetched ahead), else a miss (fetched).
+  std::int64_t hits = 0;
+  std::int64_t misses = 0;
+  std::int64_t evictions = 0;
+  double fetch_wait_s = 0;  // time the next batch for the workers waited for its shards
+};
+
+class ShardPrefetcher {
+ public:
+  static constexpr int kFetchThreads = 4;
+
+  // Starts fetching for the consumer's position in `core`. REQUIRES: `shards` is not empty, and
+  // names shards of `plan` (RemoteShard::shard < its shard count).
+  ShardPrefetcher(std::shared_ptr<LoaderCore> core, const PlanConfig& plan,
+                  std::vector<RemoteShard> shards, std::unique_ptr<ShardStore> store,
+                  EventLog& log);
+  ~ShardPrefetcher();
+  ShardPrefetcher(const ShardPrefetcher&) = delete;
+  ShardPrefetcher& operator=(const ShardPrefetcher&) = delete;
+
+  // Whether batch `seq` (epoch * batches_per_epoch + index) may go to the workers. A no while
+  // it is the next batch to assign starts the fetch-wait clock.
+  bool ready(std::int64_t seq) EXCLUDES(mutex_);
+  ShardCacheStats stats() const EXCLUDES(mutex_);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  enum class State : std::uint8_t { kAbsent, kFetching, kLocal, kFailed };
+
+  // The shuffle windows a batch reads, as (epoch, window) pairs.
+  struct WindowRef {
+    std::int64_t epoch;
+    std::size_t window;
+    bool operator<(const WindowRef& o) const {
+      return epoch != o.epoch ? epoch < o.epoch : window < o.window;
+    }
+  };
+
+  void coordinate() EXCLUDES(mutex_, published_mutex_);
+  void download() EXCLUDES(mutex_, published_mutex_);
+  // One pass for the consumer at `next_seq`: the ready range, the wanted shards, evictions and
+  // new fetches. Returns the failed shard's error when the consumer has reached a batch that
+  // needs it.
+  std::optional<std::string> step(std::int64_t next_seq) REQUIRES(mutex_)
+      EXCLUDES(published_mutex_);
+  // The windows batch `seq` reads, each once.
+  void batch_windows(std::int64_t seq, std::vector<WindowRef>& out) REQUIRES(mutex_);
+  const std::vector<ShardWindow>& windows(std::int64_t epoch) REQUIRES(mutex_);
+  // Every remote shard of the window is on disk (memoized for one step in local_).
+  bool window_local(const WindowRef& w) REQUIRES(mutex_);
+  // A hit or a miss, the first time the consumer's epoch wants the shard.
+  void count_use(std::size_t r, std::int64_t epoch) REQUIRES(mutex_);
+  void publish_range(std::int64_t lo, std::int64_t hi) EXCLUDES(published_mutex_);
+
+  const std::shared_ptr<LoaderCore> core_;
+  const EpochPlan plan_;
+  const std::int64_t bpe_;
+  const std::vector<RemoteShard> shards_;  // the remote shards with copies ("r" indexes these)
+  const std::unique_ptr<ShardStore> store_;
+  EventLog& log_;
+  std::atomic<bool> stop_{false};
+  RemotePolicy policy_;  // its cancel flag is stop_
+  std::vector<int> remote_of_;  // by shard index: its r, or -1 (a local shard, or no copy)
+  std::unordered_map<std::string, std::size_t> by_copy_;  // copy path -> r
+
+  mutable Mutex mutex_;
+  CondVar cv_;  // a fetch was queued or ended, or stop_
+  std::vector<State> state_ GUARDED_BY(mutex_);
+  std::vector<std::int64_t> counted_epoch_ GUARDED_BY(mutex_);  // hits/misses counted up to
+  std::vector<std::string> errors_ GUARDED_BY(mutex_);          // kFailed shards' errors
+  std::deque<std::size_t> queue_ GUARDED_BY(mutex_);  // r to fetch, in the order needed
+  bool changed_ GUARDED_BY(mutex_) = false;           // a fetch ended since the last step
+  std::int64_t lo_ GUARDED_BY(mutex_) = 0;            // the ready range, as last published
+  std::int64_t hi_ GUARDED_BY(mutex_) = 0;
+  std::map<std::int64_t, std::vector<ShardWindow>> windows_ GUARDED_BY(mutex_);  // by epoch
+  std::map<WindowRef, bool> local_ GUARDED_BY(mutex_);
+  bool over_limit_logged_ GUARDED_BY(mutex_) = false;
+
+  mutable Mutex published_mutex_;
+  std::int64_t ready_lo_ GUARDED_BY(published_mutex_) = 0;
+  std::int64_t ready_hi_ GUARDED_BY(published_mutex_) = 0;
+  std::optional<Clock::time_point> blocked_since_ GUARDED_BY(published_mutex_);
+  std::int64_t blocked_seq_ GUARDED_BY(published_mutex_) = -1;
+  ShardCacheStats stats_ GUARDED_BY(published_mutex_);
+
+  std::vector<std::thread> threads_;  // the coordinator, then the downloaders
+};
+
+}  // namespace stoke::detail
