@@ -196,7 +196,7 @@ class Loader(_stoke.Loader):
                              f"got {cache_limit!r}")
         if isinstance(cache_limit, int) and cache_limit < 0:
             raise ValueError(f"cache_limit must be 0 or more bytes, got {cache_limit}")
-        a.cache_limit = str(cache_limit).replace(" ", "")
+        a.cache_limit = str(cache_limit)
         a.prefetch = _auto_or_int("prefetch", prefetch)
         a.max_workers = max_workers
         a.stall_target = float(stall_target)

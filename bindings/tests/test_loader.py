@@ -431,21 +431,33 @@ def test_shards_over_http_and_s3_take_the_same_keywords_and_give_the_same_batche
                    check=True, stdout=subprocess.DEVNULL)
     monkeypatch.setenv("STOKE_CACHE_DIR", str(tmp_path / "cache"))
 
-    def digest(data):
-        loader = stoke.Loader(data, batch=500, workers=2, size=28, seed=5, shuffle_window=2)
+    def digest(data, **kw):
+        loader = stoke.Loader(data, batch=500, workers=2, size=28, seed=5, shuffle_window=2, **kw)
         h = []
         for b in loader:
             h.append((np.from_dlpack(b.pixels[0]).tobytes(), np.from_dlpack(b.labels).tobytes()))
-        return h
+        return h, loader.stats()
 
-    expected = digest(str(shards / "fm-{000000..000003}.tar"))
+    expected, local = digest(str(shards / "fm-{000000..000003}.tar"))
+    assert local["shard_cache"] == "off (no remote shards)"
+    shard_bytes = sum(f.stat().st_size for f in shards.glob("*.tar"))
     with servers.NginxServer(shards, str(tmp_path / "nginx")) as url:
-        assert digest(url + "/fm-{000000..000003}.tar") == expected
+        got, stats = digest(url + "/fm-{000000..000003}.tar",
+                            cache_dir=str(tmp_path / "shard-cache"), cache_limit="64MiB")
+        assert got == expected
+        assert stats["shard_cache"].startswith("on: " + str(tmp_path / "shard-cache" / "shards"))
+        assert stats["cache_bytes_fetched"] == shard_bytes
+        assert (stats["cache_hits"], stats["cache_misses"]) == (0, 4)
+        got, stats = digest(url + "/fm-{000000..000003}.tar", cache_limit=0)
+        assert got == expected
+        assert stats["shard_cache"].startswith("off (cache_limit 0)")
+        with pytest.raises(ValueError, match="cache_limit '12 parsecs'"):
+            stoke.Loader(url + "/fm-000000.tar", batch=100, cache_limit="12 parsecs")
     with servers.SeaweedServer(weed, str(tmp_path / "weed")) as s3:
         s3.put_folder("pytest", shards, prefix="fm/")
         for k, v in s3.env({}).items():
             monkeypatch.setenv(k, v)
-        assert digest("s3://pytest/fm/fm-{000000..000003}.tar") == expected
+        assert digest("s3://pytest/fm/fm-{000000..000003}.tar")[0] == expected
         monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
         with pytest.raises(stoke.Error, match=r"403.*bucket 'pytest'"):
             stoke.Loader("s3://pytest/fm/fm-000000.tar", batch=100)

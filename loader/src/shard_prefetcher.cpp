@@ -246,9 +246,9 @@ std::optional<std::string> ShardPrefetcher::step(std::int64_t next_seq) {
       if (full) break;
     }
     if (full) break;
-    if (seq == hi &&
-        std::all_of(refs.begin(), refs.end(), [&](const WindowRef& w) { return window_local(w); }))
-      hi = seq + 1;
+    bool local = seq == hi;
+    for (std::size_t k = 0; local && k < refs.size(); ++k) local = window_local(refs[k]);
+    if (local) hi = seq + 1;
   }
   if (hi != hi_) {
     hi_ = hi;
@@ -293,12 +293,11 @@ std::optional<std::string> ShardPrefetcher::step(std::int64_t next_seq) {
     if (!room) {
       // Room comes as the consumer moves on, unless it waits for this very batch: the shards of
       // the one batch it needs next do not fit beside the copies it still needs.
-      const std::size_t shard = shards_[r].shard;
-      const bool needed_now =
-          hi_ == next_seq && std::any_of(blocking.begin(), blocking.end(), [&](const WindowRef& w) {
-            const auto& in = windows(w.epoch)[w.window].shards;
-            return std::find(in.begin(), in.end(), shard) != in.end();
-          });
+      bool needed_now = false;
+      for (std::size_t k = 0; hi_ == next_seq && !needed_now && k < blocking.size(); ++k) {
+        const auto& in = windows(blocking[k].epoch)[blocking[k].window].shards;
+        needed_now = std::find(in.begin(), in.end(), shards_[r].shard) != in.end();
+      }
       if (!needed_now) break;
       if (!over_limit_logged_) {
         over_limit_logged_ = true;
