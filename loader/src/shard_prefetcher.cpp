@@ -77,6 +77,7 @@ void ShardPrefetcher::publish_range(std::int64_t lo, std::int64_t hi) {
 }
 
 void ShardPrefetcher::coordinate() {
+  std::int64_t last_seq = -1;
   for (;;) {
     std::int64_t next_seq = 0;
     {
@@ -89,6 +90,14 @@ void ShardPrefetcher::coordinate() {
     {
       MutexLock lock(mutex_);
       if (stop_) return;
+      // A step follows the consumer's moves and the fetches' ends; nothing else changes what it
+      // would find.
+      if (next_seq == last_seq && !changed_) {
+        cv_.wait_for(lock, kPoll);
+        continue;
+      }
+      changed_ = false;
+      last_seq = next_seq;
       const std::int64_t before = hi_;
       failure = step(next_seq);
       advanced = hi_ > before;
@@ -105,7 +114,6 @@ void ShardPrefetcher::coordinate() {
     }
     MutexLock lock(mutex_);
     if (!stop_ && !changed_) cv_.wait_for(lock, kPoll);
-    changed_ = false;
   }
 }
 
@@ -217,6 +225,9 @@ std::optional<std::string> ShardPrefetcher::step(std::int64_t next_seq) {
   // ready are always wanted whole. The ready range grows over batches whose shards are all on
   // disk, within the walk, so every ready batch's shards are wanted (kept from eviction).
   const std::int64_t horizon = next_seq + 2 * bpe_;
+  // Batches ready past what the arena's slots can hold ahead are of no use yet.
+  const std::int64_t ready_horizon =
+      std::min<std::int64_t>(horizon, next_seq + core_->view.header().slot_capacity + 1);
   std::vector<WindowRef> refs;
   std::vector<char> wanted(shards_.size(), 0);
   std::vector<std::size_t> order;
@@ -246,7 +257,7 @@ std::optional<std::string> ShardPrefetcher::step(std::int64_t next_seq) {
       if (full) break;
     }
     if (full) break;
-    bool local = seq == hi;
+    bool local = seq == hi && seq < ready_horizon;
     for (std::size_t k = 0; local && k < refs.size(); ++k) local = window_local(refs[k]);
     if (local) hi = seq + 1;
   }

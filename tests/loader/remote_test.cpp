@@ -369,7 +369,8 @@ class SeaweedFixture : public ::testing::Test {
     STOKE_SKIP_WITHOUT(!test::SeaweedS3::binary().empty(), "SeaweedFS (weed)");
     www_ = pack_shards(dir_);
     s3_ = std::make_unique<test::SeaweedS3>(dir_.path() / "weed");
-    ASSERT_TRUE(s3_->started()) << "weed did not start: see " << s3_->log();
+    ASSERT_TRUE(s3_->started()) << "weed did not start within 60 s; the end of " << s3_->log()
+                                << ":" << s3_->log_tail();
     run(s3_->curl("-X PUT " + s3_->endpoint() + "/stoke-test > /dev/null"));
     for (const auto& f : fs::directory_iterator(www_))
       run(s3_->curl("-T " + f.path().string() + " " + s3_->endpoint() + "/stoke-test/data/" +
@@ -432,7 +433,8 @@ TEST_F(SeaweedFixture, KillingAndRestartingTheServerMidEpochLosesNothing) {
   s3_->kill();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   s3_->start();
-  ASSERT_TRUE(s3_->started()) << "weed did not start again: see " << s3_->log();
+  ASSERT_TRUE(s3_->started()) << "weed did not start again; the end of " << s3_->log() << ":"
+                              << s3_->log_tail();
   while (auto b = remote.next()) test::append(got, *b);
   EXPECT_TRUE(got == expected);
   EXPECT_EQ(remote.stats().skipped, 0);

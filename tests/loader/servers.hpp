@@ -214,6 +214,16 @@ class SeaweedS3 {
   bool started() const { return started_; }
   std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(ports_[3]); }
   std::filesystem::path log() const { return work_ / "weed.log"; }
+  // The log's last lines, for a failure message (the test's folder is gone when CI reports).
+  std::string log_tail(std::size_t lines = 15) const {
+    std::ifstream in(log());
+    std::vector<std::string> all;
+    for (std::string line; std::getline(in, line);) all.push_back(line);
+    std::string out;
+    for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i)
+      out += "\n  " + all[i];
+    return out;
+  }
 
   // curl with this server's credentials (SigV4): a bucket created, a file put.
   std::string curl(const std::string& args) const {
