@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -238,6 +239,7 @@ template <class State, class F>
 void for_each_state_field(State& s, F f) {
   f("seed", s.seed);
   f("epoch", s.epoch);
+  f("position", s.position);
   f("next_batch", s.next_batch);
   f("dataset_size", s.dataset_size);
   f("global_batch", s.global_batch);
@@ -264,11 +266,16 @@ T state_field(const nb::dict& d, const char* key) {
 
 // Replaces the loader by one continuing at `d`. The new one is made first, so a state that
 // does not fit this loader (another dataset or batch) raises and leaves the old one working.
+// A dict saved before states carried a position (no "position" key) still loads: its position
+// is the plain one, as for a "stoke-state/1" string.
 void load_state_dict(PyLoader& self, const nb::dict& d) {
   stoke::LoaderState s;
-  for_each_state_field(s, [&d](const char* key, auto& value) {
+  const bool has_position = d.contains("position");
+  for_each_state_field(s, [&](const char* key, auto& value) {
+    if (std::string_view(key) == "position" && !has_position) return;
     value = state_field<std::decay_t<decltype(value)>>(d, key);
   });
+  if (!has_position) s.position = s.plain_position();
   stoke::Options o = self.options;
   o.resume = s;
   o.seed = s.seed;
@@ -449,7 +456,8 @@ NB_MODULE(_stoke, m) {
           "StatefulDataLoader and Lightning convention).")
       .def("load_state_dict", &load_state_dict, "state_dict"_a,
            "Continues exactly where state_dict() was taken: the next batch is the one that "
-           "loader would have delivered next. Restarts the workers.")
+           "loader would have delivered next. A dict saved with other ranks, devices or batch "
+           "continues that epoch from the saved sample position. Restarts the workers.")
       .def("stats", [](const PyLoader& l) { return stats_dict(l.loader->stats()); })
       .def_prop_ro("dataset_size", [](const PyLoader& l) { return l.loader->dataset_size(); })
       .def_prop_ro("rank", [](const PyLoader& l) { return l.loader->rank(); })

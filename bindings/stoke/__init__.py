@@ -62,7 +62,9 @@ class Loader(_stoke.Loader):
     growing or shrinking while it runs).
 
     ``state_dict()`` / ``load_state_dict(d)`` save and restore the position as a dict of ints
-    (the torchdata ``StatefulDataLoader`` and Lightning convention), beside ``state()``.
+    (the torchdata ``StatefulDataLoader`` and Lightning convention), beside ``state()``. A
+    loader with another ``world``, ``devices`` or ``batch`` may load it: the epoch continues
+    from the saved sample position.
 
     ``stats()`` reports the data-stall monitor: how long the consumer waited for batches and how
     long it computed between them (whole run and a moving window), the demand it could take, a
@@ -120,7 +122,8 @@ class Loader(_stoke.Loader):
         max_workers: ``workers="auto"``'s upper bound (0: the cores available).
         stall_target: the wait fraction ``workers="auto"`` keeps under (default 0.02).
         monitor_window: batches in the stall monitor's moving window.
-        state: a ``loader.state()`` string to continue exactly where that loader was (or call
+        state: a ``loader.state()`` string to continue exactly where that loader was, on any
+            ``world``, ``devices`` and ``batch`` (or call
             ``load_state_dict(loader.state_dict())`` on a new loader).
         worker_path: the stoke-worker executable (default: the one installed with this package).
 

@@ -284,8 +284,8 @@ def test_load_state_dict_resumes_with_the_bytes_of_an_uninterrupted_run():
     it = iter(first)
     assert take(it, 3) == whole[:3]
     saved = first.state_dict()
-    assert saved == {"seed": 11, "epoch": 0, "next_batch": 3, "dataset_size": 10000,
-                     "global_batch": 64}
+    assert saved == {"seed": 11, "epoch": 0, "position": 192, "next_batch": 3,
+                     "dataset_size": 10000, "global_batch": 64}
     del first, it
     # A new loader, other workers and another seed, as a restarted job builds it.
     second = stoke.Loader(FASHION, split="test", batch=64, workers=1, seed=0)
@@ -298,10 +298,33 @@ def test_load_state_dict_refuses_a_bad_dict_and_keeps_the_loader_working():
     loader = stoke.Loader(FASHION, split="test", batch=64, workers=1)
     with pytest.raises(ValueError, match="state_dict lacks 'next_batch'"):
         loader.load_state_dict({"seed": 0, "epoch": 0})
-    other = stoke.Loader(FASHION, split="test", batch=32, workers=0).state_dict()
-    with pytest.raises(ValueError, match="cannot resume"):
-        loader.load_state_dict(other)  # another batch size
+    other = dict(loader.state_dict(), dataset_size=60000)
+    with pytest.raises(ValueError, match="another dataset size or seed"):
+        loader.load_state_dict(other)
+    with pytest.raises(ValueError, match="position must be in 0..10000"):
+        loader.load_state_dict(dict(loader.state_dict(), position=10001))
     assert next(iter(loader)).size == 64
+
+
+def test_load_state_dict_continues_the_epoch_with_another_batch_and_devices():
+    first = stoke.Loader(FASHION, split="test", batch=64, workers=0, seed=5)
+    seen = []
+    for b in itertools.islice(iter(first), 3):
+        seen.extend(np.from_dlpack(b.sample_ids)[np.from_dlpack(b.valid) == 1].tolist())
+    saved = first.state_dict()
+    second = stoke.Loader(FASHION, split="test", batch=96, devices="cpu:4", workers=1)
+    second.load_state_dict(saved)
+    assert second.state_dict()["position"] == 192
+    for b in second:
+        seen.extend(np.from_dlpack(b.sample_ids)[np.from_dlpack(b.valid) == 1].tolist())
+    assert sorted(seen) == list(range(10000))  # every sample of the epoch once
+
+
+def test_load_state_dict_reads_a_dict_saved_without_a_position():
+    loader = stoke.Loader(FASHION, split="test", batch=64, workers=0, seed=5)
+    old = {"seed": 5, "epoch": 1, "next_batch": 3, "dataset_size": 10000, "global_batch": 64}
+    loader.load_state_dict(old)
+    assert loader.state_dict() == dict(old, position=192)
 
 
 def test_devices_lists_gpus_without_touching_cuda():

@@ -87,23 +87,33 @@ void resolve_pool(ResolvedConfig& r) {
   r.memory_budget = o.memory_budget > 0 ? o.memory_budget : kDefaultMemoryBudget;
 }
 
+// A saved state resumes on any ranks, devices and global batch: the dataset and seed must match,
+// and the epoch continues from the saved global position (EpochPlan's elastic resume).
 void resolve_resume(ResolvedConfig& r) {
   if (!r.options.resume) return;
   const LoaderState& s = *r.options.resume;
-  const std::int64_t global_batch = std::int64_t{r.plan.batch} * r.plan.world;
-  if (s.dataset_size != r.plan.samples || s.global_batch != global_batch ||
-      s.seed != r.options.seed)
-    throw ConfigError("cannot resume from '" + s.serialize() +
-                      "': it was saved with another "
-                      "dataset size, global batch or seed (now dataset_size=" +
-                      std::to_string(r.plan.samples) +
-                      " global_batch=" + std::to_string(global_batch) +
-                      " seed=" + std::to_string(r.options.seed) + ")");
-  if (s.epoch < 0 || s.epoch > kMaxEpoch || s.next_batch < 0 || s.next_batch > r.batches_per_epoch)
-    throw ConfigError("cannot resume from '" + s.serialize() + "': next_batch must be in 0.." +
-                      std::to_string(r.batches_per_epoch));
+  const std::int64_t n = r.plan.samples;
+  const auto refuse = [&s](const std::string& why) {
+    return ConfigError("cannot resume from '" + s.serialize() + "': " + why);
+  };
+  if (s.dataset_size != n || s.seed != r.options.seed)
+    throw refuse("it was saved with another dataset size or seed (now dataset_size=" +
+                 std::to_string(n) + " seed=" + std::to_string(r.options.seed) + ")");
+  if (s.epoch < 0 || s.epoch > kMaxEpoch)
+    throw refuse("epoch must be in 0.." + std::to_string(kMaxEpoch));
+  if (s.global_batch <= 0) throw refuse("global_batch must be positive");
+  // The saving loader's batches: at most ceil(N / global_batch) of them (pad), so next_batch
+  // (informational here) is at most that.
+  const std::int64_t saved_batches = n / s.global_batch + (n % s.global_batch != 0 ? 1 : 0);
+  if (s.next_batch < 0 || s.next_batch > saved_batches)
+    throw refuse("next_batch must be in 0.." + std::to_string(saved_batches));
+  if (s.position < 0 || s.position > n)
+    throw refuse("position must be in 0.." + std::to_string(n) + " (the dataset's samples; " +
+                 std::to_string(n) + ": the epoch is done)");
+  r.plan.resume_epoch = s.epoch;
+  r.plan.resume_position = s.position;
   r.start_epoch = s.epoch;
-  r.start_batch = s.next_batch;
+  r.start_batch = EpochPlan(r.plan).resume_first();
 }
 
 // Options::mean/stddev (0..1 units, one per channel or one for all) in uint8 units.

@@ -163,7 +163,7 @@ void ShardPrefetcher::batch_windows(std::int64_t seq, std::vector<WindowRef>& ou
   const std::int64_t epoch = seq / bpe_;
   const std::vector<ShardWindow>& ws = windows(epoch);
   const std::int64_t n = plan_.config().samples;
-  const std::int64_t first = plan_.first_position(seq % bpe_);
+  const std::int64_t first = plan_.first_position(epoch, seq % bpe_);
   const std::int64_t end = first + plan_.config().batch;
   // Positions past N are padding: they wrap to the order's start.
   for (std::int64_t p = first; p < end;) {

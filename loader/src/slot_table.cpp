@@ -103,8 +103,10 @@ void SlotTable::reposition(std::int64_t epoch, std::int64_t batch) {
   const std::int64_t seq = epoch * bpe_ + batch;
   epoch_ = epoch;
   next_batch_ = batch;
-  // Batches prepared in [old_seq, assign_seq_) stay useful from `seq` on when seq lies inside.
-  const bool keep_ahead = old_seq <= seq && seq <= assign_seq_;
+  // Batches prepared in [old_seq, assign_seq_) stay useful from `seq` on when seq lies inside,
+  // unless they were planned with a resumed epoch's offset, which a reposition ends.
+  const bool replanned = plan_.clear_resume();
+  const bool keep_ahead = !replanned && old_seq <= seq && seq <= assign_seq_;
   for (auto& s : slots_) {
     if (!in_progress(s.state)) continue;
     if (keep_ahead && s.seq >= seq) continue;

@@ -46,6 +46,7 @@ struct SlotInfo {
 class SlotTable {
  public:
   // `slots` slots, the consumer at (epoch, batch).
+  // REQUIRES: batch >= plan.resume_first() when epoch is the plan's resumed epoch.
   SlotTable(const PlanConfig& plan, ArenaView view, std::size_t slots, std::int64_t epoch,
             std::int64_t batch);
 
@@ -59,7 +60,9 @@ class SlotTable {
   bool epoch_exhausted() const { return next_batch_ == bpe_; }
   void start_next_epoch();
   // Moves the consumer to (epoch, batch). Batches already prepared from there on are kept;
-  // others are dropped (their pending chunks withdrawn, chunks in workers' hands orphaned).
+  // others are dropped (their pending chunks withdrawn, chunks in workers' hands orphaned). It
+  // also ends an elastic resume (EpochPlan::clear_resume): every epoch is plain from then on,
+  // and batches prepared with the resumed epoch's offset are dropped.
   void reposition(std::int64_t epoch, std::int64_t batch);
   const EpochPlan& plan() const { return plan_; }
 

@@ -105,15 +105,53 @@ TEST(Config, ValidatesPipelines) {
   EXPECT_THROW(Pipeline(8, 8, 1).horizontal_flip(1.5f), ConfigError);
 }
 
-TEST(Config, RejectsStatesSavedWithAnotherConfiguration) {
+TEST(Config, RejectsStatesSavedWithAnotherDatasetOrSeed) {
   EXPECT_THROW(LoaderState::parse("hello"), ConfigError);
   EXPECT_THROW(LoaderState::parse("stoke-state/1 seed=1 epoch=x"), ConfigError);
   Options o = fashion_options(0);
-  o.resume = LoaderState{o.seed, 0, 3, 10000, 200};
+  o.resume = LoaderState{o.seed, 0, 300, 3, 60000, 100};
   EXPECT_EQ(construction_error(o),
-            "cannot resume from 'stoke-state/1 seed=7 epoch=0 next_batch=3 dataset_size=10000 "
-            "global_batch=200': it was saved with another dataset size, global batch or seed "
-            "(now dataset_size=10000 global_batch=100 seed=7)");
+            "cannot resume from 'stoke-state/2 seed=7 epoch=0 position=300 next_batch=3 "
+            "dataset_size=60000 global_batch=100': it was saved with another dataset size or "
+            "seed (now dataset_size=10000 seed=7)");
+  o.resume = LoaderState{8, 0, 300, 3, 10000, 100};
+  EXPECT_EQ(construction_error(o),
+            "cannot resume from 'stoke-state/2 seed=8 epoch=0 position=300 next_batch=3 "
+            "dataset_size=10000 global_batch=100': it was saved with another dataset size or "
+            "seed (now dataset_size=10000 seed=7)");
+}
+
+TEST(Config, RejectsAResumePositionOutsideTheEpoch) {
+  Options o = fashion_options(0);
+  o.resume = LoaderState{o.seed, 0, 10001, 3, 10000, 100};
+  EXPECT_EQ(construction_error(o),
+            "cannot resume from 'stoke-state/2 seed=7 epoch=0 position=10001 next_batch=3 "
+            "dataset_size=10000 global_batch=100': position must be in 0..10000 (the dataset's "
+            "samples; 10000: the epoch is done)");
+  o.resume = LoaderState{o.seed, 0, -1, 3, 10000, 100};
+  EXPECT_NE(construction_error(o).find("position must be in 0..10000"), std::string::npos);
+  // next_batch counts batches of the saving loader's global batch: at most ceil(10000 / 300).
+  o.resume = LoaderState{o.seed, 0, 300, 35, 10000, 300};
+  EXPECT_EQ(construction_error(o),
+            "cannot resume from 'stoke-state/2 seed=7 epoch=0 position=300 next_batch=35 "
+            "dataset_size=10000 global_batch=300': next_batch must be in 0..34");
+  o.resume = LoaderState{o.seed, 0, 300, 3, 10000, 0};
+  EXPECT_NE(construction_error(o).find("': global_batch must be positive"), std::string::npos);
+  o.resume = LoaderState{o.seed, -1, 300, 3, 10000, 100};
+  EXPECT_NE(construction_error(o).find("': epoch must be in 0.."), std::string::npos);
+}
+
+TEST(Config, ResumesAtTheEndOfAnEpochByEndingItFirst) {
+  // Position N: the epoch is done, as the saving loader's next call would have said.
+  Options o = fashion_options(0, 64);
+  o.resume = LoaderState{o.seed, 2, 10000, 157, 10000, 64};
+  Loader loader(o);
+  EXPECT_EQ(loader.state(), *o.resume);
+  EXPECT_FALSE(loader.next().has_value());
+  const auto b = loader.next();
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->epoch(), 3);
+  EXPECT_EQ(b->index(), 0);
 }
 
 TEST(Config, RejectsAWorkerPathThatIsNotExecutable) {

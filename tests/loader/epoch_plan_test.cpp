@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <random>
 
 #include "stoke/error.hpp"
 
@@ -97,6 +98,185 @@ TEST(EpochPlan, TwoRanksOfOneDeviceSeeWhatOneRankOfTwoDevicesSees) {
     EXPECT_TRUE(std::equal(r1.begin(), r1.end(), all.begin() + b));
     EXPECT_TRUE(std::equal(v1.begin(), v1.end(), va.begin() + b));
   }
+}
+
+// One sample as some rank received it: where it sits in the epoch's (padded) order.
+struct Placed {
+  std::int64_t position;
+  std::int64_t id;
+  std::uint8_t valid;
+};
+
+// Every rank's share of global batches [from, to) of `epoch`, in position order. `c.rank` is
+// ignored; the returned batch() positions are checked against the plan's position().
+std::vector<Placed> deliver(PlanConfig c, std::int64_t epoch, std::int64_t from, std::int64_t to) {
+  std::vector<Placed> out;
+  std::vector<EpochPlan> plans;
+  for (int r = 0; r < c.world; ++r) {
+    c.rank = r;
+    plans.emplace_back(c);
+  }
+  for (std::int64_t k = from; k < to; ++k) {
+    for (int r = 0; r < c.world; ++r) {
+      std::vector<std::int64_t> ids(c.batch);
+      std::vector<std::uint8_t> valid(c.batch);
+      const std::int64_t first = plans[r].batch(epoch, k, ids, valid);
+      EXPECT_EQ(first, plans[r].position(epoch, k) + std::int64_t{r} * c.batch);
+      for (int j = 0; j < c.batch; ++j) out.push_back({first + j, ids[j], valid[j]});
+    }
+  }
+  return out;
+}
+
+// A job's shape: per-rank batch, devices per rank, ranks.
+struct Shape {
+  int batch;
+  int devices;
+  int world;
+};
+
+Shape random_shape(std::mt19937& rng) {
+  const int devices = std::uniform_int_distribution<int>(1, 4)(rng);
+  const int batch = devices * std::uniform_int_distribution<int>(1, 6)(rng);
+  return {batch, devices, std::uniform_int_distribution<int>(1, 4)(rng)};
+}
+
+PlanConfig with_shape(PlanConfig c, Shape s) {
+  c.batch = s.batch;
+  c.devices = s.devices;
+  c.world = s.world;
+  return c;
+}
+
+// A job saved twice mid-epoch, each time resumed with other ranks, devices and batch: what the
+// three parts deliver together is the epoch's order, each position once and in order, with
+// padding (valid 0) only past N, repeating the order from its start.
+TEST(EpochPlan, ElasticResumeDeliversTheEpochOnceAcrossRankDeviceAndBatchChanges) {
+  std::mt19937 rng(20240611);
+  for (const LastBatch last : {LastBatch::kPad, LastBatch::kDrop}) {
+    for (int trial = 0; trial < 400; ++trial) {
+      const std::int64_t n = std::uniform_int_distribution<std::int64_t>(1, 300)(rng);
+      Shape shapes[3] = {random_shape(rng), random_shape(rng), random_shape(rng)};
+      if (last == LastBatch::kDrop &&
+          std::any_of(std::begin(shapes), std::end(shapes),
+                      [n](Shape s) { return std::int64_t{s.batch} * s.world > n; }))
+        continue;
+      PlanConfig base{n, 1, 1, 0, 1, 5, true, last, {}, 0};
+      const std::int64_t epoch = 3;
+      SCOPED_TRACE(testing::Message() << (last == LastBatch::kPad ? "pad" : "drop") << " N=" << n);
+      std::vector<Placed> all;
+      std::int64_t position = 0;
+      std::int64_t ending_global = 0;  // the global batch of the part that reached the end
+      for (int part = 0; part < 3; ++part) {
+        PlanConfig c = with_shape(base, shapes[part]);
+        if (part > 0) {
+          c.resume_epoch = epoch;
+          c.resume_position = position;
+        }
+        const EpochPlan plan(c);
+        const std::int64_t first = plan.resume_first();
+        const std::int64_t bpe = plan.batches_per_epoch();
+        // The first two parts stop somewhere in their share of the epoch; the last drains it.
+        const std::int64_t stop =
+            part == 2 ? bpe : std::uniform_int_distribution<std::int64_t>(first, bpe)(rng);
+        SCOPED_TRACE(testing::Message() << "part " << part << ": B=" << c.batch << " G="
+                                        << c.devices << " W=" << c.world << " from position "
+                                        << position << ", batches " << first << ".." << stop);
+        if (part > 0) {
+          ASSERT_GE(first, 0);
+          ASSERT_LE(first, bpe);
+          if (first < bpe) {
+            EXPECT_EQ(plan.position(epoch, first), position);
+          }
+        }
+        const std::vector<Placed> got = deliver(c, epoch, first, stop);
+        all.insert(all.end(), got.begin(), got.end());
+        position = plan.position(epoch, stop);
+        if (stop == bpe && ending_global == 0) ending_global = std::int64_t{c.batch} * c.world;
+      }
+      EpochPlan unresumed(base);
+      const std::vector<std::int64_t>& order = unresumed.order(epoch);
+      std::vector<std::int64_t> valid_ids;
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        const Placed& p = all[i];
+        if (i > 0) {
+          ASSERT_GT(p.position, all[i - 1].position) << "positions out of order";
+        }
+        EXPECT_EQ(p.id, order[static_cast<std::size_t>(p.position % n)]);
+        EXPECT_EQ(p.valid, p.position < n ? 1 : 0);
+        if (p.valid) valid_ids.push_back(p.id);
+      }
+      // The valid samples are a prefix of the order without a gap: all of it under pad; under
+      // drop, all but the tail dropped by the part that reached the end (less than its global
+      // batch).
+      ASSERT_LE(valid_ids.size(), order.size());
+      EXPECT_TRUE(std::equal(valid_ids.begin(), valid_ids.end(), order.begin()));
+      const std::int64_t left = n - static_cast<std::int64_t>(valid_ids.size());
+      if (last == LastBatch::kPad)
+        EXPECT_EQ(left, 0);
+      else
+        EXPECT_LT(left, ending_global);
+    }
+  }
+}
+
+TEST(EpochPlan, ResumingWithTheSameGlobalBatchAtABatchBoundaryIsThePlainPlan) {
+  PlanConfig c{1001, 12, 2, 1, 3, 9, true, LastBatch::kPad, {}, 0};
+  EpochPlan plain(c);
+  c.resume_epoch = 2;
+  c.resume_position = 7 * 36;
+  EpochPlan resumed(c);
+  EXPECT_EQ(resumed.resume_first(), 7);
+  for (std::int64_t k = 7; k < plain.batches_per_epoch(); ++k) {
+    std::vector<std::int64_t> a(12), b(12);
+    std::vector<std::uint8_t> va(12), vb(12);
+    EXPECT_EQ(resumed.batch(2, k, a, va), plain.batch(2, k, b, vb));
+    EXPECT_EQ(a, b);
+    EXPECT_EQ(va, vb);
+  }
+}
+
+TEST(EpochPlan, AResumeOffsetAppliesToTheResumedEpochOnlyUntilCleared) {
+  // 100 samples resumed at position 30 with a global batch of 40: two batches are left (30..69
+  // and 70..109, padded past 99), numbered 1 and 2 of the epoch's three.
+  PlanConfig c{100, 40, 1, 0, 1, 4, false, LastBatch::kPad, {}, 0};
+  c.resume_epoch = 5;
+  c.resume_position = 30;
+  EpochPlan plan(c);
+  EXPECT_EQ(plan.batches_per_epoch(), 3);
+  EXPECT_EQ(plan.resume_first(), 1);
+  EXPECT_EQ(plan.position(5, 1), 30);
+  EXPECT_EQ(plan.position(5, 2), 70);
+  EXPECT_EQ(plan.position(5, 3), 100);  // done
+  EXPECT_EQ(plan.position(6, 1), 40);   // later epochs are plain
+  std::vector<std::int64_t> ids(40);
+  std::vector<std::uint8_t> valid(40);
+  EXPECT_EQ(plan.batch(5, 2, ids, valid), 70);
+  EXPECT_EQ(ids[29], 99);
+  EXPECT_EQ(valid[29], 1);
+  EXPECT_EQ(ids[30], 0);  // padding wraps to the order's start
+  EXPECT_EQ(valid[30], 0);
+  EXPECT_EQ(std::count(valid.begin(), valid.end(), 0), 10);
+  EXPECT_TRUE(plan.clear_resume());
+  EXPECT_FALSE(plan.clear_resume());
+  EXPECT_EQ(plan.resume_first(), 0);
+  EXPECT_EQ(plan.batch(5, 1, ids, valid), 40);
+}
+
+TEST(EpochPlan, AResumedEpochWithNothingLeftStartsAtItsEnd) {
+  PlanConfig c{100, 40, 1, 0, 1, 4, true, LastBatch::kPad, {}, 0};
+  c.resume_epoch = 0;
+  c.resume_position = 100;
+  EXPECT_EQ(EpochPlan(c).resume_first(), 3);
+  // Under drop, 15 samples left make no global batch of 40: they are that epoch's dropped tail.
+  c.last_batch = LastBatch::kDrop;
+  c.resume_position = 85;
+  EXPECT_EQ(EpochPlan(c).resume_first(), 2);
+  EXPECT_EQ(EpochPlan(c).batches_per_epoch(), 2);
+  c.resume_position = 45;
+  const EpochPlan plan(c);
+  EXPECT_EQ(plan.resume_first(), 1);
+  EXPECT_EQ(plan.position(0, 1), 45);
 }
 
 TEST(EpochPlan, ShufflesEachEpochDifferentlyAndReproducibly) {

@@ -11,8 +11,10 @@ namespace stoke::detail {
 namespace {
 
 // 10 samples, batch 4, one device, no shuffle: 3 batches an epoch (the last padded by 2).
+// resume_position >= 0: `epoch` is resumed from that global position.
 struct Table {
-  explicit Table(std::size_t slots, int chunk = 2, std::int64_t epoch = 0, std::int64_t batch = 0) {
+  explicit Table(std::size_t slots, int chunk = 2, std::int64_t epoch = 0, std::int64_t batch = 0,
+                 std::int64_t resume_position = -1) {
     ArenaPlanInput in;
     in.batch = 4;
     in.out_height = in.out_width = in.out_channels = 1;
@@ -22,6 +24,10 @@ struct Table {
     base = memory.data() + (64 - reinterpret_cast<std::uintptr_t>(memory.data()) % 64) % 64;
     *reinterpret_cast<ArenaHeader*>(base) = h;
     PlanConfig plan{10, 4, 1, 0, 1, 0, false, LastBatch::kPad, {}, 0};
+    if (resume_position >= 0) {
+      plan.resume_epoch = epoch;
+      plan.resume_position = resume_position;
+    }
     table.emplace(plan, ArenaView(base), slots, epoch, batch);
     table->set_chunk(chunk);
   }
@@ -163,6 +169,31 @@ TEST(SlotTable, RepositionElsewhereWithdrawsPendingWorkAndOrphansWhatWorkersHold
   EXPECT_EQ(t->free_slot(), 1);
   EXPECT_FALSE(t->complete(out, ""));  // the orphan's last chunk returns: the slot is free
   EXPECT_EQ(t[0].state, SlotInfo::kFree);
+}
+
+TEST(SlotTable, RepositionEndsAResumedEpochAndReplansWhatWasPrepared) {
+  // Resumed at position 3: 7 samples left make batches 1 (3..6) and 2 (7..9, padded by 1).
+  Table t(3, 4, 0, 1, 3);
+  EXPECT_EQ(t->plan().resume_first(), 1);
+  t->assign_free();
+  EXPECT_EQ(t.planned(0), (std::vector<std::int64_t>{3, 4, 5, 6}));
+  EXPECT_EQ(t.planned(1), (std::vector<std::int64_t>{7, 8, 9, 0}));
+  EXPECT_EQ(t[1].padded, 1);
+  EXPECT_EQ(t.planned(2), (std::vector<std::int64_t>{0, 1, 2, 3}));  // epoch 1 is plain
+  t.finish(0);
+  // Even a reposition to where the consumer already is ends the resume: nothing prepared stays.
+  t->reposition(0, 1);
+  EXPECT_EQ(t[0].state, SlotInfo::kFree);
+  EXPECT_EQ(t[1].state, SlotInfo::kFree);
+  EXPECT_EQ(t[2].state, SlotInfo::kFree);
+  EXPECT_TRUE(t->pending().empty());
+  EXPECT_EQ(t->assign_seq(), 1);
+  t->assign(0);
+  EXPECT_EQ(t.planned(0), (std::vector<std::int64_t>{4, 5, 6, 7}));  // plain batch 1
+  // With the resume ended, repositions keep what is prepared ahead again.
+  t->assign_free();
+  t->reposition(0, 2);
+  EXPECT_EQ(t[1].state, SlotInfo::kFilling);
 }
 
 TEST(SlotTable, StagesTheEarliestReadyBatchWithinTheHorizon) {

@@ -43,7 +43,7 @@ Checkpoint sample(float fill, bool wide = false) {
   c.model.buffers.assign(static_cast<std::size_t>(l.buffers), fill * 2);
   c.model.velocity.assign(c.model.params.size(), fill * 3);
   c.model.step = 77;
-  c.loader = LoaderState{42, 3, 17, 60000, 256};
+  c.loader = LoaderState{42, 3, 17 * 256, 17, 60000, 256};
   return c;
 }
 

@@ -45,14 +45,16 @@ class Loader {
   // a nullopt starts the following epoch. Throws DataError for bad input under OnError::kError.
   std::optional<Batch> next();
 
-  // Positions the loader at batch 0 of `epoch`.
+  // Positions the loader at batch 0 of `epoch`, a full epoch: for a loader resumed mid-epoch
+  // (Options::resume) that holds for the resumed epoch too, and every epoch is plain from then on.
   void set_epoch(std::int64_t epoch);
   // Grows or shrinks the live worker pool to n processes (1..512), and stops automatic sizing.
   // Returns at once; the pool changes within moments (stats().workers says when). Retiring
   // workers finish the chunks they hold first, so no sample is lost, repeated or changed.
   // Throws ConfigError for n out of range or an in-process loader (workers 0).
   void resize_workers(int n);
-  // Where the next call to next() continues; pass it as Options::resume to continue exactly.
+  // Where the next call to next() continues; pass it as Options::resume to continue exactly, or
+  // to a loader with other ranks, devices or batch to continue from the same sample.
   LoaderState state() const;
 
   std::int64_t batches_per_epoch() const;

@@ -128,9 +128,11 @@ struct Options {
   // consumer that takes batches in bursts). Slots are page-locked for GPU copies as they are
   // first staged.
   int prefetch = 0;
-  int chunk = 0;                      // samples per unit of work; 0 = batch / workers, at least 1
-  std::size_t memory_budget = 0;      // bytes for batch slots, held ones included; 0 = 2 GiB
-  std::optional<LoaderState> resume;  // start at this position instead of epoch 0, batch 0
+  int chunk = 0;                  // samples per unit of work; 0 = batch / workers, at least 1
+  std::size_t memory_budget = 0;  // bytes for batch slots, held ones included; 0 = 2 GiB
+  // Start at this position instead of epoch 0, batch 0; a state saved with other ranks, devices
+  // or global batch continues its epoch from the saved sample (see LoaderState).
+  std::optional<LoaderState> resume;
 
   std::string worker_path;  // stoke-worker to run; empty = the one installed beside the library
   // Receives one line per notable event (skipped file, worker restart, pool resize, autotune

@@ -1,5 +1,7 @@
 #pragma once
-// The loader's position: cheap to save, exact to resume. Thread-safety: value type.
+// The loader's position: cheap to save, exact to resume, and elastic: a state saved with W ranks
+// (or G devices, or global batch B x W) resumes with any other count or batch, continuing the
+// same epoch at the same sample. Thread-safety: value type.
 
 #include <cstdint>
 #include <string>
@@ -10,15 +12,27 @@ namespace stoke {
 struct LoaderState {
   std::uint64_t seed = 0;
   std::int64_t epoch = 0;
-  std::int64_t next_batch = 0;  // index within the epoch of the next batch to deliver
-  // Guard against resuming with another configuration.
+  // The global position, in the epoch's sample order, of the next batch's first sample: what a
+  // resumed loader continues from, whatever its ranks, devices and batch. dataset_size when the
+  // epoch is done (its remaining batches, if any, are all padding or dropped).
+  std::int64_t position = 0;
+  // The index within the epoch of the next batch to deliver, as the saving loader counted them
+  // (a resumed loader numbers its batches from position, so this is informational on resume).
+  std::int64_t next_batch = 0;
+  // Guard against resuming with another dataset. global_batch records the saving loader's
+  // B x W; a loader with another global batch may resume it.
   std::int64_t dataset_size = 0;
   std::int64_t global_batch = 0;
 
-  // "stoke-state/1 seed=.. epoch=.. next_batch=.. dataset_size=.. global_batch=.."
+  // "stoke-state/2 seed=.. epoch=.. position=.. next_batch=.. dataset_size=.. global_batch=.."
   std::string serialize() const;
-  // Throws ConfigError naming the problem when `text` is not a serialized state.
+  // Throws ConfigError naming the problem when `text` is not a serialized state. Also reads
+  // "stoke-state/1" (no position field), whose position is plain_position().
   static LoaderState parse(std::string_view text);
+
+  // The position of batch next_batch of an epoch that was never resumed elsewhere: next_batch x
+  // global_batch, at most dataset_size. What a state saved without a position means.
+  std::int64_t plain_position() const;
 
   bool operator==(const LoaderState&) const = default;
 };

@@ -39,8 +39,30 @@ void validate_plan(const PlanConfig& c) {
 EpochPlan::EpochPlan(const PlanConfig& config) : config_(config) {
   validate_plan(config_);
   const std::int64_t global = std::int64_t{config_.batch} * config_.world;
-  batches_ = config_.last_batch == LastBatch::kPad ? (config_.samples + global - 1) / global
-                                                   : config_.samples / global;
+  const bool pad = config_.last_batch == LastBatch::kPad;
+  const auto batches_in = [&](std::int64_t samples) {
+    return pad ? (samples + global - 1) / global : samples / global;
+  };
+  batches_ = batches_in(config_.samples);
+  if (config_.resume_epoch >= 0) {
+    const std::int64_t p = config_.resume_position;
+    resume_first_ = batches_ - batches_in(config_.samples - p);
+    resume_offset_ = p - resume_first_ * global;
+  }
+}
+
+bool EpochPlan::clear_resume() {
+  const bool had = config_.resume_epoch >= 0;
+  config_.resume_epoch = -1;
+  config_.resume_position = 0;
+  resume_first_ = resume_offset_ = 0;
+  return had;
+}
+
+std::int64_t EpochPlan::position(std::int64_t epoch, std::int64_t index) const {
+  if (index >= batches_) return config_.samples;
+  const std::int64_t plain = index * config_.batch * config_.world;
+  return epoch == config_.resume_epoch && index >= resume_first_ ? plain + resume_offset_ : plain;
 }
 
 namespace {
@@ -124,7 +146,7 @@ std::int64_t EpochPlan::batch(std::int64_t epoch, std::int64_t index, std::span<
                               std::span<std::uint8_t> valid) {
   const auto& ord = order(epoch);
   const std::int64_t n = config_.samples;
-  const std::int64_t first = first_position(index);
+  const std::int64_t first = first_position(epoch, index);
   for (int j = 0; j < config_.batch; ++j) {
     const std::int64_t p = first + j;
     ids[j] = ord[static_cast<std::size_t>(p % n)];

@@ -1,6 +1,7 @@
 #pragma once
 // The global epoch plan. Thread-safety: const methods are safe from any thread once constructed,
-// except batch(), which caches permutations and must be called by one thread at a time.
+// except batch(), which caches permutations and must be called by one thread at a time, and
+// clear_resume(), which changes the mapping.
 //
 // Each epoch, a seeded permutation of the N samples (or the identity when not shuffling) is
 // padded by repeating from its start (LastBatch::kPad) or truncated (kDrop) to a whole number of
@@ -10,6 +11,17 @@
 // time. Either way it depends on (seed, epoch) alone. Global batch k is positions [k*B*W,
 // (k+1)*B*W); rank r takes positions [k*B*W + r*B, k*B*W + (r+1)*B), and device g of that rank
 // takes its g-th sub-chunk of B/G. So W ranks x 1 device see exactly what 1 rank x W devices see.
+//
+// Elastic resume: a job saved at global position P of epoch e (by any ranks, devices and global
+// batch) continues with global batch G = B x W. Epoch e then covers positions [P, N) of its
+// order, in global batches of G: under kPad the last one is padded by wrapping to the order's
+// start (valid 0), under kDrop a partial last one is dropped. With rem = ceil((N - P) / G) (pad)
+// or floor((N - P) / G) (drop) such batches, the resumed epoch's batches are indices
+// [first, batches_per_epoch()) with first = batches_per_epoch() - rem, and index i >= first
+// starts at position P + (i - first) * G. Batch sequence numbers stay epoch * batches_per_epoch()
+// + index for every epoch. With the saving loader's G and P = k * G, first = k and this is the
+// plain mapping, so an exact resume delivers what the uninterrupted run would have. Every other
+// epoch, and epoch e once clear_resume() has run, is plain.
 
 #include <cstdint>
 #include <span>
@@ -32,9 +44,15 @@ struct PlanConfig {
   // and shuffle_window shards are shuffled together (0: all of them, a full permutation).
   std::vector<std::int64_t> shard_starts;
   int shuffle_window = 0;
+  // Elastic resume (above): epoch resume_epoch continues from global position resume_position
+  // (0..N; N: the epoch is done). -1: no epoch is resumed.
+  std::int64_t resume_epoch = -1;
+  std::int64_t resume_position = 0;
 };
 
 // Throws ConfigError (with a suggested fix) when the configuration cannot produce batches.
+// REQUIRES: resume_epoch < 0, or 0 <= resume_position <= samples (checked by resolve_resume with
+// the saved state in its message).
 void validate_plan(const PlanConfig& config);
 
 // A run of the epoch's order that comes from a set of shards: positions [begin, end) of the
@@ -52,20 +70,34 @@ class EpochPlan {
   std::int64_t batches_per_epoch() const { return batches_; }
   const PlanConfig& config() const { return config_; }
 
+  // The index of the resumed epoch's first batch (0 when no epoch is resumed): where its
+  // consumer starts. batches_per_epoch() when nothing of that epoch is left.
+  std::int64_t resume_first() const { return resume_first_; }
+  // Makes every epoch plain from now on (a reposition leaves the resumed epoch). True when an
+  // epoch was resumed, i.e. batches planned before may have changed.
+  bool clear_resume();
+
+  // The global position of the first sample of global batch `index` of `epoch`, or N when
+  // index == batches_per_epoch() (the epoch is done): what LoaderState::position records. The
+  // resumed epoch's batches before resume_first(), which no consumer receives, keep their plain
+  // positions. REQUIRES: 0 <= index <= batches_per_epoch().
+  std::int64_t position(std::int64_t epoch, std::int64_t index) const;
+
+  // The global position of the first sample of this rank's batch `index` of `epoch`: position()
+  // plus this rank's offset (positions at or past N are padding, wrapping to the order's start).
+  // REQUIRES: 0 <= index < batches_per_epoch().
+  std::int64_t first_position(std::int64_t epoch, std::int64_t index) const {
+    return position(epoch, index) + std::int64_t{config_.rank} * config_.batch;
+  }
+
   // Fills the B sample ids and valid flags of this rank's batch `index` of `epoch`, and returns
-  // the global position of its first sample.
+  // its first_position().
   // REQUIRES: 0 <= index < batches_per_epoch(); ids.size() == valid.size() == B.
   std::int64_t batch(std::int64_t epoch, std::int64_t index, std::span<std::int64_t> ids,
                      std::span<std::uint8_t> valid);
 
   // The epoch's sample order before padding (a permutation of 0..N-1).
   const std::vector<std::int64_t>& order(std::int64_t epoch);
-
-  // The global position of the first sample of this rank's batch `index` (positions at or past
-  // N are padding, wrapping to the order's start).
-  std::int64_t first_position(std::int64_t index) const {
-    return index * config_.batch * config_.world + std::int64_t{config_.rank} * config_.batch;
-  }
 
   // Tar shards: the epoch's order as runs of shards, in order (one run per shuffle window; one
   // per shard without shuffling; one holding every shard under a full permutation). Empty for
@@ -75,6 +107,9 @@ class EpochPlan {
  private:
   PlanConfig config_;
   std::int64_t batches_ = 0;
+  // Batch index i >= resume_first_ of the resumed epoch starts at i * B * W + resume_offset_.
+  std::int64_t resume_first_ = 0;
+  std::int64_t resume_offset_ = 0;
   std::int64_t cached_epoch_[2] = {-1, -1};
   std::vector<std::int64_t> cached_order_[2];
   int next_cache_ = 0;

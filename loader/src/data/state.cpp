@@ -1,6 +1,8 @@
 #include "stoke/state.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <set>
 #include <sstream>
 
 #include "stoke/error.hpp"
@@ -8,48 +10,71 @@
 namespace stoke {
 
 namespace {
-constexpr std::string_view kTag = "stoke-state/1";
+
+constexpr std::string_view kTag = "stoke-state/2";
+// Written before states carried a position; still read.
+constexpr std::string_view kTagV1 = "stoke-state/1";
+
+// Calls f(key, field) for every serialized field of a state, in the order serialize() writes
+// them; v1 has no position.
+template <class State, class F>
+void for_each_field(State& s, bool v1, F f) {
+  f("seed", s.seed);
+  f("epoch", s.epoch);
+  if (!v1) f("position", s.position);
+  f("next_batch", s.next_batch);
+  f("dataset_size", s.dataset_size);
+  f("global_batch", s.global_batch);
 }
+
+}  // namespace
 
 std::string LoaderState::serialize() const {
   std::ostringstream out;
-  out << kTag << " seed=" << seed << " epoch=" << epoch << " next_batch=" << next_batch
-      << " dataset_size=" << dataset_size << " global_batch=" << global_batch;
+  out << kTag;
+  for_each_field(*this, false,
+                 [&out](const char* key, const auto& value) { out << ' ' << key << '=' << value; });
   return out.str();
+}
+
+std::int64_t LoaderState::plain_position() const {
+  if (next_batch <= 0 || global_batch <= 0) return 0;
+  // Compared by division first: next_batch x global_batch may not fit in 64 bits.
+  if (next_batch > dataset_size / global_batch) return std::max<std::int64_t>(dataset_size, 0);
+  return std::min(next_batch * global_batch, dataset_size);
 }
 
 LoaderState LoaderState::parse(std::string_view text) {
   std::istringstream in{std::string(text)};
   std::string word;
-  if (!(in >> word) || word != kTag)
+  if (!(in >> word) || (word != kTag && word != kTagV1))
     throw ConfigError("not a saved loader state (expected it to start with '" + std::string(kTag) +
-                      "'): '" + std::string(text) + "'");
+                      "' or '" + std::string(kTagV1) + "'): '" + std::string(text) + "'");
+  const bool v1 = word == kTagV1;
   LoaderState s;
-  int seen = 0;
+  std::set<std::string> seen;
   while (in >> word) {
     const auto eq = word.find('=');
     if (eq == std::string::npos) throw ConfigError("loader state: malformed field '" + word + "'");
     const std::string key = word.substr(0, eq);
-    const char* b = word.data() + eq + 1;
-    const char* e = word.data() + word.size();
-    std::from_chars_result r{};
-    if (key == "seed")
-      r = std::from_chars(b, e, s.seed);
-    else if (key == "epoch")
-      r = std::from_chars(b, e, s.epoch);
-    else if (key == "next_batch")
-      r = std::from_chars(b, e, s.next_batch);
-    else if (key == "dataset_size")
-      r = std::from_chars(b, e, s.dataset_size);
-    else if (key == "global_batch")
-      r = std::from_chars(b, e, s.global_batch);
-    else
-      throw ConfigError("loader state: unknown field '" + key + "'");
-    if (r.ec != std::errc() || r.ptr != e)
-      throw ConfigError("loader state: field '" + word + "' is not a number");
-    ++seen;
+    if (!seen.insert(key).second)
+      throw ConfigError("loader state: field '" + key + "' appears twice");
+    bool known = false;
+    for_each_field(s, v1, [&](const char* name, auto& value) {
+      if (key != name) return;
+      known = true;
+      const char* e = word.data() + word.size();
+      const auto r = std::from_chars(word.data() + eq + 1, e, value);
+      if (r.ec != std::errc() || r.ptr != e)
+        throw ConfigError("loader state: field '" + word + "' is not a number");
+    });
+    if (!known) throw ConfigError("loader state: unknown field '" + key + "'");
   }
-  if (seen != 5) throw ConfigError("loader state: expected 5 fields, got " + std::to_string(seen));
+  for_each_field(s, v1, [&seen](const char* name, const auto&) {
+    if (!seen.contains(name))
+      throw ConfigError("loader state: field '" + std::string(name) + "' is missing");
+  });
+  if (v1) s.position = s.plain_position();
   return s;
 }
 
