@@ -142,8 +142,10 @@ void Loader::Impl::set_up_shard_cache(const DatasetIndex& index) {
     log_.post("shard cache: " + shard_cache_);
     return;
   }
-  // Every batch reads from one shuffle window's shards (sometimes two): the limit must hold the
-  // largest window, else the copies would be evicted before their batches are done.
+  // A batch reads from one shuffle window's shards, or from the next one too at a window's
+  // edge (and, with small shards or padding that wraps, from several): the limit must hold at
+  // least the largest window, else copies would be evicted before their batches are done. (A
+  // batch that alone needs more is fetched past the limit, with a line in the log.)
   const std::size_t shards = index.shard_starts.size() - 1;
   const auto window = static_cast<std::size_t>(options_.shuffle_window);
   const std::size_t per_window =
@@ -170,7 +172,9 @@ void Loader::Impl::set_up_shard_cache(const DatasetIndex& index) {
                                                   std::move(store), log_);
   ShardPrefetcher* gate = prefetcher_.get();
   MutexLock lock(core_->mutex);
-  core_->slots.set_gate([gate](std::int64_t seq) { return gate->ready(seq); });
+  core_->slots.set_gate([gate](std::int64_t seq, std::uint64_t generation, bool consumer_next) {
+    return gate->ready(seq, generation, consumer_next);
+  });
 }
 
 // The supervisor starts first (its constructor-time errors, like a worker of another version,

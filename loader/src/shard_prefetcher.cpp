@@ -13,18 +13,22 @@ namespace {
 // How often the coordinator looks at the consumer's position when no fetch ends meanwhile.
 constexpr auto kPoll = std::chrono::milliseconds(5);
 
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 }  // namespace
 
 ShardPrefetcher::ShardPrefetcher(std::shared_ptr<LoaderCore> core, const PlanConfig& plan,
                                  std::vector<RemoteShard> shards,
                                  std::unique_ptr<ShardStore> store, EventLog& log)
     : core_(std::move(core)),
-      plan_(plan),
-      bpe_(plan_.batches_per_epoch()),
+      bpe_(EpochPlan(plan).batches_per_epoch()),
       shards_(std::move(shards)),
       store_(std::move(store)),
       log_(log),
-      policy_(remote_policy_from_environment()) {
+      policy_(remote_policy_from_environment()),
+      plan_(plan) {
   policy_.cancel = &stop_;
   remote_of_.assign(plan.shard_starts.empty() ? 0 : plan.shard_starts.size() - 1, -1);
   for (std::size_t r = 0; r < shards_.size(); ++r) {
@@ -35,8 +39,16 @@ ShardPrefetcher::ShardPrefetcher(std::shared_ptr<LoaderCore> core, const PlanCon
   state_.assign(shards_.size(), State::kAbsent);
   counted_epoch_.assign(shards_.size(), -1);
   errors_.resize(shards_.size());
-  threads_.emplace_back([this] { coordinate(); });
-  for (int i = 0; i < kFetchThreads; ++i) threads_.emplace_back([this] { download(); });
+  failed_at_.resize(shards_.size());
+  try {
+    threads_.emplace_back([this] { coordinate(); });
+    for (int i = 0; i < kFetchThreads; ++i) threads_.emplace_back([this] { download(); });
+  } catch (...) {
+    stop_ = true;
+    cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+    throw;
+  }
 }
 
 ShardPrefetcher::~ShardPrefetcher() {
@@ -48,12 +60,13 @@ ShardPrefetcher::~ShardPrefetcher() {
   for (std::thread& t : threads_) t.join();
 }
 
-bool ShardPrefetcher::ready(std::int64_t seq) {
+bool ShardPrefetcher::ready(std::int64_t seq, std::uint64_t generation, bool consumer_next) {
   MutexLock lock(published_mutex_);
-  if (seq >= ready_lo_ && seq < ready_hi_) return true;
-  if (!blocked_since_) {
+  if (generation == ready_generation_ && seq >= ready_lo_ && seq < ready_hi_) return true;
+  if (consumer_next && !blocked_since_) {
     blocked_since_ = Clock::now();
     blocked_seq_ = seq;
+    blocked_generation_ = generation;
   }
   return false;
 }
@@ -61,95 +74,127 @@ bool ShardPrefetcher::ready(std::int64_t seq) {
 ShardCacheStats ShardPrefetcher::stats() const {
   MutexLock lock(published_mutex_);
   ShardCacheStats s = stats_;
-  if (blocked_since_)  // a wait still running counts up to now
-    s.fetch_wait_s += std::chrono::duration<double>(Clock::now() - *blocked_since_).count();
+  if (blocked_since_) s.fetch_wait_s += seconds_since(*blocked_since_);  // a wait still running
   return s;
 }
 
-void ShardPrefetcher::publish_range(std::int64_t lo, std::int64_t hi) {
+void ShardPrefetcher::publish_range() {
   MutexLock lock(published_mutex_);
-  ready_lo_ = lo;
-  ready_hi_ = hi;
-  if (blocked_since_ && blocked_seq_ >= lo && blocked_seq_ < hi) {
-    stats_.fetch_wait_s += std::chrono::duration<double>(Clock::now() - *blocked_since_).count();
+  ready_lo_ = lo_;
+  ready_hi_ = hi_;
+  ready_generation_ = generation_;
+  // The wait ends when its batch is ready, or when the consumer went elsewhere.
+  if (blocked_since_ && (blocked_generation_ != generation_ ||
+                         (blocked_seq_ >= lo_ && blocked_seq_ < hi_) || blocked_seq_ < lo_)) {
+    stats_.fetch_wait_s += seconds_since(*blocked_since_);
     blocked_since_.reset();
   }
 }
 
+void ShardPrefetcher::fail_loader(std::exception_ptr error) {
+  MutexLock lock(core_->mutex);
+  core_->fail(std::move(error));
+}
+
 void ShardPrefetcher::coordinate() {
-  std::int64_t last_seq = -1;
-  for (;;) {
-    std::int64_t next_seq = 0;
-    {
-      MutexLock lock(core_->mutex);
-      if (core_->stop) return;
-      next_seq = core_->slots.next_seq();
-    }
-    std::optional<std::string> failure;
-    bool advanced = false;
-    {
-      MutexLock lock(mutex_);
-      if (stop_) return;
-      // A step follows the consumer's moves and the fetches' ends; nothing else changes what it
-      // would find.
-      if (next_seq == last_seq && !changed_) {
-        cv_.wait_for(lock, kPoll);
-        continue;
+  try {
+    std::optional<Position> last;
+    for (;;) {
+      Position at;
+      {
+        MutexLock lock(core_->mutex);
+        if (core_->stop) return;
+        at = {core_->slots.next_seq(), core_->slots.generation(),
+              core_->slots.plan().config().resume_epoch >= 0};
       }
-      changed_ = false;
-      last_seq = next_seq;
-      const std::int64_t before = hi_;
-      failure = step(next_seq);
-      advanced = hi_ > before;
+      std::optional<std::string> failure;
+      bool grew = false;
+      {
+        MutexLock lock(mutex_);
+        if (stop_) return;
+        // A step follows the consumer's moves and the fetches' ends; nothing else changes what
+        // it would find.
+        if (last && last->next_seq == at.next_seq && last->generation == at.generation &&
+            !changed_) {
+          cv_.wait_for(lock, kPoll);
+          continue;
+        }
+        changed_ = false;
+        last = at;
+        if (!at.resumed) plan_.clear_resume();  // as the slot table's was, by a reposition
+        narrow(at);
+        const std::int64_t before = hi_;
+        failure = step(at.next_seq);
+        grew = hi_ > before;
+      }
+      if (grew) {
+        // Like a transfer's end: the supervisor's eventfd, and the in-process consumer's wait.
+        core_->wake();
+        core_->cv.notify_all();
+      }
+      if (failure) {
+        fail_loader(std::make_exception_ptr(Error(*failure)));
+        return;
+      }
     }
-    if (advanced) {
-      // Like a transfer's end: the supervisor's eventfd, and the in-process consumer's wait.
-      core_->wake();
-      core_->cv.notify_all();
-    }
-    if (failure) {
-      MutexLock lock(core_->mutex);
-      core_->fail(std::make_exception_ptr(Error(*failure)));
-      return;
-    }
-    MutexLock lock(mutex_);
-    if (!stop_ && !changed_) cv_.wait_for(lock, kPoll);
+  } catch (...) {
+    fail_loader(std::current_exception());
   }
 }
 
 void ShardPrefetcher::download() {
-  for (;;) {
-    std::size_t r = 0;
-    {
-      MutexLock lock(mutex_);
-      while (!stop_ && queue_.empty()) cv_.wait(lock);
-      if (stop_) return;
-      r = queue_.front();
-      queue_.pop_front();
+  try {
+    for (;;) {
+      std::size_t r = 0;
+      {
+        MutexLock lock(mutex_);
+        while (!stop_ && queue_.empty()) cv_.wait(lock);
+        if (stop_) return;
+        r = queue_.front();
+        queue_.pop_front();
+      }
+      fetch_one(r);
+      cv_.notify_all();
     }
-    const RemoteShard& shard = shards_[r];
-    std::uint64_t got = 0;
-    std::string error;
-    try {
-      got = store_->fetch(shard.url, shard.size, shard.copy, policy_);
-    } catch (const Error& e) {
-      error = e.what();
-    }
-    if (got > 0 && got < shard.size)
-      log_.post("shard cache: " + shard.url + " is " + std::to_string(got) +
-                " bytes on the server, " + std::to_string(shard.size) +
-                " when it was indexed; its members past that end read as corrupt");
-    {
-      MutexLock lock(mutex_);
-      if (stop_) return;
-      state_[r] = error.empty() ? State::kLocal : State::kFailed;
-      if (!error.empty()) errors_[r] = "cannot fetch shard " + shard.url + ": " + error;
-      changed_ = true;
-      MutexLock published(published_mutex_);
-      stats_.bytes_fetched += got;
-    }
-    cv_.notify_all();
+  } catch (...) {
+    fail_loader(std::current_exception());
   }
+}
+
+void ShardPrefetcher::fetch_one(std::size_t r) {
+  const RemoteShard& shard = shards_[r];
+  std::uint64_t got = 0;
+  std::string error;
+  bool uncached = false;
+  try {
+    got = store_->fetch(shard.url, shard.size, shard.copy, policy_);
+  } catch (const ShardCacheFolderError& e) {
+    uncached = true;
+    error = e.what();
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  if (got > 0 && got < shard.size)
+    log_.post("shard cache: " + shard.url + " is " + std::to_string(got) +
+              " bytes on the server, " + std::to_string(shard.size) +
+              " when it was indexed; its members past that end read as corrupt");
+  if (uncached)
+    log_.post("shard cache: " + error + "; the workers read " + shard.url + " from the server");
+  MutexLock lock(mutex_);
+  in_flight_bytes_ -= shard.size;
+  if (stop_) return;
+  if (error.empty()) {
+    state_[r] = State::kLocal;
+  } else if (uncached) {
+    state_[r] = State::kUncached;
+  } else {
+    state_[r] = State::kFailed;
+    errors_[r] = "cannot fetch shard " + shard.url + ": " + error;
+    failed_at_[r] = Clock::now();
+  }
+  changed_ = true;
+  MutexLock published(published_mutex_);
+  stats_.bytes_fetched += got;
 }
 
 const std::vector<ShardWindow>& ShardPrefetcher::windows(std::int64_t epoch) {
@@ -187,7 +232,9 @@ bool ShardPrefetcher::window_local(const WindowRef& w) {
   bool all = true;
   for (std::size_t s : windows(w.epoch)[w.window].shards) {
     const int r = remote_of_[s];
-    if (r >= 0 && state_[static_cast<std::size_t>(r)] != State::kLocal) {
+    if (r < 0) continue;
+    const State st = state_[static_cast<std::size_t>(r)];
+    if (st != State::kLocal && st != State::kUncached) {
       all = false;
       break;
     }
@@ -197,8 +244,9 @@ bool ShardPrefetcher::window_local(const WindowRef& w) {
 }
 
 void ShardPrefetcher::count_use(std::size_t r, std::int64_t epoch) {
-  if (counted_epoch_[r] >= epoch) return;
+  if (counted_epoch_[r] == epoch) return;
   counted_epoch_[r] = epoch;
+  if (state_[r] == State::kUncached) return;
   const bool fetching = state_[r] == State::kFetching;
   // The file's time is touched here: its last use, for the LRU order of every sharing loader.
   const bool on_disk = !fetching && store_->use(shards_[r].copy);
@@ -211,21 +259,24 @@ void ShardPrefetcher::count_use(std::size_t r, std::int64_t epoch) {
     stats_.misses += 1;
 }
 
+void ShardPrefetcher::narrow(const Position& at) {
+  if (at.generation != generation_ || at.next_seq < lo_ || at.next_seq > hi_) hi_ = at.next_seq;
+  lo_ = at.next_seq;
+  generation_ = at.generation;
+  publish_range();
+}
+
 std::optional<std::string> ShardPrefetcher::step(std::int64_t next_seq) {
   local_.clear();
   for (auto it = windows_.begin(); it != windows_.end() && it->first < next_seq / bpe_;)
     it = windows_.erase(it);
-  // The range narrows first: from here on nothing below next_seq counts as ready.
-  if (next_seq < lo_ || next_seq > hi_) hi_ = next_seq;
-  lo_ = next_seq;
-  publish_range(lo_, hi_);
 
   // One walk over the batches from next_seq on, up to two epochs ahead: the shards they read,
   // in that order, are wanted up to the cache's limit; the ready batches and the first one not
   // ready are always wanted whole. The ready range grows over batches whose shards are all on
-  // disk, within the walk, so every ready batch's shards are wanted (kept from eviction).
+  // disk, within the walk (and within what the arena's slots can hold ahead), so every ready
+  // batch's shards are wanted: kept from eviction.
   const std::int64_t horizon = next_seq + 2 * bpe_;
-  // Batches ready past what the arena's slots can hold ahead are of no use yet.
   const std::int64_t ready_horizon =
       std::min<std::int64_t>(horizon, next_seq + core_->view.header().slot_capacity + 1);
   std::vector<WindowRef> refs;
@@ -263,21 +314,40 @@ std::optional<std::string> ShardPrefetcher::step(std::int64_t next_seq) {
   }
   if (hi != hi_) {
     hi_ = hi;
-    publish_range(lo_, hi_);
+    publish_range();
   }
-  // The consumer waits for a batch that cannot be had: the loader stops with the fetch's error.
+
+  // The consumer waits for a batch with a shard that could not be had: the loader stops with
+  // the fetch's error, unless that failure is old enough for the server to be back (then it is
+  // fetched once more).
   if (hi_ == next_seq) {
     batch_windows(next_seq, refs);
     for (const WindowRef& w : refs) {
       for (std::size_t s : windows(w.epoch)[w.window].shards) {
-        const int r = remote_of_[s];
-        if (r >= 0 && state_[static_cast<std::size_t>(r)] == State::kFailed)
-          return errors_[static_cast<std::size_t>(r)];
+        const int ri = remote_of_[s];
+        if (ri < 0 || state_[static_cast<std::size_t>(ri)] != State::kFailed) continue;
+        const auto r = static_cast<std::size_t>(ri);
+        if (seconds_since(failed_at_[r]) < policy_.deadline_s) return errors_[r];
+        state_[r] = State::kAbsent;
       }
     }
   }
 
-  // Fetches, in the order the shards are needed, a few at a time.
+  // Fetches no longer wanted (the consumer went elsewhere) leave the queue.
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if (wanted[*it]) {
+      ++it;
+      continue;
+    }
+    state_[*it] = State::kAbsent;
+    in_flight_bytes_ -= shards_[*it].size;
+    it = queue_.erase(it);
+  }
+  schedule(order, next_seq);
+  return std::nullopt;
+}
+
+void ShardPrefetcher::schedule(const std::vector<std::size_t>& order, std::int64_t next_seq) {
   std::set<std::string> keep;
   for (std::size_t r : order) keep.insert(shards_[r].copy);
   std::vector<WindowRef> blocking;
@@ -285,14 +355,14 @@ std::optional<std::string> ShardPrefetcher::step(std::int64_t next_seq) {
   std::vector<std::string> evicted;
   for (std::size_t r : order) {
     if (state_[r] != State::kAbsent) continue;
-    if (store_->use(shards_[r].copy)) {
+    if (store_->use(shards_[r].copy)) {  // another loader fetched it
       state_[r] = State::kLocal;
       changed_ = true;
       continue;
     }
     if (queue_.size() >= static_cast<std::size_t>(kFetchThreads)) break;
     evicted.clear();
-    const bool room = store_->make_room(shards_[r].size, keep, evicted);
+    const bool room = store_->make_room(in_flight_bytes_ + shards_[r].size, keep, evicted);
     for (const std::string& path : evicted) {
       if (const auto it = by_copy_.find(path); it != by_copy_.end())
         state_[it->second] = State::kAbsent;
@@ -302,14 +372,15 @@ std::optional<std::string> ShardPrefetcher::step(std::int64_t next_seq) {
       stats_.evictions += static_cast<std::int64_t>(evicted.size());
     }
     if (!room) {
-      // Room comes as the consumer moves on, unless it waits for this very batch: the shards of
-      // the one batch it needs next do not fit beside the copies it still needs.
+      // Room comes as the consumer moves on, or as the fetches under way end (their copies may
+      // no longer be wanted), unless neither can help: the consumer waits for this very batch,
+      // nothing is being fetched, and its shards do not fit beside the copies it still needs.
       bool needed_now = false;
       for (std::size_t k = 0; hi_ == next_seq && !needed_now && k < blocking.size(); ++k) {
         const auto& in = windows(blocking[k].epoch)[blocking[k].window].shards;
         needed_now = std::find(in.begin(), in.end(), shards_[r].shard) != in.end();
       }
-      if (!needed_now) break;
+      if (!needed_now || in_flight_bytes_ > 0) break;
       if (!over_limit_logged_) {
         over_limit_logged_ = true;
         log_.post("shard cache: one batch reads more shards than cache_limit (" +
@@ -318,10 +389,10 @@ std::optional<std::string> ShardPrefetcher::step(std::int64_t next_seq) {
       }
     }
     state_[r] = State::kFetching;
+    in_flight_bytes_ += shards_[r].size;
     queue_.push_back(r);
     cv_.notify_all();
   }
-  return std::nullopt;
 }
 
 }  // namespace stoke::detail

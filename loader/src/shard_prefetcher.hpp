@@ -6,22 +6,26 @@
 // How it works. The plan says, for each batch, which shuffle windows (runs of shards) its
 // positions fall in. A coordinator thread walks the batches from the consumer's position on,
 // in order, collecting the shards they read until their bytes would pass the cache's limit
-// (the shards of the first batch not yet ready always count, so the walk never stalls); those
-// shards are wanted and are never evicted by this loader. Wanted shards not on disk are fetched
-// by kFetchThreads downloader threads, in the order they are needed, after the least recently
-// used copies that are not wanted are evicted to make room. A batch is ready when every shard
-// it reads is on disk; the supervisor hands a batch to the workers only once it is ready (the
-// gate, ready()), so a batch never waits on the network inside a worker, and the consumer's
-// stall for a fetch is measured (fetch_wait_s) instead of hidden in decode times.
+// (the shards of the ready batches and of the first batch not yet ready always count, so the
+// walk never stalls); those shards are wanted and are never evicted by this loader. Wanted
+// shards not on disk are fetched by kFetchThreads downloader threads, in the order they are
+// needed, after the least recently used copies that are not wanted are evicted to make room
+// for them and for the fetches under way. A batch is ready when every shard it reads is on disk;
+// the supervisor hands a batch to the workers only once it is ready (the gate, ready()), so a
+// batch never waits on the network inside a worker. The time the consumer's next batch was held
+// back by the gate is measured (fetch_wait_s) instead of hidden in decode times.
 //
 // Failures: a fetch that fails past the remote deadline (data/remote.hpp) marks its shard
 // failed; when the consumer reaches the first batch that needs it, the loader stops with an
-// Error naming the URL and the last status (a loader error, not skipped samples).
+// Error naming the URL and the last status (a loader error, not skipped samples); a failure
+// older than the deadline is retried once first (the server may be back). A shard whose copy
+// cannot be written here (the folder's disk full, say) is read by the workers from the server.
 //
-// Invariant: every batch in [ready_lo_, ready_hi_) reads only shards on disk that this loader
-// wants; the coordinator narrows the range before it evicts anything, so ready() never says yes
-// for a batch whose shards are gone (another loader sharing the folder may still evict them:
-// its workers then read those members from the server).
+// Invariant: every batch ready() says yes to reads only shards on disk that this loader wants.
+// The published range [ready_lo_, ready_hi_) carries the slot table's generation, so a range
+// prepared before a reposition answers no after it; the coordinator narrows the range to the
+// consumer's position before it evicts anything. (Another loader sharing the folder may still
+// evict a copy: its workers then read those members from the server.)
 //
 // Thread-safety: ready() and stats() from any thread, ready() also with LoaderCore::mutex
 // held. They take only published_mutex_, held for a few instructions at a time; the slow part
@@ -58,7 +62,7 @@ struct ShardCacheStats {
   std::int64_t hits = 0;
   std::int64_t misses = 0;
   std::int64_t evictions = 0;
-  double fetch_wait_s = 0;  // time the next batch for the workers waited for its shards
+  double fetch_wait_s = 0;  // time the consumer's next batch was held back for its shards
 };
 
 class ShardPrefetcher {
@@ -74,16 +78,18 @@ class ShardPrefetcher {
   ShardPrefetcher(const ShardPrefetcher&) = delete;
   ShardPrefetcher& operator=(const ShardPrefetcher&) = delete;
 
-  // Whether batch `seq` (epoch * batches_per_epoch + index) may go to the workers. A no while
-  // it is the next batch to assign starts the fetch-wait clock.
-  bool ready(std::int64_t seq) EXCLUDES(mutex_);
-  ShardCacheStats stats() const EXCLUDES(mutex_);
+  // Whether batch `seq` (epoch * batches_per_epoch + index) may go to the workers, asked with
+  // the slot table's generation. A no for the consumer's next batch starts the fetch-wait clock.
+  bool ready(std::int64_t seq, std::uint64_t generation, bool consumer_next)
+      EXCLUDES(published_mutex_);
+  ShardCacheStats stats() const EXCLUDES(published_mutex_);
 
  private:
   using Clock = std::chrono::steady_clock;
-  enum class State : std::uint8_t { kAbsent, kFetching, kLocal, kFailed };
+  // kUncached: its copy cannot be written here; the workers read it from the server.
+  enum class State : std::uint8_t { kAbsent, kFetching, kLocal, kFailed, kUncached };
 
-  // The shuffle windows a batch reads, as (epoch, window) pairs.
+  // A shuffle window of an epoch.
   struct WindowRef {
     std::int64_t epoch;
     std::size_t window;
@@ -92,42 +98,59 @@ class ShardPrefetcher {
     }
   };
 
+  // The consumer's position, read under the loader's lock.
+  struct Position {
+    std::int64_t next_seq = 0;
+    std::uint64_t generation = 0;
+    bool resumed = false;  // the slot table's plan still has an elastic resume's offset
+  };
+
   void coordinate() EXCLUDES(mutex_, published_mutex_);
   void download() EXCLUDES(mutex_, published_mutex_);
-  // One pass for the consumer at `next_seq`: the ready range, the wanted shards, evictions and
-  // new fetches. Returns the failed shard's error when the consumer has reached a batch that
-  // needs it.
+  void fetch_one(std::size_t r) EXCLUDES(mutex_, published_mutex_);
+  // Narrows the ready range to the consumer's position (emptied by a new generation) and
+  // publishes it: before anything is evicted.
+  void narrow(const Position& at) REQUIRES(mutex_) EXCLUDES(published_mutex_);
+  // One pass: the wanted shards, the ready range, withdrawn and new fetches, evictions. Returns
+  // the failed shard's error when the consumer has reached a batch that needs it.
   std::optional<std::string> step(std::int64_t next_seq) REQUIRES(mutex_)
+      EXCLUDES(published_mutex_);
+  // Fetches wanted shards that are not on disk, a few at a time, in `order`.
+  void schedule(const std::vector<std::size_t>& order, std::int64_t next_seq) REQUIRES(mutex_)
       EXCLUDES(published_mutex_);
   // The windows batch `seq` reads, each once.
   void batch_windows(std::int64_t seq, std::vector<WindowRef>& out) REQUIRES(mutex_);
   const std::vector<ShardWindow>& windows(std::int64_t epoch) REQUIRES(mutex_);
-  // Every remote shard of the window is on disk (memoized for one step in local_).
+  // Every remote shard of the window is on disk or read from the server (memoized per step).
   bool window_local(const WindowRef& w) REQUIRES(mutex_);
   // A hit or a miss, the first time the consumer's epoch wants the shard.
-  void count_use(std::size_t r, std::int64_t epoch) REQUIRES(mutex_);
-  void publish_range(std::int64_t lo, std::int64_t hi) EXCLUDES(published_mutex_);
+  void count_use(std::size_t r, std::int64_t epoch) REQUIRES(mutex_) EXCLUDES(published_mutex_);
+  void publish_range() REQUIRES(mutex_) EXCLUDES(published_mutex_);
+  void fail_loader(std::exception_ptr error) EXCLUDES(mutex_, published_mutex_);
 
   const std::shared_ptr<LoaderCore> core_;
-  const EpochPlan plan_;
   const std::int64_t bpe_;
   const std::vector<RemoteShard> shards_;  // the remote shards with copies ("r" indexes these)
   const std::unique_ptr<ShardStore> store_;
   EventLog& log_;
   std::atomic<bool> stop_{false};
-  RemotePolicy policy_;  // its cancel flag is stop_
+  RemotePolicy policy_;         // its cancel flag is stop_
   std::vector<int> remote_of_;  // by shard index: its r, or -1 (a local shard, or no copy)
   std::unordered_map<std::string, std::size_t> by_copy_;  // copy path -> r
 
   mutable Mutex mutex_;
-  CondVar cv_;  // a fetch was queued or ended, or stop_
+  CondVar cv_;                      // a fetch was queued or ended, or stop_
+  EpochPlan plan_ GUARDED_BY(mutex_);  // the slot table's, its resume cleared when the table's is
   std::vector<State> state_ GUARDED_BY(mutex_);
-  std::vector<std::int64_t> counted_epoch_ GUARDED_BY(mutex_);  // hits/misses counted up to
+  std::vector<std::int64_t> counted_epoch_ GUARDED_BY(mutex_);  // hits/misses counted for
   std::vector<std::string> errors_ GUARDED_BY(mutex_);          // kFailed shards' errors
+  std::vector<Clock::time_point> failed_at_ GUARDED_BY(mutex_);
   std::deque<std::size_t> queue_ GUARDED_BY(mutex_);  // r to fetch, in the order needed
-  bool changed_ GUARDED_BY(mutex_) = false;           // a fetch ended since the last step
-  std::int64_t lo_ GUARDED_BY(mutex_) = 0;            // the ready range, as last published
+  std::uint64_t in_flight_bytes_ GUARDED_BY(mutex_) = 0;  // queued and downloading
+  bool changed_ GUARDED_BY(mutex_) = false;  // a fetch ended or a copy appeared since a step
+  std::int64_t lo_ GUARDED_BY(mutex_) = 0;   // the ready range and its generation, as published
   std::int64_t hi_ GUARDED_BY(mutex_) = 0;
+  std::uint64_t generation_ GUARDED_BY(mutex_) = 0;
   std::map<std::int64_t, std::vector<ShardWindow>> windows_ GUARDED_BY(mutex_);  // by epoch
   std::map<WindowRef, bool> local_ GUARDED_BY(mutex_);
   bool over_limit_logged_ GUARDED_BY(mutex_) = false;
@@ -135,8 +158,11 @@ class ShardPrefetcher {
   mutable Mutex published_mutex_;
   std::int64_t ready_lo_ GUARDED_BY(published_mutex_) = 0;
   std::int64_t ready_hi_ GUARDED_BY(published_mutex_) = 0;
+  std::uint64_t ready_generation_ GUARDED_BY(published_mutex_) = 0;
+  // The fetch-wait clock: the consumer's next batch, refused since then.
   std::optional<Clock::time_point> blocked_since_ GUARDED_BY(published_mutex_);
   std::int64_t blocked_seq_ GUARDED_BY(published_mutex_) = -1;
+  std::uint64_t blocked_generation_ GUARDED_BY(published_mutex_) = 0;
   ShardCacheStats stats_ GUARDED_BY(published_mutex_);
 
   std::vector<std::thread> threads_;  // the coordinator, then the downloaders

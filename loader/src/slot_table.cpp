@@ -99,6 +99,7 @@ void SlotTable::assign_free() {
 }
 
 void SlotTable::reposition(std::int64_t epoch, std::int64_t batch) {
+  ++generation_;
   const std::int64_t old_seq = next_seq();
   const std::int64_t seq = epoch * bpe_ + batch;
   epoch_ = epoch;

@@ -83,9 +83,16 @@ class SlotTable {
   int chunk() const { return chunk_; }
   // Batches are assigned in order, each once `gate` (the shard prefetcher's: are its shards on
   // local disk?) says it may be; without a gate, whenever a slot is free. The gate is called
-  // with the loader's lock held.
-  void set_gate(std::function<bool(std::int64_t seq)> gate) { gate_ = std::move(gate); }
-  bool may_assign() const { return !gate_ || gate_(assign_seq_); }
+  // with the loader's lock held, and told the batch, the table's generation (so that an answer
+  // prepared before a reposition is not taken for one after it) and whether the consumer's
+  // next batch is the one asked about (it waits for it).
+  using Gate = std::function<bool(std::int64_t seq, std::uint64_t generation, bool consumer_next)>;
+  void set_gate(Gate gate) { gate_ = std::move(gate); }
+  bool may_assign() const {
+    return !gate_ || gate_(assign_seq_, generation_, assign_seq_ == next_seq());
+  }
+  // Counts repositions: what was planned for one generation may not hold for the next.
+  std::uint64_t generation() const { return generation_; }
   // Gives `slot` the next batch (assign_seq()): writes its planned sample ids and valid flags
   // into the arena and queues its chunks. REQUIRES: (*this)[slot] is kFree and !in_transfer,
   // and may_assign().
@@ -117,7 +124,8 @@ class SlotTable {
   std::int64_t assign_seq_ = 0;  // next batch sequence to give a slot
   std::uint64_t next_task_seq_ = 1;
   int chunk_ = 1;
-  std::function<bool(std::int64_t)> gate_;
+  Gate gate_;
+  std::uint64_t generation_ = 0;
 };
 
 }  // namespace stoke::detail

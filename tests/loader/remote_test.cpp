@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -49,13 +50,14 @@ void run(const std::string& command) {
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
 }
 
-// testdata/jpeg as 3 shards in dir/www (the third without its sidecar, so that one is indexed
-// by walking its headers over the network).
-fs::path pack_shards(const test::TempDir& dir) {
+// testdata/jpeg (96 images) as shards of `samples` in dir/www; by default 3 shards, the third
+// without its sidecar, so that one is indexed by walking its headers over the network.
+fs::path pack_shards(const test::TempDir& dir, int samples = 40) {
   const fs::path www = dir.path() / "www";
   run(std::string(STOKE_PACK) + " --no-progress --data " + test::testdata("jpeg") + " --out " +
-      (www / "train-%d.tar").string() + " --shard-samples 40 > /dev/null");
-  fs::remove(www / "train-2.tar.idx");
+      (www / "train-%d.tar").string() + " --shard-samples " + std::to_string(samples) +
+      " > /dev/null");
+  if (samples == 40) fs::remove(www / "train-2.tar.idx");
   return www;
 }
 
@@ -217,6 +219,17 @@ std::uintmax_t shard_bytes(const fs::path& www, std::initializer_list<int> shard
   return n;
 }
 
+// The bytes of the shard copies in a cache folder (the loader may evict one while it is read).
+std::uintmax_t copies_bytes(const fs::path& folder) {
+  std::uintmax_t n = 0;
+  for (const auto& e : fs::directory_iterator(folder)) {
+    std::error_code ec;
+    const std::uintmax_t bytes = fs::file_size(e.path(), ec);
+    if (!ec && e.path().extension() == ".tar") n += bytes;
+  }
+  return n;
+}
+
 // Waits up to 10 s for the loader's cache to have fetched `bytes`.
 bool fetched_at_least(const Loader& loader, std::uintmax_t bytes) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -273,19 +286,13 @@ TEST(RemoteShards, ASmallShardCacheEvictsWithinItsLimitAndChangesNothing) {
   Options o = shard_options(nginx.url() + "/train-{0..2}.tar", dir);
   o.shuffle_window = 1;
   o.cache_limit = shard_bytes(www, {0, 1});  // the two largest (shard 2 holds 16 samples)
-  const auto folder_bytes = [&] {
-    std::uintmax_t n = 0;
-    for (const auto& e : fs::directory_iterator(dir.path() / "cache/shards"))
-      if (e.path().extension() == ".tar") n += fs::file_size(e.path());
-    return n;
-  };
   {
     Loader remote(o);
     test::Delivered got;
     for (int epoch = 0; epoch < 2; ++epoch) {
       while (auto b = remote.next()) {
         test::append(got, *b);
-        EXPECT_LE(folder_bytes(), o.cache_limit);
+        EXPECT_LE(copies_bytes(dir.path() / "cache/shards"), o.cache_limit);
       }
     }
     test::Delivered both = epoch0;
@@ -307,6 +314,60 @@ TEST(RemoteShards, ASmallShardCacheEvictsWithinItsLimitAndChangesNothing) {
   EXPECT_TRUE(log.contains("raise cache_limit, or lower shuffle_window"));
   EXPECT_TRUE(test::collect(uncached) == epoch0);
   EXPECT_EQ(uncached.stats().cache_bytes_fetched, 0);
+}
+
+// Ten shards, shuffle windows of two, a cache that holds four of them: several fetches run at
+// once and the folder still never holds more than the limit. set_epoch() back and forth, with
+// the pipeline in worker processes and in-process, gives what the same calls give from local
+// disk.
+TEST(RemoteShards, TheShardCacheFollowsSetEpochWithinItsLimitWithAndWithoutWorkers) {
+  STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
+  test::TempDir dir;
+  const fs::path www = pack_shards(dir, 10);
+  test::Nginx nginx(www, dir.path() / "nginx");
+  ASSERT_TRUE(nginx.started());
+  std::vector<std::uintmax_t> sizes;
+  for (int i = 0; i < 10; ++i) sizes.push_back(shard_bytes(www, {i}));
+  std::sort(sizes.rbegin(), sizes.rend());
+  const std::uintmax_t limit = sizes[0] + sizes[1] + sizes[2] + sizes[3];
+  const fs::path folder = dir.path() / "cache/shards";
+  // Three batches of epoch 0, all of epoch 1, then epoch 0 again from its start.
+  const auto run_sequence = [&](Loader& l, bool check_limit) {
+    test::Delivered d;
+    const auto take = [&](std::int64_t n) {
+      for (std::int64_t i = 0; n < 0 || i < n; ++i) {
+        auto b = l.next();
+        if (!b) break;
+        test::append(d, *b);
+        if (!check_limit) continue;
+        EXPECT_LE(copies_bytes(folder), limit);
+      }
+    };
+    take(3);
+    l.set_epoch(1);
+    take(-1);
+    l.set_epoch(0);
+    take(-1);
+    return d;
+  };
+  for (int workers : {2, 0}) {
+    Options lo = shard_options((www / "train-{0..9}.tar").string(), dir);
+    lo.workers = workers;
+    lo.shuffle_window = 2;
+    Loader local(lo);
+    const test::Delivered expected = run_sequence(local, false);
+    Options o = lo;
+    o.data = nginx.url() + "/train-{0..9}.tar";
+    o.cache_limit = limit;
+    {
+      Loader remote(o);
+      EXPECT_TRUE(run_sequence(remote, true) == expected) << workers << " workers";
+      const Stats s = remote.stats();
+      EXPECT_GT(s.cache_evictions, 0) << workers << " workers";
+      EXPECT_EQ(s.skipped, 0) << workers << " workers";
+    }
+    fs::remove_all(dir.path() / "cache");
+  }
 }
 
 // The server goes down for good mid-epoch: the batches whose shards are on disk are delivered,

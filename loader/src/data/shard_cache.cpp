@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "common/unique_fd.hpp"
 #include "data/file_reader.hpp"
@@ -39,13 +41,19 @@ void remove_partials(const std::string& copy) {
 }  // namespace
 
 std::string cache_root(const std::string& configured) {
-  if (!configured.empty()) return configured;
-  if (const char* v = std::getenv("STOKE_CACHE_DIR"); v != nullptr && *v != 0) return v;
-  if (const char* v = std::getenv("XDG_CACHE_HOME"); v != nullptr && *v != 0)
-    return std::string(v) + "/stoke";
-  if (const char* v = std::getenv("HOME"); v != nullptr && *v != 0)
-    return std::string(v) + "/.cache/stoke";
-  return "";
+  const auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v == nullptr ? "" : v);
+  };
+  std::string root = configured;
+  if (root.empty()) root = env("STOKE_CACHE_DIR");
+  if (root.empty() && !env("XDG_CACHE_HOME").empty()) root = env("XDG_CACHE_HOME") + "/stoke";
+  if (root.empty() && !env("HOME").empty()) root = env("HOME") + "/.cache/stoke";
+  if (root.empty()) return root;
+  // Absolute, so that workers started later (after a chdir) name the same copies.
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(root, ec);
+  return ec ? root : absolute.lexically_normal().string();
 }
 
 std::string cache_key(const std::string& text) {
@@ -73,39 +81,60 @@ ShardStore::ShardStore(const std::string& root, std::uint64_t limit)
 }
 
 bool ShardStore::use(const std::string& path) const {
-  // Touching the time first also answers whether the copy exists, in one call.
-  return ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0) == 0;
+  // Touching the time also answers whether the copy exists, in one call. A copy this process
+  // may read but not touch (another user's, a read-only folder) is there all the same.
+  if (::utimensat(AT_FDCWD, path.c_str(), nullptr, 0) == 0) return true;
+  if (errno == ENOENT || errno == ENOTDIR) return false;
+  return ::access(path.c_str(), R_OK) == 0;
 }
 
 std::uint64_t ShardStore::fetch(const std::string& url, std::uint64_t size, const std::string& path,
                                 const RemotePolicy& policy) const {
+  if (use(path)) return 0;
   const std::string lock_path = path.substr(0, path.size() - 4) + ".lock";
   UniqueFd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   if (lock.get() < 0)
-    throw Error("shard cache: cannot open " + lock_path + ": " + std::strerror(errno));
-  while (::flock(lock.get(), LOCK_EX) != 0) {
-    if (errno != EINTR)
-      throw Error("shard cache: cannot lock " + lock_path + ": " + std::strerror(errno));
+    throw ShardCacheFolderError("cannot open " + lock_path + ": " + std::strerror(errno));
+  // Another loader downloading this shard holds the lock: wait for it (then the copy is there),
+  // but not past the deadline, nor past a shutdown.
+  const auto start = std::chrono::steady_clock::now();
+  bool locked = false;
+  for (;;) {
+    if (::flock(lock.get(), LOCK_EX | LOCK_NB) == 0) {
+      locked = true;
+      break;
+    }
+    if (errno != EWOULDBLOCK && errno != EINTR)
+      throw ShardCacheFolderError("cannot lock " + lock_path + ": " + std::strerror(errno));
+    if (policy.cancel != nullptr && policy.cancel->load())
+      throw Error(url + ": cancelled (the loader is shutting down)");
+    if (std::chrono::steady_clock::now() - start > std::chrono::duration<double>(policy.deadline_s))
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (use(path)) return 0;  // another loader fetched it while this one waited
-  remove_partials(path);
+  if (locked) remove_partials(path);
   std::string tmp = path + ".part.XXXXXX";
   const int raw = ::mkstemp(tmp.data());
-  if (raw < 0) throw Error("shard cache: cannot create " + tmp + ": " + std::strerror(errno));
+  if (raw < 0) throw ShardCacheFolderError("cannot create " + tmp + ": " + std::strerror(errno));
   UniqueFd out(raw);
-  std::vector<std::uint8_t> piece(std::min<std::uint64_t>(kPieceBytes, std::max<std::uint64_t>(size, 1)));
+  std::vector<std::uint8_t> piece(
+      std::min<std::uint64_t>(kPieceBytes, std::max<std::uint64_t>(size, 1)));
   std::uint64_t done = 0;
   try {
     while (done < size) {
-      const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(piece.size(), size - done));
+      const auto want =
+          static_cast<std::size_t>(std::min<std::uint64_t>(piece.size(), size - done));
       const std::size_t got = remote_read(url, done, piece.data(), want, policy);
       if (!write_fully(out.get(), piece.data(), got))
-        throw Error("shard cache: cannot write " + tmp + ": " + std::strerror(errno));
+        throw ShardCacheFolderError("cannot write " + tmp + ": " + std::strerror(errno));
       done += got;
       if (got < want) break;  // the object ends here now
     }
-    if (::fchmod(out.get(), 0644) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0)
-      throw Error("shard cache: cannot move " + tmp + " into place: " + std::strerror(errno));
+    // On disk before its name is: a copy under its name is trusted as whole from then on.
+    if (::fdatasync(out.get()) != 0 || ::fchmod(out.get(), 0644) != 0 ||
+        ::rename(tmp.c_str(), path.c_str()) != 0)
+      throw ShardCacheFolderError("cannot move " + tmp + " into place: " + std::strerror(errno));
   } catch (...) {
     ::unlink(tmp.c_str());
     throw;
@@ -139,9 +168,11 @@ bool ShardStore::make_room(std::uint64_t incoming, const std::set<std::string>& 
   for (const Copy& c : copies) {
     if (total + incoming <= limit_) break;
     if (keep.count(c.path) != 0) continue;
-    if (::unlink(c.path.c_str()) == 0 || errno == ENOENT) {
-      total -= c.bytes;
+    if (::unlink(c.path.c_str()) == 0) {
       evicted.push_back(c.path);
+      total -= c.bytes;
+    } else if (errno == ENOENT) {
+      total -= c.bytes;  // another loader evicted it just now
     }
   }
   return total + incoming <= limit_;

@@ -13,8 +13,8 @@
 // needs, but it cannot know what another loader needs. A copy evicted under a loader's feet
 // costs speed only: its workers read that shard's byte ranges from the server instead.
 //
-// Thread-safety: every method may be called from any thread; copies() and make_room() may run
-// beside fetch() (they touch other files).
+// Thread-safety: every method may be called from any thread; make_room() and used() may run
+// beside fetch() (they skip files still being written).
 
 #include <cstdint>
 #include <set>
@@ -22,10 +22,17 @@
 #include <vector>
 
 #include "data/remote.hpp"
+#include "stoke/error.hpp"
 
 namespace stoke::detail {
 
-// Where local caches live: `configured` when given, else STOKE_CACHE_DIR, else
+// The cache folder cannot be written (missing permissions, a full or read-only disk): the
+// shard can still be read from the server.
+struct ShardCacheFolderError : Error {
+  using Error::Error;
+};
+
+// Where local caches live (an absolute path): `configured` when given, else STOKE_CACHE_DIR, else
 // $XDG_CACHE_HOME/stoke, else ~/.cache/stoke; "" when none can be named.
 std::string cache_root(const std::string& configured);
 
@@ -50,8 +57,11 @@ class ShardStore {
 
   // Downloads `url` (`size` bytes, as indexed) into the copy at `path`, unless another loader
   // did meanwhile. Returns the bytes downloaded (0: it was there). A shard that the server now
-  // holds shorter is copied as it is (its members past the end then read as corrupt). Throws
-  // Error when the server stays unreachable past the policy's deadline, or refuses.
+  // holds shorter is copied as it is (its members past the end then read as corrupt). A loader
+  // that holds the shard's lock for longer than the policy's deadline (a download that does not
+  // end: a stopped process) is not waited for further: this one downloads beside it, into a
+  // file of its own. Throws ShardCacheFolderError when the folder cannot be written, and Error
+  // when the server stays unreachable past the policy's deadline, or refuses.
   std::uint64_t fetch(const std::string& url, std::uint64_t size, const std::string& path,
                       const RemotePolicy& policy) const;
 

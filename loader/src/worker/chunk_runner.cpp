@@ -45,12 +45,13 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
     {
       const Stopwatch watch(read_ns_);
       // A remote shard's local copy when the shard cache has it (it may never have been
-      // fetched, or been evicted since: then the server's bytes, by a ranged request).
+      // fetched, been evicted since, or be unreadable here: then the server's bytes, by a
+      // ranged request).
       if (const std::string_view copy = dataset_.copy(sample); !copy.empty()) {
         path_.assign(copy);
         read = files_.read(path_, dataset_.range(sample), file_);
       }
-      if (read == BadInput::kMissing) {
+      if (read == BadInput::kMissing || read == BadInput::kUnreadable) {
         path_.assign(dataset_.path(sample));
         read = files_.read(path_, dataset_.range(sample), file_);
       }
