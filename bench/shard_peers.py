@@ -157,14 +157,15 @@ def measure_quietly(name, data, args, setup, env):
     """run_peers.measure_quietly for one loader and source: waits for a quiet machine, and
     measures a disturbed run again; keeps the run with the least background CPU."""
     tries = []
-    for _ in range(1 + args.noisy_retries):
+    for attempt in range(1 + args.noisy_retries):
         busy = rp.wait_until_quiet(args)
         r = run_once(name, data, args, setup, env)
         r["started"] = datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="seconds")
         r["busy_before"] = busy
         tries.append(r)
-        if not r["ok"] or r["background_cpu"] <= args.max_background:
+        if not r["ok"] or r["background_cpu"] <= args.max_background \
+                or attempt == args.noisy_retries:
             break
         rp.log(f"    other processes took {r['background_cpu']:.0%} of the CPUs during the "
                f"run ({r['samples_per_s']:,.1f} samples/s); measuring again")
@@ -213,8 +214,11 @@ def print_tables(summary, args):
         for name, r in s["loaders"].items():
             title = LOADERS[name]["title"]
             if r["samples_per_s"] is None:
-                last = (r["error"] or "not run").strip().splitlines() or [""]
-                rp.log(f"  {title:<24} {'failed':>10}   {last[-1][:90]}")
+                if r["error"]:
+                    last = r["error"].strip().splitlines() or [""]
+                    rp.log(f"  {title:<24} {'failed':>10}   {last[-1][:90]}")
+                else:
+                    rp.log(f"  {title:<24} {'not run':>10}")
                 continue
             runs = r["runs"]
             spread = f"{min(runs):,.0f}..{max(runs):,.0f}" if len(runs) > 1 else ""

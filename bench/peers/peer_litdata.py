@@ -27,8 +27,6 @@ start; nothing else of litdata's is changed.
 Workers are started anew each epoch, as StreamingDataLoader does by default.
 """
 
-import os
-
 import litdata
 import numpy as np
 import PIL
@@ -113,5 +111,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     pc.run(main)
