@@ -18,10 +18,10 @@ from AWS_ENDPOINT_URL when missing, and boto3 takes the credentials from the AWS
     DataLoader(dataset, batch_size=64, num_workers=2, drop_last=False, pin_memory=False)
 
 Streaming partitions the sample space over the workers and reshuffles it every epoch. The
-workers are started anew each epoch (DataLoader's default): with persistent_workers=True,
-reading from S3 failed now and then in a worker, which read a sample from a shard that
-another worker was still downloading ("IndexError: Relative sample index N is not present in
-the shard.NNNNN.mds file", or bytes PIL cannot identify).
+workers are started anew each epoch (DataLoader's default). Reading from S3 sometimes fails in
+a worker that reads a sample of a shard that is not fully there ("IndexError: Relative sample
+index N is not present in the shard.NNNNN.mds file", or bytes PIL cannot identify). That
+happened more often with persistent_workers=True. bench/peers/README.md has the details.
 """
 
 import os
