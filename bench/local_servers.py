@@ -118,9 +118,14 @@ class SeaweedServer:
     def __exit__(self, *exc):
         stop(self.proc)
 
-    def put_folder(self, bucket, folder, prefix=""):
-        curl_s3(["-X", "PUT", f"{self.endpoint}/{bucket}"])
+    def put_folder(self, bucket, folder, prefix="", create=True):
+        """Uploads the files of `folder` (not its subfolders) as bucket/prefix<name>, making
+        the bucket first unless `create` is false (it exists already)."""
+        if create:
+            curl_s3(["-X", "PUT", f"{self.endpoint}/{bucket}"])
         for f in sorted(os.listdir(folder)):
+            if not os.path.isfile(os.path.join(folder, f)):
+                continue
             curl_s3(["-T", os.path.join(folder, f), f"{self.endpoint}/{bucket}/{prefix}{f}"])
 
     def env(self, base=None):

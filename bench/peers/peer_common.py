@@ -1,18 +1,22 @@
-"""Shared pieces of the peer loaders run by run_peers.py.
+"""Shared pieces of the peer loaders run by run_peers.py and bench/shard_peers.py.
 
-Each peer module (peer_torch.py, peer_tf.py, peer_dali.py, peer_ffcv.py) runs in its own
-virtual environment and its own process, so this module depends on the standard library and
-numpy only: every one of those environments has numpy, none of them has all the others.
+Each peer module (peer_torch.py, peer_tf.py, peer_dali.py, peer_ffcv.py, and the shard peers
+peer_wds.py, peer_streaming.py, peer_litdata.py) runs in its own virtual environment and its
+own process, so this module depends on the standard library and numpy only: every one of
+those environments has numpy, none of them has all the others. torchvision and PIL are
+imported inside the functions that use them.
 
-A peer process runs one case (`jpeg` or `fmnist`) and ends its output with one JSON line, the
-result that run_peers.py reads.
+A peer process runs one case (`jpeg` or `fmnist`, or `shards` for the shard peers) and ends
+its output with one JSON line, the result that the driver reads.
 """
 
 import argparse
 import gzip
+import io
 import json
 import os
 import sys
+import tarfile
 import time
 
 import numpy as np
@@ -59,6 +63,116 @@ def parse_args(argv, description):
     if a.variant != "standard" and a.case != "jpeg":
         p.error("--variant applies to --case jpeg only")
     return a
+
+
+def parse_shard_args(argv, description):
+    """The command line of the shard peers (bench/shard_peers.py passes all of it).
+
+    --data is where the peer reads from: WebDataset shards (peer_wds.py: a brace pattern of
+    paths or s3:// keys) or the peer's own converted dataset (a folder or an s3:// prefix).
+    S3 settings come from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+    AWS_REGION, the variables stoke reads. --prepare converts the tar shards in --shards into
+    the peer's format in --out (untimed), then exits."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--data", help="what to read: shards, a folder or an s3:// location")
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--workers", type=int, default=2, help="DataLoader worker processes")
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--shuffle-buffer", type=int, default=1000,
+                   help="samples in a sample shuffle buffer, for the peers that have one")
+    p.add_argument("--cache-dir",
+                   help="where a peer keeps what it downloads from S3 (made empty first)")
+    p.add_argument("--prepare", action="store_true",
+                   help="convert the tar shards in --shards into --out, then exit")
+    p.add_argument("--shards", help="--prepare: folder of WebDataset tar shards")
+    p.add_argument("--out", help="--prepare: folder the converted dataset is written to")
+    a = p.parse_args(argv)
+    if a.prepare:
+        if not (a.shards and a.out):
+            p.error("--prepare needs --shards and --out")
+    elif not a.data:
+        p.error("--data is required")
+    if a.batch < 1 or a.workers < 1 or a.epochs < 1:
+        p.error("--batch, --workers and --epochs must be >= 1")
+    a.case = "shards"
+    a.variant = "standard"
+    return a
+
+
+def shard_paths(folder):
+    """The .tar files in `folder`, sorted by name."""
+    paths = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".tar"))
+    if not paths:
+        raise ValueError(f"{folder}: no .tar shards")
+    return paths
+
+
+def read_shard(path):
+    """Yields (key, jpeg bytes, label) for each sample of one WebDataset tar shard, in order.
+
+    Members are grouped as webdataset groups them: the key is the name up to the first dot
+    of its last path component, the rest is the field. A sample needs `jpg` (or `jpeg`) and
+    `cls` (the label as decimal text), as stoke-pack writes them."""
+    sample, key = {}, None
+    with tarfile.open(path, "r:") as tar:
+        for member in tar:
+            if not member.isfile():
+                continue
+            folder, _, base = member.name.rpartition("/")
+            stem, _, field = base.partition(".")
+            k = f"{folder}/{stem}" if folder else stem
+            if k != key:
+                if sample:
+                    yield shard_sample(path, key, sample)
+                sample, key = {}, k
+            sample[field.lower()] = tar.extractfile(member).read()
+    if sample:
+        yield shard_sample(path, key, sample)
+
+
+def shard_sample(path, key, fields):
+    image = fields.get("jpg", fields.get("jpeg"))
+    if image is None or "cls" not in fields:
+        raise ValueError(f"{path}: sample {key!r} lacks a jpg or a cls member "
+                         f"(has {sorted(fields)})")
+    return key, image, int(fields["cls"].decode().strip())
+
+
+def s3_settings():
+    """(endpoint, key, secret, region) from the environment stoke reads its S3 settings from."""
+    try:
+        return (os.environ["AWS_ENDPOINT_URL"].rstrip("/"), os.environ["AWS_ACCESS_KEY_ID"],
+                os.environ["AWS_SECRET_ACCESS_KEY"], os.environ.get("AWS_REGION", "us-east-1"))
+    except KeyError as e:
+        raise SystemExit(f"S3 reads need {e.args[0]} in the environment") from None
+
+
+def fresh_dir(path):
+    """Makes `path` an empty folder, so that nothing downloaded by an earlier run is reused."""
+    import shutil
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def decode_rgb(data):
+    """A JPEG's bytes to an RGB PIL image, as torchvision's ImageFolder loader does it."""
+    from PIL import Image
+    with Image.open(io.BytesIO(data)) as img:
+        return img.convert("RGB")
+
+
+def torchvision_train_transform():
+    """The JPEG work in torchvision: RandomResizedCrop(224) (PIL bilinear, antialiased),
+    RandomHorizontalFlip(), ToTensor() and Normalize(ImageNet mean/std)."""
+    from torchvision import transforms
+    return transforms.Compose([
+        transforms.RandomResizedCrop(CROP_SIZE, scale=RRC_SCALE, ratio=RRC_RATIO),
+        transforms.RandomHorizontalFlip(),
+        transforms.ToTensor(),
+        transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD),
+    ])
 
 
 def list_image_folder(root):

@@ -16,7 +16,7 @@ import PIL
 import torch
 import torchvision
 from torch.utils.data import DataLoader, Dataset
-from torchvision import datasets, transforms
+from torchvision import datasets
 
 import peer_common as pc
 
@@ -45,13 +45,7 @@ class FashionMnist(Dataset):
 
 def make_dataset(args):
     if args.case == "jpeg":
-        transform = transforms.Compose([
-            transforms.RandomResizedCrop(pc.CROP_SIZE, scale=pc.RRC_SCALE, ratio=pc.RRC_RATIO),
-            transforms.RandomHorizontalFlip(),
-            transforms.ToTensor(),
-            transforms.Normalize(pc.IMAGENET_MEAN, pc.IMAGENET_STD),
-        ])
-        return datasets.ImageFolder(args.data, transform=transform)
+        return datasets.ImageFolder(args.data, transform=pc.torchvision_train_transform())
     return FashionMnist(*pc.load_fashion_mnist(args.data))
 
 

@@ -98,6 +98,34 @@ ENVS = {
         ],
         "check": "import ffcv, ffcv.loader",
     },
+    # The WebDataset-shard peers of bench/shard_peers.py.
+    "wds": {
+        "system_site": True,
+        "apt": TORCH_APT + ["curl"],
+        "constraints": ["numpy<2"],
+        # webdataset reads s3:// shards through a "pipe:" command; curl signs the requests
+        # (--aws-sigv4), so no S3 SDK is needed.
+        "pip": [["webdataset==1.0.2"]],
+        "check": "import webdataset, torch, torchvision",
+    },
+    "streaming": {
+        "system_site": True,
+        "apt": TORCH_APT,
+        # mosaicml-streaming accepts torch >= 1.10, so Debian's torch 1.13 serves; its
+        # dependencies would otherwise bring numpy 2, which Debian's torch is not built for.
+        "constraints": ["numpy<2"],
+        "pip": [["mosaicml-streaming==0.13.0"]],
+        "check": "import streaming, torch, torchvision",
+    },
+    "litdata": {
+        # litdata needs torch >= 2.4 (it refers to torch.uint16 on import), which Debian does
+        # not have: PyPI's torch, with the CUDA wheels it requires (about 4 GiB; CPU-only
+        # wheels are not on PyPI). Nothing here uses CUDA.
+        "system_site": False,
+        "apt": ["python3-venv"],
+        "pip": [["litdata==0.2.76", "torch==2.15.0", "torchvision==0.29.2"]],
+        "check": "import litdata, torch, torchvision, PIL",
+    },
 }
 
 # The loaders compared, in the order of the tables. stoke decodes only the region of a JPEG
@@ -276,15 +304,16 @@ def wait_until_quiet(args):
         time.sleep(5)
 
 
-def measure(cmd, args):
-    """Runs one measurement; returns (stdout, stderr, returncode, background CPU share).
+def measure(cmd, args, env=None):
+    """Runs one measurement (in `env`, or this process's environment); returns (stdout, stderr,
+    returncode, background CPU share).
 
     The background share is the machine's busy CPU time during the run, less the CPU time of
     the measured process tree, over the run's CPU capacity: other work competing with it."""
     b0, t0 = cpu_times()
     c0 = children_cpu()
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
         out, err, rc = r.stdout, r.stderr, r.returncode
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
