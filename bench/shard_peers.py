@@ -118,7 +118,8 @@ def command(name, data, args, setup, run_cache):
     if name == "stoke":
         return [args.stoke_bench, "--data", data, "--workers", str(args.workers),
                 "--batch", str(args.batch), "--epochs", str(args.epochs),
-                "--seed", str(args.seed), "--dtype", "float32", "--json"]
+                "--seed", str(args.seed), "--dtype", "float32",
+                "--shuffle-window", str(args.stoke_shuffle_window), "--json"]
     loader = LOADERS[name]
     return [setup[loader["env"]]["python"], os.path.join(HERE, "peers", loader["module"]),
             "--data", data, "--batch", str(args.batch), "--workers", str(args.workers),
@@ -269,6 +270,9 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--shuffle-buffer", type=int, default=1000,
                    help="webdataset's sample shuffle buffer (default 1000)")
+    p.add_argument("--stoke-shuffle-window", type=int, default=4,
+                   help="stoke's shuffle window in shards (default 4; 0: every sample with every "
+                        "other), the counterpart of webdataset's shard shuffle and sample buffer")
     p.add_argument("--stoke-bench", default=os.path.join(REPO, "build", "default", "bin",
                                                          "stoke-bench"))
     p.add_argument("--weed", default=os.path.join(REPO, "build", "servers", "bin", "weed"),

@@ -406,6 +406,8 @@ TEST(RemoteShards, AServerThatStaysDownStopsTheLoaderWithAnErrorNamingTheShard) 
   ASSERT_EQ(got.ids.size(), 5u * 16);
   EXPECT_TRUE(std::equal(got.pixels.begin(), got.pixels.end(), expected.pixels.begin()));
   EXPECT_EQ(remote.stats().skipped, 0);
+  // The consumer waited for batch 5's shard until the fetch gave up (the 2 s deadline).
+  EXPECT_GT(remote.stats().cache_fetch_wait_s, 1.0);
 }
 
 TEST(RemoteShards, AnEndpointNobodyListensOnFailsWithinTheDeadline) {
