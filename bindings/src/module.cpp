@@ -25,6 +25,7 @@
 #include "stoke/batch.hpp"
 #include "stoke/devices.hpp"
 #include "stoke/error.hpp"
+#include "stoke/format.hpp"
 #include "stoke/loader.hpp"
 #include "stoke/names.hpp"
 #include "stoke/state.hpp"
