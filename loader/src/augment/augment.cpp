@@ -113,6 +113,8 @@ void Augmenter::run(const WireStep* steps, int step_count, ImageSource& source, 
   out_width_ = out_width;
   out_channels_ = out_channels;
   written_ = false;
+  ax_ = ay_ = 1;
+  bx_ = by_ = 0;
   Window w;
   w.lazy = &source;
   w.width = source.width();
@@ -160,8 +162,25 @@ void Augmenter::run(const WireStep* steps, int step_count, ImageSource& source, 
     }
   }
   step_index_ = step_count;
-  // Validation guarantees the window has the output size here.
+  // Validation guarantees the window has the output size here. Output column x reads the
+  // window's column x0 + x, or x0 + width - 1 - x when mirrored.
+  output_map_.sy = ay_;
+  output_map_.ty = by_ - w.y0;
+  output_map_.sx = w.flip ? -ax_ : ax_;
+  output_map_.tx = w.flip ? w.x0 + w.width - bx_ : bx_ - w.x0;
   write_output(w, dst, out_channels);
+}
+
+void Augmenter::resized(Window& w, int height, int width) {
+  const double kx = static_cast<double>(width) / w.width;
+  const double ky = static_cast<double>(height) / w.height;
+  ax_ *= kx;
+  bx_ = (bx_ - w.x0) * kx;
+  ay_ *= ky;
+  by_ = (by_ - w.y0) * ky;
+  w.x0 = w.y0 = 0;
+  w.width = width;
+  w.height = height;
 }
 
 bool Augmenter::only_flips_follow() const {
@@ -235,9 +254,7 @@ void Augmenter::resize_to(Window& w, int height, int width) {
   const bool shrink = width * 2 <= src.cols && height * 2 <= src.rows;
   cv::resize(src, dst, dst.size(), 0, 0, shrink ? cv::INTER_AREA : cv::INTER_LINEAR);
   w.src = ImageRef{buf.data(), height, width, c, static_cast<std::size_t>(width) * c, w.src.bgr};
-  w.x0 = w.y0 = 0;
-  w.width = width;
-  w.height = height;
+  resized(w, height, width);
 }
 
 void Augmenter::realize(Window& w) {
@@ -288,8 +305,7 @@ bool Augmenter::resize_region(Window& w, int height, int width) {
     }
     resample(r.image, fx, fy, fw, fh, dst_, width, height, flip, filter, resample_);
     written_ = true;
-    w.width = width;
-    w.height = height;
+    resized(w, height, width);
     return true;
   }
   std::vector<std::uint8_t>& buf = scratch_[next_scratch_];
@@ -310,9 +326,7 @@ bool Augmenter::resize_region(Window& w, int height, int width) {
     resample(r.image, fx, fy, fw, fh, buf.data(), width, height, false, filter, resample_);
   }
   w.src = ImageRef{buf.data(), height, width, c, static_cast<std::size_t>(width) * c, r.image.bgr};
-  w.x0 = w.y0 = 0;
-  w.width = width;
-  w.height = height;
+  resized(w, height, width);
   return true;
 }
 

@@ -42,6 +42,16 @@ inline constexpr std::int64_t kMaxIntermediatePixels = std::int64_t{1} << 26;
 inline constexpr double kDefaultAreaOversample = 2;
 inline constexpr int kDefaultAreaFloor = 256;
 
+// Where a point of the source image lands in the output: (sx * x + tx, sy * y + ty), in
+// continuous pixel coordinates (pixel i spans [i, i + 1)); sx < 0 when the output is mirrored.
+// Every geometric step is an axis-aligned scale, shift or mirror, so one such map describes the
+// whole pipeline: what boxes and other targets follow.
+struct OutputMap {
+  double sx = 1, tx = 0, sy = 1, ty = 0;
+  double x(double v) const { return sx * v + tx; }
+  double y(double v) const { return sy * v + ty; }
+};
+
 class Augmenter {
  public:
   // REQUIRES: out_channels is 1 or 3; dst holds out_height * out_width * out_channels bytes.
@@ -53,6 +63,10 @@ class Augmenter {
     PlainSource plain(source);
     run(steps, step_count, plain, rng, dst, out_height, out_width, out_channels);
   }
+
+  // The map of the last run() from its source to its output (the same for every path: the
+  // general one, a JPEG region, a direct write).
+  const OutputMap& output_map() const { return output_map_; }
 
   // The DCT-scale margin and floor above, for the sweep that chooses them (benchmarks and
   // tests only; a floor of 0 leaves the margin alone).
@@ -73,6 +87,9 @@ class Augmenter {
   };
 
   void crop(Window& w, int x, int y, int width, int height) const;
+  // The window's pixels became an image of height x width of their own (a resize): the map
+  // follows, and the window is all of that image.
+  void resized(Window& w, int height, int width);
   void random_resized_crop(Window& w, const WireStep& s, SampleRng& rng);
   void resize_to(Window& w, int height, int width);
   // Decodes the whole source into the window (no-op when it has pixels already).
@@ -97,6 +114,10 @@ class Augmenter {
   std::uint8_t* dst_ = nullptr;
   int out_height_ = 0, out_width_ = 0, out_channels_ = 0;
   bool written_ = false;  // dst already holds the output
+  // The source's coordinates in the current image's (what the window's x0, y0 refer to):
+  // (ax_ * x + bx_, ay_ * y + by_).
+  double ax_ = 1, bx_ = 0, ay_ = 1, by_ = 0;
+  OutputMap output_map_;
 
   double area_oversample_ = kDefaultAreaOversample;
   int area_floor_ = kDefaultAreaFloor;
