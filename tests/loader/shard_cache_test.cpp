@@ -47,6 +47,7 @@ TEST(ShardStore, MakingRoomEvictsTheLeastRecentlyUsedCopiesButNeverOnesWanted) {
     const fs::path copy = folder / fs::path("c").concat(std::to_string(i)).concat(".tar");
     write_bytes(copy, 1000, static_cast<unsigned>(i));
     set_used(copy, 1000 + i);  // c0 is the oldest
+    std::ofstream(fs::path(copy).replace_extension(".lock")) << "";
   }
   write_bytes(folder / "c9.tar.part.abcdef", 5000, 9);  // a download in progress: not a copy
   EXPECT_EQ(store.used(), 4000u);
@@ -57,6 +58,8 @@ TEST(ShardStore, MakingRoomEvictsTheLeastRecentlyUsedCopiesButNeverOnesWanted) {
                                                (folder / "c2.tar").string()}));
   EXPECT_TRUE(fs::exists(folder / "c0.tar"));
   EXPECT_TRUE(fs::exists(folder / "c3.tar"));
+  EXPECT_FALSE(fs::exists(folder / "c1.lock"));  // an evicted copy's lock goes with it
+  EXPECT_TRUE(fs::exists(folder / "c0.lock"));
   EXPECT_TRUE(fs::exists(folder / "c9.tar.part.abcdef"));
   // Using c0 makes c3 the least recently used; with both wanted nothing can go.
   EXPECT_TRUE(store.use((folder / "c0.tar").string()));

@@ -169,6 +169,10 @@ bool ShardStore::make_room(std::uint64_t incoming, const std::set<std::string>& 
     if (total + incoming <= limit_) break;
     if (keep.count(c.path) != 0) continue;
     if (::unlink(c.path.c_str()) == 0) {
+      // Its lock goes too: a loader that still opens the old one may download the shard beside
+      // one that locks a new one, which costs a download, never a half copy (each writes its
+      // own file and renames it whole).
+      ::unlink((c.path.substr(0, c.path.size() - 4) + ".lock").c_str());
       evicted.push_back(c.path);
       total -= c.bytes;
     } else if (errno == ENOENT) {

@@ -5,8 +5,8 @@
 // Layout of `root`/shards: <key>.tar, a complete copy of one version of one shard (key: a hash
 // of its URL, size and ETag, so a shard replaced on the server gets a new name); <key>.lock,
 // held (flock) by whoever downloads that key, so two loaders never fetch the same shard twice at
-// once; <key>.tar.part.XXXXXX while a download runs, renamed into place only when complete, so
-// no reader ever sees half a shard. A file's modification time is its last use: eviction takes
+// once (removed with its copy on eviction); <key>.tar.part.XXXXXX while a download runs,
+// renamed into place only when complete, so no reader ever sees half a shard. A file's modification time is its last use: eviction takes
 // the least recently used copies first.
 //
 // Sharing: each loader keeps the folder under its own limit and never evicts what it still
