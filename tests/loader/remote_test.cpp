@@ -259,11 +259,12 @@ TEST(RemoteShards, TheShardCacheFetchesEachShardOnceAndWorkersReadTheLocalCopies
   Stats s = remote.stats();
   EXPECT_EQ(static_cast<std::uintmax_t>(s.cache_bytes_fetched), shard_bytes(www, {0, 1, 2}));
   EXPECT_EQ(s.cache_misses, 3);
-  EXPECT_EQ(s.cache_hits, 0);
+  // Once the consumer has the epoch's last batch, the next epoch's uses may be counted already.
+  EXPECT_TRUE(s.cache_hits == 0 || s.cache_hits == 3) << s.cache_hits;
   nginx.stop();
   EXPECT_TRUE(test::collect(remote) == epoch1);
   s = remote.stats();
-  EXPECT_EQ(s.cache_hits, 3);
+  EXPECT_TRUE(s.cache_hits == 3 || s.cache_hits == 6) << s.cache_hits;
   EXPECT_EQ(s.cache_misses, 3);
   EXPECT_EQ(s.skipped, 0);
 }
@@ -501,8 +502,9 @@ TEST_F(SeaweedFixture, KillingAndRestartingTheServerMidEpochLosesNothing) {
   while (auto b = remote.next()) test::append(got, *b);
   EXPECT_TRUE(got == expected);
   EXPECT_EQ(remote.stats().skipped, 0);
-  // Shard 2 came after the restart.
-  EXPECT_EQ(remote.stats().cache_bytes_fetched - before,
+  // Shard 2 came after the restart (and, when the loader looked ahead into the next epoch
+  // meanwhile, the first shard again).
+  EXPECT_GE(remote.stats().cache_bytes_fetched - before,
             static_cast<std::int64_t>(fs::file_size(www_ / "train-2.tar")));
 }
 
