@@ -146,10 +146,9 @@ void Loader::Impl::set_up_shard_cache(const DatasetIndex& index) {
   // edge (and, with small shards or padding that wraps, from several): the limit must hold at
   // least the largest window, else copies would be evicted before their batches are done. (A
   // batch that alone needs more is fetched past the limit, with a line in the log.)
-  const std::size_t shards = index.shard_starts.size() - 1;
-  const auto window = static_cast<std::size_t>(options_.shuffle_window);
-  const std::size_t per_window =
-      !options_.shuffle ? 1 : (window == 0 || window >= shards ? shards : window);
+  std::size_t per_window = 0;  // the plan's windows hold the same counts of shards every epoch
+  for (const ShardWindow& w : EpochPlan(config_.plan).shard_windows(0))
+    per_window = std::max(per_window, w.shards.size());
   std::vector<std::uint64_t> sizes;
   for (const RemoteShard& r : cached) sizes.push_back(r.size);
   std::sort(sizes.begin(), sizes.end(), std::greater<>());

@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <unordered_map>
 
+#include "data/file_reader.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {
@@ -80,11 +79,9 @@ std::string at(const char* array, std::size_t i) {
 
 CocoDataset read_coco(const std::string& json_path, const std::string& image_root,
                       OnError on_error) {
-  std::ifstream in(json_path, std::ios::binary);
-  if (!in) throw ConfigError(json_path + ": cannot be read");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  const std::optional<std::string> read = read_text_file(json_path);
+  if (!read) throw ConfigError(json_path + ": cannot be read");
+  const std::string& text = *read;
   json doc;
   try {
     doc = json::parse(text);

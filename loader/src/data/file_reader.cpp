@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <fstream>
+#include <sstream>
 
 #include "common/unique_fd.hpp"
 #include "data/remote.hpp"
@@ -35,6 +37,14 @@ bool write_fully(int fd, const void* src, std::size_t n) {
     done += static_cast<std::size_t>(w);
   }
   return true;
+}
+
+std::optional<std::string> read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 BadInput PosixFileReader::read(const std::string& path, const ByteRange& range,

@@ -38,6 +38,20 @@ void remove_partials(const std::string& copy) {
   }
 }
 
+// A 64-bit FNV-1a hash of `text`, as 16 hex digits: the cache's file names.
+std::string cache_key(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  char name[17];
+  std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(h));
+  return name;
+}
+
+// The lock file of the copy at `copy` (<key>.tar -> <key>.lock).
+std::string lock_path(const std::string& copy) {
+  return copy.substr(0, copy.size() - 4) + ".lock";
+}
+
 }  // namespace
 
 std::string cache_root(const std::string& configured) {
@@ -56,17 +70,13 @@ std::string cache_root(const std::string& configured) {
   return ec ? root : absolute.lexically_normal().string();
 }
 
-std::string cache_key(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  char name[17];
-  std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(h));
-  return name;
+std::string version_key(const std::string& url, std::uint64_t size, const std::string& etag) {
+  return cache_key(url + "\n" + std::to_string(size) + "\n" + etag);
 }
 
 std::string shard_copy_path(const std::string& root, const std::string& url, std::uint64_t size,
                             const std::string& etag) {
-  return root + "/shards/" + cache_key(url + "\n" + std::to_string(size) + "\n" + etag) + ".tar";
+  return root + "/shards/" + version_key(url, size, etag) + ".tar";
 }
 
 ShardStore::ShardStore(const std::string& root, std::uint64_t limit)
@@ -91,10 +101,10 @@ bool ShardStore::use(const std::string& path) const {
 std::uint64_t ShardStore::fetch(const std::string& url, std::uint64_t size, const std::string& path,
                                 const RemotePolicy& policy) const {
   if (use(path)) return 0;
-  const std::string lock_path = path.substr(0, path.size() - 4) + ".lock";
-  UniqueFd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  const std::string lock_file = lock_path(path);
+  UniqueFd lock(::open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   if (lock.get() < 0)
-    throw ShardCacheFolderError("cannot open " + lock_path + ": " + std::strerror(errno));
+    throw ShardCacheFolderError("cannot open " + lock_file + ": " + std::strerror(errno));
   // Another loader downloading this shard holds the lock: wait for it (then the copy is there),
   // but not past the deadline, nor past a shutdown.
   const auto start = std::chrono::steady_clock::now();
@@ -105,7 +115,7 @@ std::uint64_t ShardStore::fetch(const std::string& url, std::uint64_t size, cons
       break;
     }
     if (errno != EWOULDBLOCK && errno != EINTR)
-      throw ShardCacheFolderError("cannot lock " + lock_path + ": " + std::strerror(errno));
+      throw ShardCacheFolderError("cannot lock " + lock_file + ": " + std::strerror(errno));
     if (policy.cancel != nullptr && policy.cancel->load())
       throw Error(url + ": cancelled (the loader is shutting down)");
     if (std::chrono::steady_clock::now() - start > std::chrono::duration<double>(policy.deadline_s))
@@ -142,37 +152,35 @@ std::uint64_t ShardStore::fetch(const std::string& url, std::uint64_t size, cons
   return done;
 }
 
-bool ShardStore::make_room(std::uint64_t incoming, const std::set<std::string>& keep,
-                           std::vector<std::string>& evicted) const {
-  struct Copy {
-    std::string path;
-    std::uint64_t bytes;
-    std::int64_t used_ns;
-  };
-  std::vector<Copy> copies;
-  std::uint64_t total = 0;
+std::vector<ShardStore::Copy> ShardStore::copies() const {
+  std::vector<Copy> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(folder_, ec)) {
-    const std::string name = e.path().filename().string();
-    if (!name.ends_with(".tar")) continue;
+    if (!e.path().filename().string().ends_with(".tar")) continue;
     struct stat st {};
     if (::stat(e.path().c_str(), &st) != 0) continue;  // evicted by another loader just now
-    const auto bytes = static_cast<std::uint64_t>(st.st_size);
-    total += bytes;
-    copies.push_back({e.path().string(), bytes,
-                      std::int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec});
+    out.push_back({e.path().string(), static_cast<std::uint64_t>(st.st_size),
+                   std::int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec});
   }
+  return out;
+}
+
+bool ShardStore::make_room(std::uint64_t incoming, const std::set<std::string>& keep,
+                           std::vector<std::string>& evicted) const {
+  std::vector<Copy> found = copies();
+  std::uint64_t total = 0;
+  for (const Copy& c : found) total += c.bytes;
   if (total + incoming <= limit_) return true;
-  std::sort(copies.begin(), copies.end(),
+  std::sort(found.begin(), found.end(),
             [](const Copy& a, const Copy& b) { return a.used_ns < b.used_ns; });
-  for (const Copy& c : copies) {
+  for (const Copy& c : found) {
     if (total + incoming <= limit_) break;
     if (keep.count(c.path) != 0) continue;
     if (::unlink(c.path.c_str()) == 0) {
       // Its lock goes too: a loader that still opens the old one may download the shard beside
       // one that locks a new one, which costs a download, never a half copy (each writes its
       // own file and renames it whole).
-      ::unlink((c.path.substr(0, c.path.size() - 4) + ".lock").c_str());
+      ::unlink(lock_path(c.path).c_str());
       evicted.push_back(c.path);
       total -= c.bytes;
     } else if (errno == ENOENT) {
@@ -184,12 +192,7 @@ bool ShardStore::make_room(std::uint64_t incoming, const std::set<std::string>& 
 
 std::uint64_t ShardStore::used() const {
   std::uint64_t total = 0;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(folder_, ec)) {
-    if (!e.path().filename().string().ends_with(".tar")) continue;
-    struct stat st {};
-    if (::stat(e.path().c_str(), &st) == 0) total += static_cast<std::uint64_t>(st.st_size);
-  }
+  for (const Copy& c : copies()) total += c.bytes;
   return total;
 }
 

@@ -36,8 +36,9 @@ struct ShardCacheFolderError : Error {
 // $XDG_CACHE_HOME/stoke, else ~/.cache/stoke; "" when none can be named.
 std::string cache_root(const std::string& configured);
 
-// A 64-bit FNV-1a hash of `text`, as 16 hex digits: the cache's file names.
-std::string cache_key(const std::string& text);
+// The key of one version of a remote object: a hash of its URL, size and ETag (the index cache
+// and the shard cache name their files by it).
+std::string version_key(const std::string& url, std::uint64_t size, const std::string& etag);
 
 // The local copy's path for a shard version, under `root`: root/shards/<key>.tar.
 std::string shard_copy_path(const std::string& root, const std::string& url, std::uint64_t size,
@@ -75,6 +76,14 @@ class ShardStore {
   std::uint64_t used() const;
 
  private:
+  struct Copy {
+    std::string path;
+    std::uint64_t bytes = 0;
+    std::int64_t used_ns = 0;  // modification time: last use
+  };
+  // The copies now in the folder (files being written are not copies yet).
+  std::vector<Copy> copies() const;
+
   std::string folder_;
   std::uint64_t limit_;
 };

@@ -13,9 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "common/text.hpp"
 #include "data/dataset_index.hpp"
@@ -66,14 +64,6 @@ class ShardFile {
   std::uint64_t size_ = 0;
 };
 
-std::optional<std::string> read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // The member table of a shard of `bytes` bytes: from its sidecar text when that describes this
 // shard, else walked through read_at.
 ShardIndex member_table(const std::string& name, std::uint64_t bytes,
@@ -93,7 +83,7 @@ std::string index_cache_path(const std::string& root, const std::string& url,
                              const RemoteObject& object) {
   if (root.empty() || object.etag.empty()) return "";
   return root + "/index/" +
-         cache_key(url + "\n" + std::to_string(object.size) + "\n" + object.etag) + ".idx";
+         version_key(url, object.size, object.etag) + ".idx";
 }
 
 // Writes `text` to `path` through a temporary file of its own (mkstemp: loaders in this
