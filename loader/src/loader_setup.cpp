@@ -43,6 +43,7 @@ Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, const LoaderEnviro
   log_.flush();  // now, so that a failure further on does not swallow them
   set_up_staging(env);
   set_up_shard_cache(index);
+  log_.flush();  // the shard cache's line too: every set-up line is out when construction ends
   index = DatasetIndex{};  // the arena holds it now
   core_->names = std::make_unique<SampleNames>(options_.data, core_->view);
   core_->slots.set_chunk(chunk_for(options_, config_.initial_workers));
