@@ -235,7 +235,9 @@ class ShardWriter {
 
 int run(const Args& args) {
   const auto started = std::chrono::steady_clock::now();
-  DatasetIndex index = stoke::detail::build_index(args.data, args.split);
+  stoke::detail::IndexOptions request;
+  request.split = args.split;
+  DatasetIndex index = stoke::detail::build_index(args.data, request);
   if (!index.shard_starts.empty())
     throw stoke::ConfigError(args.data + " is tar shards already; stoke reads them as they are");
   for (const auto& r : index.rejected)

@@ -82,6 +82,31 @@ std::span<const std::int64_t> Batch::sample_ids() const {
   return {c.view.ids(static_cast<std::uint32_t>(l.slot())), static_cast<std::size_t>(c.batch)};
 }
 
+int Batch::max_boxes() const {
+  return as_lease(held()).core().max_boxes;
+}
+
+std::span<const float> Batch::boxes() const {
+  const BatchLease& l = as_lease(held());
+  const auto& c = l.core();
+  return {c.view.boxes(static_cast<std::uint32_t>(l.slot())),
+          static_cast<std::size_t>(c.batch) * c.max_boxes * 4};
+}
+
+std::span<const std::int32_t> Batch::box_classes() const {
+  const BatchLease& l = as_lease(held());
+  const auto& c = l.core();
+  return {c.view.box_classes(static_cast<std::uint32_t>(l.slot())),
+          static_cast<std::size_t>(c.batch) * c.max_boxes};
+}
+
+std::span<const std::int32_t> Batch::box_counts() const {
+  const BatchLease& l = as_lease(held());
+  const auto& c = l.core();
+  return {c.view.box_counts(static_cast<std::uint32_t>(l.slot())),
+          c.max_boxes > 0 ? static_cast<std::size_t>(c.batch) : 0};
+}
+
 DeviceChunk Batch::chunk(int device) const {
   check_device(device, device_count());
   const BatchLease& lease = as_lease(held());
@@ -97,6 +122,10 @@ DeviceChunk Batch::chunk(int device) const {
   c.valid = valid().subspan(first, per);
   c.sample_ids = sample_ids().subspan(first, per);
   const auto& core = lease.core();
+  const std::size_t max_boxes = static_cast<std::size_t>(core.max_boxes);
+  c.boxes = boxes().subspan(first * max_boxes * 4, per * max_boxes * 4);
+  c.box_classes = box_classes().subspan(first * max_boxes, per * max_boxes);
+  c.box_counts = box_counts().subspan(max_boxes > 0 ? first : 0, max_boxes > 0 ? per : 0);
   const detail::Staging* staging = core.staging.get();
   c.shape = {per, core.height, core.width, core.channels};
   if (staging == nullptr) {
@@ -104,6 +133,11 @@ DeviceChunk Batch::chunk(int device) const {
     c.bytes = c.pixels.size();
     c.device_labels = c.labels.data();
     c.device_valid = c.valid.data();
+    if (max_boxes > 0) {
+      c.device_boxes = c.boxes.data();
+      c.device_box_classes = c.box_classes.data();
+      c.device_box_counts = c.box_counts.data();
+    }
     return c;
   }
   const detail::StagingConfig& config = staging->config();
@@ -111,6 +145,13 @@ DeviceChunk Batch::chunk(int device) const {
   c.bytes = staging->output_bytes();
   c.device_labels = staging->labels(lease.slot(), device);
   c.device_valid = staging->valid(lease.slot(), device);
+  if (max_boxes > 0) {
+    const detail::ArenaHeader& h = core.view.header();
+    c.device_boxes = staging->field<float>(lease.slot(), device, h.boxes_offset, max_boxes * 4);
+    c.device_box_classes =
+        staging->field<std::int32_t>(lease.slot(), device, h.box_classes_offset, max_boxes);
+    c.device_box_counts = staging->field<std::int32_t>(lease.slot(), device, h.box_counts_offset, 1);
+  }
   c.dtype = config.dtype;
   if (config.dtype != DType::kUInt8) {
     c.layout = config.layout;

@@ -166,6 +166,13 @@ void check_options(const Options& o) {
     throw ConfigError("startup_timeout_s must be positive (seconds a worker may take to start)");
   if (o.max_pixels <= 0)
     throw ConfigError("max_pixels must be positive, got " + std::to_string(o.max_pixels));
+  if (o.max_boxes < 0)
+    throw ConfigError("max_boxes must be 0 (the most any image has) or positive, got " +
+                      std::to_string(o.max_boxes));
+  if (!(o.min_box_size >= 0) || !(o.min_box_area >= 0) ||
+      !(o.min_box_visible >= 0 && o.min_box_visible <= 1))
+    throw ConfigError(
+        "min_box_size and min_box_area must be >= 0, and min_box_visible a fraction in 0..1");
   if ((o.prefetch < 0 && o.prefetch != kAuto) || o.chunk < 0)
     throw ConfigError(
         "prefetch must be 0 (2 per worker plus 2), kAuto or positive, and chunk 0 "
@@ -176,6 +183,35 @@ void check_options(const Options& o) {
         "in-process pipeline fills one batch at a time");
   check_descriptor_limit(o.workers == kAuto ? 1 : o.workers);
 }
+
+namespace {
+
+// max_boxes: the dataset's most, or what was asked, checked against the data and the policy.
+void resolve_boxes(ResolvedConfig& r, const DatasetIndex& index) {
+  const Options& o = r.options;
+  if (!index.has_boxes) {
+    if (o.max_boxes != 0)
+      throw ConfigError("max_boxes is " + std::to_string(o.max_boxes) + ", but " + o.data +
+                        " has no boxes (boxes come from a COCO annotation file)");
+    return;
+  }
+  std::uint32_t most = 0;
+  for (const FileEntry& e : index.entries) most = std::max(most, e.box_count);
+  r.max_boxes = o.max_boxes > 0 ? o.max_boxes : static_cast<int>(std::max(most, 1u));
+  for (std::size_t i = 0; i < index.entries.size(); ++i) {
+    const FileEntry& e = index.entries[i];
+    if (e.box_count <= static_cast<std::uint32_t>(r.max_boxes)) continue;
+    if (o.on_error == OnError::kError)
+      throw DataError(std::string(index.paths, e.path_offset, e.path_length) + " has " +
+                      std::to_string(e.box_count) + " boxes, more than max_boxes " +
+                      std::to_string(r.max_boxes) +
+                      " (raise max_boxes, set it to 0 for the dataset's most, or use "
+                      "on_error=skip to keep the first max_boxes)");
+    r.over_max_boxes += 1;
+  }
+}
+
+}  // namespace
 
 ResolvedConfig resolve(Options o, const DatasetIndex& index) {
   Pipeline pipeline = choose_pipeline(o, index);
@@ -201,6 +237,7 @@ ResolvedConfig resolve(Options o, const DatasetIndex& index) {
     const RejectedFile& f = index.rejected.front();
     throw DataError(f.path + ": " + bad_input_name(f.reason) + " (found while indexing)");
   }
+  resolve_boxes(r, index);
   resolve_normalization(r);
   resolve_resume(r);
   return r;

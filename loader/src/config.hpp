@@ -42,6 +42,8 @@ struct ResolvedConfig {
   std::string max_workers_reason;
   std::size_t initial_slots = 0;
   std::size_t memory_budget = 0;  // bytes for batch slots
+  int max_boxes = 0;              // per sample in a slot (0: the dataset has no boxes)
+  std::int64_t over_max_boxes = 0;  // images with more annotated boxes than max_boxes
 
   // Options::mean/stddev in uint8 units, one per output channel (float dtypes only).
   float mean[4] = {0, 0, 0, 0};
@@ -60,7 +62,7 @@ void check_options(const Options& o);
 
 // Everything else: the pipeline (explicit, or the augment preset at the requested size), the
 // epoch plan's configuration, files the index rejected (a DataError under OnError::kError),
-// normalization constants, the resume position.
+// boxes per sample, normalization constants, the resume position.
 ResolvedConfig resolve(Options o, const DatasetIndex& index);
 
 }  // namespace stoke::detail

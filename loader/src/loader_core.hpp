@@ -154,6 +154,7 @@ struct LoaderCore {
   std::vector<int> cuda_ids;  // CUDA ordinals, for GPU devices
   int batch = 0;
   int height = 0, width = 0, channels = 0;
+  int max_boxes = 0;  // boxes per sample in a slot (0: none)
   OnError on_error = OnError::kSkip;
   std::unique_ptr<const SampleNames> names;  // set once the index is in the arena
 

@@ -40,6 +40,11 @@ Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, const LoaderEnviro
     log_.post("skipped " + r.path + " while indexing: " + bad_input_name(r.reason));
   }
   for (const std::string& note : index.shard_notes) log_.post(note);
+  for (const std::string& note : index.box_notes) log_.post(note);
+  if (config_.over_max_boxes > 0)
+    log_.post(std::to_string(config_.over_max_boxes) + " image(s) have more boxes than max_boxes " +
+              std::to_string(config_.max_boxes) + ": each keeps its first " +
+              std::to_string(config_.max_boxes) + " of those its crop keeps");
   log_.flush();  // now, so that a failure further on does not swallow them
   set_up_staging(env);
   set_up_shard_cache(index);
@@ -60,6 +65,7 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
   in.out_height = static_cast<std::uint32_t>(config_.pipeline.output_height());
   in.out_width = static_cast<std::uint32_t>(config_.pipeline.output_width());
   in.out_channels = static_cast<std::uint32_t>(config_.pipeline.output_channels());
+  in.max_boxes = static_cast<std::uint32_t>(config_.max_boxes);
   in.worker_capacity = static_cast<std::uint32_t>(config_.capacity);
   in.poison_capacity = kPoisonCapacity;
   in.initial_slots = config_.initial_slots;
@@ -74,6 +80,10 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
   h.raw_height = index.height;
   h.raw_width = index.width;
   h.raw_channels = index.channels;
+  h.box_total = static_cast<std::int64_t>(index.boxes.size());
+  h.box_min_size = options_.min_box_size;
+  h.box_min_area = options_.min_box_area;
+  h.box_min_visible = options_.min_box_visible;
   h.seed = options_.seed;
 
   core_ = std::make_shared<LoaderCore>(h, config_.plan, config_.initial_slots, config_.start_epoch,
@@ -85,6 +95,7 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
   core_->height = static_cast<int>(h.out_height);
   core_->width = static_cast<int>(h.out_width);
   core_->channels = static_cast<int>(h.out_channels);
+  core_->max_boxes = config_.max_boxes;
   std::uint8_t* base = core_->arena.base();
   std::memcpy(base, &h, sizeof h);
   index.write_to(base + h.index_offset);
@@ -233,8 +244,13 @@ void LoaderAccess::while_locked(Loader& loader, const std::function<void()>& f) 
 Loader::Loader(Options options, const LoaderEnvironment& env) {
   const Clock::time_point created = Clock::now();
   check_options(options);
-  const IndexCaches caches{cache_root(options.cache_dir), options.cache_limit > 0};
-  DatasetIndex index = build_index(options.data, options.split, options.label_field, caches);
+  IndexOptions request;
+  request.split = options.split;
+  request.label_field = options.label_field;
+  request.image_root = options.image_root;
+  request.on_error = options.on_error;
+  request.caches = {cache_root(options.cache_dir), options.cache_limit > 0};
+  DatasetIndex index = build_index(options.data, request);
   ResolvedConfig config = resolve(std::move(options), index);
   impl_ = std::make_unique<Impl>(std::move(config), std::move(index), env, created);
 }

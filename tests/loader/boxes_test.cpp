@@ -24,7 +24,7 @@ namespace stoke::detail {
 namespace {
 
 constexpr int kSourceW = 200, kSourceH = 160;
-const Box kRect{50, 40, 120, 100};  // the bright rectangle, in source pixels
+const SampleBox kRect{50, 40, 120, 100, 0};  // the bright rectangle, in source pixels
 
 cv::Mat scene() {
   cv::Mat m(kSourceH, kSourceW, CV_8UC1, cv::Scalar(0));
@@ -134,7 +134,7 @@ INSTANTIATE_TEST_SUITE_P(Steps, BoxesFollowThePixels, ::testing::ValuesIn(cases(
 TEST(MapBoxes, MirrorsClipsAndDropsByTheRules) {
   // A 2x upscale of x, mirrored in a 100-wide output; y shifted by -10.
   const OutputMap m{-2, 100, 1, -10};
-  const Box in[] = {
+  const SampleBox in[] = {
       {10, 20, 20, 30},  // -> x [60, 80], y [10, 20]
       {45, 20, 60, 30},  // -> x [-20, 10]: clipped to [0, 10]
       {55, 20, 70, 30},  // -> x [-40, -10]: wholly outside

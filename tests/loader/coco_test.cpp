@@ -49,7 +49,7 @@ TEST(Coco, ReadsImagesBoxesAndClassesAsTheRulesSay) {
   EXPECT_EQ(d.images[1].width, 100);
   // Image 10: one box, xywh -> xyxy.
   ASSERT_EQ(d.images[0].box_count, 1u);
-  const CocoBox& a = d.boxes[d.images[0].first_box];
+  const SampleBox& a = d.boxes[d.images[0].first_box];
   EXPECT_FLOAT_EQ(a.x1, 0.5f);
   EXPECT_FLOAT_EQ(a.y1, 1.5f);
   EXPECT_FLOAT_EQ(a.x2, 10.5f);

@@ -105,6 +105,9 @@ struct Delivered {
   std::vector<std::int32_t> labels;
   std::vector<std::int64_t> ids;
   std::vector<std::uint8_t> valid;
+  std::vector<float> boxes;  // with their classes and counts: empty without boxes
+  std::vector<std::int32_t> box_classes;
+  std::vector<std::int32_t> box_counts;
   std::vector<std::int64_t> indices;  // Batch::index() of each batch, in delivery order
   std::int64_t padded = 0;
 
@@ -116,6 +119,9 @@ inline void append(Delivered& d, const Batch& b) {
   d.labels.insert(d.labels.end(), b.labels().begin(), b.labels().end());
   d.ids.insert(d.ids.end(), b.sample_ids().begin(), b.sample_ids().end());
   d.valid.insert(d.valid.end(), b.valid().begin(), b.valid().end());
+  d.boxes.insert(d.boxes.end(), b.boxes().begin(), b.boxes().end());
+  d.box_classes.insert(d.box_classes.end(), b.box_classes().begin(), b.box_classes().end());
+  d.box_counts.insert(d.box_counts.end(), b.box_counts().begin(), b.box_counts().end());
   d.indices.push_back(b.index());
   d.padded += b.padded();
 }

@@ -6,7 +6,7 @@
 // A Batch after release(), or moved from, is empty(): every other accessor throws stoke::Error
 // rather than reading a slot it no longer holds.
 //
-// GPU batches: each device's chunk (pixels, labels and valid flags) arrives asynchronously on
+// GPU batches: each device's chunk (pixels, labels, valid flags and boxes) arrives asynchronously on
 // stoke's stream for that device. Call wait_on(device, your_stream) before enqueuing work that
 // reads it (the GPU waits, the host does not), or wait() to block the host. If work you
 // enqueued still reads the chunk when you drop the Batch, call record_stream() first (as with
@@ -38,6 +38,12 @@ struct DeviceChunk {
   std::span<const std::int32_t> labels;
   std::span<const std::uint8_t> valid;
   std::span<const std::int64_t> sample_ids;
+  // Boxes (Batch::max_boxes() per sample; empty when the dataset has none): xyxy float32 in
+  // output pixels, samples x max_boxes x 4; their classes (-1 in padding rows); and how many of
+  // each sample's rows are real.
+  std::span<const float> boxes;
+  std::span<const std::int32_t> box_classes;  // samples x max_boxes
+  std::span<const std::int32_t> box_counts;   // samples
 
   // The chunk as the device receives it (Options::dtype and layout). On a GPU: device memory
   // there. On a host device: host memory (for uint8, the same bytes as `pixels`).
@@ -50,6 +56,10 @@ struct DeviceChunk {
   // (copied with the pixels), else the host arrays above.
   const std::int32_t* device_labels = nullptr;
   const std::uint8_t* device_valid = nullptr;
+  // The chunk's boxes, box classes and counts where `data` is (null when there are none).
+  const float* device_boxes = nullptr;
+  const std::int32_t* device_box_classes = nullptr;
+  const std::int32_t* device_box_counts = nullptr;
   int cuda_device = -1;           // the CUDA ordinal, or -1 for a host device
   CUevent_st* ready = nullptr;    // completes when `data` and the labels are filled (GPU only)
   CUstream_st* stream = nullptr;  // stoke's stream for this device (GPU only)
@@ -69,6 +79,13 @@ class Batch {
   std::span<const std::int32_t> labels() const;
   std::span<const std::uint8_t> valid() const;       // 1 = real sample, 0 = padding repeat
   std::span<const std::int64_t> sample_ids() const;  // dataset indices
+  // Boxes (COCO data; docs/USAGE.md, "Detection and segmentation"): each sample has
+  // max_boxes() rows of xyxy float32 in output pixels, the first box_counts()[i] of them real;
+  // padding rows are 0 with class -1. All three are empty when max_boxes() is 0.
+  int max_boxes() const;
+  std::span<const float> boxes() const;               // size() x max_boxes() x 4
+  std::span<const std::int32_t> box_classes() const;  // size() x max_boxes()
+  std::span<const std::int32_t> box_counts() const;   // size()
 
   int device_count() const;
   // `device` out of 0..device_count()-1 throws Error, in the four calls below.

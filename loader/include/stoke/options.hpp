@@ -52,8 +52,11 @@ struct Options {
   // Dataset: an image-folder tree root/<class>/<image>, a list file (path<TAB>label per line,
   // paths relative to the list), a folder holding MNIST-style IDX files (plain or .gz), or
   // WebDataset tar shards: "train-000000.tar", brace ranges "train-{000000..000255}.tar",
-  // several separated by commas, or a list file naming one shard per line.
+  // several separated by commas, or a list file naming one shard per line; or a COCO-format
+  // annotation file ("instances_train2017.json": its images, with their boxes).
   std::string data;
+  // COCO data: the folder its file_names are relative to; empty = the JSON file's folder.
+  std::string image_root;
   Split split = Split::kTrain;  // IDX data only
   // Shards: where a sample's label is: "cls" (its .cls member, an integer as text),
   // "json:KEY" (an integer field of its .json member) or "none" (all 0).
@@ -73,6 +76,18 @@ struct Options {
   // log.
   std::string cache_dir;
   std::uint64_t cache_limit = std::uint64_t{16} << 30;
+
+  // Boxes (COCO data): each sample's boxes follow its pixels through every geometric step, are
+  // clipped to the output and kept when, clipped, both sides are at least min_box_size pixels,
+  // the area at least min_box_area, and at least min_box_visible of the moved box's area lies
+  // inside the output. A batch holds max_boxes per sample, padded (Batch::box_counts says how
+  // many are real); 0 = the most boxes any image of the dataset has. A smaller max_boxes keeps
+  // each sample's first max_boxes (in the file's order) of those the rules keep; under
+  // OnError::kError an image with more annotated boxes than that is a DataError instead.
+  int max_boxes = 0;
+  float min_box_size = 1;
+  float min_box_area = 0;
+  float min_box_visible = 0;
 
   int batch = 256;  // per rank; must be a multiple of devices.count
   DeviceSet devices;

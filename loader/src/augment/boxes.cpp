@@ -5,10 +5,10 @@
 namespace stoke::detail {
 
 std::size_t map_boxes(const OutputMap& map, int width, int height, const BoxRules& rules,
-                      std::span<const Box> in, std::span<Box> out, std::span<std::uint32_t> kept) {
+                      std::span<const SampleBox> in, std::span<Box> out, std::span<std::uint32_t> kept) {
   std::size_t n = 0;
   for (std::size_t i = 0; i < in.size() && n < out.size(); ++i) {
-    const Box& b = in[i];
+    const SampleBox& b = in[i];
     // A mirror swaps the edges.
     const double xa = map.x(b.x1), xb = map.x(b.x2);
     const double ya = map.y(b.y1), yb = map.y(b.y2);

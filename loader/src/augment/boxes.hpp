@@ -16,6 +16,7 @@
 #include <span>
 
 #include "augment/augment.hpp"
+#include "data/sample_box.hpp"
 
 namespace stoke::detail {
 
@@ -29,10 +30,10 @@ struct BoxRules {
   float min_visible = 0;  // fraction of the mapped box's area inside the output
 };
 
-// Maps `in` into a width x height output through `map` and keeps those the rules allow, in
-// order: out[j] is in[kept[j]]'s box. Returns how many were written, at most out.size().
+// Maps `in` (source pixels) into a width x height output through `map` and keeps those the
+// rules allow, in order, until `out` is full: out[j] is in[kept[j]]'s box. Returns how many were written, at most out.size().
 // REQUIRES: kept.size() >= out.size().
 std::size_t map_boxes(const OutputMap& map, int width, int height, const BoxRules& rules,
-                      std::span<const Box> in, std::span<Box> out, std::span<std::uint32_t> kept);
+                      std::span<const SampleBox> in, std::span<Box> out, std::span<std::uint32_t> kept);
 
 }  // namespace stoke::detail

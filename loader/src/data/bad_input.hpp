@@ -17,6 +17,7 @@ enum class BadInput : std::uint32_t {
   kCrashedWorker,  // workers died on it repeatedly (OnError::kSkip skips it from then on)
   kUnsupportedFormat,  // a format this build cannot decode (built without OpenCV imgcodecs)
   kNoLabel,            // a shard's sample without the member its label comes from
+  kWrongSize,          // decoded at another size than its annotation's (its boxes would not fit)
   kCount,
 };
 
@@ -53,6 +54,8 @@ inline const char* bad_input_name(BadInput reason) noexcept {
       return "unsupported_format";
     case BadInput::kNoLabel:
       return "no_label";
+    case BadInput::kWrongSize:
+      return "wrong_size";
     case BadInput::kCount:
       break;
   }

@@ -127,7 +127,7 @@ CocoDataset read_coco(const std::string& json_path, const std::string& image_roo
 
   // Annotations, grouped by image (each image's in the file's order).
   const json& annotations = f.array(doc, "annotations", "");
-  std::vector<std::vector<CocoBox>> per_image(d.images.size());
+  std::vector<std::vector<SampleBox>> per_image(d.images.size());
   for (std::size_t i = 0; i < annotations.size(); ++i) {
     const json& a = annotations[i];
     const std::string where = at("annotations", i);

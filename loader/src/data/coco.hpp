@@ -22,14 +22,10 @@
 #include <string>
 #include <vector>
 
+#include "data/sample_box.hpp"
 #include "stoke/options.hpp"
 
 namespace stoke::detail {
-
-struct CocoBox {
-  float x1 = 0, y1 = 0, x2 = 0, y2 = 0;  // pixels of the original image
-  std::int32_t label = 0;                // class index
-};
 
 struct CocoImage {
   std::string path;  // file_name resolved under image_root
@@ -41,7 +37,7 @@ struct CocoImage {
 
 struct CocoDataset {
   std::vector<CocoImage> images;  // in the file's order
-  std::vector<CocoBox> boxes;     // grouped by image, each image's in the file's order
+  std::vector<SampleBox> boxes;     // grouped by image, each image's in the file's order
   std::vector<std::string> class_names;
   std::vector<std::int64_t> category_ids;  // class index -> COCO category id
   std::int64_t crowd = 0;                  // crowd annotations left out

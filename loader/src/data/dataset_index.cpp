@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "common/text.hpp"
+#include "data/coco.hpp"
 #include "data/shard_list.hpp"
 #include "stoke/error.hpp"
 #include "stoke/mnist.hpp"
@@ -48,6 +49,34 @@ DatasetIndex index_idx(const std::string& dir, Split split) {
   int max_label = 0;
   for (auto l : idx.labels) max_label = std::max<int>(max_label, l);
   for (int c = 0; c <= max_label; ++c) index.class_names.push_back(std::to_string(c));
+  return index;
+}
+
+// A COCO annotation file: one entry per image, in the file's order, with its boxes.
+DatasetIndex index_coco(const std::string& json_path, const std::string& image_root,
+                        OnError on_error) {
+  std::error_code ec;
+  if (!fs::is_regular_file(json_path, ec))
+    throw ConfigError(json_path + ": No such file (a COCO annotation file was expected)");
+  CocoDataset coco = read_coco(json_path, image_root, on_error);
+  if (coco.images.empty()) throw ConfigError(json_path + ": the file lists no images");
+  DatasetIndex index;
+  index.kind = DatasetKind::kFiles;
+  index.has_boxes = true;
+  for (const CocoImage& img : coco.images) {
+    add_file(index, img.path, -1);
+    index.entries.back().box_first = img.first_box;
+    index.entries.back().box_count = static_cast<std::uint32_t>(img.box_count);
+    index.entries.back().annotated_width = img.width;
+    index.entries.back().annotated_height = img.height;
+  }
+  index.boxes = std::move(coco.boxes);
+  index.class_names = std::move(coco.class_names);
+  index.size = static_cast<std::int64_t>(index.entries.size());
+  if (coco.crowd > 0)
+    index.box_notes.push_back(json_path + ": " + std::to_string(coco.crowd) +
+                              " crowd annotation(s) (iscrowd 1) left out");
+  for (std::string& d : coco.dropped) index.box_notes.push_back("left out " + std::move(d));
   return index;
 }
 
@@ -118,10 +147,14 @@ DatasetIndex index_list(const fs::path& list) {
 
 }  // namespace
 
-DatasetIndex build_index(const std::string& path, Split split, const std::string& label_field,
-                         const IndexCaches& caches) {
+DatasetIndex build_index(const std::string& path, const IndexOptions& options) {
   if (path.empty()) throw ConfigError("no dataset given: set the data path");
-  if (const auto shards = shard_list(path)) return index_shards(*shards, label_field, caches);
+  // (Before shards: shard_list() would read a JSON file as a list of shard names.)
+  if (lowercase(fs::path(path).extension().string()) == ".json")
+    return index_coco(path, options.image_root, options.on_error);
+  if (const auto shards = shard_list(path))
+    return index_shards(*shards, options.label_field, options.caches);
+  const Split split = options.split;
   std::error_code ec;
   const auto status = fs::status(path, ec);
   if (ec || !fs::exists(status))
@@ -146,7 +179,8 @@ DatasetIndex build_index(const std::string& path, Split split, const std::string
 std::size_t DatasetIndex::arena_bytes() const {
   if (kind == DatasetKind::kRaw)
     return align_up(labels.size() * sizeof(std::int32_t), kAlign) + pixels.size();
-  return align_up(entries.size() * sizeof(FileEntry), kAlign) + paths.size();
+  return align_up(entries.size() * sizeof(FileEntry), kAlign) +
+         align_up(boxes.size() * sizeof(SampleBox), kAlign) + paths.size();
 }
 
 void DatasetIndex::write_to(std::uint8_t* dst) const {
@@ -157,8 +191,10 @@ void DatasetIndex::write_to(std::uint8_t* dst) const {
     return;
   }
   std::memcpy(dst, entries.data(), entries.size() * sizeof(FileEntry));
-  std::memcpy(dst + align_up(entries.size() * sizeof(FileEntry), kAlign), paths.data(),
-              paths.size());
+  dst += align_up(entries.size() * sizeof(FileEntry), kAlign);
+  if (!boxes.empty()) std::memcpy(dst, boxes.data(), boxes.size() * sizeof(SampleBox));
+  dst += align_up(boxes.size() * sizeof(SampleBox), kAlign);
+  std::memcpy(dst, paths.data(), paths.size());
 }
 
 DatasetView::DatasetView(const ArenaView& arena)
@@ -172,7 +208,10 @@ DatasetView::DatasetView(const ArenaView& arena)
     raw_bytes_ = static_cast<std::size_t>(h.raw_height) * h.raw_width * h.raw_channels;
   } else {
     entries_ = reinterpret_cast<const FileEntry*>(base);
-    paths_ = reinterpret_cast<const char*>(base + align_up(n * sizeof(FileEntry), kAlign));
+    base += align_up(n * sizeof(FileEntry), kAlign);
+    boxes_ = reinterpret_cast<const SampleBox*>(base);
+    const auto box_total = static_cast<std::size_t>(arena.header().box_total);
+    paths_ = reinterpret_cast<const char*>(base + align_up(box_total * sizeof(SampleBox), kAlign));
   }
 }
 

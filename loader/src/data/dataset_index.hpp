@@ -5,16 +5,19 @@
 //
 // Arena format (at header.index_offset):
 //   kRaw:   int32 labels[N], then (64-byte aligned) uint8 pixels[N][H][W][C]
-//   kFiles: FileEntry entries[N], then the path bytes they point into (absolute paths; the
-//           members of one shard share their shard's path, and a remote shard's URL is followed
-//           by the path of its local copy)
+//   kFiles: FileEntry entries[N], then (64-byte aligned) SampleBox boxes[header.box_total]
+//           (each entry's are [box_first, box_first + box_count)), then the path bytes the
+//           entries point into (absolute paths; the members of one shard share their shard's
+//           path, and a remote shard's URL is followed by the path of its local copy)
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "data/file_reader.hpp"
+#include "data/sample_box.hpp"
 #include "ipc/arena_layout.hpp"
 #include "stoke/options.hpp"
 
@@ -33,7 +36,15 @@ struct FileEntry {
   // A member of a remote shard: the length of the path of the shard's local copy (in the shard
   // cache), which follows the URL in the path bytes. 0: no copy can exist.
   std::uint32_t copy_length = 0;
+  // Its annotated boxes (detection data): boxes [box_first, box_first + box_count) of the index.
+  // The image's size as annotated (0: not annotated); decoded at another size, it is bad input.
+  std::uint64_t box_first = 0;
+  std::uint32_t box_count = 0;
+  std::int32_t annotated_width = 0;
+  std::int32_t annotated_height = 0;
+  std::uint32_t reserved = 0;
 };
+static_assert(sizeof(FileEntry) == 72);
 
 // A shard on HTTP or S3, as indexed: what the shard cache fetches.
 struct RemoteShard {
@@ -56,6 +67,8 @@ struct DatasetIndex {
   std::vector<std::uint8_t> pixels;         // kRaw
   std::vector<FileEntry> entries;           // kFiles
   std::string paths;                        // kFiles
+  std::vector<SampleBox> boxes;             // kFiles: every entry's boxes (detection data)
+  bool has_boxes = false;                   // a detection dataset (even if no image has a box)
   std::vector<std::string> class_names;
   std::vector<RejectedFile> rejected;  // files left out while indexing (counted as skipped)
   // Tar shards: samples [shard_starts[i], shard_starts[i + 1]) come from shard i, in the order
@@ -65,6 +78,7 @@ struct DatasetIndex {
   // The shards on HTTP or S3, in shard order. Those with an ETag can have a local copy when
   // copies are asked for and a cache folder can be named.
   std::vector<RemoteShard> remote_shards;
+  std::vector<std::string> box_notes;  // annotations left out (crowd, bad boxes): for the log
 
   std::size_t arena_bytes() const;
   // REQUIRES: dst has arena_bytes() bytes, 64-byte aligned.
@@ -78,12 +92,19 @@ struct IndexCaches {
   bool shard_copies = false;
 };
 
-// Indexes an IDX folder, an image-folder tree, a list file or WebDataset tar shards (see
-// data/shard_list.hpp for the forms; `label_field` says where a shard sample's label is).
-// Throws ConfigError when the path is missing, holds no samples, or a list line is malformed
-// (naming the file and line).
-DatasetIndex build_index(const std::string& path, Split split,
-                         const std::string& label_field = "cls", const IndexCaches& caches = {});
+struct IndexOptions {
+  Split split = Split::kTrain;      // IDX data
+  std::string label_field = "cls";  // shards: where a sample's label is
+  std::string image_root;           // COCO: where file_names resolve ("": the JSON's folder)
+  OnError on_error = OnError::kSkip;  // COCO: what a bad box is (data/coco.hpp)
+  IndexCaches caches;
+};
+
+// Indexes an IDX folder, an image-folder tree, a list file, WebDataset tar shards (see
+// data/shard_list.hpp for the forms) or a COCO annotation file (a path ending in .json; its
+// samples have label -1 and their boxes). Throws ConfigError when the path is missing, holds no
+// samples, or a list line is malformed (naming the file and line).
+DatasetIndex build_index(const std::string& path, const IndexOptions& options = {});
 
 // The samples of WebDataset tar shards, local or remote (data/shard_dataset.cpp).
 DatasetIndex index_shards(const std::vector<std::string>& shards, const std::string& label_field,
@@ -111,6 +132,14 @@ class DatasetView {
     const FileEntry& e = entries_[i];
     return {paths_ + e.path_offset + e.path_length, e.copy_length};
   }
+  // The sample's annotated boxes (none for raw data and datasets without boxes).
+  std::span<const SampleBox> boxes(std::int64_t i) const {
+    if (raw()) return {};
+    return {boxes_ + entries_[i].box_first, entries_[i].box_count};
+  }
+  // REQUIRES: !raw(). The image's annotated width and height, or 0 x 0.
+  int annotated_width(std::int64_t i) const { return entries_[i].annotated_width; }
+  int annotated_height(std::int64_t i) const { return entries_[i].annotated_height; }
   // REQUIRES: !raw(). The member name within the shard, or "" for a plain file.
   std::string_view member(std::int64_t i) const {
     return {paths_ + entries_[i].name_offset, entries_[i].name_length};
@@ -123,6 +152,7 @@ class DatasetView {
   const std::uint8_t* raw_pixels_ = nullptr;
   std::size_t raw_bytes_ = 0;
   const FileEntry* entries_ = nullptr;
+  const SampleBox* boxes_ = nullptr;
   const char* paths_ = nullptr;
 };
 

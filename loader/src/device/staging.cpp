@@ -278,11 +278,11 @@ const std::uint8_t* Staging::meta(int slot, int dev) const {
 }
 
 const std::int32_t* Staging::labels(int slot, int dev) const {
-  return reinterpret_cast<const std::int32_t*>(meta(slot, dev)) + samples_before(dev);
+  return field<std::int32_t>(slot, dev, config_.labels_offset, 1);
 }
 
 const std::uint8_t* Staging::valid(int slot, int dev) const {
-  return meta(slot, dev) + (config_.valid_offset - config_.labels_offset) + samples_before(dev);
+  return field<std::uint8_t>(slot, dev, config_.valid_offset, 1);
 }
 
 Event Staging::ready(int slot, int dev) const {

@@ -105,6 +105,13 @@ class Staging {
   // The device's copy of its chunk's labels and valid flags (host devices: the slot's own).
   const std::int32_t* labels(int slot, int dev) const;
   const std::uint8_t* valid(int slot, int dev) const;
+  // Likewise for any per-sample array of the slot at `offset` (an ArenaHeader offset in
+  // labels_offset..valid_offset), `per_sample` T's per sample: the device's chunk of it.
+  template <typename T>
+  const T* field(int slot, int dev, std::size_t offset, std::size_t per_sample) const {
+    return reinterpret_cast<const T*>(meta(slot, dev) + (offset - config_.labels_offset)) +
+           static_cast<std::size_t>(samples_before(dev)) * per_sample;
+  }
   Event ready(int slot, int dev) const;
   void wait(int slot, int dev) const;
   // Work enqueued later on the consumer's stream waits for the chunk, without a host wait.

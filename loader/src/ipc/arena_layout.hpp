@@ -16,6 +16,11 @@
 //   header.slots_offset    slot[header.slot_capacity], each header.slot_stride bytes:
 //                            pixels  batch x H x W x C uint8
 //                            labels  batch x int32   at slot.labels_offset
+//                            boxes   batch x max_boxes x 4 float32 (xyxy, output pixels) at
+//                                    slot.boxes_offset; then their classes, batch x max_boxes
+//                                    int32 (-1 past a sample's count), at box_classes_offset;
+//                                    then batch x int32 counts at box_counts_offset (all three
+//                                    empty when max_boxes is 0)
 //                            ids     batch x int64   at slot.ids_offset
 //                            planned batch x int64   at slot.planned_offset (written by the
 //                                                    training process: the plan's sample ids)
@@ -38,8 +43,9 @@ namespace stoke::detail {
 
 inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKARENA"
 // 2: SharedSemaphore (sem_t) in WorkerRecord; 3: ArenaHeader::verify_region; 4: FileEntry member
-// ranges; 5: FileEntry::copy_length (a remote shard's local copy after its URL)
-inline constexpr std::uint32_t kLayoutVersion = 5;
+// ranges; 5: FileEntry::copy_length (a remote shard's local copy after its URL); 6: boxes (in the
+// index and the slots)
+inline constexpr std::uint32_t kLayoutVersion = 6;
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
 
@@ -112,6 +118,7 @@ struct ArenaHeader {
   std::int32_t raw_width = 0;
   std::int32_t raw_channels = 0;
   std::int32_t verify_region = 0;  // Verify::kRegion: JPEG scans are decoded through the crop only
+  std::int64_t box_total = 0;      // kFiles: SampleBoxes in the index
 
   // Pipeline.
   std::uint64_t seed = 0;
@@ -143,6 +150,16 @@ struct ArenaHeader {
   std::uint64_t planned_offset = 0;
   std::uint64_t valid_offset = 0;
   std::uint64_t bad_offset = 0;
+
+  // Boxes: each sample keeps at most max_boxes (0: the slots hold none), mapped through its
+  // geometric steps and kept by these rules (augment/boxes.hpp, BoxRules).
+  std::uint32_t max_boxes = 0;
+  float box_min_size = 1;
+  float box_min_area = 0;
+  float box_min_visible = 0;
+  std::uint64_t boxes_offset = 0;  // within a slot
+  std::uint64_t box_classes_offset = 0;
+  std::uint64_t box_counts_offset = 0;
 };
 
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
@@ -167,6 +184,15 @@ class ArenaView {
   std::uint8_t* pixels(std::uint32_t s) const { return slot(s); }
   std::int32_t* labels(std::uint32_t s) const {
     return reinterpret_cast<std::int32_t*>(slot(s) + header().labels_offset);
+  }
+  float* boxes(std::uint32_t s) const {
+    return reinterpret_cast<float*>(slot(s) + header().boxes_offset);
+  }
+  std::int32_t* box_classes(std::uint32_t s) const {
+    return reinterpret_cast<std::int32_t*>(slot(s) + header().box_classes_offset);
+  }
+  std::int32_t* box_counts(std::uint32_t s) const {
+    return reinterpret_cast<std::int32_t*>(slot(s) + header().box_counts_offset);
   }
   std::int64_t* ids(std::uint32_t s) const {
     return reinterpret_cast<std::int64_t*>(slot(s) + header().ids_offset);

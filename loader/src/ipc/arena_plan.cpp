@@ -16,7 +16,12 @@ ArenaHeader plan_arena(const ArenaPlanInput& in) {
   h.worker_stride = align_up(sizeof(WorkerRecord), 64);
   h.sample_bytes = std::size_t(h.out_height) * h.out_width * h.out_channels;
   h.labels_offset = align_up(h.sample_bytes * b, 64);
-  h.ids_offset = align_up(h.labels_offset + sizeof(std::int32_t) * b, 64);
+  h.max_boxes = in.max_boxes;
+  const std::size_t boxes = b * in.max_boxes;
+  h.boxes_offset = align_up(h.labels_offset + sizeof(std::int32_t) * b, 64);
+  h.box_classes_offset = align_up(h.boxes_offset + 4 * sizeof(float) * boxes, 64);
+  h.box_counts_offset = align_up(h.box_classes_offset + sizeof(std::int32_t) * boxes, 64);
+  h.ids_offset = align_up(h.box_counts_offset + (boxes > 0 ? sizeof(std::int32_t) * b : 0), 64);
   h.planned_offset = align_up(h.ids_offset + sizeof(std::int64_t) * b, 64);
   h.valid_offset = align_up(h.planned_offset + sizeof(std::int64_t) * b, 64);
   h.bad_offset = align_up(h.valid_offset + b, 64);

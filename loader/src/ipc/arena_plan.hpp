@@ -16,6 +16,7 @@ struct ArenaPlanInput {
   std::uint32_t step_count = 0;
   std::uint32_t batch = 0;
   std::uint32_t out_height = 0, out_width = 0, out_channels = 0;
+  std::uint32_t max_boxes = 0;
   std::uint32_t worker_capacity = 0;
   std::uint32_t poison_capacity = 0;
   std::size_t initial_slots = 0;
@@ -24,7 +25,8 @@ struct ArenaPlanInput {
 
 // The header's layout fields (offsets, strides, capacities, total_size); the caller fills in
 // the rest (version, dataset kind, seed, ...).
-// Slot: pixels | labels | ids | planned ids | valid | bad, each 64-byte aligned, the slot
+// Slot: pixels | labels | boxes | box classes | box counts | ids | planned ids | valid | bad,
+// each 64-byte aligned (labels..valid: the bytes a GPU receives beside the pixels), the slot
 // page-aligned so it can be page-locked on its own.
 ArenaHeader plan_arena(const ArenaPlanInput& in);
 

@@ -62,6 +62,7 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
       // Decoded lazily: only the region the pipeline reads, at the scale it needs.
       const BadInput r = jpeg_.open(bytes.data(), bytes.size(), h.out_channels, h.max_pixels);
       if (r != BadInput::kNone) return r;
+      if (!annotated_size(sample, jpeg_.width(), jpeg_.height())) return BadInput::kWrongSize;
       augmenter_.run(arena_.steps(), static_cast<int>(h.step_count), jpeg_, rng, dst, h.out_height,
                      h.out_width, h.out_channels);
       return BadInput::kNone;
@@ -73,11 +74,39 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
     }
     if (r != BadInput::kNone) return r;
     const cv::Mat& m = decoded_.pixels;
+    if (!annotated_size(sample, m.cols, m.rows)) return BadInput::kWrongSize;
     src = ImageRef{m.data, m.rows, m.cols, m.channels(), m.step[0], decoded_.bgr};
   }
   augmenter_.run(arena_.steps(), static_cast<int>(h.step_count), src, rng, dst, h.out_height,
                  h.out_width, h.out_channels);
   return BadInput::kNone;
+}
+
+bool ChunkRunner::annotated_size(std::int64_t sample, int width, int height) const {
+  const int w = dataset_.annotated_width(sample), h = dataset_.annotated_height(sample);
+  return w == 0 || (w == width && h == height);
+}
+
+void ChunkRunner::write_boxes(std::uint32_t slot, std::uint32_t j, std::int64_t sample) {
+  const ArenaHeader& h = arena_.header();
+  const std::size_t max = h.max_boxes;
+  const BoxRules rules{h.box_min_size, h.box_min_area, h.box_min_visible};
+  const std::span<const SampleBox> source = dataset_.boxes(sample);
+  mapped_.resize(max);
+  kept_.resize(max);
+  const std::size_t n = map_boxes(augmenter_.output_map(), h.out_width, h.out_height, rules,
+                                  source, mapped_, kept_);
+  float* boxes = arena_.boxes(slot) + j * max * 4;
+  std::int32_t* classes = arena_.box_classes(slot) + j * max;
+  for (std::size_t k = 0; k < max; ++k) {
+    const Box b = k < n ? mapped_[k] : Box{};
+    boxes[4 * k] = b.x1;
+    boxes[4 * k + 1] = b.y1;
+    boxes[4 * k + 2] = b.x2;
+    boxes[4 * k + 3] = b.y2;
+    classes[k] = k < n ? source[kept_[k]].label : -1;
+  }
+  arena_.box_counts(slot)[j] = static_cast<std::int32_t>(n);
 }
 
 void ChunkRunner::prefetch_raw(std::int64_t sample) const {
@@ -151,6 +180,7 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
     }
     labels[j] = dataset_.label(sample);
     ids[j] = sample;
+    if (h.max_boxes > 0) write_boxes(task.slot, j, sample);  // through the map `sample` got
   }
   if (current_ != nullptr) current_->store(-1, std::memory_order_relaxed);
   return timed();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "augment/augment.hpp"
+#include "augment/boxes.hpp"
 #include "data/dataset_index.hpp"
 #include "data/file_reader.hpp"
 #include "decode/decode.hpp"
@@ -23,7 +24,7 @@ class ChunkRunner {
   // source of bytes says otherwise); it must outlive the runner.
   explicit ChunkRunner(const ArenaView& arena, FileReader& files = local_files());
 
-  // Writes pixels, labels and actual sample ids of samples [task.begin, task.begin + task.count)
+  // Writes pixels, labels, boxes and actual sample ids of samples [task.begin, task.begin + task.count)
   // of task.slot. Never throws for bad input; reports it in the Completion.
   // `current`, when given, is kept set to the dataset index being produced.
   Completion run(const Task& task, std::atomic<std::int64_t>* current = nullptr) noexcept;
@@ -32,6 +33,10 @@ class ChunkRunner {
   // Produces one sample into `dst`; returns why it could not.
   BadInput produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst);
   BadInput produce_or_throw(std::int64_t sample, SampleRng& rng, std::uint8_t* dst);
+  // Whether a decoded width x height is the sample's annotated size (or it has none).
+  bool annotated_size(std::int64_t sample, int width, int height) const;
+  // Sample j's boxes in `slot`, through the output map its pixels just got.
+  void write_boxes(std::uint32_t slot, std::uint32_t j, std::int64_t sample);
   void prefetch_raw(std::int64_t sample) const;
   bool poisoned(std::int64_t sample) const;
 
@@ -44,6 +49,8 @@ class ChunkRunner {
   JpegRegionSource jpeg_;
   std::string path_;
   std::vector<std::uint8_t> file_;  // the current sample's bytes
+  std::vector<Box> mapped_;         // write_boxes' scratch
+  std::vector<std::uint32_t> kept_;
   std::atomic<std::int64_t>* current_ = nullptr;
   std::int64_t read_ns_ = 0;    // this chunk's, so far
   std::int64_t decode_ns_ = 0;  // this chunk's, so far (JPEG: counted by jpeg_)

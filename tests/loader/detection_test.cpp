@@ -1,0 +1,368 @@
+// Detection data through the whole loader: a COCO annotation file's images and boxes, the boxes
+// moved with the pixels by the workers, delivered per batch and per device, the same for any
+// worker count and across a resume, with max_boxes, bad sizes and bad files handled by policy.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <string>
+#include <vector>
+
+#include <jpeglib.h>
+
+#include "fake_gpu.hpp"
+#include "stoke/error.hpp"
+#include "stoke/loader.hpp"
+#include "test_support.hpp"
+
+namespace stoke {
+namespace {
+
+// Three categories with ids that are not contiguous: classes are 0 blue (id 2), 1 red (id 5),
+// 2 green (id 9). Each image has at most one box per class, painted in that class's colour
+// only, so every output channel shows exactly one box's pixels.
+constexpr int kRgbChannelOfClass[3] = {2, 0, 1};
+
+struct Rect {
+  int x, y, w, h;
+  int cls;
+};
+
+struct Scene {
+  std::string file;
+  int width, height;
+  std::vector<Rect> boxes;
+};
+
+std::vector<Scene> scenes(int n) {
+  std::vector<Scene> out;
+  for (int i = 0; i < n; ++i) {
+    Scene s;
+    s.file = "img" + std::to_string(i) + (i % 2 == 1 ? ".jpg" : ".png");
+    s.width = 120 + (i * 37) % 140;
+    s.height = 90 + (i * 53) % 110;
+    const int count = i % 7 == 3 ? 0 : 1 + i % 3;
+    for (int k = 0; k < count; ++k) {
+      Rect r;
+      r.cls = (i + k) % 3;
+      r.w = 24 + (i * 11 + k * 17) % 40;
+      r.h = 20 + (i * 7 + k * 23) % 40;
+      r.x = (i * 13 + k * 41) % (s.width - r.w);
+      r.y = (i * 29 + k * 31) % (s.height - r.h);
+      s.boxes.push_back(r);
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+void write_image(const std::filesystem::path& path, const Scene& s) {
+  cv::Mat bgr(s.height, s.width, CV_8UC3, cv::Scalar(0, 0, 0));
+  std::vector<cv::Mat> planes;
+  cv::split(bgr, planes);
+  for (const Rect& r : s.boxes)
+    planes[2 - kRgbChannelOfClass[r.cls]](cv::Rect(r.x, r.y, r.w, r.h)).setTo(255);
+  cv::merge(planes, bgr);
+  if (path.extension() != ".jpg") {
+    ASSERT_TRUE(cv::imwrite(path.string(), bgr));
+    return;
+  }
+  // JPEGs at full chroma resolution (libjpeg: OpenCV here cannot choose the sampling), so
+  // that each colour stays in its own channel.
+  cv::Mat rgb;
+  cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
+  jpeg_compress_struct c{};
+  jpeg_error_mgr err{};
+  c.err = jpeg_std_error(&err);
+  jpeg_create_compress(&c);
+  unsigned char* out = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&c, &out, &size);
+  c.image_width = static_cast<JDIMENSION>(rgb.cols);
+  c.image_height = static_cast<JDIMENSION>(rgb.rows);
+  c.input_components = 3;
+  c.in_color_space = JCS_RGB;
+  jpeg_set_defaults(&c);
+  jpeg_set_quality(&c, 100, TRUE);
+  for (int i = 0; i < 3; ++i) c.comp_info[i].h_samp_factor = c.comp_info[i].v_samp_factor = 1;
+  jpeg_start_compress(&c, TRUE);
+  while (c.next_scanline < c.image_height) {
+    JSAMPROW row = rgb.ptr(static_cast<int>(c.next_scanline));
+    jpeg_write_scanlines(&c, &row, 1);
+  }
+  jpeg_finish_compress(&c);
+  jpeg_destroy_compress(&c);
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(out),
+                                              static_cast<std::streamsize>(size));
+  std::free(out);
+}
+
+// Writes the images and instances.json; returns the JSON's path. `edit` may change the text.
+std::string write_coco(const test::TempDir& dir, const std::vector<Scene>& set,
+                       const std::function<void(std::string&)>& edit = {}) {
+  std::string images, annotations;
+  int id = 1;
+  for (std::size_t i = 0; i < set.size(); ++i) {
+    const Scene& s = set[i];
+    write_image(dir.path() / "images" / s.file, s);
+    images += std::string(i ? ",\n" : "") + R"({"id": )" + std::to_string(100 + i) +
+              R"(, "file_name": "images/)" + s.file + R"(", "width": )" + std::to_string(s.width) +
+              R"(, "height": )" + std::to_string(s.height) + "}";
+    for (const Rect& r : s.boxes) {
+      static constexpr int kCategoryId[3] = {2, 5, 9};
+      annotations += std::string(annotations.empty() ? "" : ",\n") + R"({"id": )" +
+                     std::to_string(id++) + R"(, "image_id": )" + std::to_string(100 + i) +
+                     R"(, "category_id": )" + std::to_string(kCategoryId[r.cls]) +
+                     R"(, "bbox": [)" + std::to_string(r.x) + ", " + std::to_string(r.y) + ", " +
+                     std::to_string(r.w) + ", " + std::to_string(r.h) + R"(], "iscrowd": 0})";
+    }
+  }
+  std::string text = "{\n\"images\": [\n" + images + "\n],\n\"annotations\": [\n" + annotations +
+                     "\n],\n\"categories\": [{\"id\": 9, \"name\": \"green\"}, {\"id\": 2, "
+                     "\"name\": \"blue\"}, {\"id\": 5, \"name\": \"red\"}]\n}\n";
+  if (edit) edit(text);
+  const std::string path = (dir.path() / "instances.json").string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+class Detection : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::filesystem::create_directories(dir_.path() / "images");
+    set_ = scenes(30);
+    json_ = write_coco(dir_, set_);
+  }
+
+  Options options(int workers) const {
+    Options o;
+    o.data = json_;
+    o.batch = 8;
+    o.chunk = 3;
+    o.workers = workers;
+    o.seed = 11;
+    Pipeline p(96, 96, 3);
+    p.random_resized_crop(96, 96, 0.3f, 1.0f).horizontal_flip(0.5f);
+    o.pipeline = p;
+    o.log = log_.sink();
+    return o;
+  }
+
+  test::TempDir dir_;
+  std::vector<Scene> set_;
+  std::string json_;
+  test::LogLines log_;
+};
+
+// The box of pixels over half-bright in channel `c` of an output sample, or none.
+bool bright_box(const std::uint8_t* sample, int h, int w, int c, float box[4]) {
+  int x1 = w, y1 = h, x2 = -1, y2 = -1;
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      if (sample[(y * w + x) * 3 + c] < 128) continue;
+      x1 = std::min(x1, x), y1 = std::min(y1, y), x2 = std::max(x2, x), y2 = std::max(y2, y);
+    }
+  }
+  if (x2 < 0) return false;
+  box[0] = static_cast<float>(x1), box[1] = static_cast<float>(y1);
+  box[2] = static_cast<float>(x2 + 1), box[3] = static_cast<float>(y2 + 1);
+  return true;
+}
+
+TEST_F(Detection, BoxesArriveWithThePixelsTheyCoverAndTheirClasses) {
+  Loader loader(options(2));
+  int checked = 0;
+  while (auto b = loader.next()) {
+    ASSERT_EQ(b->max_boxes(), 3);  // the most any image has
+    ASSERT_EQ(b->boxes().size(), 8u * 3 * 4);
+    ASSERT_EQ(b->box_counts().size(), 8u);
+    for (int i = 0; i < b->size(); ++i) {
+      EXPECT_EQ(b->labels()[i], -1);
+      const Scene& s = set_[static_cast<std::size_t>(b->sample_ids()[i])];
+      const int count = b->box_counts()[i];
+      ASSERT_LE(count, static_cast<int>(s.boxes.size()));
+      const std::uint8_t* px = b->pixels().data() + i * 96 * 96 * 3;
+      bool delivered[3] = {false, false, false};
+      for (int k = 0; k < 3; ++k) {
+        const float* box = b->boxes().data() + (i * 3 + k) * 4;
+        const int cls = b->box_classes()[i * 3 + k];
+        if (k >= count) {  // padding rows
+          EXPECT_EQ(cls, -1);
+          EXPECT_TRUE(box[0] == 0 && box[1] == 0 && box[2] == 0 && box[3] == 0);
+          continue;
+        }
+        ASSERT_TRUE(cls >= 0 && cls < 3) << cls;
+        delivered[cls] = true;
+        float seen[4];
+        ASSERT_TRUE(bright_box(px, 96, 96, kRgbChannelOfClass[cls], seen)) << s.file;
+        for (int e = 0; e < 4; ++e) EXPECT_NEAR(box[e], seen[e], 1.5) << s.file << " edge " << e;
+        ++checked;
+      }
+      // A class whose box was dropped shows at most a sliver of its colour.
+      for (const Rect& r : s.boxes) {
+        if (delivered[r.cls]) continue;
+        float seen[4];
+        if (bright_box(px, 96, 96, kRgbChannelOfClass[r.cls], seen)) {
+          EXPECT_TRUE(seen[2] - seen[0] <= 2 || seen[3] - seen[1] <= 2) << s.file;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 30);
+}
+
+TEST_F(Detection, TheSameBoxesForAnyWorkerCountAndEpoch) {
+  Loader in_process(options(0));
+  Loader three(options(3));
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    in_process.set_epoch(epoch);
+    three.set_epoch(epoch);
+    const test::Delivered a = test::collect(in_process);
+    const test::Delivered b = test::collect(three);
+    EXPECT_EQ(a.box_counts.size(), 32u);  // 4 batches of 8, the last one padded
+    EXPECT_TRUE(a == b) << "epoch " << epoch;
+  }
+}
+
+TEST_F(Detection, AResumedLoaderDeliversTheRestOfTheEpochsBoxes) {
+  Loader whole(options(2));
+  test::collect(whole, 2);
+  const LoaderState saved = whole.state();
+  const test::Delivered rest = test::collect(whole);
+  Options o = options(1);
+  o.resume = saved;
+  Loader resumed(o);
+  EXPECT_TRUE(test::collect(resumed) == rest);
+}
+
+TEST_F(Detection, EachDeviceReceivesItsChunksBoxes) {
+  test::FakeGpuScope gpu;
+  Options o = options(2);
+  o.devices = DeviceSet::parse("cuda:0,1");
+  o.dtype = DType::kFloat32;
+  Loader loader = gpu.loader(o);
+  int batches = 0;
+  while (auto b = loader.next()) {
+    for (int d = 0; d < 2; ++d) {
+      b->wait(d);
+      const DeviceChunk c = b->chunk(d);
+      ASSERT_EQ(c.boxes.size(), 4u * 3 * 4);
+      ASSERT_NE(c.device_boxes, nullptr);
+      EXPECT_NE(static_cast<const void*>(c.device_boxes), static_cast<const void*>(c.boxes.data()));
+      EXPECT_TRUE(std::equal(c.boxes.begin(), c.boxes.end(), c.device_boxes));
+      EXPECT_TRUE(std::equal(c.box_classes.begin(), c.box_classes.end(), c.device_box_classes));
+      EXPECT_TRUE(std::equal(c.box_counts.begin(), c.box_counts.end(), c.device_box_counts));
+      // The chunk is its share of the batch's arrays.
+      EXPECT_EQ(c.box_counts.data(), b->box_counts().data() + 4 * d);
+    }
+    ++batches;
+  }
+  EXPECT_EQ(batches, 4);
+}
+
+TEST_F(Detection, AFewerMaxBoxesKeepsTheFirstOnesUnderSkipAndIsAnErrorUnderError) {
+  Options o = options(0);
+  o.max_boxes = 1;
+  Loader loader(o);
+  EXPECT_TRUE(log_.contains("have more boxes than max_boxes 1"));
+  while (auto b = loader.next()) {
+    ASSERT_EQ(b->max_boxes(), 1);
+    for (int i = 0; i < b->size(); ++i) {
+      const Scene& s = set_[static_cast<std::size_t>(b->sample_ids()[i])];
+      ASSERT_LE(b->box_counts()[i], 1);
+      // The first box the crop keeps: with no crop at all it would be the file's first.
+      if (b->box_counts()[i] == 1) {
+        const int cls = b->box_classes()[i];
+        EXPECT_TRUE(std::any_of(s.boxes.begin(), s.boxes.end(),
+                                [&](const Rect& r) { return r.cls == cls; }));
+      }
+    }
+  }
+  o.on_error = OnError::kError;
+  try {
+    Loader strict(o);
+    FAIL() << "expected a DataError";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("img1.jpg has 2 boxes, more than max_boxes 1"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(Detection, MaxBoxesOnDataWithoutBoxesIsAConfigError) {
+  Options o = test::fashion_options(0);
+  o.max_boxes = 4;
+  try {
+    Loader loader(o);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("has no boxes"), std::string::npos) << e.what();
+  }
+  o.max_boxes = -1;
+  EXPECT_THROW(Loader{o}, ConfigError);
+}
+
+TEST_F(Detection, AnImageOfAnotherSizeThanAnnotatedIsSkippedAsWrongSize) {
+  // The file says img4.png is a pixel narrower than it is.
+  const std::string width = std::to_string(set_[4].width);
+  const std::string json = write_coco(dir_, set_, [&](std::string& text) {
+    const std::string from = R"("images/img4.png", "width": )" + width;
+    text.replace(text.find(from) + from.size() - width.size(), width.size(),
+                 std::to_string(set_[4].width - 1));
+  });
+  Options o = options(2);
+  o.data = json;
+  Loader loader(o);
+  const test::Delivered d = test::collect(loader);
+  EXPECT_EQ(std::count(d.ids.begin(), d.ids.end(), 4), 0);
+  EXPECT_EQ(loader.stats().skipped_by_reason.at("wrong_size"), 1);
+  o.on_error = OnError::kError;
+  Loader strict(o);
+  try {
+    while (strict.next()) {
+    }
+    FAIL() << "expected a DataError";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("img4.png"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("wrong_size"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(Detection, BadAnnotationFilesAreClearErrors) {
+  // A syntax error: the file and the line.
+  const std::string broken = write_coco(dir_, set_, [](std::string& text) {
+    text.replace(text.find("\"annotations\""), 1, "");
+  });
+  Options o = options(0);
+  o.data = broken;
+  try {
+    Loader loader(o);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("instances.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("line"), std::string::npos) << e.what();
+  }
+  // A box outside its image: left out (and said) under skip, a DataError under error.
+  const std::string outside = write_coco(dir_, set_, [](std::string& text) {
+    const std::string from = R"("bbox": [)";
+    const std::size_t at = text.find(from) + from.size();
+    text.replace(at, text.find(',', at) - at, "5000");
+  });
+  o.data = outside;
+  {
+    Loader loader(o);
+    EXPECT_TRUE(log_.contains("a box outside its"));
+  }
+  o.on_error = OnError::kError;
+  EXPECT_THROW(Loader{o}, DataError);
+  o.data = (dir_.path() / "missing.json").string();
+  EXPECT_THROW(Loader{o}, ConfigError);
+}
+
+}  // namespace
+}  // namespace stoke
