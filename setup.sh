@@ -9,7 +9,7 @@ PACKAGES="
   libtbb-dev libboost-dev libopenblas-dev libopenmpi-dev openmpi-bin libxxhash-dev nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist mate-backgrounds opencv-doc
-  python3 python3-venv python3-numpy python3-torch procps
+  python3 python3-venv python3-numpy python3-torch python3-torchvision python3-pil python3-skimage procps
   nginx-light
 "
 

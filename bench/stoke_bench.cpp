@@ -104,6 +104,14 @@ void add_loader_flags(CLI::App& app, Args& a) {
       ->type_name("PATH")
       ->capture_default_str();
   add_word(app, "--split", o.split, stoke::parse_split, "IDX split: train (default) or test");
+  app.add_option("--image-root", o.image_root,
+                 "COCO data (--data instances.json): the folder its file_names are relative to "
+                 "(default: the JSON file's folder)")
+      ->type_name("DIR");
+  app.add_option("--max-boxes", o.max_boxes,
+                 "COCO data: box rows per sample (0: the most any image has)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
   app.add_option("--label-field", o.label_field,
                  "shards: where a sample's label is: cls, json:KEY or none")
       ->type_name("WORD")
@@ -281,6 +289,8 @@ struct Measurement {
   // includes the wait for its first batch: a cold shard cache shows there).
   std::vector<double> samples_per_s_per_epoch;
   std::string checksum, output_checksum;
+  int max_boxes = 0;
+  std::int64_t boxes = 0;  // delivered with real samples (valid == 1)
 };
 
 // Runs the loader; the consumer sleeps consumer_ms after each batch (a simulated trainer).
@@ -317,6 +327,14 @@ Measurement measure(const stoke::Options& o, std::int64_t epochs, double consume
       hash_update(hash, batch->pixels().data(), batch->pixels().size_bytes());
       hash_update(hash, batch->labels().data(), batch->labels().size_bytes());
       hash_update(hash, batch->valid().data(), batch->valid().size_bytes());
+      m.max_boxes = batch->max_boxes();
+      if (m.max_boxes > 0) {
+        hash_update(hash, batch->boxes().data(), batch->boxes().size_bytes());
+        hash_update(hash, batch->box_classes().data(), batch->box_classes().size_bytes());
+        hash_update(hash, batch->box_counts().data(), batch->box_counts().size_bytes());
+        for (int i = 0; i < batch->size(); ++i)
+          m.boxes += batch->valid()[i] != 0 ? batch->box_counts()[i] : 0;
+      }
       for (int d = 0; d < batch->device_count(); ++d) {
         batch->wait(d);  // a GPU batch counts once its bytes are on the device
         const stoke::DeviceChunk c = batch->chunk(d);
@@ -467,7 +485,15 @@ int run(const Args& args) {
                   static_cast<double>(s.host_copy_bytes) / (1 << 20));
     std::printf("\n");
     if (!s.staging_note.empty()) std::printf("               %s\n", s.staging_note.c_str());
-    std::printf("  checksum   xxh3-128 %s (uint8 pixels, labels, valid)\n", m.checksum.c_str());
+    if (m.max_boxes > 0)
+      std::printf("  boxes      %lld delivered (%.2f per sample), %d rows per sample\n",
+                  static_cast<long long>(m.boxes),
+                  s.samples > s.padded
+                      ? static_cast<double>(m.boxes) / static_cast<double>(s.samples - s.padded)
+                      : 0.0,
+                  m.max_boxes);
+    std::printf("  checksum   xxh3-128 %s (uint8 pixels, labels, valid%s)\n", m.checksum.c_str(),
+                m.max_boxes > 0 ? ", boxes" : "");
     if (!gpu)
       std::printf("  output     xxh3-128 %s (what the devices received)\n",
                   m.output_checksum.c_str());
@@ -531,6 +557,7 @@ int run(const Args& args) {
     j["rss_mib_per_epoch"] = m.rss_per_epoch;
     j["worker_rss_mib_per_epoch"] = m.worker_rss_per_epoch;
     j["checksum"] = m.checksum;
+    j["boxes"] = {{"max_boxes", m.max_boxes}, {"delivered", m.boxes}};
     j["dtype"] = dtype;
     j["layout"] = layout;
     j["staging"] = stoke::staging_mode_name(s.staging);

@@ -20,3 +20,11 @@ if(NOT EXISTS ${OUT}/jpeg-big/.done)
                   OUTPUT_QUIET COMMAND_ERROR_IS_FATAL ANY)
   file(TOUCH ${OUT}/jpeg-big/.done)
 endif()
+# A COCO detection set of real photographs (bench/make_detection_set.py: scikit-image's bundled
+# photographs, from Debian's python3-skimage, written with Pillow).
+if(NOT EXISTS ${OUT}/detection/.done)
+  file(REMOVE_RECURSE ${OUT}/detection)
+  execute_process(COMMAND ${PYTHON} ${SOURCE}/bench/make_detection_set.py --out ${OUT}/detection
+                  OUTPUT_QUIET COMMAND_ERROR_IS_FATAL ANY)
+  file(TOUCH ${OUT}/detection/.done)
+endif()

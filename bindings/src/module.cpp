@@ -149,9 +149,31 @@ nb::list device_targets(const stoke::Batch& b) {
   return out;
 }
 
+// One array per device of the chunk's boxes, box classes or box counts, where its pixels are:
+// `per_sample` values per sample, in shape {samples, tail...}.
+template <class T, const T* stoke::DeviceChunk::*kField>
+nb::list device_boxes(const stoke::Batch& b, std::vector<std::size_t> tail) {
+  if (b.max_boxes() == 0)
+    throw stoke::ConfigError(
+        "this loader's data has no boxes (boxes come from a COCO annotation file: data='...json')");
+  nb::list out;
+  for (int g = 0; g < b.device_count(); ++g) {
+    const stoke::DeviceChunk c = b.chunk(g);
+    std::vector<std::size_t> shape{static_cast<std::size_t>(c.samples)};
+    shape.insert(shape.end(), tail.begin(), tail.end());
+    out.append(Array(b, g, c.*kField, std::move(shape), nb::dtype<T>(), c.cuda_device));
+  }
+  return out;
+}
+
 // The Python Loader's keyword arguments (defaults live in bindings/stoke/__init__.py).
 struct LoaderArgs {
   std::string data;
+  std::string image_root;
+  int max_boxes = 0;
+  float min_box_size = 1;
+  float min_box_area = 0;
+  float min_box_visible = 0;
   int batch = 256;
   std::string devices = "cpu:1";
   int workers = 2;
@@ -185,6 +207,11 @@ struct LoaderArgs {
 stoke::Options options_from(const LoaderArgs& a) {
   stoke::Options o;
   o.data = a.data;
+  o.image_root = a.image_root;
+  o.max_boxes = a.max_boxes;
+  o.min_box_size = a.min_box_size;
+  o.min_box_area = a.min_box_area;
+  o.min_box_visible = a.min_box_visible;
   o.batch = a.batch;
   o.devices = stoke::parse_devices(a.devices);
   o.workers = a.workers;
@@ -409,6 +436,31 @@ NB_MODULE(_stoke, m) {
                    "GPU, copied there with them).")
       .def_prop_ro("device_valid", &device_targets<std::uint8_t, &stoke::DeviceChunk::device_valid>,
                    "One uint8 array per device: its chunk's valid flags where its pixels are.")
+      .def_prop_ro("max_boxes", &stoke::Batch::max_boxes,
+                   "box rows per sample (0: the data has no boxes)")
+      .def_prop_ro(
+          "boxes",
+          [](const stoke::Batch& b) {
+            return device_boxes<float, &stoke::DeviceChunk::device_boxes>(
+                b, {static_cast<std::size_t>(b.max_boxes()), 4});
+          },
+          "One float32 array per device, (samples, max_boxes, 4): xyxy boxes in output pixels, "
+          "where its pixels are; the first box_counts[g][i] rows of sample i are real, the rest "
+          "0.")
+      .def_prop_ro(
+          "box_classes",
+          [](const stoke::Batch& b) {
+            return device_boxes<std::int32_t, &stoke::DeviceChunk::device_box_classes>(
+                b, {static_cast<std::size_t>(b.max_boxes())});
+          },
+          "One int32 array per device, (samples, max_boxes): each box's class (contiguous "
+          "indices of the categories in ascending id order), -1 in padding rows.")
+      .def_prop_ro(
+          "box_counts",
+          [](const stoke::Batch& b) {
+            return device_boxes<std::int32_t, &stoke::DeviceChunk::device_box_counts>(b, {});
+          },
+          "One int32 array per device, (samples,): how many of each sample's box rows are real.")
       .def(
           "release",
           [](stoke::Batch& b) {
@@ -485,6 +537,11 @@ NB_MODULE(_stoke, m) {
       .def_rw("verify", &LoaderArgs::verify)
       .def_rw("split", &LoaderArgs::split)
       .def_rw("label_field", &LoaderArgs::label_field)
+      .def_rw("image_root", &LoaderArgs::image_root)
+      .def_rw("max_boxes", &LoaderArgs::max_boxes)
+      .def_rw("min_box_size", &LoaderArgs::min_box_size)
+      .def_rw("min_box_area", &LoaderArgs::min_box_area)
+      .def_rw("min_box_visible", &LoaderArgs::min_box_visible)
       .def_rw("shuffle_window", &LoaderArgs::shuffle_window)
       .def_rw("cache_dir", &LoaderArgs::cache_dir)
       .def_rw("cache_limit", &LoaderArgs::cache_limit)

@@ -76,7 +76,18 @@ class Loader(_stoke.Loader):
         data: an image-folder tree (root/<class>/<image>), a list file (path<TAB>label per
             line), a folder of MNIST-style IDX files (plain or .gz), or WebDataset tar shards:
             ``"train-{000000..000031}.tar"`` (brace ranges), several separated by commas, or a
-            list file naming one shard per line (``stoke-pack`` writes them).
+            list file naming one shard per line (``stoke-pack`` writes them); or a COCO
+            annotation file (``"instances_train2017.json"``): its images with their boxes
+            (``batch.boxes``; see "Detection and segmentation" in docs/USAGE.md).
+        image_root: COCO data: the folder its ``file_name``s are relative to (default: the
+            JSON file's folder).
+        max_boxes: COCO data: box rows per sample in a batch (0: the most any image has). A
+            smaller value keeps each sample's first ``max_boxes`` of those its crop keeps
+            (``on_error="error"`` refuses images with more annotated boxes instead).
+        min_box_size, min_box_area, min_box_visible: COCO data: a box moved with its pixels and
+            clipped to the output is kept when both sides are at least ``min_box_size`` pixels
+            (default 1), its area at least ``min_box_area``, and at least ``min_box_visible``
+            (a fraction) of the moved box lies inside the output.
         batch: samples per batch on this rank; a multiple of the device count.
         devices: ``"cpu:G"`` (G host devices), ``"cuda:0,1"`` or ``"auto"`` (every visible GPU,
             else ``cpu:1``).
@@ -136,6 +147,11 @@ class Loader(_stoke.Loader):
         self,
         data: str,
         *,
+        image_root: str = "",
+        max_boxes: int = 0,
+        min_box_size: float = 1.0,
+        min_box_area: float = 0.0,
+        min_box_visible: float = 0.0,
         batch: int = 256,
         devices: str = "cpu:1",
         workers: Union[int, str] = 2,
@@ -166,6 +182,11 @@ class Loader(_stoke.Loader):
     ) -> None:
         a = _stoke._LoaderArgs()
         a.data = str(data)
+        a.image_root = str(image_root)
+        a.max_boxes = max_boxes
+        a.min_box_size = float(min_box_size)
+        a.min_box_area = float(min_box_area)
+        a.min_box_visible = float(min_box_visible)
         a.batch = batch
         a.devices = devices
         a.workers = _auto_or_int("workers", workers)

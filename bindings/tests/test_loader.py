@@ -220,6 +220,87 @@ def test_bad_input_under_on_error_error_raises_data_error_naming_the_path(tmp_pa
     assert skipping.stats()["skipped"] == 1
 
 
+def _write_png(path, rgb):
+    """An RGB uint8 array as a PNG file (zlib and struct: no imaging library needed)."""
+    import struct
+    import zlib
+
+    h, w, _ = rgb.shape
+    raw = b"".join(b"\0" + rgb[y].tobytes() for y in range(h))
+
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data +
+                struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+                     chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def _coco_set(folder, count=12):
+    """Images with one rectangle per class, each in its class's colour only (class 0: red,
+    1: green, 2: blue; category ids 4, 8, 15), and their instances.json."""
+    import json
+
+    images, annotations = [], []
+    for i in range(count):
+        w, h = 100 + (i * 37) % 90, 80 + (i * 53) % 70
+        rgb = np.zeros((h, w, 3), np.uint8)
+        images.append({"id": i + 1, "file_name": f"{i}.png", "width": w, "height": h})
+        for k in range(i % 3 + 1):
+            bw, bh = 20 + (i * 11 + k * 17) % 30, 18 + (i * 7 + k * 23) % 30
+            x, y = (i * 13 + k * 41) % (w - bw), (i * 29 + k * 31) % (h - bh)
+            rgb[y:y + bh, x:x + bw, k] = 255
+            annotations.append({"id": len(annotations) + 1, "image_id": i + 1,
+                                "category_id": [4, 8, 15][k], "bbox": [x, y, bw, bh],
+                                "iscrowd": 0})
+        _write_png(folder / f"{i}.png", rgb)
+    categories = [{"id": 15, "name": "blue"}, {"id": 4, "name": "red"}, {"id": 8, "name": "green"}]
+    path = folder / "instances.json"
+    path.write_text(json.dumps({"images": images, "annotations": annotations,
+                                "categories": categories}))
+    return str(path)
+
+
+def test_coco_boxes_arrive_per_device_with_the_pixels_they_cover(tmp_path):
+    data = _coco_set(tmp_path)
+    loader = stoke.Loader(data, batch=4, devices="cpu:2", size=64, workers=2, seed=3)
+    checked = 0
+    for batch in loader:
+        assert batch.max_boxes == 3
+        assert [a.shape for a in batch.boxes] == [(2, 3, 4)] * 2
+        assert [a.dtype for a in batch.box_classes] == ["int32"] * 2
+        assert [a.shape for a in batch.box_counts] == [(2,)] * 2
+        for g in range(2):
+            pixels = np.from_dlpack(batch.pixels[g])
+            boxes = np.from_dlpack(batch.boxes[g])
+            classes = np.from_dlpack(batch.box_classes[g])
+            counts = np.from_dlpack(batch.box_counts[g])
+            for i in range(2):
+                assert (classes[i, counts[i]:] == -1).all()
+                assert (boxes[i, counts[i]:] == 0).all()
+                for k in range(counts[i]):
+                    ys, xs = np.nonzero(pixels[i, :, :, classes[i, k]] >= 128)
+                    seen = [xs.min(), ys.min(), xs.max() + 1, ys.max() + 1]
+                    assert np.allclose(boxes[i, k], seen, atol=1.5), (boxes[i, k], seen)
+                    checked += 1
+    assert checked > 8
+    torch = need("torch")  # DLPack into torch, as a detection model takes its targets
+    batch = next(iter(loader))
+    assert torch.from_dlpack(batch.boxes[1]).shape == (2, 3, 4)
+
+
+def test_boxes_on_data_without_them_raise_value_error(tmp_path):
+    batch = next(iter(stoke.Loader(FASHION, split="test", batch=8, workers=0)))
+    assert batch.max_boxes == 0
+    with pytest.raises(ValueError, match="has no boxes"):
+        batch.boxes
+    with pytest.raises(ValueError, match="max_boxes is 2, but"):
+        stoke.Loader(FASHION, split="test", batch=8, max_boxes=2)
+    data = _coco_set(tmp_path, count=4)
+    with pytest.raises(stoke.DataError, match="more than max_boxes 1"):
+        stoke.Loader(data, batch=2, max_boxes=1, on_error="error")
+
+
 def test_stats_report_the_stall_monitor_and_its_verdict():
     loader = stoke.Loader(FASHION, split="test", batch=100, workers=1, shuffle=False,
                           monitor_window=10)
@@ -343,6 +424,23 @@ def test_the_pytorch_example_trains_with_the_loss_going_down():
                          capture_output=True, text=True, timeout=600, check=True).stdout
     losses = [float(line.split()[-1]) for line in out.splitlines() if line.startswith("step ")]
     assert len(losses) == 6, out
+    assert losses[-1] < losses[0] * 0.8, out
+
+
+def test_the_detection_example_trains_faster_rcnn_with_the_loss_going_down():
+    need("torch")
+    need("torchvision")
+    import subprocess
+    import sys
+    data = os.environ.get("STOKE_DETECTION_SET")
+    if not data:
+        pytest.skip("STOKE_DETECTION_SET names no detection set (ctest sets it)")
+    example = os.path.join(os.path.dirname(__file__), "..", "examples", "torch_detection.py")
+    out = subprocess.run([sys.executable, example, "--data", data, "--steps", "30", "--batch",
+                          "2", "--size", "224", "--workers", "1"],
+                         capture_output=True, text=True, timeout=600, check=True).stdout
+    losses = [float(line.split()[-1]) for line in out.splitlines() if line.startswith("step ")]
+    assert len(losses) == 3, out
     assert losses[-1] < losses[0] * 0.8, out
 
 

@@ -15,6 +15,7 @@
 
 #include <jpeglib.h>
 
+#include "data/coco.hpp"
 #include "fake_gpu.hpp"
 #include "stoke/error.hpp"
 #include "stoke/loader.hpp"
@@ -362,6 +363,54 @@ TEST_F(Detection, BadAnnotationFilesAreClearErrors) {
   EXPECT_THROW(Loader{o}, DataError);
   o.data = (dir_.path() / "missing.json").string();
   EXPECT_THROW(Loader{o}, ConfigError);
+}
+
+}  // namespace
+}  // namespace stoke
+
+namespace stoke {
+namespace {
+
+// The real photographs of bench/make_detection_set.py (made by the make_testdata fixture),
+// through a plain resize to 224 x 224: every box arrives, scaled by the image's own factors.
+TEST(DetectionSet, RealPhotographsArriveWithEveryBoxScaledAsTheirImage) {
+  const std::string json = test::testdata("detection") + "/instances.json";
+  const detail::CocoDataset coco = detail::read_coco(json, "", OnError::kError);
+  Options o;
+  o.data = json;
+  o.batch = 5;
+  o.workers = 2;
+  o.shuffle = false;
+  Pipeline p(224, 224, 3);
+  p.resize(224, 224);
+  o.pipeline = p;
+  test::LogLines log;
+  o.log = log.sink();
+  Loader loader(o);
+  EXPECT_TRUE(log.contains("5 crowd annotation(s) (iscrowd 1) left out"));
+  std::size_t images = 0, boxes = 0;
+  while (auto b = loader.next()) {
+    const int rows = b->max_boxes();
+    for (int i = 0; i < b->size(); ++i) {
+      const detail::CocoImage& img = coco.images[static_cast<std::size_t>(b->sample_ids()[i])];
+      ASSERT_EQ(b->box_counts()[i], static_cast<int>(img.box_count)) << img.path;
+      const float sx = 224.0f / static_cast<float>(img.width);
+      const float sy = 224.0f / static_cast<float>(img.height);
+      for (std::size_t k = 0; k < img.box_count; ++k) {
+        const detail::SampleBox& want = coco.boxes[img.first_box + k];
+        const float* got = b->boxes().data() + (i * rows + static_cast<int>(k)) * 4;
+        EXPECT_NEAR(got[0], want.x1 * sx, 1e-3) << img.path;
+        EXPECT_NEAR(got[1], want.y1 * sy, 1e-3) << img.path;
+        EXPECT_NEAR(got[2], want.x2 * sx, 1e-3) << img.path;
+        EXPECT_NEAR(got[3], want.y2 * sy, 1e-3) << img.path;
+        EXPECT_EQ(b->box_classes()[i * rows + static_cast<int>(k)], want.label);
+      }
+      if (b->valid()[i] != 0) ++images, boxes += img.box_count;
+    }
+  }
+  EXPECT_EQ(images, 45u);
+  EXPECT_EQ(boxes, 224u);  // 229 annotations, 5 of them crowd
+  EXPECT_EQ(loader.stats().skipped, 0);
 }
 
 }  // namespace
