@@ -436,6 +436,15 @@ NB_MODULE(_stoke, m) {
                    "GPU, copied there with them).")
       .def_prop_ro("device_valid", &device_targets<std::uint8_t, &stoke::DeviceChunk::device_valid>,
                    "One uint8 array per device: its chunk's valid flags where its pixels are.")
+      .def_prop_ro(
+          "geometry",
+          [](const stoke::Batch& b) {
+            return Array(b, 0, b.geometry().data(), {static_cast<std::size_t>(b.size()), 6},
+                         nb::dtype<float>(), -1);
+          },
+          "float32 (size, 6), host memory: each sample's map from its source image to its "
+          "output, output = (sx * x + tx, sy * y + ty) (sx < 0 when mirrored), and the source's "
+          "width and height: [sx, tx, sy, ty, width, height].")
       .def_prop_ro("max_boxes", &stoke::Batch::max_boxes,
                    "box rows per sample (0: the data has no boxes)")
       .def_prop_ro(

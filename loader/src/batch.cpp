@@ -86,6 +86,13 @@ int Batch::max_boxes() const {
   return as_lease(held()).core().max_boxes;
 }
 
+std::span<const float> Batch::geometry() const {
+  const BatchLease& l = as_lease(held());
+  const auto& c = l.core();
+  return {c.view.geometry(static_cast<std::uint32_t>(l.slot())),
+          static_cast<std::size_t>(c.batch) * 6};
+}
+
 std::span<const float> Batch::boxes() const {
   const BatchLease& l = as_lease(held());
   const auto& c = l.core();

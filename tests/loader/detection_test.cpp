@@ -188,6 +188,9 @@ TEST_F(Detection, BoxesArriveWithThePixelsTheyCoverAndTheirClasses) {
       const int count = b->box_counts()[i];
       ASSERT_LE(count, static_cast<int>(s.boxes.size()));
       const std::uint8_t* px = b->pixels().data() + i * 96 * 96 * 3;
+      const float* g = b->geometry().data() + 6 * i;
+      EXPECT_EQ(g[4], static_cast<float>(s.width));
+      EXPECT_EQ(g[5], static_cast<float>(s.height));
       bool delivered[3] = {false, false, false};
       for (int k = 0; k < 3; ++k) {
         const float* box = b->boxes().data() + (i * 3 + k) * 4;
@@ -396,6 +399,13 @@ TEST(DetectionSet, RealPhotographsArriveWithEveryBoxScaledAsTheirImage) {
       ASSERT_EQ(b->box_counts()[i], static_cast<int>(img.box_count)) << img.path;
       const float sx = 224.0f / static_cast<float>(img.width);
       const float sy = 224.0f / static_cast<float>(img.height);
+      const float* g = b->geometry().data() + 6 * i;
+      EXPECT_FLOAT_EQ(g[0], sx);
+      EXPECT_EQ(g[1], 0.0f);
+      EXPECT_FLOAT_EQ(g[2], sy);
+      EXPECT_EQ(g[3], 0.0f);
+      EXPECT_EQ(g[4], static_cast<float>(img.width));
+      EXPECT_EQ(g[5], static_cast<float>(img.height));
       for (std::size_t k = 0; k < img.box_count; ++k) {
         const detail::SampleBox& want = coco.boxes[img.first_box + k];
         const float* got = b->boxes().data() + (i * rows + static_cast<int>(k)) * 4;

@@ -83,6 +83,11 @@ class Batch {
   // max_boxes() rows of xyxy float32 in output pixels, the first box_counts()[i] of them real;
   // padding rows are 0 with class -1. All three are empty when max_boxes() is 0.
   int max_boxes() const;
+  // Each sample's geometry, 6 float32 per sample (host memory): the map from its source image
+  // to its output, output = (sx * x + tx, sy * y + ty) in continuous pixel coordinates (sx < 0
+  // when mirrored), then the source's width and height: {sx, tx, sy, ty, width, height}. With
+  // it, predictions in output pixels map back to the original image.
+  std::span<const float> geometry() const;  // size() x 6
   std::span<const float> boxes() const;               // size() x max_boxes() x 4
   std::span<const std::int32_t> box_classes() const;  // size() x max_boxes()
   std::span<const std::int32_t> box_counts() const;   // size()

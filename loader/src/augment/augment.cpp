@@ -115,6 +115,8 @@ void Augmenter::run(const WireStep* steps, int step_count, ImageSource& source, 
   written_ = false;
   ax_ = ay_ = 1;
   bx_ = by_ = 0;
+  output_map_.source_width = source.width();
+  output_map_.source_height = source.height();
   Window w;
   w.lazy = &source;
   w.width = source.width();

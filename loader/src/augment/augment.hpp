@@ -48,6 +48,7 @@ inline constexpr int kDefaultAreaFloor = 256;
 // whole pipeline: what boxes and other targets follow.
 struct OutputMap {
   double sx = 1, tx = 0, sy = 1, ty = 0;
+  int source_width = 0, source_height = 0;  // the source image's size
   double x(double v) const { return sx * v + tx; }
   double y(double v) const { return sy * v + ty; }
 };

@@ -44,7 +44,7 @@ namespace stoke::detail {
 inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKARENA"
 // 2: SharedSemaphore (sem_t) in WorkerRecord; 3: ArenaHeader::verify_region; 4: FileEntry member
 // ranges; 5: FileEntry::copy_length (a remote shard's local copy after its URL); 6: boxes (in the
-// index and the slots)
+// index and the slots), geometry
 inline constexpr std::uint32_t kLayoutVersion = 6;
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
@@ -160,6 +160,7 @@ struct ArenaHeader {
   std::uint64_t boxes_offset = 0;  // within a slot
   std::uint64_t box_classes_offset = 0;
   std::uint64_t box_counts_offset = 0;
+  std::uint64_t geometry_offset = 0;
 };
 
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
@@ -208,6 +209,9 @@ class ArenaView {
                                                           sizeof(std::uint64_t));
   }
   std::uint8_t* bad(std::uint32_t s) const { return slot(s) + header().bad_offset; }
+  float* geometry(std::uint32_t s) const {
+    return reinterpret_cast<float*>(slot(s) + header().geometry_offset);
+  }
   std::uint8_t* valid(std::uint32_t s) const { return slot(s) + header().valid_offset; }
 
  private:

@@ -25,7 +25,8 @@ ArenaHeader plan_arena(const ArenaPlanInput& in) {
   h.planned_offset = align_up(h.ids_offset + sizeof(std::int64_t) * b, 64);
   h.valid_offset = align_up(h.planned_offset + sizeof(std::int64_t) * b, 64);
   h.bad_offset = align_up(h.valid_offset + b, 64);
-  h.slot_stride = align_up(h.bad_offset + b, kPage);
+  h.geometry_offset = align_up(h.bad_offset + b, 64);
+  h.slot_stride = align_up(h.geometry_offset + 6 * sizeof(float) * b, kPage);
 
   h.index_offset = kPage;
   h.index_size = in.index_bytes;

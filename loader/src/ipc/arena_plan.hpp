@@ -25,8 +25,8 @@ struct ArenaPlanInput {
 
 // The header's layout fields (offsets, strides, capacities, total_size); the caller fills in
 // the rest (version, dataset kind, seed, ...).
-// Slot: pixels | labels | boxes | box classes | box counts | ids | planned ids | valid | bad,
-// each 64-byte aligned (labels..valid: the bytes a GPU receives beside the pixels), the slot
+// Slot: pixels | labels | boxes | box classes | box counts | ids | planned ids | valid | bad |
+// geometry, each 64-byte aligned (labels..valid: the bytes a GPU receives beside the pixels), the slot
 // page-aligned so it can be page-locked on its own.
 ArenaHeader plan_arena(const ArenaPlanInput& in);
 

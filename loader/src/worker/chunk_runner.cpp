@@ -109,6 +109,17 @@ void ChunkRunner::write_boxes(std::uint32_t slot, std::uint32_t j, std::int64_t 
   arena_.box_counts(slot)[j] = static_cast<std::int32_t>(n);
 }
 
+void ChunkRunner::write_geometry(std::uint32_t slot, std::uint32_t j) {
+  const OutputMap& m = augmenter_.output_map();
+  float* g = arena_.geometry(slot) + 6 * j;
+  g[0] = static_cast<float>(m.sx);
+  g[1] = static_cast<float>(m.tx);
+  g[2] = static_cast<float>(m.sy);
+  g[3] = static_cast<float>(m.ty);
+  g[4] = static_cast<float>(m.source_width);
+  g[5] = static_cast<float>(m.source_height);
+}
+
 void ChunkRunner::prefetch_raw(std::int64_t sample) const {
   const std::uint8_t* p = dataset_.raw_pixels(sample);
   const std::size_t bytes = dataset_.raw_bytes();
@@ -180,7 +191,9 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
     }
     labels[j] = dataset_.label(sample);
     ids[j] = sample;
-    if (h.max_boxes > 0) write_boxes(task.slot, j, sample);  // through the map `sample` got
+    // Through the map `sample` got:
+    write_geometry(task.slot, j);
+    if (h.max_boxes > 0) write_boxes(task.slot, j, sample);
   }
   if (current_ != nullptr) current_->store(-1, std::memory_order_relaxed);
   return timed();

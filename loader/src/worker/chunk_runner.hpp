@@ -35,6 +35,8 @@ class ChunkRunner {
   BadInput produce_or_throw(std::int64_t sample, SampleRng& rng, std::uint8_t* dst);
   // Whether a decoded width x height is the sample's annotated size (or it has none).
   bool annotated_size(std::int64_t sample, int width, int height) const;
+  // Sample j's geometry in `slot`: the output map its pixels just got, and its source's size.
+  void write_geometry(std::uint32_t slot, std::uint32_t j);
   // Sample j's boxes in `slot`, through the output map its pixels just got.
   void write_boxes(std::uint32_t slot, std::uint32_t j, std::int64_t sample);
   void prefetch_raw(std::int64_t sample) const;
