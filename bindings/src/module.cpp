@@ -105,6 +105,7 @@ class Array {
   std::string dtype() const {
     const nb::dlpack::dtype d = array_.dtype();
     if (d == nb::dtype<std::uint8_t>()) return "uint8";
+    if (d == nb::dtype<std::uint16_t>()) return "uint16";
     if (d == nb::dtype<std::int32_t>()) return "int32";
     if (d == nb::dtype<std::int64_t>()) return "int64";
     if (d == nb::dtype<float>()) return "float32";
@@ -166,11 +167,32 @@ nb::list device_boxes(const stoke::Batch& b, std::vector<std::size_t> tail) {
   return out;
 }
 
+nb::list masks(const stoke::Batch& b) {
+  if (b.mask_bytes() == 0)
+    throw stoke::ConfigError(
+        "this loader's data has no masks (masks come from a list file's third column or, in "
+        "shards, the member named by mask_field)");
+  nb::list out;
+  for (int g = 0; g < b.device_count(); ++g) {
+    const stoke::DeviceChunk c = b.chunk(g);
+    std::vector<std::size_t> shape{static_cast<std::size_t>(c.samples),
+                                   static_cast<std::size_t>(b.height()),
+                                   static_cast<std::size_t>(b.width())};
+    out.append(Array(b, g, c.device_masks, std::move(shape),
+                     b.mask_bytes() == 2 ? nb::dtype<std::uint16_t>() : nb::dtype<std::uint8_t>(),
+                     c.cuda_device));
+  }
+  return out;
+}
+
 // The Python Loader's keyword arguments (defaults live in bindings/stoke/__init__.py).
 struct LoaderArgs {
   std::string data;
   std::string image_root;
   int max_boxes = 0;
+  std::string mask_field;
+  int mask_ignore = 255;
+  int mask_depth = 8;
   float min_box_size = 1;
   float min_box_area = 0;
   float min_box_visible = 0;
@@ -209,6 +231,9 @@ stoke::Options options_from(const LoaderArgs& a) {
   o.data = a.data;
   o.image_root = a.image_root;
   o.max_boxes = a.max_boxes;
+  o.mask_field = a.mask_field;
+  o.mask_ignore = a.mask_ignore;
+  o.mask_depth = a.mask_depth;
   o.min_box_size = a.min_box_size;
   o.min_box_area = a.min_box_area;
   o.min_box_visible = a.min_box_visible;
@@ -445,6 +470,10 @@ NB_MODULE(_stoke, m) {
           "float32 (size, 6), host memory: each sample's map from its source image to its "
           "output, output = (sx * x + tx, sy * y + ty) (sx < 0 when mirrored), and the source's "
           "width and height: [sx, tx, sy, ty, width, height].")
+      .def_prop_ro("masks", &masks,
+                   "One array per device, (samples, height, width) uint8 or uint16 labels, where "
+                   "its pixels are: each sample's mask, moved with its pixels by nearest "
+                   "neighbour (padding: mask_ignore).")
       .def_prop_ro("max_boxes", &stoke::Batch::max_boxes,
                    "box rows per sample (0: the data has no boxes)")
       .def_prop_ro(
@@ -548,6 +577,9 @@ NB_MODULE(_stoke, m) {
       .def_rw("label_field", &LoaderArgs::label_field)
       .def_rw("image_root", &LoaderArgs::image_root)
       .def_rw("max_boxes", &LoaderArgs::max_boxes)
+      .def_rw("mask_field", &LoaderArgs::mask_field)
+      .def_rw("mask_ignore", &LoaderArgs::mask_ignore)
+      .def_rw("mask_depth", &LoaderArgs::mask_depth)
       .def_rw("min_box_size", &LoaderArgs::min_box_size)
       .def_rw("min_box_area", &LoaderArgs::min_box_area)
       .def_rw("min_box_visible", &LoaderArgs::min_box_visible)

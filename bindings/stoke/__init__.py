@@ -84,6 +84,11 @@ class Loader(_stoke.Loader):
         max_boxes: COCO data: box rows per sample in a batch (0: the most any image has). A
             smaller value keeps each sample's first ``max_boxes`` of those its crop keeps
             (``on_error="error"`` refuses images with more annotated boxes instead).
+        mask_field: shards: the extension of each sample's mask member (``"seg.png"``); a
+            list file names masks in a third column (``path<TAB>label<TAB>mask``). Masks
+            (``batch.masks``) follow the pixels by nearest neighbour.
+        mask_ignore: the mask label of output pixels from outside the image (padding).
+        mask_depth: 8 (uint8 masks) or 16 (uint16).
         min_box_size, min_box_area, min_box_visible: COCO data: a box moved with its pixels and
             clipped to the output is kept when both sides are at least ``min_box_size`` pixels
             (default 1), its area at least ``min_box_area``, and at least ``min_box_visible``
@@ -149,6 +154,9 @@ class Loader(_stoke.Loader):
         *,
         image_root: str = "",
         max_boxes: int = 0,
+        mask_field: str = "",
+        mask_ignore: int = 255,
+        mask_depth: int = 8,
         min_box_size: float = 1.0,
         min_box_area: float = 0.0,
         min_box_visible: float = 0.0,
@@ -184,6 +192,9 @@ class Loader(_stoke.Loader):
         a.data = str(data)
         a.image_root = str(image_root)
         a.max_boxes = max_boxes
+        a.mask_field = mask_field
+        a.mask_ignore = mask_ignore
+        a.mask_depth = mask_depth
         a.min_box_size = float(min_box_size)
         a.min_box_area = float(min_box_area)
         a.min_box_visible = float(min_box_visible)

@@ -220,19 +220,22 @@ def test_bad_input_under_on_error_error_raises_data_error_naming_the_path(tmp_pa
     assert skipping.stats()["skipped"] == 1
 
 
-def _write_png(path, rgb):
-    """An RGB uint8 array as a PNG file (zlib and struct: no imaging library needed)."""
+def _write_png(path, pixels):
+    """A uint8 array as a PNG: (h, w, 3) RGB, or (h, w) one-channel (a label map). zlib and
+    struct only: no imaging library needed."""
     import struct
     import zlib
 
-    h, w, _ = rgb.shape
-    raw = b"".join(b"\0" + rgb[y].tobytes() for y in range(h))
+    h, w = pixels.shape[:2]
+    colour = 2 if pixels.ndim == 3 else 0
+    raw = b"".join(b"\0" + pixels[y].tobytes() for y in range(h))
 
     def chunk(kind, data):
         return (struct.pack(">I", len(data)) + kind + data +
                 struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
 
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+    header = struct.pack(">IIBBBBB", w, h, 8, colour, 0, 0, 0)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) +
                      chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
@@ -287,6 +290,44 @@ def test_coco_boxes_arrive_per_device_with_the_pixels_they_cover(tmp_path):
     torch = need("torch")  # DLPack into torch, as a detection model takes its targets
     batch = next(iter(loader))
     assert torch.from_dlpack(batch.boxes[1]).shape == (2, 3, 4)
+
+
+def test_masks_from_a_list_file_arrive_per_device_with_their_pixels(tmp_path):
+    lines = []
+    for i in range(8):
+        h, w = 40 + i, 50 - i
+        rgb = np.zeros((h, w, 3), np.uint8)
+        mask = np.zeros((h, w), np.uint8)
+        rgb[10:30, 5:25, 1] = 255  # a green square, labelled i + 1
+        mask[10:30, 5:25] = i + 1
+        _write_png(tmp_path / f"{i}.png", rgb)
+        _write_png(tmp_path / f"{i}.mask.png", np.repeat(mask[:, :, None], 3, axis=2))
+        lines.append(f"{i}.png\t0\t{i}.mask.png")
+    (tmp_path / "list.txt").write_text("\n".join(lines) + "\n")
+    # An RGB file is not a label map: every sample is bad_mask, none can be produced.
+    with pytest.raises(stoke.DataError, match="bad_mask"):
+        next(iter(stoke.Loader(str(tmp_path / "list.txt"), batch=4, size=32, workers=1,
+                               on_error="error")))
+    for i in range(8):  # as one-channel label maps
+        mask = np.zeros((40 + i, 50 - i), np.uint8)
+        mask[10:30, 5:25] = i + 1
+        _write_png(tmp_path / f"{i}.mask.png", mask)
+    loader = stoke.Loader(str(tmp_path / "list.txt"), batch=4, devices="cpu:2", size=32,
+                          workers=2, mask_ignore=250)
+    for batch in loader:
+        assert [m.shape for m in batch.masks] == [(2, 32, 32)] * 2
+        assert [m.dtype for m in batch.masks] == ["uint8"] * 2
+        ids = np.from_dlpack(batch.sample_ids)
+        for g in range(2):
+            masks = np.from_dlpack(batch.masks[g])
+            green = np.from_dlpack(batch.pixels[g])[:, :, :, 1]
+            for i in range(2):
+                labels = set(np.unique(masks[i]).tolist())
+                assert labels <= {0, int(ids[2 * g + i]) + 1, 250}
+                square = masks[i] == ids[2 * g + i] + 1
+                assert ((green[i] >= 128) == square).mean() > 0.95
+    with pytest.raises(ValueError, match="has no masks"):
+        next(iter(stoke.Loader(FASHION, split="test", batch=8, workers=0))).masks
 
 
 def test_boxes_on_data_without_them_raise_value_error(tmp_path):

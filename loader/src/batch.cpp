@@ -86,6 +86,17 @@ int Batch::max_boxes() const {
   return as_lease(held()).core().max_boxes;
 }
 
+int Batch::mask_bytes() const {
+  return as_lease(held()).core().mask_bytes;
+}
+
+std::span<const std::uint8_t> Batch::masks() const {
+  const BatchLease& l = as_lease(held());
+  const auto& c = l.core();
+  return {c.view.masks(static_cast<std::uint32_t>(l.slot())),
+          static_cast<std::size_t>(c.batch) * c.height * c.width * c.mask_bytes};
+}
+
 std::span<const float> Batch::geometry() const {
   const BatchLease& l = as_lease(held());
   const auto& c = l.core();
@@ -133,6 +144,9 @@ DeviceChunk Batch::chunk(int device) const {
   c.boxes = boxes().subspan(first * max_boxes * 4, per * max_boxes * 4);
   c.box_classes = box_classes().subspan(first * max_boxes, per * max_boxes);
   c.box_counts = box_counts().subspan(max_boxes > 0 ? first : 0, max_boxes > 0 ? per : 0);
+  const std::size_t mask_bytes =
+      static_cast<std::size_t>(core.mask_bytes) * core.height * core.width;
+  c.masks = masks().subspan(first * mask_bytes, per * mask_bytes);
   const detail::Staging* staging = core.staging.get();
   c.shape = {per, core.height, core.width, core.channels};
   if (staging == nullptr) {
@@ -145,6 +159,7 @@ DeviceChunk Batch::chunk(int device) const {
       c.device_box_classes = c.box_classes.data();
       c.device_box_counts = c.box_counts.data();
     }
+    if (mask_bytes > 0) c.device_masks = c.masks.data();
     return c;
   }
   const detail::StagingConfig& config = staging->config();
@@ -159,6 +174,9 @@ DeviceChunk Batch::chunk(int device) const {
         staging->field<std::int32_t>(lease.slot(), device, h.box_classes_offset, max_boxes);
     c.device_box_counts = staging->field<std::int32_t>(lease.slot(), device, h.box_counts_offset, 1);
   }
+  if (mask_bytes > 0)
+    c.device_masks = staging->field<std::uint8_t>(lease.slot(), device,
+                                                  core.view.header().masks_offset, mask_bytes);
   c.dtype = config.dtype;
   if (config.dtype != DType::kUInt8) {
     c.layout = config.layout;

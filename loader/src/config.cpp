@@ -166,6 +166,13 @@ void check_options(const Options& o) {
     throw ConfigError("startup_timeout_s must be positive (seconds a worker may take to start)");
   if (o.max_pixels <= 0)
     throw ConfigError("max_pixels must be positive, got " + std::to_string(o.max_pixels));
+  if (o.mask_depth != 8 && o.mask_depth != 16)
+    throw ConfigError("mask_depth must be 8 or 16 (bits per mask label), got " +
+                      std::to_string(o.mask_depth));
+  if (o.mask_ignore < 0 || o.mask_ignore >= (1 << o.mask_depth))
+    throw ConfigError("mask_ignore must be a label of mask_depth " + std::to_string(o.mask_depth) +
+                      " bits (0.." + std::to_string((1 << o.mask_depth) - 1) + "), got " +
+                      std::to_string(o.mask_ignore));
   if (o.max_boxes < 0)
     throw ConfigError("max_boxes must be 0 (the most any image has) or positive, got " +
                       std::to_string(o.max_boxes));
@@ -224,6 +231,10 @@ ResolvedConfig resolve(Options o, const DatasetIndex& index) {
     throw ConfigError("label_field '" + r.options.label_field +
                       "' applies to tar shards only; " + r.options.data +
                       " is not shards (its labels come from its class folders, list or IDX file)");
+  if (index.shard_starts.empty() && !r.options.mask_field.empty())
+    throw ConfigError("mask_field '" + r.options.mask_field + "' applies to tar shards only; " +
+                      r.options.data +
+                      " is not shards (a list file names masks in a third column)");
   r.plan.shard_starts = index.shard_starts;
   r.plan.shuffle_window = r.options.shuffle_window;
   r.batches_per_epoch = EpochPlan(r.plan).batches_per_epoch();  // validates the plan

@@ -103,10 +103,9 @@ Batch Loader::Impl::deliver(int slot, Clock::time_point entered) {
   const std::int64_t* planned = core_->view.planned_ids(u);
   for (int j = 0; j < options_.batch; ++j) {
     if (bad[j] == 0) continue;
-    const auto reason = static_cast<BadInput>(bad[j]);
-    core_->metrics.skipped(reason);
-    log_.post("skipped " + (*core_->names)(planned[j]) + ": " + bad_input_name(reason) +
-              bad_input_hint(reason) + " (replaced by sample " +
+    core_->metrics.skipped(reason_of(bad[j]));
+    log_.post("skipped " + (*core_->names)(planned[j]) + ": " +
+              core_->names->reason(planned[j], bad[j]) + " (replaced by sample " +
               std::to_string(core_->view.ids(u)[j]) + ")");
   }
   core_->metrics.delivered(entered, Clock::now(), options_.batch, s.padded);

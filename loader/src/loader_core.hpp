@@ -37,6 +37,16 @@ class SampleNames {
     return std::string(view_.path(sample)) + (member.empty() ? "" : ":") + std::string(member) +
            " (sample " + std::to_string(sample) + ")";
   }
+  // How a reported reason reads after the sample's name: "missing", or "missing (its mask
+  // /data/m3.png)" when `code` says the mask was at fault.
+  std::string reason(std::int64_t sample, std::uint32_t code) const {
+    const BadInput r = reason_of(code);
+    std::string text = std::string(bad_input_name(r)) + bad_input_hint(r);
+    if (!mask_reason(code) || view_.raw()) return text;
+    if (view_.mask_kind(sample) == kMaskFile)
+      return text + " (its mask " + std::string(view_.mask_path(sample)) + ")";
+    return text + " (its mask member)";
+  }
 
  private:
   std::string data_;
@@ -112,8 +122,7 @@ struct LoaderCore {
     metrics.chunk_done(done, static_cast<int>(task.count));
     std::string error;
     if (done.status == Completion::kDataError && slots[static_cast<int>(task.slot)].error.empty()) {
-      const auto reason = static_cast<BadInput>(done.reason);
-      error = (*names)(done.error_sample) + ": " + bad_input_name(reason) + bad_input_hint(reason) +
+      error = (*names)(done.error_sample) + ": " + names->reason(done.error_sample, done.reason) +
               (on_error == OnError::kSkip ? " (and no substitute could be produced)" : "");
     }
     if (slots.complete(task, std::move(error))) cv.notify_all();
@@ -154,7 +163,8 @@ struct LoaderCore {
   std::vector<int> cuda_ids;  // CUDA ordinals, for GPU devices
   int batch = 0;
   int height = 0, width = 0, channels = 0;
-  int max_boxes = 0;  // boxes per sample in a slot (0: none)
+  int max_boxes = 0;   // boxes per sample in a slot (0: none)
+  int mask_bytes = 0;  // bytes per mask label in a slot (0: no masks)
   OnError on_error = OnError::kSkip;
   std::unique_ptr<const SampleNames> names;  // set once the index is in the arena
 

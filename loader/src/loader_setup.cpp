@@ -66,6 +66,7 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
   in.out_width = static_cast<std::uint32_t>(config_.pipeline.output_width());
   in.out_channels = static_cast<std::uint32_t>(config_.pipeline.output_channels());
   in.max_boxes = static_cast<std::uint32_t>(config_.max_boxes);
+  in.mask_bytes = index.has_masks ? static_cast<std::uint32_t>(options_.mask_depth / 8) : 0;
   in.worker_capacity = static_cast<std::uint32_t>(config_.capacity);
   in.poison_capacity = kPoisonCapacity;
   in.initial_slots = config_.initial_slots;
@@ -84,6 +85,7 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
   h.box_min_size = options_.min_box_size;
   h.box_min_area = options_.min_box_area;
   h.box_min_visible = options_.min_box_visible;
+  h.mask_ignore = static_cast<std::uint32_t>(options_.mask_ignore);
   h.seed = options_.seed;
 
   core_ = std::make_shared<LoaderCore>(h, config_.plan, config_.initial_slots, config_.start_epoch,
@@ -96,6 +98,7 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
   core_->width = static_cast<int>(h.out_width);
   core_->channels = static_cast<int>(h.out_channels);
   core_->max_boxes = config_.max_boxes;
+  core_->mask_bytes = static_cast<int>(h.mask_bytes);
   std::uint8_t* base = core_->arena.base();
   std::memcpy(base, &h, sizeof h);
   index.write_to(base + h.index_offset);
@@ -248,6 +251,7 @@ Loader::Loader(Options options, const LoaderEnvironment& env) {
   request.split = options.split;
   request.label_field = options.label_field;
   request.image_root = options.image_root;
+  request.mask_field = options.mask_field;
   request.on_error = options.on_error;
   request.caches = {cache_root(options.cache_dir), options.cache_limit > 0};
   DatasetIndex index = build_index(options.data, request);

@@ -108,6 +108,7 @@ struct Delivered {
   std::vector<float> boxes;  // with their classes and counts: empty without boxes
   std::vector<std::int32_t> box_classes;
   std::vector<std::int32_t> box_counts;
+  std::vector<std::uint8_t> masks;  // empty without masks
   std::vector<std::int64_t> indices;  // Batch::index() of each batch, in delivery order
   std::int64_t padded = 0;
 
@@ -122,6 +123,7 @@ inline void append(Delivered& d, const Batch& b) {
   d.boxes.insert(d.boxes.end(), b.boxes().begin(), b.boxes().end());
   d.box_classes.insert(d.box_classes.end(), b.box_classes().begin(), b.box_classes().end());
   d.box_counts.insert(d.box_counts.end(), b.box_counts().begin(), b.box_counts().end());
+  d.masks.insert(d.masks.end(), b.masks().begin(), b.masks().end());
   d.indices.push_back(b.index());
   d.padded += b.padded();
 }

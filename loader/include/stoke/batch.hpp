@@ -44,6 +44,9 @@ struct DeviceChunk {
   std::span<const float> boxes;
   std::span<const std::int32_t> box_classes;  // samples x max_boxes
   std::span<const std::int32_t> box_counts;   // samples
+  // Masks (Batch::mask_bytes() per label; empty when the data has none): samples x height x
+  // width labels, uint8 or (mask_bytes 2) native-endian uint16.
+  std::span<const std::uint8_t> masks;
 
   // The chunk as the device receives it (Options::dtype and layout). On a GPU: device memory
   // there. On a host device: host memory (for uint8, the same bytes as `pixels`).
@@ -60,6 +63,7 @@ struct DeviceChunk {
   const float* device_boxes = nullptr;
   const std::int32_t* device_box_classes = nullptr;
   const std::int32_t* device_box_counts = nullptr;
+  const void* device_masks = nullptr;  // the chunk's masks where `data` is (null without)
   int cuda_device = -1;           // the CUDA ordinal, or -1 for a host device
   CUevent_st* ready = nullptr;    // completes when `data` and the labels are filled (GPU only)
   CUstream_st* stream = nullptr;  // stoke's stream for this device (GPU only)
@@ -91,6 +95,11 @@ class Batch {
   std::span<const float> boxes() const;               // size() x max_boxes() x 4
   std::span<const std::int32_t> box_classes() const;  // size() x max_boxes()
   std::span<const std::int32_t> box_counts() const;   // size()
+  // Masks (docs/USAGE.md, "Detection and segmentation"): size() x height() x width() labels of
+  // mask_bytes() each (1: uint8, 2: uint16), following the pixels by nearest neighbour; padding
+  // is Options::mask_ignore. Empty when mask_bytes() is 0.
+  int mask_bytes() const;
+  std::span<const std::uint8_t> masks() const;
 
   int device_count() const;
   // `device` out of 0..device_count()-1 throws Error, in the four calls below.

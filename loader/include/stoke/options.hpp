@@ -85,6 +85,15 @@ struct Options {
   // each sample's first max_boxes (in the file's order) of those the rules keep; under
   // OnError::kError an image with more annotated boxes than that is a DataError instead.
   int max_boxes = 0;
+  // Masks (segmentation label maps, aligned with their images): from a list file's third
+  // column (path<TAB>label<TAB>mask) or, in shards, each sample's member with the extension
+  // mask_field ("seg.png"). Each mask follows its image through every geometric step by
+  // nearest neighbour; output pixels from outside the image (padding) get mask_ignore. A mask
+  // is delivered as mask_depth-bit labels (8 or 16); a 16-bit file whose labels exceed 255 is
+  // bad input under 8.
+  std::string mask_field;
+  int mask_ignore = 255;
+  int mask_depth = 8;
   float min_box_size = 1;
   float min_box_area = 0;
   float min_box_visible = 0;

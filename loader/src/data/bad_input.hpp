@@ -17,11 +17,23 @@ enum class BadInput : std::uint32_t {
   kCrashedWorker,  // workers died on it repeatedly (OnError::kSkip skips it from then on)
   kUnsupportedFormat,  // a format this build cannot decode (built without OpenCV imgcodecs)
   kNoLabel,            // a shard's sample without the member its label comes from
-  kWrongSize,          // decoded at another size than its annotation's (its boxes would not fit)
+  kWrongSize,  // decoded at another size than its annotation's or its image's (boxes, masks)
+  kBadMask,    // a mask that is not a one-channel 8- or 16-bit label map, or whose labels do not
+               // fit the mask depth
   kCount,
 };
 
 inline constexpr int kBadInputCount = static_cast<int>(BadInput::kCount);
+
+// Set in a reported reason (a slot's bad byte, a Completion's reason) when it was the sample's
+// mask, not its image, that was bad: the message then names the mask file.
+inline constexpr std::uint32_t kInMask = 0x80;
+static_assert(kBadInputCount < static_cast<int>(kInMask));
+inline BadInput in_mask(BadInput reason) {
+  return static_cast<BadInput>(static_cast<std::uint32_t>(reason) | kInMask);
+}
+inline BadInput reason_of(std::uint32_t code) { return static_cast<BadInput>(code & ~kInMask); }
+inline bool mask_reason(std::uint32_t code) { return (code & kInMask) != 0; }
 
 // Extra words for messages about `reason`, or "".
 inline const char* bad_input_hint(BadInput reason) noexcept {
@@ -56,6 +68,8 @@ inline const char* bad_input_name(BadInput reason) noexcept {
       return "no_label";
     case BadInput::kWrongSize:
       return "wrong_size";
+    case BadInput::kBadMask:
+      return "bad_mask";
     case BadInput::kCount:
       break;
   }

@@ -122,9 +122,33 @@ DatasetIndex index_list(const fs::path& list) {
   const fs::path base = fs::absolute(list).parent_path();
   std::string line;
   std::int32_t max_label = -1;
+  int first_line = 0;  // the first sample's line, and whether it named a mask
+  bool masks = false;
   for (int line_no = 1; std::getline(in, line); ++line_no) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || line[0] == '#') continue;
+    // A third column, path<TAB>label<TAB>mask, names the sample's mask (a label map). Paths may
+    // hold tabs, so it is a third column when the last one is not an integer.
+    std::string mask;
+    if (const auto last = line.rfind('\t'); last != std::string::npos && last > 0) {
+      std::int32_t v = 0;
+      const char* end = line.data() + line.size();
+      const auto [p, e] = std::from_chars(line.data() + last + 1, end, v);
+      if (!(e == std::errc() && p == end) && line.find('\t') < last) {
+        mask = line.substr(last + 1);
+        line.resize(last);
+      }
+    }
+    if (first_line == 0) {
+      first_line = line_no;
+      masks = !mask.empty();
+    } else if (masks != !mask.empty()) {
+      throw ConfigError(list.string() + ":" + std::to_string(line_no) + ": " +
+                        (masks ? "no mask column, but line " + std::to_string(first_line) +
+                                     " has one (every line names a mask, or none)"
+                               : "a mask column, but line " + std::to_string(first_line) +
+                                     " has none (every line names a mask, or none)"));
+    }
     const auto tab = line.rfind('\t');
     std::int32_t label = -1;
     const char* label_begin = line.data() + (tab == std::string::npos ? 0 : tab + 1);
@@ -137,10 +161,21 @@ DatasetIndex index_list(const fs::path& list) {
     fs::path p(line.substr(0, tab));
     if (p.is_relative()) p = base / p;
     add_file(index, p.lexically_normal().string(), label);
+    if (!mask.empty()) {
+      fs::path m(mask);
+      if (m.is_relative()) m = base / m;
+      const std::string mask_path = m.lexically_normal().string();
+      FileEntry& e = index.entries.back();
+      e.mask_kind = kMaskFile;
+      e.mask_path_offset = index.paths.size();
+      e.mask_path_length = static_cast<std::uint32_t>(mask_path.size());
+      index.paths += mask_path;
+    }
     max_label = std::max(max_label, label);
   }
   for (std::int32_t c = 0; c <= max_label; ++c) index.class_names.push_back(std::to_string(c));
   index.size = static_cast<std::int64_t>(index.entries.size());
+  index.has_masks = masks;
   if (index.size == 0) throw ConfigError(list.string() + ": the list names no files");
   return index;
 }
@@ -153,7 +188,7 @@ DatasetIndex build_index(const std::string& path, const IndexOptions& options) {
   if (lowercase(fs::path(path).extension().string()) == ".json")
     return index_coco(path, options.image_root, options.on_error);
   if (const auto shards = shard_list(path))
-    return index_shards(*shards, options.label_field, options.caches);
+    return index_shards(*shards, options.label_field, options.mask_field, options.caches);
   const Split split = options.split;
   std::error_code ec;
   const auto status = fs::status(path, ec);

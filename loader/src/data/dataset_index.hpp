@@ -42,9 +42,17 @@ struct FileEntry {
   std::uint32_t box_count = 0;
   std::int32_t annotated_width = 0;
   std::int32_t annotated_height = 0;
-  std::uint32_t reserved = 0;
+  // Its mask (a label map aligned with the image): kNoMask; kMaskFile, the whole file at
+  // mask_path_offset (mask_path_length bytes) in the path bytes; kMaskMember, bytes
+  // [mask_offset, mask_offset + mask_size) of the image's own file (a shard member).
+  std::uint32_t mask_kind = 0;
+  std::uint32_t mask_path_length = 0;
+  std::uint64_t mask_path_offset = 0;
+  std::uint64_t mask_offset = 0;
+  std::uint64_t mask_size = 0;
 };
-static_assert(sizeof(FileEntry) == 72);
+inline constexpr std::uint32_t kNoMask = 0, kMaskFile = 1, kMaskMember = 2;
+static_assert(sizeof(FileEntry) == 104);
 
 // A shard on HTTP or S3, as indexed: what the shard cache fetches.
 struct RemoteShard {
@@ -69,6 +77,7 @@ struct DatasetIndex {
   std::string paths;                        // kFiles
   std::vector<SampleBox> boxes;             // kFiles: every entry's boxes (detection data)
   bool has_boxes = false;                   // a detection dataset (even if no image has a box)
+  bool has_masks = false;                   // every entry has a mask
   std::vector<std::string> class_names;
   std::vector<RejectedFile> rejected;  // files left out while indexing (counted as skipped)
   // Tar shards: samples [shard_starts[i], shard_starts[i + 1]) come from shard i, in the order
@@ -96,6 +105,7 @@ struct IndexOptions {
   Split split = Split::kTrain;      // IDX data
   std::string label_field = "cls";  // shards: where a sample's label is
   std::string image_root;           // COCO: where file_names resolve ("": the JSON's folder)
+  std::string mask_field;           // shards: the extension of a sample's mask member, or ""
   OnError on_error = OnError::kSkip;  // COCO: what a bad box is (data/coco.hpp)
   IndexCaches caches;
 };
@@ -107,8 +117,9 @@ struct IndexOptions {
 DatasetIndex build_index(const std::string& path, const IndexOptions& options = {});
 
 // The samples of WebDataset tar shards, local or remote (data/shard_dataset.cpp).
+// `mask_field`: the extension of each sample's mask member ("seg.png"), or "" for none.
 DatasetIndex index_shards(const std::vector<std::string>& shards, const std::string& label_field,
-                          const IndexCaches& caches);
+                          const std::string& mask_field, const IndexCaches& caches);
 
 class DatasetView {
  public:
@@ -136,6 +147,16 @@ class DatasetView {
   std::span<const SampleBox> boxes(std::int64_t i) const {
     if (raw()) return {};
     return {boxes_ + entries_[i].box_first, entries_[i].box_count};
+  }
+  // REQUIRES: !raw(). How the sample's mask is stored (kNoMask, kMaskFile, kMaskMember).
+  std::uint32_t mask_kind(std::int64_t i) const { return entries_[i].mask_kind; }
+  // REQUIRES: mask_kind(i) == kMaskFile. The mask file's path.
+  std::string_view mask_path(std::int64_t i) const {
+    return {paths_ + entries_[i].mask_path_offset, entries_[i].mask_path_length};
+  }
+  // REQUIRES: mask_kind(i) != kNoMask. The mask's bytes in its file (all of it: size 0).
+  ByteRange mask_range(std::int64_t i) const {
+    return {entries_[i].mask_offset, entries_[i].mask_size};
   }
   // REQUIRES: !raw(). The image's annotated width and height, or 0 x 0.
   int annotated_width(std::int64_t i) const { return entries_[i].annotated_width; }

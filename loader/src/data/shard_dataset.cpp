@@ -154,7 +154,8 @@ std::optional<std::int32_t> sample_label(const LabelField& field, const ShardInd
 }  // namespace
 
 DatasetIndex index_shards(const std::vector<std::string>& shards, const std::string& label_spec,
-                          const IndexCaches& caches) {
+                          const std::string& mask_field, const IndexCaches& caches) {
+  const std::string mask_ext = lowercase(mask_field);
   const LabelField field = parse_label_field(label_spec);
   const RemotePolicy policy = remote_policy_from_environment();
   DatasetIndex index;
@@ -207,11 +208,22 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const std::str
     index.paths += copy;
     for (const ShardSample& sample : group_samples(table)) {
       const TarMember* image = nullptr;
+      const TarMember* mask = nullptr;
       for (std::size_t m : sample.members) {
-        if (is_image_extension(lowercase(split_member_name(table.members[m].name).second))) {
+        const std::string ext = lowercase(split_member_name(table.members[m].name).second);
+        if (!mask_ext.empty() && ext == mask_ext)
+          mask = &table.members[m];
+        else if (image == nullptr && is_image_extension(ext))
           image = &table.members[m];
-          break;
-        }
+      }
+      if (image != nullptr && !mask_ext.empty() && mask == nullptr) {
+        index.rejected.push_back(
+            {path + ":" + sample.key + " (no ." + mask_ext + " mask)", BadInput::kMissing});
+        continue;
+      }
+      if (mask != nullptr && mask->size == 0) {
+        index.rejected.push_back({path + ":" + mask->name, BadInput::kEmpty});
+        continue;
       }
       if (image == nullptr) {
         index.rejected.push_back(
@@ -237,6 +249,11 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const std::str
       e.size = image->size;
       e.name_offset = index.paths.size();
       e.name_length = static_cast<std::uint32_t>(image->name.size());
+      if (mask != nullptr) {
+        e.mask_kind = kMaskMember;
+        e.mask_offset = mask->offset;
+        e.mask_size = mask->size;
+      }
       index.paths += image->name;
       index.entries.push_back(e);
       max_label = std::max(max_label, *label);
@@ -244,6 +261,7 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const std::str
   }
   index.shard_starts.push_back(static_cast<std::int64_t>(index.entries.size()));
   index.size = static_cast<std::int64_t>(index.entries.size());
+  index.has_masks = !mask_ext.empty();
   for (std::int32_t c = 0; c <= max_label; ++c) index.class_names.push_back(std::to_string(c));
   if (index.size == 0)
     throw ConfigError("the " + std::to_string(shards.size()) + " shard(s) starting with " +

@@ -100,6 +100,34 @@ BadInput ImageDecoder::decode_jpeg(const std::uint8_t* data, std::size_t size, i
   return BadInput::kNone;
 }
 
+BadInput ImageDecoder::decode_label_map(const std::uint8_t* data, std::size_t size,
+                                       DecodedImage& out) {
+  if (size == 0) return BadInput::kEmpty;
+  std::int64_t w = 0, h = 0;
+  if (!known_format(data, size)) return BadInput::kUndecodable;
+  if (peek_dimensions(data, size, w, h) && !acceptable_size(w, h)) return BadInput::kTooLarge;
+#ifdef STOKE_NO_IMGCODECS
+  (void)out;
+  return BadInput::kUnsupportedFormat;
+#else
+  try {
+    const cv::Mat encoded(1, static_cast<int>(size), CV_8U, const_cast<std::uint8_t*>(data));
+    out.pixels = cv::imdecode(encoded, cv::IMREAD_UNCHANGED | cv::IMREAD_IGNORE_ORIENTATION);
+  } catch (const std::bad_alloc&) {
+    return BadInput::kTooLarge;
+  } catch (const cv::Exception&) {
+    return BadInput::kUndecodable;
+  }
+  out.bgr = false;
+  if (out.pixels.empty()) return BadInput::kUndecodable;
+  if (out.pixels.channels() != 1 ||
+      (out.pixels.depth() != CV_8U && out.pixels.depth() != CV_16U))
+    return BadInput::kBadMask;
+  if (!acceptable_size(out.pixels.cols, out.pixels.rows)) return BadInput::kTooLarge;
+  return BadInput::kNone;
+#endif
+}
+
 BadInput ImageDecoder::decode_other(const std::uint8_t* data, std::size_t size, int channels,
                                     DecodedImage& out) {
   std::int64_t w = 0, h = 0;

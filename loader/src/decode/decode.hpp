@@ -39,6 +39,9 @@ class ImageDecoder {
   // The same for bytes already in memory.
   BadInput decode_buffer(const std::uint8_t* data, std::size_t size, int channels,
                          DecodedImage& out);
+  // A label map (a segmentation mask): one channel, 8 or 16 bits, as stored (no conversion).
+  // kBadMask when the file is an image of another kind.
+  BadInput decode_label_map(const std::uint8_t* data, std::size_t size, DecodedImage& out);
 
  private:
   // Positive sides whose product is within max_pixels.

@@ -21,6 +21,8 @@
 //                                    int32 (-1 past a sample's count), at box_classes_offset;
 //                                    then batch x int32 counts at box_counts_offset (all three
 //                                    empty when max_boxes is 0)
+//                            masks   batch x H x W labels of mask_bytes each (uint8 or
+//                                    uint16; none when mask_bytes is 0) at masks_offset
 //                            ids     batch x int64   at slot.ids_offset
 //                            planned batch x int64   at slot.planned_offset (written by the
 //                                                    training process: the plan's sample ids)
@@ -161,6 +163,10 @@ struct ArenaHeader {
   std::uint64_t box_classes_offset = 0;
   std::uint64_t box_counts_offset = 0;
   std::uint64_t geometry_offset = 0;
+  // Masks: mask_bytes per label (0: the slots hold none); padding gets mask_ignore.
+  std::uint32_t mask_bytes = 0;
+  std::uint32_t mask_ignore = 255;
+  std::uint64_t masks_offset = 0;
 };
 
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
@@ -195,6 +201,7 @@ class ArenaView {
   std::int32_t* box_counts(std::uint32_t s) const {
     return reinterpret_cast<std::int32_t*>(slot(s) + header().box_counts_offset);
   }
+  std::uint8_t* masks(std::uint32_t s) const { return slot(s) + header().masks_offset; }
   std::int64_t* ids(std::uint32_t s) const {
     return reinterpret_cast<std::int64_t*>(slot(s) + header().ids_offset);
   }

@@ -5,6 +5,7 @@
 #include <new>
 #include <opencv2/core.hpp>
 
+#include "augment/masks.hpp"
 #include "common/stopwatch.hpp"
 
 namespace stoke::detail {
@@ -14,11 +15,15 @@ ChunkRunner::ChunkRunner(const ArenaView& arena, FileReader& files)
   jpeg_.set_verify(arena.header().verify_region != 0 ? Verify::kRegion : Verify::kWholeFile);
 }
 
-BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst) {
+BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst,
+                              std::uint8_t* mask_dst) {
   if (current_ != nullptr) current_->store(sample, std::memory_order_relaxed);
   if (poisoned(sample)) return BadInput::kCrashedWorker;
   try {
-    return produce_or_throw(sample, rng, dst);
+    const BadInput r = produce_or_throw(sample, rng, dst);
+    if (r != BadInput::kNone || mask_dst == nullptr) return r;
+    const BadInput m = produce_mask(sample, mask_dst);
+    return m == BadInput::kNone ? m : in_mask(m);
   } catch (const std::bad_alloc&) {
     return BadInput::kTooLarge;
   } catch (const ImageTooLarge&) {
@@ -41,21 +46,7 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
                    static_cast<std::size_t>(h.raw_width) * h.raw_channels,
                    false};
   } else {
-    BadInput read = BadInput::kMissing;
-    {
-      const Stopwatch watch(read_ns_);
-      // A remote shard's local copy when the shard cache has it (it may never have been
-      // fetched, been evicted since, or be unreadable here: then the server's bytes, by a
-      // ranged request).
-      if (const std::string_view copy = dataset_.copy(sample); !copy.empty()) {
-        path_.assign(copy);
-        read = files_.read(path_, dataset_.range(sample), file_);
-      }
-      if (read == BadInput::kMissing || read == BadInput::kUnreadable) {
-        path_.assign(dataset_.path(sample));
-        read = files_.read(path_, dataset_.range(sample), file_);
-      }
-    }
+    const BadInput read = read_sample_file(sample, dataset_.path(sample), dataset_.range(sample));
     if (read != BadInput::kNone) return read;
     const std::span<const std::uint8_t> bytes = file_;
     if (is_jpeg(bytes)) {
@@ -79,6 +70,49 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
   }
   augmenter_.run(arena_.steps(), static_cast<int>(h.step_count), src, rng, dst, h.out_height,
                  h.out_width, h.out_channels);
+  return BadInput::kNone;
+}
+
+BadInput ChunkRunner::read_sample_file(std::int64_t sample, std::string_view file,
+                                       ByteRange range) {
+  const Stopwatch watch(read_ns_);
+  BadInput read = BadInput::kMissing;
+  // A remote shard's local copy when the shard cache has it (it may never have been fetched,
+  // been evicted since, or be unreadable here: then the server's bytes, by a ranged request).
+  if (const std::string_view copy = dataset_.copy(sample); !copy.empty() && file == dataset_.path(sample)) {
+    path_.assign(copy);
+    read = files_.read(path_, range, file_);
+  }
+  if (read == BadInput::kMissing || read == BadInput::kUnreadable) {
+    path_.assign(file);
+    read = files_.read(path_, range, file_);
+  }
+  return read;
+}
+
+BadInput ChunkRunner::produce_mask(std::int64_t sample, std::uint8_t* dst) {
+  const ArenaHeader& h = arena_.header();
+  const bool own_file = dataset_.mask_kind(sample) == kMaskFile;
+  const BadInput read = read_sample_file(
+      sample, own_file ? dataset_.mask_path(sample) : dataset_.path(sample), dataset_.mask_range(sample));
+  if (read != BadInput::kNone) return read;
+  BadInput r;
+  {
+    const Stopwatch watch(decode_ns_);
+    r = decoder_.decode_label_map(file_.data(), file_.size(), mask_);
+  }
+  if (r != BadInput::kNone) return r;
+  const cv::Mat& m = mask_.pixels;
+  const OutputMap& map = augmenter_.output_map();
+  if (m.cols != map.source_width || m.rows != map.source_height) return BadInput::kWrongSize;
+  const int bytes = m.depth() == CV_16U ? 2 : 1;
+  if (bytes == 2 && h.mask_bytes == 1) {
+    double most = 0;
+    cv::minMaxLoc(m, nullptr, &most);
+    if (most > 255) return BadInput::kBadMask;
+  }
+  map_mask(map, LabelMap{m.data, m.cols, m.rows, bytes, m.step[0]}, h.out_width, h.out_height,
+           static_cast<int>(h.mask_bytes), static_cast<std::uint16_t>(h.mask_ignore), dst);
   return BadInput::kNone;
 }
 
@@ -167,11 +201,15 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
     const std::int64_t position = task.global_begin + (j - task.begin);
     const std::int64_t wanted = planned[j];
     std::uint8_t* dst = pixels + j * h.sample_bytes;
+    std::uint8_t* mask_dst =
+        h.mask_bytes == 0
+            ? nullptr
+            : arena_.masks(task.slot) + std::size_t(j) * h.mask_bytes * h.out_height * h.out_width;
     // Every attempt at this position draws the same numbers: output depends on the position only.
     const auto rng = [&] { return SampleRng(h.seed, kSampleStream, task.epoch, position); };
     std::int64_t sample = wanted;
     bad[j] = 0;
-    const BadInput reason = produce(wanted, rng(), dst);
+    const BadInput reason = produce(wanted, rng(), dst, mask_dst);
     if (reason != BadInput::kNone) {
       const auto fail = [&] {
         if (current_ != nullptr) current_->store(-1, std::memory_order_relaxed);
@@ -185,7 +223,7 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
       bool replaced = false;
       for (int k = 1; k <= kMaxSubstitutes && !replaced; ++k) {
         sample = (wanted + k) % n;
-        replaced = produce(sample, rng(), dst) == BadInput::kNone;
+        replaced = produce(sample, rng(), dst, mask_dst) == BadInput::kNone;
       }
       if (!replaced) return fail();
     }

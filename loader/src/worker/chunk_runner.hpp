@@ -31,8 +31,14 @@ class ChunkRunner {
 
  private:
   // Produces one sample into `dst`; returns why it could not.
-  BadInput produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst);
+  // Produces one sample into `dst` (and its mask into `mask_dst`, when the data has masks);
+  // returns why it could not.
+  BadInput produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst, std::uint8_t* mask_dst);
   BadInput produce_or_throw(std::int64_t sample, SampleRng& rng, std::uint8_t* dst);
+  // The sample's mask, through the output map its pixels just got.
+  BadInput produce_mask(std::int64_t sample, std::uint8_t* dst);
+  // Reads bytes `range` of the sample's shard (its local copy first) or file into file_.
+  BadInput read_sample_file(std::int64_t sample, std::string_view file, ByteRange range);
   // Whether a decoded width x height is the sample's annotated size (or it has none).
   bool annotated_size(std::int64_t sample, int width, int height) const;
   // Sample j's geometry in `slot`: the output map its pixels just got, and its source's size.
@@ -48,6 +54,7 @@ class ChunkRunner {
   Augmenter augmenter_;
   ImageDecoder decoder_;
   DecodedImage decoded_;
+  DecodedImage mask_;
   JpegRegionSource jpeg_;
   std::string path_;
   std::vector<std::uint8_t> file_;  // the current sample's bytes

@@ -1,0 +1,30 @@
+#pragma once
+// Label maps (segmentation masks) through a sample's geometric steps: the augmenter's OutputMap
+// (augment.hpp) applied to a mask image by nearest neighbour, so every output label is one of
+// the source's, never a blend. Thread-safety: a pure function.
+//
+// The rule: output pixel (X, Y) takes the source label at (floor(x), floor(y)), where (x, y) is
+// the source point the map sends to the output pixel's centre (X + 0.5, Y + 0.5): the centre
+// rule of PIL's NEAREST and torch's "nearest-exact". Output pixels whose centre comes from
+// outside the source (padding of a centre crop or a pad-crop) get `ignore`.
+
+#include <cstdint>
+
+#include "augment/augment.hpp"
+
+namespace stoke::detail {
+
+struct LabelMap {
+  const void* data = nullptr;
+  int width = 0, height = 0;
+  int bytes = 1;           // per label: 1 (uint8) or 2 (uint16)
+  std::size_t stride = 0;  // bytes per row
+};
+
+// Writes out_height x out_width labels of out_bytes (1 or 2) each to `dst`, row-major. A uint16
+// source into uint8 labels keeps the low byte; the caller checks that the values fit.
+// REQUIRES: the map's source is the mask's size; dst holds out_height * out_width * out_bytes.
+void map_mask(const OutputMap& map, const LabelMap& src, int out_width, int out_height,
+              int out_bytes, std::uint16_t ignore, void* dst);
+
+}  // namespace stoke::detail

@@ -1,0 +1,298 @@
+// Segmentation masks: label maps through the same geometric steps as their images, by nearest
+// neighbour (augment/masks.hpp), from a list file's third column and from shard members, the
+// same for any worker count and on every device, with bad masks handled by policy.
+#include "augment/masks.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <string>
+#include <vector>
+
+#include "data/tar_index.hpp"
+#include "fake_gpu.hpp"
+#include "stoke/error.hpp"
+#include "stoke/loader.hpp"
+#include "test_support.hpp"
+
+namespace stoke {
+namespace {
+
+using detail::LabelMap;
+using detail::OutputMap;
+
+TEST(MapMask, TakesTheLabelUnderEachOutputPixelsCentreAndFillsPaddingWithIgnore) {
+  // A 4 x 2 source, scaled 2x across and mirrored, 1x down and shifted one row: out rows 1..2
+  // are source rows 0..1; row 0 and the last row come from outside.
+  const std::uint8_t src[2][4] = {{1, 2, 3, 4}, {5, 6, 7, 8}};
+  const OutputMap map{-2, 8, 1, 1};
+  std::uint8_t out[4][8];
+  detail::map_mask(map, LabelMap{src, 4, 2, 1, 4}, 8, 4, 1, 255, out);
+  const std::uint8_t want[4][8] = {{255, 255, 255, 255, 255, 255, 255, 255},
+                                   {4, 4, 3, 3, 2, 2, 1, 1},
+                                   {8, 8, 7, 7, 6, 6, 5, 5},
+                                   {255, 255, 255, 255, 255, 255, 255, 255}};
+  for (int y = 0; y < 4; ++y)
+    for (int x = 0; x < 8; ++x) EXPECT_EQ(out[y][x], want[y][x]) << y << "," << x;
+  // A 3x downscale takes the source pixel under each output centre: columns 1 and 4 of 6.
+  const std::uint16_t wide[1][6] = {{10, 1000, 30, 40, 5000, 60}};
+  const OutputMap third{1.0 / 3, 0, 1, 0};
+  std::uint16_t small[2];
+  detail::map_mask(third, LabelMap{wide, 6, 1, 2, 12}, 2, 1, 2, 65535, small);
+  EXPECT_EQ(small[0], 1000);
+  EXPECT_EQ(small[1], 5000);
+}
+
+// The Fashion-MNIST PNG tree (testdata/fashion-png) as a list file with a synthetic mask per
+// image: class + 1 where the garment is (pixel >= 64), 0 elsewhere.
+class Masks : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::filesystem::path root = test::testdata("fashion-png");
+    std::vector<std::filesystem::path> files;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(root))
+      if (e.path().extension() == ".png") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    files.resize(40);
+    std::ofstream list(dir_.path() / "list.txt");
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      const int label = std::stoi(files[i].parent_path().filename().string());
+      const cv::Mat gray = cv::imread(files[i].string(), cv::IMREAD_GRAYSCALE);
+      cv::Mat mask(gray.size(), CV_8UC1);
+      for (int y = 0; y < gray.rows; ++y)
+        for (int x = 0; x < gray.cols; ++x)
+          mask.at<std::uint8_t>(y, x) = gray.at<std::uint8_t>(y, x) >= 64 ? label + 1 : 0;
+      const std::string name = "m" + std::to_string(i) + ".png";
+      ASSERT_TRUE(cv::imwrite((dir_.path() / name).string(), mask));
+      images_.push_back(gray);
+      masks_.push_back(mask);
+      list << files[i].string() << '\t' << label << '\t' << name << '\n';
+    }
+  }
+
+  Options options(int workers, const Pipeline& p) const {
+    Options o;
+    o.data = (dir_.path() / "list.txt").string();
+    o.batch = 8;
+    o.chunk = 3;
+    o.workers = workers;
+    o.seed = 5;
+    o.pipeline = p;
+    o.log = log_.sink();
+    return o;
+  }
+
+  test::TempDir dir_;
+  std::vector<cv::Mat> images_, masks_;
+  test::LogLines log_;
+};
+
+// Integer shifts, padding and mirrors move pixels without resampling: each output label is
+// exactly the label of the output pixel's own source pixel, and padding is mask_ignore.
+TEST_F(Masks, APadCropAndFlipMoveTheMaskExactlyWithThePixels) {
+  Pipeline p(28, 28, 1);
+  p.pad_random_crop(6, 28, 28).horizontal_flip(0.5f);
+  Options o = options(2, p);
+  o.mask_ignore = 200;
+  Loader loader(o);
+  int padded_pixels = 0;
+  while (auto b = loader.next()) {
+    ASSERT_EQ(b->mask_bytes(), 1);
+    ASSERT_EQ(b->masks().size(), 8u * 28 * 28);
+    for (int i = 0; i < b->size(); ++i) {
+      const auto id = static_cast<std::size_t>(b->sample_ids()[i]);
+      const float* g = b->geometry().data() + 6 * i;
+      for (int y = 0; y < 28; ++y) {
+        for (int x = 0; x < 28; ++x) {
+          const std::uint8_t label = b->masks()[(i * 28 + y) * 28 + x];
+          const std::uint8_t pixel = b->pixels()[(i * 28 + y) * 28 + x];
+          // The source pixel under this output pixel, from the geometry.
+          const int sx = static_cast<int>(std::floor((x + 0.5 - g[1]) / g[0]));
+          const int sy = static_cast<int>(std::floor((y + 0.5 - g[3]) / g[2]));
+          if (sx < 0 || sx >= 28 || sy < 0 || sy >= 28) {
+            ASSERT_EQ(label, 200);
+            ASSERT_EQ(pixel, 0);
+            ++padded_pixels;
+            continue;
+          }
+          ASSERT_EQ(pixel, images_[id].at<std::uint8_t>(sy, sx));
+          ASSERT_EQ(label, masks_[id].at<std::uint8_t>(sy, sx));
+        }
+      }
+    }
+  }
+  EXPECT_GT(padded_pixels, 1000);
+}
+
+// Through resampling crops the mask follows the pixels: labels are only ever the source's,
+// and where the pixels show the garment the mask says so.
+TEST_F(Masks, ARandomResizedCropKeepsLabelsWholeAndOnThePixelsTheyLabel) {
+  Pipeline p(64, 64, 1);
+  p.random_resized_crop(64, 64, 0.3f, 1.0f).horizontal_flip(0.5f);
+  Loader loader(options(2, p));
+  std::int64_t agree = 0, total = 0;
+  while (auto b = loader.next()) {
+    for (int i = 0; i < b->size(); ++i) {
+      const int want = b->labels()[i] + 1;
+      for (int k = 0; k < 64 * 64; ++k) {
+        const std::uint8_t label = b->masks()[i * 64 * 64 + k];
+        ASSERT_TRUE(label == 0 || label == want) << int(label);  // never a blend
+        const bool garment = b->pixels()[i * 64 * 64 + k] >= 64;
+        agree += garment == (label == want);
+        ++total;
+      }
+    }
+  }
+  EXPECT_GT(static_cast<double>(agree) / static_cast<double>(total), 0.97);
+}
+
+TEST_F(Masks, TheSameMasksForAnyWorkerCountAndOnEveryDevice) {
+  Pipeline p(48, 48, 1);
+  p.random_resized_crop(48, 48).horizontal_flip(0.5f);
+  Loader in_process(options(0, p));
+  Loader three(options(3, p));
+  const test::Delivered a = test::collect(in_process);
+  EXPECT_EQ(a.masks.size(), 40u * 48 * 48);
+  EXPECT_TRUE(a == test::collect(three));
+
+  test::FakeGpuScope gpu;
+  Options o = options(2, p);
+  o.devices = DeviceSet::parse("cuda:0,1");
+  o.dtype = DType::kFloat32;
+  Loader loader = gpu.loader(o);
+  while (auto b = loader.next()) {
+    for (int d = 0; d < 2; ++d) {
+      b->wait(d);
+      const DeviceChunk c = b->chunk(d);
+      ASSERT_EQ(c.masks.size(), 4u * 48 * 48);
+      ASSERT_NE(c.device_masks, static_cast<const void*>(c.masks.data()));
+      EXPECT_EQ(0, std::memcmp(c.device_masks, c.masks.data(), c.masks.size()));
+    }
+  }
+}
+
+TEST_F(Masks, SixteenBitMasksAreDeliveredAsUint16) {
+  // Rewrite the first mask as 16-bit with labels above 255.
+  cv::Mat wide;
+  masks_[0].convertTo(wide, CV_16U, 1000);
+  ASSERT_TRUE(cv::imwrite((dir_.path() / "m0.png").string(), wide));
+  Pipeline p(28, 28, 1);
+  p.resize(28, 28);
+  Options o = options(0, p);
+  o.shuffle = false;
+  o.mask_depth = 16;
+  Loader loader(o);
+  auto b = loader.next();
+  ASSERT_EQ(b->mask_bytes(), 2);
+  const auto* labels = reinterpret_cast<const std::uint16_t*>(b->masks().data());
+  for (int k = 0; k < 28 * 28; ++k) {
+    ASSERT_EQ(labels[k], wide.at<std::uint16_t>(k / 28, k % 28));
+    ASSERT_EQ(labels[28 * 28 + k], masks_[1].at<std::uint8_t>(k / 28, k % 28));  // widened
+  }
+  // The same file under 8 bits does not fit: bad_mask, and the sample is replaced.
+  o.mask_depth = 8;
+  Loader narrow(o);
+  test::collect(narrow);
+  EXPECT_EQ(narrow.stats().skipped_by_reason.at("bad_mask"), 1);
+}
+
+TEST_F(Masks, BadMasksAreSkippedByReasonOrStopTheLoader) {
+  ASSERT_TRUE(cv::imwrite((dir_.path() / "m1.png").string(), cv::Mat(27, 28, CV_8UC1, 0.0)));
+  ASSERT_TRUE(cv::imwrite((dir_.path() / "m2.png").string(), cv::Mat(28, 28, CV_8UC3, 0.0)));
+  std::filesystem::remove(dir_.path() / "m3.png");
+  Pipeline p(28, 28, 1);
+  p.resize(28, 28);
+  Options o = options(2, p);
+  Loader loader(o);
+  const test::Delivered d = test::collect(loader);
+  for (std::int64_t bad : {1, 2, 3}) EXPECT_EQ(std::count(d.ids.begin(), d.ids.end(), bad), 0);
+  const Stats s = loader.stats();
+  EXPECT_EQ(s.skipped_by_reason.at("wrong_size"), 1);
+  EXPECT_EQ(s.skipped_by_reason.at("bad_mask"), 1);
+  EXPECT_EQ(s.skipped_by_reason.at("missing"), 1);
+  EXPECT_TRUE(log_.contains("missing (its mask " + (dir_.path() / "m3.png").string() +
+                            ") (replaced by sample"));
+  o.on_error = OnError::kError;
+  o.shuffle = false;
+  Loader strict(o);
+  try {
+    while (strict.next()) {
+    }
+    FAIL() << "expected a DataError";
+  } catch (const DataError& e) {
+    // The first bad sample in order is m1's: the image is named, then the mask at fault.
+    EXPECT_NE(std::string(e.what()).find("(sample 1): wrong_size (its mask " +
+                                         (dir_.path() / "m1.png").string() + ")"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(Masks, AListWithAndWithoutMasksAndAMaskFieldOffShardsAreConfigErrors) {
+  std::ofstream(dir_.path() / "mixed.txt") << "a.png\t0\tm0.png\nb.png\t1\n";
+  Pipeline p(28, 28, 1);
+  Options o = options(0, p);
+  o.data = (dir_.path() / "mixed.txt").string();
+  try {
+    Loader loader(o);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("mixed.txt:2: no mask column, but line 1 has one"),
+              std::string::npos)
+        << e.what();
+  }
+  o = options(0, p);
+  o.mask_field = "seg.png";
+  EXPECT_THROW(Loader{o}, ConfigError);
+  o = options(0, p);
+  o.mask_depth = 12;
+  EXPECT_THROW(Loader{o}, ConfigError);
+  o.mask_depth = 8;
+  o.mask_ignore = 256;
+  EXPECT_THROW(Loader{o}, ConfigError);
+}
+
+// The same samples as shard members (key.png and key.seg.png) give the list file's batches.
+TEST_F(Masks, ShardMembersNamedByMaskFieldAreTheSameMasks) {
+  std::string tar;
+  std::ifstream list(dir_.path() / "list.txt");
+  std::string line;
+  for (int i = 0; std::getline(list, line); ++i) {
+    const auto t1 = line.find('\t'), t2 = line.rfind('\t');
+    const auto read = [](const std::filesystem::path& path) {
+      std::ifstream f(path, std::ios::binary);
+      return std::string(std::istreambuf_iterator<char>(f), {});
+    };
+    char key[16];
+    std::snprintf(key, sizeof key, "%06d", i);
+    const std::pair<std::string, std::string> members[] = {
+        {".png", read(line.substr(0, t1))},
+        {".cls", line.substr(t1 + 1, t2 - t1 - 1)},
+        {".seg.png", read(dir_.path() / line.substr(t2 + 1))}};
+    for (const auto& [ext, bytes] : members) {
+      tar += detail::tar_member_header(key + ext, bytes.size()) + bytes;
+      tar += std::string(detail::tar_padding(bytes.size()), '\0');
+    }
+  }
+  tar += std::string(1024, '\0');
+  std::ofstream(dir_.path() / "s.tar", std::ios::binary) << tar;
+  Pipeline p(32, 32, 1);
+  p.random_resized_crop(32, 32).horizontal_flip(0.5f);
+  Options from_list = options(2, p);
+  from_list.shuffle = false;
+  Options from_shard = from_list;
+  from_shard.data = (dir_.path() / "s.tar").string();
+  from_shard.mask_field = "seg.png";
+  Loader a(from_list), b(from_shard);
+  const test::Delivered x = test::collect(a), y = test::collect(b);
+  EXPECT_EQ(x.masks.size(), 40u * 32 * 32);
+  EXPECT_TRUE(x.masks == y.masks);
+  EXPECT_TRUE(x.pixels == y.pixels);
+  EXPECT_TRUE(x.labels == y.labels);
+}
+
+}  // namespace
+}  // namespace stoke
