@@ -71,6 +71,23 @@ std::vector<Case> cases() {
                                               .pad_random_crop(30, 120, 150)
                                               .horizontal_flip(0.5f)
                                               .resize(50, 60)});
+  c.push_back({"RandomResizedCropThenBothFlips", Pipeline(64, 64, 1)
+                                                     .random_resized_crop(64, 64, 0.2f, 1.0f)
+                                                     .vertical_flip(0.5f)
+                                                     .horizontal_flip(0.5f)});
+  c.push_back({"VerticalFlipBeforeAPadCropAndResize", Pipeline(60, 72, 1)
+                                                          .vertical_flip(0.5f)
+                                                          .pad_random_crop(20, 150, 180)
+                                                          .resize(60, 72)});
+  c.push_back({"ScaleJitterThenCenterCrop",
+               Pipeline(128, 128, 1).scale_jitter(100, 300).center_crop(128, 128)});
+  c.push_back({"ScaleJitterOfTheLongerSideThenPadCropAndFlip",
+               Pipeline(96, 96, 1)
+                   .scale_jitter(120, 260, true)
+                   .pad_random_crop(16, 96, 96)
+                   .vertical_flip(0.5f)});
+  c.push_back({"BoxCropThenFlip",
+               Pipeline(64, 64, 1).box_crop(64, 64, 0.5f).horizontal_flip(0.5f)});
   return c;
 }
 
@@ -85,6 +102,7 @@ void check(const Pipeline& p, const std::function<ImageSource&()>& source,
   int seen = 0;
   for (int pos = 0; pos < 60; ++pos) {
     SampleRng rng(3, kSampleStream, 0, pos);
+    a.set_boxes({&kRect, 1});
     a.run(steps.data(), static_cast<int>(steps.size()), source(), rng, out.data, out.rows,
           out.cols, 1);
     Box mapped[1];
@@ -130,6 +148,40 @@ TEST_P(BoxesFollowThePixels, OnTheJpegRegionPath) {
 
 INSTANTIATE_TEST_SUITE_P(Steps, BoxesFollowThePixels, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& param) { return param.param.name; });
+
+// Small windows (5-20% of the image) miss the rectangle most of the time; box_crop's keep at
+// least half of it, or (when 10 draws found none) take the whole image.
+TEST(BoxCrop, EveryWindowKeepsHalfOfABoxOrIsTheWholeImage) {
+  const cv::Mat src = scene();
+  const auto visible = [&](const Pipeline& p, int pos, bool& whole) {
+    const std::vector<WireStep> steps = wire_steps(p);
+    Augmenter a;
+    a.set_boxes({&kRect, 1});
+    cv::Mat out(64, 64, CV_8UC1);
+    SampleRng rng(9, kSampleStream, 0, pos);
+    a.run(steps.data(), static_cast<int>(steps.size()),
+          ImageRef{src.data, src.rows, src.cols, 1, src.step[0], false}, rng, out.data, 64, 64, 1);
+    const OutputMap& m = a.output_map();
+    whole = std::abs(m.sx * kSourceW - 64) < 1e-9 && std::abs(m.sy * kSourceH - 64) < 1e-9;
+    const double x1 = std::clamp(m.x(kRect.x1), 0.0, 64.0), x2 = std::clamp(m.x(kRect.x2), 0.0, 64.0);
+    const double y1 = std::clamp(m.y(kRect.y1), 0.0, 64.0), y2 = std::clamp(m.y(kRect.y2), 0.0, 64.0);
+    const double mapped = (m.x(kRect.x2) - m.x(kRect.x1)) * (m.y(kRect.y2) - m.y(kRect.y1));
+    return (x2 - x1) * (y2 - y1) / mapped;
+  };
+  int kept_by_box_crop = 0, kept_by_rrc = 0, whole_images = 0;
+  for (int pos = 0; pos < 200; ++pos) {
+    bool whole = false;
+    const double v = visible(Pipeline(64, 64, 1).box_crop(64, 64, 0.5f, 0.05f, 0.2f), pos, whole);
+    EXPECT_TRUE(v >= 0.5 - 1e-9 || whole) << "pos " << pos << ": " << v;
+    kept_by_box_crop += v >= 0.5 - 1e-9;
+    whole_images += whole;
+    kept_by_rrc +=
+        visible(Pipeline(64, 64, 1).random_resized_crop(64, 64, 0.05f, 0.2f), pos, whole) >= 0.5;
+  }
+  EXPECT_GT(kept_by_box_crop, 150);
+  EXPECT_LT(kept_by_rrc, kept_by_box_crop / 2);
+  EXPECT_LT(whole_images, 50);
+}
 
 TEST(MapBoxes, MirrorsClipsAndDropsByTheRules) {
   // A 2x upscale of x, mirrored in a 100-wide output; y shifted by -10.

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <numeric>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -231,6 +232,17 @@ TEST_F(Detection, TheSameBoxesForAnyWorkerCountAndEpoch) {
     EXPECT_EQ(a.box_counts.size(), 32u);  // 4 batches of 8, the last one padded
     EXPECT_TRUE(a == b) << "epoch " << epoch;
   }
+}
+
+TEST_F(Detection, TheDetectionStepsAreTheSameForAnyWorkerCount) {
+  Pipeline p(96, 96, 3);
+  p.scale_jitter(80, 200).box_crop(96, 96, 0.6f).vertical_flip(0.3f).horizontal_flip(0.5f);
+  Options a = options(0), b = options(2);
+  a.pipeline = b.pipeline = p;
+  Loader in_process(a), two(b);
+  const test::Delivered x = test::collect(in_process);
+  EXPECT_GT(std::accumulate(x.box_counts.begin(), x.box_counts.end(), 0), 30);
+  EXPECT_TRUE(x == test::collect(two));
 }
 
 TEST_F(Detection, AResumedLoaderDeliversTheRestOfTheEpochsBoxes) {

@@ -22,6 +22,9 @@ enum class StepKind : std::uint32_t {
   kHorizontalFlip = 5,     // mirror left-right with probability `probability`
   kPadRandomCrop = 6,      // pad `pad` pixels of 0 on every side, then crop height x width
   kColorJitter = 7,        // brightness and contrast factors drawn from [1-b, 1+b], [1-c, 1+c]
+  kVerticalFlip = 8,       // mirror top-bottom with probability `probability`
+  kScaleJitter = 9,        // scale so the shorter (longer) side is a size in [size, size_max]
+  kBoxCrop = 10,           // random_resized_crop whose window keeps min_visible of some box
 };
 
 // One step, as Pipeline::steps() describes it.
@@ -38,6 +41,9 @@ struct Step {
   float ratio_max = 0.f;
   float brightness = 0.f;
   float contrast = 0.f;
+  std::int32_t size_max = 0;   // kScaleJitter: the largest side drawn
+  bool longer_side = false;    // kScaleJitter: the drawn size is the longer side's
+  float min_visible = 0.f;     // kBoxCrop
 };
 
 class Pipeline {
@@ -54,6 +60,17 @@ class Pipeline {
   Pipeline& horizontal_flip(float probability = 0.5f);
   Pipeline& pad_random_crop(int pad, int height, int width);
   Pipeline& color_jitter(float brightness, float contrast);
+  Pipeline& vertical_flip(float probability = 0.5f);
+  // Scale jitter: resize, keeping the aspect ratio, so the shorter side (the longer one with
+  // `longer_side`) is a whole number of pixels drawn uniformly from [min_side, max_side]. The
+  // size varies, so a crop to the output size must follow.
+  Pipeline& scale_jitter(int min_side, int max_side, bool longer_side = false);
+  // A crop that keeps a box (detection data): random_resized_crop's windows, drawn the same
+  // way, but a window is taken only when at least `min_visible` of some box's area lies inside
+  // it; after 10 windows without one, the whole image. A sample without boxes takes the first
+  // window that fits, as random_resized_crop does.
+  Pipeline& box_crop(int height, int width, float min_visible = 0.5f, float scale_min = 0.1f,
+                     float scale_max = 1.0f, float ratio_min = 0.5f, float ratio_max = 2.0f);
 
   // The training pipeline to height x width: random-resized-crop + flip for photographs, or,
   // with `small_images` (28x28 digits and the like), pad-(side/7) random crop + flip.

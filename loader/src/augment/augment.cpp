@@ -143,10 +143,19 @@ void Augmenter::run(const WireStep* steps, int step_count, ImageSource& source, 
              static_cast<int>(std::nearbyint((w.height - s.height) / 2.0)), s.width, s.height);
         break;
       case StepKind::kRandomResizedCrop:
-        random_resized_crop(w, s, rng);
+        random_resized_crop(w, s, rng, false);
+        break;
+      case StepKind::kBoxCrop:
+        random_resized_crop(w, s, rng, true);
         break;
       case StepKind::kHorizontalFlip:
         if (rng.bernoulli(s.probability)) w.flip = !w.flip;
+        break;
+      case StepKind::kVerticalFlip:
+        if (rng.bernoulli(s.probability)) w.vflip = !w.vflip;
+        break;
+      case StepKind::kScaleJitter:
+        scale_jitter(w, s, rng);
         break;
       case StepKind::kPadRandomCrop: {
         const int span_x = w.width + 2 * s.pad - s.width;
@@ -166,11 +175,25 @@ void Augmenter::run(const WireStep* steps, int step_count, ImageSource& source, 
   step_index_ = step_count;
   // Validation guarantees the window has the output size here. Output column x reads the
   // window's column x0 + x, or x0 + width - 1 - x when mirrored.
-  output_map_.sy = ay_;
-  output_map_.ty = by_ - w.y0;
+  output_map_.sy = w.vflip ? -ay_ : ay_;
+  output_map_.ty = w.vflip ? w.y0 + w.height - by_ : by_ - w.y0;
   output_map_.sx = w.flip ? -ax_ : ax_;
   output_map_.tx = w.flip ? w.x0 + w.width - bx_ : bx_ - w.x0;
   write_output(w, dst, out_channels);
+  if (w.vflip) mirror_rows(dst, out_channels);
+}
+
+void Augmenter::mirror_rows(std::uint8_t* dst, int out_channels) {
+  const std::size_t row = static_cast<std::size_t>(out_width_) * out_channels;
+  std::vector<std::uint8_t>& tmp = row_;
+  tmp.resize(row);
+  for (int y = 0, z = out_height_ - 1; y < z; ++y, --z) {
+    std::uint8_t* a = dst + y * row;
+    std::uint8_t* b = dst + z * row;
+    std::memcpy(tmp.data(), a, row);
+    std::memcpy(a, b, row);
+    std::memcpy(b, tmp.data(), row);
+  }
 }
 
 void Augmenter::resized(Window& w, int height, int width) {
@@ -187,7 +210,8 @@ void Augmenter::resized(Window& w, int height, int width) {
 
 bool Augmenter::only_flips_follow() const {
   for (int j = step_index_ + 1; j < step_count_; ++j) {
-    if (steps_[j].step_kind() != StepKind::kHorizontalFlip) return false;
+    const StepKind k = steps_[j].step_kind();
+    if (k != StepKind::kHorizontalFlip && k != StepKind::kVerticalFlip) return false;
   }
   return true;
 }
@@ -195,13 +219,14 @@ bool Augmenter::only_flips_follow() const {
 // (x, y) are in the window's own (possibly mirrored) coordinates.
 void Augmenter::crop(Window& w, int x, int y, int width, int height) const {
   w.x0 += w.flip ? (w.width - x - width) : x;
-  w.y0 += y;
+  w.y0 += w.vflip ? (w.height - y - height) : y;
   w.width = width;
   w.height = height;
 }
 
 // torchvision's RandomResizedCrop.get_params, drawing from the sample's generator.
-void Augmenter::random_resized_crop(Window& w, const WireStep& s, SampleRng& rng) {
+void Augmenter::random_resized_crop(Window& w, const WireStep& s, SampleRng& rng,
+                                    bool keep_box) {
   const double area = static_cast<double>(w.width) * w.height;
   const double log_lo = std::log(static_cast<double>(s.ratio_min));
   const double log_hi = std::log(static_cast<double>(s.ratio_max));
@@ -215,10 +240,14 @@ void Augmenter::random_resized_crop(Window& w, const WireStep& s, SampleRng& rng
     if (cw > 0 && cw <= w.width && ch > 0 && ch <= w.height) {
       cy = static_cast<int>(rng.below(w.height - ch + 1));
       cx = static_cast<int>(rng.below(w.width - cw + 1));
-      found = true;
+      found = !keep_box || keeps_a_box(w, cx, cy, cw, ch, s.min_visible);
     }
   }
-  if (!found) {  // fall back to a centre crop at the nearest allowed aspect ratio
+  if (!found && keep_box) {  // no window kept a box: the whole image
+    cx = cy = 0;
+    cw = w.width;
+    ch = w.height;
+  } else if (!found) {  // fall back to a centre crop at the nearest allowed aspect ratio
     const double in_ratio = static_cast<double>(w.width) / w.height;
     if (in_ratio < s.ratio_min) {
       cw = w.width;
@@ -235,6 +264,34 @@ void Augmenter::random_resized_crop(Window& w, const WireStep& s, SampleRng& rng
   }
   crop(w, cx, cy, std::max(cw, 1), std::max(ch, 1));
   resize_to(w, s.height, s.width);
+}
+
+bool Augmenter::keeps_a_box(const Window& w, int x, int y, int width, int height,
+                            double fraction) const {
+  if (boxes_.empty()) return true;
+  // The crop in the current image's pixels (as crop() would place it), and each box there:
+  // the current image is (ax_ * x + bx_, ay_ * y + by_) of the source.
+  const double x0 = w.x0 + (w.flip ? w.width - x - width : x);
+  const double y0 = w.y0 + (w.vflip ? w.height - y - height : y);
+  const double x1 = x0 + width, y1 = y0 + height;
+  for (const SampleBox& b : boxes_) {
+    const double bx0 = ax_ * b.x1 + bx_, bx1 = ax_ * b.x2 + bx_;
+    const double by0 = ay_ * b.y1 + by_, by1 = ay_ * b.y2 + by_;
+    const double area = (bx1 - bx0) * (by1 - by0);
+    const double iw = std::min(bx1, x1) - std::max(bx0, x0);
+    const double ih = std::min(by1, y1) - std::max(by0, y0);
+    if (area > 0 && iw > 0 && ih > 0 && iw * ih >= fraction * area) return true;
+  }
+  return false;
+}
+
+void Augmenter::scale_jitter(Window& w, const WireStep& s, SampleRng& rng) {
+  const int side = s.size + static_cast<int>(rng.below(static_cast<std::uint64_t>(s.size_max - s.size) + 1));
+  const int reference = s.longer_side ? std::max(w.height, w.width) : std::min(w.height, w.width);
+  const double scale = static_cast<double>(side) / reference;
+  if (std::max(w.height, w.width) * scale > kMaxIntermediateSide) throw ImageTooLarge();
+  resize_to(w, std::max(1, static_cast<int>(std::lround(w.height * scale))),
+            std::max(1, static_cast<int>(std::lround(w.width * scale))));
 }
 
 // Resizes the window's pixels (ignoring a pending flip, which commutes with resizing).
@@ -303,7 +360,8 @@ bool Augmenter::resize_region(Window& w, int height, int width) {
     SampleRng ahead = *rng_;
     bool flip = w.flip;
     for (int j = step_index_ + 1; j < step_count_; ++j) {
-      if (ahead.bernoulli(steps_[j].probability)) flip = !flip;
+      const bool drawn = ahead.bernoulli(steps_[j].probability);  // every flip draws
+      if (drawn && steps_[j].step_kind() == StepKind::kHorizontalFlip) flip = !flip;
     }
     resample(r.image, fx, fy, fw, fh, dst_, width, height, flip, filter, resample_);
     written_ = true;

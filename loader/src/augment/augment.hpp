@@ -15,10 +15,12 @@
 #include <cstdint>
 #include <exception>
 #include <opencv2/core/mat.hpp>
+#include <span>
 #include <vector>
 
 #include "augment/resample.hpp"
 #include "data/image_source.hpp"
+#include "data/sample_box.hpp"
 #include "data/sample_rng.hpp"
 #include "ipc/wire_step.hpp"
 #include "stoke/pipeline.hpp"
@@ -65,6 +67,10 @@ class Augmenter {
     run(steps, step_count, plain, rng, dst, out_height, out_width, out_channels);
   }
 
+  // The boxes of the sample the next run() makes, in its source's pixels, for box_crop (empty:
+  // none). They must stay valid through that run().
+  void set_boxes(std::span<const SampleBox> boxes) { boxes_ = boxes; }
+
   // The map of the last run() from its source to its output (the same for every path: the
   // general one, a JPEG region, a direct write).
   const OutputMap& output_map() const { return output_map_; }
@@ -81,7 +87,8 @@ class Augmenter {
     ImageRef src;                               // valid once `lazy` is null
     ImageSource* lazy = nullptr;                // not decoded yet; coordinates are in its pixels
     int x0 = 0, y0 = 0, width = 0, height = 0;  // in source pixels; may exceed the source
-    bool flip = false;
+    bool flip = false;   // mirrored left-right: its own x runs right to left in the image
+    bool vflip = false;  // mirrored top-bottom: its own y runs upward
 
     int source_width() const { return lazy != nullptr ? lazy->width() : src.width; }
     int source_height() const { return lazy != nullptr ? lazy->height() : src.height; }
@@ -91,7 +98,15 @@ class Augmenter {
   // The window's pixels became an image of height x width of their own (a resize): the map
   // follows, and the window is all of that image.
   void resized(Window& w, int height, int width);
-  void random_resized_crop(Window& w, const WireStep& s, SampleRng& rng);
+  // random_resized_crop, and box_crop when `keep_box`.
+  void random_resized_crop(Window& w, const WireStep& s, SampleRng& rng, bool keep_box);
+  // Whether at least `fraction` of some box's area lies inside the window's own crop
+  // (x, y, width, height); true when the sample has no boxes.
+  bool keeps_a_box(const Window& w, int x, int y, int width, int height, double fraction) const;
+  void scale_jitter(Window& w, const WireStep& s, SampleRng& rng);
+  // Mirrors the written output top-bottom (a vertical flip is applied last: it commutes with
+  // every other step once crops read the mirrored window, as crop() makes them).
+  void mirror_rows(std::uint8_t* dst, int out_channels);
   void resize_to(Window& w, int height, int width);
   // Decodes the whole source into the window (no-op when it has pixels already).
   void realize(Window& w);
@@ -119,6 +134,7 @@ class Augmenter {
   // (ax_ * x + bx_, ay_ * y + by_).
   double ax_ = 1, bx_ = 0, ay_ = 1, by_ = 0;
   OutputMap output_map_;
+  std::span<const SampleBox> boxes_;
 
   double area_oversample_ = kDefaultAreaOversample;
   int area_floor_ = kDefaultAreaFloor;
@@ -126,6 +142,7 @@ class Augmenter {
   std::uint8_t lut_[256] = {};
   std::vector<std::uint8_t> scratch_[3];
   ResampleScratch resample_;
+  std::vector<std::uint8_t> row_;     // mirror_rows' scratch row
   std::vector<std::uint8_t> padded_;  // write_small_gray's zero-margined copy of the source
   int padded_width_ = 0;
   int next_scratch_ = 0;

@@ -97,6 +97,35 @@ Pipeline& Pipeline::color_jitter(float brightness, float contrast) {
   return add({.kind = StepKind::kColorJitter, .brightness = brightness, .contrast = contrast});
 }
 
+Pipeline& Pipeline::vertical_flip(float probability) {
+  if (!(probability >= 0 && probability <= 1))
+    throw ConfigError("vertical_flip: probability must be in [0, 1], got " + fmt(probability));
+  return add({.kind = StepKind::kVerticalFlip, .probability = probability});
+}
+
+Pipeline& Pipeline::scale_jitter(int min_side, int max_side, bool longer_side) {
+  check_side("scale_jitter", "min_side", min_side);
+  check_side("scale_jitter", "max_side", max_side);
+  if (min_side > max_side)
+    throw ConfigError("scale_jitter: min_side " + std::to_string(min_side) +
+                      " is above max_side " + std::to_string(max_side));
+  Step s{.kind = StepKind::kScaleJitter, .size = min_side};
+  s.size_max = max_side;
+  s.longer_side = longer_side;
+  return add(s);
+}
+
+Pipeline& Pipeline::box_crop(int height, int width, float min_visible, float scale_min,
+                             float scale_max, float ratio_min, float ratio_max) {
+  if (!(min_visible >= 0 && min_visible <= 1))
+    throw ConfigError("box_crop: min_visible must be a fraction in [0, 1], got " +
+                      fmt(min_visible));
+  random_resized_crop(height, width, scale_min, scale_max, ratio_min, ratio_max);
+  steps_.back().kind = StepKind::kBoxCrop;
+  steps_.back().min_visible = min_visible;
+  return *this;
+}
+
 Pipeline Pipeline::training(int height, int width, int channels, bool small_images) {
   Pipeline p(height, width, channels);
   if (small_images) {
@@ -130,14 +159,19 @@ void Pipeline::validate(int source_height, int source_width) const {
           w = nw;
         }
         break;
+      case StepKind::kScaleJitter:
+        h = w = 0;  // a size drawn per sample
+        break;
       case StepKind::kResize:
       case StepKind::kCenterCrop:
       case StepKind::kRandomResizedCrop:
+      case StepKind::kBoxCrop:
       case StepKind::kPadRandomCrop:
         h = s.height;
         w = s.width;
         break;
       case StepKind::kHorizontalFlip:
+      case StepKind::kVerticalFlip:
       case StepKind::kColorJitter:
         break;
       default:
@@ -182,6 +216,18 @@ std::string Pipeline::describe() const {
         break;
       case StepKind::kColorJitter:
         out << "color_jitter brightness " << fmt(s.brightness) << " contrast " << fmt(s.contrast);
+        break;
+      case StepKind::kVerticalFlip:
+        out << "vertical_flip p=" << fmt(s.probability);
+        break;
+      case StepKind::kScaleJitter:
+        out << "scale_jitter " << (s.longer_side ? "longer" : "shorter") << " side " << s.size
+            << ".." << s.size_max;
+        break;
+      case StepKind::kBoxCrop:
+        out << "box_crop " << s.height << "x" << s.width << " min_visible "
+            << fmt(s.min_visible) << " scale [" << fmt(s.scale_min) << ", " << fmt(s.scale_max)
+            << "] ratio [" << fmt(s.ratio_min) << ", " << fmt(s.ratio_max) << "]";
         break;
     }
     out << "\n";

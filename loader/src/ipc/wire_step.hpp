@@ -28,11 +28,15 @@ struct WireStep {
   float ratio_max = 0.f;
   float brightness = 0.f;
   float contrast = 0.f;
+  std::int32_t size_max = 0;
+  std::int32_t longer_side = 0;
+  float min_visible = 0.f;
+  std::uint32_t reserved = 0;
 
   StepKind step_kind() const { return static_cast<StepKind>(kind); }
 };
 static_assert(std::is_trivially_copyable_v<WireStep> && std::is_standard_layout_v<WireStep>);
-static_assert(sizeof(WireStep) == 48 && offsetof(WireStep, contrast) == 44);
+static_assert(sizeof(WireStep) == 64 && offsetof(WireStep, min_visible) == 56);
 
 inline WireStep to_wire(const Step& s) {
   return WireStep{static_cast<std::uint32_t>(s.kind),
@@ -46,7 +50,11 @@ inline WireStep to_wire(const Step& s) {
                   s.ratio_min,
                   s.ratio_max,
                   s.brightness,
-                  s.contrast};
+                  s.contrast,
+                  s.size_max,
+                  s.longer_side ? 1 : 0,
+                  s.min_visible,
+                  0};
 }
 
 inline std::vector<WireStep> wire_steps(const Pipeline& p) {

@@ -19,6 +19,7 @@ BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* 
                               std::uint8_t* mask_dst) {
   if (current_ != nullptr) current_->store(sample, std::memory_order_relaxed);
   if (poisoned(sample)) return BadInput::kCrashedWorker;
+  augmenter_.set_boxes(dataset_.boxes(sample));  // for box_crop
   try {
     const BadInput r = produce_or_throw(sample, rng, dst);
     if (r != BadInput::kNone || mask_dst == nullptr) return r;
