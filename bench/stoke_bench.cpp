@@ -112,6 +112,18 @@ void add_loader_flags(CLI::App& app, Args& a) {
                  "COCO data: box rows per sample (0: the most any image has)")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
+  app.add_option("--mask-field", o.mask_field,
+                 "shards: the extension of each sample's mask member (e.g. seg.png); a list "
+                 "file names masks in a third column")
+      ->type_name("EXT");
+  app.add_option("--bytes-field", o.bytes_field,
+                 "shards: the extension of each sample's member passed through untouched (e.g. "
+                 "txt)")
+      ->type_name("EXT");
+  app.add_option("--max-bytes", o.max_bytes,
+                 "shards: pass-through bytes per sample (0: the longest member)")
+      ->check(CLI::Range(0, 16 << 20))
+      ->capture_default_str();
   app.add_option("--label-field", o.label_field,
                  "shards: where a sample's label is: cls, json:KEY or none")
       ->type_name("WORD")
@@ -291,6 +303,8 @@ struct Measurement {
   std::string checksum, output_checksum;
   int max_boxes = 0;
   std::int64_t boxes = 0;  // delivered with real samples (valid == 1)
+  int mask_bytes = 0;      // per mask label (0: no masks)
+  int max_bytes = 0;       // pass-through bytes per sample (0: none)
 };
 
 // Runs the loader; the consumer sleeps consumer_ms after each batch (a simulated trainer).
@@ -335,6 +349,12 @@ Measurement measure(const stoke::Options& o, std::int64_t epochs, double consume
         for (int i = 0; i < batch->size(); ++i)
           m.boxes += batch->valid()[i] != 0 ? batch->box_counts()[i] : 0;
       }
+      // Masks and pass-through bytes, when the data has them (empty spans otherwise).
+      hash_update(hash, batch->masks().data(), batch->masks().size_bytes());
+      hash_update(hash, batch->bytes().data(), batch->bytes().size_bytes());
+      hash_update(hash, batch->byte_counts().data(), batch->byte_counts().size_bytes());
+      m.mask_bytes = batch->mask_bytes();
+      m.max_bytes = batch->max_bytes();
       for (int d = 0; d < batch->device_count(); ++d) {
         batch->wait(d);  // a GPU batch counts once its bytes are on the device
         const stoke::DeviceChunk c = batch->chunk(d);
@@ -492,8 +512,11 @@ int run(const Args& args) {
                       ? static_cast<double>(m.boxes) / static_cast<double>(s.samples - s.padded)
                       : 0.0,
                   m.max_boxes);
-    std::printf("  checksum   xxh3-128 %s (uint8 pixels, labels, valid%s)\n", m.checksum.c_str(),
-                m.max_boxes > 0 ? ", boxes" : "");
+    if (m.mask_bytes > 0) std::printf("  masks      %d-bit labels\n", 8 * m.mask_bytes);
+    if (m.max_bytes > 0) std::printf("  bytes      up to %d per sample\n", m.max_bytes);
+    std::printf("  checksum   xxh3-128 %s (uint8 pixels, labels, valid%s%s%s)\n", m.checksum.c_str(),
+                m.max_boxes > 0 ? ", boxes" : "", m.mask_bytes > 0 ? ", masks" : "",
+                m.max_bytes > 0 ? ", bytes" : "");
     if (!gpu)
       std::printf("  output     xxh3-128 %s (what the devices received)\n",
                   m.output_checksum.c_str());
@@ -558,6 +581,8 @@ int run(const Args& args) {
     j["worker_rss_mib_per_epoch"] = m.worker_rss_per_epoch;
     j["checksum"] = m.checksum;
     j["boxes"] = {{"max_boxes", m.max_boxes}, {"delivered", m.boxes}};
+    j["mask_bits"] = 8 * m.mask_bytes;
+    j["max_bytes"] = m.max_bytes;
     j["dtype"] = dtype;
     j["layout"] = layout;
     j["staging"] = stoke::staging_mode_name(s.staging);

@@ -150,13 +150,13 @@ nb::list device_targets(const stoke::Batch& b) {
   return out;
 }
 
-// One array per device of the chunk's boxes, box classes or box counts, where its pixels are:
-// `per_sample` values per sample, in shape {samples, tail...}.
+// One array per device of a chunk's field (boxes, their classes or counts, pass-through bytes
+// or their lengths), where its pixels are: shape {samples, tail...}. `present` false: the data
+// has no such field, and `what` says where it would come from.
 template <class T, const T* stoke::DeviceChunk::*kField>
-nb::list device_boxes(const stoke::Batch& b, std::vector<std::size_t> tail) {
-  if (b.max_boxes() == 0)
-    throw stoke::ConfigError(
-        "this loader's data has no boxes (boxes come from a COCO annotation file: data='...json')");
+nb::list device_fields(const stoke::Batch& b, bool present, const char* what,
+                       std::vector<std::size_t> tail) {
+  if (!present) throw stoke::ConfigError(std::string("this loader's data has no ") + what);
   nb::list out;
   for (int g = 0; g < b.device_count(); ++g) {
     const stoke::DeviceChunk c = b.chunk(g);
@@ -166,6 +166,8 @@ nb::list device_boxes(const stoke::Batch& b, std::vector<std::size_t> tail) {
   }
   return out;
 }
+
+constexpr const char* kNoBoxes = "boxes (boxes come from a COCO annotation file: data='...json')";
 
 nb::list masks(const stoke::Batch& b) {
   if (b.mask_bytes() == 0)
@@ -193,6 +195,8 @@ struct LoaderArgs {
   std::string mask_field;
   int mask_ignore = 255;
   int mask_depth = 8;
+  std::string bytes_field;
+  int max_bytes = 0;
   float min_box_size = 1;
   float min_box_area = 0;
   float min_box_visible = 0;
@@ -234,6 +238,8 @@ stoke::Options options_from(const LoaderArgs& a) {
   o.mask_field = a.mask_field;
   o.mask_ignore = a.mask_ignore;
   o.mask_depth = a.mask_depth;
+  o.bytes_field = a.bytes_field;
+  o.max_bytes = a.max_bytes;
   o.min_box_size = a.min_box_size;
   o.min_box_area = a.min_box_area;
   o.min_box_visible = a.min_box_visible;
@@ -474,13 +480,31 @@ NB_MODULE(_stoke, m) {
                    "One array per device, (samples, height, width) uint8 or uint16 labels, where "
                    "its pixels are: each sample's mask, moved with its pixels by nearest "
                    "neighbour (padding: mask_ignore).")
+      .def_prop_ro("max_bytes", &stoke::Batch::max_bytes,
+                   "pass-through bytes per sample (0: the data has none)")
+      .def_prop_ro(
+          "bytes",
+          [](const stoke::Batch& b) {
+            return device_fields<std::uint8_t, &stoke::DeviceChunk::device_sample_bytes>(
+                b, b.max_bytes() > 0, "pass-through bytes (set bytes_field)",
+                {static_cast<std::size_t>(b.max_bytes())});
+          },
+          "One uint8 array per device, (samples, max_bytes): each sample's bytes_field member, "
+          "untouched and zero-padded; byte_counts[g][i] of them are real.")
+      .def_prop_ro(
+          "byte_counts",
+          [](const stoke::Batch& b) {
+            return device_fields<std::int32_t, &stoke::DeviceChunk::device_byte_counts>(
+                b, b.max_bytes() > 0, "pass-through bytes (set bytes_field)", {});
+          },
+          "One int32 array per device, (samples,): the length of each sample's bytes.")
       .def_prop_ro("max_boxes", &stoke::Batch::max_boxes,
                    "box rows per sample (0: the data has no boxes)")
       .def_prop_ro(
           "boxes",
           [](const stoke::Batch& b) {
-            return device_boxes<float, &stoke::DeviceChunk::device_boxes>(
-                b, {static_cast<std::size_t>(b.max_boxes()), 4});
+            return device_fields<float, &stoke::DeviceChunk::device_boxes>(
+                b, b.max_boxes() > 0, kNoBoxes, {static_cast<std::size_t>(b.max_boxes()), 4});
           },
           "One float32 array per device, (samples, max_boxes, 4): xyxy boxes in output pixels, "
           "where its pixels are; the first box_counts[g][i] rows of sample i are real, the rest "
@@ -488,15 +512,16 @@ NB_MODULE(_stoke, m) {
       .def_prop_ro(
           "box_classes",
           [](const stoke::Batch& b) {
-            return device_boxes<std::int32_t, &stoke::DeviceChunk::device_box_classes>(
-                b, {static_cast<std::size_t>(b.max_boxes())});
+            return device_fields<std::int32_t, &stoke::DeviceChunk::device_box_classes>(
+                b, b.max_boxes() > 0, kNoBoxes, {static_cast<std::size_t>(b.max_boxes())});
           },
           "One int32 array per device, (samples, max_boxes): each box's class (contiguous "
           "indices of the categories in ascending id order), -1 in padding rows.")
       .def_prop_ro(
           "box_counts",
           [](const stoke::Batch& b) {
-            return device_boxes<std::int32_t, &stoke::DeviceChunk::device_box_counts>(b, {});
+            return device_fields<std::int32_t, &stoke::DeviceChunk::device_box_counts>(
+                b, b.max_boxes() > 0, kNoBoxes, {});
           },
           "One int32 array per device, (samples,): how many of each sample's box rows are real.")
       .def(
@@ -580,6 +605,8 @@ NB_MODULE(_stoke, m) {
       .def_rw("mask_field", &LoaderArgs::mask_field)
       .def_rw("mask_ignore", &LoaderArgs::mask_ignore)
       .def_rw("mask_depth", &LoaderArgs::mask_depth)
+      .def_rw("bytes_field", &LoaderArgs::bytes_field)
+      .def_rw("max_bytes", &LoaderArgs::max_bytes)
       .def_rw("min_box_size", &LoaderArgs::min_box_size)
       .def_rw("min_box_area", &LoaderArgs::min_box_area)
       .def_rw("min_box_visible", &LoaderArgs::min_box_visible)

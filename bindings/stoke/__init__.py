@@ -89,6 +89,11 @@ class Loader(_stoke.Loader):
             (``batch.masks``) follow the pixels by nearest neighbour.
         mask_ignore: the mask label of output pixels from outside the image (padding).
         mask_depth: 8 (uint8 masks) or 16 (uint16).
+        bytes_field: shards: the extension of each sample's member passed through untouched
+            (``"txt"``: a caption; ``"json"``: a record), as ``batch.bytes`` and
+            ``batch.byte_counts``.
+        max_bytes: bytes per sample (0: the longest such member); longer ones are cut under
+            ``on_error="skip"`` and refused under ``"error"``.
         min_box_size, min_box_area, min_box_visible: COCO data: a box moved with its pixels and
             clipped to the output is kept when both sides are at least ``min_box_size`` pixels
             (default 1), its area at least ``min_box_area``, and at least ``min_box_visible``
@@ -157,6 +162,8 @@ class Loader(_stoke.Loader):
         mask_field: str = "",
         mask_ignore: int = 255,
         mask_depth: int = 8,
+        bytes_field: str = "",
+        max_bytes: int = 0,
         min_box_size: float = 1.0,
         min_box_area: float = 0.0,
         min_box_visible: float = 0.0,
@@ -195,6 +202,8 @@ class Loader(_stoke.Loader):
         a.mask_field = mask_field
         a.mask_ignore = mask_ignore
         a.mask_depth = mask_depth
+        a.bytes_field = bytes_field
+        a.max_bytes = max_bytes
         a.min_box_size = float(min_box_size)
         a.min_box_area = float(min_box_area)
         a.min_box_visible = float(min_box_visible)

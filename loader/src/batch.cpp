@@ -97,6 +97,24 @@ std::span<const std::uint8_t> Batch::masks() const {
           static_cast<std::size_t>(c.batch) * c.height * c.width * c.mask_bytes};
 }
 
+int Batch::max_bytes() const {
+  return as_lease(held()).core().max_bytes;
+}
+
+std::span<const std::uint8_t> Batch::bytes() const {
+  const BatchLease& l = as_lease(held());
+  const auto& c = l.core();
+  return {c.view.bytes(static_cast<std::uint32_t>(l.slot())),
+          static_cast<std::size_t>(c.batch) * c.max_bytes};
+}
+
+std::span<const std::int32_t> Batch::byte_counts() const {
+  const BatchLease& l = as_lease(held());
+  const auto& c = l.core();
+  return {c.view.byte_counts(static_cast<std::uint32_t>(l.slot())),
+          c.max_bytes > 0 ? static_cast<std::size_t>(c.batch) : 0};
+}
+
 std::span<const float> Batch::geometry() const {
   const BatchLease& l = as_lease(held());
   const auto& c = l.core();
@@ -147,6 +165,9 @@ DeviceChunk Batch::chunk(int device) const {
   const std::size_t mask_bytes =
       static_cast<std::size_t>(core.mask_bytes) * core.height * core.width;
   c.masks = masks().subspan(first * mask_bytes, per * mask_bytes);
+  const std::size_t max_bytes = static_cast<std::size_t>(core.max_bytes);
+  c.sample_bytes = bytes().subspan(first * max_bytes, per * max_bytes);
+  c.byte_counts = byte_counts().subspan(max_bytes > 0 ? first : 0, max_bytes > 0 ? per : 0);
   const detail::Staging* staging = core.staging.get();
   c.shape = {per, core.height, core.width, core.channels};
   if (staging == nullptr) {
@@ -160,6 +181,10 @@ DeviceChunk Batch::chunk(int device) const {
       c.device_box_counts = c.box_counts.data();
     }
     if (mask_bytes > 0) c.device_masks = c.masks.data();
+    if (max_bytes > 0) {
+      c.device_sample_bytes = c.sample_bytes.data();
+      c.device_byte_counts = c.byte_counts.data();
+    }
     return c;
   }
   const detail::StagingConfig& config = staging->config();
@@ -177,6 +202,12 @@ DeviceChunk Batch::chunk(int device) const {
   if (mask_bytes > 0)
     c.device_masks = staging->field<std::uint8_t>(lease.slot(), device,
                                                   core.view.header().masks_offset, mask_bytes);
+  if (max_bytes > 0) {
+    c.device_sample_bytes = staging->field<std::uint8_t>(lease.slot(), device,
+                                                         core.view.header().bytes_offset, max_bytes);
+    c.device_byte_counts = staging->field<std::int32_t>(
+        lease.slot(), device, core.view.header().byte_counts_offset, 1);
+  }
   c.dtype = config.dtype;
   if (config.dtype != DType::kUInt8) {
     c.layout = config.layout;

@@ -173,6 +173,9 @@ void check_options(const Options& o) {
     throw ConfigError("mask_ignore must be a label of mask_depth " + std::to_string(o.mask_depth) +
                       " bits (0.." + std::to_string((1 << o.mask_depth) - 1) + "), got " +
                       std::to_string(o.mask_ignore));
+  if (o.max_bytes < 0 || static_cast<std::uint64_t>(o.max_bytes) > kMaxSampleBytes)
+    throw ConfigError("max_bytes must be 0 (the longest member) or 1.." +
+                      std::to_string(kMaxSampleBytes) + ", got " + std::to_string(o.max_bytes));
   if (o.max_boxes < 0)
     throw ConfigError("max_boxes must be 0 (the most any image has) or positive, got " +
                       std::to_string(o.max_boxes));
@@ -218,6 +221,32 @@ void resolve_boxes(ResolvedConfig& r, const DatasetIndex& index) {
   }
 }
 
+// max_bytes: the longest member, or what was asked, checked against the data and the policy.
+void resolve_bytes(ResolvedConfig& r, const DatasetIndex& index) {
+  const Options& o = r.options;
+  if (!index.has_bytes) {
+    if (o.max_bytes != 0)
+      throw ConfigError("max_bytes is " + std::to_string(o.max_bytes) + ", but " + o.data +
+                        " has no pass-through bytes (set bytes_field to a shard member's "
+                        "extension)");
+    return;
+  }
+  std::uint32_t longest = 0;
+  for (const FileEntry& e : index.entries) longest = std::max(longest, e.bytes_size);
+  r.max_bytes = o.max_bytes > 0 ? o.max_bytes : static_cast<int>(std::max(longest, 1u));
+  for (const FileEntry& e : index.entries) {
+    if (e.bytes_size <= static_cast<std::uint32_t>(r.max_bytes)) continue;
+    if (o.on_error == OnError::kError)
+      throw DataError(std::string(index.paths, e.path_offset, e.path_length) + ":" +
+                      std::string(index.paths, e.name_offset, e.name_length) + " carries " +
+                      std::to_string(e.bytes_size) + " bytes, more than max_bytes " +
+                      std::to_string(r.max_bytes) +
+                      " (raise max_bytes, set it to 0 for the longest, or use on_error=skip to "
+                      "cut them)");
+    r.over_max_bytes += 1;
+  }
+}
+
 }  // namespace
 
 ResolvedConfig resolve(Options o, const DatasetIndex& index) {
@@ -231,6 +260,9 @@ ResolvedConfig resolve(Options o, const DatasetIndex& index) {
     throw ConfigError("label_field '" + r.options.label_field +
                       "' applies to tar shards only; " + r.options.data +
                       " is not shards (its labels come from its class folders, list or IDX file)");
+  if (index.shard_starts.empty() && !r.options.bytes_field.empty())
+    throw ConfigError("bytes_field '" + r.options.bytes_field + "' applies to tar shards only; " +
+                      r.options.data + " is not shards");
   if (index.shard_starts.empty() && !r.options.mask_field.empty())
     throw ConfigError("mask_field '" + r.options.mask_field + "' applies to tar shards only; " +
                       r.options.data +
@@ -249,6 +281,7 @@ ResolvedConfig resolve(Options o, const DatasetIndex& index) {
     throw DataError(f.path + ": " + bad_input_name(f.reason) + " (found while indexing)");
   }
   resolve_boxes(r, index);
+  resolve_bytes(r, index);
   resolve_normalization(r);
   resolve_resume(r);
   return r;

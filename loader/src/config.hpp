@@ -44,6 +44,8 @@ struct ResolvedConfig {
   std::size_t memory_budget = 0;  // bytes for batch slots
   int max_boxes = 0;              // per sample in a slot (0: the dataset has no boxes)
   std::int64_t over_max_boxes = 0;  // images with more annotated boxes than max_boxes
+  int max_bytes = 0;                // pass-through bytes per sample in a slot (0: none)
+  std::int64_t over_max_bytes = 0;  // samples whose bytes are cut to max_bytes
 
   // Options::mean/stddev in uint8 units, one per output channel (float dtypes only).
   float mean[4] = {0, 0, 0, 0};

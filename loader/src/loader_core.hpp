@@ -165,6 +165,7 @@ struct LoaderCore {
   int height = 0, width = 0, channels = 0;
   int max_boxes = 0;   // boxes per sample in a slot (0: none)
   int mask_bytes = 0;  // bytes per mask label in a slot (0: no masks)
+  int max_bytes = 0;   // pass-through bytes per sample in a slot (0: none)
   OnError on_error = OnError::kSkip;
   std::unique_ptr<const SampleNames> names;  // set once the index is in the arena
 

@@ -45,6 +45,10 @@ Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, const LoaderEnviro
     log_.post(std::to_string(config_.over_max_boxes) + " image(s) have more boxes than max_boxes " +
               std::to_string(config_.max_boxes) + ": each keeps its first " +
               std::to_string(config_.max_boxes) + " of those its crop keeps");
+  if (config_.over_max_bytes > 0)
+    log_.post(std::to_string(config_.over_max_bytes) + " sample(s) carry more than max_bytes " +
+              std::to_string(config_.max_bytes) + " bytes: each is cut to its first " +
+              std::to_string(config_.max_bytes));
   log_.flush();  // now, so that a failure further on does not swallow them
   set_up_staging(env);
   set_up_shard_cache(index);
@@ -66,6 +70,7 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
   in.out_width = static_cast<std::uint32_t>(config_.pipeline.output_width());
   in.out_channels = static_cast<std::uint32_t>(config_.pipeline.output_channels());
   in.max_boxes = static_cast<std::uint32_t>(config_.max_boxes);
+  in.max_bytes = static_cast<std::uint32_t>(config_.max_bytes);
   in.mask_bytes = index.has_masks ? static_cast<std::uint32_t>(options_.mask_depth / 8) : 0;
   in.worker_capacity = static_cast<std::uint32_t>(config_.capacity);
   in.poison_capacity = kPoisonCapacity;
@@ -99,6 +104,7 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
   core_->channels = static_cast<int>(h.out_channels);
   core_->max_boxes = config_.max_boxes;
   core_->mask_bytes = static_cast<int>(h.mask_bytes);
+  core_->max_bytes = config_.max_bytes;
   std::uint8_t* base = core_->arena.base();
   std::memcpy(base, &h, sizeof h);
   index.write_to(base + h.index_offset);
@@ -252,6 +258,7 @@ Loader::Loader(Options options, const LoaderEnvironment& env) {
   request.label_field = options.label_field;
   request.image_root = options.image_root;
   request.mask_field = options.mask_field;
+  request.bytes_field = options.bytes_field;
   request.on_error = options.on_error;
   request.caches = {cache_root(options.cache_dir), options.cache_limit > 0};
   DatasetIndex index = build_index(options.data, request);

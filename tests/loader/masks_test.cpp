@@ -46,6 +46,12 @@ TEST(MapMask, TakesTheLabelUnderEachOutputPixelsCentreAndFillsPaddingWithIgnore)
   EXPECT_EQ(small[1], 5000);
 }
 
+std::string caption(int i) {
+  std::string text;
+  for (int k = 0; k < i; ++k) text += "word" + std::to_string(k % 10) + "  ";
+  return text.substr(0, static_cast<std::size_t>(i) * 7);
+}
+
 // The Fashion-MNIST PNG tree (testdata/fashion-png) as a list file with a synthetic mask per
 // image: class + 1 where the garment is (pixel >= 64), 0 elsewhere.
 class Masks : public ::testing::Test {
@@ -255,36 +261,44 @@ TEST_F(Masks, AListWithAndWithoutMasksAndAMaskFieldOffShardsAreConfigErrors) {
   EXPECT_THROW(Loader{o}, ConfigError);
 }
 
-// The same samples as shard members (key.png and key.seg.png) give the list file's batches.
-TEST_F(Masks, ShardMembersNamedByMaskFieldAreTheSameMasks) {
+// The list's samples as one shard: key.png, key.cls, key.seg.png and, from sample 1 on, a
+// caption key.txt of i * 7 bytes (sample 0's is missing when `all_captions` is false).
+std::string write_shard(const std::filesystem::path& dir, bool all_captions) {
   std::string tar;
-  std::ifstream list(dir_.path() / "list.txt");
+  std::ifstream list(dir / "list.txt");
   std::string line;
+  const auto read = [](const std::filesystem::path& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
   for (int i = 0; std::getline(list, line); ++i) {
     const auto t1 = line.find('\t'), t2 = line.rfind('\t');
-    const auto read = [](const std::filesystem::path& path) {
-      std::ifstream f(path, std::ios::binary);
-      return std::string(std::istreambuf_iterator<char>(f), {});
-    };
     char key[16];
     std::snprintf(key, sizeof key, "%06d", i);
-    const std::pair<std::string, std::string> members[] = {
+    std::vector<std::pair<std::string, std::string>> members = {
         {".png", read(line.substr(0, t1))},
         {".cls", line.substr(t1 + 1, t2 - t1 - 1)},
-        {".seg.png", read(dir_.path() / line.substr(t2 + 1))}};
+        {".seg.png", read(dir / line.substr(t2 + 1))}};
+    if (i > 0 || all_captions) members.push_back({".txt", caption(i)});
     for (const auto& [ext, bytes] : members) {
       tar += detail::tar_member_header(key + ext, bytes.size()) + bytes;
       tar += std::string(detail::tar_padding(bytes.size()), '\0');
     }
   }
   tar += std::string(1024, '\0');
-  std::ofstream(dir_.path() / "s.tar", std::ios::binary) << tar;
+  const std::filesystem::path path = dir / (all_captions ? "s.tar" : "partial.tar");
+  std::ofstream(path, std::ios::binary) << tar;
+  return path.string();
+}
+
+// The same samples as shard members (key.png and key.seg.png) give the list file's batches.
+TEST_F(Masks, ShardMembersNamedByMaskFieldAreTheSameMasks) {
   Pipeline p(32, 32, 1);
   p.random_resized_crop(32, 32).horizontal_flip(0.5f);
   Options from_list = options(2, p);
   from_list.shuffle = false;
   Options from_shard = from_list;
-  from_shard.data = (dir_.path() / "s.tar").string();
+  from_shard.data = write_shard(dir_.path(), true);
   from_shard.mask_field = "seg.png";
   Loader a(from_list), b(from_shard);
   const test::Delivered x = test::collect(a), y = test::collect(b);
@@ -292,6 +306,58 @@ TEST_F(Masks, ShardMembersNamedByMaskFieldAreTheSameMasks) {
   EXPECT_TRUE(x.masks == y.masks);
   EXPECT_TRUE(x.pixels == y.pixels);
   EXPECT_TRUE(x.labels == y.labels);
+}
+
+TEST_F(Masks, PassThroughBytesArriveUntouchedCutToMaxBytesByPolicy) {
+  Pipeline p(28, 28, 1);
+  p.resize(28, 28);
+  Options o = options(2, p);
+  o.data = write_shard(dir_.path(), true);
+  o.bytes_field = "txt";
+  {
+    Loader loader(o);
+    while (auto b = loader.next()) {
+      ASSERT_EQ(b->max_bytes(), 39 * 7);  // the longest caption
+      for (int i = 0; i < b->size(); ++i) {
+        const std::string want = caption(static_cast<int>(b->sample_ids()[i]));
+        ASSERT_EQ(b->byte_counts()[i], static_cast<int>(want.size()));
+        const auto* got = reinterpret_cast<const char*>(b->bytes().data()) + i * b->max_bytes();
+        EXPECT_EQ(std::string(got, want.size()), want);
+        EXPECT_TRUE(std::all_of(got + want.size(), got + b->max_bytes(),
+                                [](char c) { return c == 0; }));
+      }
+    }
+  }
+  o.max_bytes = 100;  // the captions of samples 15..39 are longer
+  {
+    Loader loader(o);
+    EXPECT_TRUE(log_.contains("25 sample(s) carry more than max_bytes 100 bytes"));
+    while (auto b = loader.next()) {
+      for (int i = 0; i < b->size(); ++i) {
+        const std::string want = caption(static_cast<int>(b->sample_ids()[i])).substr(0, 100);
+        ASSERT_EQ(b->byte_counts()[i], static_cast<int>(want.size()));
+        EXPECT_EQ(std::string(reinterpret_cast<const char*>(b->bytes().data()) + i * 100,
+                              want.size()),
+                  want);
+      }
+    }
+  }
+  o.on_error = OnError::kError;
+  try {
+    Loader strict(o);
+    FAIL() << "expected a DataError";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("carries 105 bytes, more than max_bytes 100"),
+              std::string::npos)
+        << e.what();
+  }
+  // A sample without its member is left out while indexing, as missing.
+  o.on_error = OnError::kSkip;
+  o.max_bytes = 0;
+  o.data = write_shard(dir_.path(), false);
+  Loader partial(o);
+  EXPECT_EQ(partial.dataset_size(), 39);
+  EXPECT_TRUE(log_.contains("000000 (no .txt member) while indexing: missing"));
 }
 
 }  // namespace

@@ -47,6 +47,10 @@ struct DeviceChunk {
   // Masks (Batch::mask_bytes() per label; empty when the data has none): samples x height x
   // width labels, uint8 or (mask_bytes 2) native-endian uint16.
   std::span<const std::uint8_t> masks;
+  // Pass-through bytes (Batch::max_bytes() per sample; empty without): samples x max_bytes,
+  // zero-padded, and each sample's length.
+  std::span<const std::uint8_t> sample_bytes;
+  std::span<const std::int32_t> byte_counts;
 
   // The chunk as the device receives it (Options::dtype and layout). On a GPU: device memory
   // there. On a host device: host memory (for uint8, the same bytes as `pixels`).
@@ -64,6 +68,8 @@ struct DeviceChunk {
   const std::int32_t* device_box_classes = nullptr;
   const std::int32_t* device_box_counts = nullptr;
   const void* device_masks = nullptr;  // the chunk's masks where `data` is (null without)
+  const std::uint8_t* device_sample_bytes = nullptr;  // likewise for the bytes and lengths
+  const std::int32_t* device_byte_counts = nullptr;
   int cuda_device = -1;           // the CUDA ordinal, or -1 for a host device
   CUevent_st* ready = nullptr;    // completes when `data` and the labels are filled (GPU only)
   CUstream_st* stream = nullptr;  // stoke's stream for this device (GPU only)
@@ -100,6 +106,12 @@ class Batch {
   // is Options::mask_ignore. Empty when mask_bytes() is 0.
   int mask_bytes() const;
   std::span<const std::uint8_t> masks() const;
+  // Pass-through bytes (shards' Options::bytes_field members, untouched): max_bytes() per
+  // sample, zero-padded, the first byte_counts()[i] of sample i real. Empty when max_bytes()
+  // is 0.
+  int max_bytes() const;
+  std::span<const std::uint8_t> bytes() const;         // size() x max_bytes()
+  std::span<const std::int32_t> byte_counts() const;   // size()
 
   int device_count() const;
   // `device` out of 0..device_count()-1 throws Error, in the four calls below.

@@ -94,6 +94,13 @@ struct Options {
   std::string mask_field;
   int mask_ignore = 255;
   int mask_depth = 8;
+  // Pass-through bytes (shards): each sample's member with the extension bytes_field ("txt",
+  // "json": a caption, a record, token ids) delivered untouched, up to max_bytes per sample
+  // with its length (Batch::byte_counts); 0 = the longest such member of the dataset. A longer
+  // member is cut to max_bytes (the log says how many are) under OnError::kSkip, and is a
+  // DataError naming it under kError.
+  std::string bytes_field;
+  int max_bytes = 0;
   float min_box_size = 1;
   float min_box_area = 0;
   float min_box_visible = 0;

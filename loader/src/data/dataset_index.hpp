@@ -50,9 +50,14 @@ struct FileEntry {
   std::uint64_t mask_path_offset = 0;
   std::uint64_t mask_offset = 0;
   std::uint64_t mask_size = 0;
+  // Its pass-through bytes (a caption, a JSON record): bytes [bytes_offset, bytes_offset +
+  // bytes_size) of the image's own file (a shard member); has_bytes 0: none.
+  std::uint64_t bytes_offset = 0;
+  std::uint32_t bytes_size = 0;
+  std::uint32_t has_bytes = 0;
 };
 inline constexpr std::uint32_t kNoMask = 0, kMaskFile = 1, kMaskMember = 2;
-static_assert(sizeof(FileEntry) == 104);
+static_assert(sizeof(FileEntry) == 120);
 
 // A shard on HTTP or S3, as indexed: what the shard cache fetches.
 struct RemoteShard {
@@ -78,6 +83,7 @@ struct DatasetIndex {
   std::vector<SampleBox> boxes;             // kFiles: every entry's boxes (detection data)
   bool has_boxes = false;                   // a detection dataset (even if no image has a box)
   bool has_masks = false;                   // every entry has a mask
+  bool has_bytes = false;                   // every entry has pass-through bytes
   std::vector<std::string> class_names;
   std::vector<RejectedFile> rejected;  // files left out while indexing (counted as skipped)
   // Tar shards: samples [shard_starts[i], shard_starts[i + 1]) come from shard i, in the order
@@ -106,6 +112,7 @@ struct IndexOptions {
   std::string label_field = "cls";  // shards: where a sample's label is
   std::string image_root;           // COCO: where file_names resolve ("": the JSON's folder)
   std::string mask_field;           // shards: the extension of a sample's mask member, or ""
+  std::string bytes_field;          // shards: the extension of a sample's bytes member, or ""
   OnError on_error = OnError::kSkip;  // COCO: what a bad box is (data/coco.hpp)
   IndexCaches caches;
 };
@@ -117,9 +124,18 @@ struct IndexOptions {
 DatasetIndex build_index(const std::string& path, const IndexOptions& options = {});
 
 // The samples of WebDataset tar shards, local or remote (data/shard_dataset.cpp).
-// `mask_field`: the extension of each sample's mask member ("seg.png"), or "" for none.
-DatasetIndex index_shards(const std::vector<std::string>& shards, const std::string& label_field,
-                          const std::string& mask_field, const IndexCaches& caches);
+// The members, besides the image, that a shard sample's fields come from: the extensions of its
+// mask ("seg.png") and its pass-through bytes ("txt"), "" for none.
+// The most pass-through bytes one sample may carry (its member is left out as too_large).
+inline constexpr std::uint64_t kMaxSampleBytes = std::uint64_t{16} << 20;
+
+struct ShardFields {
+  std::string label = "cls";
+  std::string mask;
+  std::string bytes;
+};
+DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFields& fields,
+                          const IndexCaches& caches);
 
 class DatasetView {
  public:
@@ -157,6 +173,10 @@ class DatasetView {
   // REQUIRES: mask_kind(i) != kNoMask. The mask's bytes in its file (all of it: size 0).
   ByteRange mask_range(std::int64_t i) const {
     return {entries_[i].mask_offset, entries_[i].mask_size};
+  }
+  // REQUIRES: !raw(). The sample's pass-through bytes in its file (size 0: none to read).
+  ByteRange bytes_range(std::int64_t i) const {
+    return {entries_[i].bytes_offset, entries_[i].bytes_size};
   }
   // REQUIRES: !raw(). The image's annotated width and height, or 0 x 0.
   int annotated_width(std::int64_t i) const { return entries_[i].annotated_width; }

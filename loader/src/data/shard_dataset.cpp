@@ -153,9 +153,11 @@ std::optional<std::int32_t> sample_label(const LabelField& field, const ShardInd
 
 }  // namespace
 
-DatasetIndex index_shards(const std::vector<std::string>& shards, const std::string& label_spec,
-                          const std::string& mask_field, const IndexCaches& caches) {
-  const std::string mask_ext = lowercase(mask_field);
+DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFields& fields,
+                          const IndexCaches& caches) {
+  const std::string& label_spec = fields.label;
+  const std::string mask_ext = lowercase(fields.mask);
+  const std::string bytes_ext = lowercase(fields.bytes);
   const LabelField field = parse_label_field(label_spec);
   const RemotePolicy policy = remote_policy_from_environment();
   DatasetIndex index;
@@ -209,16 +211,30 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const std::str
     for (const ShardSample& sample : group_samples(table)) {
       const TarMember* image = nullptr;
       const TarMember* mask = nullptr;
+      const TarMember* bytes = nullptr;
       for (std::size_t m : sample.members) {
         const std::string ext = lowercase(split_member_name(table.members[m].name).second);
         if (!mask_ext.empty() && ext == mask_ext)
           mask = &table.members[m];
+        else if (!bytes_ext.empty() && ext == bytes_ext)
+          bytes = &table.members[m];
         else if (image == nullptr && is_image_extension(ext))
           image = &table.members[m];
       }
       if (image != nullptr && !mask_ext.empty() && mask == nullptr) {
         index.rejected.push_back(
             {path + ":" + sample.key + " (no ." + mask_ext + " mask)", BadInput::kMissing});
+        continue;
+      }
+      if (image != nullptr && !bytes_ext.empty() && bytes == nullptr) {
+        index.rejected.push_back(
+            {path + ":" + sample.key + " (no ." + bytes_ext + " member)", BadInput::kMissing});
+        continue;
+      }
+      if (bytes != nullptr && bytes->size > kMaxSampleBytes) {
+        index.rejected.push_back({path + ":" + bytes->name + " (over " +
+                                      std::to_string(kMaxSampleBytes) + " bytes)",
+                                  BadInput::kTooLarge});
         continue;
       }
       if (mask != nullptr && mask->size == 0) {
@@ -249,6 +265,11 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const std::str
       e.size = image->size;
       e.name_offset = index.paths.size();
       e.name_length = static_cast<std::uint32_t>(image->name.size());
+      if (bytes != nullptr) {
+        e.has_bytes = 1;
+        e.bytes_offset = bytes->offset;
+        e.bytes_size = static_cast<std::uint32_t>(bytes->size);
+      }
       if (mask != nullptr) {
         e.mask_kind = kMaskMember;
         e.mask_offset = mask->offset;
@@ -262,6 +283,7 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const std::str
   index.shard_starts.push_back(static_cast<std::int64_t>(index.entries.size()));
   index.size = static_cast<std::int64_t>(index.entries.size());
   index.has_masks = !mask_ext.empty();
+  index.has_bytes = !bytes_ext.empty();
   for (std::int32_t c = 0; c <= max_label; ++c) index.class_names.push_back(std::to_string(c));
   if (index.size == 0)
     throw ConfigError("the " + std::to_string(shards.size()) + " shard(s) starting with " +

@@ -23,6 +23,9 @@
 //                                    empty when max_boxes is 0)
 //                            masks   batch x H x W labels of mask_bytes each (uint8 or
 //                                    uint16; none when mask_bytes is 0) at masks_offset
+//                            bytes   batch x max_bytes pass-through bytes at bytes_offset, then
+//                                    batch x int32 lengths at byte_counts_offset (none when
+//                                    max_bytes is 0)
 //                            ids     batch x int64   at slot.ids_offset
 //                            planned batch x int64   at slot.planned_offset (written by the
 //                                                    training process: the plan's sample ids)
@@ -167,6 +170,11 @@ struct ArenaHeader {
   std::uint32_t mask_bytes = 0;
   std::uint32_t mask_ignore = 255;
   std::uint64_t masks_offset = 0;
+  // Pass-through bytes: at most max_bytes per sample (0: the slots hold none).
+  std::uint32_t max_bytes = 0;
+  std::uint32_t pad3 = 0;
+  std::uint64_t bytes_offset = 0;
+  std::uint64_t byte_counts_offset = 0;
 };
 
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
@@ -202,6 +210,10 @@ class ArenaView {
     return reinterpret_cast<std::int32_t*>(slot(s) + header().box_counts_offset);
   }
   std::uint8_t* masks(std::uint32_t s) const { return slot(s) + header().masks_offset; }
+  std::uint8_t* bytes(std::uint32_t s) const { return slot(s) + header().bytes_offset; }
+  std::int32_t* byte_counts(std::uint32_t s) const {
+    return reinterpret_cast<std::int32_t*>(slot(s) + header().byte_counts_offset);
+  }
   std::int64_t* ids(std::uint32_t s) const {
     return reinterpret_cast<std::int64_t*>(slot(s) + header().ids_offset);
   }

@@ -25,7 +25,11 @@ ArenaHeader plan_arena(const ArenaPlanInput& in) {
   h.masks_offset = align_up(h.box_counts_offset + (boxes > 0 ? sizeof(std::int32_t) * b : 0), 64);
   const std::size_t mask_bytes =
       std::size_t(in.mask_bytes) * in.out_height * in.out_width * b;
-  h.ids_offset = align_up(h.masks_offset + mask_bytes, 64);
+  h.max_bytes = in.max_bytes;
+  h.bytes_offset = align_up(h.masks_offset + mask_bytes, 64);
+  h.byte_counts_offset = align_up(h.bytes_offset + std::size_t(in.max_bytes) * b, 64);
+  h.ids_offset = align_up(
+      h.byte_counts_offset + (in.max_bytes > 0 ? sizeof(std::int32_t) * b : 0), 64);
   h.planned_offset = align_up(h.ids_offset + sizeof(std::int64_t) * b, 64);
   h.valid_offset = align_up(h.planned_offset + sizeof(std::int64_t) * b, 64);
   h.bad_offset = align_up(h.valid_offset + b, 64);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <new>
 #include <opencv2/core.hpp>
 
@@ -16,15 +17,18 @@ ChunkRunner::ChunkRunner(const ArenaView& arena, FileReader& files)
 }
 
 BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst,
-                              std::uint8_t* mask_dst) {
+                              const FieldSlots& to) {
   if (current_ != nullptr) current_->store(sample, std::memory_order_relaxed);
   if (poisoned(sample)) return BadInput::kCrashedWorker;
   augmenter_.set_boxes(dataset_.boxes(sample));  // for box_crop
   try {
     const BadInput r = produce_or_throw(sample, rng, dst);
-    if (r != BadInput::kNone || mask_dst == nullptr) return r;
-    const BadInput m = produce_mask(sample, mask_dst);
-    return m == BadInput::kNone ? m : in_mask(m);
+    if (r != BadInput::kNone) return r;
+    if (to.mask != nullptr) {
+      const BadInput m = produce_mask(sample, to.mask);
+      if (m != BadInput::kNone) return in_mask(m);
+    }
+    return to.bytes == nullptr ? r : produce_bytes(sample, to.bytes, to.byte_count);
   } catch (const std::bad_alloc&) {
     return BadInput::kTooLarge;
   } catch (const ImageTooLarge&) {
@@ -89,6 +93,21 @@ BadInput ChunkRunner::read_sample_file(std::int64_t sample, std::string_view fil
     read = files_.read(path_, range, file_);
   }
   return read;
+}
+
+BadInput ChunkRunner::produce_bytes(std::int64_t sample, std::uint8_t* dst,
+                                    std::int32_t* count) {
+  const ArenaHeader& h = arena_.header();
+  const ByteRange range = dataset_.bytes_range(sample);
+  const std::size_t n = std::min<std::size_t>(range.size, h.max_bytes);
+  if (n > 0) {
+    const BadInput read = read_sample_file(sample, dataset_.path(sample), {range.offset, n});
+    if (read != BadInput::kNone) return read;
+    std::memcpy(dst, file_.data(), n);
+  }
+  std::memset(dst + n, 0, h.max_bytes - n);
+  *count = static_cast<std::int32_t>(n);
+  return BadInput::kNone;
 }
 
 BadInput ChunkRunner::produce_mask(std::int64_t sample, std::uint8_t* dst) {
@@ -202,15 +221,18 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
     const std::int64_t position = task.global_begin + (j - task.begin);
     const std::int64_t wanted = planned[j];
     std::uint8_t* dst = pixels + j * h.sample_bytes;
-    std::uint8_t* mask_dst =
-        h.mask_bytes == 0
-            ? nullptr
-            : arena_.masks(task.slot) + std::size_t(j) * h.mask_bytes * h.out_height * h.out_width;
+    FieldSlots to;
+    if (h.mask_bytes > 0)
+      to.mask = arena_.masks(task.slot) + std::size_t(j) * h.mask_bytes * h.out_height * h.out_width;
+    if (h.max_bytes > 0) {
+      to.bytes = arena_.bytes(task.slot) + std::size_t(j) * h.max_bytes;
+      to.byte_count = arena_.byte_counts(task.slot) + j;
+    }
     // Every attempt at this position draws the same numbers: output depends on the position only.
     const auto rng = [&] { return SampleRng(h.seed, kSampleStream, task.epoch, position); };
     std::int64_t sample = wanted;
     bad[j] = 0;
-    const BadInput reason = produce(wanted, rng(), dst, mask_dst);
+    const BadInput reason = produce(wanted, rng(), dst, to);
     if (reason != BadInput::kNone) {
       const auto fail = [&] {
         if (current_ != nullptr) current_->store(-1, std::memory_order_relaxed);
@@ -224,7 +246,7 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
       bool replaced = false;
       for (int k = 1; k <= kMaxSubstitutes && !replaced; ++k) {
         sample = (wanted + k) % n;
-        replaced = produce(sample, rng(), dst, mask_dst) == BadInput::kNone;
+        replaced = produce(sample, rng(), dst, to) == BadInput::kNone;
       }
       if (!replaced) return fail();
     }

@@ -31,10 +31,17 @@ class ChunkRunner {
 
  private:
   // Produces one sample into `dst`; returns why it could not.
-  // Produces one sample into `dst` (and its mask into `mask_dst`, when the data has masks);
-  // returns why it could not.
-  BadInput produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst, std::uint8_t* mask_dst);
+  // Where a sample's fields besides pixels go in the slot (null: the data has none).
+  struct FieldSlots {
+    std::uint8_t* mask = nullptr;
+    std::uint8_t* bytes = nullptr;
+    std::int32_t* byte_count = nullptr;
+  };
+  // Produces one sample into `dst`, with its mask and bytes; returns why it could not.
+  BadInput produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst, const FieldSlots& to);
   BadInput produce_or_throw(std::int64_t sample, SampleRng& rng, std::uint8_t* dst);
+  // The sample's pass-through bytes (cut to max_bytes), and their length.
+  BadInput produce_bytes(std::int64_t sample, std::uint8_t* dst, std::int32_t* count);
   // The sample's mask, through the output map its pixels just got.
   BadInput produce_mask(std::int64_t sample, std::uint8_t* dst);
   // Reads bytes `range` of the sample's shard (its local copy first) or file into file_.
