@@ -112,6 +112,10 @@ void add_loader_flags(CLI::App& app, Args& a) {
                  "COCO data: box rows per sample (0: the most any image has)")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
+  app.add_option("--box-field", o.box_field,
+                 "shards: the extension of each sample's boxes member (e.g. json: {\"boxes\": "
+                 "[[x1, y1, x2, y2], ...], \"classes\": [...]})")
+      ->type_name("EXT");
   app.add_option("--mask-field", o.mask_field,
                  "shards: the extension of each sample's mask member (e.g. seg.png); a list "
                  "file names masks in a third column")

@@ -197,6 +197,7 @@ struct LoaderArgs {
   int mask_depth = 8;
   std::string bytes_field;
   int max_bytes = 0;
+  std::string box_field;
   float min_box_size = 1;
   float min_box_area = 0;
   float min_box_visible = 0;
@@ -239,6 +240,7 @@ stoke::Options options_from(const LoaderArgs& a) {
   o.mask_ignore = a.mask_ignore;
   o.mask_depth = a.mask_depth;
   o.bytes_field = a.bytes_field;
+  o.box_field = a.box_field;
   o.max_bytes = a.max_bytes;
   o.min_box_size = a.min_box_size;
   o.min_box_area = a.min_box_area;
@@ -606,6 +608,7 @@ NB_MODULE(_stoke, m) {
       .def_rw("mask_ignore", &LoaderArgs::mask_ignore)
       .def_rw("mask_depth", &LoaderArgs::mask_depth)
       .def_rw("bytes_field", &LoaderArgs::bytes_field)
+      .def_rw("box_field", &LoaderArgs::box_field)
       .def_rw("max_bytes", &LoaderArgs::max_bytes)
       .def_rw("min_box_size", &LoaderArgs::min_box_size)
       .def_rw("min_box_area", &LoaderArgs::min_box_area)

@@ -84,6 +84,8 @@ class Loader(_stoke.Loader):
         max_boxes: COCO data: box rows per sample in a batch (0: the most any image has). A
             smaller value keeps each sample's first ``max_boxes`` of those its crop keeps
             (``on_error="error"`` refuses images with more annotated boxes instead).
+        box_field: shards: the extension of each sample's boxes member (``"json"``), a JSON
+            object ``{"boxes": [[x1, y1, x2, y2], ...], "classes": [c, ...]}`` in image pixels.
         mask_field: shards: the extension of each sample's mask member (``"seg.png"``); a
             list file names masks in a third column (``path<TAB>label<TAB>mask``). Masks
             (``batch.masks``) follow the pixels by nearest neighbour.
@@ -159,6 +161,7 @@ class Loader(_stoke.Loader):
         *,
         image_root: str = "",
         max_boxes: int = 0,
+        box_field: str = "",
         mask_field: str = "",
         mask_ignore: int = 255,
         mask_depth: int = 8,
@@ -199,6 +202,7 @@ class Loader(_stoke.Loader):
         a.data = str(data)
         a.image_root = str(image_root)
         a.max_boxes = max_boxes
+        a.box_field = box_field
         a.mask_field = mask_field
         a.mask_ignore = mask_ignore
         a.mask_depth = mask_depth

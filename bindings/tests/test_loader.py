@@ -330,6 +330,34 @@ def test_masks_from_a_list_file_arrive_per_device_with_their_pixels(tmp_path):
         next(iter(stoke.Loader(FASHION, split="test", batch=8, workers=0))).masks
 
 
+def test_pass_through_bytes_from_shards_arrive_untouched(tmp_path):
+    import io
+    import tarfile
+
+    captions = [f"a photo of thing {i}" + "!" * i for i in range(6)]
+    with tarfile.open(tmp_path / "s.tar", "w") as tar:
+        for i, text in enumerate(captions):
+            _write_png(tmp_path / "x.png", np.full((20, 20, 3), 40 * i, np.uint8))
+            for ext, data in ((".png", (tmp_path / "x.png").read_bytes()),
+                              (".cls", str(i).encode()), (".txt", text.encode())):
+                info = tarfile.TarInfo(f"{i:06d}{ext}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    loader = stoke.Loader(str(tmp_path / "s.tar"), bytes_field="txt", batch=2, devices="cpu:2",
+                          size=16, workers=1, shuffle=False)
+    seen = []
+    for batch in loader:
+        assert batch.max_bytes == len(captions[-1])
+        for g in range(2):
+            data = np.from_dlpack(batch.bytes[g])
+            counts = np.from_dlpack(batch.byte_counts[g])
+            assert data.shape == (1, batch.max_bytes) and data.dtype == np.uint8
+            seen.append(bytes(data[0, :counts[0]]).decode())
+    assert seen == captions
+    with pytest.raises(ValueError, match="has no pass-through bytes"):
+        next(iter(stoke.Loader(FASHION, split="test", batch=8, workers=0))).bytes
+
+
 def test_boxes_on_data_without_them_raise_value_error(tmp_path):
     batch = next(iter(stoke.Loader(FASHION, split="test", batch=8, workers=0)))
     assert batch.max_boxes == 0

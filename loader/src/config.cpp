@@ -202,7 +202,8 @@ void resolve_boxes(ResolvedConfig& r, const DatasetIndex& index) {
   if (!index.has_boxes) {
     if (o.max_boxes != 0)
       throw ConfigError("max_boxes is " + std::to_string(o.max_boxes) + ", but " + o.data +
-                        " has no boxes (boxes come from a COCO annotation file)");
+                        " has no boxes (boxes come from a COCO annotation file, or shards' "
+                        "box_field members)");
     return;
   }
   std::uint32_t most = 0;
@@ -260,6 +261,9 @@ ResolvedConfig resolve(Options o, const DatasetIndex& index) {
     throw ConfigError("label_field '" + r.options.label_field +
                       "' applies to tar shards only; " + r.options.data +
                       " is not shards (its labels come from its class folders, list or IDX file)");
+  if (index.shard_starts.empty() && !r.options.box_field.empty())
+    throw ConfigError("box_field '" + r.options.box_field + "' applies to tar shards only; " +
+                      r.options.data + " is not shards (a COCO annotation file has its own)");
   if (index.shard_starts.empty() && !r.options.bytes_field.empty())
     throw ConfigError("bytes_field '" + r.options.bytes_field + "' applies to tar shards only; " +
                       r.options.data + " is not shards");

@@ -259,6 +259,7 @@ Loader::Loader(Options options, const LoaderEnvironment& env) {
   request.image_root = options.image_root;
   request.mask_field = options.mask_field;
   request.bytes_field = options.bytes_field;
+  request.box_field = options.box_field;
   request.on_error = options.on_error;
   request.caches = {cache_root(options.cache_dir), options.cache_limit > 0};
   DatasetIndex index = build_index(options.data, request);

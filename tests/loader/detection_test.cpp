@@ -17,6 +17,7 @@
 #include <jpeglib.h>
 
 #include "data/coco.hpp"
+#include "data/tar_index.hpp"
 #include "fake_gpu.hpp"
 #include "stoke/error.hpp"
 #include "stoke/loader.hpp"
@@ -243,6 +244,60 @@ TEST_F(Detection, TheDetectionStepsAreTheSameForAnyWorkerCount) {
   const test::Delivered x = test::collect(in_process);
   EXPECT_GT(std::accumulate(x.box_counts.begin(), x.box_counts.end(), 0), 30);
   EXPECT_TRUE(x == test::collect(two));
+}
+
+// The same images and boxes as shard members (key.png or key.jpg, key.json) give the COCO
+// file's batches; a member that is not the boxes layout leaves its sample out, named.
+TEST_F(Detection, ShardJsonMembersGiveTheSameBoxesAsTheCocoFile) {
+  std::string tar;
+  const auto read = [](const std::filesystem::path& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  for (std::size_t i = 0; i < set_.size(); ++i) {
+    const Scene& s = set_[i];
+    std::string boxes, classes;
+    for (const Rect& r : s.boxes) {
+      boxes += std::string(boxes.empty() ? "" : ", ") + "[" + std::to_string(r.x) + ", " +
+               std::to_string(r.y) + ", " + std::to_string(r.x + r.w) + ", " +
+               std::to_string(r.y + r.h) + "]";
+      classes += std::string(classes.empty() ? "" : ", ") + std::to_string(r.cls);
+    }
+    const std::string json = i == 7 ? R"({"boxes": [[1, 2, 3]], "classes": [0]})"
+                                    : R"({"boxes": [)" + boxes + R"(], "classes": [)" + classes +
+                                          R"(], "width": )" + std::to_string(s.width) +
+                                          R"(, "height": )" + std::to_string(s.height) + "}";
+    char key[16];
+    std::snprintf(key, sizeof key, "%06d", static_cast<int>(i));
+    const std::string image = read(dir_.path() / "images" / s.file);
+    const std::string ext = std::filesystem::path(s.file).extension().string();
+    for (const auto& [name, bytes] : {std::pair{key + ext, image}, std::pair{key + std::string(".json"), json}}) {
+      tar += detail::tar_member_header(name, bytes.size()) + bytes;
+      tar += std::string(detail::tar_padding(bytes.size()), '\0');
+    }
+  }
+  tar += std::string(1024, '\0');
+  std::ofstream(dir_.path() / "s.tar", std::ios::binary) << tar;
+  Options coco = options(2);
+  coco.shuffle = false;
+  Options shards = coco;
+  shards.data = (dir_.path() / "s.tar").string();
+  shards.label_field = "none";
+  shards.box_field = "json";
+  Loader a(coco), b(shards);
+  EXPECT_EQ(b.dataset_size(), 29);
+  EXPECT_TRUE(log_.contains("000007 (boxes: boxes[0]: expected 4 numbers [x1, y1, x2, y2]) while "
+                            "indexing: undecodable"));
+  test::Delivered x = test::collect(a), y = test::collect(b);
+  // The COCO file has sample 7; the shard does not: compare the samples before it.
+  const std::size_t before = 7;
+  ASSERT_GE(x.box_counts.size(), before);
+  EXPECT_TRUE(std::equal(x.box_counts.begin(), x.box_counts.begin() + before, y.box_counts.begin()));
+  EXPECT_TRUE(std::equal(x.boxes.begin(), x.boxes.begin() + before * 12, y.boxes.begin()));
+  EXPECT_TRUE(std::equal(x.box_classes.begin(), x.box_classes.begin() + before * 3,
+                         y.box_classes.begin()));
+  EXPECT_TRUE(std::equal(x.pixels.begin(), x.pixels.begin() + before * 96 * 96 * 3,
+                         y.pixels.begin()));
 }
 
 TEST_F(Detection, AResumedLoaderDeliversTheRestOfTheEpochsBoxes) {

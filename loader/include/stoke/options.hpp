@@ -85,6 +85,10 @@ struct Options {
   // each sample's first max_boxes (in the file's order) of those the rules keep; under
   // OnError::kError an image with more annotated boxes than that is a DataError instead.
   int max_boxes = 0;
+  // Shards: boxes from each sample's member with this extension ("json"), a JSON object
+  // {"boxes": [[x1, y1, x2, y2], ...], "classes": [c, ...]} in the image's pixels (optionally
+  // "width" and "height", checked against the decoded image); "" = no boxes.
+  std::string box_field;
   // Masks (segmentation label maps, aligned with their images): from a list file's third
   // column (path<TAB>label<TAB>mask) or, in shards, each sample's member with the extension
   // mask_field ("seg.png"). Each mask follows its image through every geometric step by

@@ -10,7 +10,11 @@ namespace {
 void source_indices(double s, double t, int out, int in, std::vector<int>& idx) {
   idx.resize(static_cast<std::size_t>(out));
   for (int o = 0; o < out; ++o) {
-    const double v = std::floor((o + 0.5 - t) / s);
+    // A centre that lands on a source pixel's edge (a tie) belongs to the pixel right of it, as
+    // exact arithmetic says; rounding in s and t must not push it to the left one.
+    const double x = (o + 0.5 - t) / s;
+    const double nearest = std::round(x);
+    const double v = std::abs(x - nearest) < 1e-9 ? nearest : std::floor(x);
     idx[static_cast<std::size_t>(o)] = v >= 0 && v < in ? static_cast<int>(v) : -1;
   }
 }

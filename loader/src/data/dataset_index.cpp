@@ -188,8 +188,9 @@ DatasetIndex build_index(const std::string& path, const IndexOptions& options) {
   if (lowercase(fs::path(path).extension().string()) == ".json")
     return index_coco(path, options.image_root, options.on_error);
   if (const auto shards = shard_list(path))
-    return index_shards(*shards, {options.label_field, options.mask_field, options.bytes_field},
-                        options.caches);
+    return index_shards(
+        *shards, {options.label_field, options.mask_field, options.bytes_field, options.box_field},
+        options.caches);
   const Split split = options.split;
   std::error_code ec;
   const auto status = fs::status(path, ec);

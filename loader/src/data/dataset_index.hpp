@@ -113,6 +113,7 @@ struct IndexOptions {
   std::string image_root;           // COCO: where file_names resolve ("": the JSON's folder)
   std::string mask_field;           // shards: the extension of a sample's mask member, or ""
   std::string bytes_field;          // shards: the extension of a sample's bytes member, or ""
+  std::string box_field;            // shards: the extension of a sample's boxes member, or ""
   OnError on_error = OnError::kSkip;  // COCO: what a bad box is (data/coco.hpp)
   IndexCaches caches;
 };
@@ -133,6 +134,8 @@ struct ShardFields {
   std::string label = "cls";
   std::string mask;
   std::string bytes;
+  std::string boxes;  // the extension of a JSON member {"boxes": [[x1, y1, x2, y2], ...],
+                      // "classes": [c, ...]} (optionally "width", "height"), or ""
 };
 DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFields& fields,
                           const IndexCaches& caches);

@@ -151,6 +151,43 @@ std::optional<std::int32_t> sample_label(const LabelField& field, const ShardInd
   return std::nullopt;
 }
 
+// A boxes member's JSON as SampleBoxes (appended to `out`), with its optional image size; the
+// reason it cannot be read otherwise.
+std::optional<std::string> parse_box_member(const std::string& text, std::vector<SampleBox>& out,
+                                            FileEntry& e) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return "not a JSON object";
+  const auto boxes = j.find("boxes");
+  const auto classes = j.find("classes");
+  if (boxes == j.end() || !boxes->is_array()) return "no \"boxes\" array";
+  if (classes == j.end() || !classes->is_array() || classes->size() != boxes->size())
+    return "no \"classes\" array as long as \"boxes\"";
+  const std::size_t first = out.size();
+  for (std::size_t i = 0; i < boxes->size(); ++i) {
+    const nlohmann::json& b = (*boxes)[i];
+    const nlohmann::json& c = (*classes)[i];
+    if (!b.is_array() || b.size() != 4 ||
+        !std::all_of(b.begin(), b.end(), [](const nlohmann::json& v) { return v.is_number(); }))
+      return "boxes[" + std::to_string(i) + "]: expected 4 numbers [x1, y1, x2, y2]";
+    if (!c.is_number_integer() || c.get<std::int64_t>() < 0 ||
+        c.get<std::int64_t>() > std::numeric_limits<std::int32_t>::max())
+      return "classes[" + std::to_string(i) + "]: expected a non-negative integer";
+    const SampleBox box{b[0].get<float>(), b[1].get<float>(), b[2].get<float>(), b[3].get<float>(),
+                        static_cast<std::int32_t>(c.get<std::int64_t>())};
+    if (!(box.x2 > box.x1 && box.y2 > box.y1))
+      return "boxes[" + std::to_string(i) + "]: an empty box (x2 <= x1 or y2 <= y1)";
+    out.push_back(box);
+  }
+  e.box_first = first;
+  e.box_count = static_cast<std::uint32_t>(out.size() - first);
+  const auto w = j.find("width"), h = j.find("height");
+  if (w != j.end() && h != j.end() && w->is_number_integer() && h->is_number_integer()) {
+    e.annotated_width = w->get<int>();
+    e.annotated_height = h->get<int>();
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFields& fields,
@@ -158,6 +195,8 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
   const std::string& label_spec = fields.label;
   const std::string mask_ext = lowercase(fields.mask);
   const std::string bytes_ext = lowercase(fields.bytes);
+  const std::string boxes_ext = lowercase(fields.boxes);
+  std::int32_t max_class = -1;
   const LabelField field = parse_label_field(label_spec);
   const RemotePolicy policy = remote_policy_from_environment();
   DatasetIndex index;
@@ -212,8 +251,10 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
       const TarMember* image = nullptr;
       const TarMember* mask = nullptr;
       const TarMember* bytes = nullptr;
+      const TarMember* boxes = nullptr;
       for (std::size_t m : sample.members) {
         const std::string ext = lowercase(split_member_name(table.members[m].name).second);
+        if (!boxes_ext.empty() && ext == boxes_ext) boxes = &table.members[m];
         if (!mask_ext.empty() && ext == mask_ext)
           mask = &table.members[m];
         else if (!bytes_ext.empty() && ext == bytes_ext)
@@ -270,6 +311,30 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
         e.bytes_offset = bytes->offset;
         e.bytes_size = static_cast<std::uint32_t>(bytes->size);
       }
+      if (!boxes_ext.empty()) {
+        std::string text;
+        const std::size_t before = index.boxes.size();
+        std::optional<std::string> bad = "no ." + boxes_ext + " member";
+        if (boxes != nullptr && boxes->size <= (std::uint64_t{16} << 20)) {
+          text = boxes->value;
+          if (text.empty()) {
+            text.resize(static_cast<std::size_t>(boxes->size));
+            bad = read_at(boxes->offset, text.data(), text.size()) == text.size()
+                      ? parse_box_member(text, index.boxes, e)
+                      : std::optional<std::string>("cannot be read");
+          } else {
+            bad = parse_box_member(text, index.boxes, e);
+          }
+        }
+        if (bad) {
+          index.rejected.push_back({path + ":" + sample.key + " (boxes: " + *bad + ")",
+                                    boxes == nullptr ? BadInput::kMissing : BadInput::kUndecodable});
+          index.boxes.resize(before);
+          continue;
+        }
+        for (std::uint32_t k = 0; k < e.box_count; ++k)
+          max_class = std::max(max_class, index.boxes[e.box_first + k].label);
+      }
       if (mask != nullptr) {
         e.mask_kind = kMaskMember;
         e.mask_offset = mask->offset;
@@ -284,6 +349,9 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
   index.size = static_cast<std::int64_t>(index.entries.size());
   index.has_masks = !mask_ext.empty();
   index.has_bytes = !bytes_ext.empty();
+  index.has_boxes = !boxes_ext.empty();
+  // With boxes, the classes are the boxes' (0..the largest).
+  if (index.has_boxes) max_label = max_class;
   for (std::int32_t c = 0; c <= max_label; ++c) index.class_names.push_back(std::to_string(c));
   if (index.size == 0)
     throw ConfigError("the " + std::to_string(shards.size()) + " shard(s) starting with " +
