@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Shows that stoke's boxes agree with torchvision.transforms.v2 when each sample's geometric
-window is replayed there.
+"""Shows that stoke's boxes and masks agree with torchvision.transforms.v2 when each sample's
+geometric window is replayed there.
 
 stoke moves every sample's boxes through the map its pixels took (`batch.geometry`: output =
 (sx * x + tx, sy * y + ty), sx < 0 when mirrored), clips them to the output and drops those the
@@ -29,6 +29,39 @@ stoke resamples with OpenCV (INTER_AREA when shrinking 2x or more, else INTER_LI
 reduced-DCT JPEG decode), torchvision with antialiased bilinear, so about a level apart is
 expected; a window one pixel off raises it tenfold on the synthetic set (0.4 to 4.2 levels).
 
+Masks: stoke moves a label map through the same map by nearest neighbour: output pixel (X, Y)
+takes the source label at (floor(x), floor(y)), (x, y) the source point the map sends to the
+pixel's centre (X + 0.5, Y + 0.5), and pixels from outside the source (eval's centre crop wider
+than the resized image) get mask_ignore. The same windows are replayed on a `tv_tensors.Mask`:
+train as F.crop, F.resize([H, W]) and F.horizontal_flip, eval as F.resize(short) and
+F.center_crop, whose padding (0 for masks) is set to the ignore label, both under
+InterpolationMode.NEAREST_EXACT (the same centre rule) and under NEAREST (floor(o * in / out),
+the pixel under the output pixel's top-left corner). The replay is F.crop + F.resize, not
+F.resized_crop, because torchvision 0.29.2 drops the interpolation F.resized_crop is given for a
+Mask (always NEAREST); F.resize keeps NEAREST or NEAREST_EXACT and turns any other mode, its
+default BILINEAR included, into NEAREST. The script prints what it finds torchvision doing.
+
+Every output pixel is compared, and each is also held against the rule computed in integers
+(source index (2 * o + 1) * n_in // (2 * n_out) plus the window's offset): where that product is
+an exact multiple (a "tie", the source point on the edge between two pixels), floating point
+may land on either pixel, in stoke (double) and in torch (float) alike. A difference counts as
+a tie when it lies on such a row or column and both labels are ones the tie allows. Each side is
+also recomputed from its own formula in floating point: stoke's floor((o + 0.5 - t) / s) in
+double must give every one of its pixels, and torch's floorf((r + 0.5) * float32(in / out)) is
+shown against torchvision's replay, so that each tie difference is accounted for. One more
+difference is explained, not a failure: F.center_crop pads an image or mask (crop - n) // 2
+before it, while it anchors boxes at round((n - crop) / 2), half to even; the two are a pixel
+apart when crop - n = 3 (mod 4). stoke uses the boxes' anchor for pixels, boxes and masks, so
+in those samples its mask is compared with torchvision's F.crop at that anchor instead (the
+table counts them). Anything else exits 1.
+
+Mask data, written by the script: label maps for the COCO set's images (0, each non-crowd box
+filled with its class index + 1, then 1-px lines, a 1-px checkerboard and a quarter whose label
+changes at every pixel), and for synthetic images of the sizes above plus a few pixels and a
+2047 x 33 strip: the same fine structures as 8-bit PNGs (run at mask_depth 8 and 16) and as
+16-bit PNGs (run at depth 8), and 16-bit PNGs labelled (y mod 255) * 256 + (x mod 256) (run at
+depth 16, mask_ignore 65535), so that every source pixel of a tile has its own label.
+
 Setup (Python 3.9+, about 6 GB of wheels: PyPI's Linux torch brings its CUDA libraries; the
 CPU-only index is not reachable everywhere, and Debian's python3-torchvision has no
 transforms.v2):
@@ -41,7 +74,8 @@ transforms.v2):
 Run (exit status 1 on any disagreement):
 
   /tmp/parity-venv/bin/python bench/torchvision_parity.py --data /tmp/det/instances.json \\
-      [--epochs 5] [--sizes 224,160x256] [--seed 0] [--synthetic-dir DIR]
+      [--checks boxes,masks] [--epochs 5] [--sizes 224,160x256] \\
+      [--mask-sizes 224,160x256,97x203,31x45] [--seed 0] [--synthetic-dir DIR]
 
 Checked with torch 2.15.0 and torchvision 0.29.2.
 """
@@ -219,13 +253,18 @@ def replay_eval(inpt, out_h, out_w):
     return F.center_crop(resized, [out_h, out_w])
 
 
-def eval_map(src_h, src_w, out_h, out_w):
-    """The map [sx, tx, sy, ty] that replay_eval amounts to, to hold against stoke's: the
-    canvas torchvision's resize computes (read off a resized empty BoundingBoxes), then the
-    anchor round((n - crop) / 2) of F.center_crop (negative: padding)."""
+def eval_canvas(src_h, src_w, out_h, out_w):
+    """(nh, nw, top, left) of replay_eval: the canvas torchvision's resize computes (read off a
+    resized empty BoundingBoxes), then the anchor round((n - crop) / 2) (half to even) that
+    F.center_crop uses for boxes (negative: padding)."""
     empty = tv_tensors.BoundingBoxes(torch.zeros(0, 4), format="XYXY", canvas_size=(src_h, src_w))
     nh, nw = F.resize(empty, size=[eval_short_side(out_h, out_w)]).canvas_size
-    top, left = int(round((nh - out_h) / 2.0)), int(round((nw - out_w) / 2.0))
+    return nh, nw, int(round((nh - out_h) / 2.0)), int(round((nw - out_w) / 2.0))
+
+
+def eval_map(src_h, src_w, out_h, out_w):
+    """The map [sx, tx, sy, ty] that replay_eval amounts to, to hold against stoke's."""
+    nh, nw, top, left = eval_canvas(src_h, src_w, out_h, out_w)
     return (nw / src_w, -left, nh / src_h, -top)
 
 
@@ -368,6 +407,390 @@ def run_config(json_path, images, aug, size, rules, epochs, seed):
     return t
 
 
+# --- Masks: the data ------------------------------------------------------------------------
+
+@dataclass
+class MaskedImage:
+    path: str
+    width: int
+    height: int
+    labels: np.ndarray  # (height, width) uint8 or uint16: the label map as written
+
+
+def save_label_map(path, labels):
+    """A one-channel PNG, 8- or 16-bit by the array's dtype, read back with PIL to make sure the
+    file holds exactly these labels."""
+    Image.fromarray(labels).save(path)
+    back = np.array(Image.open(path))
+    if back.dtype != labels.dtype or not np.array_equal(back, labels):
+        sys.exit(f"{path}: the PNG written does not read back as the labels")
+
+
+def fine_structures(m):
+    """Writes over a label map what a nearest-neighbour rule one source pixel off cannot hide:
+    1-px lines (rows in the left half, columns in the top half), a 1-px checkerboard in the
+    bottom-left quarter and, in the bottom-right quarter, labels that change at every pixel
+    (100 + x mod 11 + 11 * (y mod 13), up to 242)."""
+    h, w = m.shape
+    y, x = np.mgrid[0:h, 0:w]
+    m[(y % 23 == 11) & (x < w // 2)] = 250
+    m[(x % 19 == 7) & (y < h // 2)] = 251
+    low = y >= h // 2
+    board = low & (x < w // 2)
+    m[board] = (252 + (x + y) % 2)[board]
+    texture = low & (x >= w // 2)
+    m[texture] = (100 + x % 11 + 11 * (y % 13))[texture]
+    return m
+
+
+def write_list(folder, name, rows):
+    """A list file image<TAB>0<TAB>mask (the mask relative to the list file)."""
+    path = os.path.join(folder, name)
+    with open(path, "w") as f:
+        for image, mask in rows:
+            f.write(f"{image}\t0\t{os.path.relpath(mask, folder)}\n")
+    return path
+
+
+def write_real_masks(images, folder):
+    """Label maps for a COCO set's images (their AnnotatedImage): 0 background, each non-crowd
+    box filled with its class index + 1 (later boxes over earlier ones), then fine_structures.
+    Returns the list file's path and the MaskedImages in its order."""
+    os.makedirs(os.path.join(folder, "masks"), exist_ok=True)
+    rows, out = [], []
+    for n, img in enumerate(images):
+        m = np.zeros((img.height, img.width), np.uint8)
+        for (x0, y0, x1, y1), c in zip(img.boxes, img.classes):
+            m[int(round(y0)):int(round(y1)), int(round(x0)):int(round(x1))] = c + 1
+        fine_structures(m)
+        mask_path = os.path.join(folder, "masks", f"{n:03d}.png")
+        save_label_map(mask_path, m)
+        rows.append((img.path, mask_path))
+        out.append(MaskedImage(img.path, img.width, img.height, m))
+    return write_list(folder, "real.txt", rows), out
+
+
+# The synthetic boxes' sizes and some more: a few pixels (every output pixel an upsampled
+# block), and a long thin strip.
+MASK_SYNTHETIC_SIZES = SYNTHETIC_SIZES + [(7, 5), (5, 9), (2047, 33)]
+
+
+def write_synthetic_masks(folder):
+    """Images of MASK_SYNTHETIC_SIZES with four lists over them, each a dict of the list's
+    path and its MaskedImages:
+      "8-bit":       fine_structures on a background of 0, 8-bit PNGs;
+      "16-bit low":  the same labels as 16-bit PNGs (stoke narrows them to 8 bits);
+      "16-bit":      labels (y mod 255) * 256 + (x mod 256), 16-bit PNGs: every source pixel
+                     of a 255 x 256 tile has its own label, nearly all above 255."""
+    os.makedirs(os.path.join(folder, "images"), exist_ok=True)
+    os.makedirs(os.path.join(folder, "masks"), exist_ok=True)
+    sets = {k: ([], []) for k in ("8-bit", "16-bit low", "16-bit")}
+    for n, (w, h) in enumerate(MASK_SYNTHETIC_SIZES):
+        image = os.path.join(folder, "images", f"synth_{n:02d}.{'png' if n % 4 == 3 else 'jpg'}")
+        draw_image(image, w, h, [])
+        y, x = np.mgrid[0:h, 0:w]
+        low = fine_structures(np.zeros((h, w), np.uint8))
+        coords = ((y % 255) * 256 + x % 256).astype(np.uint16)
+        for key, labels in (("8-bit", low), ("16-bit low", low.astype(np.uint16)),
+                            ("16-bit", coords)):
+            mask = os.path.join(folder, "masks", f"synth_{n:02d}.{key.replace(' ', '_')}.png")
+            save_label_map(mask, labels)
+            sets[key][0].append((image, mask))
+            sets[key][1].append(MaskedImage(image, w, h, labels))
+    return {k: (write_list(folder, f"synthetic_{k.replace(' ', '_')}.txt", rows), imgs)
+            for k, (rows, imgs) in sets.items()}
+
+
+# --- Masks: the rule, and torchvision's replay -------------------------------------------------
+
+NEAREST = torchvision.transforms.InterpolationMode.NEAREST
+NEAREST_EXACT = torchvision.transforms.InterpolationMode.NEAREST_EXACT
+
+
+@dataclass
+class Axis:
+    index: np.ndarray  # the source index of each output index by the rule, in integers; -1: padding
+    tie: np.ndarray  # where the source point falls exactly on the edge between two source pixels
+
+
+def exact_axis(out, anchor, resized, src, start=0, flipped=False):
+    """stoke's documented rule along one axis, in exact integer arithmetic: output index o reads
+    index o + anchor of a `resized`-long resampling of `src` source pixels (starting at `start`),
+    whose centre comes from source point (o + anchor + 0.5) * src / resized; the index is that
+    point's floor. A tie is a point exactly on a pixel edge (an integer): there a computation in
+    floating point may land on either side. Mirrored: the unmirrored axis read backwards."""
+    r = np.arange(out, dtype=np.int64) + anchor
+    num = (2 * r + 1) * src
+    inside = (r >= 0) & (r < resized)
+    index = np.where(inside, start + num // (2 * resized), -1)
+    tie = inside & (num % (2 * resized) == 0)
+    return Axis(index[::-1], tie[::-1]) if flipped else Axis(index, tie)
+
+
+def take(labels, ys, xs, ignore):
+    out = labels[np.ix_(np.maximum(ys, 0), np.maximum(xs, 0))]
+    out[ys < 0, :] = ignore
+    out[:, xs < 0] = ignore
+    return out
+
+
+def stoke_axis(out, s, t, src):
+    """The index stoke computes along one axis, floor((o + 0.5 - t) / s) in double precision
+    (loader/src/augment/masks.cpp), from the map [s, t] built as augment.cpp builds it."""
+    v = np.floor((np.arange(out, dtype=np.float64) + 0.5 - t) / s)
+    return np.where((v >= 0) & (v < src), v, -1).astype(np.int64)
+
+
+def torch_axis(out, offset, resized, src, start=0, flipped=False):
+    """The index torch's "nearest-exact" takes along one axis, floorf((r + 0.5) * scale) with
+    scale = float32(src / resized), at most src - 1 (found to reproduce torch 2.15 on CPU for
+    float32 and uint8 tensors), for output o reading resized index r = o + offset."""
+    scale = np.float64(np.float32(src) / np.float32(resized))
+    r = np.arange(out, dtype=np.int64) + offset
+    v = np.minimum(np.floor(((r + 0.5) * scale).astype(np.float32)), src - 1).astype(np.int64)
+    index = np.where((r >= 0) & (r < resized), start + v, -1)
+    return index[::-1] if flipped else index
+
+
+def center_crop_offset(crop, n):
+    """The resized index of F.center_crop's first output pixel for an image or mask: padding
+    (crop - n) // 2 before it, else the anchor round((n - crop) / 2)."""
+    return -((crop - n) // 2) if crop > n else int(round((n - crop) / 2.0))
+
+
+def rule_candidates(labels, ys, xs, ignore):
+    """The labels the rule gives (first), then those it gives with a tie taken to the lower
+    pixel along either axis or both: what an output pixel may hold when its source point lies
+    on a pixel edge. (n, H, W)."""
+    options = lambda a: [a.index] + ([np.where(a.tie, a.index - 1, a.index)] if a.tie.any() else [])
+    return np.stack([take(labels, y, x, ignore) for y in options(ys) for x in options(xs)])
+
+
+def as_mask(labels):
+    return tv_tensors.Mask(torch.from_numpy(labels)[None])
+
+
+def to_numpy(mask):
+    return mask.as_subclass(torch.Tensor)[0].numpy()
+
+
+def replay_mask_train(mask, window, flipped, out_h, out_w, mode):
+    """F.crop then F.resize with `mode`: what F.resized_crop does to a Mask, but F.resized_crop
+    drops the interpolation it is given for masks (always NEAREST), F.resize keeps it."""
+    top, left, h, w = window
+    mask = F.resize(F.crop(mask, top, left, h, w), size=[out_h, out_w], interpolation=mode)
+    return F.horizontal_flip(mask) if flipped else mask
+
+
+def replay_mask_eval(mask, out_h, out_w, mode, ignore, anchor=None):
+    """F.resize (shorter side) with `mode`, then F.center_crop, or with `anchor` (top, left)
+    F.crop there. Both pad masks with 0; the same crop of an all-ones mask tells the padding
+    from label 0, and it is set to `ignore`, stoke's label for it."""
+    resized = F.resize(mask, size=[eval_short_side(out_h, out_w)], interpolation=mode)
+    crop = ((lambda m: F.center_crop(m, [out_h, out_w])) if anchor is None else
+            (lambda m: F.crop(m, anchor[0], anchor[1], out_h, out_w)))
+    inside = crop(tv_tensors.Mask(torch.ones_like(resized.as_subclass(torch.Tensor),
+                                                  dtype=torch.uint8)))
+    return tv_tensors.Mask(torch.where(inside.bool(), crop(resized),
+                                       torch.tensor(ignore, dtype=resized.dtype)))
+
+
+def torchvision_mask_defaults():
+    """What torchvision.transforms.v2 does with a Mask, found by running it on a 10-pixel row
+    of labels 0..9 resized to 4 (NEAREST reads 0 2 5 7: floor(o * 2.5); NEAREST_EXACT reads
+    1 3 6 8: floor((o + 0.5) * 2.5)) and a 2 x 2 mask centre-cropped to 4 x 5."""
+    row = tv_tensors.Mask(torch.arange(10, dtype=torch.uint8).repeat(10, 1)[None])
+    read = lambda m: m.as_subclass(torch.Tensor)[0, 0].tolist()
+    mode = lambda got: {(0, 2, 5, 7): "NEAREST", (1, 3, 6, 8): "NEAREST_EXACT"}.get(tuple(got),
+                                                                                    str(got))
+    padded = F.center_crop(tv_tensors.Mask(torch.full((1, 2, 2), 7, dtype=torch.uint8)), [4, 5])
+    return {
+        "F.resize(Mask) default": mode(read(F.resize(row, [4, 4]))),
+        "F.resize(Mask, interpolation=NEAREST_EXACT)":
+            mode(read(F.resize(row, [4, 4], interpolation=NEAREST_EXACT))),
+        "F.resized_crop(Mask) default": mode(read(F.resized_crop(row, 0, 0, 10, 10, [4, 4]))),
+        "F.resized_crop(Mask, interpolation=NEAREST_EXACT)":
+            mode(read(F.resized_crop(row, 0, 0, 10, 10, [4, 4], interpolation=NEAREST_EXACT))),
+        "v2.Resize(size) on a Mask": mode(read(v2.Resize([4, 4])(row))),
+        "v2.RandomResizedCrop(interpolation=NEAREST_EXACT) on a Mask":
+            mode(read(v2.RandomResizedCrop([4, 4], scale=(1, 1), ratio=(1, 1),
+                                           interpolation=NEAREST_EXACT)(row))),
+        "F.center_crop(Mask) padding, 2 x 2 of 7s to 4 x 5":
+            str(padded.as_subclass(torch.Tensor)[0].tolist()),
+    }
+
+
+# --- Masks: one configuration -----------------------------------------------------------------
+
+@dataclass
+class MaskTally:
+    samples: int = 0
+    flipped: int = 0
+    pixels: int = 0  # output pixels compared
+    padding: int = 0  # of those, from outside the source (eval's centre crop pads)
+    ties: int = 0  # of those, on a row or column whose source point is exactly on a pixel edge
+    ties_visible: int = 0  # of those, where the two pixels on the edge have different labels
+    exact_diff: int = 0  # stoke against torchvision, NEAREST_EXACT (F.resize + F.center_crop)
+    exact_diff_ties: int = 0  # of those, ties (both labels among the tie's candidates)
+    split_samples: int = 0  # eval: centre crops whose padding torchvision splits another way
+    split_diff: int = 0  # pixels stoke differs in from F.center_crop there, not from the anchor
+    nearest_diff: int = 0  # stoke against torchvision, NEAREST
+    rule_diff_ties: int = 0  # stoke against the rule in integers, at ties
+    tv_rule_diff_ties: int = 0  # torchvision NEAREST_EXACT against the rule, at ties
+    unexplained: int = 0  # pixels differing from torchvision NEAREST_EXACT, not ties or the split
+    rule_unexplained: int = 0  # pixels differing from the rule, not ties
+    stoke_formula_diff: int = 0  # stoke against its own formula in double precision
+    torch_formula_diff: int = 0  # torchvision's replay against torch's formula in float32
+    max_window_dev: float = 0.0
+    mismatches: list = field(default_factory=list)
+
+
+def pad_split(crop, n):
+    """Whether torchvision's F.center_crop of an image or mask, padding (crop - n) // 2 before
+    it, lands one pixel off the anchor round((n - crop) / 2) (half to even) that it uses for
+    boxes and stoke uses for everything: when crop - n = 3 (mod 4)."""
+    return crop > n and (crop - n) % 4 == 3
+
+
+def delivered_masks(loader, epochs):
+    """(epoch, sample_id, geometry, mask) of every real sample, copied out of the batch."""
+    for epoch in range(epochs):
+        loader.set_epoch(epoch)
+        for batch in loader:
+            valid = np.from_dlpack(batch.valid)
+            ids = np.from_dlpack(batch.sample_ids)
+            geometry = np.from_dlpack(batch.geometry).astype(np.float64)
+            masks = np.from_dlpack(batch.masks[0])
+            for i in np.flatnonzero(valid == 1):
+                yield epoch, int(ids[i]), geometry[i].copy(), masks[i].copy()
+
+
+def check_mask_sample(t, img, aug, out_h, out_w, ignore, got):
+    """The rule's axes for one delivered sample's window, torchvision's replays under both
+    modes, and the comparisons, into the tally."""
+    epoch, sid, geom, mask = got
+    where = f"epoch {epoch} sample {sid} ({os.path.basename(img.path)})"
+    src = as_mask(img.labels)
+    anchored = None  # eval: torchvision's crop at the anchor it uses for boxes
+    split = False
+    if aug == "train":
+        window, flipped, dev = train_window(geom, out_h, out_w)
+        t.max_window_dev = max(t.max_window_dev, dev)
+        t.flipped += flipped
+        if window != rrc_fallback(img) and not rrc_range(window, img):
+            t.mismatches.append(f"{where}: window {window} is outside RandomResizedCrop's range")
+        top, left, h, w = window
+        ys = exact_axis(out_h, 0, out_h, h, start=top)
+        xs = exact_axis(out_w, 0, out_w, w, start=left, flipped=flipped)
+        ky, kx = out_h / h, out_w / w
+        stoke_ys = stoke_axis(out_h, ky, -top * ky, img.height)
+        stoke_xs = (stoke_axis(out_w, -kx, out_w - (-left * kx), img.width) if flipped else
+                    stoke_axis(out_w, kx, -left * kx, img.width))
+        torch_ys = torch_axis(out_h, 0, out_h, h, start=top)
+        torch_xs = torch_axis(out_w, 0, out_w, w, start=left, flipped=flipped)
+        ne = to_numpy(replay_mask_train(src, window, flipped, out_h, out_w, NEAREST_EXACT))
+        nn = to_numpy(replay_mask_train(src, window, flipped, out_h, out_w, NEAREST))
+    else:
+        nh, nw, top, left = eval_canvas(img.height, img.width, out_h, out_w)
+        expected = (nw / img.width, -left, nh / img.height, -top)
+        t.max_window_dev = max(t.max_window_dev, max(abs(a - b) for a, b in zip(geom, expected)))
+        split = pad_split(out_h, nh) or pad_split(out_w, nw)
+        ys = exact_axis(out_h, top, nh, img.height)
+        xs = exact_axis(out_w, left, nw, img.width)
+        stoke_ys = stoke_axis(out_h, nh / img.height, -top, img.height)
+        stoke_xs = stoke_axis(out_w, nw / img.width, -left, img.width)
+        offsets = (top, left) if split else (center_crop_offset(out_h, nh),
+                                             center_crop_offset(out_w, nw))
+        torch_ys = torch_axis(out_h, offsets[0], nh, img.height)
+        torch_xs = torch_axis(out_w, offsets[1], nw, img.width)
+        ne = to_numpy(replay_mask_eval(src, out_h, out_w, NEAREST_EXACT, ignore))
+        nn = to_numpy(replay_mask_eval(src, out_h, out_w, NEAREST, ignore))
+        anchored = to_numpy(replay_mask_eval(src, out_h, out_w, NEAREST_EXACT, ignore,
+                                             anchor=(top, left)))
+
+    candidates = rule_candidates(img.labels, ys, xs, ignore)
+    rule = candidates[0]
+    tie = ys.tie[:, None] | xs.tie[None, :]
+    allowed = lambda a: tie & (candidates == a[None]).any(axis=0)  # a tie, and a label it allows
+
+    t.samples += 1
+    t.pixels += mask.size
+    t.padding += int(((ys.index < 0)[:, None] | (xs.index < 0)[None, :]).sum())
+    t.ties += int(tie.sum())
+    t.ties_visible += int((tie & (candidates != rule[None]).any(axis=0)).sum())
+    reference = ne
+    if anchored is not None and split:  # compared with torchvision's crop at the boxes' anchor
+        t.split_samples += 1
+        reference = anchored
+    elif anchored is not None and not np.array_equal(anchored, ne):
+        t.mismatches.append(f"{where}: torchvision's F.center_crop and its crop at the boxes' "
+                            f"anchor differ, but not by the padding split")
+    differ = mask != ne  # from torchvision's F.center_crop (eval) as it is
+    differ_ref = mask != reference  # from its crop at the boxes' anchor where those two differ
+    at_ties = differ_ref & allowed(mask) & allowed(reference)
+    unexplained = differ_ref & ~at_ties
+    t.exact_diff += int(differ.sum())
+    t.exact_diff_ties += int((differ & at_ties).sum())
+    t.split_diff += int((differ & ~differ_ref).sum())
+    t.unexplained += int(unexplained.sum())
+    t.nearest_diff += int((mask != nn).sum())
+    off_rule = mask != rule
+    off_rule_elsewhere = off_rule & ~allowed(mask)
+    t.rule_diff_ties += int((off_rule & allowed(mask)).sum())
+    t.rule_unexplained += int(off_rule_elsewhere.sum())
+    t.tv_rule_diff_ties += int(((reference != rule) & allowed(reference)).sum())
+    if unexplained.any():
+        y, x = np.argwhere(unexplained)[0]
+        t.mismatches.append(f"{where}: {int(unexplained.sum())} pixels differ from torchvision's "
+                            f"NEAREST_EXACT replay, not at ties; first (y {y}, x {x}): stoke "
+                            f"{mask[y, x]}, torchvision {reference[y, x]}, the rule {rule[y, x]}")
+    if off_rule_elsewhere.any():
+        t.mismatches.append(f"{where}: {int(off_rule_elsewhere.sum())} pixels differ from the "
+                            f"rule computed in integers, not at ties")
+    off_formula = int((mask != take(img.labels, stoke_ys, stoke_xs, ignore)).sum())
+    t.stoke_formula_diff += off_formula
+    t.torch_formula_diff += int((reference != take(img.labels, torch_ys, torch_xs, ignore)).sum())
+    if off_formula:
+        t.mismatches.append(f"{where}: {off_formula} pixels differ from stoke's own formula")
+
+
+def run_mask_config(list_path, images, aug, size, depth, ignore, epochs, seed):
+    out_h, out_w = size
+    loader = stoke.Loader(list_path, batch=8, devices="cpu:1", workers=2, size=size,
+                          augment=aug, seed=seed, shuffle=True, on_error="error",
+                          mask_depth=depth, mask_ignore=ignore)
+    t = MaskTally()
+    for got in delivered_masks(loader, epochs):
+        want = np.uint16 if depth == 16 else np.uint8
+        if got[3].dtype != want:
+            t.mismatches.append(f"sample {got[1]}: masks are {got[3].dtype}, not {want}")
+            break
+        check_mask_sample(t, images[got[1]], aug, out_h, out_w, ignore, got)
+    return t
+
+
+def mask_row(name, bits, aug, size, t):
+    share = lambda n: f"{1 - n / max(t.pixels, 1):.6f} ({n})"
+    flipped = t.flipped if aug == "train" else "-"
+    dev = "map dev" if aug == "eval" else "win dev"
+    split = f"{t.split_samples} / {t.split_diff}" if aug == "eval" else "-"
+    return (f"| {name} | {bits} | {aug} | {size[0]}x{size[1]} | {t.samples} | {flipped} "
+            f"| {t.pixels} | {t.padding} | {t.ties} ({t.ties_visible}) "
+            f"| {share(t.exact_diff)} | {t.exact_diff_ties} | {split} | {t.unexplained} "
+            f"| {share(t.nearest_diff)} | {t.rule_diff_ties} / {t.tv_rule_diff_ties} "
+            f"| {t.rule_unexplained} | {t.stoke_formula_diff} / {t.torch_formula_diff} "
+            f"| {dev} {t.max_window_dev:.1e} |")
+
+
+MASK_HEADER = (
+    "| data | file bits -> depth | augment | size | samples | flipped | pixels compared "
+    "| padding | tie pixels (visible) | NEAREST_EXACT match (pixels differing) "
+    "| of those at ties | eval pad split: samples / pixels | unexplained "
+    "| NEAREST match (pixels differing) | at ties off the rule: stoke / torchvision "
+    "| stoke off the rule elsewhere | off their float formulas: stoke / torchvision | window |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
 # --- Report -----------------------------------------------------------------------------------
 
 def parse_sizes(text):
@@ -394,45 +817,112 @@ HEADER = ("| data | augment | size | min size / area | samples | flipped | annot
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
+def check_boxes(args, folder):
+    """The box check's table rows, its disagreements and the largest coordinate difference."""
+    synthetic = write_synthetic_set(folder)
+    sets = [("real", args.data, Rules()), ("synthetic", synthetic, Rules()),
+            ("synthetic", synthetic, Rules(2.5, 20.0))]
+    rows, problems, worst = [], [], 0.0
+    for name, path, rules in sets:
+        images = read_coco(path)
+        for aug in ("train", "eval"):
+            for size in parse_sizes(args.sizes):
+                t = run_config(path, images, aug, size, rules, args.epochs, args.seed)
+                rows.append(table_row(name, aug, size, rules, t))
+                print(rows[-1], flush=True)
+                worst = max(worst, t.max_diff)
+                problems += [f"{name} {aug} {size}: {m}" for m in t.mismatches]
+                if aug == "train" and t.max_window_dev > WINDOW_TOLERANCE:
+                    problems.append(f"{name} {aug} {size}: a window is not whole pixels "
+                                    f"({t.max_window_dev:.3f})")
+    return rows, problems, worst
+
+
+def check_masks(args, folder):
+    """The mask check's table rows, its disagreements and the tallies summed over everything."""
+    real_list, real = write_real_masks(read_coco(args.data), os.path.join(folder, "real"))
+    synthetic = write_synthetic_masks(os.path.join(folder, "synthetic"))
+    sets = [("real", "8 -> 8", real_list, real, 8, 255),
+            ("synthetic", "8 -> 8", *synthetic["8-bit"], 8, 255),
+            ("synthetic", "8 -> 16", *synthetic["8-bit"], 16, 255),
+            ("synthetic", "16 -> 8", *synthetic["16-bit low"], 8, 255),
+            ("synthetic coords", "16 -> 16", *synthetic["16-bit"], 16, 65535)]
+    rows, problems, total = [], [], MaskTally()
+    for name, bits, path, images, depth, ignore in sets:
+        for aug in ("train", "eval"):
+            for size in parse_sizes(args.mask_sizes):
+                t = run_mask_config(path, images, aug, size, depth, ignore, args.epochs, args.seed)
+                rows.append(mask_row(name, bits, aug, size, t))
+                print(rows[-1], flush=True)
+                for k in ("samples", "pixels", "padding", "ties", "ties_visible", "exact_diff",
+                          "exact_diff_ties", "split_samples", "split_diff", "nearest_diff",
+                          "rule_diff_ties", "tv_rule_diff_ties", "unexplained",
+                          "rule_unexplained", "stoke_formula_diff", "torch_formula_diff"):
+                    setattr(total, k, getattr(total, k) + getattr(t, k))
+                problems += [f"{name} {bits} {aug} {size}: {m}" for m in t.mismatches]
+                if aug == "train" and t.max_window_dev > WINDOW_TOLERANCE:
+                    problems.append(f"{name} {bits} {aug} {size}: a window is not whole pixels "
+                                    f"({t.max_window_dev:.3f})")
+    return rows, problems, total
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", default=DEFAULT_DATA, help="a COCO instances JSON file")
     p.add_argument("--epochs", type=int, default=5)
-    p.add_argument("--sizes", default="224,160x256", help="comma-separated N or HxW")
+    p.add_argument("--sizes", default="224,160x256", help="box check: comma-separated N or HxW")
+    p.add_argument("--mask-sizes", default="224,160x256,97x203,31x45",
+                   help="mask check: comma-separated N or HxW")
+    p.add_argument("--checks", default="boxes,masks", help="boxes, masks or both")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--synthetic-dir", default="",
-                   help="where to write the synthetic set (default: a temporary folder)")
+                   help="where to write the data sets (default: a temporary folder)")
     args = p.parse_args()
+    checks = set(args.checks.split(","))
+    if not checks or checks - {"boxes", "masks"}:
+        sys.exit(f"--checks: boxes, masks or boxes,masks, not {args.checks}")
     if not os.path.exists(args.data):
         sys.exit(f"{args.data}: missing (python3 bench/make_detection_set.py --out DIR)")
     print(f"torch {torch.__version__}, torchvision {torchvision.__version__}, "
           f"stoke {stoke.version()}", flush=True)
 
+    problems = []
     with tempfile.TemporaryDirectory() as tmp:
-        synthetic = write_synthetic_set(args.synthetic_dir or tmp)
-        sets = [("real", args.data, Rules()), ("synthetic", synthetic, Rules()),
-                ("synthetic", synthetic, Rules(2.5, 20.0))]
-        rows, problems, worst = [], [], 0.0
-        for name, path, rules in sets:
-            images = read_coco(path)
-            for aug in ("train", "eval"):
-                for size in parse_sizes(args.sizes):
-                    t = run_config(path, images, aug, size, rules, args.epochs, args.seed)
-                    rows.append(table_row(name, aug, size, rules, t))
-                    print(rows[-1], flush=True)
-                    worst = max(worst, t.max_diff)
-                    problems += [f"{name} {aug} {size}: {m}" for m in t.mismatches]
-                    if aug == "train" and t.max_window_dev > WINDOW_TOLERANCE:
-                        problems.append(f"{name} {aug} {size}: a window is not whole pixels "
-                                        f"({t.max_window_dev:.3f})")
+        folder = args.synthetic_dir or tmp
+        if "boxes" in checks:
+            rows, box_problems, worst = check_boxes(args, folder)
+            print("\n" + HEADER + "\n" + "\n".join(rows))
+            print(f"\nmax abs difference over everything: {worst:.2e} px (tolerance "
+                  f"{TOLERANCE} px)")
+            problems += box_problems
+            if not box_problems:
+                print("stoke and torchvision.transforms.v2 agree on every box")
+        if "masks" in checks:
+            print("\ntorchvision.transforms.v2 on a Mask:")
+            for what, result in torchvision_mask_defaults().items():
+                print(f"  {what}: {result}")
+            rows, mask_problems, t = check_masks(args, os.path.join(folder, "masks"))
+            print("\n" + MASK_HEADER + "\n" + "\n".join(rows))
+            print(f"\nmasks: {t.samples} samples, {t.pixels} pixels compared ({t.padding} padding)"
+                  f"; {t.ties} on tie rows or columns, {t.ties_visible} of them between two "
+                  f"different labels")
+            print(f"  NEAREST_EXACT: {t.pixels - t.exact_diff} match, {t.exact_diff} differ: "
+                  f"{t.exact_diff_ties} at ties, {t.split_diff} from the centre crop's padding "
+                  f"split ({t.split_samples} samples), {t.unexplained} unexplained")
+            print(f"  NEAREST: {t.pixels - t.nearest_diff} match, {t.nearest_diff} differ")
+            print(f"  off the rule at ties: stoke {t.rule_diff_ties}, torchvision "
+                  f"{t.tv_rule_diff_ties}; stoke off the rule elsewhere: {t.rule_unexplained}")
+            print(f"  off their floating-point formulas: stoke (double) {t.stoke_formula_diff}, "
+                  f"torchvision (float) {t.torch_formula_diff}")
+            problems += mask_problems
+            if not mask_problems:
+                print("stoke's masks are torchvision.transforms.v2's under NEAREST_EXACT, but "
+                      "for the ties and padding splits counted above")
 
-    print("\n" + HEADER + "\n" + "\n".join(rows))
-    print(f"\nmax abs difference over everything: {worst:.2e} px (tolerance {TOLERANCE} px)")
     for line in problems[:50]:
         print("DISAGREES:", line)
     if problems:
         sys.exit(f"{len(problems)} disagreement(s)")
-    print("stoke and torchvision.transforms.v2 agree on every box")
 
 
 if __name__ == "__main__":
