@@ -42,6 +42,19 @@ def devices() -> list:
 _AUTO = -1  # stoke::kAuto
 
 
+def _step(step):
+    """A pipeline step as (name, [numbers]): from "name" or ("name", numbers...)."""
+    if isinstance(step, str):
+        return (step, [])
+    if not isinstance(step, (tuple, list)) or not step or not isinstance(step[0], str):
+        raise ValueError(f"a pipeline step is a name or a (name, numbers...) tuple, got {step!r}")
+    try:
+        return (step[0], [float(v) for v in step[1:]])
+    except (TypeError, ValueError):
+        raise ValueError(f"pipeline step {step[0]}: its arguments must be numbers, "
+                         f"got {step[1:]!r}") from None
+
+
 def _auto_or_int(name: str, value: Union[int, str]) -> int:
     if isinstance(value, str):
         if value == "auto":
@@ -109,6 +122,15 @@ class Loader(_stoke.Loader):
             cores this process may use) and by memory.
         size: output ``int`` N (N x N), ``(height, width)``, or a string ``"HxW"`` / ``"N"``;
             default: the IDX images' own size, or 224 x 224 for image files.
+        pipeline: the steps themselves, in order, instead of ``augment``: a list of names or
+            ``(name, numbers...)`` tuples, e.g. ``[("scale_jitter", 480, 800),
+            ("box_crop", 512, 512, 0.5), "horizontal_flip", ("vertical_flip", 0.1)]``. Steps:
+            ``resize_shorter(size)``, ``resize(h, w)``, ``center_crop(h, w)``,
+            ``random_resized_crop(h, w[, scale_min, scale_max, ratio_min, ratio_max])``,
+            ``box_crop(h, w[, min_visible, scale_min, scale_max, ratio_min, ratio_max])``,
+            ``horizontal_flip([p])``, ``vertical_flip([p])``, ``pad_random_crop(pad, h, w)``,
+            ``color_jitter(brightness, contrast)``, ``scale_jitter(min_side, max_side[,
+            longer_side])``. Needs ``size`` (the output); ``channels`` is 3 or 1.
         augment: ``"train"`` (random-resized-crop + flip; pad-crop + flip for small images) or
             ``"eval"`` (resize the shorter side, centre crop); ``"default"`` and ``"none"``
             remain accepted for them.
@@ -175,6 +197,8 @@ class Loader(_stoke.Loader):
         workers: Union[int, str] = 2,
         size: Union[None, int, Tuple[int, int]] = None,
         augment: str = "train",
+        pipeline: Optional[Sequence[Union[str, Tuple]]] = None,
+        channels: int = 3,
         dtype: str = "uint8",
         layout: str = "nchw",
         mean: Sequence[float] = (),
@@ -224,6 +248,8 @@ class Loader(_stoke.Loader):
             h, w = (int(v) for v in size)
             a.size = f"{h}x{w}"
         a.augment = augment
+        a.pipeline = [_step(s) for s in (pipeline or [])]
+        a.channels = channels
         a.dtype = dtype
         a.layout = layout
         a.mean = [float(v) for v in mean]

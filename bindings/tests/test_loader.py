@@ -358,6 +358,34 @@ def test_pass_through_bytes_from_shards_arrive_untouched(tmp_path):
         next(iter(stoke.Loader(FASHION, split="test", batch=8, workers=0))).bytes
 
 
+def test_a_pipeline_of_detection_steps_moves_the_boxes_with_the_pixels(tmp_path):
+    data = _coco_set(tmp_path)
+    steps = [("scale_jitter", 60, 140), ("box_crop", 64, 64, 0.6), ("vertical_flip", 1.0),
+             "horizontal_flip"]
+    loader = stoke.Loader(data, batch=4, size=64, pipeline=steps, workers=1, seed=5)
+    checked = 0
+    for batch in loader:
+        geometry = np.from_dlpack(batch.geometry)
+        assert (geometry[:, 2] < 0).all()  # every sample mirrored top-bottom
+        pixels = np.from_dlpack(batch.pixels[0])
+        boxes = np.from_dlpack(batch.boxes[0])
+        classes = np.from_dlpack(batch.box_classes[0])
+        counts = np.from_dlpack(batch.box_counts[0])
+        for i in range(4):
+            for k in range(counts[i]):
+                ys, xs = np.nonzero(pixels[i, :, :, classes[i, k]] >= 128)
+                seen = [xs.min(), ys.min(), xs.max() + 1, ys.max() + 1]
+                assert np.allclose(boxes[i, k], seen, atol=1.5), (boxes[i, k], seen)
+                checked += 1
+    assert checked > 8
+    with pytest.raises(ValueError, match="is not one of"):
+        stoke.Loader(data, size=64, pipeline=["rotate"])
+    with pytest.raises(ValueError, match="needs size="):
+        stoke.Loader(data, pipeline=["horizontal_flip"])
+    with pytest.raises(ValueError, match="takes \\(height, width"):
+        stoke.Loader(data, size=64, pipeline=[("box_crop", 64)])
+
+
 def test_boxes_on_data_without_them_raise_value_error(tmp_path):
     batch = next(iter(stoke.Loader(FASHION, split="test", batch=8, workers=0)))
     assert batch.max_boxes == 0

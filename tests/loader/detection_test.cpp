@@ -300,6 +300,56 @@ TEST_F(Detection, ShardJsonMembersGiveTheSameBoxesAsTheCocoFile) {
                          y.pixels.begin()));
 }
 
+// The scenes as a list file with masks (each rectangle labelled class + 1): on JPEGs (the region
+// path) and PNGs alike, each label covers the pixels of its colour, and a resume continues
+// with the same masks.
+TEST_F(Detection, MasksFollowTheirImagesOnBothDecodePathsAndAcrossAResume) {
+  std::ofstream list(dir_.path() / "list.txt");
+  for (std::size_t i = 0; i < set_.size(); ++i) {
+    const Scene& s = set_[i];
+    cv::Mat mask(s.height, s.width, CV_8UC1, cv::Scalar(0));
+    for (const Rect& r : s.boxes) mask(cv::Rect(r.x, r.y, r.w, r.h)).setTo(r.cls + 1);
+    const std::string name = "mask" + std::to_string(i) + ".png";
+    ASSERT_TRUE(cv::imwrite((dir_.path() / name).string(), mask));
+    list << "images/" << s.file << "\t0\t" << name << "\n";
+  }
+  list.close();
+  Options o = options(2);
+  o.data = (dir_.path() / "list.txt").string();
+  std::int64_t agree[2] = {0, 0}, total[2] = {0, 0};
+  {
+    Loader loader(o);
+    while (auto b = loader.next()) {
+      for (int i = 0; i < b->size(); ++i) {
+        const bool jpeg = b->sample_ids()[i] % 2 == 1;
+        const std::uint8_t* px = b->pixels().data() + i * 96 * 96 * 3;
+        const std::uint8_t* m = b->masks().data() + i * 96 * 96;
+        for (int k = 0; k < 96 * 96; ++k) {
+          // A pixel bright in exactly one channel belongs to that class's rectangle.
+          int lit = -1, n = 0;
+          for (int c = 0; c < 3; ++c) {
+            if (px[3 * k + kRgbChannelOfClass[c]] >= 128) lit = c, ++n;
+          }
+          if (n > 1) continue;  // two rectangles overlap: the later one's label
+          agree[jpeg] += m[k] == (n == 0 ? 0 : lit + 1);
+          ++total[jpeg];
+        }
+      }
+    }
+  }
+  for (int path = 0; path < 2; ++path)
+    EXPECT_GT(static_cast<double>(agree[path]) / static_cast<double>(total[path]), 0.97) << path;
+  Loader whole(o);
+  test::collect(whole, 1);
+  const LoaderState saved = whole.state();
+  const test::Delivered rest = test::collect(whole);
+  o.resume = saved;
+  Loader resumed(o);
+  const test::Delivered again = test::collect(resumed);
+  EXPECT_FALSE(rest.masks.empty());
+  EXPECT_TRUE(again == rest);
+}
+
 TEST_F(Detection, AResumedLoaderDeliversTheRestOfTheEpochsBoxes) {
   Loader whole(options(2));
   test::collect(whole, 2);
