@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""What boxes cost: stoke-bench on a JPEG corpus as an image folder (classification: pixels and
-labels) and as a COCO annotation file over the same images with boxes (pixels and boxes moved
-with them), alternating runs, medians and their ratio.
+"""What boxes and masks cost: stoke-bench on a JPEG corpus as an image folder (classification:
+pixels and labels), as a COCO annotation file over the same images with boxes (pixels and boxes
+moved with them) and, with --masks, as a list file of the same images with a mask each (the
+boxes filled with their class as a PNG label map), alternating runs, medians and their ratio.
 
-    python3 bench/boxes_benchmark.py --corpus /tmp/corpus --repeat 3
+    python3 bench/boxes_benchmark.py --corpus /tmp/corpus --repeat 3 [--masks]
 
 The corpus is an image-folder tree of JPEGs (`stoke-mkdata jpeg-corpus --out /tmp/corpus`).
 The script writes, under --out, an instances.json naming every image of the corpus with its
@@ -21,6 +22,7 @@ import statistics
 import struct
 import subprocess
 import sys
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_BENCH = os.path.join(HERE, "..", "build", "default", "bin", "stoke-bench")
@@ -81,6 +83,52 @@ def write_annotations(root, out, per_image, seed):
     return path, len(images), len(annotations)
 
 
+def png_gray(width, height, rows):
+    """A one-channel 8-bit PNG of `rows` (bytes objects), with the standard library only."""
+    raw = b"".join(b"\0" + r for r in rows)
+
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data +
+                struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(raw, 1)) + chunk(b"IEND", b""))
+
+
+def write_masks(root, out, annotations_path):
+    """A label map per image (its boxes filled with class index + 1, later over earlier), and
+    two list files over the same images: with the masks and without."""
+    with open(annotations_path) as f:
+        coco = json.load(f)
+    classes = {c["id"]: i + 1 for i, c in enumerate(sorted(coco["categories"], key=lambda c: c["id"]))}
+    boxes = {}
+    for a in coco["annotations"]:
+        boxes.setdefault(a["image_id"], []).append(a)
+    os.makedirs(os.path.join(out, "masks"), exist_ok=True)
+    plain, masked = [], []
+    for img in coco["images"]:
+        w, h = img["width"], img["height"]
+        mask = bytearray(w * h)
+        for a in boxes.get(img["id"], []):
+            x, y, bw, bh = a["bbox"]
+            x1, x2 = int(x), min(w, int(x + bw))
+            fill = bytes([classes[a["category_id"]]]) * (x2 - x1)
+            for row in range(int(y), min(h, int(y + bh))):
+                mask[row * w + x1:row * w + x2] = fill
+        name = os.path.join("masks", f"{img['id']}.png")
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(png_gray(w, h, [bytes(mask[r * w:(r + 1) * w]) for r in range(h)]))
+        image = os.path.join(root, img["file_name"])
+        plain.append(f"{image}\t0")
+        masked.append(f"{image}\t0\t{name}")
+    lists = []
+    for name, lines in (("images.txt", plain), ("masked.txt", masked)):
+        lists.append(os.path.join(out, name))
+        with open(lists[-1], "w") as f:
+            f.write("\n".join(lines) + "\n")
+    return lists
+
+
 def bench(args, data_flags):
     cmd = [args.bench, *data_flags, "--workers", str(args.workers), "--batch", str(args.batch),
            "--epochs", str(args.epochs), "--json"]
@@ -101,6 +149,8 @@ def main():
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--boxes-per-image", type=int, default=7, help="mean boxes per image")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--masks", action="store_true",
+                   help="also the same images from a list file, with and without masks")
     args = p.parse_args()
     if args.boxes_per_image < 1:
         p.error("--boxes-per-image must be at least 1")
@@ -111,6 +161,11 @@ def main():
     print(f"{annotations}: {n_images} images, {n_boxes} boxes ({n_boxes / n_images:.2f} per image)")
     kinds = {"image folder (labels)": ["--data", corpus],
              "COCO file (boxes)": ["--data", annotations, "--image-root", corpus]}
+    if args.masks:
+        plain, masked = write_masks(corpus, args.out, annotations)
+        print(f"{masked}: the same images, each with a PNG label map")
+        kinds["list file (labels)"] = ["--data", plain]
+        kinds["list file (masks)"] = ["--data", masked]
     rates = {k: [] for k in kinds}
     delivered = {}
     for r in range(args.repeat):
@@ -120,10 +175,12 @@ def main():
             delivered[kind] = j["boxes"]
             print(f"  run {r + 1}/{args.repeat} {kind}: {j['samples_per_s']:,.0f} samples/s",
                   flush=True)
-    base = statistics.median(rates["image folder (labels)"])
     print(f"\n| data | samples/s (median of {args.repeat}) | vs labels only | boxes delivered |")
     print("|---|---|---|---|")
     for kind in kinds:
+        # Each source against its own kind without targets: the folder, or the plain list.
+        base = statistics.median(rates["list file (labels)" if kind.startswith("list")
+                                       else "image folder (labels)"])
         m = statistics.median(rates[kind])
         boxes = delivered[kind]
         shown = f"{boxes['delivered']:,} ({boxes['max_boxes']} rows per sample)" \

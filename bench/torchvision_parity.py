@@ -47,7 +47,7 @@ an exact multiple (a "tie", the source point on the edge between two pixels), fl
 may land on either pixel, in stoke (double) and in torch (float) alike. A difference counts as
 a tie when it lies on such a row or column and both labels are ones the tie allows. Each side is
 also recomputed from its own formula in floating point: stoke's floor((o + 0.5 - t) / s) in
-double must give every one of its pixels, and torch's floorf((r + 0.5) * float32(in / out)) is
+double (a tie within 1e-9 rounded to the whole number) must give every one of its pixels, and torch's floorf((r + 0.5) * float32(in / out)) is
 shown against torchvision's replay, so that each tie difference is accounted for. One more
 difference is explained, not a failure: F.center_crop pads an image or mask (crop - n) // 2
 before it, while it anchors boxes at round((n - crop) / 2), half to even; the two are a pixel
@@ -535,9 +535,13 @@ def take(labels, ys, xs, ignore):
 
 
 def stoke_axis(out, s, t, src):
-    """The index stoke computes along one axis, floor((o + 0.5 - t) / s) in double precision
-    (loader/src/augment/masks.cpp), from the map [s, t] built as augment.cpp builds it."""
-    v = np.floor((np.arange(out, dtype=np.float64) + 0.5 - t) / s)
+    """The index stoke computes along one axis, x = (o + 0.5 - t) / s in double precision, then
+    floor(x), or round(x) when x is within 1e-9 of a whole number (a tie, taken as exact
+    arithmetic takes it: loader/src/augment/masks.cpp), from the map [s, t] built as
+    augment.cpp builds it."""
+    x = (np.arange(out, dtype=np.float64) + 0.5 - t) / s
+    nearest = np.round(x)
+    v = np.where(np.abs(x - nearest) < 1e-9, nearest, np.floor(x))
     return np.where((v >= 0) & (v < src), v, -1).astype(np.int64)
 
 
