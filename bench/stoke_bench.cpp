@@ -61,6 +61,8 @@ struct Args {
   std::vector<int> sweep_prefetch;
   std::string plot = "stoke-sweep.png";
   stoke::ImageSize size;  // --size; 0x0: the loader's default
+  std::string pipeline;   // --pipeline; "": the --augment preset
+  int channels = 3;       // with --pipeline
 };
 
 int list_devices() {
@@ -173,6 +175,13 @@ void add_loader_flags(CLI::App& app, Args& a) {
   add_word(app, "--size", a.size, stoke::parse_size,
            "output size HxW, or N for NxN (default: 28x28 for IDX, 224x224 for images)")
       ->type_name("HxW|N");
+  app.add_option("--pipeline", a.pipeline,
+                 "the steps instead of --augment, e.g. \"scale_jitter 480 800 | box_crop 512 512 "
+                 "0.5 | horizontal_flip\" (needs --size; docs/USAGE.md, Pipelines)")
+      ->type_name("STEPS");
+  app.add_option("--channels", a.channels, "with --pipeline: 3 (RGB) or 1 (gray)")
+      ->check(CLI::IsMember({1, 3}))
+      ->capture_default_str();
   add_word(app, "--augment", o.augment, stoke::parse_augment,
            "train (training augmentation, the default) or eval (resize + centre crop); "
            "aliases default, none");
@@ -254,6 +263,16 @@ std::optional<int> parse_args(int argc, char** argv, Args& a) {
   if (a.size.height > 0) {
     a.options.height = a.size.height;
     a.options.width = a.size.width;
+  }
+  if (!a.pipeline.empty()) {
+    if (a.size.height == 0)
+      return stoke::tools::usage_error(app, "--pipeline", "needs --size (the output height and width)");
+    try {
+      a.options.pipeline = stoke::make_pipeline(a.size.height, a.size.width, a.channels,
+                                                stoke::parse_steps(a.pipeline));
+    } catch (const stoke::ConfigError& e) {
+      return stoke::tools::usage_error(app, "--pipeline", e.what());
+    }
   }
   return std::nullopt;
 }

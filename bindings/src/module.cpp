@@ -191,60 +191,6 @@ nb::list masks(const stoke::Batch& b) {
 // One pipeline step as Python gives it: its name and its numbers.
 using StepArgs = std::pair<std::string, std::vector<double>>;
 
-// The pipeline= keyword: each step's builder, its numbers checked for count and kind.
-stoke::Pipeline pipeline_from(const std::vector<StepArgs>& steps, int height, int width,
-                              int channels) {
-  stoke::Pipeline p(height, width, channels);
-  for (const auto& [name, v] : steps) {
-    const auto count = [&](std::size_t lo, std::size_t hi, const char* names) {
-      if (v.size() < lo || v.size() > hi)
-        throw stoke::ConfigError("pipeline step " + name + " takes " + names + ", got " +
-                                 std::to_string(v.size()) + " number(s)");
-    };
-    const auto whole = [&](std::size_t i) {
-      if (v[i] != static_cast<double>(static_cast<int>(v[i])))
-        throw stoke::ConfigError("pipeline step " + name + ": argument " + std::to_string(i + 1) +
-                                 " must be a whole number, got " + std::to_string(v[i]));
-      return static_cast<int>(v[i]);
-    };
-    const auto f = [&](std::size_t i, float fallback) {
-      return i < v.size() ? static_cast<float>(v[i]) : fallback;
-    };
-    if (name == "resize_shorter") {
-      count(1, 1, "(size)");
-      p.resize_shorter(whole(0));
-    } else if (name == "resize" || name == "center_crop") {
-      count(2, 2, "(height, width)");
-      name == "resize" ? p.resize(whole(0), whole(1)) : p.center_crop(whole(0), whole(1));
-    } else if (name == "random_resized_crop") {
-      count(2, 6, "(height, width[, scale_min, scale_max, ratio_min, ratio_max])");
-      p.random_resized_crop(whole(0), whole(1), f(2, 0.08f), f(3, 1.0f), f(4, 3.f / 4.f),
-                            f(5, 4.f / 3.f));
-    } else if (name == "box_crop") {
-      count(2, 7, "(height, width[, min_visible, scale_min, scale_max, ratio_min, ratio_max])");
-      p.box_crop(whole(0), whole(1), f(2, 0.5f), f(3, 0.1f), f(4, 1.0f), f(5, 0.5f), f(6, 2.0f));
-    } else if (name == "horizontal_flip" || name == "vertical_flip") {
-      count(0, 1, "([probability])");
-      name == "horizontal_flip" ? p.horizontal_flip(f(0, 0.5f)) : p.vertical_flip(f(0, 0.5f));
-    } else if (name == "pad_random_crop") {
-      count(3, 3, "(pad, height, width)");
-      p.pad_random_crop(whole(0), whole(1), whole(2));
-    } else if (name == "color_jitter") {
-      count(2, 2, "(brightness, contrast)");
-      p.color_jitter(f(0, 0), f(1, 0));
-    } else if (name == "scale_jitter") {
-      count(2, 3, "(min_side, max_side[, longer_side])");
-      p.scale_jitter(whole(0), whole(1), v.size() > 2 && v[2] != 0);
-    } else {
-      throw stoke::ConfigError(
-          "pipeline step '" + name +
-          "' is not one of resize_shorter, resize, center_crop, random_resized_crop, box_crop, "
-          "horizontal_flip, vertical_flip, pad_random_crop, color_jitter, scale_jitter");
-    }
-  }
-  return p;
-}
-
 // The Python Loader's keyword arguments (defaults live in bindings/stoke/__init__.py).
 struct LoaderArgs {
   std::string data;
@@ -320,7 +266,9 @@ stoke::Options options_from(const LoaderArgs& a) {
     if (a.channels != 1 && a.channels != 3)
       throw stoke::ConfigError("channels must be 1 (gray) or 3 (RGB), got " +
                                std::to_string(a.channels));
-    o.pipeline = pipeline_from(a.pipeline, o.height, o.width, a.channels);
+    std::vector<stoke::StepSpec> steps;
+    for (const auto& [name, numbers] : a.pipeline) steps.push_back({name, numbers});
+    o.pipeline = stoke::make_pipeline(o.height, o.width, a.channels, steps);
   }
   o.dtype = stoke::parse_dtype(a.dtype);
   o.layout = stoke::parse_layout(a.layout);

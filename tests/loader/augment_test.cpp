@@ -7,6 +7,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "augment/resample.hpp"
+#include "stoke/error.hpp"
 
 namespace stoke::detail {
 namespace {
@@ -154,6 +155,37 @@ TEST(Resample, AreaMatchesOpenCvAtEveryShrinkItSupports) {
     }
   }
   EXPECT_FALSE(resample_supports(ResampleFilter::kArea, 500, 500 / 7, 400, 400 / 7));
+}
+
+// The steps by name (Python's pipeline=, stoke-bench --pipeline) build what the methods build.
+TEST(PipelineSteps, TextAndNamesBuildWhatTheMethodsBuild) {
+  const Pipeline p = make_pipeline(
+      512, 512, 3,
+      parse_steps("scale_jitter 480 800 | box_crop 512 512 0.6 | horizontal_flip | "
+                  "vertical_flip 0.1 |"));
+  Pipeline q(512, 512, 3);
+  q.scale_jitter(480, 800).box_crop(512, 512, 0.6f).horizontal_flip().vertical_flip(0.1f);
+  EXPECT_EQ(p.describe(), q.describe());
+  EXPECT_EQ(p.describe(),
+            "scale_jitter shorter side 480..800\n"
+            "box_crop 512x512 min_visible 0.6 scale [0.1, 1] ratio [0.5, 2]\n"
+            "horizontal_flip p=0.5\nvertical_flip p=0.1\noutput 512x512x3 uint8");
+  const auto error = [](const std::string& text) {
+    try {
+      make_pipeline(64, 64, 3, parse_steps(text));
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error("resize 64 64.5"),
+            "pipeline step resize: number 2 must be a whole number of pixels, got 64.5");
+  EXPECT_EQ(error("resize 64"), "pipeline step resize takes (height, width), got 1 number(s)");
+  EXPECT_EQ(error("resize 64 x"), "pipeline step resize: 'x' is not a number");
+  EXPECT_NE(error("spin 3").find("'spin' is not one of"), std::string::npos);
+  EXPECT_EQ(error(" | "), "pipeline: no steps in ' | '");
+  EXPECT_EQ(error("scale_jitter 80 40 | center_crop 64 64"),
+            "scale_jitter: min_side 80 is above max_side 40");
 }
 
 }  // namespace

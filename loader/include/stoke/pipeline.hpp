@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace stoke {
@@ -100,5 +101,22 @@ class Pipeline {
   int channels_;
   std::vector<Step> steps_;
 };
+
+// A step by name and its numbers, as Python's pipeline= and the tools' --pipeline give it:
+// {"box_crop", {512, 512, 0.5}}. The names are the builder methods' above; trailing numbers
+// that a builder defaults may be left out.
+struct StepSpec {
+  std::string name;
+  std::vector<double> args;
+};
+
+// The pipeline of `steps` at height x width x channels. Throws ConfigError naming the step when
+// a name is unknown, a count of numbers is wrong, or a side is not a whole number.
+Pipeline make_pipeline(int height, int width, int channels, const std::vector<StepSpec>& steps);
+
+// Steps from text: "scale_jitter 480 800 | box_crop 512 512 0.5 | horizontal_flip", steps
+// separated by '|', each a name and its numbers. Throws ConfigError on a word that is not a
+// number.
+std::vector<StepSpec> parse_steps(std::string_view text);
 
 }  // namespace stoke

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "stoke/error.hpp"
@@ -234,6 +235,85 @@ std::string Pipeline::describe() const {
   }
   out << "output " << height_ << "x" << width_ << "x" << channels_ << " uint8";
   return out.str();
+}
+
+Pipeline make_pipeline(int height, int width, int channels, const std::vector<StepSpec>& steps) {
+  Pipeline p(height, width, channels);
+  for (const auto& [name, v] : steps) {
+    const auto count = [&](std::size_t lo, std::size_t hi, const char* names) {
+      if (v.size() < lo || v.size() > hi)
+        throw ConfigError("pipeline step " + name + " takes " + names + ", got " +
+                          std::to_string(v.size()) + " number(s)");
+    };
+    const auto whole = [&](std::size_t i) {
+      if (!(std::abs(v[i]) <= kMaxSide) || v[i] != std::floor(v[i]))
+        throw ConfigError("pipeline step " + name + ": number " + std::to_string(i + 1) +
+                          " must be a whole number of pixels, got " + fmt(static_cast<float>(v[i])));
+      return static_cast<int>(v[i]);
+    };
+    const auto f = [&](std::size_t i, float fallback) {
+      return i < v.size() ? static_cast<float>(v[i]) : fallback;
+    };
+    if (name == "resize_shorter") {
+      count(1, 1, "(size)");
+      p.resize_shorter(whole(0));
+    } else if (name == "resize") {
+      count(2, 2, "(height, width)");
+      p.resize(whole(0), whole(1));
+    } else if (name == "center_crop") {
+      count(2, 2, "(height, width)");
+      p.center_crop(whole(0), whole(1));
+    } else if (name == "random_resized_crop") {
+      count(2, 6, "(height, width[, scale_min, scale_max, ratio_min, ratio_max])");
+      p.random_resized_crop(whole(0), whole(1), f(2, 0.08f), f(3, 1.0f), f(4, 3.f / 4.f),
+                            f(5, 4.f / 3.f));
+    } else if (name == "box_crop") {
+      count(2, 7, "(height, width[, min_visible, scale_min, scale_max, ratio_min, ratio_max])");
+      p.box_crop(whole(0), whole(1), f(2, 0.5f), f(3, 0.1f), f(4, 1.0f), f(5, 0.5f), f(6, 2.0f));
+    } else if (name == "horizontal_flip") {
+      count(0, 1, "([probability])");
+      p.horizontal_flip(f(0, 0.5f));
+    } else if (name == "vertical_flip") {
+      count(0, 1, "([probability])");
+      p.vertical_flip(f(0, 0.5f));
+    } else if (name == "pad_random_crop") {
+      count(3, 3, "(pad, height, width)");
+      p.pad_random_crop(whole(0), whole(1), whole(2));
+    } else if (name == "color_jitter") {
+      count(2, 2, "(brightness, contrast)");
+      p.color_jitter(f(0, 0), f(1, 0));
+    } else if (name == "scale_jitter") {
+      count(2, 3, "(min_side, max_side[, longer_side])");
+      p.scale_jitter(whole(0), whole(1), v.size() > 2 && v[2] != 0);
+    } else {
+      throw ConfigError(
+          "pipeline step '" + name +
+          "' is not one of resize_shorter, resize, center_crop, random_resized_crop, box_crop, "
+          "horizontal_flip, vertical_flip, pad_random_crop, color_jitter, scale_jitter");
+    }
+  }
+  return p;
+}
+
+std::vector<StepSpec> parse_steps(std::string_view text) {
+  std::vector<StepSpec> steps;
+  std::istringstream all{std::string(text)};
+  std::string part;
+  while (std::getline(all, part, '|')) {
+    std::istringstream words(part);
+    StepSpec s;
+    if (!(words >> s.name)) continue;  // an empty step, as in "a | | b" or a trailing '|'
+    for (std::string w; words >> w;) {
+      char* end = nullptr;
+      const double v = std::strtod(w.c_str(), &end);
+      if (end == w.c_str() || *end != '\0')
+        throw ConfigError("pipeline step " + s.name + ": '" + w + "' is not a number");
+      s.args.push_back(v);
+    }
+    steps.push_back(std::move(s));
+  }
+  if (steps.empty()) throw ConfigError("pipeline: no steps in '" + std::string(text) + "'");
+  return steps;
 }
 
 }  // namespace stoke
