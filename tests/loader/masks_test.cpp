@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <zlib.h>
+
 #include "data/tar_index.hpp"
 #include "fake_gpu.hpp"
 #include "stoke/error.hpp"
@@ -44,6 +46,49 @@ TEST(MapMask, TakesTheLabelUnderEachOutputPixelsCentreAndFillsPaddingWithIgnore)
   detail::map_mask(third, LabelMap{wide, 6, 1, 2, 12}, 2, 1, 2, 65535, small);
   EXPECT_EQ(small[0], 1000);
   EXPECT_EQ(small[1], 5000);
+}
+
+// A PNG written by hand (zlib, uncompressed: each row's bytes at a known place), for the kinds
+// OpenCV does not write: palette and 2-bit gray. `packed` holds the rows as PNG packs them.
+std::string png_bytes(int width, int height, int depth, int colour, const std::string& packed,
+                      int palette_entries = 0) {
+  const auto be32 = [](std::uint32_t v) {
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                       static_cast<char>(v >> 8), static_cast<char>(v)};
+  };
+  const auto chunk = [&](const std::string& type, const std::string& data) {
+    std::string body = type;
+    body.append(data);
+    std::string out = be32(static_cast<std::uint32_t>(data.size()));
+    out.append(body);
+    out.append(be32(static_cast<std::uint32_t>(
+        ::crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size())))));
+    return out;
+  };
+  const std::size_t row = packed.size() / static_cast<std::size_t>(height);
+  std::string raw;
+  for (int y = 0; y < height; ++y) {
+    raw.push_back('\0');
+    raw.append(packed, static_cast<std::size_t>(y) * row, row);
+  }
+  uLongf size = compressBound(static_cast<uLong>(raw.size()));
+  std::string idat(size, '\0');
+  compress2(reinterpret_cast<Bytef*>(idat.data()), &size,
+            reinterpret_cast<const Bytef*>(raw.data()), static_cast<uLong>(raw.size()), 0);
+  idat.resize(size);
+  std::string ihdr = be32(static_cast<std::uint32_t>(width)) + be32(static_cast<std::uint32_t>(height));
+  ihdr += {static_cast<char>(depth), static_cast<char>(colour), 0, 0, 0};
+  std::string out = "\x89PNG\r\n\x1a\n";
+  out.append(chunk("IHDR", ihdr));
+  if (palette_entries > 0) {
+    std::string plte;
+    for (int i = 0; i < palette_entries; ++i)
+      plte += {static_cast<char>(i * 7), static_cast<char>(255 - i), static_cast<char>(i * 3)};
+    out.append(chunk("PLTE", plte));
+  }
+  out.append(chunk("IDAT", idat));
+  out.append(chunk("IEND", ""));
+  return out;
 }
 
 std::string caption(int i) {
@@ -205,6 +250,72 @@ TEST_F(Masks, SixteenBitMasksAreDeliveredAsUint16) {
   EXPECT_EQ(narrow.stats().skipped_by_reason.at("bad_mask"), 1);
 }
 
+// Palette masks (Pascal VOC's SegmentationClass) give their indices, not colours; 2-bit gray
+// masks their values, not scaled ones.
+TEST_F(Masks, PaletteAndLowBitDepthMasksGiveTheirLabels) {
+  std::string palette, two_bit;
+  for (int y = 0; y < 28; ++y) {
+    for (int x = 0; x < 28; ++x) palette += static_cast<char>(x == y ? 255 : (x * 9 + y) % 21);
+    for (int x = 0; x < 28; x += 4) {  // four 2-bit labels a byte, the first in the high bits
+      int byte = 0;
+      for (int k = 0; k < 4; ++k) byte = byte << 2 | ((x + k + y) % 4);
+      two_bit += static_cast<char>(byte);
+    }
+  }
+  std::ofstream(dir_.path() / "m0.png", std::ios::binary) << png_bytes(28, 28, 8, 3, palette, 256);
+  std::ofstream(dir_.path() / "m1.png", std::ios::binary) << png_bytes(28, 28, 2, 0, two_bit);
+  Pipeline p(28, 28, 1);
+  p.resize(28, 28);
+  Options o = options(0, p);
+  o.shuffle = false;
+  Loader loader(o);
+  auto b = loader.next();
+  for (int k = 0; k < 28 * 28; ++k) {
+    const int y = k / 28, x = k % 28;
+    ASSERT_EQ(b->masks()[k], x == y ? 255 : (x * 9 + y) % 21) << k;
+    ASSERT_EQ(b->masks()[28 * 28 + k], (x + y) % 4) << k;
+  }
+}
+
+// A PNG mask damaged below every row its crop reads: delivered under Verify::kRegion (only the
+// rows the crop needs are decoded), corrupt under kWholeFile.
+TEST_F(Masks, DamageBelowTheCropIsSeenOnlyWhenTheWholeFileIsChecked) {
+  constexpr int kH = 400, kW = 100;
+  std::string labels;
+  for (int y = 0; y < kH; ++y) labels.append(kW, static_cast<char>(y % 200));
+  const std::string whole = png_bytes(kW, kH, 8, 0, labels);
+  // The IDAT data is stored uncompressed, and libpng reads it 8 KiB at a time: cut at 75%,
+  // rows 0..240 or so stay readable; the crop reads rows 180..219.
+  const std::size_t idat = whole.find("IDAT") + 4;
+  const std::size_t iend = whole.find("IEND") - 8;
+  std::ofstream(dir_.path() / "damaged.png", std::ios::binary)
+      << whole.substr(0, idat + (iend - idat) * 3 / 4);
+  ASSERT_TRUE(cv::imwrite((dir_.path() / "tall.png").string(), cv::Mat(kH, kW, CV_8UC1, 90.0)));
+  std::ofstream(dir_.path() / "tall.txt") << "tall.png\t0\tdamaged.png\ntall.png\t1\tdamaged.png\n";
+  Pipeline p(40, kW, 1);
+  p.center_crop(40, kW);
+  Options o = options(1, p);
+  o.data = (dir_.path() / "tall.txt").string();
+  o.batch = 2;
+  {
+    Loader region(o);
+    const test::Delivered d = test::collect(region);
+    EXPECT_EQ(region.stats().skipped, 0);
+    ASSERT_EQ(d.masks.size(), 2u * 40 * kW);
+    for (std::size_t k = 0; k < d.masks.size(); ++k)
+      ASSERT_EQ(d.masks[k], (180 + (k % (40 * kW)) / kW) % 200) << k;
+  }
+  o.verify = Verify::kWholeFile;
+  o.on_error = OnError::kError;
+  Loader whole_file(o);
+  try {
+    test::collect(whole_file);
+    FAIL() << "expected a DataError";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("corrupt (its mask "), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(Masks, BadMasksAreSkippedByReasonOrStopTheLoader) {
   ASSERT_TRUE(cv::imwrite((dir_.path() / "m1.png").string(), cv::Mat(27, 28, CV_8UC1, 0.0)));
   ASSERT_TRUE(cv::imwrite((dir_.path() / "m2.png").string(), cv::Mat(28, 28, CV_8UC3, 0.0)));
@@ -223,6 +334,7 @@ TEST_F(Masks, BadMasksAreSkippedByReasonOrStopTheLoader) {
                             ") (replaced by sample"));
   o.on_error = OnError::kError;
   o.shuffle = false;
+  o.workers = 0;  // in order: with workers, the chunk that finishes first names its sample
   Loader strict(o);
   try {
     while (strict.next()) {

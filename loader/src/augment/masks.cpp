@@ -1,5 +1,6 @@
 #include "augment/masks.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -35,6 +36,14 @@ void resample(const std::vector<int>& xs, const std::vector<int>& ys, const Labe
 }
 
 }  // namespace
+
+int last_source_row(const OutputMap& map, int out_height, int source_height) {
+  thread_local std::vector<int> ys;
+  source_indices(map.sy, map.ty, out_height, source_height, ys);
+  int last = -1;
+  for (const int y : ys) last = std::max(last, y);
+  return last;
+}
 
 void map_mask(const OutputMap& map, const LabelMap& src, int out_width, int out_height,
               int out_bytes, std::uint16_t ignore, void* dst) {

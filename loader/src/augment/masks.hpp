@@ -21,6 +21,10 @@ struct LabelMap {
   std::size_t stride = 0;  // bytes per row
 };
 
+// The last source row map_mask reads for an output of out_height rows, or -1 when it reads none
+// (the output is all padding).
+int last_source_row(const OutputMap& map, int out_height, int source_height);
+
 // Writes out_height x out_width labels of out_bytes (1 or 2) each to `dst`, row-major. A uint16
 // source into uint8 labels keeps the low byte; the caller checks that the values fit.
 // REQUIRES: the map's source is the mask's size; dst holds out_height * out_width * out_bytes.

@@ -116,23 +116,63 @@ BadInput ChunkRunner::produce_mask(std::int64_t sample, std::uint8_t* dst) {
   const BadInput read = read_sample_file(
       sample, own_file ? dataset_.mask_path(sample) : dataset_.path(sample), dataset_.mask_range(sample));
   if (read != BadInput::kNone) return read;
+  const OutputMap& map = augmenter_.output_map();
+  LabelMap labels;
   BadInput r;
   {
     const Stopwatch watch(decode_ns_);
-    r = decoder_.decode_label_map(file_.data(), file_.size(), mask_);
+    r = decode_mask(map, labels);
   }
   if (r != BadInput::kNone) return r;
-  const cv::Mat& m = mask_.pixels;
-  const OutputMap& map = augmenter_.output_map();
-  if (m.cols != map.source_width || m.rows != map.source_height) return BadInput::kWrongSize;
-  const int bytes = m.depth() == CV_16U ? 2 : 1;
-  if (bytes == 2 && h.mask_bytes == 1) {
-    double most = 0;
-    cv::minMaxLoc(m, nullptr, &most);
-    if (most > 255) return BadInput::kBadMask;
+  map_mask(map, labels, h.out_width, h.out_height, static_cast<int>(h.mask_bytes),
+           static_cast<std::uint16_t>(h.mask_ignore), dst);
+  return BadInput::kNone;
+}
+
+namespace {
+
+// Whether every label of rows [0, rows) fits in 8 bits.
+bool fits_8_bits(const LabelMap& m, int rows) {
+  for (int y = 0; y < rows; ++y) {
+    const auto* row = reinterpret_cast<const std::uint16_t*>(
+        static_cast<const std::uint8_t*>(m.data) + static_cast<std::size_t>(y) * m.stride);
+    for (int x = 0; x < m.width; ++x) {
+      if (row[x] > 255) return false;
+    }
   }
-  map_mask(map, LabelMap{m.data, m.cols, m.rows, bytes, m.step[0]}, h.out_width, h.out_height,
-           static_cast<int>(h.mask_bytes), static_cast<std::uint16_t>(h.mask_ignore), dst);
+  return true;
+}
+
+}  // namespace
+
+BadInput ChunkRunner::decode_mask(const OutputMap& map, LabelMap& out) {
+  const ArenaHeader& h = arena_.header();
+  int rows = 0;  // decoded rows, from the top
+#ifndef STOKE_NO_IMGCODECS
+  if (is_png(file_.data(), file_.size())) {
+    if (const BadInput r = png_mask_.open(file_.data(), file_.size(), h.max_pixels);
+        r != BadInput::kNone)
+      return r;
+    if (png_mask_.width() != map.source_width || png_mask_.height() != map.source_height)
+      return BadInput::kWrongSize;
+    const bool whole = h.verify_region == 0;
+    rows = whole ? png_mask_.height()
+                 : last_source_row(map, static_cast<int>(h.out_height), png_mask_.height()) + 1;
+    if (const BadInput r = png_mask_.decode(std::max(rows - 1, 0), whole); r != BadInput::kNone)
+      return r;
+    out = LabelMap{png_mask_.rows(), png_mask_.width(), png_mask_.height(), png_mask_.bytes(),
+                   png_mask_.stride()};
+  } else
+#endif
+  {
+    const BadInput r = decoder_.decode_label_map(file_.data(), file_.size(), mask_);
+    if (r != BadInput::kNone) return r;
+    const cv::Mat& m = mask_.pixels;
+    if (m.cols != map.source_width || m.rows != map.source_height) return BadInput::kWrongSize;
+    out = LabelMap{m.data, m.cols, m.rows, m.depth() == CV_16U ? 2 : 1, m.step[0]};
+    rows = m.rows;
+  }
+  if (out.bytes == 2 && h.mask_bytes == 1 && !fits_8_bits(out, rows)) return BadInput::kBadMask;
   return BadInput::kNone;
 }
 

@@ -10,10 +10,12 @@
 
 #include "augment/augment.hpp"
 #include "augment/boxes.hpp"
+#include "augment/masks.hpp"
 #include "data/dataset_index.hpp"
 #include "data/file_reader.hpp"
 #include "decode/decode.hpp"
 #include "decode/jpeg_region.hpp"
+#include "decode/png_label_map.hpp"
 #include "ipc/arena_layout.hpp"
 
 namespace stoke::detail {
@@ -44,6 +46,9 @@ class ChunkRunner {
   BadInput produce_bytes(std::int64_t sample, std::uint8_t* dst, std::int32_t* count);
   // The sample's mask, through the output map its pixels just got.
   BadInput produce_mask(std::int64_t sample, std::uint8_t* dst);
+  // The mask file in file_ as labels, of the map's source size: a PNG through libpng (only the
+  // rows the crop reads, unless the whole file is checked), else OpenCV.
+  BadInput decode_mask(const OutputMap& map, LabelMap& out);
   // Reads bytes `range` of the sample's shard (its local copy first) or file into file_.
   BadInput read_sample_file(std::int64_t sample, std::string_view file, ByteRange range);
   // Whether a decoded width x height is the sample's annotated size (or it has none).
@@ -62,6 +67,7 @@ class ChunkRunner {
   ImageDecoder decoder_;
   DecodedImage decoded_;
   DecodedImage mask_;
+  PngLabelMapReader png_mask_;
   JpegRegionSource jpeg_;
   std::string path_;
   std::vector<std::uint8_t> file_;  // the current sample's bytes
