@@ -45,6 +45,11 @@ bool decode_rows(Input* in, int last, bool whole_file, std::uint8_t* out, std::s
     return false;
   }
   png_set_read_fn(png, in, read_bytes);
+#ifdef PNG_IGNORE_ADLER32
+  // The zlib stream's Adler-32 covers every row, so it can be checked only when all of them are
+  // read (Verify::kWholeFile); the chunks' CRCs are checked either way.
+  if (!whole_file) png_set_option(png, PNG_IGNORE_ADLER32, PNG_OPTION_ON);
+#endif
   png_read_info(png, info);
   if (bit_depth < 8) png_set_packing(png);  // one label per byte, values kept (not scaled)
   if (bit_depth == 16) png_set_swap(png);   // PNG is big-endian
