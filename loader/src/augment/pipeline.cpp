@@ -239,7 +239,10 @@ std::string Pipeline::describe() const {
 
 Pipeline make_pipeline(int height, int width, int channels, const std::vector<StepSpec>& steps) {
   Pipeline p(height, width, channels);
-  for (const auto& [name, v] : steps) {
+  for (const StepSpec& step : steps) {
+    // (Named references, not a structured binding: the lambdas below capture them.)
+    const std::string& name = step.name;
+    const std::vector<double>& v = step.args;
     const auto count = [&](std::size_t lo, std::size_t hi, const char* names) {
       if (v.size() < lo || v.size() > hi)
         throw ConfigError("pipeline step " + name + " takes " + names + ", got " +
