@@ -301,23 +301,27 @@ class Tally:
     mismatches: list = field(default_factory=list)
 
 
-def delivered(loader, epochs):
-    """(epoch, sample_id, geometry, boxes, classes, pixels) of every real sample, copied out of
-    the batch (its memory goes back to the workers)."""
+def real_samples(loader, epochs):
+    """(epoch, batch, i, sample_id, geometry) of every real sample (valid == 1) of `epochs`
+    epochs; what a caller keeps of the batch it copies out (its memory goes back to the
+    workers)."""
     for epoch in range(epochs):
         loader.set_epoch(epoch)
         for batch in loader:
             valid = np.from_dlpack(batch.valid)
             ids = np.from_dlpack(batch.sample_ids)
             geometry = np.from_dlpack(batch.geometry).astype(np.float64)
-            boxes = np.from_dlpack(batch.boxes[0])
-            classes = np.from_dlpack(batch.box_classes[0])
-            counts = np.from_dlpack(batch.box_counts[0])
-            pixels = np.from_dlpack(batch.pixels[0])
             for i in np.flatnonzero(valid == 1):
-                n = int(counts[i])
-                yield (epoch, int(ids[i]), geometry[i].copy(), boxes[i, :n].astype(np.float64),
-                       classes[i, :n].astype(np.int64), pixels[i].copy())
+                yield epoch, batch, i, int(ids[i]), geometry[i].copy()
+
+
+def delivered(loader, epochs):
+    """(epoch, sample_id, geometry, boxes, classes, pixels) of every real sample."""
+    for epoch, batch, i, sample, geometry in real_samples(loader, epochs):
+        n = int(np.from_dlpack(batch.box_counts[0])[i])
+        yield (epoch, sample, geometry, np.from_dlpack(batch.boxes[0])[i, :n].astype(np.float64),
+               np.from_dlpack(batch.box_classes[0])[i, :n].astype(np.int64),
+               np.from_dlpack(batch.pixels[0])[i].copy())
 
 
 def replay(t, img, aug, out_h, out_w, got, decoded):
@@ -657,16 +661,9 @@ def pad_split(crop, n):
 
 
 def delivered_masks(loader, epochs):
-    """(epoch, sample_id, geometry, mask) of every real sample, copied out of the batch."""
-    for epoch in range(epochs):
-        loader.set_epoch(epoch)
-        for batch in loader:
-            valid = np.from_dlpack(batch.valid)
-            ids = np.from_dlpack(batch.sample_ids)
-            geometry = np.from_dlpack(batch.geometry).astype(np.float64)
-            masks = np.from_dlpack(batch.masks[0])
-            for i in np.flatnonzero(valid == 1):
-                yield epoch, int(ids[i]), geometry[i].copy(), masks[i].copy()
+    """(epoch, sample_id, geometry, mask) of every real sample."""
+    for epoch, batch, i, sample, geometry in real_samples(loader, epochs):
+        yield epoch, sample, geometry, np.from_dlpack(batch.masks[0])[i].copy()
 
 
 def check_mask_sample(t, img, aug, out_h, out_w, ignore, got):

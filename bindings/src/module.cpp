@@ -139,53 +139,31 @@ nb::list pixels(const stoke::Batch& b) {
   return out;
 }
 
-// One array per device of the chunk's labels or valid flags, where its pixels are.
-template <class T, const T* stoke::DeviceChunk::*kField>
-nb::list device_targets(const stoke::Batch& b) {
-  nb::list out;
-  for (int g = 0; g < b.device_count(); ++g) {
-    const stoke::DeviceChunk c = b.chunk(g);
-    out.append(Array(b, g, c.*kField, {static_cast<std::size_t>(c.samples)}, nb::dtype<T>(),
-                     c.cuda_device));
-  }
-  return out;
-}
-
-// One array per device of a chunk's field (boxes, their classes or counts, pass-through bytes
-// or their lengths), where its pixels are: shape {samples, tail...}. `present` false: the data
-// has no such field, and `what` says where it would come from.
-template <class T, const T* stoke::DeviceChunk::*kField>
-nb::list device_fields(const stoke::Batch& b, bool present, const char* what,
-                       std::vector<std::size_t> tail) {
-  if (!present) throw stoke::ConfigError(std::string("this loader's data has no ") + what);
+// One array per device of a chunk's per-sample field (labels, valid flags, boxes, masks,
+// bytes, ...), where its pixels are: `dtype`, shape {samples, tail...}. `absent`, when not
+// null, names what the data lacks, and asking for it raises.
+template <class Pointer>
+nb::list per_device(const stoke::Batch& b, Pointer stoke::DeviceChunk::*field,
+                    nb::dlpack::dtype dtype, std::vector<std::size_t> tail = {},
+                    const char* absent = nullptr) {
+  if (absent != nullptr)
+    throw stoke::ConfigError(std::string("this loader's data has no ") + absent);
   nb::list out;
   for (int g = 0; g < b.device_count(); ++g) {
     const stoke::DeviceChunk c = b.chunk(g);
     std::vector<std::size_t> shape{static_cast<std::size_t>(c.samples)};
     shape.insert(shape.end(), tail.begin(), tail.end());
-    out.append(Array(b, g, c.*kField, std::move(shape), nb::dtype<T>(), c.cuda_device));
+    out.append(Array(b, g, c.*field, std::move(shape), dtype, c.cuda_device));
   }
   return out;
 }
 
-constexpr const char* kNoBoxes = "boxes (boxes come from a COCO annotation file: data='...json')";
-
-nb::list masks(const stoke::Batch& b) {
-  if (b.mask_bytes() == 0)
-    throw stoke::ConfigError(
-        "this loader's data has no masks (masks come from a list file's third column or, in "
-        "shards, the member named by mask_field)");
-  nb::list out;
-  for (int g = 0; g < b.device_count(); ++g) {
-    const stoke::DeviceChunk c = b.chunk(g);
-    std::vector<std::size_t> shape{static_cast<std::size_t>(c.samples),
-                                   static_cast<std::size_t>(b.height()),
-                                   static_cast<std::size_t>(b.width())};
-    out.append(Array(b, g, c.device_masks, std::move(shape),
-                     b.mask_bytes() == 2 ? nb::dtype<std::uint16_t>() : nb::dtype<std::uint8_t>(),
-                     c.cuda_device));
-  }
-  return out;
+const char* no_boxes(const stoke::Batch& b) {
+  return b.max_boxes() > 0 ? nullptr
+                           : "boxes (boxes come from a COCO annotation file: data='...json')";
+}
+const char* no_bytes(const stoke::Batch& b) {
+  return b.max_bytes() > 0 ? nullptr : "pass-through bytes (set bytes_field)";
 }
 
 // One pipeline step as Python gives it: its name and its numbers.
@@ -480,10 +458,17 @@ NB_MODULE(_stoke, m) {
       .def_prop_ro("sample_ids",
                    [](const stoke::Batch& b) { return host_array(b, b.sample_ids()); })
       .def_prop_ro("device_labels",
-                   &device_targets<std::int32_t, &stoke::DeviceChunk::device_labels>,
+                   [](const stoke::Batch& b) {
+                     return per_device(b, &stoke::DeviceChunk::device_labels,
+                                       nb::dtype<std::int32_t>());
+                   },
                    "One int32 array per device: its chunk's labels where its pixels are (on a "
                    "GPU, copied there with them).")
-      .def_prop_ro("device_valid", &device_targets<std::uint8_t, &stoke::DeviceChunk::device_valid>,
+      .def_prop_ro("device_valid",
+                   [](const stoke::Batch& b) {
+                     return per_device(b, &stoke::DeviceChunk::device_valid,
+                                       nb::dtype<std::uint8_t>());
+                   },
                    "One uint8 array per device: its chunk's valid flags where its pixels are.")
       .def_prop_ro(
           "geometry",
@@ -494,7 +479,16 @@ NB_MODULE(_stoke, m) {
           "float32 (size, 6), host memory: each sample's map from its source image to its "
           "output, output = (sx * x + tx, sy * y + ty) (sx < 0 when mirrored), and the source's "
           "width and height: [sx, tx, sy, ty, width, height].")
-      .def_prop_ro("masks", &masks,
+      .def_prop_ro("masks",
+                   [](const stoke::Batch& b) {
+                     return per_device(
+                         b, &stoke::DeviceChunk::device_masks,
+                         b.mask_bytes() == 2 ? nb::dtype<std::uint16_t>() : nb::dtype<std::uint8_t>(),
+                         {static_cast<std::size_t>(b.height()), static_cast<std::size_t>(b.width())},
+                         b.mask_bytes() > 0 ? nullptr
+                                            : "masks (masks come from a list file's third column "
+                                              "or, in shards, the member named by mask_field)");
+                   },
                    "One array per device, (samples, height, width) uint8 or uint16 labels, where "
                    "its pixels are: each sample's mask, moved with its pixels by nearest "
                    "neighbour (padding: mask_ignore).")
@@ -503,17 +497,17 @@ NB_MODULE(_stoke, m) {
       .def_prop_ro(
           "bytes",
           [](const stoke::Batch& b) {
-            return device_fields<std::uint8_t, &stoke::DeviceChunk::device_sample_bytes>(
-                b, b.max_bytes() > 0, "pass-through bytes (set bytes_field)",
-                {static_cast<std::size_t>(b.max_bytes())});
+            return per_device(b, &stoke::DeviceChunk::device_sample_bytes,
+                              nb::dtype<std::uint8_t>(),
+                              {static_cast<std::size_t>(b.max_bytes())}, no_bytes(b));
           },
           "One uint8 array per device, (samples, max_bytes): each sample's bytes_field member, "
           "untouched and zero-padded; byte_counts[g][i] of them are real.")
       .def_prop_ro(
           "byte_counts",
           [](const stoke::Batch& b) {
-            return device_fields<std::int32_t, &stoke::DeviceChunk::device_byte_counts>(
-                b, b.max_bytes() > 0, "pass-through bytes (set bytes_field)", {});
+            return per_device(b, &stoke::DeviceChunk::device_byte_counts,
+                              nb::dtype<std::int32_t>(), {}, no_bytes(b));
           },
           "One int32 array per device, (samples,): the length of each sample's bytes.")
       .def_prop_ro("max_boxes", &stoke::Batch::max_boxes,
@@ -521,8 +515,8 @@ NB_MODULE(_stoke, m) {
       .def_prop_ro(
           "boxes",
           [](const stoke::Batch& b) {
-            return device_fields<float, &stoke::DeviceChunk::device_boxes>(
-                b, b.max_boxes() > 0, kNoBoxes, {static_cast<std::size_t>(b.max_boxes()), 4});
+            return per_device(b, &stoke::DeviceChunk::device_boxes, nb::dtype<float>(),
+                              {static_cast<std::size_t>(b.max_boxes()), 4}, no_boxes(b));
           },
           "One float32 array per device, (samples, max_boxes, 4): xyxy boxes in output pixels, "
           "where its pixels are; the first box_counts[g][i] rows of sample i are real, the rest "
@@ -530,16 +524,17 @@ NB_MODULE(_stoke, m) {
       .def_prop_ro(
           "box_classes",
           [](const stoke::Batch& b) {
-            return device_fields<std::int32_t, &stoke::DeviceChunk::device_box_classes>(
-                b, b.max_boxes() > 0, kNoBoxes, {static_cast<std::size_t>(b.max_boxes())});
+            return per_device(b, &stoke::DeviceChunk::device_box_classes,
+                              nb::dtype<std::int32_t>(),
+                              {static_cast<std::size_t>(b.max_boxes())}, no_boxes(b));
           },
           "One int32 array per device, (samples, max_boxes): each box's class (contiguous "
           "indices of the categories in ascending id order), -1 in padding rows.")
       .def_prop_ro(
           "box_counts",
           [](const stoke::Batch& b) {
-            return device_fields<std::int32_t, &stoke::DeviceChunk::device_box_counts>(
-                b, b.max_boxes() > 0, kNoBoxes, {});
+            return per_device(b, &stoke::DeviceChunk::device_box_counts,
+                              nb::dtype<std::int32_t>(), {}, no_boxes(b));
           },
           "One int32 array per device, (samples,): how many of each sample's box rows are real.")
       .def(

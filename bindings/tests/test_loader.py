@@ -264,6 +264,19 @@ def _coco_set(folder, count=12):
     return str(path)
 
 
+def _check_boxes_cover_their_colour(pixels, boxes, classes, counts):
+    """Each real box is, within 1.5 px, the bright region of its class's colour channel (the
+    _coco_set images). Returns how many boxes were checked."""
+    checked = 0
+    for i in range(len(counts)):
+        for k in range(counts[i]):
+            ys, xs = np.nonzero(pixels[i, :, :, classes[i, k]] >= 128)
+            seen = [xs.min(), ys.min(), xs.max() + 1, ys.max() + 1]
+            assert np.allclose(boxes[i, k], seen, atol=1.5), (boxes[i, k], seen)
+            checked += 1
+    return checked
+
+
 def test_coco_boxes_arrive_per_device_with_the_pixels_they_cover(tmp_path):
     data = _coco_set(tmp_path)
     loader = stoke.Loader(data, batch=4, devices="cpu:2", size=64, workers=2, seed=3)
@@ -281,11 +294,7 @@ def test_coco_boxes_arrive_per_device_with_the_pixels_they_cover(tmp_path):
             for i in range(2):
                 assert (classes[i, counts[i]:] == -1).all()
                 assert (boxes[i, counts[i]:] == 0).all()
-                for k in range(counts[i]):
-                    ys, xs = np.nonzero(pixels[i, :, :, classes[i, k]] >= 128)
-                    seen = [xs.min(), ys.min(), xs.max() + 1, ys.max() + 1]
-                    assert np.allclose(boxes[i, k], seen, atol=1.5), (boxes[i, k], seen)
-                    checked += 1
+            checked += _check_boxes_cover_their_colour(pixels, boxes, classes, counts)
     assert checked > 8
     torch = need("torch")  # DLPack into torch, as a detection model takes its targets
     batch = next(iter(loader))
@@ -371,12 +380,7 @@ def test_a_pipeline_of_detection_steps_moves_the_boxes_with_the_pixels(tmp_path)
         boxes = np.from_dlpack(batch.boxes[0])
         classes = np.from_dlpack(batch.box_classes[0])
         counts = np.from_dlpack(batch.box_counts[0])
-        for i in range(4):
-            for k in range(counts[i]):
-                ys, xs = np.nonzero(pixels[i, :, :, classes[i, k]] >= 128)
-                seen = [xs.min(), ys.min(), xs.max() + 1, ys.max() + 1]
-                assert np.allclose(boxes[i, k], seen, atol=1.5), (boxes[i, k], seen)
-                checked += 1
+        checked += _check_boxes_cover_their_colour(pixels, boxes, classes, counts)
     assert checked > 8
     with pytest.raises(ValueError, match="is not one of"):
         stoke.Loader(data, size=64, pipeline=["rotate"])

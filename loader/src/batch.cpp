@@ -16,6 +16,15 @@ BatchLease& as_lease(void* held) {
   return *static_cast<BatchLease*>(held);
 }
 
+// The held slot's array `field` (an ArenaView accessor), `per_sample` elements per sample.
+template <class T>
+std::span<const T> slot_array(const BatchLease& l, T* (detail::ArenaView::*field)(std::uint32_t) const,
+                              std::size_t per_sample) {
+  const auto& c = l.core();
+  return {(c.view.*field)(static_cast<std::uint32_t>(l.slot())),
+          static_cast<std::size_t>(c.batch) * per_sample};
+}
+
 void check_device(int device, int count) {
   if (device < 0 || device >= count)
     throw Error("device " + std::to_string(device) + " out of range: this batch has " +
@@ -59,155 +68,104 @@ int Batch::device_count() const {
 
 std::span<const std::uint8_t> Batch::pixels() const {
   const BatchLease& l = as_lease(held());
-  const auto& c = l.core();
-  return {c.view.pixels(static_cast<std::uint32_t>(l.slot())),
-          static_cast<std::size_t>(c.batch) * c.view.header().sample_bytes};
+  return slot_array(l, &detail::ArenaView::pixels, l.core().view.header().sample_bytes);
 }
-
 std::span<const std::int32_t> Batch::labels() const {
-  const BatchLease& l = as_lease(held());
-  const auto& c = l.core();
-  return {c.view.labels(static_cast<std::uint32_t>(l.slot())), static_cast<std::size_t>(c.batch)};
+  return slot_array(as_lease(held()), &detail::ArenaView::labels, 1);
 }
-
 std::span<const std::uint8_t> Batch::valid() const {
-  const BatchLease& l = as_lease(held());
-  const auto& c = l.core();
-  return {c.view.valid(static_cast<std::uint32_t>(l.slot())), static_cast<std::size_t>(c.batch)};
+  return slot_array(as_lease(held()), &detail::ArenaView::valid, 1);
 }
-
 std::span<const std::int64_t> Batch::sample_ids() const {
-  const BatchLease& l = as_lease(held());
-  const auto& c = l.core();
-  return {c.view.ids(static_cast<std::uint32_t>(l.slot())), static_cast<std::size_t>(c.batch)};
+  return slot_array(as_lease(held()), &detail::ArenaView::ids, 1);
 }
 
 int Batch::max_boxes() const {
   return as_lease(held()).core().max_boxes;
 }
+std::span<const float> Batch::boxes() const {
+  const BatchLease& l = as_lease(held());
+  return slot_array(l, &detail::ArenaView::boxes, std::size_t(l.core().max_boxes) * 4);
+}
+std::span<const std::int32_t> Batch::box_classes() const {
+  const BatchLease& l = as_lease(held());
+  return slot_array(l, &detail::ArenaView::box_classes, l.core().max_boxes);
+}
+std::span<const std::int32_t> Batch::box_counts() const {
+  const BatchLease& l = as_lease(held());
+  return slot_array(l, &detail::ArenaView::box_counts, l.core().max_boxes > 0 ? 1 : 0);
+}
 
 int Batch::mask_bytes() const {
   return as_lease(held()).core().mask_bytes;
 }
-
 std::span<const std::uint8_t> Batch::masks() const {
   const BatchLease& l = as_lease(held());
   const auto& c = l.core();
-  return {c.view.masks(static_cast<std::uint32_t>(l.slot())),
-          static_cast<std::size_t>(c.batch) * c.height * c.width * c.mask_bytes};
+  return slot_array(l, &detail::ArenaView::masks, std::size_t(c.height) * c.width * c.mask_bytes);
 }
 
 int Batch::max_bytes() const {
   return as_lease(held()).core().max_bytes;
 }
-
 std::span<const std::uint8_t> Batch::bytes() const {
   const BatchLease& l = as_lease(held());
-  const auto& c = l.core();
-  return {c.view.bytes(static_cast<std::uint32_t>(l.slot())),
-          static_cast<std::size_t>(c.batch) * c.max_bytes};
+  return slot_array(l, &detail::ArenaView::bytes, l.core().max_bytes);
 }
-
 std::span<const std::int32_t> Batch::byte_counts() const {
   const BatchLease& l = as_lease(held());
-  const auto& c = l.core();
-  return {c.view.byte_counts(static_cast<std::uint32_t>(l.slot())),
-          c.max_bytes > 0 ? static_cast<std::size_t>(c.batch) : 0};
+  return slot_array(l, &detail::ArenaView::byte_counts, l.core().max_bytes > 0 ? 1 : 0);
 }
 
 std::span<const float> Batch::geometry() const {
-  const BatchLease& l = as_lease(held());
-  const auto& c = l.core();
-  return {c.view.geometry(static_cast<std::uint32_t>(l.slot())),
-          static_cast<std::size_t>(c.batch) * 6};
-}
-
-std::span<const float> Batch::boxes() const {
-  const BatchLease& l = as_lease(held());
-  const auto& c = l.core();
-  return {c.view.boxes(static_cast<std::uint32_t>(l.slot())),
-          static_cast<std::size_t>(c.batch) * c.max_boxes * 4};
-}
-
-std::span<const std::int32_t> Batch::box_classes() const {
-  const BatchLease& l = as_lease(held());
-  const auto& c = l.core();
-  return {c.view.box_classes(static_cast<std::uint32_t>(l.slot())),
-          static_cast<std::size_t>(c.batch) * c.max_boxes};
-}
-
-std::span<const std::int32_t> Batch::box_counts() const {
-  const BatchLease& l = as_lease(held());
-  const auto& c = l.core();
-  return {c.view.box_counts(static_cast<std::uint32_t>(l.slot())),
-          c.max_boxes > 0 ? static_cast<std::size_t>(c.batch) : 0};
+  return slot_array(as_lease(held()), &detail::ArenaView::geometry, 6);
 }
 
 DeviceChunk Batch::chunk(int device) const {
   check_device(device, device_count());
   const BatchLease& lease = as_lease(held());
+  const auto& core = lease.core();
+  const detail::ArenaHeader& h = core.view.header();
+  const detail::Staging* staging = core.staging.get();
   const int per = size() / device_count();
   const int first = device * per;
-  const std::size_t sample_bytes = lease.core().view.header().sample_bytes;
   DeviceChunk c;
   c.device = device;
   c.first = first;
   c.samples = per;
-  c.pixels = pixels().subspan(first * sample_bytes, per * sample_bytes);
-  c.labels = labels().subspan(first, per);
-  c.valid = valid().subspan(first, per);
-  c.sample_ids = sample_ids().subspan(first, per);
-  const auto& core = lease.core();
-  const std::size_t max_boxes = static_cast<std::size_t>(core.max_boxes);
-  c.boxes = boxes().subspan(first * max_boxes * 4, per * max_boxes * 4);
-  c.box_classes = box_classes().subspan(first * max_boxes, per * max_boxes);
-  c.box_counts = box_counts().subspan(max_boxes > 0 ? first : 0, max_boxes > 0 ? per : 0);
-  const std::size_t mask_bytes =
-      static_cast<std::size_t>(core.mask_bytes) * core.height * core.width;
-  c.masks = masks().subspan(first * mask_bytes, per * mask_bytes);
-  const std::size_t max_bytes = static_cast<std::size_t>(core.max_bytes);
-  c.sample_bytes = bytes().subspan(first * max_bytes, per * max_bytes);
-  c.byte_counts = byte_counts().subspan(max_bytes > 0 ? first : 0, max_bytes > 0 ? per : 0);
-  const detail::Staging* staging = core.staging.get();
+  // This device's samples of a per-sample array of the batch (empty ones stay empty).
+  const auto mine = [&](auto all) {
+    const std::size_t k = all.size() / static_cast<std::size_t>(core.batch);
+    return all.subspan(first * k, per * k);
+  };
+  // ...and, for the arrays at `offset` in the slot's labels..valid bytes, where the device
+  // reads them: its copy on a GPU, else the slot itself (null when the data has none).
+  const auto place = [&](auto all, std::size_t offset, auto& part, auto& on_device) {
+    part = mine(all);
+    if (part.empty()) return;
+    using T = typename decltype(all)::element_type;
+    const std::size_t k = part.size() / static_cast<std::size_t>(per);
+    on_device = staging == nullptr ? part.data() : staging->field<T>(lease.slot(), device, offset, k);
+  };
+  c.pixels = mine(pixels());
+  c.sample_ids = mine(sample_ids());
+  place(labels(), h.labels_offset, c.labels, c.device_labels);
+  place(valid(), h.valid_offset, c.valid, c.device_valid);
+  place(boxes(), h.boxes_offset, c.boxes, c.device_boxes);
+  place(box_classes(), h.box_classes_offset, c.box_classes, c.device_box_classes);
+  place(box_counts(), h.box_counts_offset, c.box_counts, c.device_box_counts);
+  place(masks(), h.masks_offset, c.masks, c.device_masks);
+  place(bytes(), h.bytes_offset, c.sample_bytes, c.device_sample_bytes);
+  place(byte_counts(), h.byte_counts_offset, c.byte_counts, c.device_byte_counts);
   c.shape = {per, core.height, core.width, core.channels};
   if (staging == nullptr) {
     c.data = c.pixels.data();
     c.bytes = c.pixels.size();
-    c.device_labels = c.labels.data();
-    c.device_valid = c.valid.data();
-    if (max_boxes > 0) {
-      c.device_boxes = c.boxes.data();
-      c.device_box_classes = c.box_classes.data();
-      c.device_box_counts = c.box_counts.data();
-    }
-    if (mask_bytes > 0) c.device_masks = c.masks.data();
-    if (max_bytes > 0) {
-      c.device_sample_bytes = c.sample_bytes.data();
-      c.device_byte_counts = c.byte_counts.data();
-    }
     return c;
   }
   const detail::StagingConfig& config = staging->config();
   c.data = staging->output(lease.slot(), device);
   c.bytes = staging->output_bytes();
-  c.device_labels = staging->labels(lease.slot(), device);
-  c.device_valid = staging->valid(lease.slot(), device);
-  if (max_boxes > 0) {
-    const detail::ArenaHeader& h = core.view.header();
-    c.device_boxes = staging->field<float>(lease.slot(), device, h.boxes_offset, max_boxes * 4);
-    c.device_box_classes =
-        staging->field<std::int32_t>(lease.slot(), device, h.box_classes_offset, max_boxes);
-    c.device_box_counts = staging->field<std::int32_t>(lease.slot(), device, h.box_counts_offset, 1);
-  }
-  if (mask_bytes > 0)
-    c.device_masks = staging->field<std::uint8_t>(lease.slot(), device,
-                                                  core.view.header().masks_offset, mask_bytes);
-  if (max_bytes > 0) {
-    c.device_sample_bytes = staging->field<std::uint8_t>(lease.slot(), device,
-                                                         core.view.header().bytes_offset, max_bytes);
-    c.device_byte_counts = staging->field<std::int32_t>(
-        lease.slot(), device, core.view.header().byte_counts_offset, 1);
-  }
   c.dtype = config.dtype;
   if (config.dtype != DType::kUInt8) {
     c.layout = config.layout;

@@ -196,6 +196,27 @@ void check_options(const Options& o) {
 
 namespace {
 
+std::string entry_path(const DatasetIndex& index, const FileEntry& e) {
+  return std::string(index.paths, e.path_offset, e.path_length);
+}
+
+// A per-sample limit (max_boxes, max_bytes): `asked`, or for 0 the largest `count` of any entry
+// (at least 1). Entries over it are counted in `over`, or, under OnError::kError, the first one
+// is a DataError saying `too_many(entry, limit)`.
+template <class Count, class TooMany>
+int per_sample_limit(const DatasetIndex& index, int asked, OnError on_error, Count count,
+                     TooMany too_many, std::int64_t& over) {
+  std::uint32_t largest = 0;
+  for (const FileEntry& e : index.entries) largest = std::max(largest, count(e));
+  const int limit = asked > 0 ? asked : static_cast<int>(std::max(largest, 1u));
+  for (const FileEntry& e : index.entries) {
+    if (count(e) <= static_cast<std::uint32_t>(limit)) continue;
+    if (on_error == OnError::kError) throw DataError(too_many(e, limit));
+    over += 1;
+  }
+  return limit;
+}
+
 // max_boxes: the dataset's most, or what was asked, checked against the data and the policy.
 void resolve_boxes(ResolvedConfig& r, const DatasetIndex& index) {
   const Options& o = r.options;
@@ -206,20 +227,15 @@ void resolve_boxes(ResolvedConfig& r, const DatasetIndex& index) {
                         "box_field members)");
     return;
   }
-  std::uint32_t most = 0;
-  for (const FileEntry& e : index.entries) most = std::max(most, e.box_count);
-  r.max_boxes = o.max_boxes > 0 ? o.max_boxes : static_cast<int>(std::max(most, 1u));
-  for (std::size_t i = 0; i < index.entries.size(); ++i) {
-    const FileEntry& e = index.entries[i];
-    if (e.box_count <= static_cast<std::uint32_t>(r.max_boxes)) continue;
-    if (o.on_error == OnError::kError)
-      throw DataError(std::string(index.paths, e.path_offset, e.path_length) + " has " +
-                      std::to_string(e.box_count) + " boxes, more than max_boxes " +
-                      std::to_string(r.max_boxes) +
-                      " (raise max_boxes, set it to 0 for the dataset's most, or use "
-                      "on_error=skip to keep the first max_boxes)");
-    r.over_max_boxes += 1;
-  }
+  r.max_boxes = per_sample_limit(
+      index, o.max_boxes, o.on_error, [](const FileEntry& e) { return e.box_count; },
+      [&](const FileEntry& e, int limit) {
+        return entry_path(index, e) + " has " + std::to_string(e.box_count) +
+               " boxes, more than max_boxes " + std::to_string(limit) +
+               " (raise max_boxes, set it to 0 for the dataset's most, or use on_error=skip to "
+               "keep the first max_boxes)";
+      },
+      r.over_max_boxes);
 }
 
 // max_bytes: the longest member, or what was asked, checked against the data and the policy.
@@ -232,20 +248,15 @@ void resolve_bytes(ResolvedConfig& r, const DatasetIndex& index) {
                         "extension)");
     return;
   }
-  std::uint32_t longest = 0;
-  for (const FileEntry& e : index.entries) longest = std::max(longest, e.bytes_size);
-  r.max_bytes = o.max_bytes > 0 ? o.max_bytes : static_cast<int>(std::max(longest, 1u));
-  for (const FileEntry& e : index.entries) {
-    if (e.bytes_size <= static_cast<std::uint32_t>(r.max_bytes)) continue;
-    if (o.on_error == OnError::kError)
-      throw DataError(std::string(index.paths, e.path_offset, e.path_length) + ":" +
-                      std::string(index.paths, e.name_offset, e.name_length) + " carries " +
-                      std::to_string(e.bytes_size) + " bytes, more than max_bytes " +
-                      std::to_string(r.max_bytes) +
-                      " (raise max_bytes, set it to 0 for the longest, or use on_error=skip to "
-                      "cut them)");
-    r.over_max_bytes += 1;
-  }
+  r.max_bytes = per_sample_limit(
+      index, o.max_bytes, o.on_error, [](const FileEntry& e) { return e.bytes_size; },
+      [&](const FileEntry& e, int limit) {
+        return entry_path(index, e) + ":" + std::string(index.paths, e.name_offset, e.name_length) +
+               " carries " + std::to_string(e.bytes_size) + " bytes, more than max_bytes " +
+               std::to_string(limit) +
+               " (raise max_bytes, set it to 0 for the longest, or use on_error=skip to cut them)";
+      },
+      r.over_max_bytes);
 }
 
 }  // namespace
@@ -257,20 +268,26 @@ ResolvedConfig resolve(Options o, const DatasetIndex& index) {
   if (r.options.shuffle_window < 0)
     throw ConfigError("shuffle_window must be 0 (all shards) or a number of shards, got " +
                       std::to_string(r.options.shuffle_window));
-  if (index.shard_starts.empty() && r.options.label_field != "cls")
-    throw ConfigError("label_field '" + r.options.label_field +
-                      "' applies to tar shards only; " + r.options.data +
-                      " is not shards (its labels come from its class folders, list or IDX file)");
-  if (index.shard_starts.empty() && !r.options.box_field.empty())
-    throw ConfigError("box_field '" + r.options.box_field + "' applies to tar shards only; " +
-                      r.options.data + " is not shards (a COCO annotation file has its own)");
-  if (index.shard_starts.empty() && !r.options.bytes_field.empty())
-    throw ConfigError("bytes_field '" + r.options.bytes_field + "' applies to tar shards only; " +
-                      r.options.data + " is not shards");
-  if (index.shard_starts.empty() && !r.options.mask_field.empty())
-    throw ConfigError("mask_field '" + r.options.mask_field + "' applies to tar shards only; " +
-                      r.options.data +
-                      " is not shards (a list file names masks in a third column)");
+  // The options that name shard members: set on other data, they would be ignored.
+  const struct {
+    const char* option;
+    const std::string& value;
+    bool set;
+    const char* instead;
+  } shard_fields[] = {
+      {"label_field", r.options.label_field, r.options.label_field != "cls",
+       " (its labels come from its class folders, list or IDX file)"},
+      {"box_field", r.options.box_field, !r.options.box_field.empty(),
+       " (a COCO annotation file has its own)"},
+      {"bytes_field", r.options.bytes_field, !r.options.bytes_field.empty(), ""},
+      {"mask_field", r.options.mask_field, !r.options.mask_field.empty(),
+       " (a list file names masks in a third column)"},
+  };
+  for (const auto& f : shard_fields) {
+    if (index.shard_starts.empty() && f.set)
+      throw ConfigError(std::string(f.option) + " '" + f.value + "' applies to tar shards only; " +
+                        r.options.data + " is not shards" + f.instead);
+  }
   r.plan.shard_starts = index.shard_starts;
   r.plan.shuffle_window = r.options.shuffle_window;
   r.batches_per_epoch = EpochPlan(r.plan).batches_per_epoch();  // validates the plan

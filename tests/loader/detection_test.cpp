@@ -17,7 +17,6 @@
 #include <jpeglib.h>
 
 #include "data/coco.hpp"
-#include "data/tar_index.hpp"
 #include "fake_gpu.hpp"
 #include "stoke/error.hpp"
 #include "stoke/loader.hpp"
@@ -249,11 +248,7 @@ TEST_F(Detection, TheDetectionStepsAreTheSameForAnyWorkerCount) {
 // The same images and boxes as shard members (key.png or key.jpg, key.json) give the COCO
 // file's batches; a member that is not the boxes layout leaves its sample out, named.
 TEST_F(Detection, ShardJsonMembersGiveTheSameBoxesAsTheCocoFile) {
-  std::string tar;
-  const auto read = [](const std::filesystem::path& path) {
-    std::ifstream f(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-  };
+  std::vector<std::pair<std::string, std::string>> members;
   for (std::size_t i = 0; i < set_.size(); ++i) {
     const Scene& s = set_[i];
     std::string boxes, classes;
@@ -269,15 +264,11 @@ TEST_F(Detection, ShardJsonMembersGiveTheSameBoxesAsTheCocoFile) {
                                           R"(, "height": )" + std::to_string(s.height) + "}";
     char key[16];
     std::snprintf(key, sizeof key, "%06d", static_cast<int>(i));
-    const std::string image = read(dir_.path() / "images" / s.file);
     const std::string ext = std::filesystem::path(s.file).extension().string();
-    for (const auto& [name, bytes] : {std::pair{key + ext, image}, std::pair{key + std::string(".json"), json}}) {
-      tar += detail::tar_member_header(name, bytes.size()) + bytes;
-      tar += std::string(detail::tar_padding(bytes.size()), '\0');
-    }
+    members.push_back({key + ext, test::read_file(dir_.path() / "images" / s.file)});
+    members.push_back({key + std::string(".json"), json});
   }
-  tar += std::string(1024, '\0');
-  std::ofstream(dir_.path() / "s.tar", std::ios::binary) << tar;
+  std::ofstream(dir_.path() / "s.tar", std::ios::binary) << test::tar_archive(members);
   Options coco = options(2);
   coco.shuffle = false;
   Options shards = coco;

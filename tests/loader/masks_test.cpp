@@ -14,7 +14,6 @@
 
 #include <zlib.h>
 
-#include "data/tar_index.hpp"
 #include "fake_gpu.hpp"
 #include "stoke/error.hpp"
 #include "stoke/loader.hpp"
@@ -376,30 +375,20 @@ TEST_F(Masks, AListWithAndWithoutMasksAndAMaskFieldOffShardsAreConfigErrors) {
 // The list's samples as one shard: key.png, key.cls, key.seg.png and, from sample 1 on, a
 // caption key.txt of i * 7 bytes (sample 0's is missing when `all_captions` is false).
 std::string write_shard(const std::filesystem::path& dir, bool all_captions) {
-  std::string tar;
+  std::vector<std::pair<std::string, std::string>> members;
   std::ifstream list(dir / "list.txt");
   std::string line;
-  const auto read = [](const std::filesystem::path& path) {
-    std::ifstream f(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-  };
   for (int i = 0; std::getline(list, line); ++i) {
     const auto t1 = line.find('\t'), t2 = line.rfind('\t');
     char key[16];
     std::snprintf(key, sizeof key, "%06d", i);
-    std::vector<std::pair<std::string, std::string>> members = {
-        {".png", read(line.substr(0, t1))},
-        {".cls", line.substr(t1 + 1, t2 - t1 - 1)},
-        {".seg.png", read(dir / line.substr(t2 + 1))}};
-    if (i > 0 || all_captions) members.push_back({".txt", caption(i)});
-    for (const auto& [ext, bytes] : members) {
-      tar += detail::tar_member_header(key + ext, bytes.size()) + bytes;
-      tar += std::string(detail::tar_padding(bytes.size()), '\0');
-    }
+    members.push_back({key + std::string(".png"), test::read_file(line.substr(0, t1))});
+    members.push_back({key + std::string(".cls"), line.substr(t1 + 1, t2 - t1 - 1)});
+    members.push_back({key + std::string(".seg.png"), test::read_file(dir / line.substr(t2 + 1))});
+    if (i > 0 || all_captions) members.push_back({key + std::string(".txt"), caption(i)});
   }
-  tar += std::string(1024, '\0');
   const std::filesystem::path path = dir / (all_captions ? "s.tar" : "partial.tar");
-  std::ofstream(path, std::ios::binary) << tar;
+  std::ofstream(path, std::ios::binary) << test::tar_archive(members);
   return path.string();
 }
 

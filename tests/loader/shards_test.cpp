@@ -24,16 +24,13 @@
 namespace stoke {
 namespace {
 
+using test::read_file;
+
 namespace fs = std::filesystem;
 using detail::ShardIndex;
 
 void run(const std::string& command) {
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 void write_file(const fs::path& p, const std::string& bytes) {

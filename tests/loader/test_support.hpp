@@ -15,13 +15,32 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "data/tar_index.hpp"
 #include "stoke/loader.hpp"
 #include "stoke/mnist.hpp"
 #include "stoke/tools/proc.hpp"
 
 namespace stoke::test {
+
+// A file's bytes ("" when it cannot be read).
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A tar archive of (name, bytes) members, in order, as stoke-pack writes one.
+inline std::string tar_archive(const std::vector<std::pair<std::string, std::string>>& members) {
+  std::string tar;
+  for (const auto& [name, bytes] : members) {
+    tar += detail::tar_member_header(name, bytes.size());
+    tar += bytes;
+    tar += std::string(detail::tar_padding(bytes.size()), '\0');
+  }
+  return tar + std::string(1024, '\0');
+}
 
 class TempDir {
  public:

@@ -183,17 +183,10 @@ void Augmenter::run(const WireStep* steps, int step_count, ImageSource& source, 
   if (w.vflip) mirror_rows(dst, out_channels);
 }
 
-void Augmenter::mirror_rows(std::uint8_t* dst, int out_channels) {
+void Augmenter::mirror_rows(std::uint8_t* dst, int out_channels) const {
   const std::size_t row = static_cast<std::size_t>(out_width_) * out_channels;
-  std::vector<std::uint8_t>& tmp = row_;
-  tmp.resize(row);
-  for (int y = 0, z = out_height_ - 1; y < z; ++y, --z) {
-    std::uint8_t* a = dst + y * row;
-    std::uint8_t* b = dst + z * row;
-    std::memcpy(tmp.data(), a, row);
-    std::memcpy(a, b, row);
-    std::memcpy(b, tmp.data(), row);
-  }
+  for (int y = 0, z = out_height_ - 1; y < z; ++y, --z)
+    std::swap_ranges(dst + y * row, dst + (y + 1) * row, dst + z * row);
 }
 
 void Augmenter::resized(Window& w, int height, int width) {
@@ -269,11 +262,11 @@ void Augmenter::random_resized_crop(Window& w, const WireStep& s, SampleRng& rng
 bool Augmenter::keeps_a_box(const Window& w, int x, int y, int width, int height,
                             double fraction) const {
   if (boxes_.empty()) return true;
-  // The crop in the current image's pixels (as crop() would place it), and each box there:
-  // the current image is (ax_ * x + bx_, ay_ * y + by_) of the source.
-  const double x0 = w.x0 + (w.flip ? w.width - x - width : x);
-  const double y0 = w.y0 + (w.vflip ? w.height - y - height : y);
-  const double x1 = x0 + width, y1 = y0 + height;
+  // The crop in the current image's pixels, as crop() places it, and each box there: the
+  // current image is (ax_ * x + bx_, ay_ * y + by_) of the source.
+  Window c = w;
+  crop(c, x, y, width, height);
+  const double x0 = c.x0, y0 = c.y0, x1 = x0 + width, y1 = y0 + height;
   for (const SampleBox& b : boxes_) {
     const double bx0 = ax_ * b.x1 + bx_, bx1 = ax_ * b.x2 + bx_;
     const double by0 = ay_ * b.y1 + by_, by1 = ay_ * b.y2 + by_;

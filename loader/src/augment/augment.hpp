@@ -106,7 +106,7 @@ class Augmenter {
   void scale_jitter(Window& w, const WireStep& s, SampleRng& rng);
   // Mirrors the written output top-bottom (a vertical flip is applied last: it commutes with
   // every other step once crops read the mirrored window, as crop() makes them).
-  void mirror_rows(std::uint8_t* dst, int out_channels);
+  void mirror_rows(std::uint8_t* dst, int out_channels) const;
   void resize_to(Window& w, int height, int width);
   // Decodes the whole source into the window (no-op when it has pixels already).
   void realize(Window& w);
@@ -142,7 +142,6 @@ class Augmenter {
   std::uint8_t lut_[256] = {};
   std::vector<std::uint8_t> scratch_[3];
   ResampleScratch resample_;
-  std::vector<std::uint8_t> row_;     // mirror_rows' scratch row
   std::vector<std::uint8_t> padded_;  // write_small_gray's zero-margined copy of the source
   int padded_width_ = 0;
   int next_scratch_ = 0;

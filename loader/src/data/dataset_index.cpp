@@ -120,6 +120,11 @@ DatasetIndex index_list(const fs::path& list) {
   DatasetIndex index;
   index.kind = DatasetKind::kFiles;
   const fs::path base = fs::absolute(list).parent_path();
+  const auto resolve = [&](const std::string& name) {  // relative to the list's folder
+    fs::path p(name);
+    if (p.is_relative()) p = base / p;
+    return p.lexically_normal().string();
+  };
   std::string line;
   std::int32_t max_label = -1;
   int first_line = 0;  // the first sample's line, and whether it named a mask
@@ -158,13 +163,9 @@ DatasetIndex index_list(const fs::path& list) {
       throw ConfigError(list.string() + ":" + std::to_string(line_no) +
                         ": expected 'path<TAB>label' with a non-negative integer label, got '" +
                         line + "'");
-    fs::path p(line.substr(0, tab));
-    if (p.is_relative()) p = base / p;
-    add_file(index, p.lexically_normal().string(), label);
+    add_file(index, resolve(line.substr(0, tab)), label);
     if (!mask.empty()) {
-      fs::path m(mask);
-      if (m.is_relative()) m = base / m;
-      const std::string mask_path = m.lexically_normal().string();
+      const std::string mask_path = resolve(mask);
       FileEntry& e = index.entries.back();
       e.mask_kind = kMaskFile;
       e.mask_path_offset = index.paths.size();

@@ -50,11 +50,11 @@ struct FileEntry {
   std::uint64_t mask_path_offset = 0;
   std::uint64_t mask_offset = 0;
   std::uint64_t mask_size = 0;
-  // Its pass-through bytes (a caption, a JSON record): bytes [bytes_offset, bytes_offset +
-  // bytes_size) of the image's own file (a shard member); has_bytes 0: none.
+  // Its pass-through bytes (a caption, a JSON record), when the dataset has them: bytes
+  // [bytes_offset, bytes_offset + bytes_size) of the image's own file (a shard member).
   std::uint64_t bytes_offset = 0;
   std::uint32_t bytes_size = 0;
-  std::uint32_t has_bytes = 0;
+  std::uint32_t reserved = 0;
 };
 inline constexpr std::uint32_t kNoMask = 0, kMaskFile = 1, kMaskMember = 2;
 static_assert(sizeof(FileEntry) == 120);

@@ -124,6 +124,16 @@ std::optional<std::int32_t> parse_label_text(const std::string& text) {
   return v;
 }
 
+// A member's bytes through read_at, or std::nullopt when it is larger than `limit` bytes or
+// cannot be read.
+std::optional<std::string> member_bytes(const TarMember& member, const ReadAt& read_at,
+                                        std::uint64_t limit) {
+  if (member.size > limit) return std::nullopt;
+  std::string text(static_cast<std::size_t>(member.size), '\0');
+  if (read_at(member.offset, text.data(), text.size()) != text.size()) return std::nullopt;
+  return text;
+}
+
 // The sample's label, or std::nullopt when it has none (or one that is not a non-negative
 // integer).
 std::optional<std::int32_t> sample_label(const LabelField& field, const ShardIndex& table,
@@ -135,9 +145,9 @@ std::optional<std::int32_t> sample_label(const LabelField& field, const ShardInd
     if (lowercase(split_member_name(member.name).second) != wanted) continue;
     std::string text = member.value;
     if (text.empty() || field.kind == LabelField::kJson) {
-      if (member.size > (std::uint64_t{1} << 20)) return std::nullopt;
-      text.resize(static_cast<std::size_t>(member.size));
-      if (read_at(member.offset, text.data(), text.size()) != text.size()) return std::nullopt;
+      std::optional<std::string> read = member_bytes(member, read_at, std::uint64_t{1} << 20);
+      if (!read) return std::nullopt;
+      text = std::move(*read);
     }
     if (field.kind == LabelField::kCls) return parse_label_text(trim(std::move(text)));
     const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
@@ -307,24 +317,17 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
       e.name_offset = index.paths.size();
       e.name_length = static_cast<std::uint32_t>(image->name.size());
       if (bytes != nullptr) {
-        e.has_bytes = 1;
         e.bytes_offset = bytes->offset;
         e.bytes_size = static_cast<std::uint32_t>(bytes->size);
       }
       if (!boxes_ext.empty()) {
-        std::string text;
         const std::size_t before = index.boxes.size();
         std::optional<std::string> bad = "no ." + boxes_ext + " member";
-        if (boxes != nullptr && boxes->size <= (std::uint64_t{16} << 20)) {
-          text = boxes->value;
-          if (text.empty()) {
-            text.resize(static_cast<std::size_t>(boxes->size));
-            bad = read_at(boxes->offset, text.data(), text.size()) == text.size()
-                      ? parse_box_member(text, index.boxes, e)
-                      : std::optional<std::string>("cannot be read");
-          } else {
-            bad = parse_box_member(text, index.boxes, e);
-          }
+        if (boxes != nullptr) {
+          const std::optional<std::string> text =
+              member_bytes(*boxes, read_at, std::uint64_t{16} << 20);
+          bad = text ? parse_box_member(*text, index.boxes, e)
+                     : std::optional<std::string>("cannot be read, or over 16 MiB");
         }
         if (bad) {
           index.rejected.push_back({path + ":" + sample.key + " (boxes: " + *bad + ")",

@@ -103,49 +103,47 @@ BadInput ImageDecoder::decode_jpeg(const std::uint8_t* data, std::size_t size, i
 BadInput ImageDecoder::decode_label_map(const std::uint8_t* data, std::size_t size,
                                        DecodedImage& out) {
   if (size == 0) return BadInput::kEmpty;
-  std::int64_t w = 0, h = 0;
-  if (!known_format(data, size)) return BadInput::kUndecodable;
-  if (peek_dimensions(data, size, w, h) && !acceptable_size(w, h)) return BadInput::kTooLarge;
-#ifdef STOKE_NO_IMGCODECS
-  (void)out;
-  return BadInput::kUnsupportedFormat;
-#else
   try {
-    const cv::Mat encoded(1, static_cast<int>(size), CV_8U, const_cast<std::uint8_t*>(data));
-    out.pixels = cv::imdecode(encoded, cv::IMREAD_UNCHANGED | cv::IMREAD_IGNORE_ORIENTATION);
+    if (const BadInput r = imdecode(data, size, Read::kUnchanged, out); r != BadInput::kNone)
+      return r;
   } catch (const std::bad_alloc&) {
     return BadInput::kTooLarge;
   } catch (const cv::Exception&) {
     return BadInput::kUndecodable;
   }
   out.bgr = false;
-  if (out.pixels.empty()) return BadInput::kUndecodable;
-  if (out.pixels.channels() != 1 ||
-      (out.pixels.depth() != CV_8U && out.pixels.depth() != CV_16U))
-    return BadInput::kBadMask;
+  const int depth = out.pixels.depth();
+  if (out.pixels.channels() != 1 || (depth != CV_8U && depth != CV_16U)) return BadInput::kBadMask;
   if (!acceptable_size(out.pixels.cols, out.pixels.rows)) return BadInput::kTooLarge;
   return BadInput::kNone;
-#endif
 }
 
 BadInput ImageDecoder::decode_other(const std::uint8_t* data, std::size_t size, int channels,
                                     DecodedImage& out) {
+  const BadInput r = imdecode(data, size, channels == 1 ? Read::kGray : Read::kColor, out);
+  if (r != BadInput::kNone) return r;
+  out.bgr = channels == 3;
+  if (out.pixels.depth() != CV_8U) return BadInput::kUndecodable;
+  if (!acceptable_size(out.pixels.cols, out.pixels.rows)) return BadInput::kTooLarge;
+  return BadInput::kNone;
+}
+
+BadInput ImageDecoder::imdecode(const std::uint8_t* data, std::size_t size, Read read,
+                                DecodedImage& out) {
   std::int64_t w = 0, h = 0;
   if (!known_format(data, size)) return BadInput::kUndecodable;
   if (peek_dimensions(data, size, w, h) && !acceptable_size(w, h)) return BadInput::kTooLarge;
 #ifdef STOKE_NO_IMGCODECS
-  (void)channels;
+  (void)read;
   (void)out;
   return BadInput::kUnsupportedFormat;
 #else
   const cv::Mat encoded(1, static_cast<int>(size), CV_8U, const_cast<std::uint8_t*>(data));
-  const int flags =
-      (channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR) | cv::IMREAD_IGNORE_ORIENTATION;
-  out.pixels = cv::imdecode(encoded, flags);
-  out.bgr = channels == 3;
-  if (out.pixels.empty() || out.pixels.depth() != CV_8U) return BadInput::kUndecodable;
-  if (!acceptable_size(out.pixels.cols, out.pixels.rows)) return BadInput::kTooLarge;
-  return BadInput::kNone;
+  const int mode = read == Read::kGray    ? cv::IMREAD_GRAYSCALE
+                   : read == Read::kColor ? cv::IMREAD_COLOR
+                                          : cv::IMREAD_UNCHANGED;
+  out.pixels = cv::imdecode(encoded, mode | cv::IMREAD_IGNORE_ORIENTATION);
+  return out.pixels.empty() ? BadInput::kUndecodable : BadInput::kNone;
 #endif
 }
 

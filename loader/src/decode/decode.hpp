@@ -49,6 +49,10 @@ class ImageDecoder {
   BadInput decode_jpeg(const std::uint8_t* data, std::size_t size, int channels, DecodedImage& out);
   BadInput decode_other(const std::uint8_t* data, std::size_t size, int channels,
                         DecodedImage& out);
+  // OpenCV's decode of a known format whose header is within the pixel limit, into out.pixels
+  // (gray, colour, or as stored); kUnsupportedFormat in a build without imgcodecs.
+  enum class Read { kGray, kColor, kUnchanged };
+  BadInput imdecode(const std::uint8_t* data, std::size_t size, Read read, DecodedImage& out);
 
   std::int64_t max_pixels_;
   std::vector<std::uint8_t> file_;

@@ -277,14 +277,6 @@ const std::uint8_t* Staging::meta(int slot, int dev) const {
       slots_[static_cast<std::size_t>(slot)]->set->d_meta[static_cast<std::size_t>(dev)]);
 }
 
-const std::int32_t* Staging::labels(int slot, int dev) const {
-  return field<std::int32_t>(slot, dev, config_.labels_offset, 1);
-}
-
-const std::uint8_t* Staging::valid(int slot, int dev) const {
-  return field<std::uint8_t>(slot, dev, config_.valid_offset, 1);
-}
-
 Event Staging::ready(int slot, int dev) const {
   return slots_[static_cast<std::size_t>(slot)]->set->events[static_cast<std::size_t>(dev)];
 }

@@ -102,11 +102,9 @@ class Staging {
   // REQUIRES: stage(slot) was called and release(slot) was not since.
   const void* output(int slot, int dev) const;
   std::size_t output_bytes() const { return out_bytes_; }
-  // The device's copy of its chunk's labels and valid flags (host devices: the slot's own).
-  const std::int32_t* labels(int slot, int dev) const;
-  const std::uint8_t* valid(int slot, int dev) const;
-  // Likewise for any per-sample array of the slot at `offset` (an ArenaHeader offset in
-  // labels_offset..valid_offset), `per_sample` T's per sample: the device's chunk of it.
+  // The device's copy of its chunk of a per-sample array of the slot (labels, valid flags,
+  // boxes, ...; host devices: the slot's own) at `offset` (an ArenaHeader offset in
+  // labels_offset..valid_offset), `per_sample` T's per sample.
   template <typename T>
   const T* field(int slot, int dev, std::size_t offset, std::size_t per_sample) const {
     return reinterpret_cast<const T*>(meta(slot, dev) + (offset - config_.labels_offset)) +

@@ -153,6 +153,7 @@ BadInput ChunkRunner::decode_mask(const OutputMap& map, LabelMap& out) {
     if (const BadInput r = png_mask_.open(file_.data(), file_.size(), h.max_pixels);
         r != BadInput::kNone)
       return r;
+    // Before any row is decoded: a mask of another size cannot fit its image.
     if (png_mask_.width() != map.source_width || png_mask_.height() != map.source_height)
       return BadInput::kWrongSize;
     const bool whole = h.verify_region == 0;
