@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "common/text.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {
@@ -15,8 +16,10 @@ void to_stderr(std::string_view line) {
 }  // namespace
 
 void EventLog::post(std::string line) {
+  // One event is one line: a name from the data cannot start another (or colour this one).
+  std::string shown = printable(line);
   MutexLock lock(queue_mutex_);
-  queue_.push_back(std::move(line));
+  queue_.push_back(std::move(shown));
   pending_.store(true, std::memory_order_release);
 }
 

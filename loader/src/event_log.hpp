@@ -1,6 +1,7 @@
 #pragma once
 // The loader's log: one line per notable event (skipped file, worker restart, resize, autotune
-// decision), delivered to Options::log (default: stderr).
+// decision), delivered to Options::log (default: stderr). post() passes every line through
+// printable(): a line never holds a newline or a terminal escape, whatever names it quotes.
 //
 // Thread-safety: post() from any thread, with any lock held, including the loader's; flush()
 // from any thread that holds no loader lock, because the user's callback may call back into

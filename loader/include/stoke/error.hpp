@@ -8,10 +8,13 @@
 
 namespace stoke {
 
-// Base class of every exception stoke throws.
+// Base class of every exception stoke throws. The message is made printable as it is built:
+// control characters, terminal escapes and bytes that are not UTF-8 (from a member name, a
+// path or a server's answer) appear as \xNN escapes, so no message can forge a line of output.
 class Error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit Error(const std::string& what);
+  explicit Error(const char* what);
 };
 
 // Invalid configuration, detected at construction. The message says what to change.
