@@ -16,7 +16,7 @@ TEST(Printable, ControlCharactersAndTerminalEscapesBecomeVisibleEscapes) {
   // A member name that would otherwise print a forged red "stoke:" line.
   const std::string name = "a\n\x1b[31mstoke: error\x1b[0m.jpg";
   EXPECT_EQ(printable(name), "a\\n\\x1b[31mstoke: error\\x1b[0m.jpg");
-  EXPECT_EQ(printable(std::string("t\tr\rdel\x7fnul\0.", 12)), "t\\tr\\rdel\\x7fnul\\x00.");
+  EXPECT_EQ(printable(std::string("t\tr\rdel\x7fnul\0.", 13)), "t\\tr\\rdel\\x7fnul\\x00.");
 }
 
 TEST(Printable, UnicodeNamesStayAndBrokenUtf8AndC1ControlsAreEscaped) {
