@@ -10,11 +10,17 @@ bool is_space(char c) {
   return c == ' ' || c == '\t';
 }
 
+// Without the optional white space (SP, HTAB) around a field value.
 std::string_view trim_view(std::string_view s) {
-  while (!s.empty() && (is_space(s.front()) || s.front() == '\r' || s.front() == '\n'))
-    s.remove_prefix(1);
-  while (!s.empty() && (is_space(s.back()) || s.back() == '\r' || s.back() == '\n'))
-    s.remove_suffix(1);
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Without its line end (CRLF, or a bare LF).
+std::string_view without_eol(std::string_view s) {
+  if (!s.empty() && s.back() == '\n') s.remove_suffix(1);
+  if (!s.empty() && s.back() == '\r') s.remove_suffix(1);
   return s;
 }
 
@@ -94,13 +100,13 @@ bool HttpHeaders::feed(std::string_view line) {
   }
   if (++lines_ > kMaxHeaderLines)
     return fail("more than " + std::to_string(kMaxHeaderLines) + " header lines in one response");
-  const std::string_view trimmed = trim_view(line);
+  const std::string_view field = without_eol(line);
   // The blank line that ends the headers, and obsolete folded continuation lines, carry no
   // field stoke reads.
-  if (trimmed.empty() || is_space(line.front())) return true;
-  const std::size_t colon = trimmed.find(':');
+  if (field.empty() || is_space(field.front())) return true;
+  const std::size_t colon = field.find(':');
   if (colon == std::string_view::npos || colon == 0) return true;
-  header(trimmed.substr(0, colon), trim_view(trimmed.substr(colon + 1)));
+  header(field.substr(0, colon), trim_view(field.substr(colon + 1)));
   return true;
 }
 
