@@ -292,7 +292,8 @@ TEST(HostileRemote, S3BucketNamesAreCheckedByAwsRules) {
 class HostileS3 : public ::testing::Test {
  protected:
   void SetUp() override {
-    STOKE_SKIP_WITHOUT(test::PythonServer::available(), "python3 (with botocore: setup.sh)");
+    STOKE_SKIP_WITHOUT(test::PythonServer::can_import("botocore"),
+                       "botocore (setup.sh installs it into build/servers)");
     www_ = pack_shards(dir_);
     // The verifier's folder: ROOT/BUCKET/<key percent-encoded whole>.
     const fs::path bucket = dir_.path() / "s3root/stoke-test";
@@ -447,24 +448,49 @@ TEST(HostileRemote, PasswordsAndSignaturesInUrlsReachNoErrorNorLogLine) {
 
 // ---- 8: time and memory -----------------------------------------------------------------------
 
-// nginx sends 2 bytes a second: indexing ends by the deadline (2 s) with an error naming the
-// URL, not when the trickle ends.
+// nginx sends 2 bytes a second, from the first byte (the HEAD's headers trickle) or after the
+// first KiB (the HEAD answers, the sidecar's body trickles): indexing ends by the deadline
+// (2 s) with an error naming the URL, not when the trickle ends.
+void expect_the_deadline_ends_a_trickle(const std::string& limit, const std::string& failing) {
+  test::TempDir dir;
+  const fs::path www = pack_shards(dir);
+  test::Nginx nginx(www, dir.path() / "nginx", "", limit);
+  ASSERT_TRUE(nginx.started());
+  const ScopedEnv deadline("STOKE_REMOTE_DEADLINE_S", std::string("2"));
+  const Outcome out = construct(shard_options(nginx.url() + "/train-0.tar", dir),
+                                std::chrono::seconds(15), [&] { nginx.stop(); });
+  EXPECT_FALSE(out.hung) << "still indexing after 15 s";
+  EXPECT_NE(out.error.find(nginx.url() + failing + ": gave up after 1 attempt(s) in 2 s"),
+            std::string::npos)
+      << out.error;
+  EXPECT_NE(out.error.find("Operation timed out after"), std::string::npos) << out.error;
+  EXPECT_LT(out.seconds, 2.0 + 1.5) << out.error;
+  std::cout << "trickle (" << limit << "): " << out.seconds << " s (deadline 2 s): " << out.error
+            << "\n";
+}
+
 TEST(HostileRemote, ATricklingServerEndsIndexingByTheDeadline) {
+  STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
+  expect_the_deadline_ends_a_trickle("limit_rate 2;", "/train-0.tar");
+  expect_the_deadline_ends_a_trickle("limit_rate 2; limit_rate_after 1k;", "/train-0.tar.idx");
+}
+
+// nginx adds 250 header lines to every response: the transfer is abandoned at the 201st, and
+// the error says why.
+TEST(HostileRemote, AResponseWithTooManyHeaderLinesIsRefused) {
   STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
   test::TempDir dir;
   const fs::path www = pack_shards(dir);
-  test::Nginx nginx(www, dir.path() / "nginx", "", "limit_rate 2;");
+  std::string many;
+  for (int i = 0; i < 250; ++i) many += "add_header X-Filler-" + std::to_string(i) + " 1; ";
+  test::Nginx nginx(www, dir.path() / "nginx", "", many);
   ASSERT_TRUE(nginx.started());
-  const ScopedEnv deadline("STOKE_REMOTE_DEADLINE_S", std::string("2"));
-  const std::string url = nginx.url() + "/train-0.tar";
-  const Outcome out =
-      construct(shard_options(url, dir), std::chrono::seconds(15), [&] { nginx.stop(); });
-  EXPECT_FALSE(out.hung) << "still indexing after 15 s";
-  EXPECT_NE(out.error.find(url), std::string::npos) << out.error;
-  EXPECT_NE(out.error.find("gave up after 1 attempt(s)"), std::string::npos) << out.error;
-  EXPECT_NE(out.error.find("timed out"), std::string::npos) << out.error;
-  EXPECT_LT(out.seconds, 2.0 + 1.5) << out.error;
-  std::cout << "trickle: " << out.seconds << " s (deadline 2 s): " << out.error << "\n";
+  const Outcome out = construct(shard_options(nginx.url() + "/train-0.tar", dir));
+  EXPECT_NE(out.error.find("HEAD " + nginx.url() +
+                           "/train-0.tar: the server's response is not one stoke reads: more "
+                           "than 200 header lines in one response"),
+            std::string::npos)
+      << out.error;
 }
 
 // A sidecar far larger than its shard could hold: refused at the cap, the transfer stopped

@@ -173,6 +173,12 @@ class PythonServer {
     return "";
   }
   static bool available() { return !interpreter().empty(); }
+  // Whether the interpreter has `module` (botocore, for sigv4_server.py).
+  static bool can_import(const std::string& module) {
+    if (!available()) return false;
+    const std::string command = interpreter() + " -c 'import " + module + "' 2>/dev/null";
+    return std::system(command.c_str()) == 0;
+  }
 
   // Runs tests/loader/`script` with `args` and --port-file; its output goes to work/NAME.log.
   PythonServer(const std::string& script, std::vector<std::string> args,
