@@ -348,7 +348,10 @@ Response with_retries(const Target& t, bool head, const std::string& range, Sink
     sink.overflow = false;
     sink.over_limit = false;
     if (sink.text != nullptr) sink.text->clear();
-    const long left_ms = std::max(1L, static_cast<long>((policy.deadline_s - elapsed_s()) * 1000));
+    // What is left of the deadline, in 1 ms to 30 days (a huge STOKE_REMOTE_DEADLINE_S must not
+    // overflow the conversion).
+    const double left_s = std::clamp(policy.deadline_s - elapsed_s(), 0.001, 30.0 * 86400);
+    const long left_ms = static_cast<long>(left_s * 1000);
     Response r = perform(t, head, range, sink, policy, left_ms);
     if (cancelled(policy)) throw Error(t.shown + ": cancelled (the loader is shutting down)");
     // A body cut short on purpose (the Range was ignored and all asked for arrived) is fine.
