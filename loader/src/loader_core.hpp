@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/mutex.hpp"
+#include "common/text.hpp"
 #include "data/dataset_index.hpp"
 #include "device/staging.hpp"
 #include "ipc/arena_layout.hpp"
@@ -32,9 +33,9 @@ class SampleNames {
  public:
   SampleNames(std::string data, const ArenaView& arena) : data_(std::move(data)), view_(arena) {}
   std::string operator()(std::int64_t sample) const {
-    if (view_.raw()) return data_ + " sample " + std::to_string(sample);
+    if (view_.raw()) return redact_url(data_) + " sample " + std::to_string(sample);
     const std::string_view member = view_.member(sample);
-    return std::string(view_.path(sample)) + (member.empty() ? "" : ":") + std::string(member) +
+    return redact_url(view_.path(sample)) + (member.empty() ? "" : ":") + std::string(member) +
            " (sample " + std::to_string(sample) + ")";
   }
   // How a reported reason reads after the sample's name: "missing", or "missing (its mask

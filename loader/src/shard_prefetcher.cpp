@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/text.hpp"
 #include "stoke/error.hpp"
 #include "stoke/format.hpp"
 
@@ -175,11 +176,12 @@ void ShardPrefetcher::fetch_one(std::size_t r) {
     error = e.what();
   }
   if (got > 0 && got < shard.size)
-    log_.post("shard cache: " + shard.url + " is " + std::to_string(got) +
+    log_.post("shard cache: " + redact_url(shard.url) + " is " + std::to_string(got) +
               " bytes on the server, " + std::to_string(shard.size) +
               " when it was indexed; its members past that end read as corrupt");
   if (uncached)
-    log_.post("shard cache: " + error + "; the workers read " + shard.url + " from the server");
+    log_.post("shard cache: " + error + "; the workers read " + redact_url(shard.url) +
+              " from the server");
   MutexLock lock(mutex_);
   in_flight_bytes_ -= shard.size;
   if (stop_) return;
@@ -189,7 +191,7 @@ void ShardPrefetcher::fetch_one(std::size_t r) {
     state_[r] = State::kUncached;
   } else {
     state_[r] = State::kFailed;
-    errors_[r] = "cannot fetch shard " + shard.url + ": " + error;
+    errors_[r] = "cannot fetch shard " + redact_url(shard.url) + ": " + error;
     failed_at_[r] = Clock::now();
   }
   changed_ = true;

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -121,8 +122,10 @@ class Nginx {
 
   // `http_extra` goes into the http block, `location_extra` into "location /" (a rate limit,
   // say, that answers with 429s).
+  // `server_extra` goes into the server block (more locations, say).
   Nginx(const std::filesystem::path& root, const std::filesystem::path& work,
-        const std::string& http_extra = "", const std::string& location_extra = "")
+        const std::string& http_extra = "", const std::string& location_extra = "",
+        const std::string& server_extra = "")
       : port_(free_port()), work_(work) {
     std::filesystem::create_directories(work / "tmp");
     std::ofstream conf(work / "nginx.conf");
@@ -133,7 +136,8 @@ class Nginx {
     for (const char* t : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"})
       conf << "  " << t << "_temp_path " << (work / "tmp").string() << ";\n";
     conf << http_extra << "  server {\n    listen 127.0.0.1:" << port_ << ";\n    root "
-         << root.string() << ";\n    location / { " << location_extra << " }\n  }\n}\n";
+         << root.string() << ";\n    location / { " << location_extra << " }\n"
+         << server_extra << "  }\n}\n";
     conf.close();
     start();
   }
@@ -146,12 +150,71 @@ class Nginx {
   void stop() { child_.stop(); }
 
   bool started() const { return started_; }
+  int port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
  private:
   int port_;
   std::filesystem::path work_;
   Child child_;
+  bool started_ = false;
+};
+
+// A test server written in Python (a script in tests/loader) on a port of its choosing, which it
+// writes to a file once it listens. Run by build/servers' interpreter (setup.sh installs
+// botocore there), else python3 on the PATH.
+class PythonServer {
+ public:
+  static std::string interpreter() {
+    const std::string installed = STOKE_SOURCE_DIR "/build/servers/bin/python";
+    if (::access(installed.c_str(), X_OK) == 0) return installed;
+    for (const char* p : {"/usr/bin/python3", "/usr/local/bin/python3"})
+      if (::access(p, X_OK) == 0) return p;
+    return "";
+  }
+  static bool available() { return !interpreter().empty(); }
+  // Whether the interpreter has `module` (botocore, for sigv4_server.py).
+  static bool can_import(const std::string& module) {
+    if (!available()) return false;
+    const std::string command = interpreter() + " -c 'import " + module + "' 2>/dev/null";
+    return std::system(command.c_str()) == 0;
+  }
+
+  // Runs tests/loader/`script` with `args` and --port-file; its output goes to work/NAME.log.
+  PythonServer(const std::string& script, std::vector<std::string> args,
+               const std::filesystem::path& work)
+      : work_(work) {
+    std::filesystem::create_directories(work);
+    const std::filesystem::path port_file = work / (script + ".port");
+    std::filesystem::remove(port_file);
+    std::vector<std::string> argv = {interpreter(), STOKE_SOURCE_DIR "/tests/loader/" + script,
+                                     "--port-file", port_file.string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    log_ = work / (script + ".log");
+    child_ = Child(argv, log_.string());
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < until && child_.running()) {
+      std::ifstream in(port_file);
+      if (in >> port_) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    started_ = port_ > 0 && wait_until_accepting(port_, std::chrono::seconds(10));
+  }
+
+  bool started() const { return started_; }
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  // What the script wrote to its standard output and error.
+  std::string output() const {
+    std::ifstream in(log_);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+
+ private:
+  std::filesystem::path work_;
+  std::filesystem::path log_;
+  Child child_;
+  int port_ = 0;
   bool started_ = false;
 };
 

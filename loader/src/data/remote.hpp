@@ -6,9 +6,22 @@
 // or AWS_ENDPOINT_URL for another server (addressed path-style: ENDPOINT/bucket/key); without an
 // endpoint, https://bucket.s3.REGION.amazonaws.com/key.
 //
+// An S3 bucket must be a bucket name by AWS's rules and a key at most 1024 bytes (ConfigError
+// otherwise); the key is sent byte for byte (dot segments are part of it, "a/../b" is not "b"),
+// every byte outside RFC 3986's unreserved set and '/' percent-encoded, and the request signs
+// x-amz-content-sha256 (UNSIGNED-PAYLOAD) as AWS requires.
+//
+// What a server may make stoke do: a plain HTTP(S) request follows at most 5 redirects, never
+// from https to http, and sends a URL's user:password only to its own host; a signed S3 request
+// follows none (its credentials and session token go to the endpoint alone), and a redirect is
+// an error naming where it pointed. Every attempt ends by the deadline (a server trickling
+// bytes cannot hold a transfer open past it), response headers are read within bounds
+// (http_headers.hpp) and a body read into memory within a cap the caller sets.
+//
 // Transient failures (5xx, 429 with its Retry-After, connection resets and refusals, timeouts)
-// are retried with capped exponential backoff until a deadline; then, and for a failure that a
-// retry cannot mend (403, 404, ...), an Error names the URL and the last status.
+// are retried with capped exponential backoff until the deadline; then, and for a failure that
+// a retry cannot mend (403, 404, a redirect loop, ...), an Error names the URL and the last
+// status. Every URL in a message is redacted (redact_url(): no user:password, no signature).
 //
 // Thread-safety: functions are safe to call from any thread (each call uses its own handle).
 
@@ -20,7 +33,8 @@
 namespace stoke::detail {
 
 struct RemotePolicy {
-  double deadline_s = 60;  // retrying ends this long after the first attempt
+  // Each call (all its attempts, and each attempt's transfer) ends this long after it starts.
+  double deadline_s = 60;
   double connect_timeout_s = 10;
   double max_backoff_s = 5;
   // When set and true, a transfer in progress is abandoned and the call throws Error (whoever
@@ -45,7 +59,9 @@ std::size_t remote_read(const std::string& url, std::uint64_t offset, void* dst,
                         const RemotePolicy& policy);
 
 // The whole object when it exists (a sidecar index, say), or false for a 404. Throws Error for
-// other failures.
-bool remote_get_if_exists(const std::string& url, std::string& into, const RemotePolicy& policy);
+// other failures, and for a body over `max_bytes` (the transfer stops there: `into` never holds
+// more).
+bool remote_get_if_exists(const std::string& url, std::string& into, std::size_t max_bytes,
+                          const RemotePolicy& policy);
 
 }  // namespace stoke::detail

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "common/text.hpp"
 #include "common/unique_fd.hpp"
 #include "data/file_reader.hpp"
 #include "stoke/error.hpp"
@@ -117,7 +118,7 @@ std::uint64_t ShardStore::fetch(const std::string& url, std::uint64_t size, cons
     if (errno != EWOULDBLOCK && errno != EINTR)
       throw ShardCacheFolderError("cannot lock " + lock_file + ": " + std::strerror(errno));
     if (policy.cancel != nullptr && policy.cancel->load())
-      throw Error(url + ": cancelled (the loader is shutting down)");
+      throw Error(redact_url(url) + ": cancelled (the loader is shutting down)");
     if (std::chrono::steady_clock::now() - start > std::chrono::duration<double>(policy.deadline_s))
       break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -77,6 +77,16 @@ ShardIndex member_table(const std::string& name, std::uint64_t bytes,
   return walk_tar(read_at, bytes);
 }
 
+// The most of a remote sidecar index read into memory: every line stands for a member whose
+// header alone takes 512 bytes of the shard, and escaping at most quadruples a byte, so a real
+// sidecar is under four times its shard's size; never more than 256 MiB.
+std::size_t sidecar_cap(std::uint64_t shard_bytes) {
+  constexpr std::uint64_t kMaxSidecarBytes = std::uint64_t{256} << 20;
+  constexpr std::uint64_t kSlack = 64 << 10;
+  if (shard_bytes > (kMaxSidecarBytes - kSlack) / 4) return kMaxSidecarBytes;
+  return static_cast<std::size_t>(4 * shard_bytes + kSlack);
+}
+
 // The cache file of a remote shard's index: keyed by URL, size and ETag, so a shard replaced on
 // the server is indexed afresh. "" without an ETag (nothing to tell versions apart by).
 std::string index_cache_path(const std::string& root, const std::string& url,
@@ -218,8 +228,10 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
     ReadAt read_at;
     std::optional<ShardFile> file;
     std::string copy;  // a remote shard's local copy
+    std::string shown;  // the name in messages: a URL without its user:password or signature
     if (is_url(name)) {
       path = name;
+      shown = redact_url(name);
       const RemoteObject object = remote_stat(name, policy);
       read_at = [name, policy](std::uint64_t offset, void* dst, std::size_t n) {
         return remote_read(name, offset, dst, n, policy);
@@ -237,13 +249,15 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
       } else {
         std::optional<std::string> sidecar;
         std::string text;
-        if (remote_get_if_exists(name + ".idx", text, policy)) sidecar = std::move(text);
-        table = member_table(name, object.size, sidecar, read_at, index.shard_notes);
+        if (remote_get_if_exists(name + ".idx", text, sidecar_cap(object.size), policy))
+          sidecar = std::move(text);
+        table = member_table(shown, object.size, sidecar, read_at, index.shard_notes);
         if (!cached.empty() && table.damage.empty())
           write_atomically(cached, format_sidecar(table));  // only what the cache lacked
       }
     } else {
       path = fs::absolute(name).lexically_normal().string();
+      shown = path;
       file.emplace(path);
       read_at = [&f = *file](std::uint64_t offset, void* dst, std::size_t n) {
         return f.read_at(offset, dst, n);
@@ -252,7 +266,7 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
                            index.shard_notes);
     }
     if (!table.damage.empty())
-      index.rejected.push_back({path + " (" + table.damage + ")", BadInput::kCorrupt});
+      index.rejected.push_back({shown + " (" + table.damage + ")", BadInput::kCorrupt});
     index.shard_starts.push_back(static_cast<std::int64_t>(index.entries.size()));
     const std::uint64_t path_offset = index.paths.size();
     index.paths += path;
@@ -274,37 +288,37 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
       }
       if (image != nullptr && !mask_ext.empty() && mask == nullptr) {
         index.rejected.push_back(
-            {path + ":" + sample.key + " (no ." + mask_ext + " mask)", BadInput::kMissing});
+            {shown + ":" + sample.key + " (no ." + mask_ext + " mask)", BadInput::kMissing});
         continue;
       }
       if (image != nullptr && !bytes_ext.empty() && bytes == nullptr) {
         index.rejected.push_back(
-            {path + ":" + sample.key + " (no ." + bytes_ext + " member)", BadInput::kMissing});
+            {shown + ":" + sample.key + " (no ." + bytes_ext + " member)", BadInput::kMissing});
         continue;
       }
       if (bytes != nullptr && bytes->size > kMaxSampleBytes) {
-        index.rejected.push_back({path + ":" + bytes->name + " (over " +
+        index.rejected.push_back({shown + ":" + bytes->name + " (over " +
                                       std::to_string(kMaxSampleBytes) + " bytes)",
                                   BadInput::kTooLarge});
         continue;
       }
       if (mask != nullptr && mask->size == 0) {
-        index.rejected.push_back({path + ":" + mask->name, BadInput::kEmpty});
+        index.rejected.push_back({shown + ":" + mask->name, BadInput::kEmpty});
         continue;
       }
       if (image == nullptr) {
         index.rejected.push_back(
-            {path + ":" + sample.key + " (no image member)", BadInput::kMissing});
+            {shown + ":" + sample.key + " (no image member)", BadInput::kMissing});
         continue;
       }
       if (image->size == 0) {
-        index.rejected.push_back({path + ":" + image->name, BadInput::kEmpty});
+        index.rejected.push_back({shown + ":" + image->name, BadInput::kEmpty});
         continue;
       }
       const std::optional<std::int32_t> label = sample_label(field, table, sample, read_at);
       if (!label) {
         index.rejected.push_back(
-            {path + ":" + sample.key + " (no " + label_spec + " label)", BadInput::kNoLabel});
+            {shown + ":" + sample.key + " (no " + label_spec + " label)", BadInput::kNoLabel});
         continue;
       }
       FileEntry e;
@@ -330,7 +344,7 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
                      : std::optional<std::string>("cannot be read, or over 16 MiB");
         }
         if (bad) {
-          index.rejected.push_back({path + ":" + sample.key + " (boxes: " + *bad + ")",
+          index.rejected.push_back({shown + ":" + sample.key + " (boxes: " + *bad + ")",
                                     boxes == nullptr ? BadInput::kMissing : BadInput::kUndecodable});
           index.boxes.resize(before);
           continue;
