@@ -1,5 +1,7 @@
-// Hostile annotation files: a COCO file read as a stream, in memory that follows what is kept and
-// not the file, with its depth, tokens, counts and category ids bounded.
+// Hostile annotation files and options one sample sizes: a COCO file read as a stream, in memory
+// that follows what is kept and not the file, with its depth, tokens, counts and category ids
+// bounded; a max_boxes or max_bytes of 0 that the data would size past memory_budget refused
+// before the arena is allocated.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,6 +12,7 @@
 
 #include "data/coco.hpp"
 #include "stoke/error.hpp"
+#include "stoke/loader.hpp"
 #include "test_support.hpp"
 
 namespace stoke {
@@ -211,6 +214,88 @@ TEST(HostileCoco, NamesSizesAndBadBoxNotesAreBounded) {
   EXPECT_NE(d.dropped[999].find("annotations[999], on "), std::string::npos) << d.dropped[999];
   EXPECT_EQ(d.dropped[1000], json + ": 500 more bad box(es), not listed one by one");
   EXPECT_EQ(d.boxes.size(), 0u);
+}
+
+// Options for a loader that is only constructed: no workers, a small output.
+Options constructed_only(const std::string& data, test::LogLines& log) {
+  Options o;
+  o.data = data;
+  o.batch = 64;
+  o.workers = 0;
+  o.height = o.width = 32;
+  o.augment = Augment::kEvaluation;
+  o.log = log.sink();
+  return o;
+}
+
+TEST(HostileSizes, OneImageWithAMillionBoxesCannotSizeEverySlot) {
+  test::TempDir dir;
+  std::string text =
+      R"({"images": [{"id": 1, "file_name": "small.jpg", "width": 64, "height": 64},
+    {"id": 2, "file_name": "crowded.jpg", "width": 64, "height": 64}],
+    "categories": [{"id": 1, "name": "c"}], "annotations": [{"image_id": 1, "category_id": 1,
+    "bbox": [0, 0, 5, 5]})";
+  for (int a = 0; a < 1'000'000; ++a) text += R"(,{"image_id":2,"category_id":1,"bbox":[0,0,5,5]})";
+  const std::string json = write(dir, text + "]}");
+  text = {};
+  test::LogLines log;
+  Options o = constructed_only(json, log);
+  const PeakMemory peak;
+  const std::string what = error_of<ConfigError>([&] { Loader loader(o); });
+  EXPECT_EQ(what, (dir.path() / "crowded.jpg").string() +
+                      " has 1000000 boxes, the most of any sample, and "
+                      "max_boxes 0 sizes every "
+                      "slot by them: 2 slots of 64 samples would need 2.4 GiB "
+                      "for boxes, more "
+                      "than memory_budget 2.0 GiB; set max_boxes to the boxes "
+                      "a sample needs "
+                      "(with on_error=skip a sample with more keeps its first "
+                      "max_boxes) or "
+                      "raise memory_budget");
+  // The index (a million boxes, 20 MiB) and nothing the size of the slots.
+  EXPECT_LT(peak.grown_mib(), 256);
+  o.max_boxes = 100;
+  o.on_error = OnError::kSkip;
+  Loader loader(o);
+  EXPECT_TRUE(log.contains("1 image(s) have more boxes than max_boxes 100"));
+}
+
+TEST(HostileSizes, OneLongBytesMemberCannotSizeEverySlotPastTheBudget) {
+  test::TempDir dir;
+  const std::string jpeg = test::read_file(test::testdata("jpeg") + "/c00-aqua/00000.jpg");
+  ASSERT_FALSE(jpeg.empty());
+  std::vector<std::pair<std::string, std::string>> members;
+  for (int i = 0; i < 8; ++i) {
+    const std::string key = "00000" + std::to_string(i);
+    members.push_back({key + ".jpg", jpeg});
+    members.push_back({key + ".cls", "1"});
+    members.push_back({key + ".txt", i == 3 ? std::string(12u << 20, 't') : "a caption"});
+  }
+  const std::string shard = (dir.path() / "s.tar").string();
+  std::ofstream(shard, std::ios::binary) << test::tar_archive(members);
+  members = {};
+  test::LogLines log;
+  Options o = constructed_only(shard, log);
+  o.batch = 16;
+  o.bytes_field = "txt";
+  o.memory_budget = std::size_t{64} << 20;
+  const PeakMemory peak;
+  EXPECT_EQ(error_of<ConfigError>([&] { Loader loader(o); }),
+            shard +
+                ":000003.txt carries 12582912 bytes, the most of any "
+                "sample, and max_bytes 0 "
+                "sizes every slot by them: 2 slots of 16 samples would "
+                "need 384.0 MiB for bytes, "
+                "more than memory_budget 64.0 MiB; set max_bytes to the "
+                "bytes a sample needs "
+                "(with on_error=skip a sample with more is cut to its "
+                "first max_bytes) or "
+                "raise memory_budget");
+  EXPECT_LT(peak.grown_mib(), 32);
+  o.max_bytes = 4096;
+  o.on_error = OnError::kSkip;
+  Loader loader(o);
+  EXPECT_TRUE(log.contains("1 sample(s) carry more than max_bytes 4096 bytes"));
 }
 
 }  // namespace
