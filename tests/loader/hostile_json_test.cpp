@@ -1,7 +1,7 @@
 // Hostile annotation files and options one sample sizes: a COCO file read as a stream, in memory
 // that follows what is kept and not the file, with its depth, tokens, counts and category ids
 // bounded; a max_boxes or max_bytes of 0 that the data would size past memory_budget refused
-// before the arena is allocated.
+// before the arena is allocated; stoke-pack's --out pattern checked before anything is written.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -296,6 +296,50 @@ TEST(HostileSizes, OneLongBytesMemberCannotSizeEverySlotPastTheBudget) {
   o.on_error = OnError::kSkip;
   Loader loader(o);
   EXPECT_TRUE(log.contains("1 sample(s) carry more than max_bytes 4096 bytes"));
+}
+
+// stoke-pack's exit status for `pattern`, its stderr in `err`; it must leave `dir` empty.
+int pack(const test::TempDir& dir, const std::string& pattern, std::string& err) {
+  const std::filesystem::path out = dir.path() / "out";
+  std::filesystem::create_directories(out);
+  const std::string err_file = (dir.path() / "err.txt").string();
+  const int status =
+      std::system((std::string(STOKE_PACK) + " --no-progress --data " + test::testdata("jpeg") +
+                   " --out '" + (out / pattern).string() + "' > /dev/null 2> " + err_file)
+                      .c_str());
+  err = test::read_file(err_file);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(HostilePack, AnOutPatternThatWouldNotNameTarShardsIsAUsageError) {
+  const struct {
+    const char* pattern;
+    const char* says;
+  } cases[] = {
+      {"s-%40d.tar", "'%40d' pads with spaces: use %d or %0Nd with N 1..12 (e.g. %06d)"},
+      {"s-%013d.tar", "'%013d' is wider than 12 digits: use %d or %0Nd with N 1..12"},
+      {"s-%00d.tar", "'%00d' has no width: use %d or %0Nd with N 1..12"},
+      {"s-%06d", "the shards' names must end in .tar"},
+      {"s-%06d.tar.gz", "the shards' names must end in .tar"},
+      {"x-%d/s.tar",
+       "the integer conversion must be in the shards' file name, "
+       "not in a folder"},
+      {"s-%d-%d.tar", "needs exactly one integer conversion"},
+      {"s.tar", "needs exactly one integer conversion"},
+      {"s-%ld.tar", "needs exactly one integer conversion"},
+  };
+  for (const auto& c : cases) {
+    test::TempDir dir;
+    std::string err;
+    EXPECT_EQ(pack(dir, c.pattern, err), 2) << c.pattern;
+    EXPECT_NE(err.find("--out"), std::string::npos) << c.pattern << ": " << err;
+    EXPECT_NE(err.find(c.says), std::string::npos) << c.pattern << ": " << err;
+    EXPECT_TRUE(std::filesystem::is_empty(dir.path() / "out")) << c.pattern;
+  }
+  test::TempDir dir;
+  std::string err;
+  ASSERT_EQ(pack(dir, "s-%03d.tar", err), 0) << err;
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "out/s-000.tar"));
 }
 
 }  // namespace
