@@ -251,8 +251,7 @@ class CocoStream final : public nlohmann::json_sax<json> {
 
   [[noreturn]] void fail(const std::string& where, const std::string& what) const {
     throw ConfigError(file_ + ": " + where + ": " + what +
-                      " (expected the COCO layout: images, "
-                      "annotations and categories)");
+                      " (expected the COCO layout: images, annotations and categories)");
   }
   std::string where(std::size_t i) const {
     return std::string(kSectionName[index(section_)]) + "[" + std::to_string(i) + "]";
@@ -268,6 +267,12 @@ class CocoStream final : public nlohmann::json_sax<json> {
   void finish_image(std::size_t i);
   void finish_category(std::size_t i);
   void finish_annotation(std::size_t i);
+  // Each annotation against the images and categories, in the file's order: a crowd one
+  // counted, a bad box an error or noted by `on_error`, the others marked kept. Returns how many
+  // each image keeps.
+  std::vector<std::size_t> check_annotations(CocoDataset& d, OnError on_error);
+  // The kept boxes into d.boxes, grouped by image in the file's order.
+  void group_boxes(CocoDataset& d, std::vector<std::size_t> per_image);
   std::size_t count(Section s) const {
     return s == Section::kImages        ? images_.size()
            : s == Section::kAnnotations ? annotations_.size()
@@ -480,9 +485,15 @@ CocoDataset CocoStream::finish(OnError on_error) {
     d.class_names.push_back(std::move(name));
   }
   names_.clear();
+  group_boxes(d, check_annotations(d, on_error));
+  annotations_ = {};
+  image_of_ = {};
+  d.images = std::move(images_);
+  return d;
+}
 
-  // Annotations: checked in the file's order, then grouped by image.
-  section_ = Section::kAnnotations;
+std::vector<std::size_t> CocoStream::check_annotations(CocoDataset& d, OnError on_error) {
+  section_ = Section::kAnnotations;  // for where()
   std::vector<std::size_t> per_image(images_.size(), 0);
   std::size_t unlisted = 0;  // bad boxes past kMaxDroppedNotes
   for (std::size_t i = 0; i < annotations_.size(); ++i) {
@@ -527,6 +538,10 @@ CocoDataset CocoStream::finish(OnError on_error) {
   if (unlisted > 0)
     d.dropped.push_back(file_ + ": " + std::to_string(unlisted) +
                         " more bad box(es), not listed one by one");
+  return per_image;
+}
+
+void CocoStream::group_boxes(CocoDataset& d, std::vector<std::size_t> per_image) {
   std::size_t first = 0;
   for (std::size_t i = 0; i < images_.size(); ++i) {
     images_[i].first_box = first;
@@ -541,10 +556,6 @@ CocoDataset CocoStream::finish(OnError on_error) {
         static_cast<float>(a.x), static_cast<float>(a.y), static_cast<float>(a.x + a.w),
         static_cast<float>(a.y + a.h), static_cast<std::int32_t>(a.category_id)};
   }
-  annotations_ = {};
-  image_of_ = {};
-  d.images = std::move(images_);
-  return d;
 }
 
 }  // namespace
