@@ -202,6 +202,11 @@ TEST(HostileCoco, NamesSizesAndBadBoxNotesAreBounded) {
   EXPECT_NE(config_error("\"width\": 64", "\"width\": 4294967360")
                 .find("images[0]: width and height must be at most 2147483647"),
             std::string::npos);
+  // A number past double's range is a syntax error like any other, not nlohmann's exception.
+  EXPECT_NE(config_error("\"width\": 64", "\"width\": 1e999")
+                .find("line 2, column 59: not valid JSON (number overflow parsing '1e999')"),
+            std::string::npos)
+      << config_error("\"width\": 64", "\"width\": 1e999");
   // 1,500 boxes outside their image under skip: the first 1,000 described, then a count.
   std::string text = R"({"images": [{"id": 1, "file_name": "a.jpg", "width": 8, "height": 8}],
     "categories": [{"id": 1, "name": "c"}], "annotations": [)";

@@ -124,8 +124,12 @@ std::string syntax_error(const std::string& file, std::uint64_t byte, const std:
     }
   }
   // nlohmann's text: "[json.exception.parse_error.101] parse error at line 3, column 9: why".
+  // Or, for a number out of range: "[json.exception.out_of_range.406] number overflow ...".
   std::string why = what;
-  if (const std::size_t at = why.find(": "); at != std::string::npos) why = why.substr(at + 2);
+  if (const std::size_t at = why.find(": "); at != std::string::npos)
+    why = why.substr(at + 2);
+  else if (why.starts_with("[json.exception.") && why.find("] ") != std::string::npos)
+    why = why.substr(why.find("] ") + 2);
   return file + ": line " + std::to_string(line) + ", column " + std::to_string(column) +
          ": not valid JSON (" + why + ")";
 }
