@@ -57,10 +57,23 @@ std::string shard_name(const std::string& pattern, std::int64_t n) {
   return buf.data();
 }
 
-// `pattern` with its one integer conversion ("%d", "%06d", ...) widened to long long, or
-// nullopt when it has none, several, or another kind (only "%%" may appear besides).
-std::optional<std::string> shard_pattern(std::string pattern) {
+// The widest zero-padded field --out may ask for: 10^12 shards is past any dataset.
+constexpr std::size_t kMaxPatternWidth = 12;
+
+// `pattern` with its one integer conversion ("%d", or "%0Nd" with N in 1..kMaxPatternWidth)
+// widened to long long, for names that end in .tar; or why the pattern cannot name shards.
+// Other conversions, flags and space padding ("%6d", "%+d", "%ld") are refused: a shard's name
+// must be a plain name that sorts in shard order. Only "%%" may appear besides.
+struct ShardPattern {
+  std::string pattern;  // when `error` is empty
+  std::string error;
+};
+
+ShardPattern shard_pattern(const std::string& out) {
+  const std::string use = ": use %d or %0Nd with N 1.." + std::to_string(kMaxPatternWidth);
+  std::string pattern = out;
   int conversions = 0;
+  std::size_t at = 0;  // where the conversion is in `out`
   for (std::size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] != '%') continue;
     if (i + 1 < pattern.size() && pattern[i + 1] == '%') {
@@ -69,13 +82,26 @@ std::optional<std::string> shard_pattern(std::string pattern) {
     }
     std::size_t j = i + 1;
     while (j < pattern.size() && std::isdigit(static_cast<unsigned char>(pattern[j]))) ++j;
-    if (j >= pattern.size() || pattern[j] != 'd') return std::nullopt;
+    if (j >= pattern.size() || pattern[j] != 'd' || ++conversions > 1) return {"", ""};
+    const std::string conversion = pattern.substr(i, j + 1 - i);
+    const std::string digits = pattern.substr(i + 1, j - i - 1);  // "", "06", "40", ...
+    if (!digits.empty() && digits[0] != '0')
+      return {"", "'" + conversion + "' pads with spaces" + use + " (e.g. %06d)"};
+    if (digits.size() == 1 || (digits.size() > 1 && digits[1] == '0'))
+      return {"", "'" + conversion + "' has no width" + use};
+    if (digits.size() > 3 || (digits.size() > 1 && std::stoul(digits.substr(1)) > kMaxPatternWidth))
+      return {"", "'" + conversion + "' is wider than " + std::to_string(kMaxPatternWidth) +
+                      " digits" + use};
+    at = i;
     pattern.replace(j, 1, "lld");
-    ++conversions;
     i = j + 2;
   }
-  if (conversions != 1) return std::nullopt;
-  return pattern;
+  if (conversions != 1) return {"", ""};
+  if (const std::size_t slash = out.rfind('/'); slash != std::string::npos && at < slash)
+    return {"", "the integer conversion must be in the shards' file name, not in a folder"};
+  if (!shard_name(pattern, 0).ends_with(".tar"))
+    return {"", "the shards' names must end in .tar (e.g. train-%06d.tar)"};
+  return {pattern, ""};
 }
 
 std::optional<int> parse_args(int argc, char** argv, Args& args) {
@@ -92,8 +118,8 @@ std::optional<int> parse_args(int argc, char** argv, Args& args) {
       ->type_name("SRC")
       ->required();
   app.add_option("--out", args.out,
-                 "the shards' names: a pattern with one integer conversion, e.g. "
-                 "out/train-%06d.tar")
+                 "the shards' names: a pattern with one %d or %0Nd (N 1..12) in the file name, "
+                 "ending .tar, e.g. out/train-%06d.tar")
       ->type_name("PATTERN")
       ->required();
   app.add_option("--shard-size", args.shard_size,
@@ -118,19 +144,21 @@ std::optional<int> parse_args(int argc, char** argv, Args& args) {
   app.add_flag("!--no-sidecar", args.sidecar, "do not write <shard>.idx files");
   app.add_flag("!--no-progress", args.progress, "no progress line on stderr");
   if (const auto code = stoke::tools::parse(app, argc, argv)) return code;
-  const auto pattern = shard_pattern(args.out);
-  if (!pattern)
-    return stoke::tools::usage_error(app, "--out",
-                                     "'" + args.out +
-                                         "' needs exactly one integer conversion such as "
-                                         "%06d (and %% for a literal %)");
+  const ShardPattern pattern = shard_pattern(args.out);
+  if (pattern.pattern.empty())
+    return stoke::tools::usage_error(
+        app, "--out",
+        "'" + args.out + "' " +
+            (pattern.error.empty()
+                 ? "needs exactly one integer conversion such as %06d (and %% for a literal %)"
+                 : "cannot name the shards: " + pattern.error));
   const auto bytes = stoke::parse_bytes(args.shard_size);
   if (!bytes || *bytes < 4096)
     return stoke::tools::usage_error(
         app, "--shard-size",
         "'" + args.shard_size + "' is not a size of at least 4096 bytes (e.g. 256MiB)");
   args.shard_bytes = *bytes;
-  args.pattern = *pattern;
+  args.pattern = pattern.pattern;
   return std::nullopt;
 }
 

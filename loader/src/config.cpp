@@ -3,9 +3,13 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <stdexcept>
 
+#include "data/tar_index.hpp"
+#include "ipc/arena_plan.hpp"
 #include "stoke/cores.hpp"
 #include "stoke/error.hpp"
 #include "stoke/kernels/normalize.hpp"
@@ -200,18 +204,69 @@ std::string entry_path(const DatasetIndex& index, const FileEntry& e) {
   return std::string(index.paths, e.path_offset, e.path_length);
 }
 
+// What a per-sample limit counts, and what it costs in the slots (ipc/arena_plan.hpp).
+struct SampleLimit {
+  const char* option;      // "max_boxes"
+  const char* has;         // "has", as in "PATH has 12 boxes"
+  const char* unit;        // "boxes"
+  std::size_t slot_bytes;  // per unit, per sample of a slot
+  const char* keeps;       // what on_error=skip leaves of a sample with more
+};
+
+std::string size_text(double bytes) {
+  char text[32];
+  if (bytes >= double(std::size_t{1} << 30))
+    std::snprintf(text, sizeof text, "%.1f GiB", bytes / double(std::size_t{1} << 30));
+  else
+    std::snprintf(text, sizeof text, "%.1f MiB", bytes / double(std::size_t{1} << 20));
+  return text;
+}
+
+// A limit of 0 takes the data's largest count, and every sample of every slot gets room for it:
+// one sample with a million boxes would make each slot gigabytes. The starting slots' room for
+// it must fit memory_budget (the pixels are not counted: images larger than the budget are the
+// user's choice, a count the data chose is not), checked before anything is allocated.
+void check_derived_limit(const ResolvedConfig& r, const SampleLimit& what, std::uint32_t largest,
+                         const std::string& sample) {
+  const std::uint64_t samples =
+      std::uint64_t{r.initial_slots} * static_cast<std::uint64_t>(r.options.batch);
+  const std::uint64_t per_sample = std::uint64_t{largest} * what.slot_bytes;
+  if (samples == 0) return;
+  if (largest <= static_cast<std::uint32_t>(std::numeric_limits<int>::max()) &&
+      per_sample <= r.memory_budget / samples)
+    return;
+  throw ConfigError(sample + " " + what.has + " " + std::to_string(largest) + " " + what.unit +
+                    ", the most of any sample, and " + what.option +
+                    " 0 sizes every slot by them: " + std::to_string(r.initial_slots) +
+                    " slots of " + std::to_string(r.options.batch) + " samples would need " +
+                    size_text(double(per_sample) * double(samples)) + " for " + what.unit +
+                    ", more than memory_budget " + size_text(double(r.memory_budget)) + "; set " +
+                    what.option + " to the " + what.unit +
+                    " a sample needs (with on_error=skip a sample with more " + what.keeps +
+                    ") or raise memory_budget");
+}
+
 // A per-sample limit (max_boxes, max_bytes): `asked`, or for 0 the largest `count` of any entry
-// (at least 1). Entries over it are counted in `over`, or, under OnError::kError, the first one
-// is a DataError saying `too_many(entry, limit)`.
-template <class Count, class TooMany>
-int per_sample_limit(const DatasetIndex& index, int asked, OnError on_error, Count count,
-                     TooMany too_many, std::int64_t& over) {
+// (at least 1), which must fit memory_budget (check_derived_limit). Entries over it are counted
+// in `over`, or, under OnError::kError, the first one is a DataError saying
+// `too_many(entry, limit)`.
+template <class Count, class Name, class TooMany>
+int per_sample_limit(const ResolvedConfig& r, const DatasetIndex& index, int asked,
+                     const SampleLimit& what, Count count, Name name, TooMany too_many,
+                     std::int64_t& over) {
   std::uint32_t largest = 0;
-  for (const FileEntry& e : index.entries) largest = std::max(largest, count(e));
+  const FileEntry* largest_entry = nullptr;
+  for (const FileEntry& e : index.entries) {
+    if (count(e) <= largest) continue;
+    largest = count(e);
+    largest_entry = &e;
+  }
+  if (asked == 0 && largest_entry != nullptr)
+    check_derived_limit(r, what, largest, name(*largest_entry));
   const int limit = asked > 0 ? asked : static_cast<int>(std::max(largest, 1u));
   for (const FileEntry& e : index.entries) {
     if (count(e) <= static_cast<std::uint32_t>(limit)) continue;
-    if (on_error == OnError::kError) throw DataError(too_many(e, limit));
+    if (r.options.on_error == OnError::kError) throw DataError(too_many(e, limit));
     over += 1;
   }
   return limit;
@@ -227,8 +282,11 @@ void resolve_boxes(ResolvedConfig& r, const DatasetIndex& index) {
                         "box_field members)");
     return;
   }
+  static constexpr SampleLimit kBoxes{"max_boxes", "has", "boxes", kSlotBytesPerBox,
+                                      "keeps its first max_boxes"};
   r.max_boxes = per_sample_limit(
-      index, o.max_boxes, o.on_error, [](const FileEntry& e) { return e.box_count; },
+      r, index, o.max_boxes, kBoxes, [](const FileEntry& e) { return e.box_count; },
+      [&](const FileEntry& e) { return entry_path(index, e); },
       [&](const FileEntry& e, int limit) {
         return entry_path(index, e) + " has " + std::to_string(e.box_count) +
                " boxes, more than max_boxes " + std::to_string(limit) +
@@ -248,12 +306,20 @@ void resolve_bytes(ResolvedConfig& r, const DatasetIndex& index) {
                         "extension)");
     return;
   }
+  // The bytes member: the sample's key (its image member's name less the extension) and
+  // bytes_field.
+  const auto member = [&](const FileEntry& e) {
+    return entry_path(index, e) + ":" +
+           split_member_name(std::string(index.paths, e.name_offset, e.name_length)).first + "." +
+           o.bytes_field;
+  };
+  static constexpr SampleLimit kBytes{"max_bytes", "carries", "bytes", kSlotBytesPerByte,
+                                      "is cut to its first max_bytes"};
   r.max_bytes = per_sample_limit(
-      index, o.max_bytes, o.on_error, [](const FileEntry& e) { return e.bytes_size; },
+      r, index, o.max_bytes, kBytes, [](const FileEntry& e) { return e.bytes_size; }, member,
       [&](const FileEntry& e, int limit) {
-        return entry_path(index, e) + ":" + std::string(index.paths, e.name_offset, e.name_length) +
-               " carries " + std::to_string(e.bytes_size) + " bytes, more than max_bytes " +
-               std::to_string(limit) +
+        return member(e) + " carries " + std::to_string(e.bytes_size) +
+               " bytes, more than max_bytes " + std::to_string(limit) +
                " (raise max_bytes, set it to 0 for the longest, or use on_error=skip to cut them)";
       },
       r.over_max_bytes);

@@ -11,6 +11,11 @@
 
 namespace stoke::detail {
 
+// Bytes a slot holds per sample for each box (its corners, then its class) and each
+// pass-through byte: what max_boxes and max_bytes cost, times the batch, in every slot.
+inline constexpr std::size_t kSlotBytesPerBox = 4 * sizeof(float) + sizeof(std::int32_t);
+inline constexpr std::size_t kSlotBytesPerByte = 1;
+
 struct ArenaPlanInput {
   std::size_t index_bytes = 0;  // DatasetIndex::arena_bytes()
   std::uint32_t step_count = 0;
@@ -29,8 +34,8 @@ struct ArenaPlanInput {
 // the rest (version, dataset kind, seed, ...).
 // Slot: pixels | labels | boxes | box classes | box counts | masks | bytes | byte counts | ids |
 // planned | valid | bad |
-// geometry, each 64-byte aligned (labels..valid: the bytes a GPU receives beside the pixels), the slot
-// page-aligned so it can be page-locked on its own.
+// geometry, each 64-byte aligned (labels..valid: the bytes a GPU receives beside the pixels), the
+// slot page-aligned so it can be page-locked on its own.
 ArenaHeader plan_arena(const ArenaPlanInput& in);
 
 // Bytes of the arena that hold `slots` slots: what must be reserved before they are used.
