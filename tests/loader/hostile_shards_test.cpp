@@ -468,6 +468,29 @@ TEST_F(HostileShards, AMemberNameWithANewlineAndAnEscapeIsShownEscapedOnOneLine)
   }
 }
 
+// An image folder that cannot be walked (here a symbolic link to itself, named with a newline
+// and an escape) threw std::filesystem_error, whose text held the name raw, past the escaping
+// every stoke::Error does.
+TEST_F(HostileShards, AFolderThatCannotBeWalkedIsAConfigErrorShownEscaped) {
+  test::TempDir work;
+  fs::create_directories(work.path() / "c0");
+  fs::copy_file(image_, work.path() / "c0" / "good.jpg");
+  const std::string loop = "x\n\x1b[31mstoke: forged line\x1b[0m";
+  fs::create_symlink(loop, work.path() / loop);
+  Options o;
+  o.data = work.str();
+  try {
+    loader_summary(o);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).find(work.str() + ": cannot be indexed: "), 0u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("x\\n\\x1b[31mstoke: forged line\\x1b[0m"),
+              std::string::npos)
+        << e.what();
+    EXPECT_FALSE(has_control(e.what())) << e.what();
+  }
+}
+
 // stoke-pack printed the names of the files it skipped as they were.
 TEST_F(HostileShards, StokePackShowsTheNamesItSkipsEscaped) {
   test::TempDir work;

@@ -194,8 +194,9 @@ DataError label_over_bound(const std::string& where, const std::string& what, st
                    "; raise max_classes if the dataset has that many classes)");
 }
 
-DatasetIndex build_index(const std::string& path, const IndexOptions& options) {
-  if (path.empty()) throw ConfigError("no dataset given: set the data path");
+namespace {
+
+DatasetIndex index_path(const std::string& path, const IndexOptions& options) {
   // (Before shards: shard_list() would read a JSON file as a list of shard names.)
   if (lowercase(fs::path(path).extension().string()) == ".json")
     return index_coco(path, options.image_root, options.on_error);
@@ -225,6 +226,19 @@ DatasetIndex build_index(const std::string& path, const IndexOptions& options) {
     return index_tree(path);
   }
   return index_list(path, options.max_classes);
+}
+
+}  // namespace
+
+DatasetIndex build_index(const std::string& path, const IndexOptions& options) {
+  if (path.empty()) throw ConfigError("no dataset given: set the data path");
+  try {
+    return index_path(path, options);
+  } catch (const fs::filesystem_error& e) {
+    // A folder that cannot be walked (a symbolic link loop, a permission). As a ConfigError its
+    // text, which holds the names as they are, is shown printable like every stoke error's.
+    throw ConfigError(path + ": cannot be indexed: " + e.what());
+  }
 }
 
 std::size_t DatasetIndex::arena_bytes() const {
