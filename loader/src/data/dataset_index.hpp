@@ -125,8 +125,8 @@ struct IndexOptions {
 
 // Indexes an IDX folder, an image-folder tree, a list file, WebDataset tar shards (see
 // data/shard_list.hpp for the forms) or a COCO annotation file (a path ending in .json; its
-// samples have label -1 and their boxes). Throws ConfigError when the path is missing, holds no
-// samples, or a list line is malformed (naming the file and line); DataError when a label the
+// samples have label -1 and their boxes). Throws ConfigError when the path is missing, cannot be
+// walked, holds no samples, or a list line is malformed (naming the file and line); DataError when a label the
 // data states (a shard member, a box class, a list line, an IDX label) is not below
 // options.max_classes (naming where it is and the value).
 DatasetIndex build_index(const std::string& path, const IndexOptions& options = {});
