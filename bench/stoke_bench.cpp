@@ -24,6 +24,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -133,6 +134,11 @@ void add_loader_flags(CLI::App& app, Args& a) {
   app.add_option("--label-field", o.label_field,
                  "shards: where a sample's label is: cls, json:KEY or none")
       ->type_name("WORD")
+      ->capture_default_str();
+  app.add_option("--max-classes", o.max_classes,
+                 "labels the data states as numbers (.cls, json:KEY, box classes, list files, "
+                 "IDX) must be below this")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()))
       ->capture_default_str();
   app.add_option("--shuffle-window", o.shuffle_window,
                  "shards: shuffle samples within runs of this many shards of a permuted shard "

@@ -269,8 +269,8 @@ int run(const Args& args) {
   if (!index.shard_starts.empty())
     throw stoke::ConfigError(args.data + " is tar shards already; stoke reads them as they are");
   for (const auto& r : index.rejected)
-    std::cerr << "stoke-pack: skipped " << r.path << ": " << stoke::detail::bad_input_name(r.reason)
-              << "\n";
+    std::cerr << "stoke-pack: skipped " << stoke::detail::printable(r.path) << ": "
+              << stoke::detail::bad_input_name(r.reason) << "\n";
   const std::int64_t n = index.size;
   const std::size_t width = std::max<std::size_t>(6, std::to_string(n - 1).size());
   const auto key = [&](std::int64_t i) {
@@ -304,8 +304,8 @@ int run(const Args& args) {
       const std::string path = index.paths.substr(entry.path_offset, entry.path_length);
       const stoke::detail::BadInput r = files.read(path, {}, e.bytes);
       if (r != stoke::detail::BadInput::kNone) {
-        std::cerr << "stoke-pack: skipped " << path << ": " << stoke::detail::bad_input_name(r)
-                  << "\n";
+        std::cerr << "stoke-pack: skipped " << stoke::detail::printable(path) << ": "
+                  << stoke::detail::bad_input_name(r) << "\n";
         ++skipped;
         continue;
       }
@@ -314,7 +314,8 @@ int run(const Args& args) {
         const std::size_t before = e.bytes.size();
         auto small = shrink(std::move(e), args.max_side, args.quality);
         if (!small) {
-          std::cerr << "stoke-pack: skipped " << path << ": undecodable\n";
+          std::cerr << "stoke-pack: skipped " << stoke::detail::printable(path)
+                    << ": undecodable\n";
           ++skipped;
           continue;
         }
@@ -365,7 +366,8 @@ int main(int argc, char** argv) {
   try {
     return run(args);
   } catch (const std::exception& e) {
-    std::cerr << "stoke-pack: " << e.what() << "\n";
+    // (printable() here too: not every exception is a stoke::Error, which escapes its own.)
+    std::cerr << "stoke-pack: " << stoke::detail::printable(e.what()) << "\n";
   }
   return kExitError;
 }

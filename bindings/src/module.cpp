@@ -203,6 +203,7 @@ struct LoaderArgs {
   std::optional<std::string> verify;  // unset: Options' default
   std::string split = "train";
   std::string label_field = "cls";
+  int max_classes = stoke::kDefaultMaxClasses;
   int shuffle_window = 0;
   std::string cache_dir;
   std::string cache_limit = "16GiB";  // bytes, or a size such as "500MB"
@@ -261,6 +262,7 @@ stoke::Options options_from(const LoaderArgs& a) {
   if (a.verify) o.verify = stoke::parse_verify(*a.verify);
   o.split = stoke::parse_split(a.split);
   o.label_field = a.label_field;
+  o.max_classes = a.max_classes;
   o.shuffle_window = a.shuffle_window;
   o.cache_dir = a.cache_dir;
   const auto limit = stoke::parse_bytes(a.cache_limit);
@@ -613,6 +615,7 @@ NB_MODULE(_stoke, m) {
       .def_rw("verify", &LoaderArgs::verify)
       .def_rw("split", &LoaderArgs::split)
       .def_rw("label_field", &LoaderArgs::label_field)
+      .def_rw("max_classes", &LoaderArgs::max_classes)
       .def_rw("image_root", &LoaderArgs::image_root)
       .def_rw("max_boxes", &LoaderArgs::max_boxes)
       .def_rw("pipeline", &LoaderArgs::pipeline)

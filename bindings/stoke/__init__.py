@@ -154,6 +154,9 @@ class Loader(_stoke.Loader):
         split: ``"train"`` or ``"test"`` (IDX data).
         label_field: shards: where a sample's label is: ``"cls"`` (its .cls member),
             ``"json:KEY"`` (an integer field of its .json member) or ``"none"``.
+        max_classes: every label the data states as a number (a shard's .cls or json:KEY, a
+            shard's box classes, a list file's labels, IDX labels) must be below this (default
+            2**24); one that is not raises ``stoke.DataError`` naming its member or line.
         shuffle_window: shards: each epoch permutes the shards and shuffles samples within
             runs of this many shards (locality for streaming reads); 0 shuffles all samples.
         cache_dir: shards on HTTP/S3: the local shard cache folder, shareable by every loader
@@ -212,6 +215,7 @@ class Loader(_stoke.Loader):
         verify: Optional[str] = None,
         split: str = "train",
         label_field: str = "cls",
+        max_classes: int = 1 << 24,
         shuffle_window: int = 0,
         cache_dir: str = "",
         cache_limit: Union[int, str] = "16GiB",
@@ -263,6 +267,7 @@ class Loader(_stoke.Loader):
         a.verify = verify
         a.split = split
         a.label_field = label_field
+        a.max_classes = max_classes
         a.shuffle_window = shuffle_window
         a.cache_dir = str(cache_dir)
         if isinstance(cache_limit, bool) or not isinstance(cache_limit, (int, str)):

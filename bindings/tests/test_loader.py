@@ -684,3 +684,51 @@ def test_shards_over_http_and_s3_take_the_same_keywords_and_give_the_same_batche
         monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
         with pytest.raises(stoke.Error, match=r"403.*bucket 'pytest'"):
             stoke.Loader("s3://pytest/fm/fm-000000.tar", batch=100)
+
+
+def _shard(path, members):
+    """A tar shard of (name, bytes) members."""
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w") as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return str(path)
+
+
+def test_max_classes_bounds_the_labels_the_data_states(tmp_path):
+    photo = open(PHOTO, "rb").read()
+    huge = _shard(tmp_path / "huge.tar", [("000000.jpg", photo), ("000000.cls", b"2147483647")])
+    with pytest.raises(stoke.DataError, match=r"huge\.tar:000000\.cls: label 2147483647 is not "
+                                              r"below max_classes 16777216 \(labels are "
+                                              r"0\.\.16777215; raise max_classes"):
+        stoke.Loader(huge, batch=1, workers=0)
+    five = _shard(tmp_path / "five.tar", [("000000.jpg", photo), ("000000.cls", b"5")])
+    with pytest.raises(stoke.DataError, match="label 5 is not below max_classes 5"):
+        stoke.Loader(five, batch=1, workers=0, max_classes=5)
+    batch = next(iter(stoke.Loader(five, batch=1, workers=0, size=16, max_classes=6)))
+    assert np.from_dlpack(batch.labels).tolist() == [5]
+    with pytest.raises(ValueError, match="^max_classes must be positive"):
+        stoke.Loader(five, batch=1, workers=0, max_classes=0)
+
+
+def test_a_member_name_with_a_newline_and_an_escape_is_shown_escaped(tmp_path, capfd):
+    photo = open(PHOTO, "rb").read()
+    evil = "x\n\x1b[31mstoke: forged line\x1b[0m/000001"
+    shard = _shard(tmp_path / "evil.tar", [("000000.jpg", photo), ("000000.cls", b"0"),
+                                           (evil + ".jpg", photo[:300]), (evil + ".cls", b"1")])
+    shown = "x\\n\\x1b[31mstoke: forged line\\x1b[0m/000001.jpg"
+    with pytest.raises(stoke.DataError) as e:
+        for _ in stoke.Loader(shard, batch=2, workers=1, size=16, on_error="error",
+                              shuffle=False):
+            pass
+    assert shown in str(e.value) and "\x1b" not in str(e.value) and "\n" not in str(e.value)
+    capfd.readouterr()
+    assert sum(1 for _ in stoke.Loader(shard, batch=2, workers=1, size=16, shuffle=False)) == 1
+    err = capfd.readouterr().err
+    assert "\x1b" not in err
+    assert [line for line in err.splitlines() if shown in line] != []
+    assert all(line.startswith("stoke: ") for line in err.splitlines())

@@ -168,6 +168,9 @@ void check_options(const Options& o) {
     throw ConfigError("task_timeout_s must be >= 0 (0 disables the timeout)");
   if (!(o.startup_timeout_s > 0))
     throw ConfigError("startup_timeout_s must be positive (seconds a worker may take to start)");
+  if (o.max_classes <= 0)
+    throw ConfigError("max_classes must be positive (labels are 0..max_classes - 1), got " +
+                      std::to_string(o.max_classes));
   if (o.max_pixels <= 0)
     throw ConfigError("max_pixels must be positive, got " + std::to_string(o.max_pixels));
   if (o.mask_depth != 8 && o.mask_depth != 16)

@@ -261,6 +261,7 @@ Loader::Loader(Options options, const LoaderEnvironment& env) {
   request.bytes_field = options.bytes_field;
   request.box_field = options.box_field;
   request.on_error = options.on_error;
+  request.max_classes = options.max_classes;
   request.caches = {cache_root(options.cache_dir), options.cache_limit > 0};
   DatasetIndex index = build_index(options.data, request);
   ResolvedConfig config = resolve(std::move(options), index);

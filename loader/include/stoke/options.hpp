@@ -48,6 +48,9 @@ struct DeviceSet {
 // Options::workers and Options::prefetch: size it automatically, live.
 inline constexpr int kAuto = -1;
 
+// Options::max_classes's default: labels 0..2^24 - 1.
+inline constexpr int kDefaultMaxClasses = 1 << 24;
+
 struct Options {
   // Dataset: an image-folder tree root/<class>/<image>, a list file (path<TAB>label per line,
   // paths relative to the list), a folder holding MNIST-style IDX files (plain or .gz), or
@@ -61,6 +64,12 @@ struct Options {
   // Shards: where a sample's label is: "cls" (its .cls member, an integer as text),
   // "json:KEY" (an integer field of its .json member) or "none" (all 0).
   std::string label_field = "cls";
+  // Every label the data states as a number (a shard's .cls member or json:KEY field, a shard's
+  // box classes, a list file's labels, IDX label files) must be below this: one that is not is
+  // a DataError naming its member (or line) and value, whatever on_error says, since a single
+  // such number would claim that many classes. Image folders and COCO files number their
+  // classes themselves (one per folder or category).
+  int max_classes = kDefaultMaxClasses;
   // Shards: each epoch permutes the shards and shuffles the samples within runs of this many
   // consecutive shards of that order, so that reading follows a few shards at a time; 0 (all)
   // shuffles every sample with every other. Either way a function of (seed, epoch) alone.

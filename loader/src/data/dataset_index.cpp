@@ -36,7 +36,7 @@ void add_file(DatasetIndex& index, const std::string& path, std::int32_t label) 
   index.entries.push_back(e);
 }
 
-DatasetIndex index_idx(const std::string& dir, Split split) {
+DatasetIndex index_idx(const std::string& dir, Split split, int max_classes) {
   IdxImages idx = read_idx(dir, split);
   DatasetIndex index;
   index.kind = DatasetKind::kRaw;
@@ -46,9 +46,12 @@ DatasetIndex index_idx(const std::string& dir, Split split) {
   index.channels = 1;
   index.pixels = std::move(idx.pixels);
   index.labels.assign(idx.labels.begin(), idx.labels.end());
-  int max_label = 0;
-  for (auto l : idx.labels) max_label = std::max<int>(max_label, l);
-  for (int c = 0; c <= max_label; ++c) index.class_names.push_back(std::to_string(c));
+  for (std::size_t i = 0; i < index.labels.size(); ++i) {
+    if (index.labels[i] >= max_classes)
+      throw label_over_bound(dir + " (" + (split == Split::kTrain ? "train" : "test") +
+                                 " label of image " + std::to_string(i) + ")",
+                             "label", static_cast<std::uint64_t>(index.labels[i]), max_classes);
+  }
   return index;
 }
 
@@ -114,7 +117,7 @@ DatasetIndex index_tree(const fs::path& root) {
   return index;
 }
 
-DatasetIndex index_list(const fs::path& list) {
+DatasetIndex index_list(const fs::path& list, int max_classes) {
   std::ifstream in(list);
   if (!in) throw ConfigError(list.string() + ": " + std::strerror(errno));
   DatasetIndex index;
@@ -126,7 +129,6 @@ DatasetIndex index_list(const fs::path& list) {
     return p.lexically_normal().string();
   };
   std::string line;
-  std::int32_t max_label = -1;
   int first_line = 0;  // the first sample's line, and whether it named a mask
   bool masks = false;
   for (int line_no = 1; std::getline(in, line); ++line_no) {
@@ -163,6 +165,9 @@ DatasetIndex index_list(const fs::path& list) {
       throw ConfigError(list.string() + ":" + std::to_string(line_no) +
                         ": expected 'path<TAB>label' with a non-negative integer label, got '" +
                         line + "'");
+    if (label >= max_classes)
+      throw label_over_bound(list.string() + ":" + std::to_string(line_no), "label",
+                             static_cast<std::uint64_t>(label), max_classes);
     add_file(index, resolve(line.substr(0, tab)), label);
     if (!mask.empty()) {
       const std::string mask_path = resolve(mask);
@@ -172,9 +177,7 @@ DatasetIndex index_list(const fs::path& list) {
       e.mask_path_length = static_cast<std::uint32_t>(mask_path.size());
       index.paths += mask_path;
     }
-    max_label = std::max(max_label, label);
   }
-  for (std::int32_t c = 0; c <= max_label; ++c) index.class_names.push_back(std::to_string(c));
   index.size = static_cast<std::int64_t>(index.entries.size());
   index.has_masks = masks;
   if (index.size == 0) throw ConfigError(list.string() + ": the list names no files");
@@ -183,15 +186,24 @@ DatasetIndex index_list(const fs::path& list) {
 
 }  // namespace
 
-DatasetIndex build_index(const std::string& path, const IndexOptions& options) {
-  if (path.empty()) throw ConfigError("no dataset given: set the data path");
+DataError label_over_bound(const std::string& where, const std::string& what, std::uint64_t value,
+                           int max_classes) {
+  return DataError(where + ": " + what + " " + std::to_string(value) +
+                   " is not below max_classes " + std::to_string(max_classes) + " (labels are 0.." +
+                   std::to_string(max_classes - 1) +
+                   "; raise max_classes if the dataset has that many classes)");
+}
+
+namespace {
+
+DatasetIndex index_path(const std::string& path, const IndexOptions& options) {
   // (Before shards: shard_list() would read a JSON file as a list of shard names.)
   if (lowercase(fs::path(path).extension().string()) == ".json")
     return index_coco(path, options.image_root, options.on_error);
   if (const auto shards = shard_list(path))
     return index_shards(
         *shards, {options.label_field, options.mask_field, options.bytes_field, options.box_field},
-        options.caches);
+        options.caches, options.max_classes);
   const Split split = options.split;
   std::error_code ec;
   const auto status = fs::status(path, ec);
@@ -202,8 +214,10 @@ DatasetIndex build_index(const std::string& path, const IndexOptions& options) {
   if (fs::is_directory(status)) {
     if (is_idx_folder(path)) {
       try {
-        return index_idx(path, split);
+        return index_idx(path, split, options.max_classes);
       } catch (const ConfigError&) {
+        throw;
+      } catch (const DataError&) {
         throw;
       } catch (const Error& e) {
         throw ConfigError(e.what());
@@ -211,7 +225,20 @@ DatasetIndex build_index(const std::string& path, const IndexOptions& options) {
     }
     return index_tree(path);
   }
-  return index_list(path);
+  return index_list(path, options.max_classes);
+}
+
+}  // namespace
+
+DatasetIndex build_index(const std::string& path, const IndexOptions& options) {
+  if (path.empty()) throw ConfigError("no dataset given: set the data path");
+  try {
+    return index_path(path, options);
+  } catch (const fs::filesystem_error& e) {
+    // A folder that cannot be walked (a symbolic link loop, a permission). As a ConfigError its
+    // text, which holds the names as they are, is shown printable like every stoke error's.
+    throw ConfigError(path + ": cannot be indexed: " + e.what());
+  }
 }
 
 std::size_t DatasetIndex::arena_bytes() const {

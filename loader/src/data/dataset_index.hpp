@@ -19,6 +19,7 @@
 #include "data/file_reader.hpp"
 #include "data/sample_box.hpp"
 #include "ipc/arena_layout.hpp"
+#include "stoke/error.hpp"
 #include "stoke/options.hpp"
 
 namespace stoke::detail {
@@ -84,6 +85,9 @@ struct DatasetIndex {
   bool has_boxes = false;                   // a detection dataset (even if no image has a box)
   bool has_masks = false;                   // every entry has a mask
   bool has_bytes = false;                   // every entry has pass-through bytes
+  // The classes' names where the dataset names them (an image-folder tree's folders, a COCO
+  // file's categories), label i's at i. Empty where labels are bare numbers (IDX, list files,
+  // shards): nothing is kept per possible label, so one large label costs nothing here.
   std::vector<std::string> class_names;
   std::vector<RejectedFile> rejected;  // files left out while indexing (counted as skipped)
   // Tar shards: samples [shard_starts[i], shard_starts[i + 1]) come from shard i, in the order
@@ -115,14 +119,22 @@ struct IndexOptions {
   std::string bytes_field;          // shards: the extension of a sample's bytes member, or ""
   std::string box_field;            // shards: the extension of a sample's boxes member, or ""
   OnError on_error = OnError::kSkip;  // COCO: what a bad box is (data/coco.hpp)
+  int max_classes = kDefaultMaxClasses;  // labels read from the data are below it (Options')
   IndexCaches caches;
 };
 
 // Indexes an IDX folder, an image-folder tree, a list file, WebDataset tar shards (see
 // data/shard_list.hpp for the forms) or a COCO annotation file (a path ending in .json; its
-// samples have label -1 and their boxes). Throws ConfigError when the path is missing, holds no
-// samples, or a list line is malformed (naming the file and line).
+// samples have label -1 and their boxes). Throws ConfigError when the path is missing, cannot be
+// walked, holds no samples, or a list line is malformed (naming the file and line); DataError when a label the
+// data states (a shard member, a box class, a list line, an IDX label) is not below
+// options.max_classes (naming where it is and the value).
 DatasetIndex build_index(const std::string& path, const IndexOptions& options = {});
+
+// The DataError for a number the data gives as a label that is not below max_classes: `where`
+// names the shard member or list line, `what` the number's role ("label", "classes[3]").
+DataError label_over_bound(const std::string& where, const std::string& what, std::uint64_t value,
+                           int max_classes);
 
 // The samples of WebDataset tar shards, local or remote (data/shard_dataset.cpp).
 // The members, besides the image, that a shard sample's fields come from: the extensions of its
@@ -137,8 +149,9 @@ struct ShardFields {
   std::string boxes;  // the extension of a JSON member {"boxes": [[x1, y1, x2, y2], ...],
                       // "classes": [c, ...]} (optionally "width", "height"), or ""
 };
+// Throws DataError for a label or box class not below max_classes.
 DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFields& fields,
-                          const IndexCaches& caches);
+                          const IndexCaches& caches, int max_classes);
 
 class DatasetView {
  public:

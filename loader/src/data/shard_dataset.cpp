@@ -127,11 +127,20 @@ LabelField parse_label_field(const std::string& spec) {
                     "member) or none");
 }
 
-std::optional<std::int32_t> parse_label_text(const std::string& text) {
-  std::int32_t v = -1;
+// A label's text: a non-negative integer (any size: the caller bounds it).
+std::optional<std::uint64_t> parse_label_text(const std::string& text) {
+  std::uint64_t v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || v < 0) return std::nullopt;
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return v;
+}
+
+// A JSON value as a label or class: a non-negative integer (any size: the caller bounds it).
+std::optional<std::uint64_t> json_label(const nlohmann::json& v) {
+  if (v.is_number_unsigned()) return v.get<std::uint64_t>();
+  if (v.is_number_integer() && v.get<std::int64_t>() >= 0)
+    return static_cast<std::uint64_t>(v.get<std::int64_t>());
+  return std::nullopt;
 }
 
 // A member's bytes through read_at, or std::nullopt when it is larger than `limit` bytes or
@@ -145,9 +154,10 @@ std::optional<std::string> member_bytes(const TarMember& member, const ReadAt& r
 }
 
 // The sample's label, or std::nullopt when it has none (or one that is not a non-negative
-// integer).
+// integer). Throws DataError for one that is not below max_classes, naming its member.
 std::optional<std::int32_t> sample_label(const LabelField& field, const ShardIndex& table,
-                                         const ShardSample& sample, const ReadAt& read_at) {
+                                         const ShardSample& sample, const ReadAt& read_at,
+                                         const std::string& path, int max_classes) {
   if (field.kind == LabelField::kNone) return 0;
   const char* wanted = field.kind == LabelField::kCls ? "cls" : "json";
   for (std::size_t m : sample.members) {
@@ -159,22 +169,30 @@ std::optional<std::int32_t> sample_label(const LabelField& field, const ShardInd
       if (!read) return std::nullopt;
       text = std::move(*read);
     }
-    if (field.kind == LabelField::kCls) return parse_label_text(trim(std::move(text)));
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains(field.key)) return std::nullopt;
-    const nlohmann::json& v = j[field.key];
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 ||
-        v.get<std::int64_t>() > std::numeric_limits<std::int32_t>::max())
-      return std::nullopt;
-    return static_cast<std::int32_t>(v.get<std::int64_t>());
+    std::optional<std::uint64_t> label;
+    if (field.kind == LabelField::kCls) {
+      label = parse_label_text(trim(std::move(text)));
+    } else {
+      const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+      if (j.is_discarded() || !j.is_object() || !j.contains(field.key)) return std::nullopt;
+      label = json_label(j[field.key]);
+    }
+    if (!label) return std::nullopt;
+    if (*label >= static_cast<std::uint64_t>(max_classes))
+      throw label_over_bound(path + ":" + member.name,
+                             field.kind == LabelField::kCls ? "label" : "\"" + field.key + "\"",
+                             *label, max_classes);
+    return static_cast<std::int32_t>(*label);
   }
   return std::nullopt;
 }
 
 // A boxes member's JSON as SampleBoxes (appended to `out`), with its optional image size; the
-// reason it cannot be read otherwise.
+// reason it cannot be read otherwise. Throws DataError for a class not below max_classes
+// (`where` names the member).
 std::optional<std::string> parse_box_member(const std::string& text, std::vector<SampleBox>& out,
-                                            FileEntry& e) {
+                                            FileEntry& e, const std::string& where,
+                                            int max_classes) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return "not a JSON object";
   const auto boxes = j.find("boxes");
@@ -189,11 +207,12 @@ std::optional<std::string> parse_box_member(const std::string& text, std::vector
     if (!b.is_array() || b.size() != 4 ||
         !std::all_of(b.begin(), b.end(), [](const nlohmann::json& v) { return v.is_number(); }))
       return "boxes[" + std::to_string(i) + "]: expected 4 numbers [x1, y1, x2, y2]";
-    if (!c.is_number_integer() || c.get<std::int64_t>() < 0 ||
-        c.get<std::int64_t>() > std::numeric_limits<std::int32_t>::max())
-      return "classes[" + std::to_string(i) + "]: expected a non-negative integer";
+    const std::optional<std::uint64_t> label = json_label(c);
+    if (!label) return "classes[" + std::to_string(i) + "]: expected a non-negative integer";
+    if (*label >= static_cast<std::uint64_t>(max_classes))
+      throw label_over_bound(where, "classes[" + std::to_string(i) + "]", *label, max_classes);
     const SampleBox box{b[0].get<float>(), b[1].get<float>(), b[2].get<float>(), b[3].get<float>(),
-                        static_cast<std::int32_t>(c.get<std::int64_t>())};
+                        static_cast<std::int32_t>(*label)};
     if (!(box.x2 > box.x1 && box.y2 > box.y1))
       return "boxes[" + std::to_string(i) + "]: an empty box (x2 <= x1 or y2 <= y1)";
     out.push_back(box);
@@ -211,17 +230,15 @@ std::optional<std::string> parse_box_member(const std::string& text, std::vector
 }  // namespace
 
 DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFields& fields,
-                          const IndexCaches& caches) {
+                          const IndexCaches& caches, int max_classes) {
   const std::string& label_spec = fields.label;
   const std::string mask_ext = lowercase(fields.mask);
   const std::string bytes_ext = lowercase(fields.bytes);
   const std::string boxes_ext = lowercase(fields.boxes);
-  std::int32_t max_class = -1;
   const LabelField field = parse_label_field(label_spec);
   const RemotePolicy policy = remote_policy_from_environment();
   DatasetIndex index;
   index.kind = DatasetKind::kFiles;
-  std::int32_t max_label = -1;
   for (const std::string& name : shards) {
     std::string path;
     ShardIndex table;
@@ -315,7 +332,8 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
         index.rejected.push_back({shown + ":" + image->name, BadInput::kEmpty});
         continue;
       }
-      const std::optional<std::int32_t> label = sample_label(field, table, sample, read_at);
+      const std::optional<std::int32_t> label =
+          sample_label(field, table, sample, read_at, path, max_classes);
       if (!label) {
         index.rejected.push_back(
             {shown + ":" + sample.key + " (no " + label_spec + " label)", BadInput::kNoLabel});
@@ -340,8 +358,9 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
         if (boxes != nullptr) {
           const std::optional<std::string> text =
               member_bytes(*boxes, read_at, std::uint64_t{16} << 20);
-          bad = text ? parse_box_member(*text, index.boxes, e)
-                     : std::optional<std::string>("cannot be read, or over 16 MiB");
+          bad = text
+                    ? parse_box_member(*text, index.boxes, e, path + ":" + boxes->name, max_classes)
+                    : std::optional<std::string>("cannot be read, or over 16 MiB");
         }
         if (bad) {
           index.rejected.push_back({shown + ":" + sample.key + " (boxes: " + *bad + ")",
@@ -349,8 +368,6 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
           index.boxes.resize(before);
           continue;
         }
-        for (std::uint32_t k = 0; k < e.box_count; ++k)
-          max_class = std::max(max_class, index.boxes[e.box_first + k].label);
       }
       if (mask != nullptr) {
         e.mask_kind = kMaskMember;
@@ -359,7 +376,6 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
       }
       index.paths += image->name;
       index.entries.push_back(e);
-      max_label = std::max(max_label, *label);
     }
   }
   index.shard_starts.push_back(static_cast<std::int64_t>(index.entries.size()));
@@ -367,9 +383,6 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
   index.has_masks = !mask_ext.empty();
   index.has_bytes = !bytes_ext.empty();
   index.has_boxes = !boxes_ext.empty();
-  // With boxes, the classes are the boxes' (0..the largest).
-  if (index.has_boxes) max_label = max_class;
-  for (std::int32_t c = 0; c <= max_label; ++c) index.class_names.push_back(std::to_string(c));
   if (index.size == 0)
     throw ConfigError("the " + std::to_string(shards.size()) + " shard(s) starting with " +
                       shards.front() + " hold no samples with an image and a label");

@@ -33,14 +33,15 @@ std::vector<std::string> alternatives(const std::string& body, const std::string
       return !s.empty() && ec == std::errc() && end == s.data() + s.size() && v >= 0;
     };
     if (parse(a, from) && parse(b, to)) {
-      const auto count = static_cast<std::size_t>((from <= to ? to - from : from - to) + 1);
+      // (Unsigned: 0..LLONG_MAX would overflow a signed count.)
+      const auto count = static_cast<unsigned long long>(from <= to ? to - from : from - to) + 1;
       if (count > kMaxShards)
         throw ConfigError(pattern + ": {" + body + "} names more than " +
                           std::to_string(kMaxShards) + " shards");
       const bool padded = (a.size() > 1 && a[0] == '0') || (b.size() > 1 && b[0] == '0');
       const std::size_t width = padded ? std::max(a.size(), b.size()) : 0;
       std::vector<std::string> out;
-      out.reserve(count);
+      out.reserve(static_cast<std::size_t>(count));
       for (long long v = from;; v += from <= to ? 1 : -1) {
         std::string s = std::to_string(v);
         if (s.size() < width) s.insert(0, width - s.size(), '0');
@@ -109,6 +110,15 @@ std::optional<std::vector<std::string>> read_shard_list_file(const fs::path& lis
                         "got '" +
                         line + "'");
     }
+    // The cap is on the whole list, not on each line (lines of a million names each would
+    // otherwise add up without bound).
+    if (names.size() > kMaxShards - shards.size())
+      throw ConfigError(list.string() + ":" + std::to_string(line_no) +
+                        ": the list names more than " + std::to_string(kMaxShards) +
+                        " shards in all (" + std::to_string(shards.size()) +
+                        " on the lines before this one, " + std::to_string(names.size()) +
+                        " on this one); split it into datasets of at most " +
+                        std::to_string(kMaxShards) + " shards");
     for (std::string& name : names) {
       if (!is_url(name) && fs::path(name).is_relative())
         name = (base / name).lexically_normal().string();

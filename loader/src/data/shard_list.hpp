@@ -25,7 +25,8 @@ inline constexpr std::size_t kMaxShards = 1000000;
 bool is_url(const std::string& name);
 
 // The shards `data` names, or std::nullopt when it names another kind of dataset (an image
-// folder, a list of images, IDX files). Throws ConfigError for a malformed pattern.
+// folder, a list of images, IDX files). Throws ConfigError for a malformed pattern, or for more
+// than kMaxShards shards in all (a list file's lines or a comma list's patterns together).
 std::optional<std::vector<std::string>> shard_list(const std::string& data);
 
 }  // namespace stoke::detail

@@ -18,8 +18,10 @@ constexpr std::size_t kBlock = 512;
 constexpr std::size_t kWindow = std::size_t{1} << 20;
 constexpr char kSidecarMagic[] = "# stoke shard index 1 ";
 
-std::uint64_t round_up(std::uint64_t n) {
-  return (n + kBlock - 1) / kBlock * kBlock;
+// The zero bytes that follow `n` bytes of member data up to the next block boundary. (Not
+// `round_up(n) - n`: rounding up a size near 2^64 would wrap.)
+std::uint64_t padding(std::uint64_t n) {
+  return (kBlock - n % kBlock) % kBlock;
 }
 
 // The shard's bytes through a sliding window of read_at calls.
@@ -27,11 +29,13 @@ class Window {
  public:
   Window(const ReadAt& read_at, std::uint64_t total) : read_at_(read_at), total_(total) {}
 
-  // Bytes [offset, offset + n), or nullptr when the shard ends before offset + n.
+  // Bytes [offset, offset + n), or nullptr when the shard ends before offset + n. (Written so
+  // that no offset or size a header claims can wrap.)
   const std::uint8_t* at(std::uint64_t offset, std::size_t n) {
-    if (offset >= start_ && offset + n <= start_ + bytes_.size())
+    if (offset >= start_ && offset - start_ <= bytes_.size() &&
+        n <= bytes_.size() - (offset - start_))
       return bytes_.data() + (offset - start_);
-    if (offset + n > total_) return nullptr;
+    if (offset > total_ || n > total_ - offset) return nullptr;
     const auto want =
         static_cast<std::size_t>(std::min<std::uint64_t>(std::max(n, kWindow), total_ - offset));
     bytes_.resize(want);
@@ -107,10 +111,13 @@ bool parse_pax(const std::uint8_t* data, std::size_t n, PaxOverrides& out) {
     if (p[at] == 0) break;  // padding
     std::size_t length = 0;
     const auto [end, ec] = std::from_chars(p + at, p + n, length);
-    if (ec != std::errc() || end >= p + n || *end != ' ' || length == 0 || at + length > n ||
-        p[at + length - 1] != '\n')
+    // The record, [at, at + length), must hold its digits, the space and the newline, and end
+    // within the header (a length near 2^64 would wrap `at + length` back into it).
+    const auto digits = static_cast<std::size_t>(end - (p + at));
+    if (ec != std::errc() || end >= p + n || *end != ' ' || length > n - at ||
+        length < digits + 2 || p[at + length - 1] != '\n')
       return false;
-    const std::string_view record(end + 1, static_cast<std::size_t>(p + at + length - 1 - end - 1));
+    const std::string_view record(end + 1, length - digits - 2);
     const auto eq = record.find('=');
     if (eq == std::string_view::npos) return false;
     const std::string_view key = record.substr(0, eq);
@@ -213,14 +220,20 @@ ShardIndex walk_tar(const ReadAt& read_at, std::uint64_t shard_bytes) {
       return index;
     }
     const char type = static_cast<char>(h[156]);
+    // The header was read, so at + kBlock <= shard_bytes; every size below is checked against
+    // what is left of the shard, never added to an offset first (a claimed size near 2^64,
+    // base-256 or pax, would wrap the sum back to this header and walk it forever).
     const std::uint64_t data = at + kBlock;
     const std::uint64_t data_size = type == 'x' || type == 'L' || !pax.size ? *size : *pax.size;
-    if (data + data_size > shard_bytes) {
+    const std::uint64_t left = shard_bytes - data;
+    if (data_size > left) {
       index.damage = "the member " + at_byte(at) + " (" + std::to_string(data_size) +
                      " bytes) is cut short by the shard's end " + at_byte(shard_bytes);
       return index;
     }
-    const std::uint64_t next = data + round_up(data_size);
+    // The shard's end when the padding is cut off (the walk then reports the missing end).
+    const std::uint64_t next =
+        padding(data_size) > left - data_size ? shard_bytes : data + data_size + padding(data_size);
     if (type == 'x' || type == 'L') {
       if (data_size > kWindow) {
         index.damage = "the extended header " + at_byte(at) + " is implausibly large";
@@ -333,7 +346,7 @@ std::string pax_record(const std::string& key, const std::string& value) {
 }  // namespace
 
 std::size_t tar_padding(std::uint64_t size) {
-  return static_cast<std::size_t>(round_up(size) - size);
+  return static_cast<std::size_t>(padding(size));
 }
 
 std::string tar_member_header(const std::string& name, std::uint64_t size) {
@@ -400,7 +413,9 @@ std::optional<ShardIndex> parse_sidecar(const std::string& text, std::uint64_t s
       const auto [fend, fec] = std::from_chars(field.data(), field.data() + field.size(), *out);
       if (fec != std::errc() || fend != field.data() + field.size()) throw fail();
     }
-    if (m.offset + m.size > shard_bytes || m.offset < kBlock) throw fail();
+    // Within the shard, after its first header (checked so that no offset and size can wrap).
+    if (m.offset < kBlock || m.offset > shard_bytes || m.size > shard_bytes - m.offset)
+      throw fail();
     if (fields.size() == 4) {
       const auto value = unescape(fields[3]);
       if (!value) throw fail();
