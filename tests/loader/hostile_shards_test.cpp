@@ -401,6 +401,37 @@ TEST_F(HostileShards, MaxClassesIsTheBoundAndALargeLabelUnderItCostsNoMemory) {
                 "max_classes if the dataset has that many classes)");
 }
 
+// A boxes member is read as JSON only so deep (nlohmann's DOM of 4 Mi nested arrays held
+// gigabytes), a corner past float's range made an infinite box, and a stated width past int's
+// range wrapped negative: each sample is now left out with its reason, in little memory.
+TEST_F(HostileShards, BoxMembersTooDeepInfiniteOrOfAnAbsurdSizeAreLeftOutWithTheirReason) {
+  const struct {
+    const char* data;
+    std::string reason;
+  } cases[] = {
+      {"box-deep.tar", "not a JSON object (of at most 3 levels of nesting)"},
+      {"box-inf.tar", "boxes[0]: a coordinate beyond +-16777216 pixels"},
+      {"box-size.tar", "width and height: expected 1..16777216, got 4294967360 x 64"},
+  };
+  for (const auto& c : cases) {
+    const ChildResult r = in_child([&] {
+      detail::IndexOptions options;
+      options.box_field = "json";
+      const std::uint64_t before = status_kib("VmRSS");
+      const detail::DatasetIndex index = detail::build_index(path(c.data), options);
+      const std::uint64_t grown = status_kib("VmRSS") - std::min(before, status_kib("VmRSS"));
+      std::string out = "samples " + std::to_string(index.size);
+      for (const detail::RejectedFile& f : index.rejected) out += "; rejected " + f.path;
+      return out + " grown_mib " + std::to_string(grown >> 10);
+    });
+    ASSERT_TRUE(r.finished) << c.data << ": " << r.out;
+    EXPECT_EQ(r.out.substr(0, r.out.find(" grown_mib")),
+              "samples 1; rejected " + path(c.data) + ":000001 (boxes: " + c.reason + ")")
+        << c.data;
+    EXPECT_LT(std::stoi(r.out.substr(r.out.find("grown_mib ") + 10)), 64) << c.data;
+  }
+}
+
 // ---- case: the shard cap across a list file ------------------------------------------------
 
 // Twelve lines of s-{000000..999999}.tar: each line was under the 10^6 cap, the list's 12

@@ -11,6 +11,7 @@ only. Files written (each described where it is made):
 
     size-wrap-dir.tar     size-wrap-file.tar    pax-size-wrap.tar    pax-length-wrap.tar
     sidecar-wrap.tar(.idx)  label-cls.tar  label-cls-max.tar  label-json.tar  label-box.tar
+    box-deep.tar  box-inf.tar  box-size.tar
     labels.list           many-shards.list      evil-name.tar
 """
 
@@ -151,6 +152,20 @@ def main():
     boxes = json.dumps({"boxes": [[1, 1, 5, 5], [2, 2, 8, 8]], "classes": [3, 2147483647]})
     write(p("label-box.tar"),
           tar_of([("000000.jpg", image), ("000000.cls", b"0"), ("000000.json", boxes.encode())]))
+    # Box members the index must refuse without holding them (sample 000001 after a good
+    # 000000): 4 MiB of nested brackets (a DOM of every level), a corner past float's range (an
+    # infinite box), a stated width past int's range.
+    good_boxes = json.dumps({"boxes": [[1, 1, 5, 5]], "classes": [0]}).encode()
+    bad_boxes = {
+        "box-deep.tar": b'{"boxes": ' + b"[" * (4 << 20) + b"]" * (4 << 20) + b"}",
+        "box-inf.tar": json.dumps({"boxes": [[1, 1, 1e300, 5]], "classes": [0]}).encode(),
+        "box-size.tar": json.dumps({"boxes": [[1, 1, 5, 5]], "classes": [0],
+                                    "width": 2**32 + 64, "height": 64}).encode(),
+    }
+    for name, boxes in bad_boxes.items():
+        write(p(name), tar_of([("000000.jpg", image), ("000000.cls", b"0"),
+                               ("000000.json", good_boxes), ("000001.jpg", image),
+                               ("000001.cls", b"0"), ("000001.json", boxes)]))
     write(p("image.jpg"), image)
     write(p("labels.list"), b"image.jpg\t0\nimage.jpg\t2147483647\n")
 

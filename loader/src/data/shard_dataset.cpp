@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -135,6 +136,34 @@ std::optional<std::uint64_t> parse_label_text(const std::string& text) {
   return v;
 }
 
+// `text` as JSON, or a discarded value when it is not JSON or nests arrays and objects deeper
+// than `max_depth`: a member of nested brackets must not cost memory (nlohmann's DOM holds every
+// level) or stack for what the index never reads. The caller bounds the text's size.
+nlohmann::json parse_shallow_json(const std::string& text, int max_depth) {
+  struct TooDeep {};
+  using Event = nlohmann::json::parse_event_t;
+  try {
+    return nlohmann::json::parse(
+        text,
+        [max_depth](int depth, Event event, nlohmann::json&) {
+          if ((event == Event::object_start || event == Event::array_start) && depth >= max_depth)
+            throw TooDeep{};
+          return true;
+        },
+        false);
+  } catch (const TooDeep&) {
+    return nlohmann::json(nlohmann::json::value_t::discarded);
+  }
+}
+
+// A label member's object nests no deeper than this; a boxes member ({"boxes": [[x1, y1, x2,
+// y2], ...]}) three levels.
+constexpr int kMaxLabelJsonDepth = 16;
+constexpr int kMaxBoxJsonDepth = 3;
+// Box corners and a stated image size are pixels of an image stoke can decode.
+constexpr double kMaxBoxCoordinate = 1 << 24;
+constexpr std::int64_t kMaxAnnotatedSide = 1 << 24;
+
 // A JSON value as a label or class: a non-negative integer (any size: the caller bounds it).
 std::optional<std::uint64_t> json_label(const nlohmann::json& v) {
   if (v.is_number_unsigned()) return v.get<std::uint64_t>();
@@ -173,7 +202,7 @@ std::optional<std::int32_t> sample_label(const LabelField& field, const ShardInd
     if (field.kind == LabelField::kCls) {
       label = parse_label_text(trim(std::move(text)));
     } else {
-      const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+      const nlohmann::json j = parse_shallow_json(text, kMaxLabelJsonDepth);
       if (j.is_discarded() || !j.is_object() || !j.contains(field.key)) return std::nullopt;
       label = json_label(j[field.key]);
     }
@@ -193,8 +222,10 @@ std::optional<std::int32_t> sample_label(const LabelField& field, const ShardInd
 std::optional<std::string> parse_box_member(const std::string& text, std::vector<SampleBox>& out,
                                             FileEntry& e, const std::string& where,
                                             int max_classes) {
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return "not a JSON object";
+  const nlohmann::json j = parse_shallow_json(text, kMaxBoxJsonDepth);
+  if (j.is_discarded() || !j.is_object())
+    return "not a JSON object (of at most " + std::to_string(kMaxBoxJsonDepth) +
+           " levels of nesting)";
   const auto boxes = j.find("boxes");
   const auto classes = j.find("classes");
   if (boxes == j.end() || !boxes->is_array()) return "no \"boxes\" array";
@@ -211,8 +242,16 @@ std::optional<std::string> parse_box_member(const std::string& text, std::vector
     if (!label) return "classes[" + std::to_string(i) + "]: expected a non-negative integer";
     if (*label >= static_cast<std::uint64_t>(max_classes))
       throw label_over_bound(where, "classes[" + std::to_string(i) + "]", *label, max_classes);
-    const SampleBox box{b[0].get<float>(), b[1].get<float>(), b[2].get<float>(), b[3].get<float>(),
-                        static_cast<std::int32_t>(*label)};
+    float xy[4];
+    for (int k = 0; k < 4; ++k) {
+      const double v = b[k].get<double>();
+      // A corner past float's range would be an infinite box after the cast.
+      if (!(std::abs(v) <= kMaxBoxCoordinate))
+        return "boxes[" + std::to_string(i) + "]: a coordinate beyond +-" +
+               std::to_string(static_cast<long long>(kMaxBoxCoordinate)) + " pixels";
+      xy[k] = static_cast<float>(v);
+    }
+    const SampleBox box{xy[0], xy[1], xy[2], xy[3], static_cast<std::int32_t>(*label)};
     if (!(box.x2 > box.x1 && box.y2 > box.y1))
       return "boxes[" + std::to_string(i) + "]: an empty box (x2 <= x1 or y2 <= y1)";
     out.push_back(box);
@@ -221,8 +260,12 @@ std::optional<std::string> parse_box_member(const std::string& text, std::vector
   e.box_count = static_cast<std::uint32_t>(out.size() - first);
   const auto w = j.find("width"), h = j.find("height");
   if (w != j.end() && h != j.end() && w->is_number_integer() && h->is_number_integer()) {
-    e.annotated_width = w->get<int>();
-    e.annotated_height = h->get<int>();
+    const std::int64_t width = w->get<std::int64_t>(), height = h->get<std::int64_t>();
+    if (width < 1 || height < 1 || width > kMaxAnnotatedSide || height > kMaxAnnotatedSide)
+      return "width and height: expected 1.." + std::to_string(kMaxAnnotatedSide) + ", got " +
+             std::to_string(width) + " x " + std::to_string(height);
+    e.annotated_width = static_cast<int>(width);
+    e.annotated_height = static_cast<int>(height);
   }
   return std::nullopt;
 }
