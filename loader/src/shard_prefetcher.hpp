@@ -9,8 +9,12 @@
 // (the shards of the ready batches and of the first batch not yet ready always count, so the
 // walk never stalls); those shards are wanted and are never evicted by this loader. Wanted
 // shards not on disk are fetched by kFetchThreads downloader threads, in the order they are
-// needed, after the least recently used copies that are not wanted are evicted to make room
-// for them and for the fetches under way. A batch is ready when every shard it reads is on disk;
+// needed. Room for each is reserved in the folder before it is queued (ShardStore::reserve,
+// which evicts the least recently used copies that are not wanted): the limit holds for the
+// folder, every loader's copies and downloads counted. When other loaders' downloads hold the
+// room, the coordinator looks again shortly (and, for the batch the consumer waits for, fetches
+// past the limit once that wait passes the remote deadline). A batch is ready when every shard
+// it reads is on disk;
 // the supervisor hands a batch to the workers only once it is ready (the gate, ready()), so a
 // batch never waits on the network inside a worker. The time the consumer's next batch was held
 // back by the gate is measured (fetch_wait_s) instead of hidden in decode times.
@@ -107,7 +111,9 @@ class ShardPrefetcher {
 
   void coordinate() EXCLUDES(mutex_, published_mutex_);
   void download() EXCLUDES(mutex_, published_mutex_);
-  void fetch_one(std::size_t r) EXCLUDES(mutex_, published_mutex_);
+  // Downloads shard r into its reservation, or waits for another loader's download of it.
+  void fetch_one(std::size_t r, std::optional<ShardStore::Reservation> room)
+      EXCLUDES(mutex_, published_mutex_);
   // Narrows the ready range to the consumer's position (emptied by a new generation) and
   // publishes it: before anything is evicted.
   void narrow(const Position& at) REQUIRES(mutex_) EXCLUDES(published_mutex_);
@@ -146,6 +152,12 @@ class ShardPrefetcher {
   std::vector<std::string> errors_ GUARDED_BY(mutex_);          // kFailed shards' errors
   std::vector<Clock::time_point> failed_at_ GUARDED_BY(mutex_);
   std::deque<std::size_t> queue_ GUARDED_BY(mutex_);  // r to fetch, in the order needed
+  // By r: the room reserved for a queued fetch (none: another loader is downloading it).
+  std::vector<std::optional<ShardStore::Reservation>> rooms_ GUARDED_BY(mutex_);
+  // When to step again though nothing changed: other loaders' downloads held the room.
+  std::optional<Clock::time_point> recheck_at_ GUARDED_BY(mutex_);
+  // Since when the batch the consumer waits for has found no room (other loaders' downloads).
+  std::optional<Clock::time_point> no_room_since_ GUARDED_BY(mutex_);
   std::uint64_t in_flight_bytes_ GUARDED_BY(mutex_) = 0;  // queued and downloading
   bool changed_ GUARDED_BY(mutex_) = false;  // a fetch ended or a copy appeared since a step
   std::int64_t lo_ GUARDED_BY(mutex_) = 0;   // the ready range and its generation, as published
