@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -87,13 +88,15 @@ void set_mtime(const fs::path& path, long seconds_ago) {
   ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW), 0);
 }
 
-// Files of the shard cache's own kinds in `folder`: copies (*.tar) and partial downloads.
+// The bytes of the shard cache's own kinds of files in `folder`: copies (*.tar) and partial
+// downloads.
 std::uintmax_t cache_bytes(const fs::path& folder) {
   std::uintmax_t n = 0;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(folder, ec)) {
     const std::string name = e.path().filename().string();
     if (!name.ends_with(".tar") && name.find(".tar.part.") == std::string::npos) continue;
+    if (!e.is_regular_file(ec) || e.is_symlink(ec)) continue;  // a planted link holds nothing
     std::error_code size_ec;
     const std::uintmax_t bytes = fs::file_size(e.path(), size_ec);
     if (!size_ec) n += bytes;
@@ -444,6 +447,97 @@ TEST(HostileCache, TheLimitHoldsForTheFolderAcrossLoaders) {
   EXPECT_GT(most, kLimit - kBytes) << most;
   std::printf("the folder held at most %ju bytes of a limit of %ju\n", most,
               static_cast<std::uintmax_t>(kLimit));
+}
+
+// Two loaders (one with worker processes, one without) share one cache folder whose limit holds
+// four of ten shards, with other seeds, so that they want other shards at once; the copies a first
+// run left were each replaced by a symbolic link to a file of the same size elsewhere. Both
+// deliver what they deliver from local disk, no link's target is read or touched, and the
+// folder's copies and downloads together never pass the limit.
+TEST(HostileCache, LoadersSharingAFolderKeepItsLimitAndNeverReadAPlantedCopy) {
+  STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
+  test::TempDir dir;
+  const fs::path www = dir.path() / "www";
+  ASSERT_EQ(
+      std::system((std::string(STOKE_PACK) + " --no-progress --data " + test::testdata("jpeg") +
+                   " --out " + (www / "train-%d.tar").string() + " --shard-samples 10 > /dev/null")
+                      .c_str()),
+      0);
+  test::Nginx nginx(www, dir.path() / "nginx");
+  ASSERT_TRUE(nginx.started());
+  std::vector<std::uintmax_t> sizes;
+  for (int i = 0; i < 10; ++i)
+    sizes.push_back(fs::file_size(www / ("train-" + std::to_string(i) + ".tar")));
+  std::sort(sizes.rbegin(), sizes.rend());
+  const std::uint64_t limit = sizes[0] + sizes[1] + sizes[2] + sizes[3];
+  Options lo = test::fashion_options(2, 16);
+  lo.data = (www / "train-{0..9}.tar").string();
+  lo.cache_dir = (dir.path() / "cache").string();
+  lo.height = lo.width = 32;
+  lo.shuffle_window = 2;
+  std::vector<test::Delivered> expected;
+  for (std::uint64_t seed : {1, 2}) {
+    lo.seed = seed;
+    Loader local(lo);
+    expected.push_back(test::collect(local));
+  }
+  Options o = lo;
+  o.data = nginx.url() + "/train-{0..9}.tar";
+  o.cache_limit = limit;
+  const fs::path folder = dir.path() / "cache/shards";
+  {
+    Loader first(o);
+    test::collect(first);
+  }
+  std::vector<std::pair<fs::path, std::int64_t>> planted;
+  for (const auto& e : fs::directory_iterator(folder)) {
+    if (e.path().extension() != ".tar") continue;
+    const fs::path target = dir.path() / ("planted-" + std::to_string(planted.size()));
+    write_file(target, random_bytes(fs::file_size(e.path()), 7));
+    set_mtime(target, 3600);
+    fs::remove(e.path());
+    fs::create_symlink(target, e.path());
+    planted.emplace_back(target, mtime_ns(target));
+  }
+  ASSERT_FALSE(planted.empty());
+
+  std::atomic<bool> done{false};
+  std::uintmax_t most = 0;
+  std::thread sampler([&] {
+    while (!done) {
+      most = std::max(most, cache_bytes(folder));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  std::vector<test::Delivered> got(2);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> loaders;
+  for (int k = 0; k < 2; ++k) {
+    loaders.emplace_back([&, k] {
+      Options mine = o;
+      mine.seed = static_cast<std::uint64_t>(k + 1);
+      mine.workers = k == 0 ? 0 : 2;  // the pipeline in this process, and in worker processes
+      try {
+        Loader l(mine);
+        got[static_cast<std::size_t>(k)] = test::collect(l);
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(k)] = e.what();
+      }
+    });
+  }
+  for (std::thread& t : loaders) t.join();
+  done = true;
+  sampler.join();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+  EXPECT_TRUE(got[0] == expected[0]);
+  EXPECT_TRUE(got[1] == expected[1]);
+  for (const auto& [target, time] : planted) EXPECT_EQ(mtime_ns(target), time) << target;
+  for (const auto& e : fs::directory_iterator(folder))  // each shard fetched again over its link
+    EXPECT_FALSE(fs::is_symlink(e.path())) << e.path();
+  EXPECT_LE(most, limit) << "the folder held " << most << " bytes, over its limit " << limit;
+  std::printf("the folder held at most %ju bytes of a limit of %ju\n", most,
+              static_cast<std::uintmax_t>(limit));
 }
 
 }  // namespace
