@@ -358,18 +358,20 @@ std::optional<std::string> ShardPrefetcher::step(std::int64_t next_seq) {
   return std::nullopt;
 }
 
+bool ShardPrefetcher::needed_now(std::size_t r, std::int64_t next_seq,
+                                 const std::vector<WindowRef>& blocking) {
+  for (std::size_t k = 0; hi_ == next_seq && k < blocking.size(); ++k) {
+    const auto& in = windows(blocking[k].epoch)[blocking[k].window].shards;
+    if (std::find(in.begin(), in.end(), shards_[r].shard) != in.end()) return true;
+  }
+  return false;
+}
+
 void ShardPrefetcher::schedule(const std::vector<std::size_t>& order, std::int64_t next_seq) {
   std::set<std::string> keep;
   for (std::size_t r : order) keep.insert(shards_[r].copy);
   std::vector<WindowRef> blocking;
   batch_windows(hi_, blocking);
-  const auto needed_now = [&](std::size_t r) {
-    for (std::size_t k = 0; hi_ == next_seq && k < blocking.size(); ++k) {
-      const auto& in = windows(blocking[k].epoch)[blocking[k].window].shards;
-      if (std::find(in.begin(), in.end(), shards_[r].shard) != in.end()) return true;
-    }
-    return false;
-  };
   std::vector<std::string> evicted;
   for (std::size_t r : order) {
     if (state_[r] != State::kAbsent) continue;
@@ -391,7 +393,7 @@ void ShardPrefetcher::schedule(const std::vector<std::size_t>& order, std::int64
         // evicted), unless none can help: the consumer waits for this very batch, nothing of
         // this loader's is being fetched, and its shards do not fit beside the copies it still
         // needs (or other loaders' downloads have held the room past the deadline).
-        const bool now = needed_now(r) && in_flight_bytes_ == 0;
+        const bool now = needed_now(r, next_seq, blocking) && in_flight_bytes_ == 0;
         if (now && found == ShardStore::Room::kWait && !no_room_since_)
           no_room_since_ = Clock::now();
         const bool waited = no_room_since_ && seconds_since(*no_room_since_) > policy_.deadline_s;
@@ -423,12 +425,17 @@ void ShardPrefetcher::schedule(const std::vector<std::size_t>& order, std::int64
       MutexLock published(published_mutex_);
       stats_.evictions += static_cast<std::int64_t>(evicted.size());
     }
-    if (needed_now(r)) no_room_since_.reset();
+    if (needed_now(r, next_seq, blocking)) no_room_since_.reset();
     if (found == ShardStore::Room::kPresent) {
       state_[r] = State::kLocal;
       changed_ = true;
       continue;
     }
+    if (found == ShardStore::Room::kReserved && store_->foreign(shards_[r].copy))
+      log_.post("shard cache: " + shards_[r].copy +
+                " is not a copy stoke recorded (a planted file or symbolic link, or an earlier "
+                "version's copy): not read; " +
+                shards_[r].url + " is fetched again over it");
     // kReserved, or kElsewhere: a downloader waits for the other loader's download.
     state_[r] = State::kFetching;
     in_flight_bytes_ += shards_[r].size;

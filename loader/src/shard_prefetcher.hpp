@@ -124,6 +124,9 @@ class ShardPrefetcher {
   // Fetches wanted shards that are not on disk, a few at a time, in `order`.
   void schedule(const std::vector<std::size_t>& order, std::int64_t next_seq) REQUIRES(mutex_)
       EXCLUDES(published_mutex_);
+  // Whether the consumer waits for a batch (its windows `blocking`) that reads shard r.
+  bool needed_now(std::size_t r, std::int64_t next_seq, const std::vector<WindowRef>& blocking)
+      REQUIRES(mutex_);
   // The windows batch `seq` reads, each once.
   void batch_windows(std::int64_t seq, std::vector<WindowRef>& out) REQUIRES(mutex_);
   const std::vector<ShardWindow>& windows(std::int64_t epoch) REQUIRES(mutex_);

@@ -511,6 +511,8 @@ TEST(HostileCache, LoadersSharingAFolderKeepItsLimitAndNeverReadAPlantedCopy) {
   });
   std::vector<test::Delivered> got(2);
   std::vector<std::string> errors(2);
+  test::LogLines log;
+  o.log = log.sink();
   std::vector<std::thread> loaders;
   for (int k = 0; k < 2; ++k) {
     loaders.emplace_back([&, k] {
@@ -533,6 +535,9 @@ TEST(HostileCache, LoadersSharingAFolderKeepItsLimitAndNeverReadAPlantedCopy) {
   EXPECT_TRUE(got[0] == expected[0]);
   EXPECT_TRUE(got[1] == expected[1]);
   for (const auto& [target, time] : planted) EXPECT_EQ(mtime_ns(target), time) << target;
+  EXPECT_TRUE(
+      log.contains("is not a copy stoke recorded (a planted file or symbolic link, or an "
+                   "earlier version's copy): not read;"));
   for (const auto& e : fs::directory_iterator(folder))  // each shard fetched again over its link
     EXPECT_FALSE(fs::is_symlink(e.path())) << e.path();
   EXPECT_LE(most, limit) << "the folder held " << most << " bytes, over its limit " << limit;

@@ -411,6 +411,14 @@ bool ShardStore::use(const std::string& path) const {
   return true;
 }
 
+bool ShardStore::foreign(const std::string& path) const {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return false;
+  const int fd = open_recorded(fs::path(path).filename().string(), read_ledger());
+  if (fd >= 0) ::close(fd);
+  return fd < 0;
+}
+
 ShardStore::Scan ShardStore::scan(double stale_s) const {
   Scan s;
   s.ledger = read_ledger();

@@ -150,6 +150,10 @@ class ShardStore {
   // when it is, marks it used now (the LRU order).
   bool use(const std::string& path) const;
 
+  // Whether something stoke did not record is at the copy's name `path` (a planted file or link,
+  // or an earlier version's copy): it is never read, and a fetch renames the copy over it.
+  bool foreign(const std::string& path) const;
+
   // Reserves room for the copy at `path` (`size` bytes): under the folder's lock, sweeps stale
   // partials, then evicts least recently used copies, never one in `keep`, until the folder's
   // copies and partials and `size` more fit in the limit, or past it when `past_limit`. A
