@@ -295,7 +295,10 @@ TEST(HostileCache, AFolderOfAnotherUserOrWritableByOthersIsAConfigErrorThatSaysW
     EXPECT_NE(m.find("writable by other users"), std::string::npos) << m;
     EXPECT_NE(m.find("cache_dir"), std::string::npos) << m;
   }
-  ::chmod(root.c_str(), 0700);
+  // This user's, writable by its group: only the group's write bit goes.
+  ::chmod(root.c_str(), 0775);
+  { ShardStore store(root.string(), 1000); }
+  EXPECT_EQ(mode_of(root), 0755u);
   // A shards folder of this user's that an earlier version made 0755 (or 0777): tightened.
   ::chmod((root / "shards").c_str(), 0777);
   { ShardStore store(root.string(), 1000); }

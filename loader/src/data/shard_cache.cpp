@@ -158,10 +158,11 @@ bool cache_shared() {
   return v != nullptr && std::string(v) == "1";
 }
 
-bool prepare_cache_folder(const std::string& folder, bool own) {
-  const bool shared = cache_shared();
-  // The missing folders, from the top: the cache's own with its mode, those above it private
-  // (or traversable by all, when shared).
+namespace {
+
+// Makes the missing folders of `folder`, from the top: `folder` with the cache's mode, those
+// above it private (or traversable by all, when shared). False (errno set) when it cannot.
+bool make_missing_folders(const std::string& folder, bool shared) {
   const fs::path target = fs::path(folder).lexically_normal();
   fs::path prefix;
   for (auto it = target.begin(); it != target.end(); ++it) {
@@ -169,7 +170,7 @@ bool prepare_cache_folder(const std::string& folder, bool own) {
     const bool last = std::next(it) == target.end();
     const mode_t mode = last ? folder_mode(shared) : (shared ? 0755 : 0700);
     struct stat st {};
-    if (::lstat(prefix.c_str(), &st) == 0) continue;  // (checked below when it is `folder`)
+    if (::lstat(prefix.c_str(), &st) == 0) continue;  // (the caller checks `folder` itself)
     if (errno != ENOENT) return false;
     if (::mkdir(prefix.c_str(), mode) == 0) {
       ::chmod(prefix.c_str(), mode);  // the umask's bits back, and the setgid bit
@@ -177,6 +178,14 @@ bool prepare_cache_folder(const std::string& folder, bool own) {
       return false;
     }
   }
+  return true;
+}
+
+}  // namespace
+
+bool prepare_cache_folder(const std::string& folder, bool own) {
+  const bool shared = cache_shared();
+  if (!make_missing_folders(folder, shared)) return false;
   UniqueFd fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   struct stat st {};
   if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) {
@@ -387,15 +396,18 @@ void ShardStore::write_ledger(const Ledger& ledger) const {
                                 errno_text());
 }
 
+bool ShardStore::is_recorded(const struct stat& st, const Copy& c) const {
+  return S_ISREG(st.st_mode) && st.st_nlink == 1 && trusted(st) &&
+         static_cast<std::uint64_t>(st.st_size) == c.bytes &&
+         static_cast<std::uint64_t>(st.st_ino) == c.inode;
+}
+
 int ShardStore::open_recorded(const std::string& name, const Ledger& ledger) const {
   const auto it = ledger.find(name.substr(0, 16));
   if (!is_copy_name(name) || it == ledger.end()) return -1;
   const int fd = ::open((folder_ + "/" + name).c_str(), O_RDONLY | kOpenFlags);
   struct stat st {};
-  if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 && trusted(st) &&
-      static_cast<std::uint64_t>(st.st_size) == it->second.bytes &&
-      static_cast<std::uint64_t>(st.st_ino) == it->second.inode)
-    return fd;
+  if (fd >= 0 && ::fstat(fd, &st) == 0 && is_recorded(st, it->second)) return fd;
   if (fd >= 0) ::close(fd);
   return -1;
 }
@@ -450,15 +462,12 @@ ShardStore::Scan ShardStore::scan(double stale_s) const {
   }
   for (auto it = s.ledger.begin(); it != s.ledger.end();) {
     const std::string name = it->first + ".tar";
-    const int fd = open_recorded(name, s.ledger);
     struct stat st {};
-    if (fd < 0 || ::fstat(fd, &st) != 0) {
-      if (fd >= 0) ::close(fd);
+    if (::lstat((folder_ + "/" + name).c_str(), &st) != 0 || !is_recorded(st, it->second)) {
       it = s.ledger.erase(it);  // gone, or replaced by a file stoke did not write
       s.changed = true;
       continue;
     }
-    ::close(fd);
     s.copies.push_back(
         {folder_ + "/" + name, it->first, static_cast<std::uint64_t>(st.st_size), mtime_ns(st)});
     ++it;
@@ -559,16 +568,18 @@ std::uint64_t ShardStore::fetch(const std::string& url, Reservation reserved,
   if (::fdatasync(reserved.fd_) != 0 || ::fstat(reserved.fd_, &st) != 0)
     throw ShardCacheFolderError("cannot write " + reserved.partial_ + ": " + errno_text());
   const FolderLock lock(*this);
+  // Recorded first (a rename keeps the inode): a copy is never in place unrecorded, so never
+  // left uncounted; an entry whose rename fails is dropped by the next scan.
+  Ledger ledger = read_ledger();
+  ledger[fs::path(reserved.copy_).filename().string().substr(0, 16)] = {
+      done, static_cast<std::uint64_t>(st.st_ino)};
+  write_ledger(ledger);
   // (A rename over a symbolic link planted at the copy's name replaces the link itself.)
   if (::rename(reserved.partial_.c_str(), reserved.copy_.c_str()) != 0)
     throw ShardCacheFolderError("cannot move " + reserved.partial_ +
                                 " into place: " + errno_text());
   ::close(reserved.fd_);
   reserved.fd_ = -1;
-  Ledger ledger = read_ledger();
-  ledger[fs::path(reserved.copy_).filename().string().substr(0, 16)] = {
-      done, static_cast<std::uint64_t>(st.st_ino)};
-  write_ledger(ledger);
   return done;
 }
 

@@ -221,9 +221,11 @@ class ShardStore {
   // REQUIRES: the folder's lock.
   void write_ledger(const Ledger& ledger) const;
   Ledger read_ledger() const;
-  // The ledger's entry for a copy's file, when the file at `name` is that copy (an fd open on
-  // it, or -1).
+  // An fd open on the file at `name` (in the folder) when it is the copy `ledger` records, else
+  // -1.
   int open_recorded(const std::string& name, const Ledger& ledger) const;
+  // Whether the file `st` describes is the copy `c` records.
+  bool is_recorded(const struct stat& st, const Copy& c) const;
   bool trusted(const struct stat& st) const;
 
   std::string folder_;
