@@ -3,8 +3,10 @@
 // private unless STOKE_CACHE_SHARED=1 asks to share them, a folder another user owns is refused,
 // eviction removes only copies stoke wrote, partial downloads left by dead processes are swept
 // and live ones count against the limit, and the limit holds for the folder, not per loader.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -346,6 +348,52 @@ TEST(HostileCache, EvictionRemovesOnlyCopiesStokeWrote) {
   EXPECT_EQ(evicted.size(), 2u);
   EXPECT_EQ(read_file(folder / "foo.tar"), "mine");
   EXPECT_TRUE(fs::exists(folder / "0123456789abcdef.tar"));
+}
+
+// A process stopped while it holds the folder's lock is not waited for past the deadline: the
+// fetch fails as a folder error (the prefetcher then has the workers read from the server).
+TEST(HostileCache, AStoppedHolderOfTheFoldersLockIsNotWaitedForPastTheDeadline) {
+  STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
+  test::TempDir dir;
+  Shards shards(dir, 1, 100000);
+  ASSERT_TRUE(shards.nginx->started());
+  const std::string root = (dir.path() / "cache").string();
+  const ShardStore store(root, 1 << 20);
+  const std::string lock = store.folder() + "/stoke-folder.lock";
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const int fd = ::open(lock.c_str(), O_RDONLY | O_CREAT, 0600);
+    ::flock(fd, LOCK_EX);
+    (void)!::write(ready[1], "x", 1);
+    ::pause();
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  detail::RemotePolicy policy;
+  policy.deadline_s = 1;
+  const auto start = std::chrono::steady_clock::now();
+  const std::string copy = detail::shard_copy_path(root, shards.url(0), 100000, "v1");
+  try {
+    store.fetch(shards.url(0), 100000, copy, policy);
+    ADD_FAILURE() << "the fetch went on without the folder's lock";
+  } catch (const detail::ShardCacheFolderError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("cannot lock " + lock + ": another process has held it for 1 s"),
+        std::string::npos)
+        << e.what();
+  }
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(took, 3.0);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  EXPECT_EQ(store.fetch(shards.url(0), 100000, copy, policy), 100000u);
 }
 
 // A partial download whose process is gone, and one of another time's layout, are swept; one

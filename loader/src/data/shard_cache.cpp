@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +35,8 @@ constexpr const char* kLedgerHeader = "stoke shard copies 1";
 constexpr const char* kLockName = "stoke-folder.lock";
 // The ledger is read whole: a folder holds far fewer copies than this.
 constexpr std::uint64_t kMaxLedgerBytes = std::uint64_t{64} << 20;
+// The folder's lock is held for milliseconds: a process that holds it this long is stopped.
+constexpr int kFolderLockWaitS = 10;
 // A live download's partial file untouched this long (at least) belongs to a stopped process.
 constexpr double kStalePartialS = 3600;
 
@@ -284,7 +287,8 @@ std::string shard_copy_path(const std::string& root, const std::string& url, std
 // file of a trusted owner) at the lock's name is a ShardCacheFolderError, never followed.
 class ShardStore::FolderLock {
  public:
-  explicit FolderLock(const ShardStore& store) : path_(store.folder_ + "/" + kLockName) {
+  // Waits at most `wait_s` seconds (at most kFolderLockWaitS) for another holder.
+  FolderLock(const ShardStore& store, double wait_s) : path_(store.folder_ + "/" + kLockName) {
     fd_ = ::open(path_.c_str(), O_RDONLY | O_CREAT | kOpenFlags, file_mode(store.shared_));
     if (fd_ < 0)
       throw ShardCacheFolderError(
@@ -300,12 +304,21 @@ class ShardStore::FolderLock {
                                   " as the folder's lock: not a regular file of this user's "
                                   "(remove it)");
     }
-    while (::flock(fd_, LOCK_EX) != 0) {
-      if (errno != EINTR) {
-        const std::string reason = errno_text();
+    // Held for milliseconds by a running process: one that holds it for long is stopped, and
+    // is not waited for (the shard is read from the server instead).
+    wait_s = std::min<double>(wait_s, kFolderLockWaitS);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      const bool busy = errno == EWOULDBLOCK || errno == EINTR;
+      if (!busy || std::chrono::steady_clock::now() > until) {
+        const std::string reason = busy ? "another process has held it for " +
+                                              std::to_string(static_cast<int>(std::ceil(wait_s))) +
+                                              " s (a stopped process?)"
+                                        : errno_text();
         ::close(fd_);
         throw ShardCacheFolderError("cannot lock " + path_ + ": " + reason);
       }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
   ~FolderLock() { ::close(fd_); }
@@ -506,7 +519,7 @@ ShardStore::Room ShardStore::reserve(const std::string& path, std::uint64_t size
   if (p.parent_path() != fs::path(folder_) || !is_copy_name(name))
     throw ShardCacheFolderError(path + ": not a copy's name in " + folder_);
   const std::string key = name.substr(0, 16);
-  const FolderLock lock(*this);
+  const FolderLock lock(*this, stale_s);
   Scan s = scan(stale_s);
   const auto finish = [&](Room room) {
     if (s.changed) write_ledger(s.ledger);
@@ -567,7 +580,7 @@ std::uint64_t ShardStore::fetch(const std::string& url, Reservation reserved,
   struct stat st {};
   if (::fdatasync(reserved.fd_) != 0 || ::fstat(reserved.fd_, &st) != 0)
     throw ShardCacheFolderError("cannot write " + reserved.partial_ + ": " + errno_text());
-  const FolderLock lock(*this);
+  const FolderLock lock(*this, policy.deadline_s);
   // Recorded first (a rename keeps the inode): a copy is never in place unrecorded, so never
   // left uncounted; an entry whose rename fails is dropped by the next scan.
   Ledger ledger = read_ledger();
@@ -617,7 +630,7 @@ std::uint64_t ShardStore::fetch(const std::string& url, std::uint64_t size, cons
 
 bool ShardStore::make_room(std::uint64_t incoming, const std::set<std::string>& keep,
                            std::vector<std::string>& evicted) const {
-  const FolderLock lock(*this);
+  const FolderLock lock(*this, kFolderLockWaitS);
   Scan s = scan(RemotePolicy{}.deadline_s);
   const bool fits = evict(s, incoming, keep, evicted);
   if (s.changed) write_ledger(s.ledger);
@@ -625,7 +638,7 @@ bool ShardStore::make_room(std::uint64_t incoming, const std::set<std::string>& 
 }
 
 std::uint64_t ShardStore::used() const {
-  const FolderLock lock(*this);
+  const FolderLock lock(*this, kFolderLockWaitS);
   Scan s = scan(RemotePolicy{}.deadline_s);
   if (s.changed) write_ledger(s.ledger);
   std::uint64_t total = s.partial_bytes;

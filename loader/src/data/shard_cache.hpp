@@ -25,7 +25,9 @@
 // <key>.tar.part.<size>.<random> while a download of <size> bytes runs (renamed into place only
 // when complete, so no reader ever sees half a shard); stoke-copies, the ledger; and
 // stoke-folder.lock, flock'ed for a few milliseconds by whoever changes the folder (reserves
-// room, renames a copy into place, evicts). A copy's modification time is its last use: eviction
+// room, renames a copy into place, evicts; a holder that keeps it past the remote deadline, or
+// 10 s, is a stopped process and is not waited for: ShardCacheFolderError, and the shard is read
+// from the server). A copy's modification time is its last use: eviction
 // takes the least recently used copies first.
 //
 // The limit is the folder's: room for a download is reserved under the folder's lock, by making
