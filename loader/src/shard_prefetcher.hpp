@@ -14,10 +14,10 @@
 // folder, every loader's copies and downloads counted. When other loaders' downloads hold the
 // room, the coordinator looks again shortly (and, for the batch the consumer waits for, fetches
 // past the limit once that wait passes the remote deadline). A batch is ready when every shard
-// it reads is on disk;
-// the supervisor hands a batch to the workers only once it is ready (the gate, ready()), so a
-// batch never waits on the network inside a worker. The time the consumer's next batch was held
-// back by the gate is measured (fetch_wait_s) instead of hidden in decode times.
+// it reads is on disk; the supervisor hands a batch to the workers only once it is ready (the
+// gate, ready()), so a batch never waits on the network inside a worker. The time the
+// consumer's next batch was held back by the gate is measured (fetch_wait_s) instead of hidden
+// in decode times.
 //
 // Failures: a fetch that fails past the remote deadline (data/remote.hpp) marks its shard
 // failed; when the consumer reaches the first batch that needs it, the loader stops with an

@@ -13,8 +13,9 @@
 // - Every file is opened with O_NOFOLLOW (a symbolic link is never followed, its target never
 //   read nor touched), O_NONBLOCK (a FIFO never blocks) and O_CLOEXEC, and fstat'd: a regular
 //   file, of a trusted owner, with one link.
-// - A copy is used only when the ledger (stoke-copies) records it: stoke writes an entry, under
-//   the folder's lock, for each copy it renames into place, with its size and inode. A file at a
+// - A copy is used only when the ledger (stoke-copies) records it: under the folder's lock,
+//   stoke writes an entry with the size and inode of each copy just before it renames the copy
+//   into place. A file at a
 //   copy's name with another size or inode (planted, or renamed over the copy) is not a copy;
 //   the shard is fetched again and its copy renamed over that file.
 // - Eviction removes only copies the ledger records; any other file (a user's foo.tar, a copy of
@@ -27,15 +28,16 @@
 // stoke-folder.lock, flock'ed for a few milliseconds by whoever changes the folder (reserves
 // room, renames a copy into place, evicts; a holder that keeps it past the remote deadline, or
 // 10 s, is a stopped process and is not waited for: ShardCacheFolderError, and the shard is read
-// from the server). A copy's modification time is its last use: eviction
-// takes the least recently used copies first.
+// from the server). A copy's modification time is its last use: eviction takes the least
+// recently used copies first.
 //
 // The limit is the folder's: room for a download is reserved under the folder's lock, by making
 // its partial file (which counts as its whole size from then on, for every loader sharing the
 // folder) after the copies and the partials already there are counted, and copies evicted when
 // needed. A downloader holds an flock on its partial file for as long as it runs, so a partial
-// whose lock is free belongs to a dead process: it is swept (as is one untouched for an hour or
-// twice the remote deadline, a stopped process's) whenever the folder is changed.
+// whose lock is free belongs to a dead process: it is swept (as is one untouched for an hour, or
+// twice the remote deadline when that is longer: a stopped process's) by every reserve(),
+// make_room() and used().
 //
 // Sharing: each loader keeps the folder under the limit and never evicts what it still needs,
 // but it cannot know what another loader needs. A copy evicted under a loader's feet costs speed
@@ -55,7 +57,6 @@
 #include <string>
 #include <vector>
 
-#include "common/mutex.hpp"
 #include "data/bad_input.hpp"
 #include "data/file_reader.hpp"
 #include "data/remote.hpp"
