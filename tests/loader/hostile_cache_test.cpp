@@ -305,6 +305,21 @@ TEST(HostileCache, AFolderOfAnotherUserOrWritableByOthersIsAConfigErrorThatSaysW
   ::chmod((root / "shards").c_str(), 0777);
   { ShardStore store(root.string(), 1000); }
   EXPECT_EQ(mode_of(root / "shards"), 0700u);
+  // The cache root may be a link of the user's (checked where it leads); stoke's own folder in
+  // it may not.
+  fs::create_directory_symlink(root, dir.path() / "link");
+  { ShardStore store((dir.path() / "link").string(), 1000); }
+  fs::create_directories(dir.path() / "other");
+  fs::create_directories(dir.path() / "other-root");
+  fs::create_directory_symlink(dir.path() / "other", dir.path() / "other-root/shards");
+  try {
+    ShardStore store((dir.path() / "other-root").string(), 1000);
+    ADD_FAILURE() << "a symbolic link at shards/ was followed";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("a symbolic link, which stoke does not follow"),
+              std::string::npos)
+        << e.what();
+  }
   if (::geteuid() != 0) GTEST_SKIP() << "giving a folder to another user needs root";
   // Owned by another user: refused.
   ASSERT_EQ(::chown((root / "shards").c_str(), 65534, 65534), 0);

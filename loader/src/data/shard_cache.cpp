@@ -189,15 +189,20 @@ bool make_missing_folders(const std::string& folder, bool shared) {
 bool prepare_cache_folder(const std::string& folder, bool own) {
   const bool shared = cache_shared();
   if (!make_missing_folders(folder, shared)) return false;
-  UniqueFd fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  // The cache root may be a link the user made (to a bigger disk, say), checked where it leads;
+  // stoke's own folders in it are never followed.
+  UniqueFd fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | (own ? O_NOFOLLOW : 0)));
   struct stat st {};
   if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) {
-    const bool link = errno == ELOOP || errno == ENOTDIR;
-    throw ConfigError("cannot use the cache folder " + folder + ": " +
-                      (link ? std::string("not a folder (a file, or a symbolic link, which stoke "
-                                          "does not follow)")
-                            : errno_text()) +
-                      " (" + kFolderAdvice + ")");
+    const int error = errno;
+    struct stat link {};
+    const bool is_link = own && ::lstat(folder.c_str(), &link) == 0 && S_ISLNK(link.st_mode);
+    const std::string reason = is_link || error == ELOOP
+                                   ? "a symbolic link, which stoke does not follow"
+                               : error == ENOTDIR ? "not a folder"
+                                                  : std::strerror(error);
+    throw ConfigError("cannot use the cache folder " + folder + ": " + reason + " (" +
+                      kFolderAdvice + ")");
   }
   const mode_t mode = st.st_mode & 07777;
   const bool mine = st.st_uid == ::geteuid();
