@@ -79,9 +79,11 @@ bool cache_shared();
 
 // Makes `folder` and the folders above it that are missing (0700, or 02770 when shared; those
 // above the cache root 0700 or 0755), and checks the folder as the header says: throws
-// ConfigError naming the folder and what to do when it is another user's or writable by others;
-// tightens it when `own` (a folder stoke names: shards/, index/) and this user's. Returns false
-// (errno set) when it cannot be made (a read-only disk, no permission above it).
+// ConfigError naming the folder and what to do when it is another user's, writable by others, or
+// (when `own`: a folder stoke names, shards/ or index/) a symbolic link; puts an own folder of
+// this user's back to its mode, and takes the group's write bit from another (the cache root,
+// which may be a link the user made). Returns false (errno set) when it cannot be made (a
+// read-only disk, no permission above it).
 bool prepare_cache_folder(const std::string& folder, bool own);
 
 // The whole of a small file stoke keeps under a cache folder (an index cache entry), or nullopt
