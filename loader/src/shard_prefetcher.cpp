@@ -41,6 +41,7 @@ ShardPrefetcher::ShardPrefetcher(std::shared_ptr<LoaderCore> core, const PlanCon
   counted_epoch_.assign(shards_.size(), -1);
   errors_.resize(shards_.size());
   failed_at_.resize(shards_.size());
+  rooms_.resize(shards_.size());
   try {
     threads_.emplace_back([this] { coordinate(); });
     for (int i = 0; i < kFetchThreads; ++i) threads_.emplace_back([this] { download(); });
@@ -115,12 +116,14 @@ void ShardPrefetcher::coordinate() {
         if (stop_) return;
         // A step follows the consumer's moves and the fetches' ends; nothing else changes what
         // it would find.
+        const bool recheck = recheck_at_ && Clock::now() >= *recheck_at_;
         if (last && last->next_seq == at.next_seq && last->generation == at.generation &&
-            !changed_) {
+            !changed_ && !recheck) {
           cv_.wait_for(lock, kPoll);
           continue;
         }
         changed_ = false;
+        recheck_at_.reset();
         last = at;
         if (!at.resumed) plan_.clear_resume();  // as the slot table's was, by a reposition
         narrow(at);
@@ -147,14 +150,17 @@ void ShardPrefetcher::download() {
   try {
     for (;;) {
       std::size_t r = 0;
+      std::optional<ShardStore::Reservation> room;
       {
         MutexLock lock(mutex_);
         while (!stop_ && queue_.empty()) cv_.wait(lock);
         if (stop_) return;
         r = queue_.front();
         queue_.pop_front();
+        room = std::move(rooms_[r]);
+        rooms_[r].reset();
       }
-      fetch_one(r);
+      fetch_one(r, std::move(room));
       cv_.notify_all();
     }
   } catch (...) {
@@ -162,13 +168,17 @@ void ShardPrefetcher::download() {
   }
 }
 
-void ShardPrefetcher::fetch_one(std::size_t r) {
+void ShardPrefetcher::fetch_one(std::size_t r, std::optional<ShardStore::Reservation> room) {
   const RemoteShard& shard = shards_[r];
   std::uint64_t got = 0;
   std::string error;
   bool uncached = false;
+  bool absent = false;  // another loader's download of it ended without a copy: schedule again
   try {
-    got = store_->fetch(shard.url, shard.size, shard.copy, policy_);
+    if (room)
+      got = store_->fetch(shard.url, std::move(*room), policy_);
+    else
+      absent = !store_->wait_for_other(shard.copy, policy_);
   } catch (const ShardCacheFolderError& e) {
     uncached = true;
     error = e.what();
@@ -186,7 +196,7 @@ void ShardPrefetcher::fetch_one(std::size_t r) {
   in_flight_bytes_ -= shard.size;
   if (stop_) return;
   if (error.empty()) {
-    state_[r] = State::kLocal;
+    state_[r] = absent ? State::kAbsent : State::kLocal;
   } else if (uncached) {
     state_[r] = State::kUncached;
   } else {
@@ -343,10 +353,20 @@ std::optional<std::string> ShardPrefetcher::step(std::int64_t next_seq) {
     }
     state_[*it] = State::kAbsent;
     in_flight_bytes_ -= shards_[*it].size;
+    rooms_[*it].reset();  // its partial file goes: the room is the folder's again
     it = queue_.erase(it);
   }
   schedule(order, next_seq);
   return std::nullopt;
+}
+
+bool ShardPrefetcher::needed_now(std::size_t r, std::int64_t next_seq,
+                                 const std::vector<WindowRef>& blocking) {
+  for (std::size_t k = 0; hi_ == next_seq && k < blocking.size(); ++k) {
+    const auto& in = windows(blocking[k].epoch)[blocking[k].window].shards;
+    if (std::find(in.begin(), in.end(), shards_[r].shard) != in.end()) return true;
+  }
+  return false;
 }
 
 void ShardPrefetcher::schedule(const std::vector<std::size_t>& order, std::int64_t next_seq) {
@@ -364,7 +384,41 @@ void ShardPrefetcher::schedule(const std::vector<std::size_t>& order, std::int64
     }
     if (queue_.size() >= static_cast<std::size_t>(kFetchThreads)) break;
     evicted.clear();
-    const bool room = store_->make_room(in_flight_bytes_ + shards_[r].size, keep, evicted);
+    std::optional<ShardStore::Reservation> room;
+    ShardStore::Room found = ShardStore::Room::kFull;
+    try {
+      found = store_->reserve(shards_[r].copy, shards_[r].size, keep, false, policy_.deadline_s,
+                              evicted, room);
+      if (found == ShardStore::Room::kWait || found == ShardStore::Room::kFull) {
+        // Room comes as the consumer moves on, as the fetches under way end (their copies may
+        // no longer be wanted) or as other loaders' downloads end (their copies may be
+        // evicted), unless none can help: the consumer waits for this very batch, nothing of
+        // this loader's is being fetched, and its shards do not fit beside the copies it still
+        // needs (or other loaders' downloads have held the room past the deadline).
+        const bool now = needed_now(r, next_seq, blocking) && in_flight_bytes_ == 0;
+        if (now && found == ShardStore::Room::kWait && !no_room_since_)
+          no_room_since_ = Clock::now();
+        const bool waited = no_room_since_ && seconds_since(*no_room_since_) > policy_.deadline_s;
+        if (!now || (found == ShardStore::Room::kWait && !waited)) {
+          if (found == ShardStore::Room::kWait) recheck_at_ = Clock::now() + 4 * kPoll;
+          break;
+        }
+        if (!over_limit_logged_) {
+          over_limit_logged_ = true;
+          log_.post("shard cache: one batch reads more shards than cache_limit (" +
+                    bytes_text(store_->limit()) + ") holds with the copies and downloads in " +
+                    store_->folder() + "; fetching past the limit");
+        }
+        found = store_->reserve(shards_[r].copy, shards_[r].size, keep, true, policy_.deadline_s,
+                                evicted, room);
+      }
+    } catch (const ShardCacheFolderError& e) {
+      log_.post("shard cache: " + std::string(e.what()) + "; the workers read " + shards_[r].url +
+                " from the server");
+      state_[r] = State::kUncached;
+      changed_ = true;
+      continue;
+    }
     for (const std::string& path : evicted) {
       if (const auto it = by_copy_.find(path); it != by_copy_.end())
         state_[it->second] = State::kAbsent;
@@ -373,25 +427,21 @@ void ShardPrefetcher::schedule(const std::vector<std::size_t>& order, std::int64
       MutexLock published(published_mutex_);
       stats_.evictions += static_cast<std::int64_t>(evicted.size());
     }
-    if (!room) {
-      // Room comes as the consumer moves on, or as the fetches under way end (their copies may
-      // no longer be wanted), unless neither can help: the consumer waits for this very batch,
-      // nothing is being fetched, and its shards do not fit beside the copies it still needs.
-      bool needed_now = false;
-      for (std::size_t k = 0; hi_ == next_seq && !needed_now && k < blocking.size(); ++k) {
-        const auto& in = windows(blocking[k].epoch)[blocking[k].window].shards;
-        needed_now = std::find(in.begin(), in.end(), shards_[r].shard) != in.end();
-      }
-      if (!needed_now || in_flight_bytes_ > 0) break;
-      if (!over_limit_logged_) {
-        over_limit_logged_ = true;
-        log_.post("shard cache: one batch reads more shards than cache_limit (" +
-                  bytes_text(store_->limit()) + ") holds with the copies in " + store_->folder() +
-                  "; fetching past the limit");
-      }
+    if (needed_now(r, next_seq, blocking)) no_room_since_.reset();
+    if (found == ShardStore::Room::kPresent) {
+      state_[r] = State::kLocal;
+      changed_ = true;
+      continue;
     }
+    if (found == ShardStore::Room::kReserved && store_->foreign(shards_[r].copy))
+      log_.post("shard cache: " + shards_[r].copy +
+                " is not a copy stoke recorded (a planted file or symbolic link, or an earlier "
+                "version's copy): not read; " +
+                shards_[r].url + " is fetched again over it");
+    // kReserved, or kElsewhere: a downloader waits for the other loader's download.
     state_[r] = State::kFetching;
     in_flight_bytes_ += shards_[r].size;
+    rooms_[r] = std::move(room);
     queue_.push_back(r);
     cv_.notify_all();
   }

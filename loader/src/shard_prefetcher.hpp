@@ -9,11 +9,15 @@
 // (the shards of the ready batches and of the first batch not yet ready always count, so the
 // walk never stalls); those shards are wanted and are never evicted by this loader. Wanted
 // shards not on disk are fetched by kFetchThreads downloader threads, in the order they are
-// needed, after the least recently used copies that are not wanted are evicted to make room
-// for them and for the fetches under way. A batch is ready when every shard it reads is on disk;
-// the supervisor hands a batch to the workers only once it is ready (the gate, ready()), so a
-// batch never waits on the network inside a worker. The time the consumer's next batch was held
-// back by the gate is measured (fetch_wait_s) instead of hidden in decode times.
+// needed. Room for each is reserved in the folder before it is queued (ShardStore::reserve,
+// which evicts the least recently used copies that are not wanted): the limit holds for the
+// folder, every loader's copies and downloads counted. When other loaders' downloads hold the
+// room, the coordinator looks again shortly (and, for the batch the consumer waits for, fetches
+// past the limit once that wait passes the remote deadline). A batch is ready when every shard
+// it reads is on disk; the supervisor hands a batch to the workers only once it is ready (the
+// gate, ready()), so a batch never waits on the network inside a worker. The time the
+// consumer's next batch was held back by the gate is measured (fetch_wait_s) instead of hidden
+// in decode times.
 //
 // Failures: a fetch that fails past the remote deadline (data/remote.hpp) marks its shard
 // failed; when the consumer reaches the first batch that needs it, the loader stops with an
@@ -107,7 +111,9 @@ class ShardPrefetcher {
 
   void coordinate() EXCLUDES(mutex_, published_mutex_);
   void download() EXCLUDES(mutex_, published_mutex_);
-  void fetch_one(std::size_t r) EXCLUDES(mutex_, published_mutex_);
+  // Downloads shard r into its reservation, or waits for another loader's download of it.
+  void fetch_one(std::size_t r, std::optional<ShardStore::Reservation> room)
+      EXCLUDES(mutex_, published_mutex_);
   // Narrows the ready range to the consumer's position (emptied by a new generation) and
   // publishes it: before anything is evicted.
   void narrow(const Position& at) REQUIRES(mutex_) EXCLUDES(published_mutex_);
@@ -118,6 +124,9 @@ class ShardPrefetcher {
   // Fetches wanted shards that are not on disk, a few at a time, in `order`.
   void schedule(const std::vector<std::size_t>& order, std::int64_t next_seq) REQUIRES(mutex_)
       EXCLUDES(published_mutex_);
+  // Whether the consumer waits for a batch (its windows `blocking`) that reads shard r.
+  bool needed_now(std::size_t r, std::int64_t next_seq, const std::vector<WindowRef>& blocking)
+      REQUIRES(mutex_);
   // The windows batch `seq` reads, each once.
   void batch_windows(std::int64_t seq, std::vector<WindowRef>& out) REQUIRES(mutex_);
   const std::vector<ShardWindow>& windows(std::int64_t epoch) REQUIRES(mutex_);
@@ -146,6 +155,12 @@ class ShardPrefetcher {
   std::vector<std::string> errors_ GUARDED_BY(mutex_);          // kFailed shards' errors
   std::vector<Clock::time_point> failed_at_ GUARDED_BY(mutex_);
   std::deque<std::size_t> queue_ GUARDED_BY(mutex_);  // r to fetch, in the order needed
+  // By r: the room reserved for a queued fetch (none: another loader is downloading it).
+  std::vector<std::optional<ShardStore::Reservation>> rooms_ GUARDED_BY(mutex_);
+  // When to step again though nothing changed: other loaders' downloads held the room.
+  std::optional<Clock::time_point> recheck_at_ GUARDED_BY(mutex_);
+  // Since when the batch the consumer waits for has found no room (other loaders' downloads).
+  std::optional<Clock::time_point> no_room_since_ GUARDED_BY(mutex_);
   std::uint64_t in_flight_bytes_ GUARDED_BY(mutex_) = 0;  // queued and downloading
   bool changed_ GUARDED_BY(mutex_) = false;  // a fetch ended or a copy appeared since a step
   std::int64_t lo_ GUARDED_BY(mutex_) = 0;   // the ready range and its generation, as published

@@ -128,7 +128,7 @@ TEST(RemoteShards, LoadersSharingTheIndexCacheAgree) {
   EXPECT_EQ(entries.size(), 3u);
   for (const auto& e : entries) EXPECT_EQ(e.find(".tmp"), std::string::npos) << e;
   // The shard cache too: one whole copy per shard, each downloaded once between the two (the
-  // second loader waits on the first one's lock, then finds the copy), no partial file left.
+  // second loader waits for the first one's download, then finds the copy), no partial file left.
   std::uintmax_t shards = 0, copies = 0;
   for (int i = 0; i < 3; ++i) shards += fs::file_size(www / ("train-" + std::to_string(i) + ".tar"));
   for (const auto& e : fs::directory_iterator(dir.path() / "cache/shards")) {

@@ -77,10 +77,13 @@ struct Options {
   // Shards on HTTP or S3: a thread of the loader fetches the shards the epoch plan needs next,
   // whole, into a local cache folder ahead of the workers, who then read local bytes. The folder
   // (default: STOKE_CACHE_DIR, else $XDG_CACHE_HOME/stoke, else ~/.cache/stoke; copies under
-  // its shards/) may be shared by every loader and rank on the machine. Each loader keeps it
-  // under cache_limit bytes, least recently used copies evicted first (a batch that alone reads
-  // more shards than that is fetched past it, said once in the log); 0 keeps no copies (workers
-  // read byte ranges from the server). The limit must hold a shuffle window's shards (all
+  // its shards/) may be shared by every loader and rank of this user on the machine: the folder
+  // is kept under cache_limit bytes, every sharing loader's copies and downloads counted, least
+  // recently used copies evicted first (a batch that alone reads more shards than that is
+  // fetched past it, said once in the log); 0 keeps no copies (workers read byte ranges from the
+  // server). Its folders are 0700 and files 0600, unless STOKE_CACHE_SHARED=1 shares them with
+  // the folder's group (02770, 0640); a folder another user owns, or others may write, is a
+  // ConfigError. The limit must hold a shuffle window's shards (all
   // shards when shuffle_window is 0), else the loader reads from the server and says why in its
   // log.
   std::string cache_dir;

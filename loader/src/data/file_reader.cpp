@@ -5,8 +5,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <fstream>
-#include <sstream>
 
 #include "common/unique_fd.hpp"
 #include "data/remote.hpp"
@@ -39,17 +37,24 @@ bool write_fully(int fd, const void* src, std::size_t n) {
   return true;
 }
 
-std::optional<std::string> read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+std::optional<std::string> read_text_file(const std::string& path, std::uint64_t max_bytes) {
+  // O_NONBLOCK: a FIFO planted at the name must not block the open.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0) return std::nullopt;
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size > max_bytes) return std::nullopt;
+  std::string text(static_cast<std::size_t>(size), '\0');
+  const std::int64_t got = pread_fully(fd.get(), text.data(), text.size(), 0);
+  if (got < 0) return std::nullopt;
+  text.resize(static_cast<std::size_t>(got));  // fewer: the file shrank while reading
+  return text;
 }
 
 BadInput PosixFileReader::read(const std::string& path, const ByteRange& range,
                                std::vector<std::uint8_t>& into) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));  // a FIFO: no wait
   if (fd.get() < 0) {
     if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return BadInput::kMissing;
     return BadInput::kUnreadable;
@@ -59,7 +64,8 @@ BadInput PosixFileReader::read(const std::string& path, const ByteRange& range,
   if (!S_ISREG(st.st_mode)) return BadInput::kNotAFile;
   const bool whole = range.size == 0;
   const auto file_size = static_cast<std::uint64_t>(st.st_size);
-  if (!whole && range.offset + range.size > file_size) return BadInput::kCorrupt;
+  if (!whole && (range.size > file_size || range.offset > file_size - range.size))
+    return BadInput::kCorrupt;
   const std::uint64_t want = whole ? file_size : range.size;
   if (want == 0) return BadInput::kEmpty;
   if (want > static_cast<std::uint64_t>(kMaxFileBytes)) return BadInput::kTooLarge;

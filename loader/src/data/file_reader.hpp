@@ -41,9 +41,9 @@ std::int64_t pread_fully(int fd, void* dst, std::size_t n, std::uint64_t offset)
 // Writes n bytes to fd through short writes and EINTR. False (errno set) when it cannot.
 bool write_fully(int fd, const void* src, std::size_t n);
 
-// The whole of a small text file (a sidecar index, an annotation file), or nullopt when it
-// cannot be opened.
-std::optional<std::string> read_text_file(const std::string& path);
+// The whole of a small text file (a sidecar index), or nullopt when it cannot be opened, is not
+// a regular file (a FIFO is not waited on) or is larger than `max_bytes` (nothing is read then).
+std::optional<std::string> read_text_file(const std::string& path, std::uint64_t max_bytes);
 
 // Files at most this large are read; a larger one is BadInput::kTooLarge before any allocation.
 inline constexpr std::int64_t kMaxFileBytes = std::int64_t{1} << 30;

@@ -78,9 +78,10 @@ ShardIndex member_table(const std::string& name, std::uint64_t bytes,
   return walk_tar(read_at, bytes);
 }
 
-// The most of a remote sidecar index read into memory: every line stands for a member whose
-// header alone takes 512 bytes of the shard, and escaping at most quadruples a byte, so a real
-// sidecar is under four times its shard's size; never more than 256 MiB.
+// The most of a sidecar index read into memory (a larger one is not read: the headers are): every
+// line stands for a member whose header alone takes 512 bytes of the shard, and escaping at most
+// quadruples a byte, so a real sidecar is under four times its shard's size; never more than 256
+// MiB.
 std::size_t sidecar_cap(std::uint64_t shard_bytes) {
   constexpr std::uint64_t kMaxSidecarBytes = std::uint64_t{256} << 20;
   constexpr std::uint64_t kSlack = 64 << 10;
@@ -88,28 +89,22 @@ std::size_t sidecar_cap(std::uint64_t shard_bytes) {
   return static_cast<std::size_t>(4 * shard_bytes + kSlack);
 }
 
-// The cache file of a remote shard's index: keyed by URL, size and ETag, so a shard replaced on
-// the server is indexed afresh. "" without an ETag (nothing to tell versions apart by).
-std::string index_cache_path(const std::string& root, const std::string& url,
+// The cache file of a remote shard's index, in the index cache's `folder`: keyed by URL, size and
+// ETag, so a shard replaced on the server is indexed afresh. "" without an ETag (nothing to tell
+// versions apart by).
+std::string index_cache_path(const std::string& folder, const std::string& url,
                              const RemoteObject& object) {
-  if (root.empty() || object.etag.empty()) return "";
-  return root + "/index/" +
-         version_key(url, object.size, object.etag) + ".idx";
+  if (folder.empty() || object.etag.empty()) return "";
+  return folder + "/" + version_key(url, object.size, object.etag) + ".idx";
 }
 
-// Writes `text` to `path` through a temporary file of its own (mkstemp: loaders in this
-// process and others may write the same entry at once) and a rename: readers never see half
-// of it, and the last writer's whole file wins.
-void write_atomically(const std::string& path, const std::string& text) {
-  std::error_code ec;
-  fs::create_directories(fs::path(path).parent_path(), ec);
-  std::string tmp = path + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) return;  // a cache that cannot be written is only slower
-  const bool written = write_fully(fd, text.data(), text.size());
-  const bool ok = ::close(fd) == 0 && written;
-  if (ok) fs::rename(tmp, path, ec);
-  if (!ok || ec) fs::remove(tmp, ec);
+// The index cache's folder under `root`, made and checked (data/shard_cache.hpp) the first time
+// a remote shard is indexed: "" when it cannot be made (a cache that cannot be written is only
+// slower). Throws ConfigError when it is another user's or others may write it.
+std::string index_cache_folder(const std::string& root) {
+  if (root.empty()) return "";
+  const std::string folder = root + "/index";
+  return prepare_cache_folder(root, false) && prepare_cache_folder(folder, true) ? folder : "";
 }
 
 // Where a sample's label comes from: "cls" (the .cls member's integer), "json:KEY" (an integer
@@ -282,12 +277,13 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
   const RemotePolicy policy = remote_policy_from_environment();
   DatasetIndex index;
   index.kind = DatasetKind::kFiles;
+  std::optional<std::string> index_folder;  // made when the first remote shard is indexed
   for (const std::string& name : shards) {
     std::string path;
     ShardIndex table;
     ReadAt read_at;
     std::optional<ShardFile> file;
-    std::string copy;  // a remote shard's local copy
+    std::string copy;   // a remote shard's local copy
     std::string shown;  // the name in messages: a URL without its user:password or signature
     if (is_url(name)) {
       path = name;
@@ -296,12 +292,13 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
       read_at = [name, policy](std::uint64_t offset, void* dst, std::size_t n) {
         return remote_read(name, offset, dst, n, policy);
       };
-      const std::string cached = index_cache_path(caches.root, name, object);
+      if (!index_folder) index_folder = index_cache_folder(caches.root);
+      const std::string cached = index_cache_path(*index_folder, name, object);
       if (caches.shard_copies && !caches.root.empty() && !object.etag.empty())
         copy = shard_copy_path(caches.root, name, object.size, object.etag);
       index.remote_shards.push_back({index.shard_starts.size(), name, object.size, copy});
       const std::optional<std::string> entry =
-          cached.empty() ? std::nullopt : read_text_file(cached);
+          cached.empty() ? std::nullopt : read_cache_file(cached, kMaxFileBytes);
       std::optional<ShardIndex> hit =
           entry ? parse_sidecar(*entry, object.size, cached) : std::nullopt;
       if (hit) {
@@ -313,7 +310,7 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
           sidecar = std::move(text);
         table = member_table(shown, object.size, sidecar, read_at, index.shard_notes);
         if (!cached.empty() && table.damage.empty())
-          write_atomically(cached, format_sidecar(table));  // only what the cache lacked
+          write_cache_file(cached, format_sidecar(table));  // only what the cache lacked
       }
     } else {
       path = fs::absolute(name).lexically_normal().string();
@@ -322,8 +319,9 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
       read_at = [&f = *file](std::uint64_t offset, void* dst, std::size_t n) {
         return f.read_at(offset, dst, n);
       };
-      table = member_table(path, file->size(), read_text_file(path + ".idx"), read_at,
-                           index.shard_notes);
+      table =
+          member_table(path, file->size(), read_text_file(path + ".idx", sidecar_cap(file->size())),
+                       read_at, index.shard_notes);
     }
     if (!table.damage.empty())
       index.rejected.push_back({shown + " (" + table.damage + ")", BadInput::kCorrupt});
@@ -357,9 +355,9 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
         continue;
       }
       if (bytes != nullptr && bytes->size > kMaxSampleBytes) {
-        index.rejected.push_back({shown + ":" + bytes->name + " (over " +
-                                      std::to_string(kMaxSampleBytes) + " bytes)",
-                                  BadInput::kTooLarge});
+        index.rejected.push_back(
+            {shown + ":" + bytes->name + " (over " + std::to_string(kMaxSampleBytes) + " bytes)",
+             BadInput::kTooLarge});
         continue;
       }
       if (mask != nullptr && mask->size == 0) {
@@ -406,8 +404,9 @@ DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFie
                     : std::optional<std::string>("cannot be read, or over 16 MiB");
         }
         if (bad) {
-          index.rejected.push_back({shown + ":" + sample.key + " (boxes: " + *bad + ")",
-                                    boxes == nullptr ? BadInput::kMissing : BadInput::kUndecodable});
+          index.rejected.push_back(
+              {shown + ":" + sample.key + " (boxes: " + *bad + ")",
+               boxes == nullptr ? BadInput::kMissing : BadInput::kUndecodable});
           index.boxes.resize(before);
           continue;
         }

@@ -8,6 +8,7 @@
 
 #include "augment/masks.hpp"
 #include "common/stopwatch.hpp"
+#include "data/shard_cache.hpp"
 
 namespace stoke::detail {
 
@@ -86,7 +87,7 @@ BadInput ChunkRunner::read_sample_file(std::int64_t sample, std::string_view fil
   // been evicted since, or be unreadable here: then the server's bytes, by a ranged request).
   if (const std::string_view copy = dataset_.copy(sample); !copy.empty() && file == dataset_.path(sample)) {
     path_.assign(copy);
-    read = files_.read(path_, range, file_);
+    read = read_shard_copy(path_, range, file_);  // never through a planted symlink
   }
   if (read == BadInput::kMissing || read == BadInput::kUnreadable) {
     path_.assign(file);
