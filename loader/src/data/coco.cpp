@@ -87,6 +87,9 @@ CocoDataset read_coco(const std::string& json_path, const std::string& image_roo
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
     throw ConfigError(syntax_error(json_path, text, e.byte, e.what()));
+  } catch (const json::out_of_range& e) {  // a number beyond a double's range (1e999)
+    const std::string why = e.what();  // "[json.exception.out_of_range.406] number overflow ..."
+    throw ConfigError(json_path + ": not valid JSON (" + why.substr(why.find("] ") + 2) + ")");
   }
   const Fields f(json_path);
   if (!doc.is_object()) f.fail("the top level", "expected an object");
