@@ -1,12 +1,12 @@
-// Writes the seed corpus for stoke_decode_fuzzer (tests/fuzz/corpus/) into the directory given
-// on the command line. Deterministic: running it again gives the same bytes for the same OpenCV
-// and libjpeg builds.
+// Writes the seed corpus for stoke_decode_fuzzer (tests/fuzz/corpus/decode/) into the directory
+// given on the command line. Deterministic: running it again gives the same bytes for the same
+// OpenCV and libjpeg builds.
 //
 // Every file is in the fuzzer's input format: a 5-byte header (control byte, 4-byte generator
 // position; see decode_fuzzer.cpp) followed by an encoded image. Control bytes are spread over the
 // seeds so that both channel counts and all four pipelines start out covered.
 //
-//   stoke_fuzz_seedgen tests/fuzz/corpus
+//   stoke_fuzz_seedgen tests/fuzz/corpus/decode
 
 // clang-format off
 #include <cstdio>  // jpeglib.h needs FILE and size_t first

@@ -1,5 +1,5 @@
-// Inputs the fuzzer found (tests/fuzz/reproducers/), fed to the regular build: each must be
-// classified, never crash, overflow or allocate gigabytes.
+// Inputs the decode fuzzer found (tests/fuzz/reproducers/decode/), fed to the regular build: each
+// must be classified, never crash, overflow or allocate gigabytes.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -14,7 +14,7 @@ namespace {
 
 // The fuzzer's inputs start with a 5-byte header (control byte, 4 seed bytes).
 std::vector<std::uint8_t> reproducer(const char* name) {
-  std::ifstream in(std::string(STOKE_SOURCE_DIR) + "/tests/fuzz/reproducers/" + name,
+  std::ifstream in(std::string(STOKE_SOURCE_DIR) + "/tests/fuzz/reproducers/decode/" + name,
                    std::ios::binary);
   std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)),
                                   std::istreambuf_iterator<char>());

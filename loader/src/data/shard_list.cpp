@@ -91,12 +91,11 @@ std::vector<std::string> expand_all(const std::string& spec) {
   return out;
 }
 
-// A list file of shards: its first entry (not blank, not a comment) is a shard name and has no
-// TAB (an image list's lines are "path<TAB>label").
-std::optional<std::vector<std::string>> read_shard_list_file(const fs::path& list) {
-  std::ifstream in(list);
-  if (!in) return std::nullopt;
-  const fs::path base = fs::absolute(list).parent_path();
+}  // namespace
+
+std::optional<std::vector<std::string>> parse_shard_list_file(std::istream& in,
+                                                              const std::string& base,
+                                                              const std::string& source) {
   std::vector<std::string> shards;
   std::string line;
   for (int line_no = 1; std::getline(in, line); ++line_no) {
@@ -105,7 +104,7 @@ std::optional<std::vector<std::string>> read_shard_list_file(const fs::path& lis
     std::vector<std::string> names = expand_all(line);
     if (line.find('\t') != std::string::npos || names.empty() || !names_shard(names.front())) {
       if (shards.empty()) return std::nullopt;
-      throw ConfigError(list.string() + ":" + std::to_string(line_no) +
+      throw ConfigError(source + ":" + std::to_string(line_no) +
                         ": expected a shard (a .tar path or an http://, https:// or s3:// URL), "
                         "got '" +
                         line + "'");
@@ -121,15 +120,13 @@ std::optional<std::vector<std::string>> read_shard_list_file(const fs::path& lis
                         std::to_string(kMaxShards) + " shards");
     for (std::string& name : names) {
       if (!is_url(name) && fs::path(name).is_relative())
-        name = (base / name).lexically_normal().string();
+        name = (fs::path(base) / name).lexically_normal().string();
       shards.push_back(std::move(name));
     }
   }
   if (shards.empty()) return std::nullopt;
   return shards;
 }
-
-}  // namespace
 
 bool is_url(const std::string& name) {
   return name.starts_with("http://") || name.starts_with("https://") || name.starts_with("s3://");
@@ -167,7 +164,9 @@ std::optional<std::vector<std::string>> shard_list(const std::string& data) {
   if (!ec && fs::is_directory(status)) return std::nullopt;
   if (!ec && fs::is_regular_file(status)) {
     if (ends_with(data, ".tar")) return std::vector<std::string>{data};
-    return read_shard_list_file(data);
+    std::ifstream in(data);
+    if (!in) return std::nullopt;
+    return parse_shard_list_file(in, fs::absolute(data).parent_path().string(), data);
   }
   std::vector<std::string> shards = expand_all(data);
   if (shards.empty() || !std::all_of(shards.begin(), shards.end(), names_shard))

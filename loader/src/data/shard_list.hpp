@@ -8,6 +8,7 @@
 // Thread-safety: functions are reentrant.
 
 #include <cstddef>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,15 @@ inline constexpr std::size_t kMaxShards = 1000000;
 
 // True for http://, https:// and s3:// names.
 bool is_url(const std::string& name);
+
+// A list file's shards, read from `in`: the list's first entry (not blank, not a comment) is a
+// shard name and has no TAB (an image list's lines are "path<TAB>label"), else std::nullopt;
+// relative names resolve under `base` (the list's folder). Throws ConfigError naming `source`
+// and the line for a later line that is not a shard, or a malformed pattern. Reads nothing but
+// `in` (the fuzz target feeds it text).
+std::optional<std::vector<std::string>> parse_shard_list_file(std::istream& in,
+                                                              const std::string& base,
+                                                              const std::string& source);
 
 // The shards `data` names, or std::nullopt when it names another kind of dataset (an image
 // folder, a list of images, IDX files). Throws ConfigError for a malformed pattern, or for more

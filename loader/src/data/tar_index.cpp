@@ -365,6 +365,8 @@ std::string tar_member_header(const std::string& name, std::uint64_t size) {
 std::string format_sidecar(const ShardIndex& index) {
   std::string out = kSidecarMagic + std::to_string(index.shard_bytes) + "\n";
   for (const TarMember& m : index.members) {
+    // A member without a name is in no sample, and parse_sidecar refuses a line without one.
+    if (m.name.empty()) continue;
     out += escape(m.name) + '\t' + std::to_string(m.offset) + '\t' + std::to_string(m.size);
     if (!m.value.empty()) out += '\t' + escape(m.value);
     out += '\n';

@@ -64,7 +64,8 @@ std::size_t tar_padding(std::uint64_t size);
 inline constexpr std::size_t kTarEndBytes = 1024;
 
 // The sidecar index, "<shard>.idx": text, one member per line, "name<TAB>offset<TAB>size" and,
-// for label members, "<TAB>value"; a first line "# stoke shard index 1 <shard bytes>".
+// for label members, "<TAB>value"; a first line "# stoke shard index 1 <shard bytes>". Members
+// without a name (in no sample) are left out.
 std::string format_sidecar(const ShardIndex& index);
 // Parses a sidecar; std::nullopt when it is not one or describes a shard of another size (a
 // stale index is rebuilt, never trusted). `source` names it in messages. Throws ConfigError for

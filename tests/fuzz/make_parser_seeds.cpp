@@ -1,0 +1,190 @@
+// Writes the seeds of the parser fuzz targets that come from stoke's own writers or from libpng,
+// under the corpus root given on the command line (tests/fuzz/corpus):
+//   sidecar/        format_sidecar of every shard in tar/ (walked with walk_tar), and of an
+//                   index whose names and values need escaping
+//   state/          LoaderState::serialize of a few states, and one "stoke-state/1" string as
+//                   stoke 0.1 saved them
+//   png_label_map/  masks written by libpng: palette 8-bit (Pascal VOC's kind, with its 255
+//                   "void" border), palette 4-bit, gray 8-bit (also Adam7-interlaced), gray
+//                   16-bit, gray 2-bit
+// Deterministic. tests/fuzz/make_parser_seeds.py runs it after writing tar/.
+//
+//   stoke_fuzz_parser_seedgen tests/fuzz/corpus
+
+#include <png.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "data/tar_index.hpp"
+#include "stoke/state.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using stoke::detail::ShardIndex;
+
+void write_file(const fs::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) {
+    std::cerr << path << ": cannot be written\n";
+    std::exit(1);
+  }
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_sidecars(const fs::path& root) {
+  fs::create_directories(root / "sidecar");
+  for (const auto& entry : fs::directory_iterator(root / "tar")) {
+    const std::string bytes = read_file(entry.path());
+    const stoke::detail::ReadAt read_at = [&bytes](std::uint64_t offset, void* dst,
+                                                   std::size_t n) -> std::size_t {
+      if (offset >= bytes.size()) return 0;
+      const std::size_t take = std::min<std::uint64_t>(n, bytes.size() - offset);
+      std::memcpy(dst, bytes.data() + offset, take);
+      return take;
+    };
+    const ShardIndex index = stoke::detail::walk_tar(read_at, bytes.size());
+    write_file(root / "sidecar" / (entry.path().stem().string() + ".idx"),
+               stoke::detail::format_sidecar(index));
+  }
+  ShardIndex escaped;
+  escaped.shard_bytes = 8192;
+  escaped.members = {{"a/100%.jpg", 512, 700, ""},
+                     {"a/100%.cls", 1536, 2, "17"},
+                     {"b/tab\there.jpg", 2560, 3000, ""},
+                     {"b/tab\there.txt", 6144, 20, "line one\nline two"}};
+  write_file(root / "sidecar" / "escaped_names.idx", stoke::detail::format_sidecar(escaped));
+}
+
+void write_states(const fs::path& root) {
+  fs::create_directories(root / "state");
+  stoke::LoaderState fresh;
+  fresh.seed = 42;
+  fresh.dataset_size = 1281167;
+  fresh.global_batch = 1024;
+  write_file(root / "state" / "fresh", fresh.serialize());
+  stoke::LoaderState mid = fresh;
+  mid.epoch = 3;
+  mid.next_batch = 517;
+  mid.position = 517 * 1024;
+  write_file(root / "state" / "mid_epoch", mid.serialize());
+  stoke::LoaderState resized = mid;  // resumed with another global batch, then saved again
+  resized.global_batch = 384;
+  resized.next_batch = 1379;
+  resized.position = 529792;  // not a multiple of the batch: the saving loader started mid-way
+  write_file(root / "state" / "resumed_other_batch", resized.serialize());
+  stoke::LoaderState done = fresh;
+  done.seed = 18446744073709551615ull;
+  done.epoch = 89;
+  done.next_batch = 1252;
+  done.position = done.dataset_size;
+  write_file(root / "state" / "epoch_done_max_seed", done.serialize());
+  write_file(root / "state" / "v1",
+             "stoke-state/1 seed=7 epoch=1 next_batch=12 dataset_size=60000 global_batch=256");
+}
+
+struct Mask {
+  const char* name;
+  int width, height, bit_depth, color_type;
+  bool interlaced;
+};
+
+// A label map of a few shapes: class k fills a band, with a one-pixel border of `edge`.
+std::vector<std::uint8_t> labels(const Mask& m, int classes, int edge) {
+  const int bytes = m.bit_depth == 16 ? 2 : 1;
+  std::vector<std::uint8_t> rows(static_cast<std::size_t>(m.width) * m.height * bytes);
+  for (int y = 0; y < m.height; ++y) {
+    for (int x = 0; x < m.width; ++x) {
+      const bool border = x == 0 || y == 0 || x == m.width - 1 || y == m.height - 1;
+      const int v = border ? edge : ((x / 7 + y / 5) % classes) * (m.bit_depth == 16 ? 1000 : 1);
+      std::uint8_t* p = rows.data() + (static_cast<std::size_t>(y) * m.width + x) * bytes;
+      if (bytes == 2) {
+        p[0] = static_cast<std::uint8_t>(v >> 8);  // PNG is big-endian
+        p[1] = static_cast<std::uint8_t>(v);
+      } else {
+        p[0] = static_cast<std::uint8_t>(v);
+      }
+    }
+  }
+  return rows;
+}
+
+void write_png(const fs::path& path, const Mask& m, const std::vector<std::uint8_t>& pixels) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_infop info = png_create_info_struct(png);
+  if (f == nullptr || png == nullptr || info == nullptr) {
+    std::cerr << path << ": cannot be written\n";
+    std::exit(1);
+  }
+  if (setjmp(png_jmpbuf(png))) {
+    std::cerr << path << ": libpng failed\n";
+    std::exit(1);
+  }
+  png_init_io(png, f);
+  png_set_IHDR(png, info, static_cast<png_uint_32>(m.width), static_cast<png_uint_32>(m.height),
+               m.bit_depth, m.color_type, m.interlaced ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE,
+               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  std::vector<png_color> palette(std::size_t{1} << m.bit_depth);
+  if (m.color_type == PNG_COLOR_TYPE_PALETTE) {
+    for (std::size_t i = 0; i < palette.size(); ++i) {
+      palette[i] = {static_cast<png_byte>(i * 37), static_cast<png_byte>(i * 91),
+                    static_cast<png_byte>(255 - i * 53)};
+    }
+    png_set_PLTE(png, info, palette.data(), static_cast<int>(palette.size()));
+  }
+  png_write_info(png, info);
+  if (m.bit_depth < 8) png_set_packing(png);
+  const std::size_t stride = static_cast<std::size_t>(m.width) * (m.bit_depth == 16 ? 2 : 1);
+  std::vector<png_bytep> rows(static_cast<std::size_t>(m.height));
+  for (int y = 0; y < m.height; ++y)
+    rows[static_cast<std::size_t>(y)] = const_cast<png_bytep>(pixels.data() + y * stride);
+  png_write_image(png, rows.data());
+  png_write_end(png, nullptr);
+  png_destroy_write_struct(&png, &info);
+  std::fclose(f);
+}
+
+void write_masks(const fs::path& root) {
+  fs::create_directories(root / "png_label_map");
+  const Mask masks[] = {
+      {"palette8_voc.png", 48, 36, 8, PNG_COLOR_TYPE_PALETTE, false},
+      {"palette4.png", 33, 20, 4, PNG_COLOR_TYPE_PALETTE, false},
+      {"gray8.png", 40, 30, 8, PNG_COLOR_TYPE_GRAY, false},
+      {"gray8_interlaced.png", 23, 17, 8, PNG_COLOR_TYPE_GRAY, true},
+      {"gray16.png", 32, 24, 16, PNG_COLOR_TYPE_GRAY, false},
+      {"gray2.png", 30, 9, 2, PNG_COLOR_TYPE_GRAY, false},
+  };
+  for (const Mask& m : masks) {
+    const int classes = m.bit_depth >= 8 ? 21 : (1 << m.bit_depth) - 1;
+    const int edge = m.bit_depth == 8 ? 255 : (m.bit_depth == 16 ? 65535 : (1 << m.bit_depth) - 1);
+    write_png(root / "png_label_map" / m.name, m, labels(m, classes, edge));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: stoke_fuzz_parser_seedgen CORPUS_ROOT (tests/fuzz/corpus)\n";
+    return 2;
+  }
+  const fs::path root = argv[1];
+  write_sidecars(root);
+  write_states(root);
+  write_masks(root);
+  return 0;
+}
