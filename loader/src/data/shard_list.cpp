@@ -61,6 +61,11 @@ std::vector<std::string> alternatives(const std::string& body, const std::string
   return out;
 }
 
+ConfigError too_many_bytes(const std::string& where) {
+  return ConfigError(where + ": names more than " + std::to_string(kMaxShardListBytes >> 20) +
+                     " MiB of shard names in all");
+}
+
 // Splits at commas outside braces.
 std::vector<std::string> split_top_level(const std::string& s) {
   std::vector<std::string> out;
@@ -82,11 +87,16 @@ std::vector<std::string> split_top_level(const std::string& s) {
 
 std::vector<std::string> expand_all(const std::string& spec) {
   std::vector<std::string> out;
+  std::size_t bytes = 0;
   for (const std::string& part : split_top_level(spec)) {
     if (part.empty()) continue;
-    for (std::string& name : expand_braces(part)) out.push_back(std::move(name));
+    for (std::string& name : expand_braces(part)) {
+      bytes += name.size();
+      out.push_back(std::move(name));
+    }
     if (out.size() > kMaxShards)
       throw ConfigError(spec + ": names more than " + std::to_string(kMaxShards) + " shards");
+    if (bytes > kMaxShardListBytes) throw too_many_bytes(spec);
   }
   return out;
 }
@@ -97,6 +107,7 @@ std::optional<std::vector<std::string>> parse_shard_list_file(std::istream& in,
                                                               const std::string& base,
                                                               const std::string& source) {
   std::vector<std::string> shards;
+  std::size_t bytes = 0;  // of the names in `shards`
   std::string line;
   for (int line_no = 1; std::getline(in, line); ++line_no) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -112,17 +123,19 @@ std::optional<std::vector<std::string>> parse_shard_list_file(std::istream& in,
     // The cap is on the whole list, not on each line (lines of a million names each would
     // otherwise add up without bound).
     if (names.size() > kMaxShards - shards.size())
-      throw ConfigError(list.string() + ":" + std::to_string(line_no) +
-                        ": the list names more than " + std::to_string(kMaxShards) +
-                        " shards in all (" + std::to_string(shards.size()) +
-                        " on the lines before this one, " + std::to_string(names.size()) +
+      throw ConfigError(source + ":" + std::to_string(line_no) + ": the list names more than " +
+                        std::to_string(kMaxShards) + " shards in all (" +
+                        std::to_string(shards.size()) + " on the lines before this one, " +
+                        std::to_string(names.size()) +
                         " on this one); split it into datasets of at most " +
                         std::to_string(kMaxShards) + " shards");
     for (std::string& name : names) {
       if (!is_url(name) && fs::path(name).is_relative())
         name = (fs::path(base) / name).lexically_normal().string();
+      bytes += name.size();
       shards.push_back(std::move(name));
     }
+    if (bytes > kMaxShardListBytes) throw too_many_bytes(source + ":" + std::to_string(line_no));
   }
   if (shards.empty()) return std::nullopt;
   return shards;
@@ -133,6 +146,10 @@ bool is_url(const std::string& name) {
 }
 
 std::vector<std::string> expand_braces(const std::string& pattern) {
+  if (pattern.size() > kMaxShardNameBytes)
+    throw ConfigError(pattern.substr(0, 64) + "...: a shard name or pattern of " +
+                      std::to_string(pattern.size()) + " bytes (at most " +
+                      std::to_string(kMaxShardNameBytes) + ")");
   const std::size_t open = pattern.find('{');
   if (open == std::string::npos) {
     if (pattern.find('}') != std::string::npos)
@@ -147,11 +164,14 @@ std::vector<std::string> expand_braces(const std::string& pattern) {
   const std::string head = pattern.substr(0, open);
   const std::vector<std::string> tails = expand_braces(pattern.substr(close + 1));
   std::vector<std::string> out;
+  std::size_t bytes = 0;
   for (const std::string& alt : alternatives(body, pattern)) {
     for (const std::string& tail : tails) {
       out.push_back(head + alt + tail);
+      bytes += out.back().size();
       if (out.size() > kMaxShards)
         throw ConfigError(pattern + ": names more than " + std::to_string(kMaxShards) + " shards");
+      if (bytes > kMaxShardListBytes) throw too_many_bytes(pattern);
     }
   }
   return out;

@@ -17,10 +17,15 @@ namespace stoke::detail {
 
 // Expands the brace groups of `pattern` left to right: "{A..B}" (integers, ascending or
 // descending; zero-padded to the wider end when either is written with a leading zero) and
-// "{x,y,z}". Throws ConfigError for an unmatched or nested brace, or more than kMaxShards names.
+// "{x,y,z}". Throws ConfigError for an unmatched or nested brace, a pattern over
+// kMaxShardNameBytes, more than kMaxShards names or more than kMaxShardListBytes of them.
 std::vector<std::string> expand_braces(const std::string& pattern);
 
 inline constexpr std::size_t kMaxShards = 1000000;
+// A name or pattern is at most kMaxShardNameBytes; the names a pattern, a comma list or a list
+// file expand to are at most kMaxShardListBytes in all (a million 4 KiB names would be 4 GiB).
+inline constexpr std::size_t kMaxShardNameBytes = 4096;
+inline constexpr std::size_t kMaxShardListBytes = std::size_t{256} << 20;
 
 // True for http://, https:// and s3:// names.
 bool is_url(const std::string& name);
