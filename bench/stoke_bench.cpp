@@ -33,6 +33,7 @@
 
 #include "stoke/cores.hpp"
 #include "stoke/devices.hpp"
+#include "stoke/format.hpp"
 #include "stoke/loader.hpp"
 #include "stoke/mnist.hpp"
 #include "stoke/names.hpp"
@@ -441,7 +442,7 @@ double consumer_ms_of(const Args& args) {
 void print_configuration(const Args& args, const stoke::Loader& loader) {
   const auto& o = args.options;
   std::printf("stoke-bench %s\n", stoke::version());
-  std::printf("  data       %s (%lld samples)\n", o.data.c_str(),
+  std::printf("  data       %s (%lld samples)\n", stoke::shown_name(o.data).c_str(),
               static_cast<long long>(loader.dataset_size()));
   std::string steps = loader.pipeline().describe();
   for (std::size_t at = steps.find('\n'); at != std::string::npos; at = steps.find('\n', at))

@@ -8,6 +8,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "common/text.hpp"
 #include "data/tar_index.hpp"
 #include "ipc/arena_plan.hpp"
 #include "stoke/cores.hpp"
@@ -203,8 +204,9 @@ void check_options(const Options& o) {
 
 namespace {
 
+// A sample's path as a message shows it (a URL without its secrets).
 std::string entry_path(const DatasetIndex& index, const FileEntry& e) {
-  return std::string(index.paths, e.path_offset, e.path_length);
+  return redact_url(std::string(index.paths, e.path_offset, e.path_length));
 }
 
 // What a per-sample limit counts, and what it costs in the slots (ipc/arena_plan.hpp).
@@ -280,7 +282,8 @@ void resolve_boxes(ResolvedConfig& r, const DatasetIndex& index) {
   const Options& o = r.options;
   if (!index.has_boxes) {
     if (o.max_boxes != 0)
-      throw ConfigError("max_boxes is " + std::to_string(o.max_boxes) + ", but " + o.data +
+      throw ConfigError("max_boxes is " + std::to_string(o.max_boxes) + ", but " +
+                        redact_url(o.data) +
                         " has no boxes (boxes come from a COCO annotation file, or shards' "
                         "box_field members)");
     return;
@@ -304,7 +307,8 @@ void resolve_bytes(ResolvedConfig& r, const DatasetIndex& index) {
   const Options& o = r.options;
   if (!index.has_bytes) {
     if (o.max_bytes != 0)
-      throw ConfigError("max_bytes is " + std::to_string(o.max_bytes) + ", but " + o.data +
+      throw ConfigError("max_bytes is " + std::to_string(o.max_bytes) + ", but " +
+                        redact_url(o.data) +
                         " has no pass-through bytes (set bytes_field to a shard member's "
                         "extension)");
     return;

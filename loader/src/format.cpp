@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "common/text.hpp"
+
 namespace stoke {
 
 std::string with_commas(double value) {
@@ -49,6 +51,10 @@ std::optional<std::uint64_t> parse_bytes(std::string_view text) {
     return n * scale;
   }
   return std::nullopt;
+}
+
+std::string shown_name(std::string_view name) {
+  return detail::redact_url(name);
 }
 
 }  // namespace stoke

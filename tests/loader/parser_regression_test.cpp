@@ -5,9 +5,11 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 
 #include "data/coco.hpp"
+#include "data/shard_list.hpp"
 #include "data/tar_index.hpp"
 #include "stoke/error.hpp"
 
@@ -65,6 +67,29 @@ TEST(ParserRegression, ACocoNumberBeyondADoubleIsAConfigErrorNamingTheFile) {
     EXPECT_EQ(what.rfind(path + ": ", 0), 0u) << what;
     EXPECT_NE(what.find("1e999"), std::string::npos) << what;
   }
+}
+
+// A list-file line is a comma list whose every name must be a shard, not only its first:
+// "a.tar,b-{0..2}.tar#" named files that are not .tar shards. As the first line it makes the
+// file no shard list (an image list, say); on a later line it is an error naming the line.
+TEST(ParserRegression, EveryNameOfAListFileLineMustBeAShard) {
+  std::istringstream found(
+      reproducer("shard_list", "list_line_comma_list_with_a_name_that_is_not_a_shard.txt"));
+  EXPECT_FALSE(parse_shard_list_file(found, "/base", "fuzz.txt").has_value());
+  std::istringstream later("a.tar\nb.tar,c.txt\n");
+  try {
+    parse_shard_list_file(later, "/base", "list.txt");
+    FAIL() << "a line naming c.txt was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "list.txt:2: expected a shard (a .tar path or an http://, https:// or s3:// "
+                 "URL), got 'b.tar,c.txt'");
+  }
+  std::istringstream good("a.tar,b-{0..1}.tar\nhttps://example.com/c.tar\n");
+  const auto shards = parse_shard_list_file(good, "/base", "list.txt");
+  ASSERT_TRUE(shards.has_value());
+  EXPECT_EQ(*shards, (std::vector<std::string>{"/base/a.tar", "/base/b-0.tar", "/base/b-1.tar",
+                                               "https://example.com/c.tar"}));
 }
 
 }  // namespace

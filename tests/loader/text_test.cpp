@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "data/shard_list.hpp"
 #include "event_log.hpp"
 #include "stoke/error.hpp"
 
@@ -52,6 +53,16 @@ TEST(Printable, NoErrorOrLogLineCanForgeAnotherLine) {
   log.flush();
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0], "skipped s-000000.tar:evil\\n\\x1b[31mstoke: all good\\x1b[0m.jpg");
+}
+
+// A shard pattern is shown by its errors as a URL: without its password.
+TEST(RedactUrl, ShardPatternErrorsHideThePassword) {
+  try {
+    shard_list("http://alice:s3cret@127.0.0.1:1/train-{0..3.tar");
+    FAIL() << "an unmatched brace was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "http://***@127.0.0.1:1/train-{0..3.tar: '{' without a matching '}'");
+  }
 }
 
 }  // namespace

@@ -22,4 +22,9 @@ std::string bytes_text(std::uint64_t bytes);
 // GiB, TiB) and decimal (KB, MB, GB, TB) units. nullopt for anything else, or past 2^64.
 std::optional<std::uint64_t> parse_bytes(std::string_view text);
 
+// A name (a path, a shard pattern, a URL) as stoke shows it: a URL without its userinfo and
+// with signature and credential query values as REDACTED; control characters, terminal escapes
+// and broken UTF-8 as \xNN. What the loader's own messages do, for tools that print a name.
+std::string shown_name(std::string_view name);
+
 }  // namespace stoke

@@ -281,7 +281,8 @@ BadInput read_shard_copy(const std::string& path, const ByteRange& range,
 }
 
 std::string version_key(const std::string& url, std::uint64_t size, const std::string& etag) {
-  return cache_key(url + "\n" + std::to_string(size) + "\n" + etag);
+  // By the URL as shown: nothing derived from a password names a file.
+  return cache_key(redact_url(url) + "\n" + std::to_string(size) + "\n" + etag);
 }
 
 std::string shard_copy_path(const std::string& root, const std::string& url, std::uint64_t size,

@@ -103,8 +103,9 @@ bool write_cache_file(const std::string& path, const std::string& text);
 BadInput read_shard_copy(const std::string& path, const ByteRange& range,
                          std::vector<std::uint8_t>& into);
 
-// The key of one version of a remote object: a hash of its URL, size and ETag (the index cache
-// and the shard cache name their files by it).
+// The key of one version of a remote object: a hash of its URL as shown (redact_url: no userinfo
+// nor signed query values), size and ETag (the index cache and the shard cache name their files
+// by it).
 std::string version_key(const std::string& url, std::uint64_t size, const std::string& etag);
 
 // The local copy's path for a shard version, under `root`: root/shards/<key>.tar.

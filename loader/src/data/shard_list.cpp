@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/text.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {
@@ -36,7 +37,7 @@ std::vector<std::string> alternatives(const std::string& body, const std::string
       // (Unsigned: 0..LLONG_MAX would overflow a signed count.)
       const auto count = static_cast<unsigned long long>(from <= to ? to - from : from - to) + 1;
       if (count > kMaxShards)
-        throw ConfigError(pattern + ": {" + body + "} names more than " +
+        throw ConfigError(redact_url(pattern) + ": {" + body + "} names more than " +
                           std::to_string(kMaxShards) + " shards");
       const bool padded = (a.size() > 1 && a[0] == '0') || (b.size() > 1 && b[0] == '0');
       const std::size_t width = padded ? std::max(a.size(), b.size()) : 0;
@@ -62,8 +63,8 @@ std::vector<std::string> alternatives(const std::string& body, const std::string
 }
 
 ConfigError too_many_bytes(const std::string& where) {
-  return ConfigError(where + ": names more than " + std::to_string(kMaxShardListBytes >> 20) +
-                     " MiB of shard names in all");
+  return ConfigError(redact_url(where) + ": names more than " +
+                     std::to_string(kMaxShardListBytes >> 20) + " MiB of shard names in all");
 }
 
 // Splits at commas outside braces.
@@ -95,7 +96,8 @@ std::vector<std::string> expand_all(const std::string& spec) {
       out.push_back(std::move(name));
     }
     if (out.size() > kMaxShards)
-      throw ConfigError(spec + ": names more than " + std::to_string(kMaxShards) + " shards");
+      throw ConfigError(redact_url(spec) + ": names more than " + std::to_string(kMaxShards) +
+                        " shards");
     if (bytes > kMaxShardListBytes) throw too_many_bytes(spec);
   }
   return out;
@@ -113,12 +115,13 @@ std::optional<std::vector<std::string>> parse_shard_list_file(std::istream& in,
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || line[0] == '#') continue;
     std::vector<std::string> names = expand_all(line);
-    if (line.find('\t') != std::string::npos || names.empty() || !names_shard(names.front())) {
+    if (line.find('\t') != std::string::npos || names.empty() ||
+        !std::all_of(names.begin(), names.end(), names_shard)) {
       if (shards.empty()) return std::nullopt;
       throw ConfigError(source + ":" + std::to_string(line_no) +
                         ": expected a shard (a .tar path or an http://, https:// or s3:// URL), "
                         "got '" +
-                        line + "'");
+                        redact_url(line) + "'");
     }
     // The cap is on the whole list, not on each line (lines of a million names each would
     // otherwise add up without bound).
@@ -147,20 +150,21 @@ bool is_url(const std::string& name) {
 
 std::vector<std::string> expand_braces(const std::string& pattern) {
   if (pattern.size() > kMaxShardNameBytes)
-    throw ConfigError(pattern.substr(0, 64) + "...: a shard name or pattern of " +
+    throw ConfigError(redact_url(pattern.substr(0, 64)) + "...: a shard name or pattern of " +
                       std::to_string(pattern.size()) + " bytes (at most " +
                       std::to_string(kMaxShardNameBytes) + ")");
   const std::size_t open = pattern.find('{');
   if (open == std::string::npos) {
     if (pattern.find('}') != std::string::npos)
-      throw ConfigError(pattern + ": '}' without a matching '{'");
+      throw ConfigError(redact_url(pattern) + ": '}' without a matching '{'");
     return {pattern};
   }
   const std::size_t close = pattern.find('}', open);
-  if (close == std::string::npos) throw ConfigError(pattern + ": '{' without a matching '}'");
+  if (close == std::string::npos)
+    throw ConfigError(redact_url(pattern) + ": '{' without a matching '}'");
   const std::string body = pattern.substr(open + 1, close - open - 1);
   if (body.find('{') != std::string::npos)
-    throw ConfigError(pattern + ": nested braces are not supported");
+    throw ConfigError(redact_url(pattern) + ": nested braces are not supported");
   const std::string head = pattern.substr(0, open);
   const std::vector<std::string> tails = expand_braces(pattern.substr(close + 1));
   std::vector<std::string> out;
@@ -170,7 +174,8 @@ std::vector<std::string> expand_braces(const std::string& pattern) {
       out.push_back(head + alt + tail);
       bytes += out.back().size();
       if (out.size() > kMaxShards)
-        throw ConfigError(pattern + ": names more than " + std::to_string(kMaxShards) + " shards");
+        throw ConfigError(redact_url(pattern) + ": names more than " + std::to_string(kMaxShards) +
+                          " shards");
       if (bytes > kMaxShardListBytes) throw too_many_bytes(pattern);
     }
   }
