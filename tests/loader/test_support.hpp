@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -193,5 +194,31 @@ inline bool process_exists(pid_t pid) {
   const std::vector<std::string> stat = tools::stat_fields(pid);
   return !stat.empty() && stat[0] != "Z";
 }
+
+// Sets (or, with nullopt, unsets) an environment variable for the scope, then puts it back:
+// stoke reads AWS_* and STOKE_* when it indexes and when its workers read, and workers inherit
+// the environment when they are spawned.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value)
+      ::setenv(name, value->c_str(), 1);
+    else
+      ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 }  // namespace stoke::test
