@@ -10,11 +10,8 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <random>
 #include <thread>
 
 #include "common/text.hpp"
@@ -41,27 +38,8 @@ constexpr int kFolderLockWaitS = 10;
 // A live download's partial file untouched this long (at least) belongs to a stopped process.
 constexpr double kStalePartialS = 3600;
 
-// Opens a file the cache keeps without following a symbolic link or blocking on a FIFO.
-constexpr int kOpenFlags = O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
-
-mode_t folder_mode(bool shared) {
-  return shared ? 02770 : 0700;
-}
-mode_t file_mode(bool shared) {
-  return shared ? 0640 : 0600;
-}
-
 std::string errno_text() {
   return std::strerror(errno);
-}
-
-// A 64-bit FNV-1a hash of `text`, as 16 hex digits: the cache's file names.
-std::string cache_key(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  char name[17];
-  std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(h));
-  return name;
 }
 
 bool is_key(std::string_view s) {
@@ -107,23 +85,6 @@ bool trusted_owner(const struct stat& st, bool shared, gid_t group) {
   return st.st_uid == ::geteuid() || (shared && st.st_gid == group);
 }
 
-// The trust check for a file by path alone: its folder's group, when shared.
-bool trusted_file(const std::string& path, const struct stat& st) {
-  if (st.st_uid == ::geteuid()) return true;
-  if (!cache_shared()) return false;
-  struct stat dir {};
-  return ::stat(fs::path(path).parent_path().c_str(), &dir) == 0 && st.st_gid == dir.st_gid;
-}
-
-std::string random_suffix() {
-  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  thread_local std::mt19937_64 rng(std::random_device{}() ^ static_cast<std::uint64_t>(::getpid())
-                                                                << 32);
-  std::string s(10, 'x');
-  for (char& c : s) c = kChars[rng() % (sizeof kChars - 1)];
-  return s;
-}
-
 // Whether a download holds the partial file open at `fd` (its flock).
 bool download_holds(int fd) {
   if (::flock(fd, LOCK_SH | LOCK_NB) == 0) {
@@ -133,137 +94,15 @@ bool download_holds(int fd) {
   return errno == EWOULDBLOCK;
 }
 
-// The suffix of a ConfigError about the cache folder: what to do instead.
-constexpr const char* kFolderAdvice =
-    "set cache_dir (or STOKE_CACHE_DIR) to a folder of your own, STOKE_CACHE_SHARED=1 to share "
-    "one with its group, or cache_limit to 0 to read shards from the server without a local "
-    "copy";
-
 }  // namespace
-
-std::string cache_root(const std::string& configured) {
-  const auto env = [](const char* name) {
-    const char* v = std::getenv(name);
-    return std::string(v == nullptr ? "" : v);
-  };
-  std::string root = configured;
-  if (root.empty()) root = env("STOKE_CACHE_DIR");
-  if (root.empty() && !env("XDG_CACHE_HOME").empty()) root = env("XDG_CACHE_HOME") + "/stoke";
-  if (root.empty() && !env("HOME").empty()) root = env("HOME") + "/.cache/stoke";
-  if (root.empty()) return root;
-  // Absolute, so that workers started later (after a chdir) name the same copies.
-  std::error_code ec;
-  const fs::path absolute = fs::absolute(root, ec);
-  return ec ? root : absolute.lexically_normal().string();
-}
-
-bool cache_shared() {
-  const char* v = std::getenv("STOKE_CACHE_SHARED");
-  return v != nullptr && std::string(v) == "1";
-}
-
-namespace {
-
-// Makes the missing folders of `folder`, from the top: `folder` with the cache's mode, those
-// above it private (or traversable by all, when shared). False (errno set) when it cannot.
-bool make_missing_folders(const std::string& folder, bool shared) {
-  const fs::path target = fs::path(folder).lexically_normal();
-  fs::path prefix;
-  for (auto it = target.begin(); it != target.end(); ++it) {
-    prefix /= *it;
-    const bool last = std::next(it) == target.end();
-    const mode_t mode = last ? folder_mode(shared) : (shared ? 0755 : 0700);
-    struct stat st {};
-    if (::lstat(prefix.c_str(), &st) == 0) continue;  // (the caller checks `folder` itself)
-    if (errno != ENOENT) return false;
-    if (::mkdir(prefix.c_str(), mode) == 0) {
-      ::chmod(prefix.c_str(), mode);  // the umask's bits back, and the setgid bit
-    } else if (errno != EEXIST) {
-      return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
-bool prepare_cache_folder(const std::string& folder, bool own) {
-  const bool shared = cache_shared();
-  if (!make_missing_folders(folder, shared)) return false;
-  // The cache root may be a link the user made (to a bigger disk, say), checked where it leads;
-  // stoke's own folders in it are never followed.
-  UniqueFd fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | (own ? O_NOFOLLOW : 0)));
-  struct stat st {};
-  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) {
-    const int error = errno;
-    struct stat link {};
-    const bool is_link = own && ::lstat(folder.c_str(), &link) == 0 && S_ISLNK(link.st_mode);
-    const std::string reason = is_link || error == ELOOP
-                                   ? "a symbolic link, which stoke does not follow"
-                               : error == ENOTDIR ? "not a folder"
-                                                  : std::strerror(error);
-    throw ConfigError("cannot use the cache folder " + folder + ": " + reason + " (" +
-                      kFolderAdvice + ")");
-  }
-  const mode_t mode = st.st_mode & 07777;
-  const bool mine = st.st_uid == ::geteuid();
-  if (!shared && !mine)
-    throw ConfigError(
-        "cannot use the cache folder " + folder + ": it is owned by user " +
-        std::to_string(st.st_uid) + ", not by this user (" + std::to_string(::geteuid()) +
-        "), so stoke would trust files another user can plant there (" + kFolderAdvice + ")");
-  // stoke's own folders are put back to their mode; a folder above them may not be writable by
-  // others (by its group, when not shared), but only its group's write bit is taken away.
-  const mode_t others = shared ? S_IWOTH : (S_IWGRP | S_IWOTH);
-  if (own && mine) {
-    if (mode != folder_mode(shared) && ::fchmod(fd.get(), folder_mode(shared)) != 0)
-      throw ConfigError("cannot make the cache folder " + folder + " private: " + errno_text() +
-                        " (" + kFolderAdvice + ")");
-  } else if (mine && !shared && (mode & S_IWOTH) == 0 && (mode & S_IWGRP) != 0) {
-    if (::fchmod(fd.get(), mode & ~S_IWGRP) != 0)
-      throw ConfigError("cannot make the cache folder " + folder + " writable by this user only: " +
-                        errno_text() + " (" + kFolderAdvice + ")");
-  } else if ((mode & others) != 0) {
-    char octal[8];
-    std::snprintf(octal, sizeof octal, "%04o", static_cast<unsigned>(mode));
-    throw ConfigError("cannot use the cache folder " + folder + ": it is writable by other users " +
-                      "(mode " + octal + "), who could plant files stoke would read (chmod go-w " +
-                      folder + ", or " + kFolderAdvice + ")");
-  }
-  return true;
-}
-
-std::optional<std::string> read_cache_file(const std::string& path, std::uint64_t max_bytes) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | kOpenFlags));
-  struct stat st {};
-  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
-      !trusted_file(path, st) || static_cast<std::uint64_t>(st.st_size) > max_bytes)
-    return std::nullopt;
-  std::string text(static_cast<std::size_t>(st.st_size), '\0');
-  const std::int64_t got = pread_fully(fd.get(), text.data(), text.size(), 0);
-  if (got < 0) return std::nullopt;
-  text.resize(static_cast<std::size_t>(got));
-  return text;
-}
-
-bool write_cache_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + random_suffix();
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | kOpenFlags, 0600));
-  if (fd.get() < 0) return false;
-  const bool ok = ::fchmod(fd.get(), file_mode(cache_shared())) == 0 &&
-                  write_fully(fd.get(), text.data(), text.size()) &&
-                  ::rename(tmp.c_str(), path.c_str()) == 0;
-  if (!ok) ::unlink(tmp.c_str());
-  return ok;
-}
 
 BadInput read_shard_copy(const std::string& path, const ByteRange& range,
                          std::vector<std::uint8_t>& into) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | kOpenFlags));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | kCacheOpenFlags));
   if (fd.get() < 0) return errno == ENOENT ? BadInput::kMissing : BadInput::kUnreadable;
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
-      !trusted_file(path, st))
+      !trusted_cache_file(path, st))
     return BadInput::kUnreadable;
   const auto file_size = static_cast<std::uint64_t>(st.st_size);
   const bool whole = range.size == 0;
@@ -280,11 +119,6 @@ BadInput read_shard_copy(const std::string& path, const ByteRange& range,
   return BadInput::kNone;
 }
 
-std::string version_key(const std::string& url, std::uint64_t size, const std::string& etag) {
-  // By the URL as shown: nothing derived from a password names a file.
-  return cache_key(redact_url(url) + "\n" + std::to_string(size) + "\n" + etag);
-}
-
 std::string shard_copy_path(const std::string& root, const std::string& url, std::uint64_t size,
                             const std::string& etag) {
   return root + "/shards/" + version_key(url, size, etag) + ".tar";
@@ -296,7 +130,8 @@ class ShardStore::FolderLock {
  public:
   // Waits at most `wait_s` seconds (at most kFolderLockWaitS) for another holder.
   FolderLock(const ShardStore& store, double wait_s) : path_(store.folder_ + "/" + kLockName) {
-    fd_ = ::open(path_.c_str(), O_RDONLY | O_CREAT | kOpenFlags, file_mode(store.shared_));
+    fd_ =
+        ::open(path_.c_str(), O_RDONLY | O_CREAT | kCacheOpenFlags, cache_file_mode(store.shared_));
     if (fd_ < 0)
       throw ShardCacheFolderError(
           "cannot open " + path_ + ": " +
@@ -370,7 +205,7 @@ ShardStore::ShardStore(const std::string& root, std::uint64_t limit)
   errno = 0;
   if (!prepare_cache_folder(root, false) || !prepare_cache_folder(folder_, true))
     throw ConfigError("cannot use the shard cache folder " + folder_ + ": " + errno_text() + " (" +
-                      kFolderAdvice + ")");
+                      kCacheFolderAdvice + ")");
   struct stat st {};
   if (::stat(folder_.c_str(), &st) == 0) group_ = st.st_gid;
 }
@@ -425,7 +260,7 @@ bool ShardStore::is_recorded(const struct stat& st, const Copy& c) const {
 int ShardStore::open_recorded(const std::string& name, const Ledger& ledger) const {
   const auto it = ledger.find(name.substr(0, 16));
   if (!is_copy_name(name) || it == ledger.end()) return -1;
-  const int fd = ::open((folder_ + "/" + name).c_str(), O_RDONLY | kOpenFlags);
+  const int fd = ::open((folder_ + "/" + name).c_str(), O_RDONLY | kCacheOpenFlags);
   struct stat st {};
   if (fd >= 0 && ::fstat(fd, &st) == 0 && is_recorded(st, it->second)) return fd;
   if (fd >= 0) ::close(fd);
@@ -464,7 +299,7 @@ ShardStore::Scan ShardStore::scan(double stale_s) const {
       continue;
     }
     if (!is_partial_name(name, declared)) continue;
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | kOpenFlags));
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | kCacheOpenFlags));
     struct stat st {};
     if (fd.get() < 0 && errno == ELOOP) {
       ::unlink(path.c_str());  // a symbolic link under a partial's name: stoke made none
@@ -537,12 +372,12 @@ ShardStore::Room ShardStore::reserve(const std::string& path, std::uint64_t size
   if (s.fresh_partials.count(key) != 0) return finish(Room::kElsewhere);
   const bool fits = evict(s, size, keep, evicted);
   if (!fits && !past_limit) return finish(s.partial_bytes > 0 ? Room::kWait : Room::kFull);
-  const std::string partial = path + ".part." + std::to_string(size) + "." + random_suffix();
-  const int fd = ::open(partial.c_str(), O_RDWR | O_CREAT | O_EXCL | kOpenFlags, 0600);
+  const std::string partial = path + ".part." + std::to_string(size) + "." + cache_random_suffix();
+  const int fd = ::open(partial.c_str(), O_RDWR | O_CREAT | O_EXCL | kCacheOpenFlags, 0600);
   if (fd < 0) throw ShardCacheFolderError("cannot create " + partial + ": " + errno_text());
   Reservation r(path, partial, size, fd);
   // Locked before the folder's lock is let go: no sweeper ever sees it unheld.
-  if (::fchmod(fd, file_mode(shared_)) != 0 || ::flock(fd, LOCK_EX | LOCK_NB) != 0)
+  if (::fchmod(fd, cache_file_mode(shared_)) != 0 || ::flock(fd, LOCK_EX | LOCK_NB) != 0)
     throw ShardCacheFolderError("cannot lock " + partial + ": " + errno_text());
   reserved.emplace(std::move(r));
   return finish(Room::kReserved);
@@ -556,7 +391,7 @@ bool ShardStore::wait_for_other(const std::string& path, const RemotePolicy& pol
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(folder_, ec)) {
       if (!e.path().filename().string().starts_with(prefix)) continue;
-      UniqueFd fd(::open(e.path().c_str(), O_RDONLY | kOpenFlags));
+      UniqueFd fd(::open(e.path().c_str(), O_RDONLY | kCacheOpenFlags));
       struct stat st {};
       if (fd.get() >= 0 && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && trusted(st) &&
           download_holds(fd.get()) && age_s(st) <= policy.deadline_s)

@@ -1,23 +1,11 @@
 #pragma once
 // Local copies of remote shards: a folder of whole shard files, bounded in bytes, shared by
-// every loader (and every rank) on the machine that names it; and the rules every file stoke
-// keeps under its cache folder follows (the index cache's too).
-//
-// Trust. The folder may be shared with processes stoke does not control, so nothing found there
-// is believed on its name alone:
-// - Folders are 0700 and files 0600, owned by this user, unless STOKE_CACHE_SHARED=1 asks to
-//   share them with the folder's group (folders 02770, files 0640; a file is then trusted when
-//   this user or a member of the folder's group owns it). A cache folder owned by another user
-//   (when not shared) or writable by every user is a ConfigError; stoke's own folders (shards/,
-//   index/) of this user's with looser modes (an earlier version's) are tightened.
-// - Every file is opened with O_NOFOLLOW (a symbolic link is never followed, its target never
-//   read nor touched), O_NONBLOCK (a FIFO never blocks) and O_CLOEXEC, and fstat'd: a regular
-//   file, of a trusted owner, with one link.
+// every loader (and every rank) on the machine that names it. It is a cache folder and follows
+// data/cache_folder.hpp's rules (modes, owners, never a followed link); besides them:
 // - A copy is used only when the ledger (stoke-copies) records it: under the folder's lock,
 //   stoke writes an entry with the size and inode of each copy just before it renames the copy
-//   into place. A file at a
-//   copy's name with another size or inode (planted, or renamed over the copy) is not a copy;
-//   the shard is fetched again and its copy renamed over that file.
+//   into place. A file at a copy's name with another size or inode (planted, or renamed over
+//   the copy) is not a copy; the shard is fetched again and its copy renamed over that file.
 // - Eviction removes only copies the ledger records; any other file (a user's foo.tar, a copy of
 //   an earlier version's) is left alone and not counted.
 //
@@ -58,6 +46,7 @@
 #include <vector>
 
 #include "data/bad_input.hpp"
+#include "data/cache_folder.hpp"
 #include "data/file_reader.hpp"
 #include "data/remote.hpp"
 #include "stoke/error.hpp"
@@ -70,43 +59,11 @@ struct ShardCacheFolderError : Error {
   using Error::Error;
 };
 
-// Where local caches live (an absolute path): `configured` when given, else STOKE_CACHE_DIR, else
-// $XDG_CACHE_HOME/stoke, else ~/.cache/stoke; "" when none can be named.
-std::string cache_root(const std::string& configured);
-
-// Whether the cache's folders and files are shared with the folder's group: STOKE_CACHE_SHARED=1.
-bool cache_shared();
-
-// Makes `folder` and the folders above it that are missing (0700, or 02770 when shared; those
-// above the cache root 0700 or 0755), and checks the folder as the header says: throws
-// ConfigError naming the folder and what to do when it is another user's, writable by others, or
-// (when `own`: a folder stoke names, shards/ or index/) a symbolic link; puts an own folder of
-// this user's back to its mode, and takes the group's write bit from another (the cache root,
-// which may be a link the user made). Returns false (errno set) when it cannot be made (a
-// read-only disk, no permission above it).
-bool prepare_cache_folder(const std::string& folder, bool own);
-
-// The whole of a small file stoke keeps under a cache folder (an index cache entry), or nullopt
-// when it is missing, larger than `max_bytes`, or not a regular file of a trusted owner (a
-// symbolic link is not followed).
-std::optional<std::string> read_cache_file(const std::string& path, std::uint64_t max_bytes);
-
-// Writes `text` to `path` (in a folder prepare_cache_folder() accepted) through a temporary file
-// of its own and a rename, with the cache's file mode: readers never see half of it, and the
-// last writer's whole file wins. False when it cannot (a cache that cannot be written is only
-// slower).
-bool write_cache_file(const std::string& path, const std::string& text);
-
 // A worker's read of `range` of the copy at `path`, as FileReader::read, but refusing (kMissing
 // or kUnreadable, so the server's bytes are read instead) a symbolic link, a file that is not
 // regular or has other links, or one of an untrusted owner.
 BadInput read_shard_copy(const std::string& path, const ByteRange& range,
                          std::vector<std::uint8_t>& into);
-
-// The key of one version of a remote object: a hash of its URL as shown (redact_url: no userinfo
-// nor signed query values), size and ETag (the index cache and the shard cache name their files
-// by it).
-std::string version_key(const std::string& url, std::uint64_t size, const std::string& etag);
 
 // The local copy's path for a shard version, under `root`: root/shards/<key>.tar.
 std::string shard_copy_path(const std::string& root, const std::string& url, std::uint64_t size,

@@ -1,0 +1,80 @@
+#pragma once
+// The cache folders stoke keeps under its cache root (shards/, the shard copies of
+// data/shard_cache.hpp; index/, remote shards' indexes), and the rules every file in them
+// follows. The folders may be shared with processes stoke does not control, so nothing found
+// there is believed on its name alone:
+// - Folders are 0700 and files 0600, owned by this user, unless STOKE_CACHE_SHARED=1 asks to
+//   share them with the folder's group (folders 02770, files 0640; a file is then trusted when
+//   this user or a member of the folder's group owns it). A cache folder owned by another user
+//   (when not shared) or writable by every user is a ConfigError; stoke's own folders (shards/,
+//   index/) of this user's with looser modes (an earlier version's) are tightened.
+// - Every file is opened with kCacheOpenFlags: O_NOFOLLOW (a symbolic link is never followed,
+//   its target never read nor touched), O_NONBLOCK (a FIFO never blocks) and O_CLOEXEC; then
+//   fstat'd: a regular file, of a trusted owner, with one link.
+// - Files are named by version_key(), a hash of the URL as shown: nothing derived from a secret
+//   names a file.
+//
+// Thread-safety: functions of the file system only; safe from any thread and any process.
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace stoke::detail {
+
+inline constexpr int kCacheOpenFlags = O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+
+// The suffix of a ConfigError about the cache folder: what to do instead.
+inline constexpr const char* kCacheFolderAdvice =
+    "set cache_dir (or STOKE_CACHE_DIR) to a folder of your own, STOKE_CACHE_SHARED=1 to share "
+    "one with its group, or cache_limit to 0 to read shards from the server without a local "
+    "copy";
+
+// The modes of cache folders and files: private, or shared with the folder's group.
+mode_t cache_folder_mode(bool shared);
+mode_t cache_file_mode(bool shared);
+
+// Where local caches live (an absolute path): `configured` when given, else STOKE_CACHE_DIR, else
+// $XDG_CACHE_HOME/stoke, else ~/.cache/stoke; "" when none can be named.
+std::string cache_root(const std::string& configured);
+
+// Whether the cache's folders and files are shared with the folder's group: STOKE_CACHE_SHARED=1.
+bool cache_shared();
+
+// Makes `folder` and the folders above it that are missing (0700, or 02770 when shared; those
+// above the cache root 0700 or 0755), and checks the folder as the header says: throws
+// ConfigError naming the folder and what to do when it is another user's, writable by others, or
+// (when `own`: a folder stoke names, shards/ or index/) a symbolic link; puts an own folder of
+// this user's back to its mode, and takes the group's write bit from another (the cache root,
+// which may be a link the user made). Returns false (errno set) when it cannot be made (a
+// read-only disk, no permission above it).
+bool prepare_cache_folder(const std::string& folder, bool own);
+
+// The whole of a small file stoke keeps under a cache folder (an index cache entry), or nullopt
+// when it is missing, larger than `max_bytes`, or not a regular file of a trusted owner (a
+// symbolic link is not followed).
+std::optional<std::string> read_cache_file(const std::string& path, std::uint64_t max_bytes);
+
+// Writes `text` to `path` (in a folder prepare_cache_folder() accepted) through a temporary file
+// of its own and a rename, with the cache's file mode: readers never see half of it, and the
+// last writer's whole file wins. False when it cannot (a cache that cannot be written is only
+// slower).
+bool write_cache_file(const std::string& path, const std::string& text);
+
+// The key of one version of a remote object: a hash of its URL as shown (redact_url: no userinfo
+// nor signed query values), size and ETag (the index cache and the shard cache name their files
+// by it).
+std::string version_key(const std::string& url, std::uint64_t size, const std::string& etag);
+
+// Whether the file `st` describes (at `path`, in a cache folder) may be trusted: this user's,
+// or, when the cache is shared, one of the folder's group.
+bool trusted_cache_file(const std::string& path, const struct stat& st);
+
+// A random suffix for a file of a cache folder's own (temporary and partial files).
+std::string cache_random_suffix();
+
+}  // namespace stoke::detail
