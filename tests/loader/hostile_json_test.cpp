@@ -99,8 +99,8 @@ TEST(HostileCoco, AThirtyMegabyteFileIsReadInMemoryThatFollowsWhatIsKept) {
   const PeakMemory peak;
   const CocoDataset d = read_coco(json, "", OnError::kError);
   // Kept: 8,600 paths and 62,500 boxes, a few MiB; the whole document would be hundreds.
-  EXPECT_LT(peak.grown_mib(), 48) << "MiB for a " << std::filesystem::file_size(json)
-                                  << "-byte file";
+  EXPECT_LT(peak.grown_mib(), 48 * test::kMemoryFactor)
+      << "MiB for a " << std::filesystem::file_size(json) << "-byte file";
   ASSERT_EQ(d.images.size(), 8600u);
   ASSERT_EQ(d.boxes.size(), 62500u);
   EXPECT_EQ(d.class_names.size(), 80u);
@@ -124,7 +124,7 @@ TEST(HostileCoco, NestingPastTheBoundIsADataErrorNamingTheFileInLittleMemory) {
   EXPECT_EQ(what, json +
                       ": more than 64 levels of nested arrays and objects at byte 73 (COCO "
                       "annotation files nest 5 deep): not a COCO annotation file");
-  EXPECT_LT(peak.grown_mib(), 16);
+  EXPECT_LT(peak.grown_mib(), 16 * test::kMemoryFactor);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
 }
 
@@ -138,7 +138,8 @@ TEST(HostileCoco, ATokenPastTheBoundIsADataErrorBeforeItIsHeld) {
             json +
                 ": more than 4 MiB from byte 7 without a complete JSON token (a string or number "
                 "that long, or that much white space, is not a COCO annotation file)");
-  EXPECT_LT(peak.grown_mib(), 24);  // the parser's token buffers, up to the bound
+  EXPECT_LT(peak.grown_mib(),
+            24 * test::kMemoryFactor);  // the parser's token buffers, up to the bound
 }
 
 constexpr const char* kTwoCategories = R"({
@@ -159,7 +160,7 @@ TEST(HostileCoco, CategoryIdsAreMappedSparselyAndBoundedWithADataError) {
   test::TempDir dir;
   const PeakMemory peak;
   const CocoDataset d = read_coco(write(dir, kTwoCategories), "", OnError::kError);
-  EXPECT_LT(peak.grown_mib(), 16);  // nothing sized by an id's value
+  EXPECT_LT(peak.grown_mib(), 16 * test::kMemoryFactor);  // nothing sized by an id's value
   EXPECT_EQ(d.class_names, (std::vector<std::string>{"three", "last"}));
   EXPECT_EQ(d.category_ids, (std::vector<std::int64_t>{3, 2147483647}));
   ASSERT_EQ(d.boxes.size(), 2u);
@@ -258,7 +259,7 @@ TEST(HostileSizes, OneImageWithAMillionBoxesCannotSizeEverySlot) {
                       "max_boxes) or "
                       "raise memory_budget");
   // The index (a million boxes, 20 MiB) and nothing the size of the slots.
-  EXPECT_LT(peak.grown_mib(), 256);
+  EXPECT_LT(peak.grown_mib(), 256 * test::kMemoryFactor);
   o.max_boxes = 100;
   o.on_error = OnError::kSkip;
   Loader loader(o);
@@ -296,7 +297,7 @@ TEST(HostileSizes, OneLongBytesMemberCannotSizeEverySlotPastTheBudget) {
                 "(with on_error=skip a sample with more is cut to its "
                 "first max_bytes) or "
                 "raise memory_budget");
-  EXPECT_LT(peak.grown_mib(), 32);
+  EXPECT_LT(peak.grown_mib(), 32 * test::kMemoryFactor);
   o.max_bytes = 4096;
   o.on_error = OnError::kSkip;
   Loader loader(o);

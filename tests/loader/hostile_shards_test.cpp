@@ -35,28 +35,13 @@
 #include "stoke/loader.hpp"
 #include "test_support.hpp"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define STOKE_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-    __has_feature(memory_sanitizer)
-#define STOKE_TEST_SANITIZED 1
-#endif
-#endif
-
 namespace stoke {
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// How much slower the sanitizer builds run this code (the debug preset's is unoptimized): the
-// deadlines and time bounds below are scaled by it.
-#ifdef STOKE_TEST_SANITIZED
-constexpr int kSlowdown = 10;
-#else
-constexpr int kSlowdown = 1;
-#endif
+using test::kSlowdown;
 
 // ---- running what might not end ------------------------------------------------------------
 

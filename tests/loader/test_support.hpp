@@ -24,7 +24,27 @@
 #include "stoke/mnist.hpp"
 #include "stoke/tools/proc.hpp"
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define STOKE_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define STOKE_TEST_SANITIZED 1
+#endif
+#endif
+
 namespace stoke::test {
+
+// How much slower the sanitizer builds run this code (the debug preset's is unoptimized), and
+// how much more memory they take (redzones, the freed-memory quarantine): time and memory bounds
+// in tests are scaled by them.
+#ifdef STOKE_TEST_SANITIZED
+inline constexpr int kSlowdown = 10;
+inline constexpr int kMemoryFactor = 3;
+#else
+inline constexpr int kSlowdown = 1;
+inline constexpr int kMemoryFactor = 1;
+#endif
 
 // A file's bytes ("" when it cannot be read).
 inline std::string read_file(const std::filesystem::path& p) {
@@ -128,7 +148,7 @@ struct Delivered {
   std::vector<float> boxes;  // with their classes and counts: empty without boxes
   std::vector<std::int32_t> box_classes;
   std::vector<std::int32_t> box_counts;
-  std::vector<std::uint8_t> masks;  // empty without masks
+  std::vector<std::uint8_t> masks;    // empty without masks
   std::vector<std::int64_t> indices;  // Batch::index() of each batch, in delivery order
   std::int64_t padded = 0;
 
