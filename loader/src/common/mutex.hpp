@@ -61,6 +61,7 @@ class CondVar {
   void wait_for(MutexLock& lock, std::chrono::duration<Rep, Period> timeout) {
     cv_.wait_for(lock.lock_, timeout);
   }
+  void notify_one() { cv_.notify_one(); }
   void notify_all() { cv_.notify_all(); }
 
  private:

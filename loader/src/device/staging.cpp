@@ -75,12 +75,12 @@ const std::uint8_t* Staging::meta_src(int slot) const {
 void Staging::try_pin(int slot, SlotStage& s) {
   if (!backend_->gpu() || s.pinned) return;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (!fallback_reason_.empty()) return;  // failed once: the limit will not have moved
   }
   void* p = config_.slots_base + static_cast<std::size_t>(slot) * config_.slot_stride;
   const std::string why = backend_->pin(0, p, config_.slot_stride);
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (why.empty()) {
     s.pinned = true;
     counts_.pinned_bytes += static_cast<std::int64_t>(config_.slot_stride);
@@ -112,7 +112,7 @@ Staging::SlotStage& Staging::prepare(int slot) {
 
 // A free buffer set, or a new one (its buffers are allocated by stage()).
 Staging::BufferSet* Staging::take_set() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (!free_sets_.empty()) {
     BufferSet* set = free_sets_.back();
     free_sets_.pop_back();
@@ -129,7 +129,7 @@ Staging::BufferSet* Staging::take_set() {
 }
 
 void Staging::release(int slot) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   SlotStage* s = slots_[static_cast<std::size_t>(slot)].get();
   if (s == nullptr || s->set == nullptr) return;
   free_sets_.push_back(s->set);
@@ -138,7 +138,7 @@ void Staging::release(int slot) {
 
 void* Staging::allocate(int dev, std::size_t n) {
   void* p = backend_->alloc(dev, n);
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   counts_.device_bytes += static_cast<std::int64_t>(n);
   return p;
 }
@@ -148,21 +148,25 @@ constexpr auto kBounceWait = std::chrono::seconds(60);
 }  // namespace
 
 void* Staging::take_bounce() {
-  std::unique_lock lock(mutex_);
+  MutexLock lock(mutex_);
   if (bounce_free_.empty() &&
       bounce_all_.size() < static_cast<std::size_t>(kBounceBuffersPerDevice * config_.devices)) {
-    lock.unlock();
-    void* p = backend_->alloc_pinned(0, chunk_bytes_ + meta_bytes_);
-    lock.lock();
+    void* p =
+        without_lock(mutex_, [&] { return backend_->alloc_pinned(0, chunk_bytes_ + meta_bytes_); });
     bounce_all_.push_back(p);
     return p;
   }
   // A bounce buffer comes free when a device finishes the copy out of it; a device that has
   // not finished one in this long has stopped, and waiting on would hang the loader.
-  if (!bounce_cv_.wait_for(lock, kBounceWait, [&] { return !bounce_free_.empty(); }))
-    throw Error("no page-locked staging buffer came free within " +
-                std::to_string(kBounceWait.count()) +
-                " s: the device has stopped completing copies");
+  const auto until = std::chrono::steady_clock::now() + kBounceWait;
+  while (bounce_free_.empty()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= until)
+      throw Error("no page-locked staging buffer came free within " +
+                  std::to_string(kBounceWait.count()) +
+                  " s: the device has stopped completing copies");
+    bounce_cv_.wait_for(lock, until - now);
+  }
   void* p = bounce_free_.back();
   bounce_free_.pop_back();
   return p;
@@ -170,7 +174,7 @@ void* Staging::take_bounce() {
 
 void Staging::give_bounce(void* p) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     bounce_free_.push_back(p);
   }
   bounce_cv_.notify_one();
@@ -210,7 +214,7 @@ void Staging::stage(int slot) {
   // A slot staged before and abandoned by a reposition still has its set.
   if (s.set == nullptr) {
     BufferSet* set = take_set();
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     s.set = set;
   }
   BufferSet& set = *s.set;
@@ -246,7 +250,7 @@ void Staging::stage(int slot) {
     backend_->record(d, set.events[u]);
     backend_->call_when_done(d, &Staging::device_done, &w);
   }
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   counts_.staged_batches += 1;
   if (gpu) {
     counts_.dma_copies += 2 * config_.devices;
@@ -294,7 +298,7 @@ void Staging::consumer_used(int dev, void* stream) {
 }
 
 StagingStats Staging::stats() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return counts_;
 }
 

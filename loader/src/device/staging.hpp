@@ -22,15 +22,14 @@
 // slot, and written only by stage() of that slot.
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.hpp"
 #include "device/device_backend.hpp"
 #include "stoke/stats.hpp"
 
@@ -162,14 +161,14 @@ class Staging {
   // Indexed by slot; entries are created by the stager thread only and never move.
   std::vector<std::unique_ptr<SlotStage>> slots_;
 
-  mutable std::mutex mutex_;  // guards the fields below
-  std::condition_variable bounce_cv_;
-  std::vector<void*> bounce_free_;
-  std::vector<void*> bounce_all_;
-  std::vector<std::unique_ptr<BufferSet>> sets_;  // every set ever made
-  std::vector<BufferSet*> free_sets_;
-  std::string fallback_reason_;
-  StagingStats counts_;
+  mutable Mutex mutex_;
+  CondVar bounce_cv_;  // signalled when a bounce buffer comes free
+  std::vector<void*> bounce_free_ GUARDED_BY(mutex_);
+  std::vector<void*> bounce_all_ GUARDED_BY(mutex_);
+  std::vector<std::unique_ptr<BufferSet>> sets_ GUARDED_BY(mutex_);  // every set ever made
+  std::vector<BufferSet*> free_sets_ GUARDED_BY(mutex_);
+  std::string fallback_reason_ GUARDED_BY(mutex_);
+  StagingStats counts_ GUARDED_BY(mutex_);
 };
 
 }  // namespace stoke::detail

@@ -117,7 +117,7 @@ GpuActivityMonitor::GpuActivityMonitor(std::unique_ptr<UtilizationSource> source
 
 GpuActivityMonitor::~GpuActivityMonitor() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   wake_.notify_all();
@@ -128,7 +128,7 @@ std::vector<GpuActivity> GpuActivityMonitor::snapshot() const {
   std::vector<std::vector<float>> readings;
   readings.reserve(cuda_ids_.size());
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const Ring& r : rings_) readings.push_back(in_order(r.values, r.next));
   }
   std::vector<GpuActivity> out;
@@ -140,17 +140,17 @@ std::vector<GpuActivity> GpuActivityMonitor::snapshot() const {
 
 void GpuActivityMonitor::run(std::vector<char> got, std::vector<int> percents) noexcept {
   // Read outside the lock (an NVML call can take milliseconds), then publish the round at once.
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stop_) {
-    lock.unlock();
-    for (std::size_t i = 0; i < cuda_ids_.size(); ++i) {
-      try {
-        got[i] = source_->read(i, percents[i]);
-      } catch (...) {  // a source that throws loses that reading, not the process
-        got[i] = false;
+    without_lock(mu_, [&] {
+      for (std::size_t i = 0; i < cuda_ids_.size(); ++i) {
+        try {
+          got[i] = source_->read(i, percents[i]);
+        } catch (...) {  // a source that throws loses that reading, not the process
+          got[i] = false;
+        }
       }
-    }
-    lock.lock();
+    });
     for (std::size_t i = 0; i < rings_.size(); ++i) {
       if (!got[i]) continue;
       Ring& r = rings_[i];
@@ -162,7 +162,10 @@ void GpuActivityMonitor::run(std::vector<char> got, std::vector<int> percents) n
         r.next = (r.next + 1) % window_;
       }
     }
-    wake_.wait_for(lock, period_, [this] { return stop_; });
+    const auto until = std::chrono::steady_clock::now() + period_;
+    for (auto now = std::chrono::steady_clock::now(); !stop_ && now < until;
+         now = std::chrono::steady_clock::now())
+      wake_.wait_for(lock, until - now);
   }
 }
 

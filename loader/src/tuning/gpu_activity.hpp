@@ -10,15 +10,14 @@
 // only the sampling thread writes the rings, under the monitor's mutex.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.hpp"
 #include "stoke/stats.hpp"
 
 namespace stoke::detail {
@@ -96,11 +95,11 @@ class GpuActivityMonitor {
   const std::size_t window_;
   std::string status_;
 
-  mutable std::mutex mu_;
-  std::condition_variable wake_;  // signalled when stop_ is set
-  bool stop_ = false;             // guarded by mu_
-  std::vector<Ring> rings_;       // guarded by mu_; one per device
-  std::thread thread_;            // last member: started once everything above exists
+  mutable Mutex mu_;
+  CondVar wake_;  // signalled when stop_ is set
+  bool stop_ GUARDED_BY(mu_) = false;
+  std::vector<Ring> rings_ GUARDED_BY(mu_);  // one per device
+  std::thread thread_;                       // last member: started once everything above exists
 };
 
 }  // namespace stoke::detail
