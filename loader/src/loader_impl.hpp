@@ -4,10 +4,11 @@
 // arena plan (ipc/arena_plan.hpp), LoaderCore with its SlotTable and LoaderMetrics, EventLog,
 // Supervisor (with SampleBlame and the worker processes) and Stager.
 //
-// Thread-safety: see stoke/loader.hpp for the public contract. Three threads run loader code:
+// Thread-safety: see stoke/loader.hpp for the public contract. These threads run loader code:
 // the consumer (next(), set_epoch(), stats(), resize_workers(), any thread the user likes), the
-// supervisor and the stager. They share LoaderCore::mutex; what it guards is annotated and
-// checked by clang.
+// supervisor, the stager, and with remote shards the prefetcher's coordinator and downloaders;
+// the GPU activity monitor samples on a thread of its own (it shares nothing with the rest but
+// its own lock). They share LoaderCore::mutex; what it guards is annotated and checked by clang.
 
 #include <chrono>
 #include <deque>
@@ -83,9 +84,9 @@ class Loader::Impl {
   std::unique_ptr<detail::GpuActivityMonitor> gpus_;    // GPU devices only; thread-safe
   std::unique_ptr<detail::ChunkRunner> inline_runner_;  // workers == 0: the consumer's thread
   int done_fd_ = -1;
-  std::unique_ptr<detail::Supervisor> supervisor_;  // workers >= 1
-  std::unique_ptr<detail::Stager> stager_;          // when core_->staging is set
-  std::string shard_cache_ = "off (no remote shards)";  // for Stats::shard_cache
+  std::unique_ptr<detail::Supervisor> supervisor_;       // workers >= 1
+  std::unique_ptr<detail::Stager> stager_;               // when core_->staging is set
+  std::string shard_cache_ = "off (no remote shards)";   // for Stats::shard_cache
   std::unique_ptr<detail::ShardPrefetcher> prefetcher_;  // remote shards with a cache
 };
 

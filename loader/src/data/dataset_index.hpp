@@ -112,13 +112,13 @@ struct IndexCaches {
 };
 
 struct IndexOptions {
-  Split split = Split::kTrain;      // IDX data
-  std::string label_field = "cls";  // shards: where a sample's label is
-  std::string image_root;           // COCO: where file_names resolve ("": the JSON's folder)
-  std::string mask_field;           // shards: the extension of a sample's mask member, or ""
-  std::string bytes_field;          // shards: the extension of a sample's bytes member, or ""
-  std::string box_field;            // shards: the extension of a sample's boxes member, or ""
-  OnError on_error = OnError::kSkip;  // COCO: what a bad box is (data/coco.hpp)
+  Split split = Split::kTrain;           // IDX data
+  std::string label_field = "cls";       // shards: where a sample's label is
+  std::string image_root;                // COCO: where file_names resolve ("": the JSON's folder)
+  std::string mask_field;                // shards: the extension of a sample's mask member, or ""
+  std::string bytes_field;               // shards: the extension of a sample's bytes member, or ""
+  std::string box_field;                 // shards: the extension of a sample's boxes member, or ""
+  OnError on_error = OnError::kSkip;     // COCO: what a bad box is (data/coco.hpp)
   int max_classes = kDefaultMaxClasses;  // labels read from the data are below it (Options')
   IndexCaches caches;
 };
@@ -126,9 +126,9 @@ struct IndexOptions {
 // Indexes an IDX folder, an image-folder tree, a list file, WebDataset tar shards (see
 // data/shard_list.hpp for the forms) or a COCO annotation file (a path ending in .json; its
 // samples have label -1 and their boxes). Throws ConfigError when the path is missing, cannot be
-// walked, holds no samples, or a list line is malformed (naming the file and line); DataError when a label the
-// data states (a shard member, a box class, a list line, an IDX label) is not below
-// options.max_classes (naming where it is and the value).
+// walked, holds no samples, or a list line is malformed (naming the file and line); DataError
+// when a label the data states (a shard member, a box class, a list line, an IDX label) is not
+// below options.max_classes (naming where it is and the value).
 DatasetIndex build_index(const std::string& path, const IndexOptions& options = {});
 
 // The DataError for a number the data gives as a label that is not below max_classes: `where`
@@ -136,12 +136,12 @@ DatasetIndex build_index(const std::string& path, const IndexOptions& options = 
 DataError label_over_bound(const std::string& where, const std::string& what, std::uint64_t value,
                            int max_classes);
 
-// The samples of WebDataset tar shards, local or remote (data/shard_dataset.cpp).
-// The members, besides the image, that a shard sample's fields come from: the extensions of its
-// mask ("seg.png") and its pass-through bytes ("txt"), "" for none.
 // The most pass-through bytes one sample may carry (its member is left out as too_large).
 inline constexpr std::uint64_t kMaxSampleBytes = std::uint64_t{16} << 20;
 
+// The members, besides the image, that a shard sample's fields come from: where its label is
+// ("cls", "json:KEY", "none"), and the extensions of its mask ("seg.png"), its pass-through
+// bytes ("txt") and its boxes, "" for none.
 struct ShardFields {
   std::string label = "cls";
   std::string mask;
@@ -149,7 +149,9 @@ struct ShardFields {
   std::string boxes;  // the extension of a JSON member {"boxes": [[x1, y1, x2, y2], ...],
                       // "classes": [c, ...]} (optionally "width", "height"), or ""
 };
-// Throws DataError for a label or box class not below max_classes.
+
+// The samples of WebDataset tar shards, local or remote (data/shard_dataset.cpp). Throws
+// DataError for a label or box class not below max_classes.
 DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFields& fields,
                           const IndexCaches& caches, int max_classes);
 

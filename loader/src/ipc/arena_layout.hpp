@@ -32,8 +32,13 @@
 //                            valid   batch x uint8   at slot.valid_offset
 //                            bad     batch x uint8   at slot.bad_offset (BadInput of the
 //                                                    planned sample when it was replaced)
+//                            geometry batch x 6 float32 at slot.geometry_offset (the source-
+//                                                    to-output map sx, tx, sy, ty and the
+//                                                    source's width and height)
+//                          each field 64-byte aligned within its slot
 //
-// Every section starts on a 4096-byte boundary so slots can be registered as pinned memory.
+// Every top-level section, and every slot, starts on a 4096-byte boundary so slots can be
+// registered as pinned memory.
 
 #include <atomic>
 #include <cstddef>

@@ -26,13 +26,12 @@ class ChunkRunner {
   // source of bytes says otherwise); it must outlive the runner.
   explicit ChunkRunner(const ArenaView& arena, FileReader& files = local_files());
 
-  // Writes pixels, labels, boxes and actual sample ids of samples [task.begin, task.begin + task.count)
-  // of task.slot. Never throws for bad input; reports it in the Completion.
-  // `current`, when given, is kept set to the dataset index being produced.
+  // Writes pixels, labels, boxes and actual sample ids of samples [task.begin, task.begin +
+  // task.count) of task.slot. Never throws for bad input; reports it in the Completion. `current`,
+  // when given, is kept set to the dataset index being produced.
   Completion run(const Task& task, std::atomic<std::int64_t>* current = nullptr) noexcept;
 
  private:
-  // Produces one sample into `dst`; returns why it could not.
   // Where a sample's fields besides pixels go in the slot (null: the data has none).
   struct FieldSlots {
     std::uint8_t* mask = nullptr;
@@ -41,6 +40,7 @@ class ChunkRunner {
   };
   // Produces one sample into `dst`, with its mask and bytes; returns why it could not.
   BadInput produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst, const FieldSlots& to);
+  // produce()'s pixels: read, decode and augment into `dst`; throws for what it cannot.
   BadInput produce_or_throw(std::int64_t sample, SampleRng& rng, std::uint8_t* dst);
   // The sample's pass-through bytes (cut to max_bytes), and their length.
   BadInput produce_bytes(std::int64_t sample, std::uint8_t* dst, std::int32_t* count);
