@@ -62,15 +62,19 @@ BadInput PosixFileReader::read(const std::string& path, const ByteRange& range,
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return BadInput::kUnreadable;
   if (!S_ISREG(st.st_mode)) return BadInput::kNotAFile;
+  return read_open_file(fd.get(), static_cast<std::uint64_t>(st.st_size), range, into);
+}
+
+BadInput read_open_file(int fd, std::uint64_t file_size, const ByteRange& range,
+                        std::vector<std::uint8_t>& into) {
   const bool whole = range.size == 0;
-  const auto file_size = static_cast<std::uint64_t>(st.st_size);
   if (!whole && (range.size > file_size || range.offset > file_size - range.size))
     return BadInput::kCorrupt;
   const std::uint64_t want = whole ? file_size : range.size;
   if (want == 0) return BadInput::kEmpty;
   if (want > static_cast<std::uint64_t>(kMaxFileBytes)) return BadInput::kTooLarge;
   into.resize(static_cast<std::size_t>(want));
-  const std::int64_t got = pread_fully(fd.get(), into.data(), into.size(), range.offset);
+  const std::int64_t got = pread_fully(fd, into.data(), into.size(), range.offset);
   if (got < 0) return errno == EISDIR ? BadInput::kNotAFile : BadInput::kUnreadable;
   const auto done = static_cast<std::size_t>(got);  // fewer: the file shrank while reading
   into.resize(done);

@@ -45,6 +45,12 @@ bool write_fully(int fd, const void* src, std::size_t n);
 // a regular file (a FIFO is not waited on) or is larger than `max_bytes` (nothing is read then).
 std::optional<std::string> read_text_file(const std::string& path, std::uint64_t max_bytes);
 
+// Reads `range` of the regular file open at `fd` (`file_size` bytes, from its fstat) into
+// `into`, with FileReader::read's verdicts: the part of a read that follows the open and the
+// checks on what was opened, shared by every local reader.
+BadInput read_open_file(int fd, std::uint64_t file_size, const ByteRange& range,
+                        std::vector<std::uint8_t>& into);
+
 // Files at most this large are read; a larger one is BadInput::kTooLarge before any allocation.
 inline constexpr std::int64_t kMaxFileBytes = std::int64_t{1} << 30;
 

@@ -104,19 +104,7 @@ BadInput read_shard_copy(const std::string& path, const ByteRange& range,
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
       !trusted_cache_file(path, st))
     return BadInput::kUnreadable;
-  const auto file_size = static_cast<std::uint64_t>(st.st_size);
-  const bool whole = range.size == 0;
-  if (!whole && (range.offset > file_size || range.size > file_size - range.offset))
-    return BadInput::kCorrupt;
-  const std::uint64_t want = whole ? file_size : range.size;
-  if (want == 0) return BadInput::kEmpty;
-  if (want > static_cast<std::uint64_t>(kMaxFileBytes)) return BadInput::kTooLarge;
-  into.resize(static_cast<std::size_t>(want));
-  const std::int64_t got = pread_fully(fd.get(), into.data(), into.size(), range.offset);
-  if (got < 0) return BadInput::kUnreadable;
-  into.resize(static_cast<std::size_t>(got));
-  if (static_cast<std::uint64_t>(got) < want) return BadInput::kCorrupt;
-  return BadInput::kNone;
+  return read_open_file(fd.get(), static_cast<std::uint64_t>(st.st_size), range, into);
 }
 
 std::string shard_copy_path(const std::string& root, const std::string& url, std::uint64_t size,
