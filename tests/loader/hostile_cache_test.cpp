@@ -49,10 +49,7 @@ void write_file(const fs::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+using test::read_file;
 
 std::int64_t mtime_ns(const fs::path& path) {
   struct stat st {};
@@ -230,11 +227,7 @@ TEST(HostileCache, TheIndexCacheIsPrivateAndAPlantedEntrySymlinkIsNotRead) {
   STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
   test::TempDir dir;
   const fs::path www = dir.path() / "www";
-  ASSERT_EQ(
-      std::system((std::string(STOKE_PACK) + " --no-progress --data " + test::testdata("jpeg") +
-                   " --out " + (www / "train-%d.tar").string() + " --shard-samples 48 > /dev/null")
-                      .c_str()),
-      0);
+  ASSERT_NO_FATAL_FAILURE(test::pack_jpeg_shards(www, 48));
   test::Nginx nginx(www, dir.path() / "nginx");
   ASSERT_TRUE(nginx.started());
   const mode_t old_umask = ::umask(022);
@@ -506,11 +499,7 @@ TEST(HostileCache, LoadersSharingAFolderKeepItsLimitAndNeverReadAPlantedCopy) {
   STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
   test::TempDir dir;
   const fs::path www = dir.path() / "www";
-  ASSERT_EQ(
-      std::system((std::string(STOKE_PACK) + " --no-progress --data " + test::testdata("jpeg") +
-                   " --out " + (www / "train-%d.tar").string() + " --shard-samples 10 > /dev/null")
-                      .c_str()),
-      0);
+  ASSERT_NO_FATAL_FAILURE(test::pack_jpeg_shards(www, 10));
   test::Nginx nginx(www, dir.path() / "nginx");
   ASSERT_TRUE(nginx.started());
   std::vector<std::uintmax_t> sizes;

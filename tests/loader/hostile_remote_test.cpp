@@ -34,14 +34,9 @@ using Clock = std::chrono::steady_clock;
 
 using test::ScopedEnv;
 
-void run(const std::string& command) {
-  ASSERT_EQ(std::system(command.c_str()), 0) << command;
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using test::read_file;
+using test::run;
+using test::shard_options;
 
 std::size_t count_lines(const fs::path& p) {
   std::ifstream in(p);
@@ -53,18 +48,8 @@ std::size_t count_lines(const fs::path& p) {
 // testdata/jpeg as 3 shards (40, 40, 16 samples) with sidecars in dir/www.
 fs::path pack_shards(const test::TempDir& dir) {
   const fs::path www = dir.path() / "www";
-  run(std::string(STOKE_PACK) + " --no-progress --data " + test::testdata("jpeg") + " --out " +
-      (www / "train-%d.tar").string() + " --shard-samples 40 > /dev/null");
+  test::pack_jpeg_shards(www, 40);
   return www;
-}
-
-Options shard_options(const std::string& data, const test::TempDir& dir) {
-  Options o = test::fashion_options(2, 16);
-  o.data = data;
-  o.cache_dir = (dir.path() / "cache").string();
-  o.height = o.width = 32;
-  o.shuffle_window = 2;
-  return o;
 }
 
 // What constructing a loader on `data` threw ("" when it did not), and how long it took. A

@@ -26,29 +26,16 @@ namespace fs = std::filesystem;
 
 using test::ScopedEnv;
 
-void run(const std::string& command) {
-  ASSERT_EQ(std::system(command.c_str()), 0) << command;
-}
+using test::run;
+using test::shard_options;
 
 // testdata/jpeg (96 images) as shards of `samples` in dir/www; by default 3 shards, the third
 // without its sidecar, so that one is indexed by walking its headers over the network.
 fs::path pack_shards(const test::TempDir& dir, int samples = 40) {
   const fs::path www = dir.path() / "www";
-  run(std::string(STOKE_PACK) + " --no-progress --data " + test::testdata("jpeg") + " --out " +
-      (www / "train-%d.tar").string() + " --shard-samples " + std::to_string(samples) +
-      " > /dev/null");
+  test::pack_jpeg_shards(www, samples);
   if (samples == 40) fs::remove(www / "train-2.tar.idx");
   return www;
-}
-
-// Shards read with the shard cache (and the index cache) in the test's own folder.
-Options shard_options(const std::string& data, const test::TempDir& dir) {
-  Options o = test::fashion_options(2, 16);
-  o.data = data;
-  o.cache_dir = (dir.path() / "cache").string();
-  o.height = o.width = 32;
-  o.shuffle_window = 2;
-  return o;
 }
 
 TEST(RemoteShards, FromNginxTheSameBatchesAsFromLocalDisk) {
@@ -110,7 +97,8 @@ TEST(RemoteShards, LoadersSharingTheIndexCacheAgree) {
   // The shard cache too: one whole copy per shard, each downloaded once between the two (the
   // second loader waits for the first one's download, then finds the copy), no partial file left.
   std::uintmax_t shards = 0, copies = 0;
-  for (int i = 0; i < 3; ++i) shards += fs::file_size(www / ("train-" + std::to_string(i) + ".tar"));
+  for (int i = 0; i < 3; ++i)
+    shards += fs::file_size(www / ("train-" + std::to_string(i) + ".tar"));
   for (const auto& e : fs::directory_iterator(dir.path() / "cache/shards")) {
     const std::string name = e.path().filename().string();
     EXPECT_EQ(name.find(".part"), std::string::npos) << name;

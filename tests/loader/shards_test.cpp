@@ -29,9 +29,7 @@ using test::read_file;
 namespace fs = std::filesystem;
 using detail::ShardIndex;
 
-void run(const std::string& command) {
-  ASSERT_EQ(std::system(command.c_str()), 0) << command;
-}
+using test::run;
 
 void write_file(const fs::path& p, const std::string& bytes) {
   fs::create_directories(p.parent_path());

@@ -2,6 +2,7 @@
 // Helpers shared by the loader tests: temporary folders, process/descriptor/shm snapshots, and
 // collecting what a loader delivers.
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -123,6 +124,31 @@ inline Options fashion_options(int workers, int batch = 100) {
   o.log = [](std::string_view) {};
   return o;
 }
+
+// Runs `command` through the shell; a nonzero status fails the test.
+inline void run(const std::string& command) {
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+}
+
+// Remote shards read with the shard cache (and the index cache) in the test's own folder.
+inline Options shard_options(const std::string& data, const TempDir& dir) {
+  Options o = fashion_options(2, 16);
+  o.data = data;
+  o.cache_dir = (dir.path() / "cache").string();
+  o.height = o.width = 32;
+  o.shuffle_window = 2;
+  return o;
+}
+
+#ifdef STOKE_PACK
+// testdata/jpeg (96 images) packed by stoke-pack into shards of `samples` with their sidecars,
+// www/train-N.tar.
+inline void pack_jpeg_shards(const std::filesystem::path& www, int samples) {
+  run(std::string(STOKE_PACK) + " --no-progress --data " + testdata("jpeg") + " --out " +
+      (www / "train-%d.tar").string() + " --shard-samples " + std::to_string(samples) +
+      " > /dev/null");
+}
+#endif
 
 // The Fashion-MNIST PNG tree upscaled to 192x192, then random-resized-crop 64 + flip: a
 // pipeline slow enough (about a millisecond a sample) for tests that act while workers work.
