@@ -21,8 +21,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 ShardPrefetcher::ShardPrefetcher(std::shared_ptr<LoaderCore> core, const PlanConfig& plan,
-                                 std::vector<RemoteShard> shards,
-                                 std::unique_ptr<ShardStore> store, EventLog& log)
+                                 std::vector<RemoteShard> shards, std::unique_ptr<ShardStore> store,
+                                 EventLog& log)
     : core_(std::move(core)),
       bpe_(EpochPlan(plan).batches_per_epoch()),
       shards_(std::move(shards)),
@@ -413,8 +413,8 @@ void ShardPrefetcher::schedule(const std::vector<std::size_t>& order, std::int64
                                 evicted, room);
       }
     } catch (const ShardCacheFolderError& e) {
-      log_.post("shard cache: " + std::string(e.what()) + "; the workers read " + shards_[r].url +
-                " from the server");
+      log_.post("shard cache: " + std::string(e.what()) + "; the workers read " +
+                redact_url(shards_[r].url) + " from the server");
       state_[r] = State::kUncached;
       changed_ = true;
       continue;
@@ -437,7 +437,7 @@ void ShardPrefetcher::schedule(const std::vector<std::size_t>& order, std::int64
       log_.post("shard cache: " + shards_[r].copy +
                 " is not a copy stoke recorded (a planted file or symbolic link, or an earlier "
                 "version's copy): not read; " +
-                shards_[r].url + " is fetched again over it");
+                redact_url(shards_[r].url) + " is fetched again over it");
     // kReserved, or kElsewhere: a downloader waits for the other loader's download.
     state_[r] = State::kFetching;
     in_flight_bytes_ += shards_[r].size;
