@@ -1,15 +1,18 @@
 #pragma once
-// What a loader takes from its surroundings besides its Options: today, the GPU backend. The
-// public Loader(Options) uses the real one (CUDA); tests make a loader on a fake GPU through
-// LoaderAccess, which stays out of the public headers (LevelDB's Env, in a small way).
+// What a loader takes from its surroundings besides its Options: the GPU backend and the time
+// its deadlines read. The public Loader(Options) uses the real ones (CUDA, the steady clock);
+// tests make a loader on a fake GPU, or one whose time they move by hand, through LoaderAccess,
+// which stays out of the public headers (LevelDB's Env, in a small way).
 //
 // Thread-safety: a LoaderEnvironment is copied into the loader at construction; its factory is
-// called once, on the constructing thread.
+// called once, on the constructing thread; the time source is shared with the loader's threads
+// (TimeSource is thread-safe).
 
 #include <functional>
 #include <memory>
 #include <utility>
 
+#include "common/time_source.hpp"
 #include "device/device_backend.hpp"
 #include "stoke/loader.hpp"
 
@@ -18,6 +21,9 @@ namespace stoke::detail {
 struct LoaderEnvironment {
   // Makes the backend for a CUDA device set; empty: make_cuda_backend().
   std::function<std::unique_ptr<DeviceBackend>(const DeviceSet&)> gpu_backend;
+  // What the supervisor's deadlines, the prefetcher's retries and the stall monitor read; null:
+  // steady_time().
+  std::shared_ptr<const TimeSource> time;
 };
 
 struct LoaderAccess {
