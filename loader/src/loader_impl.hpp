@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/time_source.hpp"
 #include "config.hpp"
 #include "data/dataset_index.hpp"
 #include "event_log.hpp"
@@ -77,6 +78,8 @@ class Loader::Impl {
 
   const detail::ResolvedConfig config_;
   const Options& options_ = config_.options;
+  // What deadlines read (LoaderEnvironment::time, or the steady clock); before every thread.
+  const std::shared_ptr<const detail::TimeSource> time_;
   mutable detail::EventLog log_;
   std::shared_ptr<detail::LoaderCore> core_;
   std::string data_error_ GUARDED_BY(core_->mutex);  // sticky: OnError::kError stops the loader

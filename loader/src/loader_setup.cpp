@@ -33,7 +33,10 @@ constexpr std::uint32_t kPoisonCapacity = 4096;
 // else can reach the members yet, or any more.)
 Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, const LoaderEnvironment& env,
                    Clock::time_point created)
-    : config_(std::move(config)), log_(options_.log) {
+    : config_(std::move(config)),
+      time_(env.time ? env.time
+                     : std::shared_ptr<const TimeSource>(std::shared_ptr<void>{}, &steady_time())),
+      log_(options_.log) {
   lay_out_arena(index, created);
   for (const RejectedFile& r : index.rejected) {  // (resolve() refused them under kError)
     core_->metrics.skipped(r.reason);
