@@ -16,13 +16,19 @@ BatchLease& as_lease(void* held) {
   return *static_cast<BatchLease*>(held);
 }
 
+// The held batch's shape and arrays, as its arena's header lays them out.
+const detail::ArenaHeader& header(void* held) {
+  return as_lease(held).core().view.header();
+}
+
 // The held slot's array `field` (an ArenaView accessor), `per_sample` elements per sample.
 template <class T>
-std::span<const T> slot_array(const BatchLease& l, T* (detail::ArenaView::*field)(std::uint32_t) const,
+std::span<const T> slot_array(const BatchLease& l,
+                              T* (detail::ArenaView::*field)(std::uint32_t) const,
                               std::size_t per_sample) {
   const auto& c = l.core();
   return {(c.view.*field)(static_cast<std::uint32_t>(l.slot())),
-          static_cast<std::size_t>(c.batch) * per_sample};
+          std::size_t{c.view.header().batch} * per_sample};
 }
 
 void check_device(int device, int count) {
@@ -48,22 +54,22 @@ std::int64_t Batch::index() const {
   return as_lease(held()).index();
 }
 int Batch::size() const {
-  return as_lease(held()).core().batch;
+  return static_cast<int>(header(held()).batch);
 }
 int Batch::padded() const {
   return as_lease(held()).padded();
 }
 int Batch::height() const {
-  return as_lease(held()).core().height;
+  return header(held()).out_height;
 }
 int Batch::width() const {
-  return as_lease(held()).core().width;
+  return header(held()).out_width;
 }
 int Batch::channels() const {
-  return as_lease(held()).core().channels;
+  return header(held()).out_channels;
 }
 int Batch::device_count() const {
-  return as_lease(held()).core().devices;
+  return as_lease(held()).core().devices.count;
 }
 
 std::span<const std::uint8_t> Batch::pixels() const {
@@ -81,40 +87,44 @@ std::span<const std::int64_t> Batch::sample_ids() const {
 }
 
 int Batch::max_boxes() const {
-  return as_lease(held()).core().max_boxes;
+  return static_cast<int>(header(held()).max_boxes);
 }
 std::span<const float> Batch::boxes() const {
   const BatchLease& l = as_lease(held());
-  return slot_array(l, &detail::ArenaView::boxes, std::size_t(l.core().max_boxes) * 4);
+  return slot_array(l, &detail::ArenaView::boxes,
+                    std::size_t{l.core().view.header().max_boxes} * 4);
 }
 std::span<const std::int32_t> Batch::box_classes() const {
   const BatchLease& l = as_lease(held());
-  return slot_array(l, &detail::ArenaView::box_classes, l.core().max_boxes);
+  return slot_array(l, &detail::ArenaView::box_classes, l.core().view.header().max_boxes);
 }
 std::span<const std::int32_t> Batch::box_counts() const {
   const BatchLease& l = as_lease(held());
-  return slot_array(l, &detail::ArenaView::box_counts, l.core().max_boxes > 0 ? 1 : 0);
+  return slot_array(l, &detail::ArenaView::box_counts,
+                    l.core().view.header().max_boxes > 0 ? 1 : 0);
 }
 
 int Batch::mask_bytes() const {
-  return as_lease(held()).core().mask_bytes;
+  return static_cast<int>(header(held()).mask_bytes);
 }
 std::span<const std::uint8_t> Batch::masks() const {
   const BatchLease& l = as_lease(held());
-  const auto& c = l.core();
-  return slot_array(l, &detail::ArenaView::masks, std::size_t(c.height) * c.width * c.mask_bytes);
+  const detail::ArenaHeader& h = l.core().view.header();
+  return slot_array(l, &detail::ArenaView::masks,
+                    std::size_t(h.out_height) * std::size_t(h.out_width) * h.mask_bytes);
 }
 
 int Batch::max_bytes() const {
-  return as_lease(held()).core().max_bytes;
+  return static_cast<int>(header(held()).max_bytes);
 }
 std::span<const std::uint8_t> Batch::bytes() const {
   const BatchLease& l = as_lease(held());
-  return slot_array(l, &detail::ArenaView::bytes, l.core().max_bytes);
+  return slot_array(l, &detail::ArenaView::bytes, l.core().view.header().max_bytes);
 }
 std::span<const std::int32_t> Batch::byte_counts() const {
   const BatchLease& l = as_lease(held());
-  return slot_array(l, &detail::ArenaView::byte_counts, l.core().max_bytes > 0 ? 1 : 0);
+  return slot_array(l, &detail::ArenaView::byte_counts,
+                    l.core().view.header().max_bytes > 0 ? 1 : 0);
 }
 
 std::span<const float> Batch::geometry() const {
@@ -135,7 +145,7 @@ DeviceChunk Batch::chunk(int device) const {
   c.samples = per;
   // This device's samples of a per-sample array of the batch (empty ones stay empty).
   const auto mine = [&](auto all) {
-    const std::size_t k = all.size() / static_cast<std::size_t>(core.batch);
+    const std::size_t k = all.size() / std::size_t{h.batch};
     return all.subspan(first * k, per * k);
   };
   // ...and, for the arrays at `offset` in the slot's labels..valid bytes, where the device
@@ -145,7 +155,8 @@ DeviceChunk Batch::chunk(int device) const {
     if (part.empty()) return;
     using T = typename decltype(all)::element_type;
     const std::size_t k = part.size() / static_cast<std::size_t>(per);
-    on_device = staging == nullptr ? part.data() : staging->field<T>(lease.slot(), device, offset, k);
+    on_device =
+        staging == nullptr ? part.data() : staging->field<T>(lease.slot(), device, offset, k);
   };
   c.pixels = mine(pixels());
   c.sample_ids = mine(sample_ids());
@@ -157,7 +168,7 @@ DeviceChunk Batch::chunk(int device) const {
   place(masks(), h.masks_offset, c.masks, c.device_masks);
   place(bytes(), h.bytes_offset, c.sample_bytes, c.device_sample_bytes);
   place(byte_counts(), h.byte_counts_offset, c.byte_counts, c.device_byte_counts);
-  c.shape = {per, core.height, core.width, core.channels};
+  c.shape = {per, h.out_height, h.out_width, h.out_channels};
   if (staging == nullptr) {
     c.data = c.pixels.data();
     c.bytes = c.pixels.size();
@@ -169,10 +180,10 @@ DeviceChunk Batch::chunk(int device) const {
   c.dtype = config.dtype;
   if (config.dtype != DType::kUInt8) {
     c.layout = config.layout;
-    if (c.layout == Layout::kNCHW) c.shape = {per, core.channels, core.height, core.width};
+    if (c.layout == Layout::kNCHW) c.shape = {per, h.out_channels, h.out_height, h.out_width};
   }
   if (staging->gpu()) {
-    c.cuda_device = core.cuda_ids[static_cast<std::size_t>(device)];
+    c.cuda_device = core.devices.ids[static_cast<std::size_t>(device)];
     c.ready = static_cast<CUevent_st*>(staging->ready(lease.slot(), device));
     c.stream = static_cast<CUstream_st*>(staging->stream(device));
   }

@@ -25,37 +25,39 @@ void EventLog::post(std::string line) {
 
 void EventLog::flush() {
   if (!pending_.load(std::memory_order_acquire)) return;
-  MutexLock serial(call_mutex_);
-  std::vector<std::string> lines;
+  std::exception_ptr failure;
   {
-    MutexLock lock(queue_mutex_);
-    lines.swap(queue_);
-    pending_.store(false, std::memory_order_relaxed);
+    MutexLock serial(call_mutex_);
+    std::vector<std::string> lines;
+    {
+      MutexLock lock(queue_mutex_);
+      lines.swap(queue_);
+      pending_.store(false, std::memory_order_relaxed);
+    }
+    for (const std::string& line : lines)
+      if (std::exception_ptr e = deliver(line)) failure = e;
   }
-  for (const std::string& line : lines) deliver(line);
+  if (failure && failed_) failed_(failure);
 }
 
-void EventLog::deliver(const std::string& line) {
-  if (!sink_ || sink_failed_) return to_stderr(line);
+std::exception_ptr EventLog::deliver(const std::string& line) {
+  if (!sink_ || sink_failed_) {
+    to_stderr(line);
+    return nullptr;
+  }
   try {
     sink_(line);
+    return nullptr;
   } catch (const std::exception& e) {
     sink_failed_ = true;
-    MutexLock lock(queue_mutex_);
-    error_ = std::make_exception_ptr(Error(std::string("the log callback (Options::log) threw '") +
-                                           e.what() + "' on the line '" + line + "'"));
+    return std::make_exception_ptr(Error(std::string("the log callback (Options::log) threw '") +
+                                         e.what() + "' on the line '" + line + "'"));
   } catch (...) {
     sink_failed_ = true;
-    MutexLock lock(queue_mutex_);
-    error_ = std::make_exception_ptr(
+    return std::make_exception_ptr(
         Error("the log callback (Options::log) threw a non-standard exception on the line '" +
               line + "'"));
   }
-}
-
-std::exception_ptr EventLog::error() const {
-  MutexLock lock(queue_mutex_);
-  return error_;
 }
 
 }  // namespace stoke::detail

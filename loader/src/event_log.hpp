@@ -8,8 +8,10 @@
 // the loader (stats(), dropping a Batch). Lines reach the callback in the order they were
 // posted, one at a time, even when several threads flush at once.
 //
-// A callback that throws is not called again: its exception becomes error() (the loader's
-// consumer sees it from next()), and the lines after it go to stderr so that none is lost.
+// A callback that throws is not called again: its exception, as a stoke::Error naming the line,
+// goes to `failed` (the loader makes it its sticky error, which the consumer sees from next()),
+// called once, by the flushing thread, with no lock of the log's held; the lines after it go to
+// stderr so that none is lost.
 
 #include <atomic>
 #include <exception>
@@ -25,22 +27,24 @@ namespace stoke::detail {
 class EventLog {
  public:
   using Sink = std::function<void(std::string_view)>;
-  explicit EventLog(Sink sink) : sink_(std::move(sink)) {}
+  using Failed = std::function<void(std::exception_ptr)>;
+  explicit EventLog(Sink sink, Failed failed = {})
+      : sink_(std::move(sink)), failed_(std::move(failed)) {}
 
   void post(std::string line) EXCLUDES(queue_mutex_);
   void flush() EXCLUDES(call_mutex_, queue_mutex_);
-  // The callback's exception, as a stoke::Error naming the line; null while it has not thrown.
-  std::exception_ptr error() const EXCLUDES(queue_mutex_);
 
  private:
-  void deliver(const std::string& line) REQUIRES(call_mutex_);
+  // Null, or the callback's exception on this line (its first).
+  std::exception_ptr deliver(const std::string& line) REQUIRES(call_mutex_);
 
   const Sink sink_;
-  Mutex call_mutex_;  // held while lines are taken and delivered: keeps them in order
+  const Failed failed_;
+  // Held while lines are taken and delivered: keeps them in order. Taken before queue_mutex_.
+  Mutex call_mutex_ ACQUIRED_BEFORE(queue_mutex_);
   bool sink_failed_ GUARDED_BY(call_mutex_) = false;
-  mutable Mutex queue_mutex_;
+  Mutex queue_mutex_;
   std::vector<std::string> queue_ GUARDED_BY(queue_mutex_);
-  std::exception_ptr error_ GUARDED_BY(queue_mutex_);
   std::atomic<bool> pending_{false};  // lets flush() skip both locks when nothing is queued
 };
 

@@ -14,9 +14,6 @@ constexpr auto kTransferPoll = std::chrono::milliseconds(1);
 }  // namespace
 
 std::optional<Batch> Loader::Impl::next() {
-  // A log callback that threw stops the loader before another batch is taken, so that a caller
-  // who catches and retries loses none.
-  if (const std::exception_ptr e = log_.error()) std::rethrow_exception(e);
   std::optional<Batch> batch;
   try {
     batch = next_unflushed();
@@ -28,15 +25,13 @@ std::optional<Batch> Loader::Impl::next() {
   return batch;
 }
 
-void Loader::Impl::rethrow_if_failed() const {
-  if (core_->fatal) std::rethrow_exception(core_->fatal);
-}
-
 std::optional<Batch> Loader::Impl::next_unflushed() {
-  const Clock::time_point entered = Clock::now();
+  const Clock::time_point entered = time_->now();
   MutexLock lock(core_->mutex);
   SlotTable& slots = core_->slots;
-  if (!data_error_.empty()) throw DataError(data_error_);
+  // The loader's error (a data error, a log callback that threw, ...) stops it before another
+  // batch is taken, so that a caller who catches and retries loses none.
+  core_->rethrow_if_failed();
   if (slots.epoch_exhausted()) {
     slots.start_next_epoch();
     core_->metrics.interrupt();
@@ -45,7 +40,7 @@ std::optional<Batch> Loader::Impl::next_unflushed() {
   const std::int64_t seq = slots.next_seq();
   const SlotInfo::State deliverable = core_->staging ? SlotInfo::kStaged : SlotInfo::kReady;
   for (;;) {
-    rethrow_if_failed();
+    core_->rethrow_if_failed();
     int slot = slots.slot_of(seq);
     if (slot >= 0 && slots[slot].state == deliverable) return deliver(slot, entered);
     if (slot < 0 && slots.assign_seq() == seq) {
@@ -90,11 +85,11 @@ void Loader::Impl::grow_for_consumer() {
 Batch Loader::Impl::deliver(int slot, Clock::time_point entered) {
   const SlotInfo& s = core_->slots.deliver(slot);
   core_->cv.notify_all();  // the stager's horizon moved
-  if (!s.error.empty()) {
-    data_error_ = s.error;
+  if (!s.error.empty()) {  // OnError::kError: the loader stops with it
+    const std::string error = s.error;
     core_->slots.release(slot);
-    core_->wake();
-    throw DataError(data_error_);
+    core_->fail(std::make_exception_ptr(DataError(error)));
+    core_->rethrow_if_failed();
   }
   // Counted and logged when delivered, so prefetching ahead (or a batch abandoned by set_epoch)
   // never reports a file twice, and every replaced file is named.
@@ -104,18 +99,16 @@ Batch Loader::Impl::deliver(int slot, Clock::time_point entered) {
   for (int j = 0; j < options_.batch; ++j) {
     if (bad[j] == 0) continue;
     core_->metrics.skipped(reason_of(bad[j]));
-    log_.post("skipped " + (*core_->names)(planned[j]) + ": " +
-              core_->names->reason(planned[j], bad[j]) + " (replaced by sample " +
+    log_.post("skipped " + core_->names(planned[j]) + ": " +
+              core_->names.reason(planned[j], bad[j]) + " (replaced by sample " +
               std::to_string(core_->view.ids(u)[j]) + ")");
   }
-  core_->metrics.delivered(entered, Clock::now(), options_.batch, s.padded);
+  core_->metrics.delivered(entered, time_->now(), options_.batch, s.padded);
   return Batch(std::make_shared<BatchLease>(core_, slot, s.epoch, s.index, s.padded));
 }
 
 void Loader::Impl::fill_inline() {
-  std::deque<Task>& pending = core_->slots.pending();
-  std::vector<Task> tasks(pending.begin(), pending.end());
-  pending.clear();
+  const std::vector<Task> tasks = core_->slots.take_tasks();
   std::vector<Completion> done;
   done.reserve(tasks.size());
   without_lock(core_->mutex, [&] {
@@ -133,8 +126,7 @@ void Loader::Impl::set_epoch(std::int64_t epoch) {
     core_->slots.reposition(epoch, 0);
     core_->metrics.interrupt();
   }
-  core_->wake();
-  core_->cv.notify_all();  // the stager's horizon moved
+  core_->signal_change();  // the supervisor reassigns slots, the stager's horizon moved
 }
 
 LoaderState Loader::Impl::state() const {
@@ -164,7 +156,7 @@ Stats Loader::Impl::stats() const {
   // The pool's figures come under the same lock, taken twice: a snapshot, not an atomic one.
   const Supervisor::PoolView pool = supervisor_ ? supervisor_->view() : Supervisor::PoolView{};
   MutexLock lock(core_->mutex);
-  Stats s = core_->metrics.snapshot(Clock::now(), pool.workers, options_.batch);
+  Stats s = core_->metrics.snapshot(time_->now(), pool.workers, options_.batch);
   s.workers_starting = pool.starting;
   s.workers_auto = pool.workers_auto;
   s.prefetch_auto = config_.prefetch_auto;

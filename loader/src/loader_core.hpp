@@ -4,7 +4,8 @@
 //
 // Thread-safety: `mutex` is the loader's one lock; what it guards is annotated and checked by
 // clang's -Wthread-safety. `staging` is set before the first batch and is itself thread-safe;
-// the arena's mapping, the view and the shape fields are immutable after construction.
+// the arena's mapping, the view (and so the batch's shape, in its header), the devices and the
+// names are immutable after construction.
 // Nothing that blocks for long (reserving arena memory, a device wait, a user callback) runs
 // with `mutex` held: stream callbacks and Batch releases take it and must not wait behind that.
 
@@ -12,8 +13,11 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/mutex.hpp"
@@ -25,6 +29,7 @@
 #include "loader_metrics.hpp"
 #include "shared_arena.hpp"
 #include "slot_table.hpp"
+#include "stoke/options.hpp"
 
 namespace stoke::detail {
 
@@ -55,18 +60,35 @@ class SampleNames {
 };
 
 struct LoaderCore {
-  // An arena laid out as `h` with its first slots reserved, the consumer at the start position.
-  // REQUIRES: `h` is what will be written at the arena's start (the index included) before any
-  // other member is used, and before `names` is made: it reads the index.
-  LoaderCore(const ArenaHeader& h, const PlanConfig& plan, std::size_t initial_slots,
-             std::int64_t start_epoch, std::int64_t start_batch, int monitor_window,
-             std::chrono::steady_clock::time_point created)
-      : arena(h.total_size, arena_bytes_for(h, initial_slots)),
-        view(arena.base()),
+  // What the arena holds after its header (the index, the pipeline's steps, the worker
+  // records), written at `base` by whoever planned it, before anything reads the arena.
+  using Fill = std::function<void(std::uint8_t* base)>;
+  // What else is known when the loader is made.
+  struct Setup {
+    PlanConfig plan;
+    std::size_t initial_slots = 0;
+    std::int64_t start_epoch = 0;  // the consumer's first position
+    std::int64_t start_batch = 0;  // REQUIRES: >= plan.resume_first() in the resumed epoch
+    int chunk = 1;                 // samples per unit of work, until the pool's size changes it
+    int monitor_window = 0;
+    std::chrono::steady_clock::time_point created{};
+    DeviceSet devices;  // what batches are split over
+    std::string data;   // Options::data, as sample names show it
+  };
+
+  // An arena laid out as `h` (written at its start, then `fill`), its first slots reserved, the
+  // consumer at the start position.
+  LoaderCore(const ArenaHeader& h, const Fill& fill, const Setup& setup)
+      : arena(h.total_size, arena_bytes_for(h, setup.initial_slots)),
+        view(written(arena, h, fill)),
         wake_fd(raise_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "an eventfd")),
-        slots(plan, view, initial_slots, start_epoch, start_batch),
-        metrics(monitor_window, created),
-        reserved_bytes(arena.reserved()) {}
+        devices(setup.devices),
+        names(setup.data, view),
+        slots(setup.plan, view, setup.initial_slots, setup.start_epoch, setup.start_batch),
+        metrics(setup.monitor_window, setup.created),
+        reserved_bytes(arena.reserved()) {
+    slots.set_chunk(setup.chunk);  // (no other thread exists yet)
+  }
   ~LoaderCore() {
     staging.reset();  // waits for the devices, whose callbacks still signal wake_fd
     ::close(wake_fd);
@@ -77,6 +99,14 @@ struct LoaderCore {
     const std::uint64_t one = 1;
     [[maybe_unused]] const auto n = ::write(wake_fd, &one, sizeof one);
   }
+  // Something every loader thread may wait for changed (a slot, the position, the stop): wakes
+  // the supervisor, the stager and an in-process consumer. Any thread, any lock held or none.
+  // (Without the lock, a notification can fall between a waiter's check and its wait: waiters
+  // that can be signalled so, like an in-process consumer waiting for a device, also poll.)
+  void signal_change() const {
+    wake();
+    cv.notify_all();
+  }
 
   // Returns a delivered slot to the pool. Any thread.
   void release(int slot) EXCLUDES(mutex) {
@@ -85,17 +115,7 @@ struct LoaderCore {
       slots.release(slot);
       released += 1;
     }
-    cv.notify_all();
-    wake();
-  }
-
-  // Some slot's transfer ended (Staging::transferring turned false). Runs on CUDA's callback
-  // thread, whose stream waits behind it: no lock, only the supervisor's eventfd (it collects
-  // the slot) and the condition variable, for an in-process consumer (which also polls, since
-  // a notification without the lock can fall between its check and its wait).
-  void transfer_signal() {
-    wake();
-    cv.notify_all();
+    signal_change();
   }
 
   // The consumer's recorded streams may still read the slot's host bytes: it goes back to the
@@ -103,7 +123,7 @@ struct LoaderCore {
   void hold_for_consumer(int slot) EXCLUDES(mutex) {
     {
       MutexLock lock(mutex);
-      slots.set_in_transfer(slot, true);
+      slots.hold(slot);
       staging->hold(slot);
     }
     staging->pass_hold(slot);  // enqueues device work: never under the lock
@@ -113,7 +133,7 @@ struct LoaderCore {
   void collect_transfers() REQUIRES(mutex) {
     if (!staging) return;
     for (int i = 0; i < static_cast<int>(slots.size()); ++i) {
-      if (slots[i].in_transfer && !staging->transferring(i)) slots.set_in_transfer(i, false);
+      if (slots[i].in_transfer && !staging->transferring(i)) slots.transfer_done(i);
     }
   }
 
@@ -123,18 +143,22 @@ struct LoaderCore {
     metrics.chunk_done(done, static_cast<int>(task.count));
     std::string error;
     if (done.status == Completion::kDataError && slots[static_cast<int>(task.slot)].error.empty()) {
-      error = (*names)(done.error_sample) + ": " + names->reason(done.error_sample, done.reason) +
-              (on_error == OnError::kSkip ? " (and no substitute could be produced)" : "");
+      error = names(done.error_sample) + ": " + names.reason(done.error_sample, done.reason) +
+              (view.header().on_error_skip != 0 ? " (and no substitute could be produced)" : "");
     }
     if (slots.complete(task, std::move(error))) cv.notify_all();
   }
 
-  // Stops the loader with `error` (the first one wins): every waiting thread wakes and sees it.
+  // Stops the loader with `error`, the loader's one sticky error (the first one wins: a data
+  // error under OnError::kError, a worker that cannot run, a log callback that threw, a device
+  // that failed): every waiting thread wakes, stops, and the consumer sees it from every call.
   void fail(std::exception_ptr error) REQUIRES(mutex) {
     if (!fatal) fatal = std::move(error);
     stop = true;
-    cv.notify_all();
-    wake();
+    signal_change();
+  }
+  void rethrow_if_failed() const REQUIRES(mutex) {
+    if (fatal) std::rethrow_exception(fatal);
   }
 
   // Grows the slot table to n slots (at most the arena's capacity), reserving their memory
@@ -158,28 +182,30 @@ struct LoaderCore {
   }
 
   SharedArena arena;
-  ArenaView view;
+  const ArenaView view;  // the batch's shape and every array's place: view.header()
   const int wake_fd;
-  int devices = 1;
-  std::vector<int> cuda_ids;  // CUDA ordinals, for GPU devices
-  int batch = 0;
-  int height = 0, width = 0, channels = 0;
-  int max_boxes = 0;   // boxes per sample in a slot (0: none)
-  int mask_bytes = 0;  // bytes per mask label in a slot (0: no masks)
-  int max_bytes = 0;   // pass-through bytes per sample in a slot (0: none)
-  OnError on_error = OnError::kSkip;
-  std::unique_ptr<const SampleNames> names;  // set once the index is in the arena
+  const DeviceSet devices;
+  const SampleNames names;
 
+  Mutex reserve_mutex ACQUIRED_BEFORE(mutex);  // serializes arena.reserve()
   Mutex mutex;
-  CondVar cv;  // signalled whenever a slot changes state, the position moves or the loader stops
+  mutable CondVar cv;  // signalled whenever a slot changes, the position moves or the loader stops
   SlotTable slots GUARDED_BY(mutex);
   LoaderMetrics metrics GUARDED_BY(mutex);
   std::int64_t released GUARDED_BY(mutex) = 0;
   std::size_t reserved_bytes GUARDED_BY(mutex) = 0;
   bool stop GUARDED_BY(mutex) = false;
-  std::exception_ptr fatal GUARDED_BY(mutex);  // sticky: the loader cannot go on
-  Mutex reserve_mutex;  // serializes arena.reserve(); taken before `mutex`, never inside it
-  std::unique_ptr<Staging> staging;  // null: host devices reading the arena directly
+  std::exception_ptr fatal GUARDED_BY(mutex);
+  // Null: host devices reading the arena directly. Set before any other thread starts
+  // (Loader::Impl::set_up_staging), then itself thread-safe.
+  std::unique_ptr<Staging> staging;
+
+ private:
+  static std::uint8_t* written(SharedArena& a, const ArenaHeader& h, const Fill& fill) {
+    std::memcpy(a.base(), &h, sizeof h);
+    fill(a.base());
+    return a.base();
+  }
 };
 
 class BatchLease {

@@ -74,7 +74,8 @@ class Loader::Impl {
   void fill_inline() REQUIRES(core_->mutex);
   // The consumer holds every slot: add one, or throw when the memory budget allows none.
   void grow_for_consumer() REQUIRES(core_->mutex);
-  void rethrow_if_failed() const REQUIRES(core_->mutex);
+  // The log callback threw: the loader stops with its error.
+  void log_failed(std::exception_ptr error) EXCLUDES(core_->mutex);
 
   const detail::ResolvedConfig config_;
   const Options& options_ = config_.options;
@@ -82,7 +83,6 @@ class Loader::Impl {
   const std::shared_ptr<const detail::TimeSource> time_;
   mutable detail::EventLog log_;
   std::shared_ptr<detail::LoaderCore> core_;
-  std::string data_error_ GUARDED_BY(core_->mutex);  // sticky: OnError::kError stops the loader
 
   std::unique_ptr<detail::GpuActivityMonitor> gpus_;    // GPU devices only; thread-safe
   std::unique_ptr<detail::ChunkRunner> inline_runner_;  // workers == 0: the consumer's thread

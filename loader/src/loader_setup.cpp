@@ -36,7 +36,7 @@ Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, const LoaderEnviro
     : config_(std::move(config)),
       time_(env.time ? env.time
                      : std::shared_ptr<const TimeSource>(std::shared_ptr<void>{}, &steady_time())),
-      log_(options_.log) {
+      log_(options_.log, [this](std::exception_ptr e) { log_failed(std::move(e)); }) {
   lay_out_arena(index, created);
   for (const RejectedFile& r : index.rejected) {  // (resolve() refused them under kError)
     core_->metrics.skipped(r.reason);
@@ -57,8 +57,6 @@ Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, const LoaderEnviro
   set_up_shard_cache(index);
   log_.flush();  // the shard cache's line too: every set-up line is out when construction ends
   index = DatasetIndex{};  // the arena holds it now
-  core_->names = std::make_unique<SampleNames>(options_.data, core_->view);
-  core_->slots.set_chunk(chunk_for(options_, config_.initial_workers));
   if (options_.devices.kind == DeviceSet::Kind::kCuda)
     gpus_ = std::make_unique<GpuActivityMonitor>(make_nvml_source(), options_.devices.ids);
   start_threads();
@@ -96,24 +94,26 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
   h.mask_ignore = static_cast<std::uint32_t>(options_.mask_ignore);
   h.seed = options_.seed;
 
-  core_ = std::make_shared<LoaderCore>(h, config_.plan, config_.initial_slots, config_.start_epoch,
-                                       config_.start_batch, options_.monitor_window, created);
-  core_->on_error = options_.on_error;
-  core_->devices = options_.devices.count;
-  core_->cuda_ids = options_.devices.ids;
-  core_->batch = options_.batch;
-  core_->height = static_cast<int>(h.out_height);
-  core_->width = static_cast<int>(h.out_width);
-  core_->channels = static_cast<int>(h.out_channels);
-  core_->max_boxes = config_.max_boxes;
-  core_->mask_bytes = static_cast<int>(h.mask_bytes);
-  core_->max_bytes = config_.max_bytes;
-  std::uint8_t* base = core_->arena.base();
-  std::memcpy(base, &h, sizeof h);
-  index.write_to(base + h.index_offset);
+  LoaderCore::Setup setup;
+  setup.plan = config_.plan;
+  setup.initial_slots = config_.initial_slots;
+  setup.start_epoch = config_.start_epoch;
+  setup.start_batch = config_.start_batch;
+  setup.chunk = chunk_for(options_, config_.initial_workers);
+  setup.monitor_window = options_.monitor_window;
+  setup.created = created;
+  setup.devices = options_.devices;
+  setup.data = options_.data;
   const std::vector<WireStep> steps = wire_steps(config_.pipeline);
-  std::memcpy(base + h.steps_offset, steps.data(), sizeof(WireStep) * steps.size());
-  for (std::uint32_t i = 0; i < h.worker_capacity; ++i) new (&core_->view.worker(i)) WorkerRecord();
+  core_ = std::make_shared<LoaderCore>(
+      h,
+      [&](std::uint8_t* base) {
+        index.write_to(base + h.index_offset);
+        std::memcpy(base + h.steps_offset, steps.data(), sizeof(WireStep) * steps.size());
+        const ArenaView arena(base);  // its header is written already
+        for (std::uint32_t i = 0; i < h.worker_capacity; ++i) new (&arena.worker(i)) WorkerRecord();
+      },
+      setup);
 }
 
 void Loader::Impl::set_up_staging(const LoaderEnvironment& env) {
@@ -148,7 +148,7 @@ void Loader::Impl::set_up_staging(const LoaderEnvironment& env) {
   c.labels_offset = h.labels_offset;
   c.valid_offset = h.valid_offset;
   core_->staging =
-      std::make_unique<Staging>(std::move(backend), c, [core](int) { core->transfer_signal(); });
+      std::make_unique<Staging>(std::move(backend), c, [core](int) { core->signal_change(); });
   core_->staging->pin_initial(static_cast<int>(config_.initial_slots));
 }
 
@@ -212,7 +212,8 @@ void Loader::Impl::start_threads() {
     try {
       supervisor_ = std::make_unique<Supervisor>(
           core_, config_, log_,
-          std::make_unique<WorkerPool>(core_->view, core_->arena.fd(), done_fd_, exe), done_fd_);
+          std::make_unique<WorkerPool>(core_->view, core_->arena.fd(), done_fd_, exe), done_fd_,
+          *time_);
       supervisor_->start();
     } catch (...) {
       supervisor_.reset();
@@ -223,13 +224,17 @@ void Loader::Impl::start_threads() {
   if (core_->staging) stager_ = std::make_unique<Stager>(core_, options_.devices.to_string());
 }
 
+void Loader::Impl::log_failed(std::exception_ptr error) {
+  MutexLock lock(core_->mutex);
+  core_->fail(std::move(error));
+}
+
 Loader::Impl::~Impl() {
   {
     MutexLock lock(core_->mutex);
     core_->stop = true;
   }
-  core_->wake();
-  core_->cv.notify_all();
+  core_->signal_change();
   stager_.reset();
   supervisor_.reset();
   if (prefetcher_) {
@@ -254,7 +259,7 @@ void LoaderAccess::while_locked(Loader& loader, const std::function<void()>& f) 
 }
 
 Loader::Loader(Options options, const LoaderEnvironment& env) {
-  const Clock::time_point created = Clock::now();
+  const Clock::time_point created = env.time ? env.time->now() : Clock::now();
   check_options(options);
   IndexOptions request;
   request.split = options.split;

@@ -126,6 +126,24 @@ void SlotTable::reposition(std::int64_t epoch, std::int64_t batch) {
   if (!keep_ahead) assign_seq_ = seq;
 }
 
+void SlotTable::take_task() {
+  assert(!pending_.empty());
+  pending_.pop_front();
+}
+
+std::vector<Task> SlotTable::take_tasks() {
+  std::vector<Task> tasks(pending_.begin(), pending_.end());
+  pending_.clear();
+  return tasks;
+}
+
+void SlotTable::redo(const std::deque<Task>& tasks) {
+  for (auto it = tasks.rbegin(); it != tasks.rend(); ++it) {
+    assert(slots_[it->slot].pending > 0);
+    pending_.push_front(*it);
+  }
+}
+
 bool SlotTable::complete(const Task& task, std::string error) {
   SlotInfo& s = slots_[task.slot];
   if (!error.empty() && s.error.empty()) s.error = std::move(error);
@@ -136,6 +154,20 @@ bool SlotTable::complete(const Task& task, std::string error) {
   }
   if (s.state == SlotInfo::kOrphan) s.state = SlotInfo::kFree;
   return false;
+}
+
+void SlotTable::begin_staging(int slot, bool transfer) {
+  SlotInfo& s = at(slot);
+  assert(s.state == SlotInfo::kReady);
+  s.state = SlotInfo::kStaging;
+  if (transfer) s.in_transfer = true;
+}
+
+bool SlotTable::end_staging(int slot, std::int64_t seq) {
+  SlotInfo& s = at(slot);
+  if (s.state != SlotInfo::kStaging || s.seq != seq) return false;
+  s.state = SlotInfo::kStaged;
+  return true;
 }
 
 const SlotInfo& SlotTable::deliver(int slot) {

@@ -98,14 +98,34 @@ class SlotTable {
   // and may_assign().
   void assign(int slot);
   void assign_free();  // assign() every free slot while may_assign()
-  std::deque<Task>& pending() { return pending_; }
+
+  // The queued chunks, in the order they are to be produced.
+  const std::deque<Task>& queued() const { return pending_; }
+  bool has_task() const { return !pending_.empty(); }
+  // REQUIRES: has_task().
+  const Task& next_task() const { return pending_.front(); }
+  // next_task() went to a worker. REQUIRES: has_task().
+  void take_task();
+  // Every queued chunk, in order, for the caller to produce (workers = 0); none stays queued.
+  std::vector<Task> take_tasks();
+  // Chunks a worker held when it died (oldest first) go back to the front of the queue, to be
+  // produced again before anything queued after them.
+  void redo(const std::deque<Task>& tasks);
   // A chunk of `task.slot` finished; `error` (empty when none) is kept when it is the slot's
   // first. True when the batch became ready.
   bool complete(const Task& task, std::string error);
 
   // ---- hand-over
-  void set_state(int slot, SlotInfo::State s) { at(slot).state = s; }
-  void set_in_transfer(int slot, bool v) { at(slot).in_transfer = v; }
+  // The stager took ready `slot` to copy it to the devices; `transfer`: its host bytes are
+  // being read by them from now on. REQUIRES: (*this)[slot] is kReady.
+  void begin_staging(int slot, bool transfer);
+  // The stager finished copying batch `seq` in `slot`: it is kStaged, unless a reposition
+  // dropped it meanwhile (false then; in_transfer still guards the slot).
+  bool end_staging(int slot, std::int64_t seq);
+  // Some device (the consumer's recorded streams) still reads `slot`'s host bytes: no batch is
+  // assigned to it until transfer_done().
+  void hold(int slot) { at(slot).in_transfer = true; }
+  void transfer_done(int slot) { at(slot).in_transfer = false; }
   // Marks `slot` held by the consumer and advances the position. REQUIRES: it holds next_seq().
   const SlotInfo& deliver(int slot);
   // The consumer gave a delivered slot back. REQUIRES: (*this)[slot] is kHeld.

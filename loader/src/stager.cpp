@@ -23,19 +23,15 @@ void Stager::run() {
       continue;
     }
     const std::int64_t seq = core_->slots[slot].seq;
-    core_->slots.set_state(slot, SlotInfo::kStaging);
-    if (core_->slots[slot].error.empty() && !stage(slot)) return;
-    // A reposition may have dropped the batch meanwhile; in_transfer still guards the slot.
-    const SlotInfo& s = core_->slots[slot];
-    if (s.state == SlotInfo::kStaging && s.seq == seq) {
-      core_->slots.set_state(slot, SlotInfo::kStaged);
-      core_->cv.notify_all();
-    }
+    // A batch with a data error is not copied: the consumer gets the error instead.
+    const bool copy = core_->slots[slot].error.empty();
+    core_->slots.begin_staging(slot, copy);
+    if (copy && !stage(slot)) return;
+    if (core_->slots.end_staging(slot, seq)) core_->cv.notify_all();
   }
 }
 
 bool Stager::stage(int slot) {
-  core_->slots.set_in_transfer(slot, true);
   core_->staging->begin(slot);
   std::exception_ptr error;
   without_lock(core_->mutex, [&] {

@@ -12,41 +12,29 @@
 #include <cstring>
 #include <future>
 
-#include "build_info.hpp"
-#include "supervision.hpp"
-#include "worker/worker_exit_codes.hpp"
-#include "worker/worker_locate.hpp"
+#include "common/poll_wait.hpp"
+#include "common/text.hpp"
+#include "stoke/error.hpp"
 
 namespace stoke::detail {
 
-namespace {
-
-constexpr int kTasksInFlightPerWorker = 4;
-
-}  // namespace
-
 Supervisor::Supervisor(std::shared_ptr<LoaderCore> core, const ResolvedConfig& config,
-                       EventLog& log, std::unique_ptr<WorkerProcesses> workers, int done_fd)
+                       EventLog& log, std::unique_ptr<WorkerProcesses> workers, int done_fd,
+                       const TimeSource& time)
     : core_(std::move(core)),
       config_(config),
       options_(config.options),
       log_(log),
       done_fd_(done_fd),
+      time_(time),
+      time_jumps_(time.listen([c = core_.get()] { c->wake(); })),
       workers_(std::move(workers)),
       blame_(std::span<std::int64_t>(core_->view.poisoned(), core_->view.header().poison_capacity),
              core_->view.poisoned_count()),
-      workers_auto_(config.workers_auto),
       pool_(config.capacity, config.initial_workers),
-      limit_workers_(config.max_workers),
-      limit_reason_(config.max_workers_reason) {
-  // (Clang's thread-safety analysis does not look inside constructors: no other thread exists.)
-  const auto n = static_cast<std::size_t>(config.capacity);
-  in_flight_.resize(n);
-  startup_deaths_.assign(n, 0);
-  front_since_.assign(n, Clock::time_point{});
-  spawned_at_.assign(n, Clock::time_point{});
-  timed_out_.assign(n, false);
-}
+      sizer_(config, log, time, pool_),
+      ledger_(config.capacity, from_seconds(std::max(0.0, config.options.task_timeout_s)),
+              from_seconds(config.options.startup_timeout_s)) {}
 
 Supervisor::~Supervisor() {
   if (thread_.joinable()) thread_.join();
@@ -108,11 +96,11 @@ void Supervisor::loop() {
       watched = pool_.members();
       count_starting();
       timeout_ms = poll_timeout_ms();
-      slots_wanted = std::exchange(slots_wanted_, 0);
+      slots_wanted = sizer_.take_slots_wanted(*core_);
       grow = pool_.take_growth();
     }
     if (slots_wanted > 0) {
-      publish_slots(slots_wanted);
+      sizer_.publish_slots(*core_, slots_wanted);
       timeout_ms = 0;  // assign the new slots straight away
     }
     log_.flush();
@@ -120,11 +108,11 @@ void Supervisor::loop() {
     fds.assign({{done_fd_, POLLIN, 0}, {core_->wake_fd, POLLIN, 0}});
     std::erase_if(watched, [&](int i) { return !workers_->running(i); });
     for (int i : watched) fds.push_back({workers_->pidfd(i), POLLIN, 0});
-    poll_or_throw(fds, grow.empty() ? timeout_ms : 0);
+    poll_or_throw(fds, grow.empty() ? timeout_ms : 0, kPollFailure);
     drain_eventfd(done_fd_);
     drain_eventfd(core_->wake_fd);
     respawn.clear();
-    read_memory();
+    sizer_.read_memory(*core_, *workers_);
     {
       MutexLock lock(core_->mutex);
       for (int i : pool_.members()) drain_completions(i);
@@ -134,7 +122,8 @@ void Supervisor::loop() {
       }
       kill_stuck_workers();
       kill_unready_workers();
-      if (!core_->stop) tune();
+      if (!core_->stop)
+        if (const std::optional<int> n = sizer_.tune(*core_)) resize_pool(*n);
       count_starting();
       // A dead worker whose record the tuner has just retired needs no replacement.
       // (A loop, not erase_if: a lambda would be analysed as holding no lock.)
@@ -149,80 +138,47 @@ void Supervisor::loop() {
   }
 }
 
-void Supervisor::publish_slots(std::size_t wanted) {
-  std::string failure;
-  try {
-    core_->add_slots(wanted);
-  } catch (const Error& e) {
-    failure = e.what();
-  }
-  MutexLock lock(core_->mutex);
-  const int now = static_cast<int>(core_->slots.size());
-  if (!failure.empty())
-    log_.post("kept " + std::to_string(now) + " batch slots instead of " + std::to_string(wanted) +
-              ": " + failure);
-  if (depth_follows_ && now != depth_follows_->from)
-    decide(TuneTarget::kPrefetch, depth_follows_->from, now, depth_follows_->reason);
-  depth_follows_.reset();
-}
-
 // Work goes only to workers that finished the handshake: one still starting (or hanging at
 // start-up) holds nothing that another worker could have done.
 void Supervisor::dispatch() {
-  std::deque<Task>& pending = core_->slots.pending();
-  while (!pending.empty()) {
-    int best = -1;
-    for (int i : pool_.members()) {
-      const WorkerRecord& r = core_->view.worker(static_cast<std::uint32_t>(i));
-      if (!pool_.active(i) || !workers_->running(i) ||
-          r.state.load(std::memory_order_acquire) != WorkerRecord::kReady ||
-          in_flight_[i].size() >= kTasksInFlightPerWorker)
-        continue;
-      if (best < 0 || in_flight_[i].size() < in_flight_[best].size()) best = i;
-    }
+  std::vector<int> open;
+  for (int i : pool_.members())
+    if (pool_.active(i) && workers_->running(i) && ready(i)) open.push_back(i);
+  while (core_->slots.has_task()) {
+    const int best = ledger_.least_loaded(open);
     if (best < 0) return;
     WorkerRecord& r = core_->view.worker(static_cast<std::uint32_t>(best));
-    const Task t = pending.front();
+    const Task t = core_->slots.next_task();
     if (!r.tasks.push(t)) return;
-    pending.pop_front();
-    if (in_flight_[best].empty()) front_since_[best] = Clock::now();
-    in_flight_[best].push_back(t);
+    core_->slots.take_task();
+    ledger_.hand(best, t, time_.now());
     r.tasks_posted.post();
   }
 }
 
 void Supervisor::drain_completions(int worker) {
   WorkerRecord& r = core_->view.worker(static_cast<std::uint32_t>(worker));
-  auto& q = in_flight_[worker];
   Completion done;
   while (r.done.pop(done)) {
-    // A worker serves its ring in order, so its completions arrive in dispatch order.
-    if (q.empty() || q.front().seq != done.seq) {
+    const std::optional<Task> task = ledger_.complete(worker, done.seq, time_.now());
+    if (!task) {
       core_->fail(std::make_exception_ptr(Error("internal error: worker " + std::to_string(worker) +
                                                 " completed task " + std::to_string(done.seq) +
                                                 " out of order; please report this")));
       return;
     }
-    const Task task = q.front();
-    q.pop_front();
-    if (!q.empty()) front_since_[worker] = Clock::now();
-    core_->complete(task, done);
+    core_->complete(*task, done);
   }
 }
 
 int Supervisor::poll_timeout_ms() const {
   // With automatic sizing, evaluate even when nothing happens (a consumer that stopped asking).
-  int ms = workers_auto_ || config_.prefetch_auto ? static_cast<int>(kTuneEveryS * 1000) : 1000;
-  const Clock::time_point now = Clock::now();
+  int ms = sizer_.tuning(*core_) ? static_cast<int>(kTuneEveryS * 1000) : 1000;
+  const Clock::time_point now = time_.now();
   for (int i : pool_.members()) {
-    if (timed_out_[i] || !workers_->running(i)) continue;
-    const auto state = core_->view.worker(static_cast<std::uint32_t>(i)).state.load();
-    if (state != WorkerRecord::kReady) {
-      ms = std::min(ms, ms_until(spawned_at_[i] + startup_timeout(), now));
-      continue;
-    }
-    if (options_.task_timeout_s <= 0 || in_flight_[i].empty()) continue;
-    ms = std::min(ms, ms_until(front_since_[i] + from_seconds(options_.task_timeout_s), now));
+    if (!workers_->running(i)) continue;
+    if (const auto deadline = ledger_.deadline(i, ready(i)))
+      ms = std::min(ms, ms_until(*deadline, now));
   }
   return ms;
 }
@@ -231,13 +187,10 @@ int Supervisor::poll_timeout_ms() const {
 // a read hanging on a dead network mount, a stopped process) is killed; the exit path then
 // replaces it and redoes its work.
 void Supervisor::kill_stuck_workers() {
-  if (options_.task_timeout_s <= 0) return;
-  const Clock::time_point now = Clock::now();
+  const Clock::time_point now = time_.now();
   for (int i : pool_.members()) {
-    if (in_flight_[i].empty() || timed_out_[i] || !workers_->running(i)) continue;
-    if (std::chrono::duration<double>(now - front_since_[i]).count() < options_.task_timeout_s)
-      continue;
-    const Task& t = in_flight_[i].front();
+    if (!workers_->running(i) || !ledger_.task_overdue(i, now)) continue;
+    const Task& t = ledger_.held(i).front();
     const std::int64_t sample =
         core_->view.worker(static_cast<std::uint32_t>(i)).current_sample.load();
     const SlotInfo& s = core_->slots[static_cast<int>(t.slot)];
@@ -246,12 +199,23 @@ void Supervisor::kill_stuck_workers() {
               ") spent more than " + seconds_text(options_.task_timeout_s) + " s on samples " +
               std::to_string(t.begin) + ".." + std::to_string(t.begin + t.count - 1) +
               " of batch " + std::to_string(s.index) + " (epoch " + std::to_string(s.epoch) + ")" +
-              (sample >= 0 ? ", at " + (*core_->names)(sample)
-                           : ", not yet past the first, " + (*core_->names)(first)) +
+              (sample >= 0 ? ", at " + core_->names(sample)
+                           : ", not yet past the first, " + core_->names(first)) +
               "; killing it");
-    timed_out_[i] = true;
+    ledger_.killed_for_deadline(i);
     workers_->kill(i);
   }
+}
+
+bool Supervisor::ready(int worker) const {
+  return core_->view.worker(static_cast<std::uint32_t>(worker))
+             .state.load(std::memory_order_acquire) == WorkerRecord::kReady;
+}
+
+std::string Supervisor::incurable(int worker, const WorkerExit& exit) const {
+  const WorkerRecord& r = core_->view.worker(static_cast<std::uint32_t>(worker));
+  return exit.incurable(workers_->executable(),
+                        {r.version, ::strnlen(r.version, sizeof r.version)});
 }
 
 bool Supervisor::handle_exit(int worker) {
@@ -259,10 +223,9 @@ bool Supervisor::handle_exit(int worker) {
   const pid_t pid = workers_->pid(worker);
   const WorkerExit exit = workers_->reap(worker);
   const std::int64_t sample = record.current_sample.load();
-  const bool timed_out = timed_out_[worker];
-  timed_out_[worker] = false;
+  const bool timed_out = ledger_.take_killed(worker);
   drain_completions(worker);
-  auto& q = in_flight_[worker];
+  const std::deque<Task>& q = ledger_.held(worker);
   // A retiring worker that finished its chunks and stopped has simply retired. One that died on
   // the way out is treated like any death (its sample is blamed, its chunks redone), except
   // that no replacement starts.
@@ -271,29 +234,23 @@ bool Supervisor::handle_exit(int worker) {
     retire_record(worker);
     return false;
   }
-  const bool started = record.state.load() == WorkerRecord::kReady;
+  const bool started = ready(worker);
   const std::string how = !timed_out ? "died with " + exit.describe()
                           : started  ? "was killed for exceeding the task timeout"
                                      : "was killed for not finishing its start-up";
   log_.post("worker " + std::to_string(worker) + " (pid " + std::to_string(pid) + ") " + how +
-            (sample >= 0 && !q.empty() ? " while producing " + (*core_->names)(sample) : "") +
+            (sample >= 0 && !q.empty() ? " while producing " + core_->names(sample) : "") +
             (retiring ? "; it was retiring, so the other workers redo its "
                       : "; restarting it and redoing ") +
             std::to_string(q.size()) + " chunk(s)");
   if (!retiring) core_->metrics.worker_restarted();
-  if (!exit.signaled && exit.status == kExitVersionMismatch) {
-    core_->fail(std::make_exception_ptr(
-        Error(workers_->executable() + " no longer matches this library (" + worker_version_tag() +
-              "); it was replaced while running: reinstall stoke and restart")));
-    return false;
-  }
-  if (const std::string why = incurable_exit(exit); !why.empty()) {
+  if (const std::string why = incurable(worker, exit); !why.empty()) {
     core_->fail(std::make_exception_ptr(Error(why)));
     return false;
   }
   if (sample >= 0 && !q.empty()) {
     const SampleBlame::Verdict v =
-        blame_.blame(sample, (*core_->names)(sample), exit, timed_out, options_.on_error);
+        blame_.blame(sample, core_->names(sample), exit, timed_out, options_.on_error);
     if (v.kind == SampleBlame::Verdict::kFatal) {
       // (Two calls: a conditional expression would slice the DataError to its base.)
       if (options_.on_error == OnError::kError)
@@ -304,9 +261,7 @@ bool Supervisor::handle_exit(int worker) {
     }
     if (v.kind == SampleBlame::Verdict::kPoisoned) log_.post(v.message);
   }
-  std::deque<Task>& pending = core_->slots.pending();
-  for (auto it = q.rbegin(); it != q.rend(); ++it) pending.push_front(*it);
-  q.clear();
+  core_->slots.redo(ledger_.take(worker));
   if (retiring) {
     retire_record(worker);
     return false;
@@ -316,10 +271,86 @@ bool Supervisor::handle_exit(int worker) {
   // killer) does not count; each restart costs a process start, so even a persistent killer
   // cannot spin us.
   if (started) {
-    startup_deaths_[worker] = 0;
+    ledger_.reset_startup(worker);
     return true;
   }
   return within_startup_budget(worker, exit, timed_out);
+}
+
+void Supervisor::request_size(int n) {
+  {
+    MutexLock lock(core_->mutex);
+    if (core_->fatal) std::rethrow_exception(core_->fatal);
+    requested_size_ = n;
+    sizer_.stop_tuning_workers(*core_);
+  }
+  core_->wake();
+}
+
+Supervisor::PoolView Supervisor::view() const {
+  MutexLock lock(core_->mutex);
+  const auto [limit, why] = sizer_.limit(*core_);
+  return {pool_.size(), starting_, sizer_.workers_auto(*core_), limit, why};
+}
+
+// ---- resizes ------------------------------------------------------------------------------
+
+// PoolController decides which records become active or retire; the supervisor carries it out:
+// the chunk size, the measurements, slots for the new workers (spawned by the loop).
+void Supervisor::resize_pool(int n) {
+  n = pool_.resize(n);
+  pool_resized();
+  sizer_.want_slots_for(*core_, n);
+}
+
+// What follows from the pool's size: the chunk size (one chunk per worker per batch, unless
+// fixed by Options::chunk) and a fresh start for the measurements.
+void Supervisor::pool_resized() {
+  core_->slots.set_chunk(chunk_for(options_, pool_.size()));
+  sizer_.restart_measurement(*core_);
+}
+
+// Tells each retiring worker whose chunks are all done to stop; its exit is then a retirement.
+// A record queued for spawning but not yet started simply goes back to idle.
+void Supervisor::retire_drained() {
+  for (int i : pool_.retiring_not_stopped()) {
+    if (!ledger_.held(i).empty()) continue;
+    if (!workers_->running(i)) {
+      retire_record(i);
+      continue;
+    }
+    WorkerRecord& r = core_->view.worker(static_cast<std::uint32_t>(i));
+    Task stop;
+    stop.kind = Task::kStop;
+    if (r.tasks.push(stop)) {
+      r.tasks_posted.post();
+      pool_.stop_sent(i);
+    }
+  }
+}
+
+// Record i has no process any more (it retired, died while retiring, or was never started).
+void Supervisor::retire_record(int i) {
+  pool_.retired(i);
+  ledger_.reset_startup(i);  // a later occupant's start-up is a new run
+}
+
+// Starts the workers a growth asked for. One that cannot start (out of processes or
+// descriptors) shrinks the pool back instead of stopping the loader.
+void Supervisor::spawn_growth(const std::vector<int>& workers) {
+  for (int i : workers) {
+    try {
+      spawn(i);
+    } catch (const Error& e) {
+      MutexLock lock(core_->mutex);
+      pool_.spawn_failed(i);
+      ledger_.reset_startup(i);
+      pool_resized();
+      log_.post(std::string("could not add a worker (") + e.what() + "); the pool stays at " +
+                std::to_string(pool_.size()));
+    }
+  }
+  log_.flush();
 }
 
 }  // namespace stoke::detail

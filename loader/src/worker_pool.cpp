@@ -14,6 +14,8 @@
 
 #include "shared_arena.hpp"
 #include "stoke/error.hpp"
+#include "worker/worker_exit_codes.hpp"
+#include "worker/worker_locate.hpp"
 
 extern char** environ;
 
@@ -35,6 +37,18 @@ std::string WorkerExit::describe() const {
   if (!signaled) return "exit code " + std::to_string(status);
   const char* name = ::strsignal(status);
   return "signal " + std::to_string(status) + " (" + (name != nullptr ? name : "?") + ")";
+}
+
+std::string WorkerExit::incurable(const std::string& executable, std::string_view version) const {
+  if (signaled) return "";
+  if (status == kExitBadArena)
+    return "stoke-worker could not map the shared arena; check memory limits (ulimit -v, "
+           "cgroup memory) and seccomp filters";
+  if (status != kExitVersionMismatch) return "";
+  return executable + " is " +
+         (version.empty() ? std::string("another version") : "version " + std::string(version)) +
+         " but this library is " + worker_version_tag() +
+         "; install the stoke-worker that came with this library";
 }
 
 void reset_worker_record(const ArenaView& arena, std::uint32_t i) {

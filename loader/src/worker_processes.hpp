@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 
 namespace stoke::detail {
 
@@ -17,6 +18,10 @@ struct WorkerExit {
   bool signaled = false;
   int status = 0;                // exit code, or signal number when signaled
   std::string describe() const;  // "exit code 3", "signal 9 (Killed)" or "an unknown status"
+  // The message for an exit no restart cures, or "" for any other: a worker of another version
+  // (`version`: what it reported, "" when it could not read the arena's header at all), one
+  // that cannot map the arena.
+  std::string incurable(const std::string& executable, std::string_view version) const;
 };
 
 class WorkerProcesses {

@@ -38,17 +38,16 @@ struct Table {
     const std::int64_t* p = ArenaView(base).planned_ids(static_cast<std::uint32_t>(slot));
     return {p, p + 4};
   }
+  // Produces every queued chunk of `slot`; the others stay queued, in order.
   void finish(int slot) {
-    std::deque<Task>& pending = table->pending();
-    for (auto it = pending.begin(); it != pending.end();) {
-      if (static_cast<int>(it->slot) != slot) {
-        ++it;
-        continue;
-      }
-      const Task t = *it;
-      it = pending.erase(it);
-      table->complete(t, "");
+    std::deque<Task> others;
+    for (const Task& t : table->take_tasks()) {
+      if (static_cast<int>(t.slot) == slot)
+        table->complete(t, "");
+      else
+        others.push_back(t);
     }
+    table->redo(others);
   }
 
   std::vector<std::uint8_t> memory;
@@ -60,7 +59,7 @@ TEST(SlotTable, AssignsBatchesInOrderAsChunksOfTheConfiguredSize) {
   Table t(3);
   t->assign_free();
   EXPECT_EQ(t->assign_seq(), 3);
-  ASSERT_EQ(t->pending().size(), 6u);  // 3 batches x 2 chunks of 2
+  ASSERT_EQ(t->queued().size(), 6u);  // 3 batches x 2 chunks of 2
   for (int s = 0; s < 3; ++s) {
     EXPECT_EQ(t[s].state, SlotInfo::kFilling);
     EXPECT_EQ(t[s].seq, s);
@@ -69,18 +68,19 @@ TEST(SlotTable, AssignsBatchesInOrderAsChunksOfTheConfiguredSize) {
   EXPECT_EQ(t.planned(0), (std::vector<std::int64_t>{0, 1, 2, 3}));
   EXPECT_EQ(t.planned(2), (std::vector<std::int64_t>{8, 9, 0, 1}));  // padded from the start
   EXPECT_EQ(t[2].padded, 2);
-  const Task& first = t->pending().front();
+  const Task& first = t->queued().front();
   EXPECT_EQ(first.begin, 0u);
   EXPECT_EQ(first.count, 2u);
-  EXPECT_EQ(t->pending()[1].begin, 2u);
+  EXPECT_EQ(t->queued()[1].begin, 2u);
   EXPECT_EQ(t->free_slot(), -1);
 }
 
 TEST(SlotTable, ABatchIsReadyOnlyWhenItsLastChunkCompletes) {
   Table t(1);
   t->assign_free();
-  const Task a = t->pending()[0], b = t->pending()[1];
-  t->pending().clear();
+  const Task a = t->queued()[0], b = t->queued()[1];
+  EXPECT_EQ(t->take_tasks().size(), 2u);
+  EXPECT_FALSE(t->has_task());
   EXPECT_FALSE(t->complete(a, ""));
   EXPECT_EQ(t[0].state, SlotInfo::kFilling);
   EXPECT_TRUE(t->complete(b, "x.png (sample 3): corrupt"));
@@ -91,7 +91,7 @@ TEST(SlotTable, ABatchIsReadyOnlyWhenItsLastChunkCompletes) {
 TEST(SlotTable, KeepsTheFirstDataErrorOfABatch) {
   Table t(1);
   t->assign_free();
-  const Task a = t->pending()[0], b = t->pending()[1];
+  const Task a = t->queued()[0], b = t->queued()[1];
   t->complete(a, "first");
   t->complete(b, "second");
   EXPECT_EQ(t[0].error, "first");
@@ -117,10 +117,10 @@ TEST(SlotTable, ASlotStillReadByADeviceIsNotReused) {
   t->assign_free();
   t.finish(0);
   t->deliver(0);
-  t->set_in_transfer(0, true);
+  t->hold(0);
   t->release(0);
   EXPECT_EQ(t->free_slot(), -1);
-  t->set_in_transfer(0, false);
+  t->transfer_done(0);
   EXPECT_EQ(t->free_slot(), 0);
 }
 
@@ -151,7 +151,7 @@ TEST(SlotTable, RepositionInsideThePreparedRangeKeepsTheBatchesAhead) {
   EXPECT_EQ(t[0].state, SlotInfo::kFree);
   EXPECT_EQ(t[1].state, SlotInfo::kReady);
   EXPECT_EQ(t[2].state, SlotInfo::kFilling);
-  EXPECT_EQ(t->pending().size(), 2u);
+  EXPECT_EQ(t->queued().size(), 2u);
   EXPECT_EQ(t->assign_seq(), 3);
 }
 
@@ -159,12 +159,12 @@ TEST(SlotTable, RepositionElsewhereWithdrawsPendingWorkAndOrphansWhatWorkersHold
   Table t(2);
   t->assign_free();
   // One chunk of slot 0 is "in a worker's hands": not pending any more.
-  const Task out = t->pending().front();
-  t->pending().pop_front();
+  const Task out = t->next_task();
+  t->take_task();
   t->reposition(5, 0);
   EXPECT_EQ(t[0].state, SlotInfo::kOrphan);
   EXPECT_EQ(t[1].state, SlotInfo::kFree);  // all its chunks were still pending
-  EXPECT_TRUE(t->pending().empty());
+  EXPECT_TRUE(t->queued().empty());
   EXPECT_EQ(t->assign_seq(), 15);
   EXPECT_EQ(t->free_slot(), 1);
   EXPECT_FALSE(t->complete(out, ""));  // the orphan's last chunk returns: the slot is free
@@ -186,7 +186,7 @@ TEST(SlotTable, RepositionEndsAResumedEpochAndReplansWhatWasPrepared) {
   EXPECT_EQ(t[0].state, SlotInfo::kFree);
   EXPECT_EQ(t[1].state, SlotInfo::kFree);
   EXPECT_EQ(t[2].state, SlotInfo::kFree);
-  EXPECT_TRUE(t->pending().empty());
+  EXPECT_TRUE(t->queued().empty());
   EXPECT_EQ(t->assign_seq(), 1);
   t->assign(0);
   EXPECT_EQ(t.planned(0), (std::vector<std::int64_t>{4, 5, 6, 7}));  // plain batch 1
@@ -204,6 +204,43 @@ TEST(SlotTable, StagesTheEarliestReadyBatchWithinTheHorizon) {
   EXPECT_EQ(t->next_to_stage(0), -1);
   EXPECT_EQ(t->next_to_stage(1), 1);
   EXPECT_EQ(t->next_to_stage(2), 1);
+}
+
+TEST(SlotTable, ADeadWorkersChunksAreRedoneFirstInTheirOrder) {
+  Table t(2);
+  t->assign_free();  // slot 0: chunks a, b; slot 1: c, d
+  const Task a = t->next_task();
+  t->take_task();
+  const Task b = t->next_task();
+  t->take_task();
+  t->redo({a, b});
+  ASSERT_EQ(t->queued().size(), 4u);
+  EXPECT_EQ(t->queued()[0].seq, a.seq);
+  EXPECT_EQ(t->queued()[1].seq, b.seq);
+  EXPECT_EQ(t->queued()[2].slot, 1u);
+  EXPECT_EQ(t[0].pending, 2);  // a redo is not a new chunk
+}
+
+TEST(SlotTable, StagingEndsOnlyForTheBatchItBegan) {
+  Table t(2);
+  t->assign_free();
+  t.finish(0);
+  t->begin_staging(0, true);
+  EXPECT_EQ(t[0].state, SlotInfo::kStaging);
+  EXPECT_TRUE(t[0].in_transfer);
+  EXPECT_TRUE(t->end_staging(0, 0));
+  EXPECT_EQ(t[0].state, SlotInfo::kStaged);
+  // A reposition drops batch 1 while it is being staged: its end changes nothing, and the slot
+  // is not reused while the devices still read it.
+  t.finish(1);
+  t->begin_staging(1, true);
+  t->reposition(3, 0);
+  EXPECT_FALSE(t->end_staging(1, 1));
+  EXPECT_EQ(t[1].state, SlotInfo::kFree);
+  EXPECT_EQ(t[0].state, SlotInfo::kFree);  // the staged batch 0 was dropped too
+  EXPECT_EQ(t->free_slot(), -1);           // both are still read by the devices
+  t->transfer_done(1);
+  EXPECT_EQ(t->free_slot(), 1);
 }
 
 TEST(SlotTable, GrowsWithFreeSlots) {

@@ -6,10 +6,18 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
 
 namespace stoke::detail {
+
+// Seconds as a message shows them: 2, 0.5, 1e-06 (printf's %g).
+inline std::string seconds_text(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", s);
+  return text;
+}
 
 // `s` without leading and trailing white space.
 inline std::string trim(std::string s) {

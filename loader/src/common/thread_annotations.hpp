@@ -14,6 +14,10 @@
 #define SCOPED_CAPABILITY STOKE_THREAD_ANNOTATION(scoped_lockable)
 #define GUARDED_BY(x) STOKE_THREAD_ANNOTATION(guarded_by(x))
 #define PT_GUARDED_BY(x) STOKE_THREAD_ANNOTATION(pt_guarded_by(x))
+// Lock orders: clang checks them with -Wthread-safety-beta (acquired_before/after); the
+// thread-safety preset turns that on.
+#define ACQUIRED_BEFORE(...) STOKE_THREAD_ANNOTATION(acquired_before(__VA_ARGS__))
+#define ACQUIRED_AFTER(...) STOKE_THREAD_ANNOTATION(acquired_after(__VA_ARGS__))
 #define REQUIRES(...) STOKE_THREAD_ANNOTATION(requires_capability(__VA_ARGS__))
 #define EXCLUDES(...) STOKE_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
 #define ACQUIRE(...) STOKE_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))
