@@ -111,8 +111,8 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
   std::uint8_t* base = core_->arena.base();
   std::memcpy(base, &h, sizeof h);
   index.write_to(base + h.index_offset);
-  const std::vector<WireStep> steps = wire_steps(config_.pipeline);
-  std::memcpy(base + h.steps_offset, steps.data(), sizeof(WireStep) * steps.size());
+  const std::vector<AugmentStep> steps = augment_steps(config_.pipeline);
+  std::memcpy(base + h.steps_offset, steps.data(), sizeof(AugmentStep) * steps.size());
   for (std::uint32_t i = 0; i < h.worker_capacity; ++i) new (&core_->view.worker(i)) WorkerRecord();
 }
 

@@ -9,7 +9,7 @@
 //
 //   offset 0               ArenaHeader
 //   header.index_offset    dataset index (read through DatasetView, data/dataset_view.hpp)
-//   header.steps_offset    WireStep[header.step_count] (ipc/wire_step.hpp)
+//   header.steps_offset    AugmentStep[header.step_count] (augment/augment_step.hpp)
 //   header.workers_offset  WorkerRecord[header.worker_capacity]
 //   header.poison_offset   int64[header.poison_capacity] samples no worker survives, preceded
 //                          by their count (an atomic uint32 in a uint64 word)
@@ -44,12 +44,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "augment/augment_step.hpp"
 #include "common/align.hpp"
 #include "data/bad_input.hpp"
 #include "data/dataset_view.hpp"
 #include "ipc/shared_semaphore.hpp"
 #include "ipc/spsc_ring.hpp"
-#include "ipc/wire_step.hpp"
 
 namespace stoke::detail {
 
@@ -195,8 +195,8 @@ class ArenaView {
                     static_cast<std::size_t>(h.raw_height) * h.raw_width * h.raw_channels,
                     static_cast<std::size_t>(h.box_total)});
   }
-  const WireStep* steps() const {
-    return reinterpret_cast<const WireStep*>(base_ + header().steps_offset);
+  const AugmentStep* steps() const {
+    return reinterpret_cast<const AugmentStep*>(base_ + header().steps_offset);
   }
   WorkerRecord& worker(std::uint32_t i) const {
     return *reinterpret_cast<WorkerRecord*>(base_ + header().workers_offset +
