@@ -10,7 +10,7 @@
 #include <future>
 #include <stdexcept>
 
-#include "build_info.hpp"
+#include "common/build_info.hpp"
 #include "data/shard_cache.hpp"
 #include "loader_environment.hpp"
 #include "loader_impl.hpp"

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <future>
 
-#include "build_info.hpp"
+#include "common/build_info.hpp"
 #include "supervision.hpp"
 #include "worker/worker_exit_codes.hpp"
 #include "worker/worker_locate.hpp"

@@ -3,7 +3,7 @@
 
 #include <csignal>
 
-#include "build_info.hpp"
+#include "common/build_info.hpp"
 #include "supervision.hpp"
 #include "supervisor.hpp"
 #include "worker/worker_locate.hpp"
