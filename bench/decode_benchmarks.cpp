@@ -139,7 +139,7 @@ void augment_each(benchmark::State& state, Open open) {
   Augmenter augmenter;
   augmenter.set_area_oversample(fast_path_flags().k, fast_path_flags().floor);
   auto out = output_buffer();
-  const std::vector<stoke::detail::WireStep> steps = stoke::detail::wire_steps(pipeline());
+  const std::vector<stoke::detail::AugmentStep> steps = stoke::detail::augment_steps(pipeline());
   std::size_t i = 0;
   for (auto _ : state) {
     const auto& f = corpus()[i % corpus().size()];
@@ -205,7 +205,7 @@ bool progressive(const std::vector<std::uint8_t>& f) {
 struct SweepPipeline {
   const char* name;
   stoke::Pipeline pipeline;
-  std::vector<stoke::detail::WireStep> steps = stoke::detail::wire_steps(pipeline);
+  std::vector<stoke::detail::AugmentStep> steps = stoke::detail::augment_steps(pipeline);
   std::size_t bytes() const {
     return static_cast<std::size_t>(pipeline.output_height()) * pipeline.output_width() *
            pipeline.output_channels();

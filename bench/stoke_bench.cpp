@@ -733,6 +733,8 @@ int main(int argc, char** argv) {
   if (const auto code = parse_args(argc, argv, args)) return *code;
   try {
     if (args.list_devices) return list_devices();
+    // "auto" as the GPUs found, so that the report names the devices the loader drives.
+    args.options.devices = args.options.devices.resolve();
     if (!args.sweep_workers.empty()) return sweep(args);
     return run(args);
   } catch (const stoke::ConfigError& e) {

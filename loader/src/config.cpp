@@ -335,6 +335,7 @@ void resolve_bytes(ResolvedConfig& r, const DatasetIndex& index) {
 }  // namespace
 
 ResolvedConfig resolve(Options o, const DatasetIndex& index) {
+  o.devices = o.devices.resolve();  // "auto": the GPUs found now, or cpu:1
   Pipeline pipeline = choose_pipeline(o, index);
   ResolvedConfig r(std::move(o), std::move(pipeline));
   r.plan = plan_config(r.options, index.size);

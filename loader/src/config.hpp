@@ -25,7 +25,7 @@ inline constexpr std::size_t kDefaultMemoryBudget = std::size_t{2} << 30;
 struct ResolvedConfig {
   ResolvedConfig(Options o, Pipeline p) : options(std::move(o)), pipeline(std::move(p)) {}
 
-  Options options;  // as given (the log callback, paths, dtype, ...)
+  Options options;  // as given (the log callback, paths, dtype, ...), devices resolved
   Pipeline pipeline;
   PlanConfig plan;  // rank and world resolved from the environment
   std::int64_t batches_per_epoch = 0;
@@ -62,9 +62,10 @@ int chunk_for(const Options& o, int pool_size);
 // and the open-file limit for the workers asked for.
 void check_options(const Options& o);
 
-// Everything else: the pipeline (explicit, or the augment preset at the requested size), the
-// epoch plan's configuration, files the index rejected (a DataError under OnError::kError),
-// boxes per sample, normalization constants, the resume position.
+// Everything else: the devices ("auto" becomes the GPUs found, or cpu:1: DeviceSet::resolve),
+// the pipeline (explicit, or the augment preset at the requested size), the epoch plan's
+// configuration, files the index rejected (a DataError under OnError::kError), boxes per
+// sample, normalization constants, the resume position.
 ResolvedConfig resolve(Options o, const DatasetIndex& index);
 
 }  // namespace stoke::detail

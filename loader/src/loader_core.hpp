@@ -36,7 +36,8 @@ namespace stoke::detail {
 // Names a sample in messages: "<path> (sample 7)" for files, "<data> sample 7" for IDX data.
 class SampleNames {
  public:
-  SampleNames(std::string data, const ArenaView& arena) : data_(std::move(data)), view_(arena) {}
+  SampleNames(std::string data, const ArenaView& arena)
+      : data_(std::move(data)), view_(arena.dataset()) {}
   std::string operator()(std::int64_t sample) const {
     if (view_.raw()) return redact_url(data_) + " sample " + std::to_string(sample);
     const std::string_view member = view_.member(sample);

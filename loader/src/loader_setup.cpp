@@ -10,7 +10,7 @@
 #include <future>
 #include <stdexcept>
 
-#include "build_info.hpp"
+#include "common/build_info.hpp"
 #include "data/shard_cache.hpp"
 #include "loader_environment.hpp"
 #include "loader_impl.hpp"
@@ -104,12 +104,12 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
   setup.created = created;
   setup.devices = options_.devices;
   setup.data = options_.data;
-  const std::vector<WireStep> steps = wire_steps(config_.pipeline);
+  const std::vector<AugmentStep> steps = augment_steps(config_.pipeline);
   core_ = std::make_shared<LoaderCore>(
       h,
       [&](std::uint8_t* base) {
         index.write_to(base + h.index_offset);
-        std::memcpy(base + h.steps_offset, steps.data(), sizeof(WireStep) * steps.size());
+        std::memcpy(base + h.steps_offset, steps.data(), sizeof(AugmentStep) * steps.size());
         const ArenaView arena(base);  // its header is written already
         for (std::uint32_t i = 0; i < h.worker_capacity; ++i) new (&arena.worker(i)) WorkerRecord();
       },

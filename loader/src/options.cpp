@@ -28,13 +28,7 @@ bool env_int(const char* name, int& out) {
 }  // namespace
 
 DeviceSet DeviceSet::parse(std::string_view spec) {
-  if (spec == "auto") {
-    const auto& found = devices().gpus;
-    if (found.empty()) return DeviceSet{};
-    DeviceSet d{Kind::kCuda, static_cast<int>(found.size()), {}};
-    for (const GpuInfo& g : found) d.ids.push_back(g.index);
-    return d;
-  }
+  if (spec == "auto") return DeviceSet{Kind::kAuto, 0, {}};
   if (spec.starts_with("cuda:")) {
     DeviceSet d{Kind::kCuda, 0, {}};
     std::string_view rest = spec.substr(5);
@@ -64,7 +58,17 @@ DeviceSet DeviceSet::parse(std::string_view spec) {
                     "GPUs) or auto");
 }
 
+DeviceSet DeviceSet::resolve() const {
+  if (kind != Kind::kAuto) return *this;
+  const auto& found = devices().gpus;
+  if (found.empty()) return DeviceSet{};
+  DeviceSet d{Kind::kCuda, static_cast<int>(found.size()), {}};
+  for (const GpuInfo& g : found) d.ids.push_back(g.index);
+  return d;
+}
+
 std::string DeviceSet::to_string() const {
+  if (kind == Kind::kAuto) return "auto";
   if (kind == Kind::kCpu) return "cpu:" + std::to_string(count);
   std::string s = "cuda:";
   for (std::size_t i = 0; i < ids.size(); ++i) {

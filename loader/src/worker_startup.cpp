@@ -4,7 +4,7 @@
 #include <csignal>
 #include <cstring>
 
-#include "build_info.hpp"
+#include "common/build_info.hpp"
 #include "common/poll_wait.hpp"
 #include "common/text.hpp"
 #include "supervisor.hpp"

@@ -66,8 +66,35 @@ TEST(Devices, NoDriverMeansZeroGpusWithoutThrowing) {
   // This machine has no driver either: the cached answer is the same, and `auto` means cpu:1.
   if (devices().method == "none") {
     EXPECT_TRUE(devices().gpus.empty());
-    EXPECT_EQ(DeviceSet::parse("auto").to_string(), "cpu:1");
+    EXPECT_EQ(DeviceSet::parse("auto").resolve().to_string(), "cpu:1");
   }
+}
+
+TEST(Devices, AutoIsParsedWithoutDiscoveryAndResolvedToTheGpusFoundOrOneHostDevice) {
+  const DeviceSet automatic = DeviceSet::parse("auto");
+  EXPECT_EQ(automatic.kind, DeviceSet::Kind::kAuto);
+  EXPECT_EQ(automatic.to_string(), "auto");
+  const DeviceSet resolved = automatic.resolve();
+  if (devices().gpus.empty()) {
+    EXPECT_EQ(resolved.to_string(), "cpu:1");
+  } else {
+    EXPECT_EQ(resolved.kind, DeviceSet::Kind::kCuda);
+    EXPECT_EQ(resolved.count, static_cast<int>(devices().gpus.size()));
+  }
+  // Sets that name their devices resolve to themselves, without discovery.
+  for (const char* spec : {"cpu", "cpu:3", "cuda:0,3"})
+    EXPECT_EQ(DeviceSet::parse(spec).resolve().to_string(), DeviceSet::parse(spec).to_string())
+        << spec;
+}
+
+TEST(Devices, ALoaderGivenAutoDrivesWhatAutoResolvesTo) {
+  if (!devices().gpus.empty()) GTEST_SKIP() << "auto means this machine's GPUs";
+  Options o = test::fashion_options(0);
+  o.devices = DeviceSet::parse("auto");
+  Loader loader(o);
+  std::optional<Batch> b = loader.next();
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->device_count(), 1);
 }
 
 TEST(Devices, DriverProcEntriesAreReadInBusOrderAndFilteredByVisibleDevices) {

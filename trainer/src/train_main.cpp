@@ -194,7 +194,7 @@ Session make_session(const RunConfig& c, const DeviceSet& devices, const MpiWorl
 // epoch plan assume it). Under mpirun, `auto` gives each rank one GPU, its local rank's, so
 // ranks on one machine do not all claim every GPU.
 DeviceSet resolve_devices(const std::string& spec, const MpiWorld& world) {
-  DeviceSet d = DeviceSet::parse(spec);
+  DeviceSet d = DeviceSet::parse(spec).resolve();
   if (spec == "auto" && world.size() > 1 && d.kind == DeviceSet::Kind::kCuda) {
     const int gpu = d.ids[static_cast<std::size_t>(MpiWorld::local_rank()) % d.ids.size()];
     d = DeviceSet::parse("cuda:" + std::to_string(gpu));

@@ -34,15 +34,20 @@ enum class Augment { kTraining, kEvaluation };
 
 // The devices one rank feeds. Every batch is split into count() equal chunks, one per device.
 struct DeviceSet {
-  enum class Kind { kCpu, kCuda };
+  // kAuto: every visible GPU, or cpu:1 when there is none, decided by resolve().
+  enum class Kind { kCpu, kCuda, kAuto };
   Kind kind = Kind::kCpu;
-  int count = 1;
+  int count = 1;         // 0 for kAuto: known once resolved
   std::vector<int> ids;  // CUDA ordinals, for kCuda
 
-  // Parses "cpu:G" (G host devices), "cuda:0,1" (those GPUs) or "auto" (every visible GPU, or
-  // cpu:1 when there is none; see stoke::devices()). Throws ConfigError on anything else.
+  // Parses "cpu:G" (G host devices), "cuda:0,1" (those GPUs) or "auto" (kAuto). Reads nothing
+  // but `spec`. Throws ConfigError on anything else.
   static DeviceSet parse(std::string_view spec);
-  std::string to_string() const;
+  // The devices meant: for kAuto, every GPU stoke::devices() finds (discovered once per
+  // process), or cpu:1 when it finds none; any other set as it is. A Loader resolves its
+  // Options::devices itself; call this to know beforehand what it will drive.
+  DeviceSet resolve() const;
+  std::string to_string() const;  // "auto" for kAuto
 };
 
 // Options::workers and Options::prefetch: size it automatically, live.

@@ -101,7 +101,7 @@ void copy_mirrored(std::uint8_t* dst, const std::uint8_t* src, int n, int c) {
 
 }  // namespace
 
-void Augmenter::run(const WireStep* steps, int step_count, ImageSource& source, SampleRng& rng,
+void Augmenter::run(const AugmentStep* steps, int step_count, ImageSource& source, SampleRng& rng,
                     std::uint8_t* dst, int out_height, int out_width, int out_channels) {
   lut_active_ = false;
   next_scratch_ = 0;
@@ -123,7 +123,7 @@ void Augmenter::run(const WireStep* steps, int step_count, ImageSource& source, 
   w.height = source.height();
   for (int i = 0; i < step_count; ++i) {
     step_index_ = i;
-    const WireStep& s = steps[i];
+    const AugmentStep& s = steps[i];
     switch (s.step_kind()) {
       case StepKind::kResizeShorter: {
         const double scale = static_cast<double>(s.size) / std::min(w.height, w.width);
@@ -218,7 +218,7 @@ void Augmenter::crop(Window& w, int x, int y, int width, int height) const {
 }
 
 // torchvision's RandomResizedCrop.get_params, drawing from the sample's generator.
-void Augmenter::random_resized_crop(Window& w, const WireStep& s, SampleRng& rng,
+void Augmenter::random_resized_crop(Window& w, const AugmentStep& s, SampleRng& rng,
                                     bool keep_box) {
   const double area = static_cast<double>(w.width) * w.height;
   const double log_lo = std::log(static_cast<double>(s.ratio_min));
@@ -278,7 +278,7 @@ bool Augmenter::keeps_a_box(const Window& w, int x, int y, int width, int height
   return false;
 }
 
-void Augmenter::scale_jitter(Window& w, const WireStep& s, SampleRng& rng) {
+void Augmenter::scale_jitter(Window& w, const AugmentStep& s, SampleRng& rng) {
   const int side = s.size + static_cast<int>(rng.below(static_cast<std::uint64_t>(s.size_max - s.size) + 1));
   const int reference = s.longer_side ? std::max(w.height, w.width) : std::min(w.height, w.width);
   const double scale = static_cast<double>(side) / reference;
@@ -410,7 +410,7 @@ cv::Mat Augmenter::materialize(const Window& w) {
 
 // Brightness then contrast (torchvision's order within ColorJitter when both are set), as one
 // lookup table. The contrast pivot is the mean gray level of the window after brightness.
-void Augmenter::color_jitter(Window& w, const WireStep& s, SampleRng& rng) {
+void Augmenter::color_jitter(Window& w, const AugmentStep& s, SampleRng& rng) {
   realize(w);
   const double b = rng.uniform(1.0 - s.brightness, 1.0 + s.brightness);
   const double c = rng.uniform(1.0 - s.contrast, 1.0 + s.contrast);

@@ -18,11 +18,11 @@
 #include <span>
 #include <vector>
 
+#include "augment/augment_step.hpp"
 #include "augment/resample.hpp"
 #include "data/image_source.hpp"
 #include "data/sample_box.hpp"
 #include "data/sample_rng.hpp"
-#include "ipc/wire_step.hpp"
 #include "stoke/pipeline.hpp"
 
 namespace stoke::detail {
@@ -59,9 +59,9 @@ class Augmenter {
  public:
   // REQUIRES: out_channels is 1 or 3; dst holds out_height * out_width * out_channels bytes.
   // Throws BadImage when the source finds its pixels bad, ImageTooLarge for absurd steps.
-  void run(const WireStep* steps, int step_count, ImageSource& source, SampleRng& rng,
+  void run(const AugmentStep* steps, int step_count, ImageSource& source, SampleRng& rng,
            std::uint8_t* dst, int out_height, int out_width, int out_channels);
-  void run(const WireStep* steps, int step_count, const ImageRef& source, SampleRng& rng,
+  void run(const AugmentStep* steps, int step_count, const ImageRef& source, SampleRng& rng,
            std::uint8_t* dst, int out_height, int out_width, int out_channels) {
     PlainSource plain(source);
     run(steps, step_count, plain, rng, dst, out_height, out_width, out_channels);
@@ -99,11 +99,11 @@ class Augmenter {
   // follows, and the window is all of that image.
   void resized(Window& w, int height, int width);
   // random_resized_crop, and box_crop when `keep_box`.
-  void random_resized_crop(Window& w, const WireStep& s, SampleRng& rng, bool keep_box);
+  void random_resized_crop(Window& w, const AugmentStep& s, SampleRng& rng, bool keep_box);
   // Whether at least `fraction` of some box's area lies inside the window's own crop
   // (x, y, width, height); true when the sample has no boxes.
   bool keeps_a_box(const Window& w, int x, int y, int width, int height, double fraction) const;
-  void scale_jitter(Window& w, const WireStep& s, SampleRng& rng);
+  void scale_jitter(Window& w, const AugmentStep& s, SampleRng& rng);
   // Mirrors the written output top-bottom (a vertical flip is applied last: it commutes with
   // every other step once crops read the mirrored window, as crop() makes them).
   void mirror_rows(std::uint8_t* dst, int out_channels) const;
@@ -113,7 +113,7 @@ class Augmenter {
   // Decodes only the window's region of a lazy source, resized to height x width. False when
   // the source or the window does not allow it.
   bool resize_region(Window& w, int height, int width);
-  void color_jitter(Window& w, const WireStep& s, SampleRng& rng);
+  void color_jitter(Window& w, const AugmentStep& s, SampleRng& rng);
   cv::Mat materialize(const Window& w);
   void write_output(Window& w, std::uint8_t* dst, int out_channels);
   bool write_small_gray(const Window& w, std::uint8_t* dst);
@@ -123,7 +123,7 @@ class Augmenter {
   bool only_flips_follow() const;
 
   // The current run(), for resize_region's direct write.
-  const WireStep* steps_ = nullptr;
+  const AugmentStep* steps_ = nullptr;
   int step_count_ = 0;
   int step_index_ = 0;
   SampleRng* rng_ = nullptr;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/align.hpp"
 #include "common/text.hpp"
 #include "data/coco.hpp"
 #include "data/shard_list.hpp"
@@ -16,8 +17,6 @@
 namespace stoke::detail {
 namespace fs = std::filesystem;
 namespace {
-
-constexpr std::size_t kAlign = 64;
 
 bool has_image_extension(const fs::path& p) {
   const std::string ext = lowercase(p.extension().string());
@@ -243,41 +242,23 @@ DatasetIndex build_index(const std::string& path, const IndexOptions& options) {
 
 std::size_t DatasetIndex::arena_bytes() const {
   if (kind == DatasetKind::kRaw)
-    return align_up(labels.size() * sizeof(std::int32_t), kAlign) + pixels.size();
-  return align_up(entries.size() * sizeof(FileEntry), kAlign) +
-         align_up(boxes.size() * sizeof(SampleBox), kAlign) + paths.size();
+    return align_up(labels.size() * sizeof(std::int32_t), kIndexAlign) + pixels.size();
+  return align_up(entries.size() * sizeof(FileEntry), kIndexAlign) +
+         align_up(boxes.size() * sizeof(SampleBox), kIndexAlign) + paths.size();
 }
 
 void DatasetIndex::write_to(std::uint8_t* dst) const {
   if (kind == DatasetKind::kRaw) {
     std::memcpy(dst, labels.data(), labels.size() * sizeof(std::int32_t));
-    std::memcpy(dst + align_up(labels.size() * sizeof(std::int32_t), kAlign), pixels.data(),
+    std::memcpy(dst + align_up(labels.size() * sizeof(std::int32_t), kIndexAlign), pixels.data(),
                 pixels.size());
     return;
   }
   std::memcpy(dst, entries.data(), entries.size() * sizeof(FileEntry));
-  dst += align_up(entries.size() * sizeof(FileEntry), kAlign);
+  dst += align_up(entries.size() * sizeof(FileEntry), kIndexAlign);
   if (!boxes.empty()) std::memcpy(dst, boxes.data(), boxes.size() * sizeof(SampleBox));
-  dst += align_up(boxes.size() * sizeof(SampleBox), kAlign);
+  dst += align_up(boxes.size() * sizeof(SampleBox), kIndexAlign);
   std::memcpy(dst, paths.data(), paths.size());
-}
-
-DatasetView::DatasetView(const ArenaView& arena)
-    : kind_(arena.header().dataset_kind), size_(arena.header().sample_count) {
-  const std::uint8_t* base = arena.base() + arena.header().index_offset;
-  const auto n = static_cast<std::size_t>(size_);
-  if (kind_ == DatasetKind::kRaw) {
-    raw_labels_ = reinterpret_cast<const std::int32_t*>(base);
-    raw_pixels_ = base + align_up(n * sizeof(std::int32_t), kAlign);
-    const auto& h = arena.header();
-    raw_bytes_ = static_cast<std::size_t>(h.raw_height) * h.raw_width * h.raw_channels;
-  } else {
-    entries_ = reinterpret_cast<const FileEntry*>(base);
-    base += align_up(n * sizeof(FileEntry), kAlign);
-    boxes_ = reinterpret_cast<const SampleBox*>(base);
-    const auto box_total = static_cast<std::size_t>(arena.header().box_total);
-    paths_ = reinterpret_cast<const char*>(base + align_up(box_total * sizeof(SampleBox), kAlign));
-  }
 }
 
 }  // namespace stoke::detail

@@ -8,8 +8,8 @@
 // by a process that dies), so a worker that dies anywhere cannot block the others.
 //
 //   offset 0               ArenaHeader
-//   header.index_offset    dataset index (read through DatasetView, data/dataset_index.hpp)
-//   header.steps_offset    WireStep[header.step_count] (ipc/wire_step.hpp)
+//   header.index_offset    dataset index (read through DatasetView, data/dataset_view.hpp)
+//   header.steps_offset    AugmentStep[header.step_count] (augment/augment_step.hpp)
 //   header.workers_offset  WorkerRecord[header.worker_capacity]
 //   header.poison_offset   int64[header.poison_capacity] samples no worker survives, preceded
 //                          by their count (an atomic uint32 in a uint64 word)
@@ -44,10 +44,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "augment/augment_step.hpp"
+#include "common/align.hpp"
 #include "data/bad_input.hpp"
+#include "data/dataset_view.hpp"
 #include "ipc/shared_semaphore.hpp"
 #include "ipc/spsc_ring.hpp"
-#include "ipc/wire_step.hpp"
 
 namespace stoke::detail {
 
@@ -58,12 +60,6 @@ inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKAREN
 inline constexpr std::uint32_t kLayoutVersion = 6;
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
-
-inline constexpr std::size_t align_up(std::size_t n, std::size_t a) {
-  return (n + a - 1) / a * a;
-}
-
-enum class DatasetKind : std::uint32_t { kRaw = 1, kFiles = 2 };
 
 // A unit of work: samples [begin, begin + count) of a slot.
 struct Task {
@@ -191,8 +187,16 @@ class ArenaView {
 
   std::uint8_t* base() const { return base_; }
   ArenaHeader& header() const { return *reinterpret_cast<ArenaHeader*>(base_); }
-  const WireStep* steps() const {
-    return reinterpret_cast<const WireStep*>(base_ + header().steps_offset);
+  // The dataset index at header().index_offset, read as the header describes it.
+  DatasetView dataset() const {
+    const ArenaHeader& h = header();
+    return DatasetView(
+        IndexRegion{h.dataset_kind, h.sample_count, base_ + h.index_offset,
+                    static_cast<std::size_t>(h.raw_height) * h.raw_width * h.raw_channels,
+                    static_cast<std::size_t>(h.box_total)});
+  }
+  const AugmentStep* steps() const {
+    return reinterpret_cast<const AugmentStep*>(base_ + header().steps_offset);
   }
   WorkerRecord& worker(std::uint32_t i) const {
     return *reinterpret_cast<WorkerRecord*>(base_ + header().workers_offset +

@@ -39,7 +39,7 @@ ArenaHeader plan_arena(const ArenaPlanInput& in) {
   h.index_offset = kPage;
   h.index_size = in.index_bytes;
   h.steps_offset = align_up(h.index_offset + h.index_size, kPage);
-  h.workers_offset = align_up(h.steps_offset + sizeof(WireStep) * h.step_count, kPage);
+  h.workers_offset = align_up(h.steps_offset + sizeof(AugmentStep) * h.step_count, kPage);
   // Poison list: a count word, then the dataset indices.
   h.poison_capacity = in.poison_capacity;
   h.poison_offset = align_up(h.workers_offset + h.worker_stride * h.worker_capacity, kPage) +

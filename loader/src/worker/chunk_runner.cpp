@@ -13,7 +13,7 @@
 namespace stoke::detail {
 
 ChunkRunner::ChunkRunner(const ArenaView& arena, FileReader& files)
-    : arena_(arena), files_(files), dataset_(arena), decoder_(arena.header().max_pixels) {
+    : arena_(arena), files_(files), dataset_(arena.dataset()), decoder_(arena.header().max_pixels) {
   jpeg_.set_verify(arena.header().verify_region != 0 ? Verify::kRegion : Verify::kWholeFile);
 }
 

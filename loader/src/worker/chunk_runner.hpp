@@ -11,7 +11,7 @@
 #include "augment/augment.hpp"
 #include "augment/boxes.hpp"
 #include "augment/masks.hpp"
-#include "data/dataset_index.hpp"
+#include "data/dataset_view.hpp"
 #include "data/file_reader.hpp"
 #include "decode/decode.hpp"
 #include "decode/jpeg_region.hpp"

@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "build_info.hpp"
+#include "common/build_info.hpp"
 #include "ipc/arena_layout.hpp"
 #include "stoke/error.hpp"
 

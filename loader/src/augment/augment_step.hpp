@@ -1,0 +1,68 @@
+#pragma once
+// A pipeline step as the augmenter takes it: fixed-width fields at fixed offsets, so that the
+// loader can copy the steps into the arena as they are (ipc/arena_layout.hpp) and a worker of
+// the same layout version reads exactly what the loader wrote. The public stoke::Step describes
+// a step for users; this is the augmenter's own record of it, free to stay put when the public
+// type grows.
+//
+// Thread-safety: plain values.
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "stoke/pipeline.hpp"
+
+namespace stoke::detail {
+
+struct AugmentStep {
+  std::uint32_t kind = 0;  // StepKind
+  std::int32_t size = 0;
+  std::int32_t height = 0;
+  std::int32_t width = 0;
+  std::int32_t pad = 0;
+  float probability = 0.f;
+  float scale_min = 0.f;
+  float scale_max = 0.f;
+  float ratio_min = 0.f;
+  float ratio_max = 0.f;
+  float brightness = 0.f;
+  float contrast = 0.f;
+  std::int32_t size_max = 0;
+  std::int32_t longer_side = 0;
+  float min_visible = 0.f;
+  std::uint32_t reserved = 0;
+
+  StepKind step_kind() const { return static_cast<StepKind>(kind); }
+};
+static_assert(std::is_trivially_copyable_v<AugmentStep> && std::is_standard_layout_v<AugmentStep>);
+static_assert(sizeof(AugmentStep) == 64 && offsetof(AugmentStep, min_visible) == 56);
+
+inline AugmentStep to_augment_step(const Step& s) {
+  return AugmentStep{static_cast<std::uint32_t>(s.kind),
+                     s.size,
+                     s.height,
+                     s.width,
+                     s.pad,
+                     s.probability,
+                     s.scale_min,
+                     s.scale_max,
+                     s.ratio_min,
+                     s.ratio_max,
+                     s.brightness,
+                     s.contrast,
+                     s.size_max,
+                     s.longer_side ? 1 : 0,
+                     s.min_visible,
+                     0};
+}
+
+inline std::vector<AugmentStep> augment_steps(const Pipeline& p) {
+  std::vector<AugmentStep> out;
+  out.reserve(p.steps().size());
+  for (const Step& s : p.steps()) out.push_back(to_augment_step(s));
+  return out;
+}
+
+}  // namespace stoke::detail

@@ -1,0 +1,23 @@
+#include "data/dataset_view.hpp"
+
+#include "common/align.hpp"
+
+namespace stoke::detail {
+
+DatasetView::DatasetView(const IndexRegion& region) : kind_(region.kind), size_(region.size) {
+  const std::uint8_t* base = region.bytes;
+  const auto n = static_cast<std::size_t>(size_);
+  if (kind_ == DatasetKind::kRaw) {
+    raw_labels_ = reinterpret_cast<const std::int32_t*>(base);
+    raw_pixels_ = base + align_up(n * sizeof(std::int32_t), kIndexAlign);
+    raw_bytes_ = region.raw_bytes;
+  } else {
+    entries_ = reinterpret_cast<const FileEntry*>(base);
+    base += align_up(n * sizeof(FileEntry), kIndexAlign);
+    boxes_ = reinterpret_cast<const SampleBox*>(base);
+    paths_ = reinterpret_cast<const char*>(
+        base + align_up(region.box_total * sizeof(SampleBox), kIndexAlign));
+  }
+}
+
+}  // namespace stoke::detail
