@@ -22,13 +22,13 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 ShardPrefetcher::ShardPrefetcher(std::shared_ptr<LoaderCore> core, const PlanConfig& plan,
                                  std::vector<RemoteShard> shards, std::unique_ptr<ShardStore> store,
-                                 EventLog& log)
+                                 const RemotePolicy& policy, EventLog& log)
     : core_(std::move(core)),
       bpe_(EpochPlan(plan).batches_per_epoch()),
       shards_(std::move(shards)),
       store_(std::move(store)),
       log_(log),
-      policy_(remote_policy_from_environment()),
+      policy_(policy),
       plan_(plan) {
   policy_.cancel = &stop_;
   remote_of_.assign(plan.shard_starts.empty() ? 0 : plan.shard_starts.size() - 1, -1);

@@ -73,11 +73,12 @@ class ShardPrefetcher {
  public:
   static constexpr int kFetchThreads = 4;
 
-  // Starts fetching for the consumer's position in `core`. REQUIRES: `shards` is not empty, and
-  // names shards of `plan` (RemoteShard::shard < its shard count).
+  // Starts fetching for the consumer's position in `core`, each fetch under `policy` (the
+  // loader's RemoteConfig's). REQUIRES: `shards` is not empty, and names shards of `plan`
+  // (RemoteShard::shard < its shard count).
   ShardPrefetcher(std::shared_ptr<LoaderCore> core, const PlanConfig& plan,
                   std::vector<RemoteShard> shards, std::unique_ptr<ShardStore> store,
-                  EventLog& log);
+                  const RemotePolicy& policy, EventLog& log);
   ~ShardPrefetcher();
   ShardPrefetcher(const ShardPrefetcher&) = delete;
   ShardPrefetcher& operator=(const ShardPrefetcher&) = delete;

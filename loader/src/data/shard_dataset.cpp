@@ -268,13 +268,12 @@ std::optional<std::string> parse_box_member(const std::string& text, std::vector
 }  // namespace
 
 DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFields& fields,
-                          const IndexCaches& caches, int max_classes) {
+                          const IndexCaches& caches, const RemotePolicy& policy, int max_classes) {
   const std::string& label_spec = fields.label;
   const std::string mask_ext = lowercase(fields.mask);
   const std::string bytes_ext = lowercase(fields.bytes);
   const std::string boxes_ext = lowercase(fields.boxes);
   const LabelField field = parse_label_field(label_spec);
-  const RemotePolicy policy = remote_policy_from_environment();
   DatasetIndex index;
   index.kind = DatasetKind::kFiles;
   std::optional<std::string> index_folder;  // made when the first remote shard is indexed
