@@ -28,6 +28,28 @@ namespace {
 
 constexpr std::uint32_t kPoisonCapacity = 4096;
 
+// What the shard prefetcher sees of this loader (shard_prefetcher.hpp): LoaderCore's position,
+// plan, wake-ups and error, behind its lock.
+class CorePrefetchHost final : public PrefetchHost {
+ public:
+  explicit CorePrefetchHost(std::shared_ptr<LoaderCore> core) : core_(std::move(core)) {}
+  void read(const Look& look) override {
+    MutexLock lock(core_->mutex);
+    look({core_->stop, core_->slots.next_seq(), core_->slots.generation()}, core_->slots.plan());
+  }
+  void ready_changed() override {
+    core_->wake();  // the supervisor's eventfd, and the in-process consumer's wait
+    core_->cv.notify_all();
+  }
+  void fail(std::exception_ptr error) override {
+    MutexLock lock(core_->mutex);
+    core_->fail(std::move(error));
+  }
+
+ private:
+  const std::shared_ptr<LoaderCore> core_;
+};
+
 }  // namespace
 
 // (Clang's thread-safety analysis does not look inside constructors and destructors: nothing
@@ -163,8 +185,9 @@ void Loader::Impl::set_up_shard_cache(const ShardCachePlan& plan) {
   shard_cache_ = plan.summary;
   if (!plan.log_line.empty()) log_.post(plan.log_line);
   if (!store) return;
-  prefetcher_ = std::make_unique<ShardPrefetcher>(core_, config_.plan, plan.cached,
-                                                  std::move(store), config_.remote.policy, log_);
+  prefetcher_ = std::make_unique<ShardPrefetcher>(
+      std::make_unique<CorePrefetchHost>(core_), plan.cached, std::move(store),
+      config_.remote.policy, *time_, core_->view.header().slot_capacity, log_);
   ShardPrefetcher* gate = prefetcher_.get();
   MutexLock lock(core_->mutex);
   core_->slots.set_gate([gate](std::int64_t seq, std::uint64_t generation, bool consumer_next) {
