@@ -31,8 +31,9 @@ struct ShardCachePlan {
 // The cache is on when copies are asked for (cache_limit > 0, a cache root), the servers name
 // versions (an ETag: the shards with a copy path in the index) and the limit holds the largest
 // shards a shuffle window reads: a batch reads one window's shards, or the next one's too at a
-// window's edge, so a smaller limit would evict copies before their batches are done. (A batch
-// that alone needs more is fetched past the limit, with a line in the log: the prefetcher's.)
+// window's edge (and, with small shards or padding that wraps, several), so a smaller limit
+// would evict copies before their batches are done. (A batch that alone needs more is fetched
+// past the limit, with a line in the log: the prefetcher's.)
 ShardCachePlan plan_shard_cache(const std::vector<RemoteShard>& remote, const PlanConfig& plan,
                                 const RemoteConfig& config);
 
