@@ -21,6 +21,7 @@
 #include "common/text.hpp"
 #include "data/dataset_index.hpp"
 #include "data/file_reader.hpp"
+#include "data/remote.hpp"
 #include "data/tar_index.hpp"
 #include "stoke/error.hpp"
 #include "stoke/names.hpp"
@@ -265,6 +266,7 @@ int run(const Args& args) {
   const auto started = std::chrono::steady_clock::now();
   stoke::detail::IndexOptions request;
   request.split = args.split;
+  request.remote = stoke::detail::remote_policy_from_environment();  // this tool's own reading
   DatasetIndex index = stoke::detail::build_index(args.data, request);
   if (!index.shard_starts.empty())
     throw stoke::ConfigError(args.data + " is tar shards already; stoke reads them as they are");

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "common/text.hpp"
+#include "data/cache_folder.hpp"
 #include "data/tar_index.hpp"
 #include "ipc/arena_plan.hpp"
 #include "stoke/cores.hpp"
@@ -334,10 +335,19 @@ void resolve_bytes(ResolvedConfig& r, const DatasetIndex& index) {
 
 }  // namespace
 
-ResolvedConfig resolve(Options o, const DatasetIndex& index) {
+RemoteConfig resolve_remote(const Options& o) {
+  RemoteConfig r;
+  r.policy = remote_policy_from_environment();
+  r.cache_root = cache_root(o.cache_dir);
+  r.cache_limit = o.cache_limit;
+  return r;
+}
+
+ResolvedConfig resolve(Options o, const DatasetIndex& index, RemoteConfig remote) {
   o.devices = o.devices.resolve();  // "auto": the GPUs found now, or cpu:1
   Pipeline pipeline = choose_pipeline(o, index);
   ResolvedConfig r(std::move(o), std::move(pipeline));
+  r.remote = std::move(remote);
   r.plan = plan_config(r.options, index.size);
   if (r.options.shuffle_window < 0)
     throw ConfigError("shuffle_window must be 0 (all shards) or a number of shards, got " +

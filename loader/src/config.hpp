@@ -14,6 +14,7 @@
 
 #include "data/dataset_index.hpp"
 #include "data/epoch_plan.hpp"
+#include "data/remote.hpp"
 #include "stoke/options.hpp"
 
 namespace stoke::detail {
@@ -22,12 +23,24 @@ inline constexpr int kMaxWorkers = 512;
 inline constexpr std::int64_t kMaxEpoch = std::int64_t{1} << 32;  // keeps epoch * batches in range
 inline constexpr std::size_t kDefaultMemoryBudget = std::size_t{2} << 30;
 
+// Remote shards: how every request to a server behaves, and where shard copies may be kept. Read
+// from Options and the environment once, in the training process, before the dataset is indexed
+// (indexing asks the servers), then handed to whatever reaches a server or the cache: the index,
+// the shard cache's plan and prefetcher (shard_cache_plan.hpp, shard_prefetcher.hpp) and, through
+// the arena (ArenaHeader::remote_deadline_s), the workers' reads.
+struct RemoteConfig {
+  RemotePolicy policy;            // its deadline from STOKE_REMOTE_DEADLINE_S; no cancel flag
+  std::string cache_root;         // cache_root(Options::cache_dir): "" when none can be named
+  std::uint64_t cache_limit = 0;  // Options::cache_limit; 0: no shard copies
+};
+
 struct ResolvedConfig {
   ResolvedConfig(Options o, Pipeline p) : options(std::move(o)), pipeline(std::move(p)) {}
 
   Options options;  // as given (the log callback, paths, dtype, ...), devices resolved
   Pipeline pipeline;
   PlanConfig plan;  // rank and world resolved from the environment
+  RemoteConfig remote;
   std::int64_t batches_per_epoch = 0;
   // The consumer's first position: (0, 0), or where Options::resume says.
   std::int64_t start_epoch = 0;
@@ -58,6 +71,10 @@ struct ResolvedConfig {
 // chunks delivered 10-25% fewer samples per second).
 int chunk_for(const Options& o, int pool_size);
 
+// Options::cache_dir and cache_limit, STOKE_REMOTE_DEADLINE_S and the cache root's variables
+// (data/cache_folder.hpp): the one reading of them, before the dataset is indexed.
+RemoteConfig resolve_remote(const Options& o);
+
 // The checks that need no dataset: ranges of the pool, monitor, timeout and prefetch options,
 // and the open-file limit for the workers asked for.
 void check_options(const Options& o);
@@ -65,7 +82,8 @@ void check_options(const Options& o);
 // Everything else: the devices ("auto" becomes the GPUs found, or cpu:1: DeviceSet::resolve),
 // the pipeline (explicit, or the augment preset at the requested size), the epoch plan's
 // configuration, files the index rejected (a DataError under OnError::kError), boxes per
-// sample, normalization constants, the resume position.
-ResolvedConfig resolve(Options o, const DatasetIndex& index);
+// sample, normalization constants, the resume position; `remote` (resolve_remote(), as the
+// index was built with it) is kept as it is.
+ResolvedConfig resolve(Options o, const DatasetIndex& index, RemoteConfig remote);
 
 }  // namespace stoke::detail

@@ -37,6 +37,7 @@ namespace stoke {
 namespace detail {
 using Clock = std::chrono::steady_clock;
 struct LoaderEnvironment;
+struct ShardCachePlan;
 }  // namespace detail
 
 using detail::Clock;
@@ -64,8 +65,8 @@ class Loader::Impl {
   // ---- construction (loader_setup.cpp)
   void lay_out_arena(const detail::DatasetIndex& index, Clock::time_point created);
   void set_up_staging(const detail::LoaderEnvironment& env);
-  // Remote shards: the prefetcher and its gate, when the cache can hold what a batch reads.
-  void set_up_shard_cache(const detail::DatasetIndex& index);
+  // Remote shards: the prefetcher and its gate, when the plan (shard_cache_plan.hpp) caches any.
+  void set_up_shard_cache(const detail::ShardCachePlan& plan);
   void start_threads();
 
   // ---- the consumer (loader.cpp)

@@ -14,6 +14,7 @@
 #include "data/shard_cache.hpp"
 #include "loader_environment.hpp"
 #include "loader_impl.hpp"
+#include "shard_cache_plan.hpp"
 #include "stoke/format.hpp"
 #include "stoke/loader.hpp"
 #include "worker/worker_locate.hpp"
@@ -27,6 +28,27 @@ namespace {
 
 constexpr std::uint32_t kPoisonCapacity = 4096;
 
+// What the shard prefetcher sees of this loader (shard_prefetcher.hpp): LoaderCore's position,
+// plan, wake-ups and error, behind its lock.
+class CorePrefetchHost final : public PrefetchHost {
+ public:
+  explicit CorePrefetchHost(std::shared_ptr<LoaderCore> core) : core_(std::move(core)) {}
+  void read(const Look& look) override {
+    MutexLock lock(core_->mutex);
+    look({core_->stop, core_->slots.next_seq(), core_->slots.generation()}, core_->slots.plan());
+  }
+  void ready_changed() override {
+    core_->signal_change();  // the supervisor's eventfd, and the in-process consumer's wait
+  }
+  void fail(std::exception_ptr error) override {
+    MutexLock lock(core_->mutex);
+    core_->fail(std::move(error));
+  }
+
+ private:
+  const std::shared_ptr<LoaderCore> core_;
+};
+
 }  // namespace
 
 // (Clang's thread-safety analysis does not look inside constructors and destructors: nothing
@@ -37,6 +59,9 @@ Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, const LoaderEnviro
       time_(env.time ? env.time
                      : std::shared_ptr<const TimeSource>(std::shared_ptr<void>{}, &steady_time())),
       log_(options_.log, [this](std::exception_ptr e) { log_failed(std::move(e)); }) {
+  const ShardCachePlan shard_cache =
+      plan_shard_cache(index.remote_shards, config_.plan, config_.remote);
+  if (shard_cache.cached.empty()) index.drop_shard_copies();  // the workers read the servers
   lay_out_arena(index, created);
   for (const RejectedFile& r : index.rejected) {  // (resolve() refused them under kError)
     core_->metrics.skipped(r.reason);
@@ -54,7 +79,7 @@ Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, const LoaderEnviro
               std::to_string(config_.max_bytes));
   log_.flush();  // now, so that a failure further on does not swallow them
   set_up_staging(env);
-  set_up_shard_cache(index);
+  set_up_shard_cache(shard_cache);
   log_.flush();  // the shard cache's line too: every set-up line is out when construction ends
   index = DatasetIndex{};  // the arena holds it now
   if (options_.devices.kind == DeviceSet::Kind::kCuda)
@@ -93,6 +118,7 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
   h.box_min_visible = options_.min_box_visible;
   h.mask_ignore = static_cast<std::uint32_t>(options_.mask_ignore);
   h.seed = options_.seed;
+  h.remote_deadline_s = config_.remote.policy.deadline_s;
 
   LoaderCore::Setup setup;
   setup.plan = config_.plan;
@@ -152,47 +178,15 @@ void Loader::Impl::set_up_staging(const LoaderEnvironment& env) {
   core_->staging->pin_initial(static_cast<int>(config_.initial_slots));
 }
 
-void Loader::Impl::set_up_shard_cache(const DatasetIndex& index) {
-  if (index.remote_shards.empty()) return;
-  std::vector<RemoteShard> cached;
-  for (const RemoteShard& r : index.remote_shards) {
-    if (!r.copy.empty()) cached.push_back(r);
-  }
-  if (cached.empty()) {
-    shard_cache_ = options_.cache_limit == 0
-                       ? "off (cache_limit 0): workers read byte ranges from the server"
-                       : "off (no cache folder, or the server sends no ETag): workers read byte "
-                         "ranges from the server";
-    log_.post("shard cache: " + shard_cache_);
-    return;
-  }
-  // A batch reads from one shuffle window's shards, or from the next one too at a window's
-  // edge (and, with small shards or padding that wraps, from several): the limit must hold at
-  // least the largest window, else copies would be evicted before their batches are done. (A
-  // batch that alone needs more is fetched past the limit, with a line in the log.)
-  std::size_t per_window = 0;  // the plan's windows hold the same counts of shards every epoch
-  for (const ShardWindow& w : EpochPlan(config_.plan).shard_windows(0))
-    per_window = std::max(per_window, w.shards.size());
-  std::vector<std::uint64_t> sizes;
-  for (const RemoteShard& r : cached) sizes.push_back(r.size);
-  std::sort(sizes.begin(), sizes.end(), std::greater<>());
-  std::uint64_t need = 0;
-  for (std::size_t i = 0; i < std::min(per_window, sizes.size()); ++i) need += sizes[i];
-  const std::string root = cache_root(options_.cache_dir);
-  if (need > options_.cache_limit) {
-    shard_cache_ = "off: cache_limit " + bytes_text(options_.cache_limit) + " cannot hold the " +
-                   bytes_text(need) + " of the " + std::to_string(per_window) +
-                   " largest shards a shuffle window reads; workers read byte ranges from the "
-                   "server (raise cache_limit, or lower shuffle_window)";
-    log_.post("shard cache: " + shard_cache_);
-    return;
-  }
-  auto store = std::make_unique<ShardStore>(root, options_.cache_limit);
-  shard_cache_ = "on: " + store->folder() + ", limit " + bytes_text(options_.cache_limit);
-  log_.post("shard cache " + shard_cache_ + "; " + std::to_string(cached.size()) + " of " +
-            std::to_string(index.remote_shards.size()) + " remote shard(s) can be cached");
-  prefetcher_ = std::make_unique<ShardPrefetcher>(core_, config_.plan, std::move(cached),
-                                                  std::move(store), log_);
+void Loader::Impl::set_up_shard_cache(const ShardCachePlan& plan) {
+  std::unique_ptr<ShardStore> store;
+  if (!plan.cached.empty()) store = std::make_unique<ShardStore>(plan.root, plan.limit);
+  shard_cache_ = plan.summary;
+  if (!plan.log_line.empty()) log_.post(plan.log_line);
+  if (!store) return;
+  prefetcher_ = std::make_unique<ShardPrefetcher>(
+      std::make_unique<CorePrefetchHost>(core_), plan.cached, std::move(store),
+      config_.remote.policy, *time_, core_->view.header().slot_capacity, log_);
   ShardPrefetcher* gate = prefetcher_.get();
   MutexLock lock(core_->mutex);
   core_->slots.set_gate([gate](std::int64_t seq, std::uint64_t generation, bool consumer_next) {
@@ -270,9 +264,11 @@ Loader::Loader(Options options, const LoaderEnvironment& env) {
   request.box_field = options.box_field;
   request.on_error = options.on_error;
   request.max_classes = options.max_classes;
-  request.caches = {cache_root(options.cache_dir), options.cache_limit > 0};
+  RemoteConfig remote = resolve_remote(options);
+  request.caches = {remote.cache_root, remote.cache_limit > 0};
+  request.remote = remote.policy;
   DatasetIndex index = build_index(options.data, request);
-  ResolvedConfig config = resolve(std::move(options), index);
+  ResolvedConfig config = resolve(std::move(options), index, std::move(remote));
   impl_ = std::make_unique<Impl>(std::move(config), std::move(index), env, created);
 }
 

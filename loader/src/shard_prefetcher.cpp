@@ -12,26 +12,38 @@ namespace stoke::detail {
 namespace {
 
 // How often the coordinator looks at the consumer's position when no fetch ends meanwhile.
+// (A poll of the loader's state, not a deadline: real time.)
 constexpr auto kPoll = std::chrono::milliseconds(5);
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 }  // namespace
 
-ShardPrefetcher::ShardPrefetcher(std::shared_ptr<LoaderCore> core, const PlanConfig& plan,
+ShardPrefetcher::PlanShape ShardPrefetcher::shape_of(PrefetchHost& host) {
+  PlanShape shape;
+  host.read([&](const Position&, const EpochPlan& plan) {
+    shape.batches_per_epoch = plan.batches_per_epoch();
+    shape.samples = plan.config().samples;
+    shape.batch = plan.config().batch;
+    const std::size_t starts = plan.config().shard_starts.size();
+    shape.shards = starts == 0 ? 0 : starts - 1;
+  });
+  return shape;
+}
+
+ShardPrefetcher::ShardPrefetcher(std::unique_ptr<PrefetchHost> host,
                                  std::vector<RemoteShard> shards, std::unique_ptr<ShardStore> store,
-                                 EventLog& log)
-    : core_(std::move(core)),
-      bpe_(EpochPlan(plan).batches_per_epoch()),
+                                 const RemotePolicy& policy, const TimeSource& time,
+                                 std::int64_t slot_capacity, EventLog& log)
+    : host_(std::move(host)),
+      shape_(shape_of(*host_)),
+      bpe_(shape_.batches_per_epoch),
+      slot_capacity_(slot_capacity),
+      time_(time),
       shards_(std::move(shards)),
       store_(std::move(store)),
       log_(log),
-      policy_(remote_policy_from_environment()),
-      plan_(plan) {
+      policy_(policy) {
   policy_.cancel = &stop_;
-  remote_of_.assign(plan.shard_starts.empty() ? 0 : plan.shard_starts.size() - 1, -1);
+  remote_of_.assign(shape_.shards, -1);
   for (std::size_t r = 0; r < shards_.size(); ++r) {
     remote_of_[shards_[r].shard] = static_cast<int>(r);
     by_copy_[shards_[r].copy] = r;
@@ -42,6 +54,9 @@ ShardPrefetcher::ShardPrefetcher(std::shared_ptr<LoaderCore> core, const PlanCon
   errors_.resize(shards_.size());
   failed_at_.resize(shards_.size());
   rooms_.resize(shards_.size());
+  // A jump may pass a deadline the coordinator sleeps towards: it looks at the time again. (A
+  // listener only signals; a wake-up lost to the race with its wait costs one kPoll.)
+  jumps_ = time_.listen([this] { cv_.notify_all(); });
   try {
     threads_.emplace_back([this] { coordinate(); });
     for (int i = 0; i < kFetchThreads; ++i) threads_.emplace_back([this] { download(); });
@@ -54,6 +69,7 @@ ShardPrefetcher::ShardPrefetcher(std::shared_ptr<LoaderCore> core, const PlanCon
 }
 
 ShardPrefetcher::~ShardPrefetcher() {
+  jumps_ = TimeSource::Listener();
   {
     MutexLock lock(mutex_);
     stop_ = true;  // also cancels the transfers in progress
@@ -62,11 +78,15 @@ ShardPrefetcher::~ShardPrefetcher() {
   for (std::thread& t : threads_) t.join();
 }
 
+double ShardPrefetcher::seconds_since(Clock::time_point t) const {
+  return std::chrono::duration<double>(time_.now() - t).count();
+}
+
 bool ShardPrefetcher::ready(std::int64_t seq, std::uint64_t generation, bool consumer_next) {
   MutexLock lock(published_mutex_);
   if (generation == ready_generation_ && seq >= ready_lo_ && seq < ready_hi_) return true;
   if (consumer_next && !blocked_since_) {
-    blocked_since_ = Clock::now();
+    blocked_since_ = time_.now();
     blocked_seq_ = seq;
     blocked_generation_ = generation;
   }
@@ -94,8 +114,28 @@ void ShardPrefetcher::publish_range() {
 }
 
 void ShardPrefetcher::fail_loader(std::exception_ptr error) {
-  MutexLock lock(core_->mutex);
-  core_->fail(std::move(error));
+  host_->fail(std::move(error));
+}
+
+void ShardPrefetcher::read_plan(const Position& at, const EpochPlan& plan) {
+  const std::int64_t from = at.next_seq;
+  const std::int64_t last = at.next_seq + 2 * bpe_;  // the walk's horizon, itself included
+  const auto known = static_cast<std::int64_t>(firsts_.size());
+  if (at.generation != plan_generation_ || from < firsts_from_ || from > firsts_from_ + known) {
+    plan_generation_ = at.generation;  // (a reposition: what was planned may have changed)
+    firsts_.clear();
+    windows_.clear();
+    firsts_from_ = from;
+  }
+  for (; firsts_from_ < from; ++firsts_from_) firsts_.pop_front();
+  for (std::int64_t seq = firsts_from_ + static_cast<std::int64_t>(firsts_.size()); seq <= last;
+       ++seq)
+    firsts_.push_back(plan.first_position(seq / bpe_, seq % bpe_));
+  for (auto it = windows_.begin(); it != windows_.end() && it->first < from / bpe_;)
+    it = windows_.erase(it);
+  for (std::int64_t epoch = from / bpe_; epoch <= last / bpe_; ++epoch) {
+    if (!windows_.contains(epoch)) windows_.emplace(epoch, plan.shard_windows(epoch));
+  }
 }
 
 void ShardPrefetcher::coordinate() {
@@ -103,12 +143,11 @@ void ShardPrefetcher::coordinate() {
     std::optional<Position> last;
     for (;;) {
       Position at;
-      {
-        MutexLock lock(core_->mutex);
-        if (core_->stop) return;
-        at = {core_->slots.next_seq(), core_->slots.generation(),
-              core_->slots.plan().config().resume_epoch >= 0};
-      }
+      host_->read([&](const Position& consumer, const EpochPlan& plan) {
+        at = consumer;
+        if (!consumer.stopped) read_plan(consumer, plan);
+      });
+      if (at.stopped) return;
       std::optional<std::string> failure;
       bool grew = false;
       {
@@ -116,7 +155,7 @@ void ShardPrefetcher::coordinate() {
         if (stop_) return;
         // A step follows the consumer's moves and the fetches' ends; nothing else changes what
         // it would find.
-        const bool recheck = recheck_at_ && Clock::now() >= *recheck_at_;
+        const bool recheck = recheck_at_ && time_.now() >= *recheck_at_;
         if (last && last->next_seq == at.next_seq && last->generation == at.generation &&
             !changed_ && !recheck) {
           cv_.wait_for(lock, kPoll);
@@ -125,17 +164,12 @@ void ShardPrefetcher::coordinate() {
         changed_ = false;
         recheck_at_.reset();
         last = at;
-        if (!at.resumed) plan_.clear_resume();  // as the slot table's was, by a reposition
         narrow(at);
         const std::int64_t before = hi_;
         failure = step(at.next_seq);
         grew = hi_ > before;
       }
-      if (grew) {
-        // Like a transfer's end: the supervisor's eventfd, and the in-process consumer's wait.
-        core_->wake();
-        core_->cv.notify_all();
-      }
+      if (grew) host_->ready_changed();  // like a transfer's end
       if (failure) {
         fail_loader(std::make_exception_ptr(Error(*failure)));
         return;
@@ -202,26 +236,21 @@ void ShardPrefetcher::fetch_one(std::size_t r, std::optional<ShardStore::Reserva
   } else {
     state_[r] = State::kFailed;
     errors_[r] = "cannot fetch shard " + redact_url(shard.url) + ": " + error;
-    failed_at_[r] = Clock::now();
+    failed_at_[r] = time_.now();
   }
   changed_ = true;
   MutexLock published(published_mutex_);
   stats_.bytes_fetched += got;
+  if (state_[r] == State::kFailed) stats_.fetch_failures += 1;
 }
 
-const std::vector<ShardWindow>& ShardPrefetcher::windows(std::int64_t epoch) {
-  auto it = windows_.find(epoch);
-  if (it == windows_.end()) it = windows_.emplace(epoch, plan_.shard_windows(epoch)).first;
-  return it->second;
-}
-
-void ShardPrefetcher::batch_windows(std::int64_t seq, std::vector<WindowRef>& out) {
+void ShardPrefetcher::batch_windows(std::int64_t seq, std::vector<WindowRef>& out) const {
   out.clear();
   const std::int64_t epoch = seq / bpe_;
   const std::vector<ShardWindow>& ws = windows(epoch);
-  const std::int64_t n = plan_.config().samples;
-  const std::int64_t first = plan_.first_position(epoch, seq % bpe_);
-  const std::int64_t end = first + plan_.config().batch;
+  const std::int64_t n = shape_.samples;
+  const std::int64_t first = firsts_[static_cast<std::size_t>(seq - firsts_from_)];
+  const std::int64_t end = first + shape_.batch;
   // Positions past N are padding: they wrap to the order's start.
   for (std::int64_t p = first; p < end;) {
     const std::int64_t q = p % n;
@@ -280,8 +309,6 @@ void ShardPrefetcher::narrow(const Position& at) {
 
 std::optional<std::string> ShardPrefetcher::step(std::int64_t next_seq) {
   local_.clear();
-  for (auto it = windows_.begin(); it != windows_.end() && it->first < next_seq / bpe_;)
-    it = windows_.erase(it);
 
   // One walk over the batches from next_seq on, up to two epochs ahead: the shards they read,
   // in that order, are wanted up to the cache's limit; the ready batches and the first one not
@@ -289,8 +316,7 @@ std::optional<std::string> ShardPrefetcher::step(std::int64_t next_seq) {
   // disk, within the walk (and within what the arena's slots can hold ahead), so every ready
   // batch's shards are wanted: kept from eviction.
   const std::int64_t horizon = next_seq + 2 * bpe_;
-  const std::int64_t ready_horizon =
-      std::min<std::int64_t>(horizon, next_seq + core_->view.header().slot_capacity + 1);
+  const std::int64_t ready_horizon = std::min<std::int64_t>(horizon, next_seq + slot_capacity_ + 1);
   std::vector<WindowRef> refs;
   std::vector<char> wanted(shards_.size(), 0);
   std::vector<std::size_t> order;
@@ -397,10 +423,10 @@ void ShardPrefetcher::schedule(const std::vector<std::size_t>& order, std::int64
         // needs (or other loaders' downloads have held the room past the deadline).
         const bool now = needed_now(r, next_seq, blocking) && in_flight_bytes_ == 0;
         if (now && found == ShardStore::Room::kWait && !no_room_since_)
-          no_room_since_ = Clock::now();
+          no_room_since_ = time_.now();
         const bool waited = no_room_since_ && seconds_since(*no_room_since_) > policy_.deadline_s;
         if (!now || (found == ShardStore::Room::kWait && !waited)) {
-          if (found == ShardStore::Room::kWait) recheck_at_ = Clock::now() + 4 * kPoll;
+          if (found == ShardStore::Room::kWait) recheck_at_ = time_.now() + 4 * kPoll;
           break;
         }
         if (!over_limit_logged_) {

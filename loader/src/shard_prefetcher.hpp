@@ -25,22 +25,37 @@
 // older than the deadline is retried once first (the server may be back). A shard whose copy
 // cannot be written here (the folder's disk full, say) is read by the workers from the server.
 //
+// Time: a failure's age, the look again when other loaders' downloads hold the room, how long
+// the consumer's batch waited for room and for its shards (fetch_wait_s) are read from the
+// TimeSource the loader was given (common/time_source.hpp); the coordinator listens for its
+// jumps, so a test that moves a ManualTime past a deadline sees the prefetcher act on it at
+// once. The transfers themselves (libcurl's timeouts, the retries' backoff, another loader's
+// download stalling) run on real time: they wait for servers and files.
+//
+// What it sees of its loader is PrefetchHost, below: the consumer's position and the slot
+// table's plan (read together, under the loader's lock), a wake-up for the gate's waiters and
+// the loader's error. It keeps no copy of the plan: it asks the slot table's, under that lock,
+// for the positions and shuffle windows of the batches ahead, which hold for one generation.
+//
 // Invariant: every batch ready() says yes to reads only shards on disk that this loader wants.
 // The published range [ready_lo_, ready_hi_) carries the slot table's generation, so a range
 // prepared before a reposition answers no after it; the coordinator narrows the range to the
 // consumer's position before it evicts anything. (Another loader sharing the folder may still
 // evict a copy: its workers then read those members from the server.)
 //
-// Thread-safety: ready() and stats() from any thread, ready() also with LoaderCore::mutex
-// held. They take only published_mutex_, held for a few instructions at a time; the slow part
-// (directory scans, file times) runs under mutex_, which the gate never waits for. Lock order:
-// LoaderCore::mutex, then mutex_, then published_mutex_; the coordinator takes the core's
-// mutex only while it holds neither of its own.
+// Thread-safety: ready() and stats() from any thread, ready() also with the loader's lock held.
+// They take only published_mutex_, held for a few instructions at a time (and the time
+// source's own lock, to read it); the slow part (directory scans, file times) runs under mutex_,
+// which the gate never waits for. Lock order: the loader's lock, then mutex_, then
+// published_mutex_; the coordinator calls PrefetchHost::read (which takes the loader's lock)
+// only while it holds neither of its own.
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -50,12 +65,12 @@
 #include <vector>
 
 #include "common/mutex.hpp"
+#include "common/time_source.hpp"
 #include "data/dataset_index.hpp"
 #include "data/epoch_plan.hpp"
 #include "data/remote.hpp"
 #include "data/shard_cache.hpp"
 #include "event_log.hpp"
-#include "loader_core.hpp"
 
 namespace stoke::detail {
 
@@ -67,17 +82,47 @@ struct ShardCacheStats {
   std::int64_t misses = 0;
   std::int64_t evictions = 0;
   double fetch_wait_s = 0;  // time the consumer's next batch was held back for its shards
+  std::int64_t fetch_failures = 0;  // fetches that failed (not a Stats field: for tests)
+};
+
+// What the prefetcher needs of its loader, and no more. loader_setup.cpp implements it over
+// LoaderCore; a test implements it over a plan of its own, with no loader at all.
+// Thread-safety: every method may be called from the prefetcher's threads at any time.
+class PrefetchHost {
+ public:
+  // The consumer's position.
+  struct Consumer {
+    bool stopped = false;          // the loader is shutting down
+    std::int64_t next_seq = 0;     // the batch it receives next (SlotTable::next_seq())
+    std::uint64_t generation = 0;  // counts repositions (SlotTable::generation())
+  };
+  using Look = std::function<void(const Consumer& at, const EpochPlan& plan)>;
+
+  virtual ~PrefetchHost() = default;
+  // Calls `look` once with the consumer's position and the plan its batches follow
+  // (SlotTable::plan()), both under the loader's lock: `look` copies out what it needs, and
+  // takes no other lock and does not block. What the plan says of a batch holds for as long as
+  // the generation stays the same.
+  virtual void read(const Look& look) = 0;
+  // Batches the gate refused may be ready now: wake whoever assigns them (the supervisor, or an
+  // in-process consumer). Called with none of the prefetcher's locks held.
+  virtual void ready_changed() = 0;
+  // Stops the loader with `error` (a loader keeps the first error it meets).
+  virtual void fail(std::exception_ptr error) = 0;
 };
 
 class ShardPrefetcher {
  public:
   static constexpr int kFetchThreads = 4;
 
-  // Starts fetching for the consumer's position in `core`. REQUIRES: `shards` is not empty, and
-  // names shards of `plan` (RemoteShard::shard < its shard count).
-  ShardPrefetcher(std::shared_ptr<LoaderCore> core, const PlanConfig& plan,
-                  std::vector<RemoteShard> shards, std::unique_ptr<ShardStore> store,
-                  EventLog& log);
+  // Starts fetching for the consumer's position in `host`, each fetch under `policy` (the
+  // loader's RemoteConfig's), its deadlines on `time`; the ready range reaches at most
+  // `slot_capacity` batches past the consumer's (what the arena's slots can hold ahead).
+  // REQUIRES: `shards` is not empty, and names shards of the host's plan (RemoteShard::shard <
+  // its shard count); `time` and `log` outlive the prefetcher.
+  ShardPrefetcher(std::unique_ptr<PrefetchHost> host, std::vector<RemoteShard> shards,
+                  std::unique_ptr<ShardStore> store, const RemotePolicy& policy,
+                  const TimeSource& time, std::int64_t slot_capacity, EventLog& log);
   ~ShardPrefetcher();
   ShardPrefetcher(const ShardPrefetcher&) = delete;
   ShardPrefetcher& operator=(const ShardPrefetcher&) = delete;
@@ -89,7 +134,7 @@ class ShardPrefetcher {
   ShardCacheStats stats() const EXCLUDES(published_mutex_);
 
  private:
-  using Clock = std::chrono::steady_clock;
+  using Clock = TimeSource::Clock;
   // kUncached: its copy cannot be written here; the workers read it from the server.
   enum class State : std::uint8_t { kAbsent, kFetching, kLocal, kFailed, kUncached };
 
@@ -102,14 +147,21 @@ class ShardPrefetcher {
     }
   };
 
-  // The consumer's position, read under the loader's lock.
-  struct Position {
-    std::int64_t next_seq = 0;
-    std::uint64_t generation = 0;
-    bool resumed = false;  // the slot table's plan still has an elastic resume's offset
+  using Position = PrefetchHost::Consumer;
+  // The few numbers of the plan that never change: read from the host's once.
+  struct PlanShape {
+    std::int64_t batches_per_epoch = 0;
+    std::int64_t samples = 0;  // N
+    std::int64_t batch = 0;    // B, per rank
+    std::size_t shards = 0;
   };
+  static PlanShape shape_of(PrefetchHost& host);
 
   void coordinate() EXCLUDES(mutex_, published_mutex_);
+  // Inside PrefetchHost::read: the first positions of batches [at.next_seq, at.next_seq + 2
+  // epochs] and the shuffle windows of their epochs, from the slot table's plan; only what the
+  // last reading of this generation lacks. Coordinator only.
+  void read_plan(const Position& at, const EpochPlan& plan);
   void download() EXCLUDES(mutex_, published_mutex_);
   // Downloads shard r into its reservation, or waits for another loader's download of it.
   void fetch_one(std::size_t r, std::optional<ShardStore::Reservation> room)
@@ -127,18 +179,23 @@ class ShardPrefetcher {
   // Whether the consumer waits for a batch (its windows `blocking`) that reads shard r.
   bool needed_now(std::size_t r, std::int64_t next_seq, const std::vector<WindowRef>& blocking)
       REQUIRES(mutex_);
-  // The windows batch `seq` reads, each once.
-  void batch_windows(std::int64_t seq, std::vector<WindowRef>& out) REQUIRES(mutex_);
-  const std::vector<ShardWindow>& windows(std::int64_t epoch) REQUIRES(mutex_);
+  // The windows batch `seq` reads, each once. REQUIRES: seq is within read_plan()'s last range.
+  void batch_windows(std::int64_t seq, std::vector<WindowRef>& out) const;
+  // REQUIRES: epoch is within read_plan()'s last range.
+  const std::vector<ShardWindow>& windows(std::int64_t epoch) const { return windows_.at(epoch); }
   // Every remote shard of the window is on disk or read from the server (memoized per step).
   bool window_local(const WindowRef& w) REQUIRES(mutex_);
   // A hit or a miss, the first time the consumer's epoch wants the shard.
   void count_use(std::size_t r, std::int64_t epoch) REQUIRES(mutex_) EXCLUDES(published_mutex_);
   void publish_range() REQUIRES(mutex_) EXCLUDES(published_mutex_);
   void fail_loader(std::exception_ptr error) EXCLUDES(mutex_, published_mutex_);
+  double seconds_since(TimeSource::Clock::time_point t) const;
 
-  const std::shared_ptr<LoaderCore> core_;
+  const std::unique_ptr<PrefetchHost> host_;
+  const PlanShape shape_;
   const std::int64_t bpe_;
+  const std::int64_t slot_capacity_;
+  const TimeSource& time_;
   const std::vector<RemoteShard> shards_;  // the remote shards with copies ("r" indexes these)
   const std::unique_ptr<ShardStore> store_;
   EventLog& log_;
@@ -147,13 +204,19 @@ class ShardPrefetcher {
   std::vector<int> remote_of_;  // by shard index: its r, or -1 (a local shard, or no copy)
   std::unordered_map<std::string, std::size_t> by_copy_;  // copy path -> r
 
-  mutable Mutex mutex_;
-  CondVar cv_;                      // a fetch was queued or ended, or stop_
-  EpochPlan plan_ GUARDED_BY(mutex_);  // the slot table's, its resume cleared when the table's is
+  // The plan's answers for the batches ahead (read_plan()), valid for plan_generation_: the
+  // coordinator's alone (it writes them under the loader's lock and reads them in its steps).
+  std::uint64_t plan_generation_ = 0;
+  std::int64_t firsts_from_ = 0;     // the batch firsts_[0] is of
+  std::deque<std::int64_t> firsts_;  // first positions (EpochPlan::first_position), by batch
+  std::map<std::int64_t, std::vector<ShardWindow>> windows_;  // by epoch
+
+  mutable Mutex mutex_ ACQUIRED_BEFORE(published_mutex_);
+  CondVar cv_;  // a fetch was queued or ended, the time jumped, or stop_
   std::vector<State> state_ GUARDED_BY(mutex_);
   std::vector<std::int64_t> counted_epoch_ GUARDED_BY(mutex_);  // hits/misses counted for
   std::vector<std::string> errors_ GUARDED_BY(mutex_);          // kFailed shards' errors
-  std::vector<Clock::time_point> failed_at_ GUARDED_BY(mutex_);
+  std::vector<Clock::time_point> failed_at_ GUARDED_BY(mutex_);  // (time_'s)
   std::deque<std::size_t> queue_ GUARDED_BY(mutex_);  // r to fetch, in the order needed
   // By r: the room reserved for a queued fetch (none: another loader is downloading it).
   std::vector<std::optional<ShardStore::Reservation>> rooms_ GUARDED_BY(mutex_);
@@ -166,7 +229,6 @@ class ShardPrefetcher {
   std::int64_t lo_ GUARDED_BY(mutex_) = 0;   // the ready range and its generation, as published
   std::int64_t hi_ GUARDED_BY(mutex_) = 0;
   std::uint64_t generation_ GUARDED_BY(mutex_) = 0;
-  std::map<std::int64_t, std::vector<ShardWindow>> windows_ GUARDED_BY(mutex_);  // by epoch
   std::map<WindowRef, bool> local_ GUARDED_BY(mutex_);
   bool over_limit_logged_ GUARDED_BY(mutex_) = false;
 
@@ -180,6 +242,7 @@ class ShardPrefetcher {
   std::uint64_t blocked_generation_ GUARDED_BY(published_mutex_) = 0;
   ShardCacheStats stats_ GUARDED_BY(published_mutex_);
 
+  TimeSource::Listener jumps_;        // wakes the coordinator when time_ jumps
   std::vector<std::thread> threads_;  // the coordinator, then the downloaders
 };
 

@@ -74,7 +74,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     fields.label = boxes ? "none" : "json:label";
     fields.boxes = boxes ? "json" : "";
     try {
-      check(stoke::detail::index_shards(shards, fields, {}, kMaxClasses), boxes);
+      check(stoke::detail::index_shards(shards, fields, {}, {}, kMaxClasses), boxes);
     } catch (const stoke::Error&) {
       // No sample survived (a bad label or boxes member): the loader's "hold no samples" error.
     }

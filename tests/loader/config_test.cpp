@@ -1,4 +1,6 @@
 // Invalid configurations are refused at construction with a message that says what to change.
+#include "config.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -190,6 +192,30 @@ TEST(Config, ReportsAWorkerThatIsNotAStokeWorker) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "stoke-worker (/bin/true) exited during start-up with exit code 0");
   }
+}
+
+// The remote settings are read once, before indexing: the deadline from the environment (a value
+// that is not a positive number keeps the default), the cache root from Options or the
+// environment, as an absolute path.
+TEST(Config, ResolvesTheRemoteSettingsFromOptionsAndTheEnvironment) {
+  Options o = fashion_options(0);
+  o.cache_dir = "/tmp/stoke-cache-here";
+  o.cache_limit = 1234;
+  {
+    const test::ScopedEnv deadline("STOKE_REMOTE_DEADLINE_S", std::string("7.5"));
+    const detail::RemoteConfig r = detail::resolve_remote(o);
+    EXPECT_EQ(r.policy.deadline_s, 7.5);
+    EXPECT_EQ(r.policy.cancel, nullptr);
+    EXPECT_EQ(r.cache_root, "/tmp/stoke-cache-here");
+    EXPECT_EQ(r.cache_limit, 1234u);
+  }
+  const test::ScopedEnv deadline("STOKE_REMOTE_DEADLINE_S", std::string("-3"));
+  const test::ScopedEnv root("STOKE_CACHE_DIR", std::string("relative/root"));
+  o.cache_dir.clear();
+  const detail::RemoteConfig r = detail::resolve_remote(o);
+  EXPECT_EQ(r.policy.deadline_s, detail::RemotePolicy{}.deadline_s);
+  EXPECT_TRUE(r.cache_root.starts_with("/")) << r.cache_root;
+  EXPECT_TRUE(r.cache_root.ends_with("/relative/root")) << r.cache_root;
 }
 
 }  // namespace

@@ -15,6 +15,8 @@
 #include <string>
 #include <thread>
 
+#include "common/time_source.hpp"
+#include "loader_environment.hpp"
 #include "servers.hpp"
 #include "stoke/error.hpp"
 #include "test_support.hpp"
@@ -274,6 +276,14 @@ TEST(RemoteShards, ASmallShardCacheEvictsWithinItsLimitAndChangesNothing) {
     EXPECT_GT(static_cast<std::uintmax_t>(s.cache_bytes_fetched), shard_bytes(www, {0, 1, 2}));
     EXPECT_EQ(s.skipped, 0);
   }
+  // With the cache off, a file at a copy's name is never read, even one of the copy's size that
+  // stoke did not write there: the workers read the server's bytes.
+  for (const auto& e : fs::directory_iterator(dir.path() / "cache/shards")) {
+    if (e.path().extension() != ".tar") continue;
+    const auto size = fs::file_size(e.path());
+    fs::remove(e.path());
+    std::ofstream(e.path(), std::ios::binary) << std::string(size, 'x');
+  }
   o.cache_limit = fs::file_size(www / "train-0.tar") - 1;
   test::LogLines log;
   o.log = log.sink();
@@ -377,6 +387,27 @@ TEST(RemoteShards, AServerThatStaysDownStopsTheLoaderWithAnErrorNamingTheShard) 
   EXPECT_EQ(remote.stats().skipped, 0);
   // The consumer waited for batch 5's shard until the fetch gave up (the 2 s deadline).
   EXPECT_GT(remote.stats().cache_fetch_wait_s, 1.0);
+}
+
+// The consumer's wait for its batch's shards is measured on the loader's time
+// (LoaderEnvironment::time): on a ManualTime that never moves it is none, though the first
+// batch waits for a fetch that a slow server makes last a good fraction of a second (on the
+// steady clock this loader measures 0.25 to 0.3 s).
+TEST(RemoteShards, TheFetchWaitIsMeasuredOnTheLoadersTime) {
+  STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
+  test::TempDir dir;
+  const fs::path www = pack_shards(dir);
+  test::Nginx nginx(www, dir.path() / "nginx", "", "limit_rate 4m;");
+  ASSERT_TRUE(nginx.started());
+  Loader local(shard_options((www / "train-{0..2}.tar").string(), dir));
+  const test::Delivered expected = test::collect(local);
+  detail::LoaderEnvironment env;
+  env.time = std::make_shared<detail::ManualTime>();
+  Loader remote =
+      detail::LoaderAccess::make(shard_options(nginx.url() + "/train-{0..2}.tar", dir), env);
+  EXPECT_TRUE(test::collect(remote) == expected);
+  EXPECT_GT(remote.stats().cache_bytes_fetched, 0);
+  EXPECT_EQ(remote.stats().cache_fetch_wait_s, 0.0);
 }
 
 TEST(RemoteShards, AnEndpointNobodyListensOnFailsWithinTheDeadline) {

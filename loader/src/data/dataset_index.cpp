@@ -202,7 +202,7 @@ DatasetIndex index_path(const std::string& path, const IndexOptions& options) {
   if (const auto shards = shard_list(path))
     return index_shards(
         *shards, {options.label_field, options.mask_field, options.bytes_field, options.box_field},
-        options.caches, options.max_classes);
+        options.caches, options.remote, options.max_classes);
   const Split split = options.split;
   std::error_code ec;
   const auto status = fs::status(path, ec);
@@ -238,6 +238,11 @@ DatasetIndex build_index(const std::string& path, const IndexOptions& options) {
     // text, which holds the names as they are, is shown printable like every stoke error's.
     throw ConfigError(path + ": cannot be indexed: " + e.what());
   }
+}
+
+void DatasetIndex::drop_shard_copies() {
+  for (FileEntry& e : entries) e.copy_length = 0;  // (the copy's bytes stay unread in `paths`)
+  for (RemoteShard& r : remote_shards) r.copy.clear();
 }
 
 std::size_t DatasetIndex::arena_bytes() const {

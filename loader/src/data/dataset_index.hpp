@@ -9,6 +9,8 @@
 
 #include "data/bad_input.hpp"
 #include "data/dataset_view.hpp"
+#include "data/file_reader.hpp"
+#include "data/remote.hpp"
 #include "data/sample_box.hpp"
 #include "stoke/error.hpp"
 #include "stoke/options.hpp"
@@ -54,6 +56,10 @@ struct DatasetIndex {
   std::vector<RemoteShard> remote_shards;
   std::vector<std::string> box_notes;  // annotations left out (crowd, bad boxes): for the log
 
+  // Forgets every remote shard's local copy (the shard cache is off): the workers read each
+  // member from its server, whatever a copy's name holds on disk.
+  void drop_shard_copies();
+
   std::size_t arena_bytes() const;
   // REQUIRES: dst has arena_bytes() bytes, 64-byte aligned.
   void write_to(std::uint8_t* dst) const;
@@ -76,6 +82,7 @@ struct IndexOptions {
   OnError on_error = OnError::kSkip;     // COCO: what a bad box is (data/coco.hpp)
   int max_classes = kDefaultMaxClasses;  // labels read from the data are below it (Options')
   IndexCaches caches;
+  RemotePolicy remote;  // shards on HTTP or S3: how they are asked for (the loader's RemoteConfig)
 };
 
 // Indexes an IDX folder, an image-folder tree, a list file, WebDataset tar shards (see
@@ -108,6 +115,6 @@ struct ShardFields {
 // The samples of WebDataset tar shards, local or remote (data/shard_dataset.cpp). Throws
 // DataError for a label or box class not below max_classes.
 DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFields& fields,
-                          const IndexCaches& caches, int max_classes);
+                          const IndexCaches& caches, const RemotePolicy& remote, int max_classes);
 
 }  // namespace stoke::detail

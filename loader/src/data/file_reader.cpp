@@ -82,38 +82,25 @@ BadInput read_open_file(int fd, std::uint64_t file_size, const ByteRange& range,
   return done == 0 ? BadInput::kEmpty : BadInput::kNone;
 }
 
-namespace {
-
-// Local files through PosixFileReader, and members of shards on HTTP or S3 as ranged GETs.
-class SampleFiles final : public FileReader {
- public:
-  SampleFiles() : policy_(remote_policy_from_environment()) {}
-  BadInput read(const std::string& path, const ByteRange& range,
-                std::vector<std::uint8_t>& into) override {
-    if (!is_url(path)) return local_.read(path, range, into);
-    if (range.size == 0) return BadInput::kNotAFile;  // remote data are shard members
-    if (range.size > static_cast<std::uint64_t>(kMaxFileBytes)) return BadInput::kTooLarge;
-    into.resize(static_cast<std::size_t>(range.size));
-    try {
-      const std::size_t got = remote_read(path, range.offset, into.data(), into.size(), policy_);
-      into.resize(got);
-      return got < range.size ? BadInput::kCorrupt : BadInput::kNone;
-    } catch (const Error&) {
-      // The server stayed unreachable past the deadline, or refused: this sample cannot be
-      // had (the index was built from the same server moments before).
-      return BadInput::kUnreadable;
-    }
+BadInput SampleFiles::read(const std::string& path, const ByteRange& range,
+                           std::vector<std::uint8_t>& into) {
+  if (!is_url(path)) return local_.read(path, range, into);
+  if (range.size == 0) return BadInput::kNotAFile;  // remote data are shard members
+  if (range.size > static_cast<std::uint64_t>(kMaxFileBytes)) return BadInput::kTooLarge;
+  into.resize(static_cast<std::size_t>(range.size));
+  try {
+    const std::size_t got = remote_read(path, range.offset, into.data(), into.size(), policy_);
+    into.resize(got);
+    return got < range.size ? BadInput::kCorrupt : BadInput::kNone;
+  } catch (const Error&) {
+    // The server stayed unreachable past the deadline, or refused: this sample cannot be
+    // had (the index was built from the same server moments before).
+    return BadInput::kUnreadable;
   }
-
- private:
-  PosixFileReader local_;
-  RemotePolicy policy_;
-};
-
-}  // namespace
+}
 
 FileReader& local_files() {
-  static SampleFiles reader;
+  static SampleFiles reader{RemotePolicy{}};
   return reader;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "data/bad_input.hpp"
+#include "data/remote.hpp"
 
 namespace stoke::detail {
 
@@ -61,9 +62,23 @@ class PosixFileReader final : public FileReader {
                 std::vector<std::uint8_t>& into) override;
 };
 
-// The process-wide reader for the parts that read sample bytes unless told otherwise: local
-// files (PosixFileReader) and, for http://, https:// and s3:// paths, ranged GETs of shard
-// members (data/remote.hpp); a remote read that fails past its deadline is kUnreadable.
+// Sample bytes: local files (PosixFileReader) and, for http://, https:// and s3:// paths, ranged
+// GETs of shard members under `policy` (data/remote.hpp); a remote read that fails past its
+// deadline is kUnreadable. Thread-safe.
+class SampleFiles final : public FileReader {
+ public:
+  explicit SampleFiles(const RemotePolicy& policy) : policy_(policy) {}
+  BadInput read(const std::string& path, const ByteRange& range,
+                std::vector<std::uint8_t>& into) override;
+
+ private:
+  PosixFileReader local_;
+  const RemotePolicy policy_;
+};
+
+// A process-wide SampleFiles with the default RemotePolicy, for the parts that read whole local
+// files unless told otherwise (ImageDecoder::decode). A loader's ChunkRunner reads through one
+// of its own, with the policy the arena carries.
 FileReader& local_files();
 
 }  // namespace stoke::detail

@@ -107,9 +107,13 @@ BadInput read_shard_copy(const std::string& path, const ByteRange& range,
   return read_open_file(fd.get(), static_cast<std::uint64_t>(st.st_size), range, into);
 }
 
+std::string shard_store_folder(const std::string& root) {
+  return root + "/shards";
+}
+
 std::string shard_copy_path(const std::string& root, const std::string& url, std::uint64_t size,
                             const std::string& etag) {
-  return root + "/shards/" + version_key(url, size, etag) + ".tar";
+  return shard_store_folder(root) + "/" + version_key(url, size, etag) + ".tar";
 }
 
 // The folder's lock, held for as long as this lives. A symbolic link (or anything but a regular
@@ -189,7 +193,7 @@ void ShardStore::Reservation::drop() {
 }
 
 ShardStore::ShardStore(const std::string& root, std::uint64_t limit)
-    : folder_(root + "/shards"), limit_(limit), shared_(cache_shared()) {
+    : folder_(shard_store_folder(root)), limit_(limit), shared_(cache_shared()) {
   errno = 0;
   if (!prepare_cache_folder(root, false) || !prepare_cache_folder(folder_, true))
     throw ConfigError("cannot use the shard cache folder " + folder_ + ": " + errno_text() + " (" +

@@ -65,6 +65,9 @@ struct ShardCacheFolderError : Error {
 BadInput read_shard_copy(const std::string& path, const ByteRange& range,
                          std::vector<std::uint8_t>& into);
 
+// The folder of shard copies under the cache root `root`: root/shards (ShardStore::folder()).
+std::string shard_store_folder(const std::string& root);
+
 // The local copy's path for a shard version, under `root`: root/shards/<key>.tar.
 std::string shard_copy_path(const std::string& root, const std::string& url, std::uint64_t size,
                             const std::string& etag);

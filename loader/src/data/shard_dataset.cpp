@@ -265,170 +265,236 @@ std::optional<std::string> parse_box_member(const std::string& text, std::vector
   return std::nullopt;
 }
 
+// One shard, local or remote, as indexing reads it.
+struct OpenShard {
+  std::string path;   // as the workers open it: the URL, or the absolute path
+  std::string shown;  // the name in messages: a URL without its user:password or signature
+  std::string copy;   // a remote shard's local copy; "" when it can have none
+  ShardIndex table;
+  ReadAt read_at;
+  std::optional<ShardFile> file;  // a local shard, open while it is indexed
+};
+
+// A sample's members that its fields come from (null: it has none).
+struct SampleMembers {
+  const TarMember* image = nullptr;
+  const TarMember* mask = nullptr;
+  const TarMember* bytes = nullptr;
+  const TarMember* boxes = nullptr;
+};
+
+// Indexes shards one at a time into an index of its own: each step of it is a method.
+class ShardIndexer {
+ public:
+  ShardIndexer(const ShardFields& fields, const IndexCaches& caches, const RemotePolicy& policy,
+               int max_classes)
+      : label_spec_(fields.label),
+        field_(parse_label_field(fields.label)),
+        mask_ext_(lowercase(fields.mask)),
+        bytes_ext_(lowercase(fields.bytes)),
+        boxes_ext_(lowercase(fields.boxes)),
+        caches_(caches),
+        policy_(policy),
+        max_classes_(max_classes) {
+    index_.kind = DatasetKind::kFiles;
+  }
+
+  // The shard's member table, then each of its samples: an entry, or a rejected file.
+  void add_shard(const std::string& name) {
+    OpenShard shard;
+    if (is_url(name))
+      open_remote(name, shard);
+    else
+      open_local(name, shard);
+    if (!shard.table.damage.empty())
+      index_.rejected.push_back(
+          {shard.shown + " (" + shard.table.damage + ")", BadInput::kCorrupt});
+    index_.shard_starts.push_back(static_cast<std::int64_t>(index_.entries.size()));
+    const std::uint64_t path_offset = index_.paths.size();
+    index_.paths += shard.path;
+    index_.paths += shard.copy;
+    for (const ShardSample& sample : group_samples(shard.table))
+      add_sample(shard, path_offset, sample);
+  }
+
+  // The index of every shard added. Throws ConfigError when they hold no sample.
+  DatasetIndex finish(const std::vector<std::string>& shards) && {
+    index_.shard_starts.push_back(static_cast<std::int64_t>(index_.entries.size()));
+    index_.size = static_cast<std::int64_t>(index_.entries.size());
+    index_.has_masks = !mask_ext_.empty();
+    index_.has_bytes = !bytes_ext_.empty();
+    index_.has_boxes = !boxes_ext_.empty();
+    if (index_.size == 0)
+      throw ConfigError("the " + std::to_string(shards.size()) + " shard(s) starting with " +
+                        shards.front() + " hold no samples with an image and a label");
+    return std::move(index_);
+  }
+
+ private:
+  // A shard on HTTP or S3: its size and version from the server, its copy's name (when copies
+  // are asked for and the server names versions), its member table through the index cache.
+  void open_remote(const std::string& url, OpenShard& out) {
+    out.path = url;
+    out.shown = redact_url(url);
+    const RemoteObject object = remote_stat(url, policy_);
+    out.read_at = [url, policy = policy_](std::uint64_t offset, void* dst, std::size_t n) {
+      return remote_read(url, offset, dst, n, policy);
+    };
+    if (!index_folder_) index_folder_ = index_cache_folder(caches_.root);
+    if (caches_.shard_copies && !caches_.root.empty() && !object.etag.empty())
+      out.copy = shard_copy_path(caches_.root, url, object.size, object.etag);
+    index_.remote_shards.push_back({index_.shard_starts.size(), url, object.size, out.copy});
+    out.table = remote_member_table(url, out.shown, object, out.read_at);
+  }
+
+  // From the index cache when it has this version of the shard, else from its sidecar or its
+  // headers (and then written to the cache, unless the shard is damaged).
+  ShardIndex remote_member_table(const std::string& url, const std::string& shown,
+                                 const RemoteObject& object, const ReadAt& read_at) {
+    const std::string cached = index_cache_path(*index_folder_, url, object);
+    const std::optional<std::string> entry =
+        cached.empty() ? std::nullopt : read_cache_file(cached, kMaxFileBytes);
+    if (std::optional<ShardIndex> hit =
+            entry ? parse_sidecar(*entry, object.size, cached) : std::nullopt)
+      return std::move(*hit);
+    std::optional<std::string> sidecar;
+    std::string text;
+    if (remote_get_if_exists(url + ".idx", text, sidecar_cap(object.size), policy_))
+      sidecar = std::move(text);
+    ShardIndex table = member_table(shown, object.size, sidecar, read_at, index_.shard_notes);
+    if (!cached.empty() && table.damage.empty())
+      write_cache_file(cached, format_sidecar(table));  // only what the cache lacked
+    return table;
+  }
+
+  // A local shard: its member table from its sidecar or its headers.
+  void open_local(const std::string& name, OpenShard& out) {
+    out.path = fs::absolute(name).lexically_normal().string();
+    out.shown = out.path;
+    out.file.emplace(out.path);
+    out.read_at = [&f = *out.file](std::uint64_t offset, void* dst, std::size_t n) {
+      return f.read_at(offset, dst, n);
+    };
+    out.table = member_table(out.path, out.file->size(),
+                             read_text_file(out.path + ".idx", sidecar_cap(out.file->size())),
+                             out.read_at, index_.shard_notes);
+  }
+
+  // The sample's image (its first member with an image extension), mask, bytes and boxes.
+  SampleMembers find_members(const ShardIndex& table, const ShardSample& sample) const {
+    SampleMembers m;
+    for (std::size_t k : sample.members) {
+      const TarMember* member = &table.members[k];
+      const std::string ext = lowercase(split_member_name(member->name).second);
+      if (!boxes_ext_.empty() && ext == boxes_ext_) m.boxes = member;
+      if (!mask_ext_.empty() && ext == mask_ext_)
+        m.mask = member;
+      else if (!bytes_ext_.empty() && ext == bytes_ext_)
+        m.bytes = member;
+      else if (m.image == nullptr && is_image_extension(ext))
+        m.image = member;
+    }
+    return m;
+  }
+
+  // Why the sample is left out for its members alone (one missing, empty or too large), or
+  // nullopt.
+  std::optional<RejectedFile> member_problem(const std::string& shown, const ShardSample& sample,
+                                             const SampleMembers& m) const {
+    if (m.image != nullptr && !mask_ext_.empty() && m.mask == nullptr)
+      return RejectedFile{shown + ":" + sample.key + " (no ." + mask_ext_ + " mask)",
+                          BadInput::kMissing};
+    if (m.image != nullptr && !bytes_ext_.empty() && m.bytes == nullptr)
+      return RejectedFile{shown + ":" + sample.key + " (no ." + bytes_ext_ + " member)",
+                          BadInput::kMissing};
+    if (m.bytes != nullptr && m.bytes->size > kMaxSampleBytes)
+      return RejectedFile{
+          shown + ":" + m.bytes->name + " (over " + std::to_string(kMaxSampleBytes) + " bytes)",
+          BadInput::kTooLarge};
+    if (m.mask != nullptr && m.mask->size == 0)
+      return RejectedFile{shown + ":" + m.mask->name, BadInput::kEmpty};
+    if (m.image == nullptr)
+      return RejectedFile{shown + ":" + sample.key + " (no image member)", BadInput::kMissing};
+    if (m.image->size == 0) return RejectedFile{shown + ":" + m.image->name, BadInput::kEmpty};
+    return std::nullopt;
+  }
+
+  // The sample's entry (with its label, boxes, mask and bytes), or the reason it is left out.
+  void add_sample(const OpenShard& shard, std::uint64_t path_offset, const ShardSample& sample) {
+    const SampleMembers m = find_members(shard.table, sample);
+    if (std::optional<RejectedFile> problem = member_problem(shard.shown, sample, m)) {
+      index_.rejected.push_back(std::move(*problem));
+      return;
+    }
+    const std::optional<std::int32_t> label =
+        sample_label(field_, shard.table, sample, shard.read_at, shard.path, max_classes_);
+    if (!label) {
+      index_.rejected.push_back(
+          {shard.shown + ":" + sample.key + " (no " + label_spec_ + " label)", BadInput::kNoLabel});
+      return;
+    }
+    FileEntry e;
+    e.path_offset = path_offset;
+    e.path_length = static_cast<std::uint32_t>(shard.path.size());
+    e.copy_length = static_cast<std::uint32_t>(shard.copy.size());
+    e.label = *label;
+    e.offset = m.image->offset;
+    e.size = m.image->size;
+    e.name_offset = index_.paths.size();
+    e.name_length = static_cast<std::uint32_t>(m.image->name.size());
+    if (m.bytes != nullptr) {
+      e.bytes_offset = m.bytes->offset;
+      e.bytes_size = static_cast<std::uint32_t>(m.bytes->size);
+    }
+    if (!boxes_ext_.empty() && !add_boxes(shard, sample, m.boxes, e)) return;
+    if (m.mask != nullptr) {
+      e.mask_kind = kMaskMember;
+      e.mask_offset = m.mask->offset;
+      e.mask_size = m.mask->size;
+    }
+    index_.paths += m.image->name;
+    index_.entries.push_back(e);
+  }
+
+  // The sample's boxes from its boxes member, into the index and `e`; false (the sample left
+  // out, nothing of it kept) when it has none or they cannot be read.
+  bool add_boxes(const OpenShard& shard, const ShardSample& sample, const TarMember* boxes,
+                 FileEntry& e) {
+    const std::size_t before = index_.boxes.size();
+    std::optional<std::string> bad = "no ." + boxes_ext_ + " member";
+    if (boxes != nullptr) {
+      const std::optional<std::string> text =
+          member_bytes(*boxes, shard.read_at, std::uint64_t{16} << 20);
+      bad = text ? parse_box_member(*text, index_.boxes, e, shard.path + ":" + boxes->name,
+                                    max_classes_)
+                 : std::optional<std::string>("cannot be read, or over 16 MiB");
+    }
+    if (!bad) return true;
+    index_.rejected.push_back({shard.shown + ":" + sample.key + " (boxes: " + *bad + ")",
+                               boxes == nullptr ? BadInput::kMissing : BadInput::kUndecodable});
+    index_.boxes.resize(before);
+    return false;
+  }
+
+  const std::string label_spec_;
+  const LabelField field_;
+  const std::string mask_ext_;  // the members' extensions, lowercased ("": none)
+  const std::string bytes_ext_;
+  const std::string boxes_ext_;
+  const IndexCaches& caches_;
+  const RemotePolicy& policy_;
+  const int max_classes_;
+  std::optional<std::string> index_folder_;  // made when the first remote shard is indexed
+  DatasetIndex index_;
+};
+
 }  // namespace
 
 DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFields& fields,
-                          const IndexCaches& caches, int max_classes) {
-  const std::string& label_spec = fields.label;
-  const std::string mask_ext = lowercase(fields.mask);
-  const std::string bytes_ext = lowercase(fields.bytes);
-  const std::string boxes_ext = lowercase(fields.boxes);
-  const LabelField field = parse_label_field(label_spec);
-  const RemotePolicy policy = remote_policy_from_environment();
-  DatasetIndex index;
-  index.kind = DatasetKind::kFiles;
-  std::optional<std::string> index_folder;  // made when the first remote shard is indexed
-  for (const std::string& name : shards) {
-    std::string path;
-    ShardIndex table;
-    ReadAt read_at;
-    std::optional<ShardFile> file;
-    std::string copy;   // a remote shard's local copy
-    std::string shown;  // the name in messages: a URL without its user:password or signature
-    if (is_url(name)) {
-      path = name;
-      shown = redact_url(name);
-      const RemoteObject object = remote_stat(name, policy);
-      read_at = [name, policy](std::uint64_t offset, void* dst, std::size_t n) {
-        return remote_read(name, offset, dst, n, policy);
-      };
-      if (!index_folder) index_folder = index_cache_folder(caches.root);
-      const std::string cached = index_cache_path(*index_folder, name, object);
-      if (caches.shard_copies && !caches.root.empty() && !object.etag.empty())
-        copy = shard_copy_path(caches.root, name, object.size, object.etag);
-      index.remote_shards.push_back({index.shard_starts.size(), name, object.size, copy});
-      const std::optional<std::string> entry =
-          cached.empty() ? std::nullopt : read_cache_file(cached, kMaxFileBytes);
-      std::optional<ShardIndex> hit =
-          entry ? parse_sidecar(*entry, object.size, cached) : std::nullopt;
-      if (hit) {
-        table = std::move(*hit);
-      } else {
-        std::optional<std::string> sidecar;
-        std::string text;
-        if (remote_get_if_exists(name + ".idx", text, sidecar_cap(object.size), policy))
-          sidecar = std::move(text);
-        table = member_table(shown, object.size, sidecar, read_at, index.shard_notes);
-        if (!cached.empty() && table.damage.empty())
-          write_cache_file(cached, format_sidecar(table));  // only what the cache lacked
-      }
-    } else {
-      path = fs::absolute(name).lexically_normal().string();
-      shown = path;
-      file.emplace(path);
-      read_at = [&f = *file](std::uint64_t offset, void* dst, std::size_t n) {
-        return f.read_at(offset, dst, n);
-      };
-      table =
-          member_table(path, file->size(), read_text_file(path + ".idx", sidecar_cap(file->size())),
-                       read_at, index.shard_notes);
-    }
-    if (!table.damage.empty())
-      index.rejected.push_back({shown + " (" + table.damage + ")", BadInput::kCorrupt});
-    index.shard_starts.push_back(static_cast<std::int64_t>(index.entries.size()));
-    const std::uint64_t path_offset = index.paths.size();
-    index.paths += path;
-    index.paths += copy;
-    for (const ShardSample& sample : group_samples(table)) {
-      const TarMember* image = nullptr;
-      const TarMember* mask = nullptr;
-      const TarMember* bytes = nullptr;
-      const TarMember* boxes = nullptr;
-      for (std::size_t m : sample.members) {
-        const std::string ext = lowercase(split_member_name(table.members[m].name).second);
-        if (!boxes_ext.empty() && ext == boxes_ext) boxes = &table.members[m];
-        if (!mask_ext.empty() && ext == mask_ext)
-          mask = &table.members[m];
-        else if (!bytes_ext.empty() && ext == bytes_ext)
-          bytes = &table.members[m];
-        else if (image == nullptr && is_image_extension(ext))
-          image = &table.members[m];
-      }
-      if (image != nullptr && !mask_ext.empty() && mask == nullptr) {
-        index.rejected.push_back(
-            {shown + ":" + sample.key + " (no ." + mask_ext + " mask)", BadInput::kMissing});
-        continue;
-      }
-      if (image != nullptr && !bytes_ext.empty() && bytes == nullptr) {
-        index.rejected.push_back(
-            {shown + ":" + sample.key + " (no ." + bytes_ext + " member)", BadInput::kMissing});
-        continue;
-      }
-      if (bytes != nullptr && bytes->size > kMaxSampleBytes) {
-        index.rejected.push_back(
-            {shown + ":" + bytes->name + " (over " + std::to_string(kMaxSampleBytes) + " bytes)",
-             BadInput::kTooLarge});
-        continue;
-      }
-      if (mask != nullptr && mask->size == 0) {
-        index.rejected.push_back({shown + ":" + mask->name, BadInput::kEmpty});
-        continue;
-      }
-      if (image == nullptr) {
-        index.rejected.push_back(
-            {shown + ":" + sample.key + " (no image member)", BadInput::kMissing});
-        continue;
-      }
-      if (image->size == 0) {
-        index.rejected.push_back({shown + ":" + image->name, BadInput::kEmpty});
-        continue;
-      }
-      const std::optional<std::int32_t> label =
-          sample_label(field, table, sample, read_at, path, max_classes);
-      if (!label) {
-        index.rejected.push_back(
-            {shown + ":" + sample.key + " (no " + label_spec + " label)", BadInput::kNoLabel});
-        continue;
-      }
-      FileEntry e;
-      e.path_offset = path_offset;
-      e.path_length = static_cast<std::uint32_t>(path.size());
-      e.copy_length = static_cast<std::uint32_t>(copy.size());
-      e.label = *label;
-      e.offset = image->offset;
-      e.size = image->size;
-      e.name_offset = index.paths.size();
-      e.name_length = static_cast<std::uint32_t>(image->name.size());
-      if (bytes != nullptr) {
-        e.bytes_offset = bytes->offset;
-        e.bytes_size = static_cast<std::uint32_t>(bytes->size);
-      }
-      if (!boxes_ext.empty()) {
-        const std::size_t before = index.boxes.size();
-        std::optional<std::string> bad = "no ." + boxes_ext + " member";
-        if (boxes != nullptr) {
-          const std::optional<std::string> text =
-              member_bytes(*boxes, read_at, std::uint64_t{16} << 20);
-          bad = text
-                    ? parse_box_member(*text, index.boxes, e, path + ":" + boxes->name, max_classes)
-                    : std::optional<std::string>("cannot be read, or over 16 MiB");
-        }
-        if (bad) {
-          index.rejected.push_back(
-              {shown + ":" + sample.key + " (boxes: " + *bad + ")",
-               boxes == nullptr ? BadInput::kMissing : BadInput::kUndecodable});
-          index.boxes.resize(before);
-          continue;
-        }
-      }
-      if (mask != nullptr) {
-        e.mask_kind = kMaskMember;
-        e.mask_offset = mask->offset;
-        e.mask_size = mask->size;
-      }
-      index.paths += image->name;
-      index.entries.push_back(e);
-    }
-  }
-  index.shard_starts.push_back(static_cast<std::int64_t>(index.entries.size()));
-  index.size = static_cast<std::int64_t>(index.entries.size());
-  index.has_masks = !mask_ext.empty();
-  index.has_bytes = !bytes_ext.empty();
-  index.has_boxes = !boxes_ext.empty();
-  if (index.size == 0)
-    throw ConfigError("the " + std::to_string(shards.size()) + " shard(s) starting with " +
-                      shards.front() + " hold no samples with an image and a label");
-  return index;
+                          const IndexCaches& caches, const RemotePolicy& policy, int max_classes) {
+  ShardIndexer indexer(fields, caches, policy, max_classes);
+  for (const std::string& name : shards) indexer.add_shard(name);
+  return std::move(indexer).finish(shards);
 }
 
 }  // namespace stoke::detail

@@ -56,8 +56,8 @@ namespace stoke::detail {
 inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKARENA"
 // 2: SharedSemaphore (sem_t) in WorkerRecord; 3: ArenaHeader::verify_region; 4: FileEntry member
 // ranges; 5: FileEntry::copy_length (a remote shard's local copy after its URL); 6: boxes (in the
-// index and the slots), geometry
-inline constexpr std::uint32_t kLayoutVersion = 6;
+// index and the slots), geometry; 7: ArenaHeader::remote_deadline_s
+inline constexpr std::uint32_t kLayoutVersion = 7;
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
 
@@ -125,6 +125,9 @@ struct ArenaHeader {
   std::int32_t raw_channels = 0;
   std::int32_t verify_region = 0;  // Verify::kRegion: JPEG scans are decoded through the crop only
   std::int64_t box_total = 0;      // kFiles: SampleBoxes in the index
+  // Remote shards: the deadline of a worker's ranged read (RemotePolicy::deadline_s; 0: the
+  // default), the training process's, so that no worker reads the environment for it.
+  double remote_deadline_s = 0;
 
   // Pipeline.
   std::uint64_t seed = 0;

@@ -12,8 +12,26 @@
 
 namespace stoke::detail {
 
-ChunkRunner::ChunkRunner(const ArenaView& arena, FileReader& files)
-    : arena_(arena), files_(files), dataset_(arena.dataset()), decoder_(arena.header().max_pixels) {
+namespace {
+
+// The training process's remote policy, as the arena carries it. (Workers do not read
+// STOKE_REMOTE_DEADLINE_S themselves: a worker started after the training process changed its
+// environment would otherwise read with another deadline than the index and the prefetcher.)
+RemotePolicy arena_policy(const ArenaHeader& h) {
+  RemotePolicy policy;
+  if (h.remote_deadline_s > 0) policy.deadline_s = h.remote_deadline_s;
+  return policy;
+}
+
+}  // namespace
+
+ChunkRunner::ChunkRunner(const ArenaView& arena, FileReader* files)
+    : arena_(arena),
+      own_files_(files != nullptr ? nullptr
+                                  : std::make_unique<SampleFiles>(arena_policy(arena.header()))),
+      files_(files != nullptr ? *files : *own_files_),
+      dataset_(arena.dataset()),
+      decoder_(arena.header().max_pixels) {
   jpeg_.set_verify(arena.header().verify_region != 0 ? Verify::kRegion : Verify::kWholeFile);
 }
 

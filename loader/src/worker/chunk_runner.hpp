@@ -4,6 +4,7 @@
 // Thread-safety: one ChunkRunner per thread; it owns decode and resize buffers.
 
 #include <atomic>
+#include <memory>
 #include <opencv2/core/mat.hpp>
 #include <string>
 #include <vector>
@@ -22,9 +23,10 @@ namespace stoke::detail {
 
 class ChunkRunner {
  public:
-  // Sample files are read through `files` (the local file system unless a test or another
-  // source of bytes says otherwise); it must outlive the runner.
-  explicit ChunkRunner(const ArenaView& arena, FileReader& files = local_files());
+  // Sample files are read through `files` when given (a test's, or another source of bytes; it
+  // must outlive the runner), else through a SampleFiles of the runner's own, under the remote
+  // deadline the arena carries (ArenaHeader::remote_deadline_s).
+  explicit ChunkRunner(const ArenaView& arena, FileReader* files = nullptr);
 
   // Writes pixels, labels, boxes and actual sample ids of samples [task.begin, task.begin +
   // task.count) of task.slot. Never throws for bad input; reports it in the Completion. `current`,
@@ -61,6 +63,7 @@ class ChunkRunner {
   bool poisoned(std::int64_t sample) const;
 
   ArenaView arena_;
+  std::unique_ptr<FileReader> own_files_;  // when the constructor was given none
   FileReader& files_;
   DatasetView dataset_;
   Augmenter augmenter_;

@@ -30,7 +30,8 @@ void notify_parent() {
   }
 }
 
-int serve(WorkerRecord& record, const ArenaView& arena, pid_t parent, FileReader& files) {
+// `files`: the reader a test planted, or nullptr (the runner's own, under the arena's policy).
+int serve(WorkerRecord& record, const ArenaView& arena, pid_t parent, FileReader* files) {
   ChunkRunner runner(arena, files);
   for (;;) {
     if (!record.tasks_posted.wait_for(std::chrono::milliseconds(250))) {
@@ -100,7 +101,7 @@ int run_worker_process(int argc, char** argv, const WorkerEnvironment& env) {
   cv::setNumThreads(0);  // one worker = one core; parallelism comes from the pool
   // OpenCV's own decoders allocate by their header; hold them to the loader's limit too.
   ::setenv("OPENCV_IO_MAX_IMAGE_PIXELS", std::to_string(header.max_pixels).c_str(), 1);
-  return serve(record, arena, parent, env.files != nullptr ? *env.files : local_files());
+  return serve(record, arena, parent, env.files);
 }
 
 }  // namespace stoke::detail

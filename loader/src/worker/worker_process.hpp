@@ -18,7 +18,7 @@
 namespace stoke::detail {
 
 struct WorkerEnvironment {
-  FileReader* files = nullptr;  // nullptr: the local file system
+  FileReader* files = nullptr;  // nullptr: local files and servers (ChunkRunner's own reader)
   std::string version_tag;      // "": worker_version_tag(), this build's
 };
 
