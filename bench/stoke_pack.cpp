@@ -23,6 +23,7 @@
 #include "data/file_reader.hpp"
 #include "data/tar_index.hpp"
 #include "stoke/error.hpp"
+#include "stoke/format.hpp"
 #include "stoke/names.hpp"
 #include "stoke/tools/cli.hpp"
 #include "stoke/tools/format.hpp"

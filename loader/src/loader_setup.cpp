@@ -11,10 +11,10 @@
 #include <stdexcept>
 
 #include "build_info.hpp"
+#include "common/number_text.hpp"
 #include "data/shard_cache.hpp"
 #include "loader_environment.hpp"
 #include "loader_impl.hpp"
-#include "stoke/format.hpp"
 #include "stoke/loader.hpp"
 #include "worker/worker_locate.hpp"
 #include "worker_pool.hpp"
