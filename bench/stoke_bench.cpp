@@ -31,13 +31,13 @@
 #include <thread>
 #include <vector>
 
-#include "stoke/cores.hpp"
 #include "stoke/devices.hpp"
 #include "stoke/format.hpp"
 #include "stoke/loader.hpp"
-#include "stoke/mnist.hpp"
 #include "stoke/names.hpp"
 #include "stoke/tools/cli.hpp"
+#include "stoke/tools/cores.hpp"
+#include "stoke/tools/fashion_mnist.hpp"
 #include "stoke/tools/format.hpp"
 #include "stoke/tools/proc.hpp"
 #include "stoke/tools/progress.hpp"
@@ -88,7 +88,7 @@ std::vector<int> sweep_range(int lo, int hi) {
 
 // --sweep-workers: "" (1..the cores available), "K" (1..K) or "A..K".
 std::vector<int> parse_sweep(const std::string& spec) {
-  if (spec.empty()) return sweep_range(1, stoke::available_cores());
+  if (spec.empty()) return sweep_range(1, stoke::tools::available_cores());
   std::optional<stoke::tools::CountRange> r = stoke::tools::parse_count_range(spec, 0, 512);
   if (r && r->single) r->lo = 1;  // "K": 1..K
   if (!r || r->hi < std::max(r->lo, 1))
@@ -156,8 +156,8 @@ void add_loader_flags(CLI::App& app, Args& a) {
          [&o](const std::string& text) {
            const auto bytes = stoke::parse_bytes(text);
            if (!bytes)
-             throw CLI::ValidationError("--cache-limit", "'" + text +
-                                                            "' is not a size (e.g. 16GiB, 500MB, 0)");
+             throw CLI::ValidationError("--cache-limit",
+                                        "'" + text + "' is not a size (e.g. 16GiB, 500MB, 0)");
            o.cache_limit = *bytes;
          },
          "shards on HTTP/S3: bytes the shard cache may hold (0: no local copies; default 16GiB)")
@@ -249,7 +249,7 @@ CLI::Option* add_run_flags(CLI::App& app, Args& a, std::string& sweep) {
 
 // The command line into `a`; nullopt: go on, else the exit code (see stoke/tools/cli.hpp).
 std::optional<int> parse_args(int argc, char** argv, Args& a) {
-  a.options.data = stoke::kDefaultFashionMnistDir;
+  a.options.data = stoke::tools::kDefaultFashionMnistDir;
   CLI::App app("Runs a stoke loader over a dataset and reports what it delivered and how fast.",
                "stoke-bench");
   stoke::tools::configure(app);
@@ -273,7 +273,8 @@ std::optional<int> parse_args(int argc, char** argv, Args& a) {
   }
   if (!a.pipeline.empty()) {
     if (a.size.height == 0)
-      return stoke::tools::usage_error(app, "--pipeline", "needs --size (the output height and width)");
+      return stoke::tools::usage_error(app, "--pipeline",
+                                       "needs --size (the output height and width)");
     try {
       a.options.pipeline = stoke::make_pipeline(a.size.height, a.size.width, a.channels,
                                                 stoke::parse_steps(a.pipeline));
@@ -452,11 +453,12 @@ void print_configuration(const Args& args, const stoke::Loader& loader) {
               loader.rank(), loader.world(), o.devices.to_string().c_str(),
               static_cast<long long>(loader.batches_per_epoch()));
   if (o.workers == stoke::kAuto)
-    std::printf("  workers    auto (starting with 1, at most %s; stall target %.1f%%)\n",
-                o.max_workers > 0
-                    ? std::to_string(o.max_workers).c_str()
-                    : (std::to_string(stoke::available_cores()) + ", the cores available").c_str(),
-                100 * o.stall_target);
+    std::printf(
+        "  workers    auto (starting with 1, at most %s; stall target %.1f%%)\n",
+        o.max_workers > 0
+            ? std::to_string(o.max_workers).c_str()
+            : (std::to_string(stoke::tools::available_cores()) + ", the cores available").c_str(),
+        100 * o.stall_target);
   else
     std::printf("  workers    %d%s\n", o.workers, o.workers == 0 ? " (in-process)" : "");
   if (consumer_ms_of(args) > 0)
@@ -521,7 +523,8 @@ int run(const Args& args) {
       std::printf(
           "  shards     cache %s; fetched %s, %lld hits, %lld misses, %lld evictions, waited "
           "%.2f s for fetches\n",
-          s.shard_cache.c_str(), stoke::bytes_text(static_cast<std::uint64_t>(s.cache_bytes_fetched)).c_str(),
+          s.shard_cache.c_str(),
+          stoke::tools::bytes_text(static_cast<std::uint64_t>(s.cache_bytes_fetched)).c_str(),
           static_cast<long long>(s.cache_hits), static_cast<long long>(s.cache_misses),
           static_cast<long long>(s.cache_evictions), s.cache_fetch_wait_s);
     else if (s.shard_cache != stoke::Stats{}.shard_cache)
@@ -544,9 +547,9 @@ int run(const Args& args) {
                   m.max_boxes);
     if (m.mask_bytes > 0) std::printf("  masks      %d-bit labels\n", 8 * m.mask_bytes);
     if (m.max_bytes > 0) std::printf("  bytes      up to %d per sample\n", m.max_bytes);
-    std::printf("  checksum   xxh3-128 %s (uint8 pixels, labels, valid%s%s%s)\n", m.checksum.c_str(),
-                m.max_boxes > 0 ? ", boxes" : "", m.mask_bytes > 0 ? ", masks" : "",
-                m.max_bytes > 0 ? ", bytes" : "");
+    std::printf("  checksum   xxh3-128 %s (uint8 pixels, labels, valid%s%s%s)\n",
+                m.checksum.c_str(), m.max_boxes > 0 ? ", boxes" : "",
+                m.mask_bytes > 0 ? ", masks" : "", m.max_bytes > 0 ? ", bytes" : "");
     if (!gpu)
       std::printf("  output     xxh3-128 %s (what the devices received)\n",
                   m.output_checksum.c_str());
@@ -578,12 +581,9 @@ int run(const Args& args) {
     j["skipped_by_reason"] = s.skipped_by_reason;
     j["samples_per_s"] = s.samples_per_s;
     j["samples_per_s_per_epoch"] = m.samples_per_s_per_epoch;
-    j["shard_cache"] = {{"state", s.shard_cache},
-                        {"bytes_fetched", s.cache_bytes_fetched},
-                        {"hits", s.cache_hits},
-                        {"misses", s.cache_misses},
-                        {"evictions", s.cache_evictions},
-                        {"fetch_wait_s", s.cache_fetch_wait_s}};
+    j["shard_cache"] = {{"state", s.shard_cache},         {"bytes_fetched", s.cache_bytes_fetched},
+                        {"hits", s.cache_hits},           {"misses", s.cache_misses},
+                        {"evictions", s.cache_evictions}, {"fetch_wait_s", s.cache_fetch_wait_s}};
     j["startup_s"] = s.startup_s;
     j["wait_fraction"] = s.wait_fraction;
     j["window_wait_fraction"] = s.window_wait_fraction;
@@ -637,7 +637,7 @@ int sweep(const Args& args) {
   const std::vector<int> depths =
       args.sweep_prefetch.empty() ? std::vector<int>{0} : args.sweep_prefetch;
   const int runs = static_cast<int>(depths.size() * args.sweep_workers.size());
-  const int cores = stoke::available_cores();
+  const int cores = stoke::tools::available_cores();
   std::printf("stoke-bench %s: sweeping %d setting(s) on %s, %d core(s) available%s\n",
               stoke::version(), runs, args.options.data.c_str(), cores,
               consumer_ms > 0 ? (", consumer " + fixed1(consumer_ms) + " ms/batch").c_str() : "");

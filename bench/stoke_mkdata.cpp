@@ -33,6 +33,7 @@
 #include "stoke/names.hpp"
 #include "stoke/options.hpp"
 #include "stoke/tools/cli.hpp"
+#include "stoke/tools/fashion_mnist.hpp"
 #include "stoke/tools/progress.hpp"
 
 namespace {
@@ -50,7 +51,7 @@ struct Args {
   std::string out;
   std::uint64_t limit = UINT64_MAX;  // fashion-mnist
   stoke::Split split = stoke::Split::kTrain;
-  std::string from = stoke::kDefaultFashionMnistDir;
+  std::string from = stoke::tools::kDefaultFashionMnistDir;
   std::uint64_t count = 3000;  // jpeg-corpus
   std::uint64_t seed = 0;
   std::optional<std::pair<int, int>> long_side;  // unset: the standard 400..640 views

@@ -24,6 +24,7 @@
 #include "data/remote.hpp"
 #include "data/tar_index.hpp"
 #include "stoke/error.hpp"
+#include "stoke/format.hpp"
 #include "stoke/names.hpp"
 #include "stoke/tools/cli.hpp"
 #include "stoke/tools/format.hpp"

@@ -12,9 +12,9 @@
 #include "data/cache_folder.hpp"
 #include "data/tar_index.hpp"
 #include "ipc/arena_plan.hpp"
-#include "stoke/cores.hpp"
 #include "stoke/error.hpp"
 #include "stoke/kernels/normalize.hpp"
+#include "tuning/cores.hpp"
 
 namespace stoke::detail {
 

@@ -1,38 +1,11 @@
 #include "stoke/format.hpp"
 
 #include <cctype>
-#include <cmath>
-#include <cstdio>
 #include <utility>
 
 #include "common/text.hpp"
 
 namespace stoke {
-
-std::string with_commas(double value) {
-  const long long v = std::llround(value);
-  const std::string digits = std::to_string(v < 0 ? -v : v);
-  std::string out = v < 0 ? "-" : "";
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
-std::string bytes_text(std::uint64_t bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = static_cast<double>(bytes);
-  int unit = 0;
-  while (v >= 1024 && unit < 5) {
-    v /= 1024;
-    ++unit;
-  }
-  char text[32];
-  const bool whole = unit == 0 || v >= 10 || v == std::floor(v);
-  std::snprintf(text, sizeof text, whole ? "%.0f %s" : "%.1f %s", v, kUnits[unit]);
-  return text;
-}
 
 std::optional<std::uint64_t> parse_bytes(std::string_view text) {
   std::size_t digits = 0;
@@ -41,10 +14,16 @@ std::optional<std::uint64_t> parse_bytes(std::string_view text) {
   std::uint64_t n = 0;
   for (std::size_t i = 0; i < digits; ++i) n = n * 10 + static_cast<std::uint64_t>(text[i] - '0');
   const std::string_view unit = text.substr(digits);
-  static constexpr std::pair<const char*, std::uint64_t> kUnits[] = {
-      {"", 1},         {"B", 1},          {"KiB", 1ull << 10},  {"MiB", 1ull << 20},
-      {"GiB", 1ull << 30}, {"TiB", 1ull << 40}, {"KB", 1000},   {"MB", 1000000},
-      {"GB", 1000000000},  {"TB", 1000000000000}};
+  static constexpr std::pair<const char*, std::uint64_t> kUnits[] = {{"", 1},
+                                                                     {"B", 1},
+                                                                     {"KiB", 1ull << 10},
+                                                                     {"MiB", 1ull << 20},
+                                                                     {"GiB", 1ull << 30},
+                                                                     {"TiB", 1ull << 40},
+                                                                     {"KB", 1000},
+                                                                     {"MB", 1000000},
+                                                                     {"GB", 1000000000},
+                                                                     {"TB", 1000000000000}};
   for (const auto& [name, scale] : kUnits) {
     if (unit != name) continue;
     if (n > UINT64_MAX / scale) return std::nullopt;

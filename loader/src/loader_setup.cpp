@@ -11,11 +11,11 @@
 #include <stdexcept>
 
 #include "common/build_info.hpp"
+#include "common/number_text.hpp"
 #include "data/shard_cache.hpp"
 #include "loader_environment.hpp"
 #include "loader_impl.hpp"
 #include "shard_cache_plan.hpp"
-#include "stoke/format.hpp"
 #include "stoke/loader.hpp"
 #include "worker/worker_locate.hpp"
 #include "worker_pool.hpp"

@@ -4,7 +4,7 @@
 #include <functional>
 
 #include "data/shard_cache.hpp"
-#include "stoke/format.hpp"
+#include "common/number_text.hpp"
 
 namespace stoke::detail {
 

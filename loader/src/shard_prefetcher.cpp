@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <set>
 
+#include "common/number_text.hpp"
 #include "common/text.hpp"
 #include "stoke/error.hpp"
-#include "stoke/format.hpp"
 
 namespace stoke::detail {
 

@@ -7,7 +7,6 @@
 #include <fstream>
 #include <set>
 #include <stoke/loader.hpp>
-#include <stoke/mnist.hpp>
 #include <string>
 
 namespace {
@@ -31,7 +30,7 @@ std::set<std::string> child_executables() {
 
 int main() {
   stoke::Options options;
-  options.data = stoke::kDefaultFashionMnistDir;
+  options.data = "/usr/share/datasets/fashion-mnist";  // Debian's dataset-fashion-mnist
   options.split = stoke::Split::kTest;
   options.batch = 100;
   options.workers = 2;

@@ -89,7 +89,8 @@ TEST(Dataset, MalformedListLineIsNamedWithItsLineNumber) {
 TEST(Dataset, PlainAndGzipIdxGiveIdenticalBatches) {
   TempDir dir;
   for (const char* name : {"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}) {
-    gzFile in = gzopen((std::string(kDefaultFashionMnistDir) + "/" + name + ".gz").c_str(), "rb");
+    gzFile in =
+        gzopen((std::string(tools::kDefaultFashionMnistDir) + "/" + name + ".gz").c_str(), "rb");
     ASSERT_NE(in, nullptr);
     std::ofstream out(dir.path() / name, std::ios::binary);
     char buf[65536];
@@ -105,7 +106,7 @@ TEST(Dataset, PlainAndGzipIdxGiveIdenticalBatches) {
 }
 
 TEST(Dataset, IdxLabelsAndPixelsMatchTheFiles) {
-  const IdxImages idx = read_idx(kDefaultFashionMnistDir, Split::kTest);
+  const IdxImages idx = read_idx(tools::kDefaultFashionMnistDir, Split::kTest);
   ASSERT_EQ(idx.count, 10000);
   Options o = test::fashion_options(0);
   o.augment = Augment::kEvaluation;  // identity at 28x28

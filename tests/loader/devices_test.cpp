@@ -9,8 +9,8 @@
 #include <fstream>
 
 #include "device/device_discovery.hpp"  // private: the injectable sources
-#include "stoke/cores.hpp"
 #include "test_support.hpp"
+#include "tuning/cores.hpp"  // private: the loader's core count
 
 namespace stoke {
 namespace {
@@ -22,7 +22,7 @@ TEST(Cores, AreAtLeastOneAndNoMoreThanTheAffinityMaskAllows) {
   cpu_set_t set;
   CPU_ZERO(&set);
   ASSERT_EQ(::sched_getaffinity(0, sizeof set, &set), 0);
-  const int cores = available_cores();
+  const int cores = detail::available_cores();
   EXPECT_GE(cores, 1);
   EXPECT_LE(cores, CPU_COUNT(&set));
   // Narrowing the mask to one core narrows the answer.
@@ -34,7 +34,7 @@ TEST(Cores, AreAtLeastOneAndNoMoreThanTheAffinityMaskAllows) {
       break;
     }
   ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);
-  EXPECT_EQ(available_cores(), 1);
+  EXPECT_EQ(detail::available_cores(), 1);
   ASSERT_EQ(::sched_setaffinity(0, sizeof set, &set), 0);
 }
 

@@ -371,11 +371,11 @@ TEST_F(HostileShards, MaxClassesIsTheBoundAndALargeLabelUnderItCostsNoMemory) {
             "threw ConfigError: max_classes must be positive (labels are 0..max_classes - 1), "
             "got 0");
   // IDX labels and a list file's labels are bounded as a shard's are.
-  o.data = kDefaultFashionMnistDir;
+  o.data = tools::kDefaultFashionMnistDir;
   o.split = Split::kTest;
   o.max_classes = 9;
   EXPECT_EQ(in_child([&] { return loader_summary(o); }).out,
-            "threw DataError: " + std::string(kDefaultFashionMnistDir) +
+            "threw DataError: " + std::string(tools::kDefaultFashionMnistDir) +
                 " (test label of image 0): label 9 is not below max_classes 9 (labels are 0..8; "
                 "raise max_classes if the dataset has that many classes)");
   o.data = path("labels.list");

@@ -30,7 +30,7 @@ TEST(Loader, DeliversIdenticalBytesForAnyWorkerCountAndNewBytesEachEpoch) {
 }
 
 TEST(Loader, DeliversBatchesInPlanOrderWithDatasetLabels) {
-  const IdxImages idx = read_idx(kDefaultFashionMnistDir, Split::kTest);
+  const IdxImages idx = read_idx(tools::kDefaultFashionMnistDir, Split::kTest);
   Options o = fashion_options(2, 64);
   o.chunk = 5;  // many small chunks finishing out of order across workers
   Loader loader(o);
@@ -188,7 +188,7 @@ TEST(Loader, ImageTreeOfPngsIsIdenticalInProcessAndWithWorkers) {
   EXPECT_EQ(a.labels.size(), 1000u);
   // Folder order gives the real labels: per-class counts equal those of the IDX file's first
   // 1000 training images, which the tree was made from.
-  const IdxImages idx = read_idx(kDefaultFashionMnistDir, Split::kTrain);
+  const IdxImages idx = read_idx(tools::kDefaultFashionMnistDir, Split::kTrain);
   std::vector<int> expected(10, 0), got(10, 0);
   for (int i = 0; i < 1000; ++i) expected[idx.labels[i]] += 1;
   for (std::size_t i = 0; i < a.labels.size(); ++i) {

@@ -1,10 +1,10 @@
 // The option vocabulary (stoke/names.hpp): every canonical word round-trips, the old spellings
 // still parse, and anything else is a ConfigError listing what is accepted.
-#include "stoke/format.hpp"
 #include "stoke/names.hpp"
 
 #include <gtest/gtest.h>
 
+#include "common/number_text.hpp"
 #include "stoke/error.hpp"
 #include "stoke/kernels/normalize.hpp"
 
@@ -86,12 +86,12 @@ TEST(Names, StatsReportTypedValuesWithTheirOwnWords) {
   EXPECT_STREQ(staging_mode_name(StagingMode::kPinnedFallback), "pinned-fallback");
 }
 
-TEST(Format, WithCommasGroupsThousandsTheSameOnEveryMachine) {
-  EXPECT_EQ(with_commas(0), "0");
-  EXPECT_EQ(with_commas(999.4), "999");
-  EXPECT_EQ(with_commas(1234567.4), "1,234,567");
-  EXPECT_EQ(with_commas(-1500), "-1,500");
-  EXPECT_EQ(with_commas(1e12), "1,000,000,000,000");
+TEST(NumberText, WithCommasGroupsThousandsTheSameOnEveryMachine) {
+  EXPECT_EQ(detail::with_commas(0), "0");
+  EXPECT_EQ(detail::with_commas(999.4), "999");
+  EXPECT_EQ(detail::with_commas(1234567.4), "1,234,567");
+  EXPECT_EQ(detail::with_commas(-1500), "-1,500");
+  EXPECT_EQ(detail::with_commas(1e12), "1,000,000,000,000");
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "data/tar_index.hpp"
 #include "stoke/loader.hpp"
 #include "stoke/mnist.hpp"
+#include "stoke/tools/fashion_mnist.hpp"
 #include "stoke/tools/proc.hpp"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -116,7 +117,7 @@ inline std::string testdata(const char* name) {
 // Fashion-MNIST's 10,000-image test split with a small batch: quick, and big enough.
 inline Options fashion_options(int workers, int batch = 100) {
   Options o;
-  o.data = kDefaultFashionMnistDir;
+  o.data = tools::kDefaultFashionMnistDir;
   o.split = Split::kTest;
   o.batch = batch;
   o.workers = workers;

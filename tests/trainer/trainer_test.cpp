@@ -1,6 +1,8 @@
 // The trainer: gradients of the whole model, replicas kept identical, synchronized BatchNorm,
 // empty chunks refused, models moved between device counts, and exact mid-epoch resume.
 
+#include "trainer.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,8 +16,7 @@
 #include "reducer.hpp"
 #include "stoke/error.hpp"
 #include "stoke/loader.hpp"
-#include "stoke/mnist.hpp"
-#include "trainer.hpp"
+#include "stoke/tools/fashion_mnist.hpp"
 
 namespace stoke::train {
 namespace {
@@ -44,8 +45,10 @@ struct Data {
     const int each = n / parts;
     for (int p = 0; p < parts; ++p) {
       const std::size_t first = static_cast<std::size_t>(p * each);
-      in.push_back({x.data() + first * image, {labels.data() + first, static_cast<std::size_t>(each)},
-                    {valid.data() + first, static_cast<std::size_t>(each)}, each});
+      in.push_back({x.data() + first * image,
+                    {labels.data() + first, static_cast<std::size_t>(each)},
+                    {valid.data() + first, static_cast<std::size_t>(each)},
+                    each});
     }
     return in;
   }
@@ -115,7 +118,9 @@ void expect_model_gradient(bool sync_bn, int parts) {
   }
 }
 
-TEST(Trainer, ModelGradientMatchesFiniteDifferences) { expect_model_gradient(false, 1); }
+TEST(Trainer, ModelGradientMatchesFiniteDifferences) {
+  expect_model_gradient(false, 1);
+}
 
 TEST(Trainer, SyncBnGradientOverTwoReplicasMatchesFiniteDifferences) {
   expect_model_gradient(true, 2);
@@ -146,7 +151,8 @@ std::vector<float> params_after_steps(int replicas, bool sync_bn) {
   h.sync_bn = sync_bn;
   Rig rig(s, h, replicas, 12);
   rig.trainer->initialize(3);
-  for (unsigned step = 0; step < 4; ++step) rig.trainer->train_step(Data(s, 12, 50 + step).split(replicas));
+  for (unsigned step = 0; step < 4; ++step)
+    rig.trainer->train_step(Data(s, 12, 50 + step).split(replicas));
   return rig.trainer->state().params;
 }
 
@@ -217,7 +223,7 @@ TEST(Trainer, RefusesAReplicaWithNoSamples) {
 
 TEST(Trainer, LoaderBatchesNeverLeaveADeviceEmpty) {
   Options o;
-  o.data = kDefaultFashionMnistDir;
+  o.data = tools::kDefaultFashionMnistDir;
   o.split = Split::kTest;
   o.devices = DeviceSet::parse("cpu:4");
   o.workers = 0;
@@ -243,7 +249,7 @@ TEST(Trainer, LoaderBatchesNeverLeaveADeviceEmpty) {
 
 Options fashion_options(int devices, int batch) {
   Options o;
-  o.data = kDefaultFashionMnistDir;
+  o.data = tools::kDefaultFashionMnistDir;
   o.devices = DeviceSet::parse("cpu:" + std::to_string(devices));
   o.workers = 1;
   o.batch = batch;
@@ -272,7 +278,8 @@ TEST(Trainer, ResumingMidEpochReproducesTheBatchesAndLossesExactly) {
     Loader loader(fashion_options(2, 32));
     Rig rig(s, h, 2, 16);
     rig.trainer->initialize(9);
-    for (int i = 0; i < 8; ++i) straight.push_back(rig.trainer->train_step(*loader.next()).global_loss);
+    for (int i = 0; i < 8; ++i)
+      straight.push_back(rig.trainer->train_step(*loader.next()).global_loss);
     straight_end = rig.trainer->state();
   }
   Checkpoint saved;
@@ -280,7 +287,8 @@ TEST(Trainer, ResumingMidEpochReproducesTheBatchesAndLossesExactly) {
     Loader loader(fashion_options(2, 32));
     Rig rig(s, h, 2, 16);
     rig.trainer->initialize(9);
-    for (int i = 0; i < 3; ++i) resumed.push_back(rig.trainer->train_step(*loader.next()).global_loss);
+    for (int i = 0; i < 3; ++i)
+      resumed.push_back(rig.trainer->train_step(*loader.next()).global_loss);
     saved = Checkpoint{RunConfig{s, h, 5, 32, 1}, rig.trainer->state(), loader.state()};
   }
   const std::string path = ::testing::TempDir() + "/resume.ckpt";
@@ -291,7 +299,8 @@ TEST(Trainer, ResumingMidEpochReproducesTheBatchesAndLossesExactly) {
   Loader loader(o);
   Rig rig(s, h, 2, 16);
   rig.trainer->load(loaded.model);
-  for (int i = 3; i < 8; ++i) resumed.push_back(rig.trainer->train_step(*loader.next()).global_loss);
+  for (int i = 3; i < 8; ++i)
+    resumed.push_back(rig.trainer->train_step(*loader.next()).global_loss);
   for (int i = 0; i < 8; ++i) EXPECT_EQ(straight[i], resumed[i]) << "step " << i;
   const ModelState end = rig.trainer->state();
   EXPECT_EQ(0, std::memcmp(end.params.data(), straight_end.params.data(),
@@ -311,7 +320,8 @@ TEST(Trainer, AModelTrainedOnFourDevicesEvaluatesTheSameOnOne) {
   four.trainer->initialize(2);
   for (int i = 0; i < 6; ++i) four.trainer->train_step(*loader.next());
   const std::string path = ::testing::TempDir() + "/four.ckpt";
-  save_checkpoint(path, Checkpoint{RunConfig{s, h, 5, 64, 1}, four.trainer->state(), loader.state()});
+  save_checkpoint(path,
+                  Checkpoint{RunConfig{s, h, 5, 64, 1}, four.trainer->state(), loader.state()});
 
   Rig one(s, h, 1, 64);
   one.trainer->load(load_checkpoint(path).model);

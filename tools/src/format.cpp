@@ -3,7 +3,17 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/number_text.hpp"
+
 namespace stoke::tools {
+
+std::string with_commas(double value) {
+  return detail::with_commas(value);
+}
+
+std::string bytes_text(std::uint64_t bytes) {
+  return detail::bytes_text(bytes);
+}
 
 std::string short_number(double v) {
   char buf[32];

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +22,7 @@
 #include "stoke/mnist.hpp"
 #include "stoke/names.hpp"
 #include "stoke/tools/cli.hpp"
+#include "stoke/tools/fashion_mnist.hpp"
 #include "stoke/tools/format.hpp"
 #include "trainer.hpp"
 
@@ -33,10 +34,12 @@ using Clock = std::chrono::steady_clock;
 
 std::atomic<int> g_signal{0};
 
-extern "C" void on_signal(int sig) { g_signal.store(sig); }
+extern "C" void on_signal(int sig) {
+  g_signal.store(sig);
+}
 
 struct Args {
-  std::string data = kDefaultFashionMnistDir;
+  std::string data = tools::kDefaultFashionMnistDir;
   std::string devices = "auto";  // checked by DeviceSet::parse while parsing
   int workers = 1;
   int batch = 128;
@@ -74,30 +77,37 @@ ImageSize parse_train_size(const std::string& word) {
 
 // The command line; nullopt: go on, else the exit code (--help, usage errors: see cli.hpp).
 std::optional<int> parse_args(int argc, char** argv, Args& a) {
-  CLI::App app("Trains a small CNN (conv-BN-ReLU-pool x2, linear) data-parallel on stoke "
-               "batches.",
-               "stoke-train");
+  CLI::App app(
+      "Trains a small CNN (conv-BN-ReLU-pool x2, linear) data-parallel on stoke "
+      "batches.",
+      "stoke-train");
   tools::configure(app);
   app.footer("Multi-rank: mpirun -np R stoke-train ... (as root add --allow-run-as-root).");
   app.add_option("--data", a.data, "IDX folder, image folder or list file")
-      ->type_name("DIR")->capture_default_str();
-  tools::add_word(app, "--devices", a.devices,
-                  [](const std::string& w) {
-                    DeviceSet::parse(w);  // refused here, before MPI starts
-                    return w;
-                  },
-                  "auto (every GPU, else cpu:1), cpu:G or cuda:0,1,... (default auto)")
+      ->type_name("DIR")
+      ->capture_default_str();
+  tools::add_word(
+      app, "--devices", a.devices,
+      [](const std::string& w) {
+        DeviceSet::parse(w);  // refused here, before MPI starts
+        return w;
+      },
+      "auto (every GPU, else cpu:1), cpu:G or cuda:0,1,... (default auto)")
       ->type_name("SPEC");
   tools::add_count_or_auto(app, "--workers", a.workers, 0, 512,
                            "loader worker processes (default 1); auto starts with one and grows "
                            "or shrinks the pool live to keep the data stall under 2%");
   app.add_option("--batch", a.batch, "global batch over all ranks and devices")
-      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  app.add_option("--epochs", a.epochs, "epochs")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--epochs", a.epochs, "epochs")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   app.add_option("--steps", a.steps, "train exactly N steps instead (the schedule spans N)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
   app.add_option("--lr", a.lr, "peak learning rate, SGD momentum 0.9, decay 5e-4")
-      ->check(stoke::tools::positive())->capture_default_str();
+      ->check(stoke::tools::positive())
+      ->capture_default_str();
   tools::add_word(app, "--schedule", a.schedule, parse_schedule,
                   "cosine (default) or step (/10 at 50% and 75%)");
   app.add_option("--seed", a.seed, "model initialization and data order")->capture_default_str();
@@ -106,15 +116,22 @@ std::optional<int> parse_args(int argc, char** argv, Args& a) {
                   "train at HxW, or N for NxN (default: IDX images' own size; image folders 32)")
       ->type_name("HxW|N");
   app.add_option("--classes", a.classes, "classes in the data")
-      ->check(CLI::Range(2, 1 << 20))->capture_default_str();
-  app.add_option("--pad", a.pad, "small images: random crop after padding N pixels, plus flips "
-                                 "(0 = flips only)")
-      ->check(CLI::Range(0, 1 << 10))->capture_default_str();
-  app.add_option("--checkpoint", a.checkpoint, "where to save; written after every epoch and on "
-                                               "SIGINT/SIGTERM, atomically")
-      ->type_name("PATH")->capture_default_str();
-  app.add_option("--resume", a.resume, "continue a run exactly where CKPT left it")->type_name("CKPT");
-  app.add_option("--eval-only", a.eval_only, "evaluate CKPT on the test split and print its accuracy")
+      ->check(CLI::Range(2, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--pad", a.pad,
+                 "small images: random crop after padding N pixels, plus flips "
+                 "(0 = flips only)")
+      ->check(CLI::Range(0, 1 << 10))
+      ->capture_default_str();
+  app.add_option("--checkpoint", a.checkpoint,
+                 "where to save; written after every epoch and on "
+                 "SIGINT/SIGTERM, atomically")
+      ->type_name("PATH")
+      ->capture_default_str();
+  app.add_option("--resume", a.resume, "continue a run exactly where CKPT left it")
+      ->type_name("CKPT");
+  app.add_option("--eval-only", a.eval_only,
+                 "evaluate CKPT on the test split and print its accuracy")
       ->type_name("CKPT");
   bool no_progress = false;
   app.add_flag("--no-progress", no_progress, "no progress output");
@@ -211,8 +228,8 @@ void check_batch(int batch, const DeviceSet& devices, const MpiWorld& world) {
   if (batch % unit != 0) {
     const int lower = batch / unit * unit;
     throw ConfigError("--batch " + std::to_string(batch) + " is not a multiple of " +
-                      std::to_string(world.size()) + " rank(s) x " +
-                      std::to_string(devices.count) + " device(s); use " +
+                      std::to_string(world.size()) + " rank(s) x " + std::to_string(devices.count) +
+                      " device(s); use " +
                       (lower > 0 ? std::to_string(lower) + " or " : std::string()) +
                       std::to_string(lower + unit));
   }
@@ -255,8 +272,8 @@ Accuracy evaluate(Trainer& trainer, Loader& test, const MpiWorld& world) {
   acc.correct = static_cast<std::int64_t>(totals[0]);
   acc.images = static_cast<std::int64_t>(totals[1]);
   if (acc.images != test.dataset_size())
-    throw Error("evaluation counted " + std::to_string(acc.images) + " images; the test split has " +
-                std::to_string(test.dataset_size()));
+    throw Error("evaluation counted " + std::to_string(acc.images) +
+                " images; the test split has " + std::to_string(test.dataset_size()));
   return acc;
 }
 
@@ -361,19 +378,22 @@ int run_training(const Args& a, const MpiWorld& world) {
   if (!resumed) set_schedule(c, a, loader.batches_per_epoch());
   Loader test(loader_options(a, c, devices, world, Split::kTest));
   Session s = make_session(c, devices, world);
-  if (resumed) s.trainer->load(resumed->model);
-  else s.trainer->initialize(c.seed);
+  if (resumed)
+    s.trainer->load(resumed->model);
+  else
+    s.trainer->initialize(c.seed);
 
   if (world.rank() == 0)
-    std::fprintf(stderr,
-                 "stoke-train: %s on %s x %d rank(s), batch %d, %lld steps (%d epochs of %lld), "
-                 "lr %g %s%s, %s%s\n",
-                 c.shape.describe().c_str(), devices.to_string().c_str(), world.size(), c.batch,
-                 static_cast<long long>(c.hyper.total_steps), c.epochs,
-                 static_cast<long long>(loader.batches_per_epoch()), c.hyper.lr,
-                 c.hyper.schedule == Schedule::kCosine ? "cosine" : "step",
-                 c.hyper.sync_bn ? ", sync-bn" : "", workers_text(a.workers).c_str(),
-                 resumed ? (", resuming at step " + std::to_string(resumed->model.step)).c_str() : "");
+    std::fprintf(
+        stderr,
+        "stoke-train: %s on %s x %d rank(s), batch %d, %lld steps (%d epochs of %lld), "
+        "lr %g %s%s, %s%s\n",
+        c.shape.describe().c_str(), devices.to_string().c_str(), world.size(), c.batch,
+        static_cast<long long>(c.hyper.total_steps), c.epochs,
+        static_cast<long long>(loader.batches_per_epoch()), c.hyper.lr,
+        c.hyper.schedule == Schedule::kCosine ? "cosine" : "step",
+        c.hyper.sync_bn ? ", sync-bn" : "", workers_text(a.workers).c_str(),
+        resumed ? (", resuming at step " + std::to_string(resumed->model.step)).c_str() : "");
 
   Progress progress(a.progress && world.rank() == 0);
   Totals totals;

@@ -24,7 +24,4 @@ IdxImages read_idx(const std::string& dir, Split split);
 // True when `dir` holds MNIST-style IDX files (train-* or t10k-*, plain or .gz).
 bool is_idx_folder(const std::string& dir);
 
-// The folder Debian's dataset-fashion-mnist installs its files into.
-inline constexpr const char* kDefaultFashionMnistDir = "/usr/share/datasets/fashion-mnist";
-
 }  // namespace stoke

@@ -1,4 +1,4 @@
-#include "stoke/cores.hpp"
+#include "tuning/cores.hpp"
 
 #include <sched.h>
 
@@ -9,13 +9,13 @@
 
 #include "tuning/host_memory.hpp"
 
-namespace stoke {
+namespace stoke::detail {
 
 int available_cores() {
   cpu_set_t set;
   CPU_ZERO(&set);
   int cores = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-  const std::string dir = detail::own_cgroup_dir();
+  const std::string dir = own_cgroup_dir();
   std::ifstream max_file(dir.empty() ? std::string() : dir + "/cpu.max");
   std::string quota, period;
   if (max_file >> quota >> period && quota != "max") {
@@ -25,4 +25,4 @@ int available_cores() {
   return std::max(cores, 1);
 }
 
-}  // namespace stoke
+}  // namespace stoke::detail

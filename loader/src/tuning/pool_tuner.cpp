@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/number_text.hpp"
 #include "tuning/stall_monitor.hpp"
 
 namespace stoke::detail {

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/number_text.hpp"
+
 namespace stoke::detail {
 namespace {
 

@@ -14,7 +14,6 @@
 #include <optional>
 #include <string>
 
-#include "stoke/format.hpp"
 #include "stoke/stats.hpp"
 
 namespace stoke::detail {

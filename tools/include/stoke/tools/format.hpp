@@ -1,14 +1,18 @@
 #pragma once
 // Number formatting for the tools' reports. Thread-safety: pure functions.
 
+#include <cstdint>
 #include <string>
-
-#include "stoke/format.hpp"
 
 namespace stoke::tools {
 
-// Thousands separators, as the loader writes them (stoke/format.hpp).
-using stoke::with_commas;
+// Thousands separators, the loader's own formatter (its verdicts and log lines use it too):
+// 1234567.4 -> "1,234,567", -1500 -> "-1,500", the same on every machine (no locale).
+std::string with_commas(double value);
+
+// Bytes in the largest binary unit that keeps a leading digit, as the loader writes them:
+// 17179869184 -> "16 GiB", 1572864 -> "1.5 MiB", 512 -> "512 B".
+std::string bytes_text(std::uint64_t bytes);
 
 // Short, for axis labels: 2.3M, 45k (from 10,000 on), 950.
 std::string short_number(double value);
