@@ -88,7 +88,7 @@ struct LoaderCore {
         slots(setup.plan, view, setup.initial_slots, setup.start_epoch, setup.start_batch),
         metrics(setup.monitor_window, setup.created),
         reserved_bytes(arena.reserved()) {
-    slots.set_chunk(setup.chunk);  // (no other thread exists yet)
+    slots.rechunk(setup.chunk);  // (no other thread exists yet)
   }
   ~LoaderCore() {
     staging.reset();  // waits for the devices, whose callbacks still signal wake_fd

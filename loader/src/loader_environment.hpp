@@ -8,6 +8,9 @@
 // called once, on the constructing thread; the time source is shared with the loader's threads
 // (TimeSource is thread-safe).
 
+#include <sys/types.h>
+
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <utility>
@@ -32,6 +35,9 @@ struct LoaderAccess {
   }
   // Runs f while holding the loader's lock: tests of what must never wait for it.
   static void while_locked(Loader& loader, const std::function<void()>& f);
+  // The chunks in the ring of the worker process `pid` that it has not taken yet (0 when no
+  // worker record names it): a test that stops a worker waits for work to reach it.
+  static std::uint64_t chunks_queued_for(Loader& loader, pid_t pid);
 };
 
 }  // namespace stoke::detail

@@ -189,7 +189,7 @@ void Loader::Impl::set_up_shard_cache(const ShardCachePlan& plan) {
       config_.remote.policy, *time_, core_->view.header().slot_capacity, log_);
   ShardPrefetcher* gate = prefetcher_.get();
   MutexLock lock(core_->mutex);
-  core_->slots.set_gate([gate](std::int64_t seq, std::uint64_t generation, bool consumer_next) {
+  core_->slots.install_gate([gate](std::int64_t seq, std::uint64_t generation, bool consumer_next) {
     return gate->ready(seq, generation, consumer_next);
   });
 }
@@ -215,7 +215,9 @@ void Loader::Impl::start_threads() {
       throw;
     }
   }
-  if (core_->staging) stager_ = std::make_unique<Stager>(core_, options_.devices.to_string());
+  if (core_->staging)
+    stager_ =
+        std::make_unique<Stager>(stage_queue(core_), *core_->staging, options_.devices.to_string());
 }
 
 void Loader::Impl::log_failed(std::exception_ptr error) {
@@ -234,7 +236,7 @@ Loader::Impl::~Impl() {
   if (prefetcher_) {
     {
       MutexLock lock(core_->mutex);
-      core_->slots.set_gate(nullptr);
+      core_->slots.install_gate(nullptr);
     }
     prefetcher_.reset();
   }
@@ -250,6 +252,15 @@ Loader::Loader(Options options) : Loader(std::move(options), LoaderEnvironment{}
 void LoaderAccess::while_locked(Loader& loader, const std::function<void()>& f) {
   MutexLock lock(loader.impl_->core().mutex);
   f();
+}
+
+std::uint64_t LoaderAccess::chunks_queued_for(Loader& loader, pid_t pid) {
+  const ArenaView& view = loader.impl_->core().view;
+  for (std::uint32_t i = 0; i < view.header().worker_capacity; ++i) {
+    const WorkerRecord& r = view.worker(i);
+    if (r.pid == pid) return r.tasks.size();
+  }
+  return 0;
 }
 
 Loader::Loader(Options options, const LoaderEnvironment& env) {

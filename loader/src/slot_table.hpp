@@ -79,7 +79,7 @@ class SlotTable {
 
   // ---- work
   // Chunks of `chunk` samples (the last may be shorter) from the next assignment on.
-  void set_chunk(int chunk) { chunk_ = chunk; }
+  void rechunk(int chunk) { chunk_ = chunk; }
   int chunk() const { return chunk_; }
   // Batches are assigned in order, each once `gate` (the shard prefetcher's: are its shards on
   // local disk?) says it may be; without a gate, whenever a slot is free. The gate is called
@@ -87,7 +87,7 @@ class SlotTable {
   // prepared before a reposition is not taken for one after it) and whether the consumer's
   // next batch is the one asked about (it waits for it).
   using Gate = std::function<bool(std::int64_t seq, std::uint64_t generation, bool consumer_next)>;
-  void set_gate(Gate gate) { gate_ = std::move(gate); }
+  void install_gate(Gate gate) { gate_ = std::move(gate); }
   bool may_assign() const {
     return !gate_ || gate_(assign_seq_, generation_, assign_seq_ == next_seq());
   }

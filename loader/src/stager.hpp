@@ -3,34 +3,64 @@
 // kStageAhead batches beyond the consumer's next one, so the copies (and the normalize step) of
 // the next batches run while the consumer computes on the current one.
 //
-// Thread-safety: constructed and destroyed by the loader's owner; its thread takes
-// LoaderCore::mutex only around slot-table changes, never while staging enqueues device work.
+// The stager sees the loader only as a StageQueue: the batches to stage, one at a time. The
+// queue over the loader's slot table (stage_queue()) decides which batch and when; the stager
+// copies it, with no lock held, and says so.
+//
+// Thread-safety: a Stager is constructed and destroyed by the loader's owner; its thread calls
+// the queue, whose methods take the loader's lock themselves, and never holds it while staging
+// enqueues device work.
 
+#include <cstdint>
+#include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "device/staging.hpp"
 #include "loader_core.hpp"
 
 namespace stoke::detail {
 
 inline constexpr std::int64_t kStageAhead = 2;  // batches staged beyond the consumer's next one
 
+class StageQueue {
+ public:
+  struct Job {
+    int slot = -1;
+    std::int64_t seq = -1;  // the batch in the slot
+    bool copy = true;       // false: a batch with a data error, passed on uncopied
+  };
+  virtual ~StageQueue() = default;
+  // The next batch to stage, marked as being staged (its device transfer begun when it is
+  // copied); waits for one. Nullopt once the loader stops.
+  virtual std::optional<Job> take() = 0;
+  // The job's batch is on its devices: the consumer may have it.
+  virtual void staged(const Job& job) = 0;
+  // Staging failed: the loader stops with `error`.
+  virtual void fail(std::exception_ptr error) = 0;
+};
+
+// The queue over `core`'s slot table: the earliest ready batch at most kStageAhead past the
+// consumer's next one. REQUIRES: core->staging is set.
+std::unique_ptr<StageQueue> stage_queue(std::shared_ptr<LoaderCore> core);
+
 class Stager {
  public:
   // Starts the thread. `devices` names the devices in error messages ("cuda:0,1").
-  Stager(std::shared_ptr<LoaderCore> core, std::string devices);
-  // REQUIRES: core->stop was set and core->cv notified, else this waits for that.
+  // REQUIRES: `staging` outlives the Stager.
+  Stager(std::unique_ptr<StageQueue> queue, Staging& staging, std::string devices);
+  // REQUIRES: the loader was stopped and its waiters woken, else this waits for that.
   ~Stager();
   Stager(const Stager&) = delete;
   Stager& operator=(const Stager&) = delete;
 
  private:
-  void run() EXCLUDES(core_->mutex);
-  // Stages `slot` with the lock released; false when the loader failed.
-  bool stage(int slot) REQUIRES(core_->mutex);
+  void run();
 
-  std::shared_ptr<LoaderCore> core_;
+  const std::unique_ptr<StageQueue> queue_;
+  Staging& staging_;
   const std::string devices_;
   std::thread thread_;
 };

@@ -120,8 +120,7 @@ void Supervisor::loop() {
       for (std::size_t k = 0; k < watched.size() && !core_->stop; ++k) {
         if ((fds[k + 2].revents & POLLIN) && handle_exit(watched[k])) respawn.push_back(watched[k]);
       }
-      kill_stuck_workers();
-      kill_unready_workers();
+      kill_overdue_workers();
       if (!core_->stop)
         if (const std::optional<int> n = sizer_.tune(*core_)) resize_pool(*n);
       count_starting();
@@ -183,25 +182,37 @@ int Supervisor::poll_timeout_ms() const {
   return ms;
 }
 
-// A worker that has spent longer than the task timeout on one chunk (a decoder stuck in a loop,
-// a read hanging on a dead network mount, a stopped process) is killed; the exit path then
-// replaces it and redoes its work.
-void Supervisor::kill_stuck_workers() {
+// A worker past a deadline is killed; the exit path then replaces it and redoes its work:
+//   - one that has spent longer than the task timeout on one chunk (a decoder stuck in a loop,
+//     a read hanging on a dead network mount, a stopped process);
+//   - one spawned Options::startup_timeout_s ago and not past its handshake (a replacement or a
+//     new worker that hangs while loading libraries, or is stopped, would otherwise hold its
+//     record forever); the kill counts toward the start-up budget.
+void Supervisor::kill_overdue_workers() {
   const Clock::time_point now = time_.now();
   for (int i : pool_.members()) {
-    if (!workers_->running(i) || !ledger_.task_overdue(i, now)) continue;
-    const Task& t = ledger_.held(i).front();
-    const std::int64_t sample =
-        core_->view.worker(static_cast<std::uint32_t>(i)).current_sample.load();
-    const SlotInfo& s = core_->slots[static_cast<int>(t.slot)];
-    const std::int64_t first = core_->view.planned_ids(t.slot)[t.begin];
-    log_.post("worker " + std::to_string(i) + " (pid " + std::to_string(workers_->pid(i)) +
-              ") spent more than " + seconds_text(options_.task_timeout_s) + " s on samples " +
-              std::to_string(t.begin) + ".." + std::to_string(t.begin + t.count - 1) +
-              " of batch " + std::to_string(s.index) + " (epoch " + std::to_string(s.epoch) + ")" +
-              (sample >= 0 ? ", at " + core_->names(sample)
-                           : ", not yet past the first, " + core_->names(first)) +
-              "; killing it");
+    if (!workers_->running(i)) continue;
+    const std::string who =
+        "worker " + std::to_string(i) + " (pid " + std::to_string(workers_->pid(i)) + ")";
+    if (ready(i) && ledger_.task_overdue(i, now)) {
+      const Task& t = ledger_.held(i).front();
+      const std::int64_t sample =
+          core_->view.worker(static_cast<std::uint32_t>(i)).current_sample.load();
+      const SlotInfo& s = core_->slots[static_cast<int>(t.slot)];
+      const std::int64_t first = core_->view.planned_ids(t.slot)[t.begin];
+      log_.post(who + " spent more than " + seconds_text(options_.task_timeout_s) +
+                " s on samples " + std::to_string(t.begin) + ".." +
+                std::to_string(t.begin + t.count - 1) + " of batch " + std::to_string(s.index) +
+                " (epoch " + std::to_string(s.epoch) + ")" +
+                (sample >= 0 ? ", at " + core_->names(sample)
+                             : ", not yet past the first, " + core_->names(first)) +
+                "; killing it");
+    } else if (!ready(i) && ledger_.startup_overdue(i, now)) {
+      log_.post(who + " did not finish starting within " +
+                seconds_text(options_.startup_timeout_s) + " s; killing it");
+    } else {
+      continue;
+    }
     ledger_.killed_for_deadline(i);
     workers_->kill(i);
   }
@@ -306,7 +317,7 @@ void Supervisor::resize_pool(int n) {
 // What follows from the pool's size: the chunk size (one chunk per worker per batch, unless
 // fixed by Options::chunk) and a fresh start for the measurements.
 void Supervisor::pool_resized() {
-  core_->slots.set_chunk(chunk_for(options_, pool_.size()));
+  core_->slots.rechunk(chunk_for(options_, pool_.size()));
   sizer_.restart_measurement(*core_);
 }
 

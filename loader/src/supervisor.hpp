@@ -70,7 +70,7 @@ class Supervisor {
   // A worker's pidfd became readable. True: start a replacement.
   bool handle_exit(int worker) REQUIRES(core_->mutex);
   int poll_timeout_ms() const REQUIRES(core_->mutex);
-  void kill_stuck_workers() REQUIRES(core_->mutex);
+  void kill_overdue_workers() REQUIRES(core_->mutex);
   bool ready(int worker) const;  // past its handshake
 
   // Carrying out resizes (PoolController's roles; PoolSizer's or request_size()'s decisions).
@@ -83,7 +83,6 @@ class Supervisor {
   // worker_startup.cpp
   void start_workers() EXCLUDES(core_->mutex);
   void spawn(int worker) EXCLUDES(core_->mutex);
-  void kill_unready_workers() REQUIRES(core_->mutex);
   void count_starting() REQUIRES(core_->mutex);
   // Whether worker `worker` may be restarted after dying before its handshake; else fails.
   bool within_startup_budget(int worker, const WorkerExit& exit, bool timed_out)

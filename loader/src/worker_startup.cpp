@@ -71,21 +71,6 @@ void Supervisor::start_workers() {
   }
 }
 
-// Every spawned worker has Options::startup_timeout_s to finish its handshake (a replacement or a
-// new worker that hangs while loading libraries, or is stopped, would otherwise hold its record
-// forever). The kill counts toward the start-up budget.
-void Supervisor::kill_unready_workers() {
-  const Clock::time_point now = time_.now();
-  for (int i : pool_.members()) {
-    if (!workers_->running(i) || ready(i) || !ledger_.startup_overdue(i, now)) continue;
-    log_.post("worker " + std::to_string(i) + " (pid " + std::to_string(workers_->pid(i)) +
-              ") did not finish starting within " + seconds_text(options_.startup_timeout_s) +
-              " s; killing it");
-    ledger_.killed_for_deadline(i);
-    workers_->kill(i);
-  }
-}
-
 void Supervisor::count_starting() {
   starting_ = 0;
   for (int i : pool_.members()) {

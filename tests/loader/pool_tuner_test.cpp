@@ -13,6 +13,7 @@
 #include <regex>
 #include <thread>
 
+#include "loader_environment.hpp"
 #include "stoke/loader.hpp"
 #include "test_support.hpp"
 
@@ -244,8 +245,14 @@ TEST(PoolResize, AWorkerKilledWhileRetiringHasItsChunksRedoneElsewhere) {
       for (pid_t pid : added) ::kill(pid, SIGSTOP);
       ::kill(first, SIGCONT);
       resume.pids = added;
-      // Stopped workers still receive chunks into their rings, up to 4 each.
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      // Stopped workers still receive chunks into their rings (up to 4 each): wait until each
+      // holds one, so that retiring them has work to redo however the machine is loaded.
+      for (pid_t pid : added) {
+        for (int i = 0; i < 2000 && detail::LoaderAccess::chunks_queued_for(loader, pid) == 0; ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        ASSERT_GT(detail::LoaderAccess::chunks_queued_for(loader, pid), 0u)
+            << "worker " << pid << " was given no chunk";
+      }
       loader.resize_workers(1);
       for (int i = 0; i < 500 && loader.stats().workers != 1; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -29,7 +29,7 @@ struct Table {
       plan.resume_position = resume_position;
     }
     table.emplace(plan, ArenaView(base), slots, epoch, batch);
-    table->set_chunk(chunk);
+    table->rechunk(chunk);
   }
   SlotTable& operator*() { return *table; }
   const SlotInfo& operator[](int slot) const { return (*table)[slot]; }
