@@ -56,7 +56,7 @@ std::optional<Batch> Loader::Impl::next_unflushed() {
           fill_inline();
           continue;
         }
-        // The slots still being read by a device come free without the lock (transfer_signal),
+        // The slots still being read by a device come free without the lock (signal_change),
         // and so do a batch's shards (the prefetcher's signal), so this wait polls too.
         core_->cv.wait_for(lock, kTransferPoll);
         continue;
