@@ -50,10 +50,12 @@ std::exception_ptr EventLog::deliver(const std::string& line) {
     return nullptr;
   } catch (const std::exception& e) {
     sink_failed_ = true;
+    to_stderr(line);  // the line the callback could not take is not lost either
     return std::make_exception_ptr(Error(std::string("the log callback (Options::log) threw '") +
                                          e.what() + "' on the line '" + line + "'"));
   } catch (...) {
     sink_failed_ = true;
+    to_stderr(line);
     return std::make_exception_ptr(
         Error("the log callback (Options::log) threw a non-standard exception on the line '" +
               line + "'"));

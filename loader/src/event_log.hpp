@@ -10,8 +10,8 @@
 //
 // A callback that throws is not called again: its exception, as a stoke::Error naming the line,
 // goes to `failed` (the loader makes it its sticky error, which the consumer sees from next()),
-// called once, by the flushing thread, with no lock of the log's held; the lines after it go to
-// stderr so that none is lost.
+// called once, by the flushing thread, with no lock of the log's held; that line and the ones
+// after it go to stderr so that none is lost.
 
 #include <atomic>
 #include <exception>

@@ -18,10 +18,10 @@ std::optional<Batch> Loader::Impl::next() {
   try {
     batch = next_unflushed();
   } catch (...) {
-    log_.flush();
+    flush_log();
     throw;
   }
-  log_.flush();  // a callback that throws here is reported by the next call
+  flush_log();  // a callback that throws here is reported by the next call
   return batch;
 }
 

@@ -77,6 +77,9 @@ class Loader::Impl {
   void grow_for_consumer() REQUIRES(core_->mutex);
   // The log callback threw: the loader stops with its error.
   void log_failed(std::exception_ptr error) EXCLUDES(core_->mutex);
+  // Delivers the queued log lines; the user's callback, and log_failed(), may take the loader's
+  // lock, so the caller must not hold it (checked).
+  void flush_log() EXCLUDES(core_->mutex);
 
   const detail::ResolvedConfig config_;
   const Options& options_ = config_.options;

@@ -77,10 +77,10 @@ Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, const LoaderEnviro
     log_.post(std::to_string(config_.over_max_bytes) + " sample(s) carry more than max_bytes " +
               std::to_string(config_.max_bytes) + " bytes: each is cut to its first " +
               std::to_string(config_.max_bytes));
-  log_.flush();  // now, so that a failure further on does not swallow them
+  flush_log();  // now, so that a failure further on does not swallow them
   set_up_staging(env);
   set_up_shard_cache(shard_cache);
-  log_.flush();  // the shard cache's line too: every set-up line is out when construction ends
+  flush_log();  // the shard cache's line too: every set-up line is out when construction ends
   index = DatasetIndex{};  // the arena holds it now
   if (options_.devices.kind == DeviceSet::Kind::kCuda)
     gpus_ = std::make_unique<GpuActivityMonitor>(make_nvml_source(), options_.devices.ids);
@@ -222,7 +222,18 @@ void Loader::Impl::start_threads() {
 
 void Loader::Impl::log_failed(std::exception_ptr error) {
   MutexLock lock(core_->mutex);
+  if (core_->fatal) {  // the loader stopped already, with its first error: show this one too
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "stoke: %s\n", e.what());
+    }
+  }
   core_->fail(std::move(error));
+}
+
+void Loader::Impl::flush_log() {
+  log_.flush();
 }
 
 Loader::Impl::~Impl() {
@@ -241,7 +252,7 @@ Loader::Impl::~Impl() {
     prefetcher_.reset();
   }
   if (done_fd_ >= 0) ::close(done_fd_);
-  log_.flush();
+  flush_log();
   // Batches still held keep core_ (and the arena mapping) alive; nothing else refers to us.
 }
 

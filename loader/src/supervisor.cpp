@@ -40,6 +40,10 @@ Supervisor::~Supervisor() {
   if (thread_.joinable()) thread_.join();
 }
 
+void Supervisor::flush_log() {
+  log_.flush();
+}
+
 void Supervisor::start() {
   std::promise<void> started;
   auto ready = started.get_future();
@@ -67,7 +71,7 @@ void Supervisor::run(std::promise<void>& started) {
     MutexLock lock(core_->mutex);
     core_->fail(std::current_exception());
   }
-  log_.flush();
+  flush_log();
   // Workers are stopped from this thread, the one that spawned them, before it exits.
   workers_->stop_all(std::chrono::milliseconds(1000));
   workers_.reset();
@@ -103,7 +107,7 @@ void Supervisor::loop() {
       sizer_.publish_slots(*core_, slots_wanted);
       timeout_ms = 0;  // assign the new slots straight away
     }
-    log_.flush();
+    flush_log();
     spawn_growth(grow);
     fds.assign({{done_fd_, POLLIN, 0}, {core_->wake_fd, POLLIN, 0}});
     std::erase_if(watched, [&](int i) { return !workers_->running(i); });
@@ -131,7 +135,7 @@ void Supervisor::loop() {
         if (pool_.active(i)) still_active.push_back(i);
       respawn.swap(still_active);
     }
-    log_.flush();
+    flush_log();
     // Spawning takes a while; consumers releasing batches must not wait for it.
     for (int i : respawn) spawn(i);
   }
@@ -291,7 +295,7 @@ bool Supervisor::handle_exit(int worker) {
 void Supervisor::request_size(int n) {
   {
     MutexLock lock(core_->mutex);
-    if (core_->fatal) std::rethrow_exception(core_->fatal);
+    core_->rethrow_if_failed();
     requested_size_ = n;
     sizer_.stop_tuning_workers(*core_);
   }
@@ -361,7 +365,7 @@ void Supervisor::spawn_growth(const std::vector<int>& workers) {
                 std::to_string(pool_.size()));
     }
   }
-  log_.flush();
+  flush_log();
 }
 
 }  // namespace stoke::detail

@@ -72,6 +72,8 @@ class Supervisor {
   int poll_timeout_ms() const REQUIRES(core_->mutex);
   void kill_overdue_workers() REQUIRES(core_->mutex);
   bool ready(int worker) const;  // past its handshake
+  // The user's log callback may take the loader's lock (and a throwing one fails the loader).
+  void flush_log() EXCLUDES(core_->mutex);
 
   // Carrying out resizes (PoolController's roles; PoolSizer's or request_size()'s decisions).
   void resize_pool(int n) REQUIRES(core_->mutex);

@@ -1,5 +1,7 @@
 #include "worker_ledger.hpp"
 
+#include <cassert>
+
 namespace stoke::detail {
 
 WorkerLedger::WorkerLedger(int capacity, Clock::duration task_timeout,
@@ -19,6 +21,7 @@ int WorkerLedger::least_loaded(const std::vector<int>& candidates) const {
 
 void WorkerLedger::hand(int i, const Task& t, Clock::time_point now) {
   Record& r = at(i);
+  assert(r.in_flight.size() < kTasksPerWorker);
   if (r.in_flight.empty()) r.front_since = now;
   r.in_flight.push_back(t);
 }

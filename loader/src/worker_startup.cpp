@@ -1,5 +1,6 @@
-// Starting workers: the first pool's handshake, every later worker's handshake deadline, and
-// the start-up budget that turns a worker which can never start into an error.
+// Starting workers: spawning, the first pool's handshake, and the start-up budget that turns a
+// worker which can never start into an error. (Every later worker's handshake deadline is
+// watched with the task timeouts: kill_overdue_workers().)
 
 #include <csignal>
 #include <cstring>
@@ -61,11 +62,11 @@ void Supervisor::start_workers() {
                     exit.describe());
       {
         MutexLock lock(core_->mutex);
-        if (!within_startup_budget(i, exit, false)) std::rethrow_exception(core_->fatal);
+        if (!within_startup_budget(i, exit, false)) core_->rethrow_if_failed();
         log_.post("worker " + std::to_string(i) + " (pid " + std::to_string(pid) + ") died with " +
                   exit.describe() + " during start-up; restarting it");
       }
-      log_.flush();
+      flush_log();
       spawn(i);
     }
   }

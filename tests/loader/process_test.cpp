@@ -243,6 +243,7 @@ TEST(Process, AStoppedWorkerTimesOutAndIsReplaced) {
   Options o = test::slow_png_options(1);
   o.chunk = 1;
   o.task_timeout_s = 30;
+  o.startup_timeout_s = 3600;  // far beyond the steps below: the replacement's start never is
   o.log = [&](std::string_view l) {
     std::lock_guard lock(log_mutex);
     log.emplace_back(l);

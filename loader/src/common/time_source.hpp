@@ -31,7 +31,6 @@ class TimeSource {
   class Listener {
    public:
     Listener() = default;
-    Listener(const TimeSource* source, std::uint64_t id) : source_(source), id_(id) {}
     ~Listener() {
       if (source_ != nullptr) source_->unlisten(id_);
     }
@@ -43,6 +42,8 @@ class TimeSource {
     }
 
    private:
+    friend class ManualTime;  // the one TimeSource whose time jumps
+    Listener(const TimeSource* source, std::uint64_t id) : source_(source), id_(id) {}
     const TimeSource* source_ = nullptr;
     std::uint64_t id_ = 0;
   };
