@@ -17,6 +17,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -61,8 +62,8 @@ class SampleNames {
 };
 
 struct LoaderCore {
-  // What the arena holds after its header (the index, the pipeline's steps, the worker
-  // records), written at `base` by whoever planned it, before anything reads the arena.
+  // What the arena holds after its header and worker records (the index, the pipeline's steps),
+  // written at `base` by whoever planned it, before anything reads the arena.
   using Fill = std::function<void(std::uint8_t* base)>;
   // What else is known when the loader is made.
   struct Setup {
@@ -77,8 +78,8 @@ struct LoaderCore {
     std::string data;   // Options::data, as sample names show it
   };
 
-  // An arena laid out as `h` (written at its start, then `fill`), its first slots reserved, the
-  // consumer at the start position.
+  // An arena laid out as `h` (written at its start, every worker record made empty, then
+  // `fill`), its first slots reserved, the consumer at the start position.
   LoaderCore(const ArenaHeader& h, const Fill& fill, const Setup& setup)
       : arena(h.total_size, arena_bytes_for(h, setup.initial_slots)),
         view(written(arena, h, fill)),
@@ -204,6 +205,8 @@ struct LoaderCore {
  private:
   static std::uint8_t* written(SharedArena& a, const ArenaHeader& h, const Fill& fill) {
     std::memcpy(a.base(), &h, sizeof h);
+    const ArenaView view(a.base());
+    for (std::uint32_t i = 0; i < h.worker_capacity; ++i) new (&view.worker(i)) WorkerRecord();
     fill(a.base());
     return a.base();
   }

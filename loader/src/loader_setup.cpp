@@ -136,8 +136,6 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
       [&](std::uint8_t* base) {
         index.write_to(base + h.index_offset);
         std::memcpy(base + h.steps_offset, steps.data(), sizeof(AugmentStep) * steps.size());
-        const ArenaView arena(base);  // its header is written already
-        for (std::uint32_t i = 0; i < h.worker_capacity; ++i) new (&arena.worker(i)) WorkerRecord();
       },
       setup);
 }

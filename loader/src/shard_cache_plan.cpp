@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <functional>
 
-#include "data/shard_cache.hpp"
 #include "common/number_text.hpp"
+#include "data/shard_cache.hpp"
 
 namespace stoke::detail {
 

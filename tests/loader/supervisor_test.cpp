@@ -160,12 +160,7 @@ struct Rig {
     setup.created = std::chrono::steady_clock::now();
     setup.data = "fake-data";
     core = std::make_shared<LoaderCore>(
-        h,
-        [&](std::uint8_t* base) {
-          for (std::uint32_t i = 0; i < h.worker_capacity; ++i)
-            new (&ArenaView(base).worker(i)) WorkerRecord();
-        },
-        setup);
+        h, [](std::uint8_t*) {}, setup);  // no index: raw data
     done_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     auto fake = std::make_unique<FakeWorkers>(core->view, done_fd, std::move(script), counts);
     supervisor = std::make_unique<Supervisor>(core, config, log, std::move(fake), done_fd, time);
