@@ -1,7 +1,6 @@
 #include "stoke/kernels/normalize.hpp"
 
 #include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
 
 #include <cmath>
 #include <cstring>
@@ -10,6 +9,7 @@
 #include <string>
 
 #include "normalize_coeffs.hpp"
+#include "parallel_for.hpp"
 
 namespace stoke::kernels {
 namespace {
@@ -85,7 +85,7 @@ void normalize_rows(const NormalizeParams& p, const std::uint8_t* src, unsigned 
   const std::size_t ch = static_cast<std::size_t>(p.channels);
   const std::size_t rows = static_cast<std::size_t>(p.samples) * oh;
 
-  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, rows), [&](const auto& range) {
+  stoke::parallel_for(tbb::blocked_range<std::size_t>(0, rows), [&](const auto& range) {
     for (std::size_t row = range.begin(); row != range.end(); ++row) {
       const std::size_t n = row / oh;
       const std::size_t y = row % oh;

@@ -1,10 +1,10 @@
 // All-reduce for host devices.
 
 #include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
 
 #include <algorithm>
 
+#include "parallel_for.hpp"
 #include "reducer.hpp"
 
 namespace stoke::train {
@@ -29,7 +29,7 @@ class HostReducer final : public Reducer {
   void reduce(const std::vector<T*>& buffers, std::int64_t count) {
     if (buffers.empty()) return;
     T* total = buffers[0];
-    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, count, 1 << 14), [&](const auto& r) {
+    stoke::parallel_for(tbb::blocked_range<std::int64_t>(0, count, 1 << 14), [&](const auto& r) {
       for (std::size_t b = 1; b < buffers.size(); ++b)
         for (std::int64_t i = r.begin(); i != r.end(); ++i) total[i] += buffers[b][i];
     });

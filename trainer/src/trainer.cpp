@@ -1,12 +1,11 @@
 #include "trainer.hpp"
 
-#include <tbb/parallel_for.h>
-
 #include <cmath>
 #include <cstring>
 #include <numbers>
 #include <string>
 
+#include "parallel_for.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::train {
@@ -102,7 +101,7 @@ const ModelShape& Trainer::shape() const { return shape_; }
 
 template <class F>
 void Trainer::each(F&& f) {
-  tbb::parallel_for(0, replicas(), [&](int r) { f(*replicas_[r]); });
+  stoke::parallel_for(0, replicas(), [&](int r) { f(*replicas_[r]); });
 }
 
 void Trainer::initialize(std::uint64_t seed) {

@@ -2,12 +2,12 @@
 // taken per channel in a fixed order (images, then pixels) in double.
 
 #include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <cmath>
 #include <utility>
 
+#include "parallel_for.hpp"
 #include "stoke/kernels/nn.hpp"
 
 namespace stoke::nn::cpu {
@@ -16,15 +16,13 @@ namespace {
 // Calls f(plane pointer offset, channel) for every (image, channel) plane, planes in parallel.
 template <class F>
 void for_each_plane(const BnShape& s, F&& f) {
-  tbb::parallel_for(0, s.n * s.c, [&](int p) {
-    f(std::int64_t{p} * s.hw, p % s.c);
-  });
+  stoke::parallel_for(0, s.n * s.c, [&](int p) { f(std::int64_t{p} * s.hw, p % s.c); });
 }
 
 // Calls f(channel, plane offset) for each channel in parallel, images in order within one.
 template <class F>
 void for_each_channel(const BnShape& s, F&& f) {
-  tbb::parallel_for(0, s.c, [&](int ch) {
+  stoke::parallel_for(0, s.c, [&](int ch) {
     for (int i = 0; i < s.n; ++i) f(ch, (std::int64_t{i} * s.c + ch) * s.hw);
   });
 }
@@ -82,8 +80,8 @@ void bn_finalize(const double* sums, double count, int c, float* mean, float* in
   }
 }
 
-void bn_update_running(const double* sums, double count, int c, float momentum,
-                       float* running_mean, float* running_var) {
+void bn_update_running(const double* sums, double count, int c, float momentum, float* running_mean,
+                       float* running_var) {
   for (int ch = 0; ch < c; ++ch) {
     const auto [m, biased] = moments(sums, count, c, ch);
     const double var = biased * count / (count - 1);
@@ -107,7 +105,7 @@ void bn_relu_inference(const float* x, const float* running_mean, const float* r
 }
 
 void relu_backward(const float* dy, const float* y, const BnShape& s, float* dz) {
-  tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, s.size(), 1 << 14), [&](const auto& r) {
+  stoke::parallel_for(tbb::blocked_range<std::int64_t>(0, s.size(), 1 << 14), [&](const auto& r) {
     for (std::int64_t i = r.begin(); i != r.end(); ++i) dz[i] = y[i] > 0.f ? dy[i] : 0.f;
   });
 }

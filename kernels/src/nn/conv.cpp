@@ -1,13 +1,12 @@
 // 3x3 convolutions as im2col + GEMM, parallel over images. The weight gradient sums fixed blocks
 // of images and adds the blocks in order, so it does not depend on the thread count.
 
-#include <tbb/parallel_for.h>
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "nn/blas.hpp"
+#include "parallel_for.hpp"
 #include "stoke/kernels/nn.hpp"
 
 namespace stoke::nn::cpu {
@@ -73,7 +72,7 @@ void conv3x3_forward(const float* x, const float* weights, float* y, const ConvS
   detail::single_threaded_blas();
   const int hw = s.h * s.w;
   const int c9 = s.c * 9;
-  tbb::parallel_for(0, s.n, [&](int i) {
+  stoke::parallel_for(0, s.n, [&](int i) {
     float* col = detail::scratch(static_cast<std::size_t>(s.col_size()));
     im2col3x3(x + std::int64_t{i} * s.c * hw, s.c, s.h, s.w, col);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.k, hw, c9, 1.f, weights, c9, col, hw,
@@ -85,7 +84,7 @@ void conv3x3_backward_data(const float* dy, const float* weights, float* dx, con
   detail::single_threaded_blas();
   const int hw = s.h * s.w;
   const int c9 = s.c * 9;
-  tbb::parallel_for(0, s.n, [&](int i) {
+  stoke::parallel_for(0, s.n, [&](int i) {
     float* dcol = detail::scratch(static_cast<std::size_t>(s.col_size()));
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c9, hw, s.k, 1.f, weights, c9,
                 dy + std::int64_t{i} * s.k * hw, hw, 0.f, dcol, hw);
@@ -100,7 +99,7 @@ void conv3x3_backward_weights(const float* x, const float* dy, float* dweights,
   const int c9 = s.c * 9;
   const int blocks = (s.n + kWeightGradBlock - 1) / kWeightGradBlock;
   std::vector<float> partial(static_cast<std::size_t>(blocks) * s.weight_size());
-  tbb::parallel_for(0, blocks, [&](int b) {
+  stoke::parallel_for(0, blocks, [&](int b) {
     const int first = b * kWeightGradBlock;
     const int nb = std::min(kWeightGradBlock, s.n - first);
     const std::int64_t cols = nb * hw;
@@ -118,7 +117,7 @@ void conv3x3_backward_weights(const float* x, const float* dy, float* dweights,
                 partial.data() + b * s.weight_size(), c9);
   });
   const std::int64_t count = s.weight_size();
-  tbb::parallel_for(std::int64_t{0}, count, [&](std::int64_t e) {
+  stoke::parallel_for(std::int64_t{0}, count, [&](std::int64_t e) {
     float sum = 0.f;
     for (int b = 0; b < blocks; ++b) sum += partial[b * count + e];
     dweights[e] = sum;

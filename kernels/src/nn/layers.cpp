@@ -1,12 +1,12 @@
 // Max pooling, the fully connected layer, softmax cross-entropy and SGD.
 
 #include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "nn/blas.hpp"
+#include "parallel_for.hpp"
 #include "stoke/kernels/nn.hpp"
 
 namespace stoke::nn::cpu {
@@ -14,7 +14,7 @@ namespace stoke::nn::cpu {
 void maxpool2x2_forward(const float* x, const BnShape& s, int h, int w, float* y,
                         std::uint8_t* argmax) {
   const int oh = h / 2, ow = w / 2;
-  tbb::parallel_for(0, s.n * s.c, [&](int p) {
+  stoke::parallel_for(0, s.n * s.c, [&](int p) {
     const float* in = x + std::int64_t{p} * h * w;
     const std::int64_t out = std::int64_t{p} * oh * ow;
     for (int oy = 0; oy < oh; ++oy) {
@@ -40,7 +40,7 @@ void maxpool2x2_forward(const float* x, const BnShape& s, int h, int w, float* y
 void maxpool2x2_backward(const float* dy, const std::uint8_t* argmax, const BnShape& s, int h,
                          int w, float* dx) {
   const int oh = h / 2, ow = w / 2;
-  tbb::parallel_for(0, s.n * s.c, [&](int p) {
+  stoke::parallel_for(0, s.n * s.c, [&](int p) {
     float* out = dx + std::int64_t{p} * h * w;
     std::fill(out, out + std::int64_t{h} * w, 0.f);
     const std::int64_t in = std::int64_t{p} * oh * ow;
@@ -53,12 +53,12 @@ void maxpool2x2_backward(const float* dy, const std::uint8_t* argmax, const BnSh
   });
 }
 
-void linear_forward(const float* x, const float* weights, const float* bias, int n, int in,
-                    int out, float* y) {
+void linear_forward(const float* x, const float* weights, const float* bias, int n, int in, int out,
+                    float* y) {
   detail::single_threaded_blas();
   for (int i = 0; i < n; ++i) std::copy(bias, bias + out, y + std::int64_t{i} * out);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.f, x, in, weights, in, 1.f,
-              y, out);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.f, x, in, weights, in, 1.f, y,
+              out);
 }
 
 void linear_backward(const float* x, const float* weights, const float* dy, int n, int in, int out,
@@ -104,9 +104,9 @@ void softmax_cross_entropy(const float* logits, const std::int32_t* labels,
   }
 }
 
-void sgd_momentum(float* weights, const float* grads, float* velocity, std::int64_t count,
-                  float lr, float momentum, float weight_decay) {
-  tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, count, 1 << 14), [&](const auto& r) {
+void sgd_momentum(float* weights, const float* grads, float* velocity, std::int64_t count, float lr,
+                  float momentum, float weight_decay) {
+  stoke::parallel_for(tbb::blocked_range<std::int64_t>(0, count, 1 << 14), [&](const auto& r) {
     for (std::int64_t i = r.begin(); i != r.end(); ++i) {
       const float g = std::fma(weight_decay, weights[i], grads[i]);
       velocity[i] = std::fma(momentum, velocity[i], g);
