@@ -7,13 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <csignal>
-#include <cstring>
 #include <future>
 
 #include "common/poll_wait.hpp"
-#include "common/text.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {
@@ -29,8 +25,7 @@ Supervisor::Supervisor(std::shared_ptr<LoaderCore> core, const ResolvedConfig& c
       time_(time),
       time_jumps_(time.listen([c = core_.get()] { c->wake(); })),
       workers_(std::move(workers)),
-      blame_(std::span<std::int64_t>(core_->view.poisoned(), core_->view.header().poison_capacity),
-             core_->view.poisoned_count()),
+      exits_(*core_, config.options, log, workers_->executable()),
       pool_(config.capacity, config.initial_workers),
       sizer_(config, log, time, pool_),
       ledger_(config.capacity, from_seconds(std::max(0.0, config.options.task_timeout_s)),
@@ -196,27 +191,10 @@ void Supervisor::kill_overdue_workers() {
   const Clock::time_point now = time_.now();
   for (int i : pool_.members()) {
     if (!workers_->running(i)) continue;
-    const std::string who =
-        "worker " + std::to_string(i) + " (pid " + std::to_string(workers_->pid(i)) + ")";
-    if (ready(i) && ledger_.task_overdue(i, now)) {
-      const Task& t = ledger_.held(i).front();
-      const std::int64_t sample =
-          core_->view.worker(static_cast<std::uint32_t>(i)).current_sample.load();
-      const SlotInfo& s = core_->slots[static_cast<int>(t.slot)];
-      const std::int64_t first = core_->view.planned_ids(t.slot)[t.begin];
-      log_.post(who + " spent more than " + seconds_text(options_.task_timeout_s) +
-                " s on samples " + std::to_string(t.begin) + ".." +
-                std::to_string(t.begin + t.count - 1) + " of batch " + std::to_string(s.index) +
-                " (epoch " + std::to_string(s.epoch) + ")" +
-                (sample >= 0 ? ", at " + core_->names(sample)
-                             : ", not yet past the first, " + core_->names(first)) +
-                "; killing it");
-    } else if (!ready(i) && ledger_.startup_overdue(i, now)) {
-      log_.post(who + " did not finish starting within " +
-                seconds_text(options_.startup_timeout_s) + " s; killing it");
-    } else {
-      continue;
-    }
+    const bool started = ready(i);
+    if (started ? !ledger_.task_overdue(i, now) : !ledger_.startup_overdue(i, now)) continue;
+    exits_.report_overdue(*core_, i, workers_->pid(i),
+                          started ? &ledger_.held(i).front() : nullptr);
     ledger_.killed_for_deadline(i);
     workers_->kill(i);
   }
@@ -227,57 +205,27 @@ bool Supervisor::ready(int worker) const {
              .state.load(std::memory_order_acquire) == WorkerRecord::kReady;
 }
 
-std::string Supervisor::incurable(int worker, const WorkerExit& exit) const {
-  const WorkerRecord& r = core_->view.worker(static_cast<std::uint32_t>(worker));
-  return exit.incurable(workers_->executable(),
-                        {r.version, ::strnlen(r.version, sizeof r.version)});
-}
-
 bool Supervisor::handle_exit(int worker) {
-  WorkerRecord& record = core_->view.worker(static_cast<std::uint32_t>(worker));
-  const pid_t pid = workers_->pid(worker);
-  const WorkerExit exit = workers_->reap(worker);
-  const std::int64_t sample = record.current_sample.load();
-  const bool timed_out = ledger_.take_killed(worker);
+  WorkerExits::Death d;
+  d.worker = worker;
+  d.pid = workers_->pid(worker);
+  d.exit = workers_->reap(worker);
+  d.sample = core_->view.worker(static_cast<std::uint32_t>(worker)).current_sample.load();
+  d.timed_out = ledger_.take_killed(worker);
   drain_completions(worker);
-  const std::deque<Task>& q = ledger_.held(worker);
+  d.chunks = ledger_.held(worker).size();
   // A retiring worker that finished its chunks and stopped has simply retired. One that died on
   // the way out is treated like any death (its sample is blamed, its chunks redone), except
   // that no replacement starts.
-  const bool retiring = pool_.retiring(worker);
-  if (retiring && q.empty() && !exit.signaled && exit.status == 0) {
+  d.retiring = pool_.retiring(worker);
+  if (d.retiring && d.chunks == 0 && !d.exit.signaled && d.exit.status == 0) {
     retire_record(worker);
     return false;
   }
-  const bool started = ready(worker);
-  const std::string how = !timed_out ? "died with " + exit.describe()
-                          : started  ? "was killed for exceeding the task timeout"
-                                     : "was killed for not finishing its start-up";
-  log_.post("worker " + std::to_string(worker) + " (pid " + std::to_string(pid) + ") " + how +
-            (sample >= 0 && !q.empty() ? " while producing " + core_->names(sample) : "") +
-            (retiring ? "; it was retiring, so the other workers redo its "
-                      : "; restarting it and redoing ") +
-            std::to_string(q.size()) + " chunk(s)");
-  if (!retiring) core_->metrics.worker_restarted();
-  if (const std::string why = incurable(worker, exit); !why.empty()) {
-    core_->fail(std::make_exception_ptr(Error(why)));
-    return false;
-  }
-  if (sample >= 0 && !q.empty()) {
-    const SampleBlame::Verdict v =
-        blame_.blame(sample, core_->names(sample), exit, timed_out, options_.on_error);
-    if (v.kind == SampleBlame::Verdict::kFatal) {
-      // (Two calls: a conditional expression would slice the DataError to its base.)
-      if (options_.on_error == OnError::kError)
-        core_->fail(std::make_exception_ptr(DataError(v.message)));
-      else
-        core_->fail(std::make_exception_ptr(Error(v.message)));
-      return false;
-    }
-    if (v.kind == SampleBlame::Verdict::kPoisoned) log_.post(v.message);
-  }
+  d.started = ready(worker);
+  if (!exits_.report(*core_, d)) return false;
   core_->slots.redo(ledger_.take(worker));
-  if (retiring) {
+  if (d.retiring) {
     retire_record(worker);
     return false;
   }
@@ -285,11 +233,11 @@ bool Supervisor::handle_exit(int worker) {
   // a hang) would otherwise be restarted forever. SIGKILL from outside (an operator, the OOM
   // killer) does not count; each restart costs a process start, so even a persistent killer
   // cannot spin us.
-  if (started) {
+  if (d.started) {
     ledger_.reset_startup(worker);
     return true;
   }
-  return within_startup_budget(worker, exit, timed_out);
+  return exits_.may_restart_starting(*core_, ledger_, worker, d.exit, d.timed_out);
 }
 
 void Supervisor::request_size(int n) {

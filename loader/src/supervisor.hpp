@@ -12,7 +12,8 @@
 // thread. Every deadline reads `time_` (LoaderEnvironment::time), whose jumps wake the loop.
 //
 // Files: supervisor.cpp (the loop, dispatch, deaths, timeouts, resizes), worker_startup.cpp
-// (handshakes and the start-up budget).
+// (spawning, the first pool's handshake). What a death means (its log line, its blame, whether
+// it fails the loader, the start-up budget) is WorkerExits' (worker_exits.hpp).
 
 #include <future>
 #include <memory>
@@ -26,7 +27,7 @@
 #include "loader_core.hpp"
 #include "pool_controller.hpp"
 #include "pool_sizer.hpp"
-#include "sample_blame.hpp"
+#include "worker_exits.hpp"
 #include "worker_ledger.hpp"
 #include "worker_processes.hpp"
 
@@ -86,10 +87,6 @@ class Supervisor {
   void start_workers() EXCLUDES(core_->mutex);
   void spawn(int worker) EXCLUDES(core_->mutex);
   void count_starting() REQUIRES(core_->mutex);
-  // Whether worker `worker` may be restarted after dying before its handshake; else fails.
-  bool within_startup_budget(int worker, const WorkerExit& exit, bool timed_out)
-      REQUIRES(core_->mutex);
-  std::string incurable(int worker, const WorkerExit& exit) const;  // WorkerExit::incurable
 
   const std::shared_ptr<LoaderCore> core_;
   const ResolvedConfig& config_;
@@ -101,7 +98,7 @@ class Supervisor {
   std::unique_ptr<WorkerProcesses> workers_;  // supervisor thread only
   std::thread thread_;
 
-  SampleBlame blame_ GUARDED_BY(core_->mutex);
+  WorkerExits exits_ GUARDED_BY(core_->mutex);  // what a death or an overrun means
   // The pool: which records are idle, active or retiring (the rules live in PoolController).
   PoolController pool_ GUARDED_BY(core_->mutex);
   PoolSizer sizer_;                                   // its methods require core_->mutex or take it

@@ -1,16 +1,10 @@
-// Starting workers: spawning, the first pool's handshake, and the start-up budget that turns a
-// worker which can never start into an error. (Every later worker's handshake deadline is
-// watched with the task timeouts: kill_overdue_workers().)
+// Starting workers: spawning and the first pool's handshake. (Every later worker's handshake
+// deadline is watched with the task timeouts: kill_overdue_workers().)
 
-#include <csignal>
-#include <cstring>
-
-#include "common/build_info.hpp"
 #include "common/poll_wait.hpp"
 #include "common/text.hpp"
+#include "stoke/error.hpp"
 #include "supervisor.hpp"
-#include "worker/worker_exit_codes.hpp"
-#include "worker/worker_locate.hpp"
 
 namespace stoke::detail {
 
@@ -22,10 +16,8 @@ void Supervisor::spawn(int worker) {
   workers_->spawn(worker);
 }
 
-// The initial pool must finish its handshake within Options::startup_timeout_s. A worker that
-// crashes while starting (a signal) is replaced like any later death, within the start-up budget;
-// one that exits with a status is not a working stoke-worker (a wrong path, a broken install) and
-// no restart cures that.
+// The initial pool must finish its handshake within Options::startup_timeout_s; a worker that
+// dies meanwhile is judged by WorkerExits::first_start_died.
 void Supervisor::start_workers() {
   int n = 0;
   {
@@ -56,15 +48,9 @@ void Supervisor::start_workers() {
       if (!(fds[i + 2].revents & POLLIN)) continue;
       const pid_t pid = workers_->pid(i);
       const WorkerExit exit = workers_->reap(i);
-      if (const std::string why = incurable(i, exit); !why.empty()) throw Error(why);
-      if (!exit.signaled)
-        throw Error("stoke-worker (" + workers_->executable() + ") exited during start-up with " +
-                    exit.describe());
       {
         MutexLock lock(core_->mutex);
-        if (!within_startup_budget(i, exit, false)) core_->rethrow_if_failed();
-        log_.post("worker " + std::to_string(i) + " (pid " + std::to_string(pid) + ") died with " +
-                  exit.describe() + " during start-up; restarting it");
+        exits_.first_start_died(*core_, ledger_, i, pid, exit);  // throws if no restart cures it
       }
       flush_log();
       spawn(i);
@@ -78,19 +64,6 @@ void Supervisor::count_starting() {
     // A record not yet (re)spawned still shows its previous occupant's state: it is starting.
     if (pool_.active(i) && (!workers_->running(i) || !ready(i))) ++starting_;
   }
-}
-
-bool Supervisor::within_startup_budget(int worker, const WorkerExit& exit, bool timed_out) {
-  const bool outside_kill = exit.signaled && exit.status == SIGKILL && !timed_out;
-  if (ledger_.died_starting(worker, !outside_kill)) return true;
-  const std::string times = std::to_string(WorkerLedger::kMaxStartupDeaths) + " times in a row";
-  core_->fail(std::make_exception_ptr(
-      Error(timed_out ? "worker " + std::to_string(worker) + " did not finish starting within " +
-                            seconds_text(options_.startup_timeout_s) + " s, " + times +
-                            "; stoke-worker (" + workers_->executable() + ") hangs at start-up"
-                      : "worker " + std::to_string(worker) + " died " + times +
-                            " during start-up; last death: " + exit.describe())));
-  return false;
 }
 
 }  // namespace stoke::detail
