@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "stoke/pipeline.hpp"
+
 namespace stoke::detail {
 
 // An interleaved uint8 image: `channels` (1 or 3, RGB) bytes per pixel, rows `stride` bytes apart.
@@ -25,28 +27,10 @@ struct Pixels {
   std::size_t stride = 0;
 };
 
-// One operation and its magnitude, as drawn for a sample and as Batch::applied_ops() reports it.
-// The numbers are stable: they are part of the arena layout and of the public record.
-enum class ColorOp : std::int32_t {
-  kNone = 0,
-  kBrightness = 1,    // a: factor >= 0 (F.adjust_brightness)
-  kContrast = 2,      // a: factor >= 0 (F.adjust_contrast)
-  kSaturation = 3,    // a: factor >= 0 (F.adjust_saturation)
-  kHue = 4,           // a: factor in [-0.5, 0.5] (F.adjust_hue)
-  kGrayscale = 5,     // F.rgb_to_grayscale, keeping the channel count
-  kSolarize = 6,      // a: threshold in [0, 255] (F.solarize: v >= a becomes 255 - v)
-  kPosterize = 7,     // a: bits, a whole number in [0, 8] (F.posterize)
-  kEqualize = 8,      // F.equalize
-  kAutocontrast = 9,  // F.autocontrast
-  kSharpness = 10,    // a: factor >= 0 (F.adjust_sharpness)
-  kInvert = 11,       // F.invert
-  kGaussianBlur = 12, // a, b: kernel width and height (odd), c: sigma > 0, the same both ways
-};
-
-struct ColorOpArgs {
-  ColorOp op = ColorOp::kNone;
-  float a = 0, b = 0, c = 0;
-};
+// One operation and its numbers (stoke::ImageOp and stoke::AppliedOp, the public record of
+// what a sample got: Batch::applied_ops()).
+using ColorOp = ImageOp;
+using ColorOpArgs = AppliedOp;
 
 // What the ops need beyond the image: a float32 copy, a second image, histograms. Reused
 // across calls so that a worker allocates once.
@@ -58,8 +42,5 @@ struct PhotometricScratch {
 // Applies `op` to `image` in place. REQUIRES: image.channels is 1 or 3; the arguments are in
 // the ranges above (the pipeline's validation guarantees them).
 void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScratch& scratch);
-
-// The op's name as docs and Python show it ("brightness", "gaussian_blur", ...); "" for kNone.
-std::string_view color_op_name(ColorOp op);
 
 }  // namespace stoke::detail
