@@ -494,14 +494,17 @@ NB_MODULE(_stoke, m) {
                 if (op.op == stoke::ImageOp::kNone) break;
                 const std::string name(stoke::image_op_name(op.op));
                 if (op.op == stoke::ImageOp::kGaussianBlur)
-                  ops.append(nb::make_tuple(name, static_cast<int>(op.a), static_cast<int>(op.b), op.c));
+                  ops.append(nb::make_tuple(name, static_cast<int>(op.args[0]),
+                                            static_cast<int>(op.args[1]), op.args[2]));
                 else if (op.op == stoke::ImageOp::kPosterize)
-                  ops.append(nb::make_tuple(name, static_cast<int>(op.a)));
-                else if (op.op == stoke::ImageOp::kGrayscale || op.op == stoke::ImageOp::kEqualize ||
-                         op.op == stoke::ImageOp::kAutocontrast || op.op == stoke::ImageOp::kInvert)
+                  ops.append(nb::make_tuple(name, static_cast<int>(op.args[0])));
+                else if (op.op == stoke::ImageOp::kGrayscale ||
+                         op.op == stoke::ImageOp::kEqualize ||
+                         op.op == stoke::ImageOp::kAutocontrast ||
+                         op.op == stoke::ImageOp::kInvert)
                   ops.append(nb::make_tuple(name));
                 else
-                  ops.append(nb::make_tuple(name, op.a));
+                  ops.append(nb::make_tuple(name, op.args[0]));
               }
               samples.append(ops);
             }

@@ -246,7 +246,8 @@ TEST(Loader, PhotometricStepsAreIdenticalForAnyWorkerCount) {
   const auto same_ops = [](const std::vector<AppliedOp>& x, const std::vector<AppliedOp>& y) {
     return x.size() == y.size() &&
            std::equal(x.begin(), x.end(), y.begin(), [](const AppliedOp& p, const AppliedOp& q) {
-             return p.op == q.op && p.a == q.a && p.b == q.b && p.c == q.c;
+             return p.op == q.op &&
+                    std::equal(std::begin(p.args), std::end(p.args), std::begin(q.args));
            });
   };
   std::vector<Seen> first, second;

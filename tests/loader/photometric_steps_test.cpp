@@ -100,7 +100,7 @@ TEST(PhotometricSteps, ColorJitterDrawsEveryOrderEquallyAndFactorsInTheirRanges)
     std::array<ColorOp, 4> order{};
     for (std::size_t k = 0; k < 4; ++k) {
       order[k] = ops[k].op;
-      const float v = ops[k].a;
+      const float v = ops[k].args[0];
       switch (ops[k].op) {
         case ColorOp::kBrightness:
           ASSERT_TRUE(v >= 0.6f && v <= 1.4f) << v;
@@ -151,18 +151,18 @@ TEST(PhotometricSteps, RandomStepsApplyWithTheirProbabilityAndPlainOnesAlways) {
     if (!ops.empty()) {
       ++applied;
       EXPECT_EQ(ops[0].op, ColorOp::kSolarize);
-      EXPECT_EQ(ops[0].a, 77.f);
+      EXPECT_EQ(ops[0].args[0], 77.f);
     }
     const std::vector<ColorOpArgs> p = draws(always, i);
     ASSERT_EQ(p.size(), 1u);
     EXPECT_EQ(p[0].op, ColorOp::kPosterize);
-    EXPECT_EQ(p[0].a, 3.f);
+    EXPECT_EQ(p[0].args[0], 3.f);
     const std::vector<ColorOpArgs> b = draws(blur, i);
     ASSERT_EQ(b.size(), 1u);
     EXPECT_EQ(b[0].op, ColorOp::kGaussianBlur);
-    EXPECT_EQ(b[0].a, 5.f);
-    EXPECT_EQ(b[0].b, 3.f);
-    EXPECT_TRUE(b[0].c >= 0.5f && b[0].c <= 1.5f);
+    EXPECT_EQ(b[0].args[0], 5.f);
+    EXPECT_EQ(b[0].args[1], 3.f);
+    EXPECT_TRUE(b[0].args[2] >= 0.5f && b[0].args[2] <= 1.5f);
   }
   EXPECT_NEAR(applied, 3000, 200);
 }

@@ -94,9 +94,9 @@ Golden parse(const std::vector<std::uint8_t>& data) {
   for (GoldenCase& c : g.cases) {
     c.image = in.u32();
     c.args.op = static_cast<ColorOp>(in.u32());
-    c.args.a = in.f32();
-    c.args.b = in.f32();
-    c.args.c = in.f32();
+    c.args.args[0] = in.f32();
+    c.args.args[1] = in.f32();
+    c.args.args[2] = in.f32();
     if (in.failed() || c.image >= g.images.size()) return {{}, {}, "a case names no image"};
     c.expected = in.bytes(g.images[c.image].bytes.size());
   }
@@ -120,8 +120,8 @@ const Golden& golden() {
 
 std::string describe(const GoldenCase& c) {
   const GoldenImage& im = golden().images[c.image];
-  return std::string(image_op_name(c.args.op)) + "(" + std::to_string(c.args.a) + ", " +
-         std::to_string(c.args.b) + ", " + std::to_string(c.args.c) + ") on image " +
+  return std::string(image_op_name(c.args.op)) + "(" + std::to_string(c.args.args[0]) + ", " +
+         std::to_string(c.args.args[1]) + ", " + std::to_string(c.args.args[2]) + ") on image " +
          std::to_string(c.image) + " (" + std::to_string(im.height) + "x" +
          std::to_string(im.width) + "x" + std::to_string(im.channels) + ")";
 }
@@ -238,8 +238,8 @@ TEST(Photometric, OneChannelImagesIgnoreSaturationHueAndGrayscale) {
   std::vector<std::uint8_t> gray(6 * 5);
   for (std::size_t i = 0; i < gray.size(); ++i) gray[i] = static_cast<std::uint8_t>(i * 37 + 3);
   for (const ColorOpArgs& op :
-       {ColorOpArgs{ColorOp::kSaturation, 0.0f}, ColorOpArgs{ColorOp::kSaturation, 2.0f},
-        ColorOpArgs{ColorOp::kHue, 0.3f}, ColorOpArgs{ColorOp::kGrayscale}})
+       {ColorOpArgs{ColorOp::kSaturation, {0.0f}}, ColorOpArgs{ColorOp::kSaturation, {2.0f}},
+        ColorOpArgs{ColorOp::kHue, {0.3f}}, ColorOpArgs{ColorOp::kGrayscale}})
     EXPECT_EQ(apply(op, gray, 6, 5, 1), gray) << image_op_name(op.op);
 }
 
@@ -248,8 +248,9 @@ TEST(Photometric, OneChannelImagesIgnoreSaturationHueAndGrayscale) {
 TEST(Photometric, GrayscaleOfWhiteIs254) {
   const std::vector<std::uint8_t> white(4 * 4 * 3, 255);
   EXPECT_EQ(apply({ColorOp::kGrayscale}, white, 4, 4, 3), std::vector<std::uint8_t>(48, 254));
-  EXPECT_EQ(apply({ColorOp::kContrast, 0.0f}, white, 4, 4, 3), std::vector<std::uint8_t>(48, 254));
-  EXPECT_EQ(apply({ColorOp::kSaturation, 0.0f}, white, 4, 4, 3),
+  EXPECT_EQ(apply({ColorOp::kContrast, {0.0f}}, white, 4, 4, 3),
+            std::vector<std::uint8_t>(48, 254));
+  EXPECT_EQ(apply({ColorOp::kSaturation, {0.0f}}, white, 4, 4, 3),
             std::vector<std::uint8_t>(48, 254));
 }
 
@@ -266,25 +267,25 @@ TEST(Photometric, AutocontrastOftenMapsTheMaximumTo254) {
 TEST(Photometric, BlurLeavesAnImageSmallerThanHalfTheKernelAlone) {
   std::vector<std::uint8_t> img(11 * 30 * 3);
   for (std::size_t i = 0; i < img.size(); ++i) img[i] = static_cast<std::uint8_t>(i * 11);
-  EXPECT_EQ(apply({ColorOp::kGaussianBlur, 23.0f, 23.0f, 1.0f}, img, 11, 30, 3), img);
-  EXPECT_NE(apply({ColorOp::kGaussianBlur, 21.0f, 21.0f, 1.0f}, img, 11, 30, 3), img);
+  EXPECT_EQ(apply({ColorOp::kGaussianBlur, {23.0f, 23.0f, 1.0f}}, img, 11, 30, 3), img);
+  EXPECT_NE(apply({ColorOp::kGaussianBlur, {21.0f, 21.0f, 1.0f}}, img, 11, 30, 3), img);
 }
 
 TEST(Photometric, NamesEveryOpAsDocsShowIt) {
   EXPECT_EQ(image_op_name(ColorOp::kNone), "");
   const std::vector<std::pair<ColorOp, std::string_view>> names = {
-      {ColorOp::kBrightness, "brightness"},
-      {ColorOp::kContrast, "contrast"},
-      {ColorOp::kSaturation, "saturation"},
-      {ColorOp::kHue, "hue"},
-      {ColorOp::kGrayscale, "grayscale"},
-      {ColorOp::kSolarize, "solarize"},
-      {ColorOp::kPosterize, "posterize"},
-      {ColorOp::kEqualize, "equalize"},
-      {ColorOp::kAutocontrast, "autocontrast"},
-      {ColorOp::kSharpness, "sharpness"},
-      {ColorOp::kInvert, "invert"},
-      {ColorOp::kGaussianBlur, "gaussian_blur"}};
+      {ColorOp::kBrightness, {"brightness"}},
+      {ColorOp::kContrast, {"contrast"}},
+      {ColorOp::kSaturation, {"saturation"}},
+      {ColorOp::kHue, {"hue"}},
+      {ColorOp::kGrayscale, {"grayscale"}},
+      {ColorOp::kSolarize, {"solarize"}},
+      {ColorOp::kPosterize, {"posterize"}},
+      {ColorOp::kEqualize, {"equalize"}},
+      {ColorOp::kAutocontrast, {"autocontrast"}},
+      {ColorOp::kSharpness, {"sharpness"}},
+      {ColorOp::kInvert, {"invert"}},
+      {ColorOp::kGaussianBlur, {"gaussian_blur"}}};
   for (const auto& [op, name] : names) EXPECT_EQ(image_op_name(op), name);
   EXPECT_EQ(static_cast<int>(ColorOp::kGaussianBlur), 12);  // the numbers are a public record
 }

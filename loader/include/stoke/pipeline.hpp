@@ -48,24 +48,24 @@ constexpr bool is_photometric(StepKind kind) {
 // Each is torchvision.transforms.v2.functional's op of that name on uint8 pixels.
 enum class ImageOp : std::int32_t {
   kNone = 0,
-  kBrightness = 1,     // a: factor (F.adjust_brightness)
-  kContrast = 2,       // a: factor (F.adjust_contrast)
-  kSaturation = 3,     // a: factor (F.adjust_saturation)
-  kHue = 4,            // a: factor in [-0.5, 0.5] (F.adjust_hue)
+  kBrightness = 1,     // args[0]: factor (F.adjust_brightness)
+  kContrast = 2,       // args[0]: factor (F.adjust_contrast)
+  kSaturation = 3,     // args[0]: factor (F.adjust_saturation)
+  kHue = 4,            // args[0]: factor in [-0.5, 0.5] (F.adjust_hue)
   kGrayscale = 5,      // F.rgb_to_grayscale, keeping the channel count
-  kSolarize = 6,       // a: threshold (F.solarize)
-  kPosterize = 7,      // a: bits (F.posterize)
+  kSolarize = 6,       // args[0]: threshold (F.solarize)
+  kPosterize = 7,      // args[0]: bits (F.posterize)
   kEqualize = 8,       // F.equalize
   kAutocontrast = 9,   // F.autocontrast
-  kSharpness = 10,     // a: factor (F.adjust_sharpness)
+  kSharpness = 10,     // args[0]: factor (F.adjust_sharpness)
   kInvert = 11,        // F.invert
-  kGaussianBlur = 12,  // a, b: kernel width and height, c: sigma (F.gaussian_blur)
+  kGaussianBlur = 12,  // args[0], args[1]: kernel width, height; args[2]: sigma (F.gaussian_blur)
 };
 
 // One op a sample got, with its numbers (see ImageOp; unused ones are 0).
 struct AppliedOp {
   ImageOp op = ImageOp::kNone;
-  float a = 0.f, b = 0.f, c = 0.f;
+  float args[7] = {};
 };
 
 // "brightness", "contrast", "saturation", "hue", "grayscale", "solarize", "posterize",

@@ -468,29 +468,30 @@ void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScrat
     case ColorOp::kNone:
       return;
     case ColorOp::kBrightness:
-      return brightness(image, op.a);
+      return brightness(image, op.args[0]);
     case ColorOp::kContrast:
-      return contrast(image, op.a);
+      return contrast(image, op.args[0]);
     case ColorOp::kSaturation:
-      return saturation(image, op.a);
+      return saturation(image, op.args[0]);
     case ColorOp::kHue:
-      return hue(image, op.a);
+      return hue(image, op.args[0]);
     case ColorOp::kGrayscale:
       return grayscale(image);
     case ColorOp::kSolarize:
-      return solarize(image, op.a);
+      return solarize(image, op.args[0]);
     case ColorOp::kPosterize:
-      return posterize(image, static_cast<int>(op.a));
+      return posterize(image, static_cast<int>(op.args[0]));
     case ColorOp::kEqualize:
       return equalize(image);
     case ColorOp::kAutocontrast:
       return autocontrast(image);
     case ColorOp::kSharpness:
-      return sharpness(image, op.a, scratch.u0);
+      return sharpness(image, op.args[0], scratch.u0);
     case ColorOp::kInvert:
       return invert(image);
     case ColorOp::kGaussianBlur:
-      return gaussian_blur(image, static_cast<int>(op.a), static_cast<int>(op.b), op.c, scratch);
+      return gaussian_blur(image, static_cast<int>(op.args[0]), static_cast<int>(op.args[1]),
+                           op.args[2], scratch);
   }
 }
 

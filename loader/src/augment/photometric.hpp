@@ -44,8 +44,8 @@ struct Pixels {
 };
 
 // One operation and its numbers (stoke::ImageOp and stoke::AppliedOp, the public record of
-// what a sample got: Batch::applied_ops()). A gaussian blur of an image no wider than a / 2 or
-// no taller than b / 2 leaves it as it is (torch's reflect padding raises there).
+// what a sample got: Batch::applied_ops()). A gaussian blur of an image no wider than args[0] / 2
+// or no taller than args[1] / 2 leaves it as it is (torch's reflect padding raises there).
 using ColorOp = ImageOp;
 using ColorOpArgs = AppliedOp;
 

@@ -23,10 +23,10 @@ void draw_color_jitter(const AugmentStep& s, SampleRng& rng, std::vector<ColorOp
     return static_cast<float>(rng.uniform(std::max(0.0, 1.0 - v), 1.0 + v));
   };
   std::array<ColorOpArgs, 4> ops{};
-  if (s.brightness > 0) ops[0] = {ColorOp::kBrightness, factor(s.brightness)};
-  if (s.contrast > 0) ops[1] = {ColorOp::kContrast, factor(s.contrast)};
-  if (s.saturation > 0) ops[2] = {ColorOp::kSaturation, factor(s.saturation)};
-  if (s.hue > 0) ops[3] = {ColorOp::kHue, static_cast<float>(rng.uniform(-s.hue, s.hue))};
+  if (s.brightness > 0) ops[0] = {ColorOp::kBrightness, {factor(s.brightness)}};
+  if (s.contrast > 0) ops[1] = {ColorOp::kContrast, {factor(s.contrast)}};
+  if (s.saturation > 0) ops[2] = {ColorOp::kSaturation, {factor(s.saturation)}};
+  if (s.hue > 0) ops[3] = {ColorOp::kHue, {static_cast<float>(rng.uniform(-s.hue, s.hue))}};
   for (const int i : order)
     if (ops[static_cast<std::size_t>(i)].op != ColorOp::kNone)
       out.push_back(ops[static_cast<std::size_t>(i)]);
@@ -41,8 +41,9 @@ void draw_photometric(const AugmentStep& s, SampleRng& rng, std::vector<ColorOpA
       return;
     case StepKind::kGaussianBlur: {
       const float sigma = static_cast<float>(rng.uniform(s.sigma_min, s.sigma_max));
-      out.push_back({ColorOp::kGaussianBlur, static_cast<float>(s.kernel_width),
-                     static_cast<float>(s.kernel_height), sigma});
+      out.push_back(
+          {ColorOp::kGaussianBlur,
+           {static_cast<float>(s.kernel_width), static_cast<float>(s.kernel_height), sigma}});
       return;
     }
     default:
@@ -54,10 +55,10 @@ void draw_photometric(const AugmentStep& s, SampleRng& rng, std::vector<ColorOpA
       out.push_back({ColorOp::kGrayscale});
       break;
     case StepKind::kSolarize:
-      out.push_back({ColorOp::kSolarize, s.threshold});
+      out.push_back({ColorOp::kSolarize, {s.threshold}});
       break;
     case StepKind::kPosterize:
-      out.push_back({ColorOp::kPosterize, static_cast<float>(s.bits)});
+      out.push_back({ColorOp::kPosterize, {static_cast<float>(s.bits)}});
       break;
     case StepKind::kEqualize:
       out.push_back({ColorOp::kEqualize});
@@ -66,7 +67,7 @@ void draw_photometric(const AugmentStep& s, SampleRng& rng, std::vector<ColorOpA
       out.push_back({ColorOp::kAutocontrast});
       break;
     case StepKind::kAdjustSharpness:
-      out.push_back({ColorOp::kSharpness, s.factor});
+      out.push_back({ColorOp::kSharpness, {s.factor}});
       break;
     case StepKind::kInvert:
       out.push_back({ColorOp::kInvert});

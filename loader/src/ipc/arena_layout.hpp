@@ -47,6 +47,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "augment/augment_step.hpp"
 #include "common/align.hpp"
@@ -191,6 +192,7 @@ struct ArenaHeader {
 };
 
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
+static_assert(sizeof(AppliedOp) == 32 && std::is_trivially_copyable_v<AppliedOp>);
 
 // Typed access to an arena mapped at `base`. Thread-safety: as the fields it points to.
 class ArenaView {
