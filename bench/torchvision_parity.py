@@ -98,6 +98,7 @@ from torchvision.io import ImageReadMode, decode_image
 from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as F
 
+import parity_ops
 import stoke
 
 TOLERANCE = 0.01  # px: the most a coordinate may differ
@@ -105,6 +106,7 @@ WINDOW_TOLERANCE = 0.05  # px: the most a window edge read from the float32 map 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DATA = os.path.join(HERE, "..", "build", "default", "testdata", "detection",
                             "instances.json")
+DEFAULT_PHOTOS = os.path.join(HERE, "..", "build", "default", "testdata", "jpeg")
 
 
 # --- The data -------------------------------------------------------------------------------
@@ -874,14 +876,17 @@ def main():
     p.add_argument("--sizes", default="224,160x256", help="box check: comma-separated N or HxW")
     p.add_argument("--mask-sizes", default="224,160x256,97x203,31x45",
                    help="mask check: comma-separated N or HxW")
-    p.add_argument("--checks", default="boxes,masks", help="boxes, masks or both")
+    p.add_argument("--checks", default="boxes,masks,ops",
+                   help="any of boxes, masks, ops (comma-separated)")
+    p.add_argument("--photos", default=DEFAULT_PHOTOS,
+                   help="ops check: a folder of photographs (class folders)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--synthetic-dir", default="",
                    help="where to write the data sets (default: a temporary folder)")
     args = p.parse_args()
     checks = set(args.checks.split(","))
-    if not checks or checks - {"boxes", "masks"}:
-        sys.exit(f"--checks: boxes, masks or boxes,masks, not {args.checks}")
+    if not checks or checks - {"boxes", "masks", "ops"}:
+        sys.exit(f"--checks: any of boxes, masks, ops, not {args.checks}")
     if not os.path.exists(args.data):
         sys.exit(f"{args.data}: missing (python3 bench/make_detection_set.py --out DIR)")
     print(f"torch {torch.__version__}, torchvision {torchvision.__version__}, "
@@ -919,6 +924,16 @@ def main():
             if not mask_problems:
                 print("stoke's masks are torchvision.transforms.v2's under NEAREST_EXACT, but "
                       "for the ties and padding splits counted above")
+
+        if "ops" in checks:
+            print("\nphotometric ops, replayed in torchvision.transforms.v2.functional on the "
+                  "pixels each op received:")
+            rows, op_problems = parity_ops.check_ops(args.photos, args.epochs, args.seed)
+            print("\n" + parity_ops.HEADER + "\n" + "\n".join(rows))
+            problems += op_problems
+            if not op_problems:
+                print("stoke's photometric ops are torchvision.transforms.v2's, within a level "
+                      "on average for every sample")
 
     for line in problems[:50]:
         print("DISAGREES:", line)

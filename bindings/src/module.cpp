@@ -481,6 +481,41 @@ NB_MODULE(_stoke, m) {
           "float32 (size, 6), host memory: each sample's map from its source image to its "
           "output, output = (sx * x + tx, sy * y + ty) (sx < 0 when mirrored), and the source's "
           "width and height: [sx, tx, sy, ty, width, height].")
+      .def_prop_ro(
+          "applied_ops",
+          [](const stoke::Batch& b) {
+            const int width = b.max_applied_ops();
+            const std::span<const stoke::AppliedOp> all = b.applied_ops();
+            nb::list samples;
+            for (int i = 0; i < b.size(); ++i) {
+              nb::list ops;
+              for (int k = 0; k < width; ++k) {
+                const stoke::AppliedOp& op = all[static_cast<std::size_t>(i * width + k)];
+                if (op.op == stoke::ImageOp::kNone) break;
+                const std::string name(stoke::image_op_name(op.op));
+                if (op.op == stoke::ImageOp::kGaussianBlur)
+                  ops.append(nb::make_tuple(name, static_cast<int>(op.args[0]),
+                                            static_cast<int>(op.args[1]), op.args[2]));
+                else if (op.op == stoke::ImageOp::kPosterize)
+                  ops.append(nb::make_tuple(name, static_cast<int>(op.args[0])));
+                else if (op.op == stoke::ImageOp::kGrayscale ||
+                         op.op == stoke::ImageOp::kEqualize ||
+                         op.op == stoke::ImageOp::kAutocontrast ||
+                         op.op == stoke::ImageOp::kInvert)
+                  ops.append(nb::make_tuple(name));
+                else
+                  ops.append(nb::make_tuple(name, op.args[0]));
+              }
+              samples.append(ops);
+            }
+            return samples;
+          },
+          "Per sample, the photometric ops it got in the order applied, as tuples of the op's "
+          "name and its drawn numbers: ('brightness', factor), ('contrast', factor), "
+          "('saturation', factor), ('hue', factor), ('grayscale',), ('solarize', threshold), "
+          "('posterize', bits), ('equalize',), ('autocontrast',), ('sharpness', factor), "
+          "('invert',), ('gaussian_blur', kernel_width, kernel_height, sigma): each "
+          "torchvision.transforms.v2.functional's op of that name on uint8 pixels.")
       .def_prop_ro("masks",
                    [](const stoke::Batch& b) {
                      return per_device(

@@ -127,6 +127,13 @@ std::span<const std::int32_t> Batch::byte_counts() const {
                     l.core().view.header().max_bytes > 0 ? 1 : 0);
 }
 
+int Batch::max_applied_ops() const {
+  return static_cast<int>(header(held()).max_ops);
+}
+std::span<const AppliedOp> Batch::applied_ops() const {
+  const BatchLease& l = as_lease(held());
+  return slot_array(l, &detail::ArenaView::applied_ops, l.core().view.header().max_ops);
+}
 std::span<const float> Batch::geometry() const {
   return slot_array(as_lease(held()), &detail::ArenaView::geometry, 6);
 }

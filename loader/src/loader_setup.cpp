@@ -97,6 +97,7 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
   in.out_channels = static_cast<std::uint32_t>(config_.pipeline.output_channels());
   in.max_boxes = static_cast<std::uint32_t>(config_.max_boxes);
   in.max_bytes = static_cast<std::uint32_t>(config_.max_bytes);
+  in.max_ops = static_cast<std::uint32_t>(config_.pipeline.max_applied_ops());
   in.mask_bytes = index.has_masks ? static_cast<std::uint32_t>(options_.mask_depth / 8) : 0;
   in.worker_capacity = static_cast<std::uint32_t>(config_.capacity);
   in.poison_capacity = kPoisonCapacity;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <utility>
 
 #include "stoke/error.hpp"
 
@@ -24,7 +25,49 @@ std::string fmt(float v) {
   return buf;
 }
 
+// Bounds that keep every factor's arithmetic finite and every blur kernel's cost sane.
+constexpr float kMaxFactor = 100.f;
+constexpr int kMaxKernel = 255;
+
+float checked_probability(const char* step, float p) {
+  if (!(p >= 0 && p <= 1))
+    throw ConfigError(std::string(step) + ": probability must be in [0, 1], got " + fmt(p));
+  return p;
+}
+
 }  // namespace
+
+std::string_view image_op_name(ImageOp op) {
+  switch (op) {
+    case ImageOp::kBrightness:
+      return "brightness";
+    case ImageOp::kContrast:
+      return "contrast";
+    case ImageOp::kSaturation:
+      return "saturation";
+    case ImageOp::kHue:
+      return "hue";
+    case ImageOp::kGrayscale:
+      return "grayscale";
+    case ImageOp::kSolarize:
+      return "solarize";
+    case ImageOp::kPosterize:
+      return "posterize";
+    case ImageOp::kEqualize:
+      return "equalize";
+    case ImageOp::kAutocontrast:
+      return "autocontrast";
+    case ImageOp::kSharpness:
+      return "sharpness";
+    case ImageOp::kInvert:
+      return "invert";
+    case ImageOp::kGaussianBlur:
+      return "gaussian_blur";
+    case ImageOp::kNone:
+      break;
+  }
+  return "";
+}
 
 Pipeline::Pipeline(int output_height, int output_width, int channels)
     : height_(output_height), width_(output_width), channels_(channels) {
@@ -91,11 +134,84 @@ Pipeline& Pipeline::pad_random_crop(int pad, int height, int width) {
   return add({.kind = StepKind::kPadRandomCrop, .height = height, .width = width, .pad = pad});
 }
 
-Pipeline& Pipeline::color_jitter(float brightness, float contrast) {
-  if (!(brightness >= 0 && brightness <= 1) || !(contrast >= 0 && contrast <= 1))
-    throw ConfigError("color_jitter: brightness and contrast must be in [0, 1], got " +
-                      fmt(brightness) + " and " + fmt(contrast));
-  return add({.kind = StepKind::kColorJitter, .brightness = brightness, .contrast = contrast});
+Pipeline& Pipeline::color_jitter(float brightness, float contrast, float saturation, float hue) {
+  for (const auto& [what, v] :
+       {std::pair{"brightness", brightness}, std::pair{"contrast", contrast},
+        std::pair{"saturation", saturation}})
+    if (!(v >= 0 && v <= kMaxFactor))
+      throw ConfigError(std::string("color_jitter: ") + what + " must be in [0, " +
+                        fmt(kMaxFactor) + "], got " + fmt(v));
+  if (!(hue >= 0 && hue <= 0.5f))
+    throw ConfigError("color_jitter: hue must be in [0, 0.5], got " + fmt(hue));
+  Step s{.kind = StepKind::kColorJitter, .brightness = brightness, .contrast = contrast};
+  s.saturation = saturation;
+  s.hue = hue;
+  return add(s);
+}
+
+Pipeline& Pipeline::grayscale(float probability) {
+  return add(
+      {.kind = StepKind::kGrayscale, .probability = checked_probability("grayscale", probability)});
+}
+
+Pipeline& Pipeline::gaussian_blur(int kernel_width, int kernel_height, float sigma_min,
+                                  float sigma_max) {
+  for (const int k : {kernel_width, kernel_height})
+    if (k <= 0 || k % 2 == 0 || k > kMaxKernel)
+      throw ConfigError("gaussian_blur: kernel sides must be odd, in 1.." +
+                        std::to_string(kMaxKernel) + ", got " + std::to_string(kernel_width) + "x" +
+                        std::to_string(kernel_height));
+  if (!(sigma_min > 0 && sigma_min <= sigma_max && sigma_max <= kMaxFactor))
+    throw ConfigError("gaussian_blur: sigma must satisfy 0 < min <= max <= " + fmt(kMaxFactor) +
+                      ", got [" + fmt(sigma_min) + ", " + fmt(sigma_max) + "]");
+  Step s{.kind = StepKind::kGaussianBlur};
+  s.kernel_width = kernel_width;
+  s.kernel_height = kernel_height;
+  s.sigma_min = sigma_min;
+  s.sigma_max = sigma_max;
+  return add(s);
+}
+
+Pipeline& Pipeline::solarize(float threshold, float probability) {
+  if (!(threshold >= 0 && threshold <= 255))
+    throw ConfigError("solarize: threshold must be in [0, 255], got " + fmt(threshold));
+  Step s{.kind = StepKind::kSolarize, .probability = checked_probability("solarize", probability)};
+  s.threshold = threshold;
+  return add(s);
+}
+
+Pipeline& Pipeline::posterize(int bits, float probability) {
+  if (bits < 0 || bits > 8)
+    throw ConfigError("posterize: bits must be in 0..8, got " + std::to_string(bits));
+  Step s{.kind = StepKind::kPosterize,
+         .probability = checked_probability("posterize", probability)};
+  s.bits = bits;
+  return add(s);
+}
+
+Pipeline& Pipeline::equalize(float probability) {
+  return add(
+      {.kind = StepKind::kEqualize, .probability = checked_probability("equalize", probability)});
+}
+
+Pipeline& Pipeline::autocontrast(float probability) {
+  return add({.kind = StepKind::kAutocontrast,
+              .probability = checked_probability("autocontrast", probability)});
+}
+
+Pipeline& Pipeline::adjust_sharpness(float factor, float probability) {
+  if (!(factor >= 0 && factor <= kMaxFactor))
+    throw ConfigError("adjust_sharpness: factor must be in [0, " + fmt(kMaxFactor) + "], got " +
+                      fmt(factor));
+  Step s{.kind = StepKind::kAdjustSharpness,
+         .probability = checked_probability("adjust_sharpness", probability)};
+  s.factor = factor;
+  return add(s);
+}
+
+Pipeline& Pipeline::invert(float probability) {
+  return add(
+      {.kind = StepKind::kInvert, .probability = checked_probability("invert", probability)});
 }
 
 Pipeline& Pipeline::vertical_flip(float probability) {
@@ -108,8 +224,8 @@ Pipeline& Pipeline::scale_jitter(int min_side, int max_side, bool longer_side) {
   check_side("scale_jitter", "min_side", min_side);
   check_side("scale_jitter", "max_side", max_side);
   if (min_side > max_side)
-    throw ConfigError("scale_jitter: min_side " + std::to_string(min_side) +
-                      " is above max_side " + std::to_string(max_side));
+    throw ConfigError("scale_jitter: min_side " + std::to_string(min_side) + " is above max_side " +
+                      std::to_string(max_side));
   Step s{.kind = StepKind::kScaleJitter, .size = min_side};
   s.size_max = max_side;
   s.longer_side = longer_side;
@@ -173,9 +289,9 @@ void Pipeline::validate(int source_height, int source_width) const {
         break;
       case StepKind::kHorizontalFlip:
       case StepKind::kVerticalFlip:
-      case StepKind::kColorJitter:
         break;
       default:
+        if (is_photometric(s.kind)) break;
         throw ConfigError("pipeline: unknown step kind " +
                           std::to_string(static_cast<unsigned>(s.kind)));
     }
@@ -189,6 +305,13 @@ void Pipeline::validate(int source_height, int source_width) const {
     throw ConfigError("pipeline: the steps produce " + std::to_string(h) + "x" + std::to_string(w) +
                       " images but the output is " + std::to_string(height_) + "x" +
                       std::to_string(width_) + "; add a crop or resize to the output size");
+}
+
+int Pipeline::max_applied_ops() const {
+  int n = 0;
+  for (const Step& s : steps_)
+    n += s.kind == StepKind::kColorJitter ? 4 : is_photometric(s.kind) ? 1 : 0;
+  return n;
 }
 
 std::string Pipeline::describe() const {
@@ -216,7 +339,33 @@ std::string Pipeline::describe() const {
         out << "pad_random_crop pad " << s.pad << " to " << s.height << "x" << s.width;
         break;
       case StepKind::kColorJitter:
-        out << "color_jitter brightness " << fmt(s.brightness) << " contrast " << fmt(s.contrast);
+        out << "color_jitter brightness " << fmt(s.brightness) << " contrast " << fmt(s.contrast)
+            << " saturation " << fmt(s.saturation) << " hue " << fmt(s.hue) << " (random order)";
+        break;
+      case StepKind::kGrayscale:
+        out << "grayscale p=" << fmt(s.probability);
+        break;
+      case StepKind::kGaussianBlur:
+        out << "gaussian_blur " << s.kernel_width << "x" << s.kernel_height << " sigma ["
+            << fmt(s.sigma_min) << ", " << fmt(s.sigma_max) << "]";
+        break;
+      case StepKind::kSolarize:
+        out << "solarize threshold " << fmt(s.threshold) << " p=" << fmt(s.probability);
+        break;
+      case StepKind::kPosterize:
+        out << "posterize bits " << s.bits << " p=" << fmt(s.probability);
+        break;
+      case StepKind::kEqualize:
+        out << "equalize p=" << fmt(s.probability);
+        break;
+      case StepKind::kAutocontrast:
+        out << "autocontrast p=" << fmt(s.probability);
+        break;
+      case StepKind::kAdjustSharpness:
+        out << "adjust_sharpness factor " << fmt(s.factor) << " p=" << fmt(s.probability);
+        break;
+      case StepKind::kInvert:
+        out << "invert p=" << fmt(s.probability);
         break;
       case StepKind::kVerticalFlip:
         out << "vertical_flip p=" << fmt(s.probability);
@@ -226,9 +375,9 @@ std::string Pipeline::describe() const {
             << ".." << s.size_max;
         break;
       case StepKind::kBoxCrop:
-        out << "box_crop " << s.height << "x" << s.width << " min_visible "
-            << fmt(s.min_visible) << " scale [" << fmt(s.scale_min) << ", " << fmt(s.scale_max)
-            << "] ratio [" << fmt(s.ratio_min) << ", " << fmt(s.ratio_max) << "]";
+        out << "box_crop " << s.height << "x" << s.width << " min_visible " << fmt(s.min_visible)
+            << " scale [" << fmt(s.scale_min) << ", " << fmt(s.scale_max) << "] ratio ["
+            << fmt(s.ratio_min) << ", " << fmt(s.ratio_max) << "]";
         break;
     }
     out << "\n";
@@ -251,11 +400,19 @@ Pipeline make_pipeline(int height, int width, int channels, const std::vector<St
     const auto whole = [&](std::size_t i) {
       if (!(std::abs(v[i]) <= kMaxSide) || v[i] != std::floor(v[i]))
         throw ConfigError("pipeline step " + name + ": number " + std::to_string(i + 1) +
-                          " must be a whole number of pixels, got " + fmt(static_cast<float>(v[i])));
+                          " must be a whole number of pixels, got " +
+                          fmt(static_cast<float>(v[i])));
       return static_cast<int>(v[i]);
     };
     const auto f = [&](std::size_t i, float fallback) {
       return i < v.size() ? static_cast<float>(v[i]) : fallback;
+    };
+    // The steps without numbers of their own, by name.
+    const auto one_of = [&](const std::string& op, float probability) {
+      if (op == "grayscale") p.grayscale(probability);
+      if (op == "equalize") p.equalize(probability);
+      if (op == "autocontrast") p.autocontrast(probability);
+      if (op == "invert") p.invert(probability);
     };
     if (name == "resize_shorter") {
       count(1, 1, "(size)");
@@ -283,8 +440,35 @@ Pipeline make_pipeline(int height, int width, int channels, const std::vector<St
       count(3, 3, "(pad, height, width)");
       p.pad_random_crop(whole(0), whole(1), whole(2));
     } else if (name == "color_jitter") {
-      count(2, 2, "(brightness, contrast)");
-      p.color_jitter(f(0, 0), f(1, 0));
+      count(1, 4, "(brightness[, contrast, saturation, hue])");
+      p.color_jitter(f(0, 0), f(1, 0), f(2, 0), f(3, 0));
+    } else if (name == "grayscale" || name == "equalize" || name == "autocontrast" ||
+               name == "invert") {
+      count(0, 0, "no numbers");
+      one_of(name, 1.f);
+    } else if (name == "random_grayscale") {
+      count(0, 1, "([probability])");
+      p.grayscale(f(0, 0.1f));
+    } else if (name == "random_equalize" || name == "random_autocontrast" ||
+               name == "random_invert") {
+      count(0, 1, "([probability])");
+      one_of(name.substr(7), f(0, 0.5f));
+    } else if (name == "gaussian_blur") {
+      count(1, 3, "(kernel[, sigma_min, sigma_max])");
+      const float lo = f(1, 0.1f);
+      p.gaussian_blur(whole(0), whole(0), lo, f(2, v.size() == 2 ? lo : 2.0f));
+    } else if (name == "solarize" || name == "random_solarize") {
+      const bool random = name == "random_solarize";
+      count(1, random ? 2 : 1, random ? "(threshold[, probability])" : "(threshold)");
+      p.solarize(f(0, 0), random ? f(1, 0.5f) : 1.f);
+    } else if (name == "posterize" || name == "random_posterize") {
+      const bool random = name == "random_posterize";
+      count(1, random ? 2 : 1, random ? "(bits[, probability])" : "(bits)");
+      p.posterize(whole(0), random ? f(1, 0.5f) : 1.f);
+    } else if (name == "adjust_sharpness" || name == "random_adjust_sharpness") {
+      const bool random = name == "random_adjust_sharpness";
+      count(1, random ? 2 : 1, random ? "(factor[, probability])" : "(factor)");
+      p.adjust_sharpness(f(0, 0), random ? f(1, 0.5f) : 1.f);
     } else if (name == "scale_jitter") {
       count(2, 3, "(min_side, max_side[, longer_side])");
       p.scale_jitter(whole(0), whole(1), v.size() > 2 && v[2] != 0);
@@ -292,7 +476,10 @@ Pipeline make_pipeline(int height, int width, int channels, const std::vector<St
       throw ConfigError(
           "pipeline step '" + name +
           "' is not one of resize_shorter, resize, center_crop, random_resized_crop, box_crop, "
-          "horizontal_flip, vertical_flip, pad_random_crop, color_jitter, scale_jitter");
+          "horizontal_flip, vertical_flip, pad_random_crop, color_jitter, scale_jitter, "
+          "grayscale, random_grayscale, gaussian_blur, solarize, random_solarize, posterize, "
+          "random_posterize, equalize, random_equalize, autocontrast, random_autocontrast, "
+          "adjust_sharpness, random_adjust_sharpness, invert, random_invert");
     }
   }
   return p;

@@ -138,6 +138,15 @@ TEST(JpegRegion, GrayOutputIsWithinTwoLevelsToo) {
 }
 
 // Without a resize the region is decoded at full scale and copied: the same bytes.
+// Photometric steps between the last resize and the flips: the direct write looks ahead through
+// their draws to mirror as the flips will decide, so it still matches the general path (a
+// mirror decided wrongly would be tens of levels off).
+TEST(JpegRegion, FlipsBehindPhotometricStepsStillMirrorTheDirectWrite) {
+  Pipeline p(96, 96, 3);
+  p.random_resized_crop(96, 96).invert(0.5f).horizontal_flip().grayscale(0.5f).horizontal_flip();
+  expect_close_on_corpus(p, "rrc + invert + flip + grayscale + flip");
+}
+
 TEST(JpegRegion, ACropWithoutResizeIsIdenticalToTheGeneralPath) {
   const Bytes j = encode_jpeg(scene(300, 200));
   Pipeline p(100, 120, 3);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "data/epoch_plan.hpp"
 #include "test_support.hpp"
@@ -213,6 +214,60 @@ TEST(Loader, JpegCorpusIsIdenticalInProcessAndWithWorkers) {
   EXPECT_TRUE(a == b);
   EXPECT_EQ(a.pixels.size(), a.labels.size() * 224 * 224 * 3);
   EXPECT_EQ(pooled.stats().skipped, 0);
+}
+
+// Every photometric step, after and before the last resize: the same pixels and the same applied
+// ops for 0, 1 and 3 workers, and new draws the next epoch.
+TEST(Loader, PhotometricStepsAreIdenticalForAnyWorkerCount) {
+  Options o;
+  o.data = test::testdata("jpeg");
+  o.batch = 16;
+  o.seed = 5;
+  o.log = [](std::string_view) {};
+  o.pipeline = make_pipeline(
+      48, 48, 3,
+      parse_steps("random_grayscale 0.3 | random_resized_crop 48 48 | horizontal_flip | "
+                  "color_jitter 0.4 0.4 0.4 0.1 | gaussian_blur 3 | random_solarize 128 | "
+                  "random_posterize 3 | random_equalize | random_autocontrast | "
+                  "random_adjust_sharpness 2 | random_invert 0.2"));
+  struct Seen {
+    Delivered d;
+    std::vector<AppliedOp> ops;
+  };
+  const auto epoch = [](Loader& loader) {
+    Seen seen;
+    while (auto b = loader.next()) {
+      append(seen.d, *b);
+      EXPECT_EQ(b->max_applied_ops(), 12);
+      seen.ops.insert(seen.ops.end(), b->applied_ops().begin(), b->applied_ops().end());
+    }
+    return seen;
+  };
+  const auto same_ops = [](const std::vector<AppliedOp>& x, const std::vector<AppliedOp>& y) {
+    return x.size() == y.size() &&
+           std::equal(x.begin(), x.end(), y.begin(), [](const AppliedOp& p, const AppliedOp& q) {
+             return p.op == q.op &&
+                    std::equal(std::begin(p.args), std::end(p.args), std::begin(q.args));
+           });
+  };
+  std::vector<Seen> first, second;
+  for (int workers : {0, 1, 3}) {
+    o.workers = workers;
+    Loader loader(o);
+    first.push_back(epoch(loader));
+    second.push_back(epoch(loader));
+  }
+  for (std::size_t i = 1; i < first.size(); ++i) {
+    EXPECT_TRUE(first[i].d == first[0].d) << "workers index " << i;
+    EXPECT_TRUE(same_ops(first[i].ops, first[0].ops)) << "workers index " << i;
+    EXPECT_TRUE(second[i].d == second[0].d) << "workers index " << i;
+  }
+  EXPECT_NE(first[0].d.pixels, second[0].d.pixels);
+  EXPECT_FALSE(same_ops(first[0].ops, second[0].ops));
+  // Every kind of op was drawn somewhere in the epoch.
+  std::set<ImageOp> kinds;
+  for (const AppliedOp& op : first[0].ops) kinds.insert(op.op);
+  EXPECT_EQ(kinds.size(), 13u);  // the twelve ops and kNone padding
 }
 
 }  // namespace

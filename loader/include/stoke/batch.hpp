@@ -6,8 +6,8 @@
 // A Batch after release(), or moved from, is empty(): every other accessor throws stoke::Error
 // rather than reading a slot it no longer holds.
 //
-// GPU batches: each device's chunk (pixels, labels, valid flags and boxes) arrives asynchronously on
-// stoke's stream for that device. Call wait_on(device, your_stream) before enqueuing work that
+// GPU batches: each device's chunk (pixels, labels, valid flags and boxes) arrives asynchronously
+// on stoke's stream for that device. Call wait_on(device, your_stream) before enqueuing work that
 // reads it (the GPU waits, the host does not), or wait() to block the host. If work you
 // enqueued still reads the chunk when you drop the Batch, call record_stream() first (as with
 // torch's Tensor.record_stream): stoke then rewrites those buffers, and lets workers rewrite
@@ -20,6 +20,7 @@
 #include <span>
 
 #include "stoke/dtype.hpp"
+#include "stoke/pipeline.hpp"
 
 // The CUDA runtime's handle types (cudaStream_t is CUstream_st*, cudaEvent_t is CUevent_st*),
 // declared here so this header needs no CUDA include.
@@ -98,6 +99,12 @@ class Batch {
   // when mirrored), then the source's width and height: {sx, tx, sy, ty, width, height}. With
   // it, predictions in output pixels map back to the original image.
   std::span<const float> geometry() const;  // size() x 6
+  // The photometric ops each sample got, in the order applied, with their drawn magnitudes
+  // (stoke::AppliedOp): max_applied_ops() per sample, the rest kNone. With them a sample's
+  // colours can be replayed in torchvision.transforms.v2.functional exactly. Empty when the
+  // pipeline has no photometric step.
+  int max_applied_ops() const;
+  std::span<const AppliedOp> applied_ops() const;     // size() x max_applied_ops()
   std::span<const float> boxes() const;               // size() x max_boxes() x 4
   std::span<const std::int32_t> box_classes() const;  // size() x max_boxes()
   std::span<const std::int32_t> box_counts() const;   // size()
@@ -110,8 +117,8 @@ class Batch {
   // sample, zero-padded, the first byte_counts()[i] of sample i real. Empty when max_bytes()
   // is 0.
   int max_bytes() const;
-  std::span<const std::uint8_t> bytes() const;         // size() x max_bytes()
-  std::span<const std::int32_t> byte_counts() const;   // size()
+  std::span<const std::uint8_t> bytes() const;        // size() x max_bytes()
+  std::span<const std::int32_t> byte_counts() const;  // size()
 
   int device_count() const;
   // `device` out of 0..device_count()-1 throws Error, in the four calls below.

@@ -22,11 +22,56 @@ enum class StepKind : std::uint32_t {
   kRandomResizedCrop = 4,  // torchvision RandomResizedCrop(scale, ratio) to height x width
   kHorizontalFlip = 5,     // mirror left-right with probability `probability`
   kPadRandomCrop = 6,      // pad `pad` pixels of 0 on every side, then crop height x width
-  kColorJitter = 7,        // brightness and contrast factors drawn from [1-b, 1+b], [1-c, 1+c]
+  kColorJitter = 7,        // torchvision ColorJitter: four factors, applied in a random order
   kVerticalFlip = 8,       // mirror top-bottom with probability `probability`
   kScaleJitter = 9,        // scale so the shorter (longer) side is a size in [size, size_max]
   kBoxCrop = 10,           // random_resized_crop whose window keeps min_visible of some box
+  // Photometric steps, torchvision's v2 ops on uint8 images; each applies with `probability`
+  // (1 for the plain steps, torchvision's p for the random_* ones).
+  kGrayscale = 11,        // F.rgb_to_grayscale, keeping the channel count
+  kGaussianBlur = 12,     // kernel_width x kernel_height, sigma drawn from [sigma_min, sigma_max]
+  kSolarize = 13,         // values >= threshold become 255 - value
+  kPosterize = 14,        // keep the `bits` high bits
+  kEqualize = 15,         // F.equalize (PIL's histogram equalization), per channel
+  kAutocontrast = 16,     // stretch each channel's [min, max] to [0, 255]
+  kAdjustSharpness = 17,  // blend with a 3x3 smoothed image by `factor`
+  kInvert = 18,           // 255 - value
 };
+
+// Whether a step changes pixel values only, not where they are (the photometric steps).
+constexpr bool is_photometric(StepKind kind) {
+  return kind == StepKind::kColorJitter ||
+         (kind >= StepKind::kGrayscale && kind <= StepKind::kInvert);
+}
+
+// The photometric ops a sample can get, as Batch::applied_ops() reports them (stable numbers).
+// Each is torchvision.transforms.v2.functional's op of that name on uint8 pixels.
+enum class ImageOp : std::int32_t {
+  kNone = 0,
+  kBrightness = 1,     // args[0]: factor (F.adjust_brightness)
+  kContrast = 2,       // args[0]: factor (F.adjust_contrast)
+  kSaturation = 3,     // args[0]: factor (F.adjust_saturation)
+  kHue = 4,            // args[0]: factor in [-0.5, 0.5] (F.adjust_hue)
+  kGrayscale = 5,      // F.rgb_to_grayscale, keeping the channel count
+  kSolarize = 6,       // args[0]: threshold (F.solarize)
+  kPosterize = 7,      // args[0]: bits (F.posterize)
+  kEqualize = 8,       // F.equalize
+  kAutocontrast = 9,   // F.autocontrast
+  kSharpness = 10,     // args[0]: factor (F.adjust_sharpness)
+  kInvert = 11,        // F.invert
+  kGaussianBlur = 12,  // args[0], args[1]: kernel width, height; args[2]: sigma (F.gaussian_blur)
+};
+
+// One op a sample got, with its numbers (see ImageOp; unused ones are 0).
+struct AppliedOp {
+  ImageOp op = ImageOp::kNone;
+  float args[7] = {};
+};
+
+// "brightness", "contrast", "saturation", "hue", "grayscale", "solarize", "posterize",
+// "equalize", "autocontrast", "sharpness", "invert", "gaussian_blur"; "" for kNone and unknown
+// numbers.
+std::string_view image_op_name(ImageOp op);
 
 // One step, as Pipeline::steps() describes it.
 struct Step {
@@ -42,9 +87,18 @@ struct Step {
   float ratio_max = 0.f;
   float brightness = 0.f;
   float contrast = 0.f;
-  std::int32_t size_max = 0;   // kScaleJitter: the largest side drawn
-  bool longer_side = false;    // kScaleJitter: the drawn size is the longer side's
-  float min_visible = 0.f;     // kBoxCrop
+  std::int32_t size_max = 0;      // kScaleJitter: the largest side drawn
+  bool longer_side = false;       // kScaleJitter: the drawn size is the longer side's
+  float min_visible = 0.f;        // kBoxCrop
+  float saturation = 0.f;         // kColorJitter: factor from [max(0, 1 - s), 1 + s]; 0: left alone
+  float hue = 0.f;                // kColorJitter: factor from [-hue, hue]; 0: left alone
+  float threshold = 0.f;          // kSolarize
+  float factor = 0.f;             // kAdjustSharpness
+  std::int32_t bits = 0;          // kPosterize
+  std::int32_t kernel_width = 0;  // kGaussianBlur (odd)
+  std::int32_t kernel_height = 0;  // kGaussianBlur (odd)
+  float sigma_min = 0.f;           // kGaussianBlur
+  float sigma_max = 0.f;           // kGaussianBlur
 };
 
 class Pipeline {
@@ -60,7 +114,10 @@ class Pipeline {
                                 float ratio_max = 4.f / 3.f);
   Pipeline& horizontal_flip(float probability = 0.5f);
   Pipeline& pad_random_crop(int pad, int height, int width);
-  Pipeline& color_jitter(float brightness, float contrast);
+  // torchvision's ColorJitter(brightness, contrast, saturation, hue): brightness, contrast and
+  // saturation factors drawn from [max(0, 1 - v), 1 + v], hue from [-hue, hue] (hue <= 0.5),
+  // applied in a random order; a 0 leaves that one alone, as torchvision's None does.
+  Pipeline& color_jitter(float brightness, float contrast, float saturation = 0.f, float hue = 0.f);
   Pipeline& vertical_flip(float probability = 0.5f);
   // Scale jitter: resize, keeping the aspect ratio, so the shorter side (the longer one with
   // `longer_side`) is a whole number of pixels drawn uniformly from [min_side, max_side]. The
@@ -72,6 +129,20 @@ class Pipeline {
   // window that fits, as random_resized_crop does.
   Pipeline& box_crop(int height, int width, float min_visible = 0.5f, float scale_min = 0.1f,
                      float scale_max = 1.0f, float ratio_min = 0.5f, float ratio_max = 2.0f);
+
+  // Photometric steps (torchvision.transforms.v2's, exactly, on uint8 pixels). `probability`:
+  // how often the step applies (torchvision's RandomGrayscale / RandomSolarize / ... p).
+  Pipeline& grayscale(float probability = 1.f);
+  // torchvision's GaussianBlur(kernel_size, sigma): one sigma drawn uniformly from
+  // [sigma_min, sigma_max] for both directions; kernel sides odd; reflected at the edges.
+  Pipeline& gaussian_blur(int kernel_width, int kernel_height, float sigma_min = 0.1f,
+                          float sigma_max = 2.0f);
+  Pipeline& solarize(float threshold, float probability = 1.f);
+  Pipeline& posterize(int bits, float probability = 1.f);
+  Pipeline& equalize(float probability = 1.f);
+  Pipeline& autocontrast(float probability = 1.f);
+  Pipeline& adjust_sharpness(float factor, float probability = 1.f);
+  Pipeline& invert(float probability = 1.f);
 
   // The training pipeline to height x width: random-resized-crop + flip for photographs, or,
   // with `small_images` (28x28 digits and the like), pad-(side/7) random crop + flip.
@@ -89,6 +160,10 @@ class Pipeline {
   // output size. (source_height, source_width) is the source size when every sample has the
   // same size (IDX data), or (0, 0) for decoded files of varying size.
   void validate(int source_height, int source_width) const;
+
+  // The most photometric ops one sample can get from these steps (color_jitter 4, the other
+  // photometric steps 1 each): the width of Batch::applied_ops().
+  int max_applied_ops() const;
 
   // One line per step, e.g. "random_resized_crop 224x224 scale [0.08, 1] ratio [0.75, 1.33]".
   std::string describe() const;

@@ -11,16 +11,14 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "augment/photometric_steps.hpp"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
 namespace stoke::detail {
 namespace {
-
-std::uint8_t clamp_u8(double v) {
-  return static_cast<std::uint8_t>(std::clamp(std::nearbyint(v), 0.0, 255.0));
-}
 
 // Row pieces here are short (28 bytes for MNIST-sized images), where a libc call per piece costs
 // more than the copy; these inline loops keep them in registers.
@@ -103,7 +101,8 @@ void copy_mirrored(std::uint8_t* dst, const std::uint8_t* src, int n, int c) {
 
 void Augmenter::run(const AugmentStep* steps, int step_count, ImageSource& source, SampleRng& rng,
                     std::uint8_t* dst, int out_height, int out_width, int out_channels) {
-  lut_active_ = false;
+  applied_.clear();
+  deferring_ = false;
   next_scratch_ = 0;
   steps_ = steps;
   step_count_ = step_count;
@@ -167,8 +166,8 @@ void Augmenter::run(const AugmentStep* steps, int step_count, ImageSource& sourc
         crop(w, x, y, s.width, s.height);
         break;
       }
-      case StepKind::kColorJitter:
-        color_jitter(w, s, rng);
+      default:
+        if (is_photometric(s.step_kind())) photometric(w, s, rng);
         break;
     }
   }
@@ -181,6 +180,35 @@ void Augmenter::run(const AugmentStep* steps, int step_count, ImageSource& sourc
   output_map_.tx = w.flip ? w.x0 + w.width - bx_ : bx_ - w.x0;
   write_output(w, dst, out_channels);
   if (w.vflip) mirror_rows(dst, out_channels);
+  if (deferring_) {
+    const Pixels out{dst, out_height, out_width, out_channels,
+                     static_cast<std::size_t>(out_width) * out_channels};
+    for (std::size_t i = deferred_from_; i < applied_.size(); ++i)
+      apply_color_op(applied_[i], out, photometric_);
+  }
+}
+
+void Augmenter::photometric(Window& w, const AugmentStep& s, SampleRng& rng) {
+  const std::size_t first = applied_.size();
+  draw_photometric(s, rng, applied_);
+  if (applied_.size() == first || deferring_) return;
+  if (nothing_moves_after()) {
+    deferring_ = true;
+    deferred_from_ = first;
+    return;
+  }
+  apply_now(w, first);
+}
+
+void Augmenter::apply_now(Window& w, std::size_t first) {
+  realize(w);
+  cv::Mat m = materialize(w, true);
+  if (m.channels() == 3 && w.src.bgr) cv::cvtColor(m, m, cv::COLOR_BGR2RGB);
+  const Pixels px{m.data, m.rows, m.cols, m.channels(), m.step};
+  for (std::size_t i = first; i < applied_.size(); ++i)
+    apply_color_op(applied_[i], px, photometric_);
+  w.src = ImageRef{m.data, m.rows, m.cols, m.channels(), m.step, false};
+  resized(w, w.height, w.width);  // the same size: the map only moves by the window's origin
 }
 
 void Augmenter::mirror_rows(std::uint8_t* dst, int out_channels) const {
@@ -201,10 +229,11 @@ void Augmenter::resized(Window& w, int height, int width) {
   w.height = height;
 }
 
-bool Augmenter::only_flips_follow() const {
+bool Augmenter::nothing_moves_after() const {
   for (int j = step_index_ + 1; j < step_count_; ++j) {
     const StepKind k = steps_[j].step_kind();
-    if (k != StepKind::kHorizontalFlip && k != StepKind::kVerticalFlip) return false;
+    if (k != StepKind::kHorizontalFlip && k != StepKind::kVerticalFlip && !is_photometric(k))
+      return false;
   }
   return true;
 }
@@ -279,7 +308,8 @@ bool Augmenter::keeps_a_box(const Window& w, int x, int y, int width, int height
 }
 
 void Augmenter::scale_jitter(Window& w, const AugmentStep& s, SampleRng& rng) {
-  const int side = s.size + static_cast<int>(rng.below(static_cast<std::uint64_t>(s.size_max - s.size) + 1));
+  const int side =
+      s.size + static_cast<int>(rng.below(static_cast<std::uint64_t>(s.size_max - s.size) + 1));
   const int reference = s.longer_side ? std::max(w.height, w.width) : std::min(w.height, w.width);
   const double scale = static_cast<double>(side) / reference;
   if (std::max(w.height, w.width) * scale > kMaxIntermediateSide) throw ImageTooLarge();
@@ -317,7 +347,7 @@ void Augmenter::realize(Window& w) {
 
 bool Augmenter::resize_region(Window& w, int height, int width) {
   ImageSource& source = *w.lazy;
-  if (!source.partial() || lut_active_ || w.x0 < 0 || w.y0 < 0 || w.x0 + w.width > source.width() ||
+  if (!source.partial() || w.x0 < 0 || w.y0 < 0 || w.x0 + w.width > source.width() ||
       w.y0 + w.height > source.height())
     return false;
   // The filter the general path would use for this window at full resolution (area when it
@@ -345,16 +375,22 @@ bool Augmenter::resize_region(Window& w, int height, int width) {
   const double fh = w.height * r.scale;
   const int c = r.image.channels;
   const bool supported = resample_supports(filter, fw, width, fh, height);
-  if (supported && !lut_active_ && !r.image.bgr && c == out_channels_ && height == out_height_ &&
-      width == out_width_ && only_flips_follow()) {
+  if (supported && !r.image.bgr && c == out_channels_ && height == out_height_ &&
+      width == out_width_ && nothing_moves_after()) {
     // The last pixel-moving step: resample straight into the output, already mirrored as the
-    // remaining flips will decide (drawn here from a copy of the generator; the steps then
-    // draw the same values).
+    // remaining flips will decide (drawn here from a copy of the generator, with the draws of
+    // the photometric steps between them; the steps then draw the same values).
     SampleRng ahead = *rng_;
     bool flip = w.flip;
     for (int j = step_index_ + 1; j < step_count_; ++j) {
-      const bool drawn = ahead.bernoulli(steps_[j].probability);  // every flip draws
-      if (drawn && steps_[j].step_kind() == StepKind::kHorizontalFlip) flip = !flip;
+      const AugmentStep& later = steps_[j];
+      if (is_photometric(later.step_kind())) {
+        lookahead_.clear();
+        draw_photometric(later, ahead, lookahead_);
+        continue;
+      }
+      const bool drawn = ahead.bernoulli(later.probability);  // every flip draws
+      if (drawn && later.step_kind() == StepKind::kHorizontalFlip) flip = !flip;
     }
     resample(r.image, fx, fy, fw, fh, dst_, width, height, flip, filter, resample_);
     written_ = true;
@@ -383,15 +419,13 @@ bool Augmenter::resize_region(Window& w, int height, int width) {
   return true;
 }
 
-// The window's pixels, unmirrored, as a Mat: a view when the window lies inside the source and no
-// lookup table is pending, else a copy with zero padding and the table applied.
-cv::Mat Augmenter::materialize(const Window& w) {
+cv::Mat Augmenter::materialize(const Window& w, bool copy) {
   const ImageRef& s = w.src;
   const int type = CV_8UC(s.channels);
   cv::Mat whole(s.height, s.width, type, const_cast<std::uint8_t*>(s.data), s.stride);
   const bool inside =
       w.x0 >= 0 && w.y0 >= 0 && w.x0 + w.width <= s.width && w.y0 + w.height <= s.height;
-  if (inside && !lut_active_) return whole(cv::Rect(w.x0, w.y0, w.width, w.height));
+  if (inside && !copy) return whole(cv::Rect(w.x0, w.y0, w.width, w.height));
 
   std::vector<std::uint8_t>& buf = scratch_[next_scratch_];
   next_scratch_ = (next_scratch_ + 1) % 3;
@@ -400,44 +434,7 @@ cv::Mat Augmenter::materialize(const Window& w) {
   const cv::Rect inter =
       cv::Rect(w.x0, w.y0, w.width, w.height) & cv::Rect(0, 0, s.width, s.height);
   if (!inter.empty()) whole(inter).copyTo(out(inter - cv::Point(w.x0, w.y0)));
-  if (lut_active_) {
-    cv::Mat table(1, 256, CV_8U, lut_);
-    cv::LUT(out, table, out);
-    lut_active_ = false;
-  }
   return out;
-}
-
-// Brightness then contrast (torchvision's order within ColorJitter when both are set), as one
-// lookup table. The contrast pivot is the mean gray level of the window after brightness.
-void Augmenter::color_jitter(Window& w, const AugmentStep& s, SampleRng& rng) {
-  realize(w);
-  const double b = rng.uniform(1.0 - s.brightness, 1.0 + s.brightness);
-  const double c = rng.uniform(1.0 - s.contrast, 1.0 + s.contrast);
-  const ImageRef& src = w.src;
-  double sum = 0;
-  for (int y = std::max(w.y0, 0); y < std::min(w.y0 + w.height, src.height); ++y) {
-    const std::uint8_t* row = src.data + y * src.stride;
-    for (int x = std::max(w.x0, 0); x < std::min(w.x0 + w.width, src.width); ++x) {
-      const std::uint8_t* p = row + x * src.channels;
-      if (src.channels == 1) {
-        sum += lut_active_ ? lut_[p[0]] : p[0];
-      } else {
-        const int r = src.bgr ? p[2] : p[0], g = p[1], bl = src.bgr ? p[0] : p[2];
-        sum += lut_active_ ? 0.299 * lut_[r] + 0.587 * lut_[g] + 0.114 * lut_[bl]
-                           : 0.299 * r + 0.587 * g + 0.114 * bl;
-      }
-    }
-  }
-  const double mean = b * sum / (static_cast<double>(w.width) * w.height);
-  std::uint8_t next[256];
-  for (int v = 0; v < 256; ++v) {
-    const int in = lut_active_ ? lut_[v] : v;
-    const double bright = std::clamp(in * b, 0.0, 255.0);
-    next[v] = clamp_u8((bright - mean) * c + mean);
-  }
-  std::memcpy(lut_, next, sizeof lut_);
-  lut_active_ = true;
 }
 
 // Small gray images (MNIST-like) with padding and flips: rows are a few dozen bytes, so the generic
@@ -480,7 +477,7 @@ void Augmenter::write_output(Window& w, std::uint8_t* dst, int out_channels) {
   const ImageRef& s = w.src;
   const int sc = s.channels;
   const std::size_t row_bytes = static_cast<std::size_t>(w.width) * out_channels;
-  const std::uint8_t fill = lut_active_ ? lut_[0] : 0;
+  const std::uint8_t fill = 0;
   // Columns [lo, hi) of the output read source pixels; the rest are padding.
   int lo, hi;
   if (!w.flip) {
@@ -490,7 +487,7 @@ void Augmenter::write_output(Window& w, std::uint8_t* dst, int out_channels) {
     lo = std::clamp(w.x0 + w.width - s.width, 0, w.width);
     hi = std::clamp(w.x0 + w.width, lo, w.width);
   }
-  const bool plain = !lut_active_ && sc == out_channels && !(sc == 3 && s.bgr);
+  const bool plain = sc == out_channels && !(sc == 3 && s.bgr);
   if (plain && write_small_gray(w, dst)) return;
   for (int y = 0; y < w.height; ++y) {
     std::uint8_t* out = dst + y * row_bytes;
@@ -529,9 +526,6 @@ void Augmenter::write_output(Window& w, std::uint8_t* dst, int out_channels) {
         o[2] = b;
       } else {
         o[0] = sc == 1 ? r : static_cast<std::uint8_t>((299 * r + 587 * g + 114 * b + 500) / 1000);
-      }
-      if (lut_active_) {
-        for (int k = 0; k < out_channels; ++k) o[k] = lut_[o[k]];
       }
     }
   }

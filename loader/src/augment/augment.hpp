@@ -4,8 +4,13 @@
 //
 // Crops and flips are not applied to pixels as they come: the image is a Window (a region of the
 // source that may extend past its edges, where pixels read as 0, possibly mirrored). Only resizes
-// materialize pixels, and the final write applies crop, padding, flip, channel order and the
-// color lookup table in one pass, straight into the slot.
+// materialize pixels, and the final write applies crop, padding, flip and channel order in one
+// pass, straight into the slot.
+//
+// Photometric steps (photometric_steps.hpp) draw their ops when their turn comes. Those after the
+// last step that moves pixels (only flips may follow; the ops commute with flips) run in place
+// on the written output, so that a recipe's colour ops cost one pass over the output image;
+// those before it run on the window's pixels at that point, as torchvision would.
 //
 // The source itself is not decoded until a step needs pixels. When that is a resize (or the
 // final write) of a window inside the image, and the source can decode part of itself (a JPEG),
@@ -19,6 +24,7 @@
 #include <vector>
 
 #include "augment/augment_step.hpp"
+#include "augment/photometric.hpp"
 #include "augment/resample.hpp"
 #include "data/image_source.hpp"
 #include "data/sample_box.hpp"
@@ -74,6 +80,8 @@ class Augmenter {
   // The map of the last run() from its source to its output (the same for every path: the
   // general one, a JPEG region, a direct write).
   const OutputMap& output_map() const { return output_map_; }
+  // The photometric ops the last run() applied, in order (Batch::applied_ops()).
+  std::span<const ColorOpArgs> applied_ops() const { return applied_; }
 
   // The DCT-scale margin and floor above, for the sweep that chooses them (benchmarks and
   // tests only; a floor of 0 leaves the margin alone).
@@ -113,14 +121,20 @@ class Augmenter {
   // Decodes only the window's region of a lazy source, resized to height x width. False when
   // the source or the window does not allow it.
   bool resize_region(Window& w, int height, int width);
-  void color_jitter(Window& w, const AugmentStep& s, SampleRng& rng);
-  cv::Mat materialize(const Window& w);
+  // Draws step s's ops; runs them now, or leaves them for the written output.
+  void photometric(Window& w, const AugmentStep& s, SampleRng& rng);
+  // Runs applied_[first..] on the window's pixels, which become an image of their own.
+  void apply_now(Window& w, std::size_t first);
+  // The window's pixels, unmirrored: a view when it lies inside the source and `copy` is
+  // false, else an image of its own with 0 outside the source.
+  cv::Mat materialize(const Window& w, bool copy = false);
   void write_output(Window& w, std::uint8_t* dst, int out_channels);
   bool write_small_gray(const Window& w, std::uint8_t* dst);
 
-  // Whether the steps after the current one only flip, so a resize may write the final output
-  // straight into dst (mirrored as those flips will decide).
-  bool only_flips_follow() const;
+  // Whether the steps after the current one move no pixels (flips and photometric steps only),
+  // so a resize may write the final output straight into dst (mirrored as those flips will
+  // decide) and photometric ops may wait for it.
+  bool nothing_moves_after() const;
 
   // The current run(), for resize_region's direct write.
   const AugmentStep* steps_ = nullptr;
@@ -138,8 +152,11 @@ class Augmenter {
 
   double area_oversample_ = kDefaultAreaOversample;
   int area_floor_ = kDefaultAreaFloor;
-  bool lut_active_ = false;
-  std::uint8_t lut_[256] = {};
+  std::vector<ColorOpArgs> applied_;  // this run's photometric ops, in order
+  std::size_t deferred_from_ = 0;     // applied_[deferred_from_..] run on the written output
+  bool deferring_ = false;
+  std::vector<ColorOpArgs> lookahead_;  // draws of later steps, for the direct write
+  PhotometricScratch photometric_;
   std::vector<std::uint8_t> scratch_[3];
   ResampleScratch resample_;
   std::vector<std::uint8_t> padded_;  // write_small_gray's zero-margined copy of the source

@@ -32,12 +32,22 @@ struct AugmentStep {
   std::int32_t size_max = 0;
   std::int32_t longer_side = 0;
   float min_visible = 0.f;
-  std::uint32_t reserved = 0;
+  float saturation = 0.f;
+  float hue = 0.f;
+  float threshold = 0.f;
+  float factor = 0.f;
+  std::int32_t bits = 0;
+  std::int32_t kernel_width = 0;
+  std::int32_t kernel_height = 0;
+  float sigma_min = 0.f;
+  float sigma_max = 0.f;
+  std::uint32_t reserved[8] = {};
 
   StepKind step_kind() const { return static_cast<StepKind>(kind); }
 };
 static_assert(std::is_trivially_copyable_v<AugmentStep> && std::is_standard_layout_v<AugmentStep>);
-static_assert(sizeof(AugmentStep) == 64 && offsetof(AugmentStep, min_visible) == 56);
+static_assert(sizeof(AugmentStep) == 128 && offsetof(AugmentStep, min_visible) == 56 &&
+              offsetof(AugmentStep, sigma_max) == 92);
 
 inline AugmentStep to_augment_step(const Step& s) {
   return AugmentStep{static_cast<std::uint32_t>(s.kind),
@@ -55,7 +65,16 @@ inline AugmentStep to_augment_step(const Step& s) {
                      s.size_max,
                      s.longer_side ? 1 : 0,
                      s.min_visible,
-                     0};
+                     s.saturation,
+                     s.hue,
+                     s.threshold,
+                     s.factor,
+                     s.bits,
+                     s.kernel_width,
+                     s.kernel_height,
+                     s.sigma_min,
+                     s.sigma_max,
+                     {}};
 }
 
 inline std::vector<AugmentStep> augment_steps(const Pipeline& p) {

@@ -35,6 +35,10 @@
 //                            geometry batch x 6 float32 at slot.geometry_offset (the source-
 //                                                    to-output map sx, tx, sy, ty and the
 //                                                    source's width and height)
+//                            ops     batch x max_ops AppliedOp at slot.ops_offset (the
+//                                                    photometric ops each sample got, in
+//                                                    order, then kNone; none when max_ops
+//                                                    is 0)
 //                          each field 64-byte aligned within its slot
 //
 // Every top-level section, and every slot, starts on a 4096-byte boundary so slots can be
@@ -43,6 +47,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "augment/augment_step.hpp"
 #include "common/align.hpp"
@@ -56,8 +61,9 @@ namespace stoke::detail {
 inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKARENA"
 // 2: SharedSemaphore (sem_t) in WorkerRecord; 3: ArenaHeader::verify_region; 4: FileEntry member
 // ranges; 5: FileEntry::copy_length (a remote shard's local copy after its URL); 6: boxes (in the
-// index and the slots), geometry; 7: ArenaHeader::remote_deadline_s
-inline constexpr std::uint32_t kLayoutVersion = 7;
+// index and the slots), geometry; 7: ArenaHeader::remote_deadline_s; 8: AugmentStep of 128
+// bytes (photometric steps), the slots' applied ops
+inline constexpr std::uint32_t kLayoutVersion = 8;
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
 
@@ -179,9 +185,14 @@ struct ArenaHeader {
   std::uint32_t pad3 = 0;
   std::uint64_t bytes_offset = 0;
   std::uint64_t byte_counts_offset = 0;
+  // Photometric ops: at most max_ops recorded per sample (0: the slots hold none).
+  std::uint32_t max_ops = 0;
+  std::uint32_t pad4 = 0;
+  std::uint64_t ops_offset = 0;
 };
 
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
+static_assert(sizeof(AppliedOp) == 32 && std::is_trivially_copyable_v<AppliedOp>);
 
 // Typed access to an arena mapped at `base`. Thread-safety: as the fields it points to.
 class ArenaView {
@@ -244,6 +255,9 @@ class ArenaView {
     return reinterpret_cast<float*>(slot(s) + header().geometry_offset);
   }
   std::uint8_t* valid(std::uint32_t s) const { return slot(s) + header().valid_offset; }
+  AppliedOp* applied_ops(std::uint32_t s) const {
+    return reinterpret_cast<AppliedOp*>(slot(s) + header().ops_offset);
+  }
 
  private:
   std::uint8_t* base_;

@@ -23,18 +23,19 @@ ArenaHeader plan_arena(const ArenaPlanInput& in) {
   h.box_counts_offset = align_up(h.box_classes_offset + sizeof(std::int32_t) * boxes, 64);
   h.mask_bytes = in.mask_bytes;
   h.masks_offset = align_up(h.box_counts_offset + (boxes > 0 ? sizeof(std::int32_t) * b : 0), 64);
-  const std::size_t mask_bytes =
-      std::size_t(in.mask_bytes) * in.out_height * in.out_width * b;
+  const std::size_t mask_bytes = std::size_t(in.mask_bytes) * in.out_height * in.out_width * b;
   h.max_bytes = in.max_bytes;
   h.bytes_offset = align_up(h.masks_offset + mask_bytes, 64);
   h.byte_counts_offset = align_up(h.bytes_offset + std::size_t(in.max_bytes) * b, 64);
-  h.ids_offset = align_up(
-      h.byte_counts_offset + (in.max_bytes > 0 ? sizeof(std::int32_t) * b : 0), 64);
+  h.ids_offset =
+      align_up(h.byte_counts_offset + (in.max_bytes > 0 ? sizeof(std::int32_t) * b : 0), 64);
   h.planned_offset = align_up(h.ids_offset + sizeof(std::int64_t) * b, 64);
   h.valid_offset = align_up(h.planned_offset + sizeof(std::int64_t) * b, 64);
   h.bad_offset = align_up(h.valid_offset + b, 64);
   h.geometry_offset = align_up(h.bad_offset + b, 64);
-  h.slot_stride = align_up(h.geometry_offset + 6 * sizeof(float) * b, kPage);
+  h.max_ops = in.max_ops;
+  h.ops_offset = align_up(h.geometry_offset + 6 * sizeof(float) * b, 64);
+  h.slot_stride = align_up(h.ops_offset + sizeof(AppliedOp) * in.max_ops * b, kPage);
 
   h.index_offset = kPage;
   h.index_size = in.index_bytes;

@@ -103,7 +103,8 @@ BadInput ChunkRunner::read_sample_file(std::int64_t sample, std::string_view fil
   BadInput read = BadInput::kMissing;
   // A remote shard's local copy when the shard cache has it (it may never have been fetched,
   // been evicted since, or be unreadable here: then the server's bytes, by a ranged request).
-  if (const std::string_view copy = dataset_.copy(sample); !copy.empty() && file == dataset_.path(sample)) {
+  if (const std::string_view copy = dataset_.copy(sample);
+      !copy.empty() && file == dataset_.path(sample)) {
     path_.assign(copy);
     read = read_shard_copy(path_, range, file_);  // never through a planted symlink
   }
@@ -114,8 +115,7 @@ BadInput ChunkRunner::read_sample_file(std::int64_t sample, std::string_view fil
   return read;
 }
 
-BadInput ChunkRunner::produce_bytes(std::int64_t sample, std::uint8_t* dst,
-                                    std::int32_t* count) {
+BadInput ChunkRunner::produce_bytes(std::int64_t sample, std::uint8_t* dst, std::int32_t* count) {
   const ArenaHeader& h = arena_.header();
   const ByteRange range = dataset_.bytes_range(sample);
   const std::size_t n = std::min<std::size_t>(range.size, h.max_bytes);
@@ -132,8 +132,9 @@ BadInput ChunkRunner::produce_bytes(std::int64_t sample, std::uint8_t* dst,
 BadInput ChunkRunner::produce_mask(std::int64_t sample, std::uint8_t* dst) {
   const ArenaHeader& h = arena_.header();
   const bool own_file = dataset_.mask_kind(sample) == kMaskFile;
-  const BadInput read = read_sample_file(
-      sample, own_file ? dataset_.mask_path(sample) : dataset_.path(sample), dataset_.mask_range(sample));
+  const BadInput read =
+      read_sample_file(sample, own_file ? dataset_.mask_path(sample) : dataset_.path(sample),
+                       dataset_.mask_range(sample));
   if (read != BadInput::kNone) return read;
   const OutputMap& map = augmenter_.output_map();
   LabelMap labels;
@@ -208,8 +209,8 @@ void ChunkRunner::write_boxes(std::uint32_t slot, std::uint32_t j, std::int64_t 
   const std::span<const SampleBox> source = dataset_.boxes(sample);
   mapped_.resize(max);
   kept_.resize(max);
-  const std::size_t n = map_boxes(augmenter_.output_map(), h.out_width, h.out_height, rules,
-                                  source, mapped_, kept_);
+  const std::size_t n =
+      map_boxes(augmenter_.output_map(), h.out_width, h.out_height, rules, source, mapped_, kept_);
   float* boxes = arena_.boxes(slot) + j * max * 4;
   std::int32_t* classes = arena_.box_classes(slot) + j * max;
   for (std::size_t k = 0; k < max; ++k) {
@@ -232,6 +233,16 @@ void ChunkRunner::write_geometry(std::uint32_t slot, std::uint32_t j) {
   g[3] = static_cast<float>(m.ty);
   g[4] = static_cast<float>(m.source_width);
   g[5] = static_cast<float>(m.source_height);
+}
+
+// The sample's photometric ops in order, then kNone to the row's end.
+void ChunkRunner::write_ops(std::uint32_t slot, std::uint32_t j) {
+  const std::uint32_t width = arena_.header().max_ops;
+  AppliedOp* row = arena_.applied_ops(slot) + std::size_t{width} * j;
+  const std::span<const AppliedOp> ops = augmenter_.applied_ops();
+  const std::size_t n = std::min<std::size_t>(ops.size(), width);  // validation: ops <= width
+  std::copy_n(ops.begin(), n, row);
+  std::fill(row + n, row + width, AppliedOp{});
 }
 
 void ChunkRunner::prefetch_raw(std::int64_t sample) const {
@@ -283,7 +294,8 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
     std::uint8_t* dst = pixels + j * h.sample_bytes;
     FieldSlots to;
     if (h.mask_bytes > 0)
-      to.mask = arena_.masks(task.slot) + std::size_t(j) * h.mask_bytes * h.out_height * h.out_width;
+      to.mask =
+          arena_.masks(task.slot) + std::size_t(j) * h.mask_bytes * h.out_height * h.out_width;
     if (h.max_bytes > 0) {
       to.bytes = arena_.bytes(task.slot) + std::size_t(j) * h.max_bytes;
       to.byte_count = arena_.byte_counts(task.slot) + j;
@@ -314,6 +326,7 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
     ids[j] = sample;
     // Through the map `sample` got:
     write_geometry(task.slot, j);
+    if (h.max_ops > 0) write_ops(task.slot, j);
     if (h.max_boxes > 0) write_boxes(task.slot, j, sample);
   }
   if (current_ != nullptr) current_->store(-1, std::memory_order_relaxed);

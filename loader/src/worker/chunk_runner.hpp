@@ -57,6 +57,7 @@ class ChunkRunner {
   bool annotated_size(std::int64_t sample, int width, int height) const;
   // Sample j's geometry in `slot`: the output map its pixels just got, and its source's size.
   void write_geometry(std::uint32_t slot, std::uint32_t j);
+  void write_ops(std::uint32_t slot, std::uint32_t j);
   // Sample j's boxes in `slot`, through the output map its pixels just got.
   void write_boxes(std::uint32_t slot, std::uint32_t j, std::int64_t sample);
   void prefetch_raw(std::int64_t sample) const;

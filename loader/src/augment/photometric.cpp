@@ -1,0 +1,498 @@
+#include "augment/photometric.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+// Every value below is rounded where torch rounds it. torch stores each op's float32 result, so
+// a product that it stores before adding must not become a fused multiply-add here; the adds it
+// does fuse are written as std::fma. GCC fuses a product into a later add whenever the target
+// has FMA (aarch64, -march=native), even across statements and in ISO mode, hence the pragmas.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+namespace stoke::detail {
+namespace {
+
+using Lut = std::array<std::uint8_t, 256>;
+
+// torchvision's constants are Python floats that torch rounds to float32 when it applies them;
+// static_cast<float>(double) rounds the same way (a float literal could land an ulp away).
+constexpr float kRedWeight = static_cast<float>(0.2989);
+constexpr float kGreenWeight = static_cast<float>(0.587);
+constexpr float kBlueWeight = static_cast<float>(0.114);
+constexpr float kByteToUnit = static_cast<float>(1.0 / 255.0);
+constexpr float kUnitToByte = static_cast<float>(255.0 + 1.0 - 1e-3);  // to_dtype_image's eps
+constexpr float kSixth = static_cast<float>(1.0 / 6.0);
+
+std::uint8_t* row(const Pixels& im, int y) {
+  return im.data + static_cast<std::size_t>(y) * im.stride;
+}
+
+std::size_t row_bytes(const Pixels& im) {
+  return static_cast<std::size_t>(im.width) * static_cast<std::size_t>(im.channels);
+}
+
+// `.clamp_(0, 255).to(torch.uint8)`: the conversion truncates toward zero.
+std::uint8_t clamp_to_byte(float v) {
+  return static_cast<std::uint8_t>(std::clamp(v, 0.0f, 255.0f));
+}
+
+void map_bytes(const Pixels& im, const Lut& lut) {
+  for (int y = 0; y < im.height; ++y) {
+    std::uint8_t* p = row(im, y);
+    for (std::size_t i = 0; i < row_bytes(im); ++i) p[i] = lut[p[i]];
+  }
+}
+
+// Channel k through luts[k].
+void map_channels(const Pixels& im, const std::array<Lut, 3>& luts) {
+  for (int y = 0; y < im.height; ++y) {
+    std::uint8_t* p = row(im, y);
+    for (int x = 0; x < im.width; ++x, p += im.channels)
+      for (int k = 0; k < im.channels; ++k) p[k] = luts[static_cast<std::size_t>(k)][p[k]];
+  }
+}
+
+template <typename Fn>
+void for_each_pixel(const Pixels& im, Fn&& fn) {
+  for (int y = 0; y < im.height; ++y) {
+    std::uint8_t* p = row(im, y);
+    for (int x = 0; x < im.width; ++x, p += im.channels) fn(p);
+  }
+}
+
+// _rgb_to_grayscale_image in float32: r * 0.2989, then g and b added by torch's add with alpha,
+// whose vector loop is one fused multiply-add.
+float luma(const std::uint8_t* p) {
+  const float r = static_cast<float>(p[0]) * kRedWeight;
+  const float rg = std::fma(static_cast<float>(p[1]), kGreenWeight, r);
+  return std::fma(static_cast<float>(p[2]), kBlueWeight, rg);
+}
+
+// torchvision's `1.0 - ratio`: taken in double, as Python does, and rounded by torch.
+float one_minus(float ratio) {
+  return static_cast<float>(1.0 - static_cast<double>(ratio));
+}
+
+// _blend(image1, image2, ratio): image1 * ratio, plus image2 * (1 - ratio) through add's alpha
+// (fused).
+struct Blend {
+  explicit Blend(float r) : ratio(r), rest(one_minus(r)) {}
+  std::uint8_t operator()(std::uint8_t v, float other) const {
+    const float scaled = static_cast<float>(v) * ratio;
+    return clamp_to_byte(std::fma(other, rest, scaled));
+  }
+  float ratio, rest;
+};
+
+void brightness(const Pixels& im, float factor) {
+  Lut lut;
+  for (int v = 0; v < 256; ++v) lut[v] = clamp_to_byte(static_cast<float>(v) * factor);
+  map_bytes(im, lut);
+}
+
+// torch.mean of the grayscale (floored for 3 channels): a float32 sum divided by the count. The
+// sum is exact while the total stays below 2^24 (up to 65,793 pixels, 256x256 included: every
+// partial sum is then an integer float32 holds), which the integer sum here reproduces. Past
+// that, torch's sum depends on its vector width and thread count and can sit an ulp or two from
+// this correctly rounded one: one ulp of the mean moved a table entry in 0.09% of random draws
+// of factor and mean, one byte value of 256 when it did, and 80 runs of contrast on images of
+// 0.26 to 0.92 million pixels gave torch's bytes to the last.
+float gray_mean(const Pixels& im) {
+  std::uint64_t sum = 0;
+  for_each_pixel(im, [&](const std::uint8_t* p) {
+    sum += im.channels == 3 ? static_cast<std::uint64_t>(luma(p)) : p[0];
+  });
+  const auto pixels = static_cast<std::uint64_t>(im.height) * static_cast<std::uint64_t>(im.width);
+  return static_cast<float>(sum) / static_cast<float>(pixels);
+}
+
+// The mean reaches torch's add as a scalar. Its vector loop fuses the multiply-add, as here; the
+// compiled loop for the last elements of each thread's range (fewer than 16) rounds the product
+// first for up to 12 of them. That changed a table entry in 0.03% of random draws of factor and
+// mean, and then only the bytes of that value that fall among those last elements.
+void contrast(const Pixels& im, float factor) {
+  const float mean = gray_mean(im);
+  const Blend blend(factor);
+  Lut lut;
+  for (int v = 0; v < 256; ++v) lut[v] = blend(static_cast<std::uint8_t>(v), mean);
+  map_bytes(im, lut);
+}
+
+void saturation(const Pixels& im, float factor) {
+  if (im.channels == 1) return;  // as torchvision (and PIL) do
+  const Blend blend(factor);
+  for_each_pixel(im, [&](std::uint8_t* p) {
+    const float gray = std::floor(luma(p));
+    for (int k = 0; k < 3; ++k) p[k] = blend(p[k], gray);
+  });
+}
+
+struct Hsv {
+  float h, s, v;
+};
+
+// _rgb_to_hsv, operation by operation; the masks multiply as 0.0 or 1.0, as torch's do.
+Hsv rgb_to_hsv(float r, float g, float b) {
+  const float maxc = std::max({r, g, b});
+  const float minc = std::min({r, g, b});
+  const bool eqc = maxc == minc;
+  const float range = maxc - minc;
+  const float s = range / (eqc ? 1.0f : maxc);
+  const float divisor = eqc ? 1.0f : range;
+  const float rc = (maxc - r) / divisor;
+  const float gc = (maxc - g) / divisor;
+  const float bc = (maxc - b) / divisor;
+  const bool max_is_not_r = maxc != r;
+  const bool max_is_g = maxc == g;
+  const float hg = ((rc + 2.0f) - bc) * static_cast<float>(max_is_g && max_is_not_r);
+  const float hr = (bc - gc) * static_cast<float>(!max_is_not_r);
+  const float hb = ((gc + 4.0f) - rc) * static_cast<float>(max_is_not_r && !max_is_g);
+  const float sum = (hr + hg) + hb;
+  const float h = std::fmod(sum * kSixth + 1.0f, 1.0f);
+  return {h, s, maxc};
+}
+
+// torch.remainder for floats: fmod, moved into [0, b) when the signs differ.
+float remainder_one(float x) {
+  const float mod = std::fmod(x, 1.0f);
+  return mod < 0.0f ? mod + 1.0f : mod;
+}
+
+// _hsv_to_rgb, writing bytes through to_dtype_image (`* (256 - 1e-3)`, truncated).
+void hsv_to_rgb(const Hsv& hsv, std::uint8_t* out) {
+  const float h6 = hsv.h * 6.0f;
+  const float i_floor = std::floor(h6);
+  const float f = h6 - i_floor;
+  const int i = ((static_cast<int>(i_floor) % 6) + 6) % 6;  // h6 may round up to 6
+  const float sxf = hsv.s * f;
+  const float one_minus_s = 1.0f - hsv.s;
+  const float q = std::clamp((1.0f - sxf) * hsv.v, 0.0f, 1.0f);
+  const float t = std::clamp((sxf + one_minus_s) * hsv.v, 0.0f, 1.0f);
+  const float p = std::clamp(one_minus_s * hsv.v, 0.0f, 1.0f);
+  const std::array<float, 4> vpqt = {hsv.v, p, q, t};
+  static constexpr int kSelect[3][6] = {{0, 2, 1, 1, 3, 0}, {3, 0, 0, 2, 1, 1}, {1, 1, 3, 0, 0, 2}};
+  for (int k = 0; k < 3; ++k)
+    out[k] = static_cast<std::uint8_t>(vpqt[static_cast<std::size_t>(kSelect[k][i])] * kUnitToByte);
+}
+
+void hue(const Pixels& im, float factor) {
+  if (im.channels == 1) return;  // as torchvision (and PIL) do
+  for_each_pixel(im, [&](std::uint8_t* p) {
+    Hsv hsv =
+        rgb_to_hsv(static_cast<float>(p[0]) * kByteToUnit, static_cast<float>(p[1]) * kByteToUnit,
+                   static_cast<float>(p[2]) * kByteToUnit);
+    hsv.h = remainder_one(hsv.h + factor);
+    hsv_to_rgb(hsv, p);
+  });
+}
+
+void grayscale(const Pixels& im) {
+  if (im.channels == 1) return;
+  for_each_pixel(im, [](std::uint8_t* p) {
+    const auto l = static_cast<std::uint8_t>(luma(p));  // at most 254.97: white becomes 254
+    p[0] = p[1] = p[2] = l;
+  });
+}
+
+void solarize(const Pixels& im, float threshold) {
+  Lut lut;
+  for (int v = 0; v < 256; ++v)
+    lut[v] = static_cast<std::uint8_t>(static_cast<float>(v) >= threshold ? 255 - v : v);
+  map_bytes(im, lut);
+}
+
+void posterize(const Pixels& im, int bits) {
+  if (bits >= 8) return;
+  const int mask = ((1 << bits) - 1) << (8 - bits);
+  Lut lut;
+  for (int v = 0; v < 256; ++v) lut[v] = static_cast<std::uint8_t>(v & mask);
+  map_bytes(im, lut);
+}
+
+void invert(const Pixels& im) {
+  Lut lut;
+  for (int v = 0; v < 256; ++v) lut[v] = static_cast<std::uint8_t>(255 - v);
+  map_bytes(im, lut);
+}
+
+Lut identity_lut() {
+  Lut lut;
+  for (int v = 0; v < 256; ++v) lut[v] = static_cast<std::uint8_t>(v);
+  return lut;
+}
+
+using Histogram = std::array<std::uint64_t, 256>;
+
+// equalize_image's PIL-style table: `step` is the count of pixels below the channel's largest
+// value, over 255; a channel with step 0 keeps its values (valid_equalization).
+Lut equalize_lut(const Histogram& hist, std::uint64_t pixels) {
+  int top = 255;
+  while (hist[static_cast<std::size_t>(top)] == 0) --top;  // cum_hist.argmax()
+  const std::uint64_t step = (pixels - hist[static_cast<std::size_t>(top)]) / 255;
+  if (step == 0) return identity_lut();
+  Lut lut;
+  lut[0] = 0;
+  std::uint64_t cum = 0;
+  for (std::size_t k = 1; k < 256; ++k) {
+    cum += hist[k - 1];
+    lut[k] = static_cast<std::uint8_t>(std::min<std::uint64_t>((cum + step / 2) / step, 255));
+  }
+  return lut;
+}
+
+void equalize(const Pixels& im) {
+  std::array<Histogram, 3> hist{};
+  for_each_pixel(im, [&](const std::uint8_t* p) {
+    for (int k = 0; k < im.channels; ++k) ++hist[static_cast<std::size_t>(k)][p[k]];
+  });
+  const auto pixels = static_cast<std::uint64_t>(im.height) * static_cast<std::uint64_t>(im.width);
+  std::array<Lut, 3> luts;
+  for (std::size_t k = 0; k < static_cast<std::size_t>(im.channels); ++k)
+    luts[k] = equalize_lut(hist[k], pixels);
+  map_channels(im, luts);
+}
+
+// autocontrast_image: (v - min) / ((max - min) * (1/255)) in float32; a flat channel gets
+// min 0 and scale 1, which keeps it.
+Lut autocontrast_lut(std::uint8_t lo, std::uint8_t hi) {
+  if (lo == hi) return identity_lut();
+  const float inv_scale = (static_cast<float>(hi) - static_cast<float>(lo)) * kByteToUnit;
+  Lut lut;
+  for (int v = 0; v < 256; ++v)
+    lut[v] = clamp_to_byte((static_cast<float>(v) - static_cast<float>(lo)) / inv_scale);
+  return lut;
+}
+
+void autocontrast(const Pixels& im) {
+  std::array<std::uint8_t, 3> lo = {255, 255, 255}, hi = {0, 0, 0};
+  for_each_pixel(im, [&](const std::uint8_t* p) {
+    for (std::size_t k = 0; k < static_cast<std::size_t>(im.channels); ++k) {
+      lo[k] = std::min(lo[k], p[k]);
+      hi[k] = std::max(hi[k], p[k]);
+    }
+  });
+  std::array<Lut, 3> luts;
+  for (std::size_t k = 0; k < static_cast<std::size_t>(im.channels); ++k)
+    luts[k] = autocontrast_lut(lo[k], hi[k]);
+  map_channels(im, luts);
+}
+
+// Copies the image's rows, without their padding, into `copy`.
+const std::uint8_t* tight_copy(const Pixels& im, std::vector<std::uint8_t>& copy) {
+  copy.resize(row_bytes(im) * static_cast<std::size_t>(im.height));
+  for (int y = 0; y < im.height; ++y)
+    std::memcpy(copy.data() + static_cast<std::size_t>(y) * row_bytes(im), row(im, y),
+                row_bytes(im));
+  return copy.data();
+}
+
+// adjust_sharpness_image on the interior: the 3x3 kernel (1 around, 5 in the middle, over 13)
+// rounded, blended with the pixel. The blur is taken in integers: torch's float32 convolution
+// lands within 2e-4 of (neighbours + 5 * centre) / 13, a multiple of 1/13 that is never closer
+// than 1/26 to a half, so its round_() always gives this quotient rounded.
+void sharpness(const Pixels& im, float factor, std::vector<std::uint8_t>& copy) {
+  if (im.height <= 2 || im.width <= 2) return;
+  const std::uint8_t* src = tight_copy(im, copy);
+  const auto c = static_cast<std::ptrdiff_t>(im.channels);
+  const auto line = static_cast<std::ptrdiff_t>(row_bytes(im));
+  const float rest = one_minus(factor);
+  for (int y = 1; y + 1 < im.height; ++y) {
+    std::uint8_t* out = row(im, y);
+    for (std::ptrdiff_t i = c; i < line - c; ++i) {
+      const std::uint8_t* s = src + y * line + i;
+      const int around = s[-line - c] + s[-line] + s[-line + c] + s[-c] + s[c] + s[line - c] +
+                         s[line] + s[line + c];
+      const int blurred = (2 * (around + 5 * s[0]) + 13) / 26;
+      const float v = static_cast<float>(s[0]);
+      out[i] = clamp_to_byte(std::fma(static_cast<float>(blurred) - v, rest, v));
+    }
+  }
+}
+
+// Sleef's expf with 1-ulp error (xexpf), the exp of torch's vectorized softmax, step by step.
+float sleef_expf(float d) {
+  if (d < -104.0f) return 0.0f;  // Sleef's own cut-offs, before q could overflow
+  if (d > 100.0f) return HUGE_VALF;
+  const int q = static_cast<int>(std::nearbyint(d * static_cast<float>(1.442695040888963407)));
+  const auto qf = static_cast<float>(q);
+  float s = std::fma(qf, -0.693145751953125f, d);
+  s = std::fma(qf, static_cast<float>(-1.428606765330187045e-06), s);
+  float u = static_cast<float>(0.000198527617612853646278381);
+  u = std::fma(u, s, static_cast<float>(0.00139304355252534151077271));
+  u = std::fma(u, s, static_cast<float>(0.00833336077630519866943359));
+  u = std::fma(u, s, static_cast<float>(0.0416664853692054748535156));
+  u = std::fma(u, s, static_cast<float>(0.166666671633720397949219));
+  u = std::fma(u, s, 0.5f);
+  const float s2 = s * s;
+  u = 1.0f + std::fma(s2, u, s);
+  return std::ldexp(std::ldexp(u, q >> 1), q - (q >> 1));
+}
+
+// vec::reduce_all's sum in torch's AVX-512 build (16 lanes): fewer values are added in order;
+// more are gathered into 16 lanes, the remainder into the first lanes, and the lanes folded in
+// halves. Its AVX2 build (8 lanes) folds from 8 values on, so a kernel of 9 to 15 taps can
+// differ there in the last bit.
+float lane_sum(const float* e, int n) {
+  constexpr int kLanes = 16;
+  if (n < kLanes) {
+    float s = e[0];
+    for (int i = 1; i < n; ++i) s += e[i];
+    return s;
+  }
+  std::array<float, kLanes> acc;
+  std::copy(e, e + kLanes, acc.begin());
+  int d = kLanes;
+  for (; d + kLanes <= n; d += kLanes)
+    for (int j = 0; j < kLanes; ++j) acc[static_cast<std::size_t>(j)] += e[d + j];
+  for (int j = 0; d + j < n; ++j) acc[static_cast<std::size_t>(j)] += e[d + j];
+  for (int half = kLanes / 2; half >= 1; half /= 2) {
+    const std::array<float, kLanes> prev = acc;
+    for (std::size_t j = 0; j < kLanes; ++j) acc[j] = prev[j] + prev[j ^ half];
+  }
+  return acc[0];
+}
+
+// _get_gaussian_kernel1d: softmax(-(linspace(-lim, lim, k) / sigma)^2), with torch's linspace
+// (each half stepped from its own end, fused) and softmax (max, exp, lane sum, reciprocal).
+void gaussian_kernel(int k, float sigma, float* w) {
+  const double lim = (k - 1) / (2.0 * std::sqrt(2.0));
+  const auto start = static_cast<float>(-lim), end = static_cast<float>(lim);
+  const float step = k > 1 ? (end - start) / static_cast<float>(k - 1) : 0.0f;
+  for (int i = 0; i < k; ++i) {
+    const float x = i < k / 2 ? std::fma(step, static_cast<float>(i), start)
+                              : std::fma(-step, static_cast<float>(k - i - 1), end);
+    const float z = x / sigma;
+    w[i] = -(z * z);
+  }
+  const float top = *std::max_element(w, w + k);
+  for (int i = 0; i < k; ++i) w[i] = sleef_expf(w[i] - top);
+  const float inv = 1.0f / lane_sum(w, k);
+  for (int i = 0; i < k; ++i) w[i] *= inv;
+}
+
+// torch.nn.functional.pad's "reflect": the edge itself is not repeated. REQUIRES: |i| < n.
+int reflect(int i, int n) {
+  return i < 0 ? -i : (i >= n ? 2 * (n - 1) - i : i);
+}
+
+// The image with `px` reflected columns and `py` reflected rows on each side, tight rows.
+const std::uint8_t* reflect_padded(const Pixels& im, int px, int py,
+                                   std::vector<std::uint8_t>& out) {
+  const auto c = static_cast<std::size_t>(im.channels);
+  const auto pw = static_cast<std::size_t>(im.width + 2 * px);
+  out.resize(pw * static_cast<std::size_t>(im.height + 2 * py) * c);
+  std::uint8_t* dst = out.data();
+  for (int y = -py; y < im.height + py; ++y) {
+    const std::uint8_t* src = row(im, reflect(y, im.height));
+    for (int x = -px; x < im.width + px; ++x, dst += c)
+      std::memcpy(dst, src + static_cast<std::size_t>(reflect(x, im.width)) * c, c);
+  }
+  return out.data();
+}
+
+// torch's conv2d picks its backend by aten's use_mkldnn: oneDNN, which accumulates the taps in
+// row order with fused multiply-adds, for grouped (3-channel) convolutions, kernels larger than 3
+// both ways, or more than 20,480 input values; otherwise im2col + GEMM, which accumulates the
+// same order with a rounded product before each add.
+bool torch_fuses_blur(int channels, int kw, int kh, std::size_t padded_values) {
+  return channels > 1 || (kw > 3 && kh > 3) || padded_values > 20480;
+}
+
+// One output value: the window at `s` (rows `line` bytes apart, taps `step` bytes apart)
+// against the 2-D kernel `w`, in torch's tap order.
+template <bool kFused>
+float window_sum(const std::uint8_t* s, std::size_t line, std::size_t step, const float* w, int kw,
+                 int kh) {
+  float acc = 0.0f;
+  for (int ky = 0; ky < kh; ++ky, s += line, w += kw) {
+    for (int kx = 0; kx < kw; ++kx) {
+      const auto v = static_cast<float>(s[static_cast<std::size_t>(kx) * step]);
+      if constexpr (kFused) {
+        acc = std::fma(w[kx], v, acc);
+      } else {
+        const float product = w[kx] * v;
+        acc += product;
+      }
+    }
+  }
+  return acc;
+}
+
+// Writes the blur of the padded image `src` (rows `line` bytes) into `im`.
+template <bool kFused>
+void blur_into(const Pixels& im, const std::uint8_t* src, std::size_t line, const float* w, int kw,
+               int kh) {
+  const auto c = static_cast<std::size_t>(im.channels);
+  for (int y = 0; y < im.height; ++y) {
+    std::uint8_t* out = row(im, y);
+    const std::uint8_t* window = src + static_cast<std::size_t>(y) * line;
+    for (std::size_t i = 0; i < row_bytes(im); ++i)
+      out[i] = clamp_to_byte(std::nearbyint(window_sum<kFused>(window + i, line, c, w, kw, kh)));
+  }
+}
+
+// gaussian_blur_image: the outer product of the two 1-D kernels, over the reflect-padded image
+// in float32, round_() (half to even), then the byte.
+void gaussian_blur(const Pixels& im, int kw, int kh, float sigma, PhotometricScratch& scratch) {
+  const int px = kw / 2, py = kh / 2;
+  if (px >= im.width || py >= im.height) return;  // torch's reflect padding raises here
+  std::vector<float>& k1 = scratch.f1;
+  k1.resize(static_cast<std::size_t>(kw + kh));
+  gaussian_kernel(kw, sigma, k1.data());
+  gaussian_kernel(kh, sigma, k1.data() + kw);
+  std::vector<float>& k2 = scratch.f0;
+  k2.resize(static_cast<std::size_t>(kw) * static_cast<std::size_t>(kh));
+  for (int i = 0; i < kh; ++i)
+    for (int j = 0; j < kw; ++j) k2[static_cast<std::size_t>(i * kw + j)] = k1[kw + i] * k1[j];
+
+  const std::uint8_t* src = reflect_padded(im, px, py, scratch.u0);
+  const std::size_t line = static_cast<std::size_t>(im.width + 2 * px) * im.channels;
+  if (torch_fuses_blur(im.channels, kw, kh, scratch.u0.size()))
+    blur_into<true>(im, src, line, k2.data(), kw, kh);
+  else
+    blur_into<false>(im, src, line, k2.data(), kw, kh);
+}
+
+}  // namespace
+
+void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScratch& scratch) {
+  if (image.height <= 0 || image.width <= 0) return;
+  switch (op.op) {
+    case ColorOp::kNone:
+      return;
+    case ColorOp::kBrightness:
+      return brightness(image, op.args[0]);
+    case ColorOp::kContrast:
+      return contrast(image, op.args[0]);
+    case ColorOp::kSaturation:
+      return saturation(image, op.args[0]);
+    case ColorOp::kHue:
+      return hue(image, op.args[0]);
+    case ColorOp::kGrayscale:
+      return grayscale(image);
+    case ColorOp::kSolarize:
+      return solarize(image, op.args[0]);
+    case ColorOp::kPosterize:
+      return posterize(image, static_cast<int>(op.args[0]));
+    case ColorOp::kEqualize:
+      return equalize(image);
+    case ColorOp::kAutocontrast:
+      return autocontrast(image);
+    case ColorOp::kSharpness:
+      return sharpness(image, op.args[0], scratch.u0);
+    case ColorOp::kInvert:
+      return invert(image);
+    case ColorOp::kGaussianBlur:
+      return gaussian_blur(image, static_cast<int>(op.args[0]), static_cast<int>(op.args[1]),
+                           op.args[2], scratch);
+  }
+}
+
+}  // namespace stoke::detail

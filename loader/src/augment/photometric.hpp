@@ -1,0 +1,64 @@
+#pragma once
+// The photometric operations of today's training recipes on uint8 images, computed as
+// torchvision.transforms.v2.functional computes them on uint8 tensors (torchvision 0.29): the
+// same float32 arithmetic in the same order, the same truncations and roundings, the same
+// special cases (a 1-channel image ignores saturation and hue; sharpness leaves the border and
+// images of at most 2 rows or columns alone; equalize keeps a channel with fewer than 255 pixels
+// below its maximum). Each op works in place on an interleaved image of 1 or 3 channels in RGB
+// order; the few that need a second image use the caller's scratch.
+//
+// Byte for byte, but for rare bytes that differ by one: tests/data/photometric_golden.bin holds
+// torch 2.15's outputs on x86 with AVX-512. Where torch does not compute one thing everywhere,
+// stoke follows one choice (photometric.cpp gives how often a byte moves):
+//  - contrast's mean on images of more than 65,793 pixels, whose float32 sum torch takes in an
+//    order set by its vector width and thread count; stoke's sum is correctly rounded;
+//  - contrast's blend of the last few values of each thread's range, where torch's remainder
+//    loop rounds a product that its vector loop fuses; stoke fuses everywhere (the golden file
+//    holds one case that meets it: two bytes differ);
+//  - blur kernels of 9 to 15 taps, whose softmax sum torch's AVX2 build folds 8 lanes at a
+//    time; stoke follows the AVX-512 build's 16.
+// torchvision's own arithmetic has surprises that these ops keep: its grey weights sum to
+// 0.9999 and the grey is truncated, so white is 254 in grayscale (and in the grey that
+// saturation and contrast blend with); autocontrast divides by (max - min) * float32(1/255),
+// which for 213 of the 255 possible ranges puts a channel's maximum just short of 255, so it
+// becomes 254.
+//
+// Thread-safety: functions of their arguments; a PhotometricScratch belongs to one thread.
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "stoke/pipeline.hpp"
+
+namespace stoke::detail {
+
+// An interleaved uint8 image: `channels` (1 or 3, RGB) bytes per pixel, rows `stride` bytes apart.
+struct Pixels {
+  std::uint8_t* data = nullptr;
+  int height = 0;
+  int width = 0;
+  int channels = 0;
+  std::size_t stride = 0;
+};
+
+// One operation and its numbers (stoke::ImageOp and stoke::AppliedOp, the public record of
+// what a sample got: Batch::applied_ops()). A gaussian blur of an image no wider than args[0] / 2
+// or no taller than args[1] / 2 leaves it as it is (torch's reflect padding raises there).
+using ColorOp = ImageOp;
+using ColorOpArgs = AppliedOp;
+
+// What the ops need beyond the image, reused across calls so that a worker allocates once: the
+// blur's 2-D kernel (f0) and 1-D kernels (f1), and the copy of the image that sharpness and the
+// blur read from while they write (u0; reflect-padded for the blur, at most 9 times the image).
+struct PhotometricScratch {
+  std::vector<float> f0, f1;
+  std::vector<std::uint8_t> u0;
+};
+
+// Applies `op` to `image` in place. REQUIRES: image.channels is 1 or 3; the arguments are in
+// the ranges above (the pipeline's validation guarantees them).
+void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScratch& scratch);
+
+}  // namespace stoke::detail

@@ -1,0 +1,80 @@
+#include "augment/photometric_steps.hpp"
+
+#include <algorithm>
+#include <array>
+
+namespace stoke::detail {
+namespace {
+
+// torchvision's _RandomApplyTransform: the step applies when a uniform draw is below p. A step
+// that always applies (p = 1, the plain functional op) draws nothing.
+bool applies(float probability, SampleRng& rng) {
+  return probability >= 1.f || rng.bernoulli(probability);
+}
+
+// ColorJitter: a random order of the four (torch.randperm(4)), then a factor for each that is
+// set, drawn in the fixed order brightness, contrast, saturation, hue.
+void draw_color_jitter(const AugmentStep& s, SampleRng& rng, std::vector<ColorOpArgs>& out) {
+  std::array<int, 4> order{0, 1, 2, 3};
+  for (int i = 3; i > 0; --i)  // Fisher-Yates: every order equally likely
+    std::swap(order[static_cast<std::size_t>(i)],
+              order[static_cast<std::size_t>(rng.below(static_cast<std::uint64_t>(i) + 1))]);
+  const auto factor = [&](float v) {
+    return static_cast<float>(rng.uniform(std::max(0.0, 1.0 - v), 1.0 + v));
+  };
+  std::array<ColorOpArgs, 4> ops{};
+  if (s.brightness > 0) ops[0] = {ColorOp::kBrightness, {factor(s.brightness)}};
+  if (s.contrast > 0) ops[1] = {ColorOp::kContrast, {factor(s.contrast)}};
+  if (s.saturation > 0) ops[2] = {ColorOp::kSaturation, {factor(s.saturation)}};
+  if (s.hue > 0) ops[3] = {ColorOp::kHue, {static_cast<float>(rng.uniform(-s.hue, s.hue))}};
+  for (const int i : order)
+    if (ops[static_cast<std::size_t>(i)].op != ColorOp::kNone)
+      out.push_back(ops[static_cast<std::size_t>(i)]);
+}
+
+}  // namespace
+
+void draw_photometric(const AugmentStep& s, SampleRng& rng, std::vector<ColorOpArgs>& out) {
+  switch (s.step_kind()) {
+    case StepKind::kColorJitter:
+      draw_color_jitter(s, rng, out);
+      return;
+    case StepKind::kGaussianBlur: {
+      const float sigma = static_cast<float>(rng.uniform(s.sigma_min, s.sigma_max));
+      out.push_back(
+          {ColorOp::kGaussianBlur,
+           {static_cast<float>(s.kernel_width), static_cast<float>(s.kernel_height), sigma}});
+      return;
+    }
+    default:
+      break;
+  }
+  if (!applies(s.probability, rng)) return;
+  switch (s.step_kind()) {
+    case StepKind::kGrayscale:
+      out.push_back({ColorOp::kGrayscale});
+      break;
+    case StepKind::kSolarize:
+      out.push_back({ColorOp::kSolarize, {s.threshold}});
+      break;
+    case StepKind::kPosterize:
+      out.push_back({ColorOp::kPosterize, {static_cast<float>(s.bits)}});
+      break;
+    case StepKind::kEqualize:
+      out.push_back({ColorOp::kEqualize});
+      break;
+    case StepKind::kAutocontrast:
+      out.push_back({ColorOp::kAutocontrast});
+      break;
+    case StepKind::kAdjustSharpness:
+      out.push_back({ColorOp::kSharpness, {s.factor}});
+      break;
+    case StepKind::kInvert:
+      out.push_back({ColorOp::kInvert});
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace stoke::detail

@@ -1,0 +1,22 @@
+#pragma once
+// What a photometric pipeline step does to one sample: the ops it applies, drawn from the
+// sample's generator as torchvision's transform classes draw them (ColorJitter's random order
+// and factors, GaussianBlur's sigma, the random_* steps' coin). Drawing depends on the step
+// and the generator only, never on the pixels, so the augmenter can look ahead at the draws of
+// later steps (its direct JPEG write decides the final flip before they run).
+//
+// Thread-safety: functions of their arguments.
+
+#include <vector>
+
+#include "augment/augment_step.hpp"
+#include "augment/photometric.hpp"
+#include "data/sample_rng.hpp"
+
+namespace stoke::detail {
+
+// Appends the ops `step` applies to this sample, in the order they apply (none when its coin
+// says no). REQUIRES: is_photometric(step.step_kind()).
+void draw_photometric(const AugmentStep& step, SampleRng& rng, std::vector<ColorOpArgs>& out);
+
+}  // namespace stoke::detail
