@@ -82,7 +82,7 @@ std::vector<ColorOpArgs> draws(const Pipeline& p, std::int64_t position) {
   const AugmentStep s = to_augment_step(p.steps().front());
   SampleRng rng(5, kSampleStream, 0, position);
   std::vector<ColorOpArgs> out;
-  draw_photometric(s, rng, out);
+  draw_pixel_ops(s, rng, 8, 8, out);
   return out;
 }
 

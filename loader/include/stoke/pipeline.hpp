@@ -36,7 +36,28 @@ enum class StepKind : std::uint32_t {
   kAutocontrast = 16,     // stretch each channel's [min, max] to [0, 255]
   kAdjustSharpness = 17,  // blend with a 3x3 smoothed image by `factor`
   kInvert = 18,           // 255 - value
+  // Augmentation policies (torchvision.transforms.v2's classes): each draws its ops per sample
+  // from torchvision's op table and magnitude bins, with `fill` outside warped images. They act
+  // on the image as it is after every crop, resize and flip (where torchvision's recipes put
+  // them), so no such step may follow one.
+  kTrivialAugmentWide = 19,  // TrivialAugmentWide(magnitude_bins)
+  kRandAugment = 20,         // RandAugment(num_ops, magnitude, magnitude_bins)
+  kAutoAugment = 21,         // AutoAugment(policy)
 };
+
+// AutoAugment's policies (torchvision's AutoAugmentPolicy).
+enum class AutoAugmentPolicy : std::int32_t { kImageNet = 0, kCifar10 = 1, kSvhn = 2 };
+
+// Whether a step is one of the augmentation policies.
+constexpr bool is_policy(StepKind kind) {
+  return kind >= StepKind::kTrivialAugmentWide && kind <= StepKind::kAutoAugment;
+}
+
+// Whether a step keeps the image's size and draws ops on it (Batch::applied_ops()): the
+// photometric steps and the policies.
+constexpr bool works_in_place(StepKind kind) {
+  return is_photometric(kind) || is_policy(kind);
+}
 
 // Whether a step changes pixel values only, not where they are (the photometric steps).
 constexpr bool is_photometric(StepKind kind) {
@@ -60,6 +81,12 @@ enum class ImageOp : std::int32_t {
   kSharpness = 10,     // args[0]: factor (F.adjust_sharpness)
   kInvert = 11,        // F.invert
   kGaussianBlur = 12,  // args[0], args[1]: kernel width, height; args[2]: sigma (F.gaussian_blur)
+  // The policies' geometric ops, nearest neighbour, args[6] (args[1] for kRotate) filling what
+  // comes from outside the image (one level for every channel):
+  kAffine = 13,          // F.affine(angle=args[0], translate=[args[1], args[2]], scale=args[3],
+                         //          shear=[args[4], args[5]]) about the image centre
+  kAffineAtOrigin = 14,  // the same with center=[0, 0] (the policies' ShearX and ShearY)
+  kRotate = 15,          // F.rotate(angle=args[0]), expand=False, about the image centre
 };
 
 // One op a sample got, with its numbers (see ImageOp; unused ones are 0).
@@ -96,9 +123,14 @@ struct Step {
   float factor = 0.f;             // kAdjustSharpness
   std::int32_t bits = 0;          // kPosterize
   std::int32_t kernel_width = 0;  // kGaussianBlur (odd)
-  std::int32_t kernel_height = 0;  // kGaussianBlur (odd)
-  float sigma_min = 0.f;           // kGaussianBlur
-  float sigma_max = 0.f;           // kGaussianBlur
+  std::int32_t kernel_height = 0;   // kGaussianBlur (odd)
+  float sigma_min = 0.f;            // kGaussianBlur
+  float sigma_max = 0.f;            // kGaussianBlur
+  float fill = 0.f;                 // policies: the level outside warped images
+  std::int32_t num_ops = 0;         // kRandAugment
+  std::int32_t magnitude = 0;       // kRandAugment: the bin every op takes
+  std::int32_t magnitude_bins = 0;  // kTrivialAugmentWide, kRandAugment
+  AutoAugmentPolicy policy = AutoAugmentPolicy::kImageNet;  // kAutoAugment
 };
 
 class Pipeline {
@@ -144,6 +176,13 @@ class Pipeline {
   Pipeline& adjust_sharpness(float factor, float probability = 1.f);
   Pipeline& invert(float probability = 1.f);
 
+  // Augmentation policies, as torchvision.transforms.v2's (interpolation nearest, `fill` a
+  // level in [0, 255]). They must come after every crop, resize and flip.
+  Pipeline& trivial_augment_wide(int magnitude_bins = 31, float fill = 0.f);
+  Pipeline& rand_augment(int num_ops = 2, int magnitude = 9, int magnitude_bins = 31,
+                         float fill = 0.f);
+  Pipeline& auto_augment(AutoAugmentPolicy policy = AutoAugmentPolicy::kImageNet, float fill = 0.f);
+
   // The training pipeline to height x width: random-resized-crop + flip for photographs, or,
   // with `small_images` (28x28 digits and the like), pad-(side/7) random crop + flip.
   static Pipeline training(int height, int width, int channels, bool small_images);
@@ -161,8 +200,9 @@ class Pipeline {
   // same size (IDX data), or (0, 0) for decoded files of varying size.
   void validate(int source_height, int source_width) const;
 
-  // The most photometric ops one sample can get from these steps (color_jitter 4, the other
-  // photometric steps 1 each): the width of Batch::applied_ops().
+  // The most ops one sample can get from these steps (color_jitter 4, rand_augment num_ops,
+  // auto_augment 2, the other photometric steps and policies 1 each): the width of
+  // Batch::applied_ops().
   int max_applied_ops() const;
 
   // One line per step, e.g. "random_resized_crop 224x224 scale [0.08, 1] ratio [0.75, 1.33]".
