@@ -63,6 +63,12 @@ std::string_view image_op_name(ImageOp op) {
       return "invert";
     case ImageOp::kGaussianBlur:
       return "gaussian_blur";
+    case ImageOp::kAffine:
+      return "affine";
+    case ImageOp::kAffineAtOrigin:
+      return "affine_at_origin";
+    case ImageOp::kRotate:
+      return "rotate";
     case ImageOp::kNone:
       break;
   }
