@@ -65,8 +65,10 @@ constexpr bool is_photometric(StepKind kind) {
          (kind >= StepKind::kGrayscale && kind <= StepKind::kInvert);
 }
 
-// The photometric ops a sample can get, as Batch::applied_ops() reports them (stable numbers).
-// Each is torchvision.transforms.v2.functional's op of that name on uint8 pixels.
+// The ops a sample can get, as Batch::applied_ops() reports them (stable numbers). Each is
+// torchvision.transforms.v2.functional's op of that name on uint8 pixels; the geometric ones
+// (13 to 15) take the nearest pixel and give the points that land outside the image one fill
+// level in every channel.
 enum class ImageOp : std::int32_t {
   kNone = 0,
   kBrightness = 1,     // args[0]: factor (F.adjust_brightness)
@@ -81,12 +83,18 @@ enum class ImageOp : std::int32_t {
   kSharpness = 10,     // args[0]: factor (F.adjust_sharpness)
   kInvert = 11,        // F.invert
   kGaussianBlur = 12,  // args[0], args[1]: kernel width, height; args[2]: sigma (F.gaussian_blur)
-  // The policies' geometric ops, nearest neighbour, args[6] (args[1] for kRotate) filling what
-  // comes from outside the image (one level for every channel):
-  kAffine = 13,          // F.affine(angle=args[0], translate=[args[1], args[2]], scale=args[3],
-                         //          shear=[args[4], args[5]]) about the image centre
-  kAffineAtOrigin = 14,  // the same with center=[0, 0] (the policies' ShearX and ShearY)
-  kRotate = 15,          // F.rotate(angle=args[0]), expand=False, about the image centre
+  // The policies' geometric ops, nearest neighbour, one fill level for every channel:
+  // args[0]: angle in degrees, clockwise (F.affine turns the other way from F.rotate);
+  // args[1], args[2]: translation in pixels (x right, y down); args[3]: scale; args[4], args[5]:
+  // shear in degrees (x, y); args[6]: fill. F.affine with center=None: rotation, scale and shear
+  // about the image centre.
+  kAffine = 13,
+  // kAffine's numbers, about the top-left corner (F.affine with center=[0, 0]), as the
+  // AutoAugment, RandAugment and TrivialAugment policies shear (ShearX, ShearY).
+  kAffineAtOrigin = 14,
+  // args[0]: angle in degrees, counter-clockwise; args[1]: fill. F.rotate with expand=False,
+  // about the image centre.
+  kRotate = 15,
 };
 
 // One op a sample got, with its numbers (see ImageOp; unused ones are 0).
@@ -96,8 +104,8 @@ struct AppliedOp {
 };
 
 // "brightness", "contrast", "saturation", "hue", "grayscale", "solarize", "posterize",
-// "equalize", "autocontrast", "sharpness", "invert", "gaussian_blur"; "" for kNone and unknown
-// numbers.
+// "equalize", "autocontrast", "sharpness", "invert", "gaussian_blur", "affine",
+// "affine_at_origin", "rotate"; "" for kNone and unknown numbers.
 std::string_view image_op_name(ImageOp op);
 
 // One step, as Pipeline::steps() describes it.
