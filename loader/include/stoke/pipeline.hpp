@@ -53,16 +53,16 @@ constexpr bool is_policy(StepKind kind) {
   return kind >= StepKind::kTrivialAugmentWide && kind <= StepKind::kAutoAugment;
 }
 
-// Whether a step keeps the image's size and draws ops on it (Batch::applied_ops()): the
-// photometric steps and the policies.
-constexpr bool works_in_place(StepKind kind) {
-  return is_photometric(kind) || is_policy(kind);
-}
-
 // Whether a step changes pixel values only, not where they are (the photometric steps).
 constexpr bool is_photometric(StepKind kind) {
   return kind == StepKind::kColorJitter ||
          (kind >= StepKind::kGrayscale && kind <= StepKind::kInvert);
+}
+
+// Whether a step keeps the image's size and draws ops on it (Batch::applied_ops()): the
+// photometric steps and the policies.
+constexpr bool works_in_place(StepKind kind) {
+  return is_photometric(kind) || is_policy(kind);
 }
 
 // The ops a sample can get, as Batch::applied_ops() reports them (stable numbers). Each is
