@@ -75,6 +75,12 @@ REPLAY = {
                                               fill=[a[6]] * t.shape[0], center=[0, 0]),
     "rotate": lambda t, a: F.rotate(t, angle=a[0], interpolation=F.InterpolationMode.NEAREST,
                                     fill=[a[1]] * t.shape[0]),
+    # What the policies' ShearX / ShearY call, their degrees(atan(m)) in Python's double.
+    "shear": lambda t, a: F.affine(
+        t, angle=0.0, translate=[0, 0], scale=1.0,
+        shear=[math.degrees(math.atan(a[0])), 0.0] if a[1] == 0 else
+        [0.0, math.degrees(math.atan(a[0]))],
+        interpolation=F.InterpolationMode.NEAREST, fill=[a[2]] * t.shape[0], center=[0, 0]),
 }
 
 
@@ -181,6 +187,9 @@ def _category_of_torchvision(transform_id, m):
 
 def _category_of_stoke(op):
     name, *a = op
+    if name == "shear":
+        deg = round(math.degrees(math.atan(a[0])), 3) + 0.0
+        return ("affine_at_origin", deg, 0.0) if a[1] == 0 else ("affine_at_origin", 0.0, deg)
     if name == "affine_at_origin":
         return (name, round(a[4], 3) + 0.0, round(a[5], 3) + 0.0)
     if name == "affine":

@@ -498,6 +498,9 @@ NB_MODULE(_stoke, m) {
                                             op.args[4], op.args[5], op.args[6]));
                 else if (op.op == stoke::ImageOp::kRotate)
                   ops.append(nb::make_tuple(name, op.args[0], op.args[1]));
+                else if (op.op == stoke::ImageOp::kShear)
+                  ops.append(nb::make_tuple(name, op.args[0], static_cast<int>(op.args[1]),
+                                            op.args[2]));
                 else if (op.op == stoke::ImageOp::kGaussianBlur)
                   ops.append(nb::make_tuple(name, static_cast<int>(op.args[0]),
                                             static_cast<int>(op.args[1]), op.args[2]));
@@ -521,7 +524,9 @@ NB_MODULE(_stoke, m) {
           "('posterize', bits), ('equalize',), ('autocontrast',), ('sharpness', factor), "
           "('invert',), ('gaussian_blur', kernel_width, kernel_height, sigma), ('affine', "
           "angle, translate_x, translate_y, scale, shear_x, shear_y, fill) and "
-          "('affine_at_origin', ...) (center [0, 0]), ('rotate', angle, fill) (nearest): each "
+          "('affine_at_origin', ...) (center [0, 0]), ('rotate', angle, fill), ('shear', m, "
+          "axis, fill) (the policies' ShearX/ShearY: F.affine with shear degrees(atan(m)) "
+          "about [0, 0]) (nearest): each "
           "torchvision.transforms.v2.functional's op of that name on uint8 pixels.")
       .def_prop_ro("masks",
                    [](const stoke::Batch& b) {

@@ -146,6 +146,8 @@ std::string_view image_op_name(ImageOp op) {
       return "affine_at_origin";
     case ImageOp::kRotate:
       return "rotate";
+    case ImageOp::kShear:
+      return "shear";
     case ImageOp::kNone:
       break;
   }

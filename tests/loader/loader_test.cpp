@@ -310,7 +310,7 @@ TEST(Loader, PoliciesAreIdenticalForAnyWorkerCount) {
     kinds.insert(ops[0][i].op);
   }
   for (ImageOp k :
-       {ImageOp::kAffine, ImageOp::kAffineAtOrigin, ImageOp::kRotate, ImageOp::kBrightness,
+       {ImageOp::kAffine, ImageOp::kShear, ImageOp::kRotate, ImageOp::kBrightness,
         ImageOp::kSaturation, ImageOp::kContrast, ImageOp::kSharpness, ImageOp::kPosterize,
         ImageOp::kSolarize, ImageOp::kAutocontrast, ImageOp::kEqualize, ImageOp::kInvert})
     EXPECT_TRUE(kinds.count(k)) << image_op_name(k);

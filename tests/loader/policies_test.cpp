@@ -195,10 +195,14 @@ TEST(Policies, EachDrawBecomesTorchvisionsPrimitive) {
     const AppliedOp& op = out[0];
     switch (d.op) {
       case PolicyOp::kShearX:
-        EXPECT_EQ(op.op, ImageOp::kAffineAtOrigin);
-        EXPECT_EQ(op.args[4], static_cast<float>(std::atan(m) * 180 / std::numbers::pi));
-        EXPECT_EQ(op.args[3], 1.f);
-        EXPECT_EQ(op.args[6], 128.f);
+        EXPECT_EQ(op.op, ImageOp::kShear);
+        EXPECT_EQ(op.args[0], static_cast<float>(m));
+        EXPECT_EQ(op.args[1], 0.f);
+        EXPECT_EQ(op.args[2], 128.f);
+        break;
+      case PolicyOp::kShearY:
+        EXPECT_EQ(op.op, ImageOp::kShear);
+        EXPECT_EQ(op.args[1], 1.f);
         break;
       case PolicyOp::kTranslateY:
         EXPECT_EQ(op.op, ImageOp::kAffine);

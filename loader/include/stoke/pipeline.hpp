@@ -95,6 +95,11 @@ enum class ImageOp : std::int32_t {
   // args[0]: angle in degrees, counter-clockwise; args[1]: fill. F.rotate with expand=False,
   // about the image centre.
   kRotate = 15,
+  // args[0]: the policies' ShearX / ShearY magnitude m (signed); args[1]: 0 for x, 1 for y;
+  // args[2]: fill. F.affine with shear degrees(atan(m)) on that axis about the top-left corner,
+  // the angle worked out in double as torchvision's _apply_image_or_video_transform does (a
+  // float32 angle would move some pixels).
+  kShear = 16,
 };
 
 // One op a sample got, with its numbers (see ImageOp; unused ones are 0).

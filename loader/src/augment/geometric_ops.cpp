@@ -189,6 +189,16 @@ void affine(const Pixels& image, const AppliedOp& op, AffineCenter center,
   warp(image, inverse_affine_matrix(a), op.args[6], copy);
 }
 
+void policy_shear(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>& copy) {
+  // math.degrees(math.atan(m)): CPython's degrees multiplies by 180 / pi.
+  const double degrees = std::atan(static_cast<double>(op.args[0])) * (180.0 / std::numbers::pi);
+  AffineArgs a;
+  (op.args[1] == 0.f ? a.shear_x : a.shear_y) = degrees;
+  a.cx = 0.0 - image.width * 0.5;
+  a.cy = 0.0 - image.height * 0.5;
+  warp(image, inverse_affine_matrix(a), op.args[2], copy);
+}
+
 void rotate(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>& copy) {
   const double angle = python_mod_360(op.args[0]);
   // rotate_image's fast paths, taken before the fill is looked at.

@@ -51,6 +51,11 @@ void affine(const Pixels& image, const AppliedOp& op, AffineCenter center,
 // [0, 255].
 void rotate(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>& copy);
 
+// The policies' ShearX (args[1] = 0) or ShearY (1) of magnitude args[0]: F.affine with
+// shear=[degrees(atan(m)), 0] or [0, degrees(atan(m))], center=[0, 0], fill=args[2], the angle
+// in double as Python computes it. `copy` as for affine.
+void policy_shear(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>& copy);
+
 // The input column (or row) that grid_sample reads for grid value `g` on an axis of `size`
 // pixels: (g + 1) * (size / 2) - 0.5 with one rounding, as a fused multiply-add gives, rounded
 // half to even. Inside the image when in [0, size - 1]; NaN stays NaN.

@@ -500,6 +500,8 @@ void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScrat
       return affine(image, op, AffineCenter::kOrigin, scratch.u0);
     case ColorOp::kRotate:
       return rotate(image, op, scratch.u0);
+    case ColorOp::kShear:
+      return policy_shear(image, op, scratch.u0);
   }
 }
 

@@ -2,7 +2,6 @@
 
 #include <array>
 #include <cmath>
-#include <numbers>
 
 namespace stoke::detail {
 namespace {
@@ -138,13 +137,11 @@ void append_primitive(PolicyOp op, double m, float fill, std::vector<AppliedOp>&
   switch (op) {
     case kIdentity:
       return;
-    case kShearX:
-      out.push_back({ImageOp::kAffineAtOrigin,
-                     {0.f, 0.f, 0.f, 1.f, f(std::atan(m) * 180.0 / std::numbers::pi), 0.f, fill}});
+    case kShearX:  // m is a float32 of the table, negated or not: exact
+      out.push_back({ImageOp::kShear, {f(m), 0.f, fill}});
       return;
     case kShearY:
-      out.push_back({ImageOp::kAffineAtOrigin,
-                     {0.f, 0.f, 0.f, 1.f, 0.f, f(std::atan(m) * 180.0 / std::numbers::pi), fill}});
+      out.push_back({ImageOp::kShear, {f(m), 1.f, fill}});
       return;
     case kTranslateX:  // int(magnitude): toward zero
       out.push_back({ImageOp::kAffine, {0.f, f(std::trunc(m)), 0.f, 1.f, 0.f, 0.f, fill}});
