@@ -10,6 +10,7 @@ be at most 1 level) and the largest. The draws themselves are checked to lie in 
 ranges for the step.
 """
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +38,13 @@ OPS = [
     ("adjust_sharpness 2", [("adjust_sharpness", 2)]),
     ("adjust_sharpness 0.3", [("adjust_sharpness", 0.3)]),
     ("invert", [("invert",)]),
+    ("trivial_augment_wide", [("trivial_augment_wide",)]),
+    ("trivial_augment_wide fill 128", [("trivial_augment_wide", 31, 128)]),
+    ("rand_augment 2 9", [("rand_augment", 2, 9)]),
+    ("rand_augment 3 15 31 64", [("rand_augment", 3, 15, 31, 64)]),
+    ("auto_augment (imagenet)", [("auto_augment",)]),
+    ("auto_augment_cifar10", [("auto_augment_cifar10",)]),
+    ("auto_augment_svhn fill 200", [("auto_augment_svhn", 200)]),
     ("random_* chain", [("random_grayscale", 0.3), ("random_solarize", 100, 0.5),
                         ("random_posterize", 3, 0.5), ("random_equalize",),
                         ("random_autocontrast",), ("random_adjust_sharpness", 1.7),
@@ -56,6 +64,23 @@ REPLAY = {
     "sharpness": lambda t, a: F.adjust_sharpness(t, a[0]),
     "invert": lambda t, a: F.invert(t),
     "gaussian_blur": lambda t, a: F.gaussian_blur(t, [int(a[0]), int(a[1])], [a[2], a[2]]),
+    # The policies' geometric ops, as their _apply_image_or_video_transform calls F.affine and
+    # F.rotate (nearest; fill is one level for every channel).
+    "affine": lambda t, a: F.affine(t, angle=a[0], translate=[a[1], a[2]], scale=a[3],
+                                    shear=[a[4], a[5]], interpolation=F.InterpolationMode.NEAREST,
+                                    fill=[a[6]] * t.shape[0]),
+    "affine_at_origin": lambda t, a: F.affine(t, angle=a[0], translate=[a[1], a[2]], scale=a[3],
+                                              shear=[a[4], a[5]],
+                                              interpolation=F.InterpolationMode.NEAREST,
+                                              fill=[a[6]] * t.shape[0], center=[0, 0]),
+    "rotate": lambda t, a: F.rotate(t, angle=a[0], interpolation=F.InterpolationMode.NEAREST,
+                                    fill=[a[1]] * t.shape[0]),
+    # What the policies' ShearX / ShearY call, their degrees(atan(m)) in Python's double.
+    "shear": lambda t, a: F.affine(
+        t, angle=0.0, translate=[0, 0], scale=1.0,
+        shear=[math.degrees(math.atan(a[0])), 0.0] if a[1] == 0 else
+        [0.0, math.degrees(math.atan(a[0]))],
+        interpolation=F.InterpolationMode.NEAREST, fill=[a[2]] * t.shape[0], center=[0, 0]),
 }
 
 
@@ -128,4 +153,144 @@ def check_ops(data, epochs, seed):
         problems += [f"{label}: {m}" for m in t.mismatches]
         if t.samples == 0:
             problems.append(f"{label}: no samples")
+    return rows, problems
+
+
+# --- The policies' distributions against torchvision's own classes ---------------------------
+
+def _category_of_torchvision(transform_id, m):
+    """What torchvision's _apply_image_or_video_transform calls for (transform_id, magnitude),
+    as a hashable category (written from its source, independently of stoke's)."""
+    if transform_id == "Identity":
+        return ("identity",)
+    if transform_id == "ShearX":
+        return ("affine_at_origin", round(math.degrees(math.atan(m)), 3), 0.0)
+    if transform_id == "ShearY":
+        return ("affine_at_origin", 0.0, round(math.degrees(math.atan(m)), 3))
+    if transform_id == "TranslateX":
+        return ("affine", int(m), 0)
+    if transform_id == "TranslateY":
+        return ("affine", 0, int(m))
+    if transform_id == "Rotate":
+        return ("rotate", round(m, 3))
+    factor = {"Brightness": "brightness", "Color": "saturation", "Contrast": "contrast",
+              "Sharpness": "sharpness"}
+    if transform_id in factor:
+        return (factor[transform_id], round(1.0 + m, 4))
+    if transform_id == "Posterize":
+        return ("posterize", int(m))
+    if transform_id == "Solarize":
+        return ("solarize", math.ceil(255.0 * m))
+    return ({"AutoContrast": "autocontrast", "Equalize": "equalize",
+             "Invert": "invert"}[transform_id],)
+
+
+def _category_of_stoke(op):
+    name, *a = op
+    if name == "shear":
+        deg = round(math.degrees(math.atan(a[0])), 3) + 0.0
+        return ("affine_at_origin", deg, 0.0) if a[1] == 0 else ("affine_at_origin", 0.0, deg)
+    if name == "affine_at_origin":
+        return (name, round(a[4], 3) + 0.0, round(a[5], 3) + 0.0)
+    if name == "affine":
+        return (name, int(a[1]), int(a[2]))
+    if name == "rotate":
+        return (name, round(a[0], 3))
+    if name in ("brightness", "saturation", "contrast", "sharpness"):
+        return (name, round(a[0], 4))
+    if name in ("posterize", "solarize"):
+        return (name, int(a[0]))
+    return (name,)
+
+
+def torchvision_policy_counts(transform, draws, size):
+    """Category counts of `draws` calls of a torchvision policy class on a size x size image,
+    recording what it would apply instead of applying it."""
+    counts = {}
+
+    def record(image, transform_id, magnitude, interpolation, fill):
+        c = _category_of_torchvision(transform_id, magnitude)
+        counts[c] = counts.get(c, 0) + 1
+        return image
+
+    transform._apply_image_or_video_transform = record
+    image = torch.zeros(3, size, size, dtype=torch.uint8)
+    for _ in range(draws):
+        transform(image)
+    return counts
+
+
+def stoke_policy_counts(data, step, ops_per_sample, epochs, size):
+    """Category counts of stoke's applied ops over `epochs` of Fashion-MNIST's test split,
+    upscaled to size x size; ops a sample did not get (TrivialAugmentWide's and RandAugment's
+    Identity) counted as identity."""
+    counts, samples = {}, 0
+    loader = stoke.Loader(data, batch=500, devices="cpu:1", workers=2, size=(size, size),
+                          split="test", seed=1, pipeline=[("resize", size, size), step],
+                          channels=3)
+    for epoch in range(epochs):
+        loader.set_epoch(epoch)
+        for b in loader:
+            valid = np.from_dlpack(b.valid)
+            for i, ops in enumerate(b.applied_ops):
+                if not valid[i]:
+                    continue
+                samples += 1
+                for op in ops:
+                    c = _category_of_stoke(op)
+                    counts[c] = counts.get(c, 0) + 1
+                if ops_per_sample:
+                    missing = ops_per_sample - len(ops)
+                    counts[("identity",)] = counts.get(("identity",), 0) + missing
+    return counts, samples
+
+
+def two_sample_chi_square(a, b, min_count=10):
+    """Chi-square statistic, degrees of freedom and p-value of two category counts coming from
+    one distribution (categories with fewer than min_count together are pooled)."""
+    na, nb = sum(a.values()), sum(b.values())
+    ka, kb = math.sqrt(nb / na), math.sqrt(na / nb)
+    chi2, cells, pooled_a, pooled_b = 0.0, 0, 0, 0
+    for c in set(a) | set(b):
+        x, y = a.get(c, 0), b.get(c, 0)
+        if x + y < min_count:
+            pooled_a, pooled_b = pooled_a + x, pooled_b + y
+            continue
+        chi2 += (ka * x - kb * y) ** 2 / (x + y)
+        cells += 1
+    if pooled_a + pooled_b > 0:
+        chi2 += (ka * pooled_a - kb * pooled_b) ** 2 / (pooled_a + pooled_b)
+        cells += 1
+    df = max(cells - 1, 1)
+    p = float(torch.special.gammaincc(torch.tensor(df / 2.0, dtype=torch.float64),
+                                      torch.tensor(chi2 / 2.0, dtype=torch.float64)))
+    return chi2, df, p
+
+
+POLICY_HEADER = ("| policy | stoke ops (samples) | torchvision ops (draws) | categories | chi-square "
+                 "(df) | p |\n|---|---|---|---|---|---|")
+
+
+def check_policy_distributions(fashion, epochs, size=32):
+    """One row per policy; a problem when p <= 0.01."""
+    from torchvision.transforms import v2
+    policies = [
+        ("trivial_augment_wide", ("trivial_augment_wide",), 1, v2.TrivialAugmentWide()),
+        ("rand_augment 2 9", ("rand_augment", 2, 9), 2, v2.RandAugment(2, 9)),
+        ("auto_augment imagenet", ("auto_augment",), 0,
+         v2.AutoAugment(v2.AutoAugmentPolicy.IMAGENET)),
+        ("auto_augment_cifar10", ("auto_augment_cifar10",), 0,
+         v2.AutoAugment(v2.AutoAugmentPolicy.CIFAR10)),
+        ("auto_augment_svhn", ("auto_augment_svhn",), 0, v2.AutoAugment(v2.AutoAugmentPolicy.SVHN)),
+    ]
+    rows, problems = [], []
+    for label, step, per_sample, transform in policies:
+        ours, samples = stoke_policy_counts(fashion, step, per_sample, epochs, size)
+        theirs = torchvision_policy_counts(transform, samples, size)
+        chi2, df, p = two_sample_chi_square(ours, theirs)
+        rows.append(f"| {label} | {sum(ours.values())} ({samples}) | {sum(theirs.values())} "
+                    f"({samples}) | {len(set(ours) | set(theirs))} | {chi2:.1f} ({df}) | {p:.3f} |")
+        print(rows[-1], flush=True)
+        if p <= 0.01:
+            problems.append(f"{label}: stoke's draws differ from torchvision's (p = {p:.4f})")
     return rows, problems

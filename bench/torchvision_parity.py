@@ -876,8 +876,12 @@ def main():
     p.add_argument("--sizes", default="224,160x256", help="box check: comma-separated N or HxW")
     p.add_argument("--mask-sizes", default="224,160x256,97x203,31x45",
                    help="mask check: comma-separated N or HxW")
-    p.add_argument("--checks", default="boxes,masks,ops",
-                   help="any of boxes, masks, ops (comma-separated)")
+    p.add_argument("--checks", default="boxes,masks,ops,policies",
+                   help="any of boxes, masks, ops, policies (comma-separated)")
+    p.add_argument("--fashion", default="/usr/share/datasets/fashion-mnist",
+                   help="policies check: the Fashion-MNIST IDX folder (its test split)")
+    p.add_argument("--policy-epochs", type=int, default=10,
+                   help="policies check: epochs of the 10,000-image split (10: 100,000 draws)")
     p.add_argument("--photos", default=DEFAULT_PHOTOS,
                    help="ops check: a folder of photographs (class folders)")
     p.add_argument("--seed", type=int, default=0)
@@ -885,8 +889,8 @@ def main():
                    help="where to write the data sets (default: a temporary folder)")
     args = p.parse_args()
     checks = set(args.checks.split(","))
-    if not checks or checks - {"boxes", "masks", "ops"}:
-        sys.exit(f"--checks: any of boxes, masks, ops, not {args.checks}")
+    if not checks or checks - {"boxes", "masks", "ops", "policies"}:
+        sys.exit(f"--checks: any of boxes, masks, ops, policies, not {args.checks}")
     if not os.path.exists(args.data):
         sys.exit(f"{args.data}: missing (python3 bench/make_detection_set.py --out DIR)")
     print(f"torch {torch.__version__}, torchvision {torchvision.__version__}, "
@@ -934,6 +938,14 @@ def main():
             if not op_problems:
                 print("stoke's photometric ops are torchvision.transforms.v2's, within a level "
                       "on average for every sample")
+
+        if "policies" in checks:
+            print("\nthe policies' draws against torchvision's own classes (two-sample "
+                  "chi-square over what each applies):")
+            rows, policy_problems = parity_ops.check_policy_distributions(args.fashion,
+                                                                          args.policy_epochs)
+            print("\n" + parity_ops.POLICY_HEADER + "\n" + "\n".join(rows))
+            problems += policy_problems
 
     for line in problems[:50]:
         print("DISAGREES:", line)

@@ -493,7 +493,15 @@ NB_MODULE(_stoke, m) {
                 const stoke::AppliedOp& op = all[static_cast<std::size_t>(i * width + k)];
                 if (op.op == stoke::ImageOp::kNone) break;
                 const std::string name(stoke::image_op_name(op.op));
-                if (op.op == stoke::ImageOp::kGaussianBlur)
+                if (op.op == stoke::ImageOp::kAffine || op.op == stoke::ImageOp::kAffineAtOrigin)
+                  ops.append(nb::make_tuple(name, op.args[0], op.args[1], op.args[2], op.args[3],
+                                            op.args[4], op.args[5], op.args[6]));
+                else if (op.op == stoke::ImageOp::kRotate)
+                  ops.append(nb::make_tuple(name, op.args[0], op.args[1]));
+                else if (op.op == stoke::ImageOp::kShear)
+                  ops.append(nb::make_tuple(name, op.args[0], static_cast<int>(op.args[1]),
+                                            op.args[2]));
+                else if (op.op == stoke::ImageOp::kGaussianBlur)
                   ops.append(nb::make_tuple(name, static_cast<int>(op.args[0]),
                                             static_cast<int>(op.args[1]), op.args[2]));
                 else if (op.op == stoke::ImageOp::kPosterize)
@@ -514,7 +522,11 @@ NB_MODULE(_stoke, m) {
           "name and its drawn numbers: ('brightness', factor), ('contrast', factor), "
           "('saturation', factor), ('hue', factor), ('grayscale',), ('solarize', threshold), "
           "('posterize', bits), ('equalize',), ('autocontrast',), ('sharpness', factor), "
-          "('invert',), ('gaussian_blur', kernel_width, kernel_height, sigma): each "
+          "('invert',), ('gaussian_blur', kernel_width, kernel_height, sigma), ('affine', "
+          "angle, translate_x, translate_y, scale, shear_x, shear_y, fill) and "
+          "('affine_at_origin', ...) (center [0, 0]), ('rotate', angle, fill), ('shear', m, "
+          "axis, fill) (the policies' ShearX/ShearY: F.affine with shear degrees(atan(m)) "
+          "about [0, 0]) (nearest): each "
           "torchvision.transforms.v2.functional's op of that name on uint8 pixels.")
       .def_prop_ro("masks",
                    [](const stoke::Batch& b) {

@@ -386,6 +386,14 @@ ResolvedConfig resolve(Options o, const DatasetIndex& index, RemoteConfig remote
     throw DataError(f.path + ": " + bad_input_name(f.reason) + " (found while indexing)");
   }
   resolve_boxes(r, index);
+  // The policies warp pixels in ways a box or a label map does not follow (torchvision refuses
+  // them too).
+  for (const Step& s : r.pipeline.steps())
+    if (is_policy(s.kind) && (r.max_boxes > 0 || index.has_masks))
+      throw ConfigError(std::string("the pipeline's augmentation policy would move the pixels "
+                                    "but not the ") +
+                        (index.has_masks ? "masks" : "boxes") +
+                        "; policies are for classification data");
   resolve_bytes(r, index);
   resolve_normalization(r);
   resolve_resume(r);

@@ -29,6 +29,83 @@ std::string fmt(float v) {
 constexpr float kMaxFactor = 100.f;
 constexpr int kMaxKernel = 255;
 
+constexpr int kMaxPolicyOps = 16;
+constexpr int kMaxMagnitudeBins = 1024;
+
+int checked_bins(const char* step, int bins) {
+  if (bins < 2 || bins > kMaxMagnitudeBins)
+    throw ConfigError(std::string(step) + ": magnitude bins must be in 2.." +
+                      std::to_string(kMaxMagnitudeBins) + ", got " + std::to_string(bins));
+  return bins;
+}
+
+float checked_fill(const char* step, float fill) {
+  if (!(fill >= 0 && fill <= 255))
+    throw ConfigError(std::string(step) + ": fill must be a level in [0, 255], got " + fmt(fill));
+  return fill;
+}
+
+const char* policy_name(AutoAugmentPolicy p) {
+  switch (p) {
+    case AutoAugmentPolicy::kCifar10:
+      return "cifar10";
+    case AutoAugmentPolicy::kSvhn:
+      return "svhn";
+    case AutoAugmentPolicy::kImageNet:
+      break;
+  }
+  return "imagenet";
+}
+
+// The step's name in the text vocabulary (its random_* spelling for photometric steps).
+const char* step_name(StepKind kind) {
+  switch (kind) {
+    case StepKind::kResizeShorter:
+      return "resize_shorter";
+    case StepKind::kResize:
+      return "resize";
+    case StepKind::kCenterCrop:
+      return "center_crop";
+    case StepKind::kRandomResizedCrop:
+      return "random_resized_crop";
+    case StepKind::kHorizontalFlip:
+      return "horizontal_flip";
+    case StepKind::kPadRandomCrop:
+      return "pad_random_crop";
+    case StepKind::kColorJitter:
+      return "color_jitter";
+    case StepKind::kVerticalFlip:
+      return "vertical_flip";
+    case StepKind::kScaleJitter:
+      return "scale_jitter";
+    case StepKind::kBoxCrop:
+      return "box_crop";
+    case StepKind::kGrayscale:
+      return "grayscale";
+    case StepKind::kGaussianBlur:
+      return "gaussian_blur";
+    case StepKind::kSolarize:
+      return "solarize";
+    case StepKind::kPosterize:
+      return "posterize";
+    case StepKind::kEqualize:
+      return "equalize";
+    case StepKind::kAutocontrast:
+      return "autocontrast";
+    case StepKind::kAdjustSharpness:
+      return "adjust_sharpness";
+    case StepKind::kInvert:
+      return "invert";
+    case StepKind::kTrivialAugmentWide:
+      return "trivial_augment_wide";
+    case StepKind::kRandAugment:
+      return "rand_augment";
+    case StepKind::kAutoAugment:
+      return "auto_augment";
+  }
+  return "unknown";
+}
+
 float checked_probability(const char* step, float p) {
   if (!(p >= 0 && p <= 1))
     throw ConfigError(std::string(step) + ": probability must be in [0, 1], got " + fmt(p));
@@ -63,6 +140,14 @@ std::string_view image_op_name(ImageOp op) {
       return "invert";
     case ImageOp::kGaussianBlur:
       return "gaussian_blur";
+    case ImageOp::kAffine:
+      return "affine";
+    case ImageOp::kAffineAtOrigin:
+      return "affine_at_origin";
+    case ImageOp::kRotate:
+      return "rotate";
+    case ImageOp::kShear:
+      return "shear";
     case ImageOp::kNone:
       break;
   }
@@ -209,6 +294,38 @@ Pipeline& Pipeline::adjust_sharpness(float factor, float probability) {
   return add(s);
 }
 
+Pipeline& Pipeline::trivial_augment_wide(int magnitude_bins, float fill) {
+  Step s{.kind = StepKind::kTrivialAugmentWide};
+  s.magnitude_bins = checked_bins("trivial_augment_wide", magnitude_bins);
+  s.fill = checked_fill("trivial_augment_wide", fill);
+  return add(s);
+}
+
+Pipeline& Pipeline::rand_augment(int num_ops, int magnitude, int magnitude_bins, float fill) {
+  Step s{.kind = StepKind::kRandAugment};
+  if (num_ops < 0 || num_ops > kMaxPolicyOps)
+    throw ConfigError("rand_augment: num_ops must be in 0.." + std::to_string(kMaxPolicyOps) +
+                      ", got " + std::to_string(num_ops));
+  s.magnitude_bins = checked_bins("rand_augment", magnitude_bins);
+  if (magnitude < 0 || magnitude >= magnitude_bins)
+    throw ConfigError("rand_augment: magnitude must be a bin in 0.." +
+                      std::to_string(magnitude_bins - 1) + ", got " + std::to_string(magnitude));
+  s.num_ops = num_ops;
+  s.magnitude = magnitude;
+  s.fill = checked_fill("rand_augment", fill);
+  return add(s);
+}
+
+Pipeline& Pipeline::auto_augment(AutoAugmentPolicy policy, float fill) {
+  if (policy != AutoAugmentPolicy::kImageNet && policy != AutoAugmentPolicy::kCifar10 &&
+      policy != AutoAugmentPolicy::kSvhn)
+    throw ConfigError("auto_augment: unknown policy " + std::to_string(static_cast<int>(policy)));
+  Step s{.kind = StepKind::kAutoAugment};
+  s.policy = policy;
+  s.fill = checked_fill("auto_augment", fill);
+  return add(s);
+}
+
 Pipeline& Pipeline::invert(float probability) {
   return add(
       {.kind = StepKind::kInvert, .probability = checked_probability("invert", probability)});
@@ -265,7 +382,14 @@ Pipeline Pipeline::evaluation(int height, int width, int channels, bool small_im
 
 void Pipeline::validate(int source_height, int source_width) const {
   int h = source_height, w = source_width;  // 0 = varies per sample
+  const Step* policy = nullptr;             // the first policy step so far
   for (const Step& s : steps_) {
+    if (is_policy(s.kind) && policy == nullptr) policy = &s;
+    if (policy != nullptr && !is_policy(s.kind) && !is_photometric(s.kind))
+      throw ConfigError(std::string("pipeline: ") + step_name(policy->kind) +
+                        " must come after every crop, resize and flip (where torchvision's "
+                        "recipes put it), but " +
+                        step_name(s.kind) + " follows it");
     switch (s.kind) {
       case StepKind::kResizeShorter:
         if (h > 0 && w > 0) {
@@ -291,7 +415,7 @@ void Pipeline::validate(int source_height, int source_width) const {
       case StepKind::kVerticalFlip:
         break;
       default:
-        if (is_photometric(s.kind)) break;
+        if (is_photometric(s.kind) || is_policy(s.kind)) break;
         throw ConfigError("pipeline: unknown step kind " +
                           std::to_string(static_cast<unsigned>(s.kind)));
     }
@@ -309,8 +433,16 @@ void Pipeline::validate(int source_height, int source_width) const {
 
 int Pipeline::max_applied_ops() const {
   int n = 0;
-  for (const Step& s : steps_)
-    n += s.kind == StepKind::kColorJitter ? 4 : is_photometric(s.kind) ? 1 : 0;
+  for (const Step& s : steps_) {
+    if (s.kind == StepKind::kColorJitter)
+      n += 4;
+    else if (s.kind == StepKind::kRandAugment)
+      n += s.num_ops;
+    else if (s.kind == StepKind::kAutoAugment)
+      n += 2;
+    else if (is_photometric(s.kind) || is_policy(s.kind))
+      n += 1;
+  }
   return n;
 }
 
@@ -366,6 +498,16 @@ std::string Pipeline::describe() const {
         break;
       case StepKind::kInvert:
         out << "invert p=" << fmt(s.probability);
+        break;
+      case StepKind::kTrivialAugmentWide:
+        out << "trivial_augment_wide bins " << s.magnitude_bins << " fill " << fmt(s.fill);
+        break;
+      case StepKind::kRandAugment:
+        out << "rand_augment ops " << s.num_ops << " magnitude " << s.magnitude << " of "
+            << s.magnitude_bins << " bins fill " << fmt(s.fill);
+        break;
+      case StepKind::kAutoAugment:
+        out << "auto_augment " << policy_name(s.policy) << " fill " << fmt(s.fill);
         break;
       case StepKind::kVerticalFlip:
         out << "vertical_flip p=" << fmt(s.probability);
@@ -465,6 +607,20 @@ Pipeline make_pipeline(int height, int width, int channels, const std::vector<St
       const bool random = name == "random_posterize";
       count(1, random ? 2 : 1, random ? "(bits[, probability])" : "(bits)");
       p.posterize(whole(0), random ? f(1, 0.5f) : 1.f);
+    } else if (name == "trivial_augment_wide") {
+      count(0, 2, "([magnitude_bins, fill])");
+      p.trivial_augment_wide(v.empty() ? 31 : whole(0), f(1, 0.f));
+    } else if (name == "rand_augment") {
+      count(0, 4, "([num_ops, magnitude, magnitude_bins, fill])");
+      p.rand_augment(v.size() > 0 ? whole(0) : 2, v.size() > 1 ? whole(1) : 9,
+                     v.size() > 2 ? whole(2) : 31, f(3, 0.f));
+    } else if (name == "auto_augment" || name == "auto_augment_imagenet" ||
+               name == "auto_augment_cifar10" || name == "auto_augment_svhn") {
+      count(0, 1, "([fill])");
+      p.auto_augment(name == "auto_augment_cifar10" ? AutoAugmentPolicy::kCifar10
+                     : name == "auto_augment_svhn"  ? AutoAugmentPolicy::kSvhn
+                                                    : AutoAugmentPolicy::kImageNet,
+                     f(0, 0.f));
     } else if (name == "adjust_sharpness" || name == "random_adjust_sharpness") {
       const bool random = name == "random_adjust_sharpness";
       count(1, random ? 2 : 1, random ? "(factor[, probability])" : "(factor)");
@@ -479,7 +635,9 @@ Pipeline make_pipeline(int height, int width, int channels, const std::vector<St
           "horizontal_flip, vertical_flip, pad_random_crop, color_jitter, scale_jitter, "
           "grayscale, random_grayscale, gaussian_blur, solarize, random_solarize, posterize, "
           "random_posterize, equalize, random_equalize, autocontrast, random_autocontrast, "
-          "adjust_sharpness, random_adjust_sharpness, invert, random_invert");
+          "adjust_sharpness, random_adjust_sharpness, invert, random_invert, "
+          "trivial_augment_wide, rand_augment, auto_augment, auto_augment_imagenet, "
+          "auto_augment_cifar10, auto_augment_svhn");
     }
   }
   return p;

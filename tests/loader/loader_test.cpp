@@ -270,5 +270,51 @@ TEST(Loader, PhotometricStepsAreIdenticalForAnyWorkerCount) {
   EXPECT_EQ(kinds.size(), 13u);  // the twelve ops and kNone padding
 }
 
+// The policies after the crop and flip: the same pixels and ops for 0 and 3 workers, and every
+// kind of op the policies make drawn somewhere.
+TEST(Loader, PoliciesAreIdenticalForAnyWorkerCount) {
+  Options o;
+  o.data = test::testdata("jpeg");
+  o.batch = 16;
+  o.seed = 8;
+  o.log = [](std::string_view) {};
+  o.pipeline = make_pipeline(
+      48, 48, 3,
+      parse_steps("random_resized_crop 48 48 | horizontal_flip | trivial_augment_wide 31 128 | "
+                  "rand_augment 2 9 | auto_augment"));
+  std::vector<Delivered> seen;
+  std::vector<std::vector<AppliedOp>> ops;
+  for (int workers : {0, 3}) {
+    o.workers = workers;
+    Loader loader(o);
+    Delivered d;
+    std::vector<AppliedOp> all;
+    for (int epoch = 0; epoch < 3; ++epoch) {
+      loader.set_epoch(epoch);
+      while (auto b = loader.next()) {
+        append(d, *b);
+        EXPECT_EQ(b->max_applied_ops(), 5);
+        all.insert(all.end(), b->applied_ops().begin(), b->applied_ops().end());
+      }
+    }
+    seen.push_back(std::move(d));
+    ops.push_back(std::move(all));
+  }
+  EXPECT_TRUE(seen[0] == seen[1]);
+  ASSERT_EQ(ops[0].size(), ops[1].size());
+  std::set<ImageOp> kinds;
+  for (std::size_t i = 0; i < ops[0].size(); ++i) {
+    EXPECT_EQ(ops[0][i].op, ops[1][i].op);
+    EXPECT_TRUE(std::equal(std::begin(ops[0][i].args), std::end(ops[0][i].args),
+                           std::begin(ops[1][i].args)));
+    kinds.insert(ops[0][i].op);
+  }
+  for (ImageOp k :
+       {ImageOp::kAffine, ImageOp::kShear, ImageOp::kRotate, ImageOp::kBrightness,
+        ImageOp::kSaturation, ImageOp::kContrast, ImageOp::kSharpness, ImageOp::kPosterize,
+        ImageOp::kSolarize, ImageOp::kAutocontrast, ImageOp::kEqualize, ImageOp::kInvert})
+    EXPECT_TRUE(kinds.count(k)) << image_op_name(k);
+}
+
 }  // namespace
 }  // namespace stoke

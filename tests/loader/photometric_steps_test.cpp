@@ -78,11 +78,46 @@ TEST(PhotometricSteps, BadNumbersAreNamed) {
             "adjust_sharpness: factor must be in [0, 100], got -1");
 }
 
+TEST(PhotometricSteps, PoliciesComeAfterEveryCropResizeAndFlip) {
+  const auto validated = [](const std::string& text) {
+    try {
+      make_pipeline(64, 64, 3, parse_steps(text)).validate(0, 0);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(validated("random_resized_crop 64 64 | horizontal_flip | trivial_augment_wide | "
+                      "rand_augment | auto_augment_svhn | invert"),
+            "no error");
+  EXPECT_EQ(validated("resize 64 64 | trivial_augment_wide | horizontal_flip"),
+            "pipeline: trivial_augment_wide must come after every crop, resize and flip (where "
+            "torchvision's recipes put it), but horizontal_flip follows it");
+  EXPECT_EQ(validated("resize 80 80 | rand_augment | center_crop 64 64"),
+            "pipeline: rand_augment must come after every crop, resize and flip (where "
+            "torchvision's recipes put it), but center_crop follows it");
+  EXPECT_EQ(error_of("rand_augment 2 31"),
+            "rand_augment: magnitude must be a bin in 0..30, got 31");
+  EXPECT_EQ(error_of("trivial_augment_wide 1"),
+            "trivial_augment_wide: magnitude bins must be in 2..1024, got 1");
+  EXPECT_EQ(error_of("auto_augment 300"),
+            "auto_augment: fill must be a level in [0, 255], got 300");
+  const Pipeline p =
+      make_pipeline(64, 64, 3,
+                    parse_steps("resize 64 64 | trivial_augment_wide 31 128 | rand_augment 3 5 | "
+                                "auto_augment_cifar10"));
+  EXPECT_EQ(p.max_applied_ops(), 1 + 3 + 2);
+  EXPECT_NE(p.describe().find("trivial_augment_wide bins 31 fill 128\nrand_augment ops 3 "
+                              "magnitude 5 of 31 bins fill 0\nauto_augment cifar10 fill 0\n"),
+            std::string::npos)
+      << p.describe();
+}
+
 std::vector<ColorOpArgs> draws(const Pipeline& p, std::int64_t position) {
   const AugmentStep s = to_augment_step(p.steps().front());
   SampleRng rng(5, kSampleStream, 0, position);
   std::vector<ColorOpArgs> out;
-  draw_photometric(s, rng, out);
+  draw_pixel_ops(s, rng, 8, 8, out);
   return out;
 }
 

@@ -7,13 +7,13 @@
 
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "golden_file.hpp"
 
 namespace stoke::detail {
 
@@ -41,40 +41,7 @@ struct Golden {
   std::string error;  // why the file could not be read; empty when it was
 };
 
-// Little-endian fields of the golden file; a read past its end sets `failed`.
-class FieldReader {
- public:
-  explicit FieldReader(const std::vector<std::uint8_t>& data) : data_(data) {}
-  std::uint32_t u32() {
-    std::uint32_t v = 0;
-    if (!take(4)) return 0;
-    for (int i = 3; i >= 0; --i) v = (v << 8) | data_[pos_ - 4 + static_cast<std::size_t>(i)];
-    return v;
-  }
-  float f32() {
-    const std::uint32_t bits = u32();
-    float v;
-    std::memcpy(&v, &bits, sizeof v);
-    return v;
-  }
-  std::vector<std::uint8_t> bytes(std::size_t n) {
-    if (!take(n)) return {};
-    return {data_.begin() + static_cast<std::ptrdiff_t>(pos_ - n),
-            data_.begin() + static_cast<std::ptrdiff_t>(pos_)};
-  }
-  bool failed() const { return failed_; }
-  bool at_end() const { return pos_ == data_.size(); }
-
- private:
-  bool take(std::size_t n) {
-    if (failed_ || n > data_.size() - pos_) return !(failed_ = true);
-    pos_ += n;
-    return true;
-  }
-  const std::vector<std::uint8_t>& data_;
-  std::size_t pos_ = 0;
-  bool failed_ = false;
-};
+using test::FieldReader;
 
 Golden parse(const std::vector<std::uint8_t>& data) {
   Golden g;
@@ -106,11 +73,10 @@ Golden parse(const std::vector<std::uint8_t>& data) {
 
 const Golden& golden() {
   static const Golden g = [] {
-    const std::string path = std::string(STOKE_SOURCE_DIR) + "/tests/data/photometric_golden.bin";
-    std::ifstream f(path, std::ios::binary);
-    if (!f) return Golden{{}, {}, path + ": cannot be opened"};
-    const std::vector<std::uint8_t> data((std::istreambuf_iterator<char>(f)),
-                                         std::istreambuf_iterator<char>());
+    const std::string path = test::golden_path("photometric_golden.bin");
+    std::string error;
+    const std::vector<std::uint8_t> data = test::read_golden_file(path, error);
+    if (!error.empty()) return Golden{{}, {}, error};
     Golden parsed = parse(data);
     if (!parsed.error.empty()) parsed.error = path + ": " + parsed.error;
     return parsed;

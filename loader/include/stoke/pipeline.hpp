@@ -36,7 +36,22 @@ enum class StepKind : std::uint32_t {
   kAutocontrast = 16,     // stretch each channel's [min, max] to [0, 255]
   kAdjustSharpness = 17,  // blend with a 3x3 smoothed image by `factor`
   kInvert = 18,           // 255 - value
+  // Augmentation policies (torchvision.transforms.v2's classes): each draws its ops per sample
+  // from torchvision's op table and magnitude bins, with `fill` outside warped images. They act
+  // on the image as it is after every crop, resize and flip (where torchvision's recipes put
+  // them), so no such step may follow one.
+  kTrivialAugmentWide = 19,  // TrivialAugmentWide(magnitude_bins)
+  kRandAugment = 20,         // RandAugment(num_ops, magnitude, magnitude_bins)
+  kAutoAugment = 21,         // AutoAugment(policy)
 };
+
+// AutoAugment's policies (torchvision's AutoAugmentPolicy).
+enum class AutoAugmentPolicy : std::int32_t { kImageNet = 0, kCifar10 = 1, kSvhn = 2 };
+
+// Whether a step is one of the augmentation policies.
+constexpr bool is_policy(StepKind kind) {
+  return kind >= StepKind::kTrivialAugmentWide && kind <= StepKind::kAutoAugment;
+}
 
 // Whether a step changes pixel values only, not where they are (the photometric steps).
 constexpr bool is_photometric(StepKind kind) {
@@ -44,8 +59,16 @@ constexpr bool is_photometric(StepKind kind) {
          (kind >= StepKind::kGrayscale && kind <= StepKind::kInvert);
 }
 
-// The photometric ops a sample can get, as Batch::applied_ops() reports them (stable numbers).
-// Each is torchvision.transforms.v2.functional's op of that name on uint8 pixels.
+// Whether a step keeps the image's size and draws ops on it (Batch::applied_ops()): the
+// photometric steps and the policies.
+constexpr bool works_in_place(StepKind kind) {
+  return is_photometric(kind) || is_policy(kind);
+}
+
+// The ops a sample can get, as Batch::applied_ops() reports them (stable numbers). Each is
+// torchvision.transforms.v2.functional's op of that name on uint8 pixels; the geometric ones
+// (13 to 15) take the nearest pixel and give the points that land outside the image one fill
+// level in every channel.
 enum class ImageOp : std::int32_t {
   kNone = 0,
   kBrightness = 1,     // args[0]: factor (F.adjust_brightness)
@@ -60,6 +83,23 @@ enum class ImageOp : std::int32_t {
   kSharpness = 10,     // args[0]: factor (F.adjust_sharpness)
   kInvert = 11,        // F.invert
   kGaussianBlur = 12,  // args[0], args[1]: kernel width, height; args[2]: sigma (F.gaussian_blur)
+  // The policies' geometric ops, nearest neighbour, one fill level for every channel:
+  // args[0]: angle in degrees, clockwise (F.affine turns the other way from F.rotate);
+  // args[1], args[2]: translation in pixels (x right, y down); args[3]: scale; args[4], args[5]:
+  // shear in degrees (x, y); args[6]: fill. F.affine with center=None: rotation, scale and shear
+  // about the image centre.
+  kAffine = 13,
+  // kAffine's numbers, about the top-left corner (F.affine with center=[0, 0]), as the
+  // AutoAugment, RandAugment and TrivialAugment policies shear (ShearX, ShearY).
+  kAffineAtOrigin = 14,
+  // args[0]: angle in degrees, counter-clockwise; args[1]: fill. F.rotate with expand=False,
+  // about the image centre.
+  kRotate = 15,
+  // args[0]: the policies' ShearX / ShearY magnitude m (signed); args[1]: 0 for x, 1 for y;
+  // args[2]: fill. F.affine with shear degrees(atan(m)) on that axis about the top-left corner,
+  // the angle worked out in double as torchvision's _apply_image_or_video_transform does (a
+  // float32 angle would move some pixels).
+  kShear = 16,
 };
 
 // One op a sample got, with its numbers (see ImageOp; unused ones are 0).
@@ -69,8 +109,8 @@ struct AppliedOp {
 };
 
 // "brightness", "contrast", "saturation", "hue", "grayscale", "solarize", "posterize",
-// "equalize", "autocontrast", "sharpness", "invert", "gaussian_blur"; "" for kNone and unknown
-// numbers.
+// "equalize", "autocontrast", "sharpness", "invert", "gaussian_blur", "affine",
+// "affine_at_origin", "rotate"; "" for kNone and unknown numbers.
 std::string_view image_op_name(ImageOp op);
 
 // One step, as Pipeline::steps() describes it.
@@ -96,9 +136,14 @@ struct Step {
   float factor = 0.f;             // kAdjustSharpness
   std::int32_t bits = 0;          // kPosterize
   std::int32_t kernel_width = 0;  // kGaussianBlur (odd)
-  std::int32_t kernel_height = 0;  // kGaussianBlur (odd)
-  float sigma_min = 0.f;           // kGaussianBlur
-  float sigma_max = 0.f;           // kGaussianBlur
+  std::int32_t kernel_height = 0;   // kGaussianBlur (odd)
+  float sigma_min = 0.f;            // kGaussianBlur
+  float sigma_max = 0.f;            // kGaussianBlur
+  float fill = 0.f;                 // policies: the level outside warped images
+  std::int32_t num_ops = 0;         // kRandAugment
+  std::int32_t magnitude = 0;       // kRandAugment: the bin every op takes
+  std::int32_t magnitude_bins = 0;  // kTrivialAugmentWide, kRandAugment
+  AutoAugmentPolicy policy = AutoAugmentPolicy::kImageNet;  // kAutoAugment
 };
 
 class Pipeline {
@@ -144,6 +189,13 @@ class Pipeline {
   Pipeline& adjust_sharpness(float factor, float probability = 1.f);
   Pipeline& invert(float probability = 1.f);
 
+  // Augmentation policies, as torchvision.transforms.v2's (interpolation nearest, `fill` a
+  // level in [0, 255]). They must come after every crop, resize and flip.
+  Pipeline& trivial_augment_wide(int magnitude_bins = 31, float fill = 0.f);
+  Pipeline& rand_augment(int num_ops = 2, int magnitude = 9, int magnitude_bins = 31,
+                         float fill = 0.f);
+  Pipeline& auto_augment(AutoAugmentPolicy policy = AutoAugmentPolicy::kImageNet, float fill = 0.f);
+
   // The training pipeline to height x width: random-resized-crop + flip for photographs, or,
   // with `small_images` (28x28 digits and the like), pad-(side/7) random crop + flip.
   static Pipeline training(int height, int width, int channels, bool small_images);
@@ -161,8 +213,9 @@ class Pipeline {
   // same size (IDX data), or (0, 0) for decoded files of varying size.
   void validate(int source_height, int source_width) const;
 
-  // The most photometric ops one sample can get from these steps (color_jitter 4, the other
-  // photometric steps 1 each): the width of Batch::applied_ops().
+  // The most ops one sample can get from these steps (color_jitter 4, rand_augment num_ops,
+  // auto_augment 2, the other photometric steps and policies 1 each): the width of
+  // Batch::applied_ops().
   int max_applied_ops() const;
 
   // One line per step, e.g. "random_resized_crop 224x224 scale [0.08, 1] ratio [0.75, 1.33]".

@@ -167,7 +167,7 @@ void Augmenter::run(const AugmentStep* steps, int step_count, ImageSource& sourc
         break;
       }
       default:
-        if (is_photometric(s.step_kind())) photometric(w, s, rng);
+        if (works_in_place(s.step_kind())) photometric(w, s, rng);
         break;
     }
   }
@@ -190,7 +190,7 @@ void Augmenter::run(const AugmentStep* steps, int step_count, ImageSource& sourc
 
 void Augmenter::photometric(Window& w, const AugmentStep& s, SampleRng& rng) {
   const std::size_t first = applied_.size();
-  draw_photometric(s, rng, applied_);
+  draw_pixel_ops(s, rng, w.height, w.width, applied_);
   if (applied_.size() == first || deferring_) return;
   if (nothing_moves_after()) {
     deferring_ = true;
@@ -232,7 +232,7 @@ void Augmenter::resized(Window& w, int height, int width) {
 bool Augmenter::nothing_moves_after() const {
   for (int j = step_index_ + 1; j < step_count_; ++j) {
     const StepKind k = steps_[j].step_kind();
-    if (k != StepKind::kHorizontalFlip && k != StepKind::kVerticalFlip && !is_photometric(k))
+    if (k != StepKind::kHorizontalFlip && k != StepKind::kVerticalFlip && !works_in_place(k))
       return false;
   }
   return true;
@@ -384,9 +384,9 @@ bool Augmenter::resize_region(Window& w, int height, int width) {
     bool flip = w.flip;
     for (int j = step_index_ + 1; j < step_count_; ++j) {
       const AugmentStep& later = steps_[j];
-      if (is_photometric(later.step_kind())) {
+      if (works_in_place(later.step_kind())) {
         lookahead_.clear();
-        draw_photometric(later, ahead, lookahead_);
+        draw_pixel_ops(later, ahead, height, width, lookahead_);
         continue;
       }
       const bool drawn = ahead.bernoulli(later.probability);  // every flip draws

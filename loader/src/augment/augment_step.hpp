@@ -41,7 +41,12 @@ struct AugmentStep {
   std::int32_t kernel_height = 0;
   float sigma_min = 0.f;
   float sigma_max = 0.f;
-  std::uint32_t reserved[8] = {};
+  float fill = 0.f;
+  std::int32_t num_ops = 0;
+  std::int32_t magnitude = 0;
+  std::int32_t magnitude_bins = 0;
+  std::int32_t policy = 0;
+  std::uint32_t reserved[3] = {};
 
   StepKind step_kind() const { return static_cast<StepKind>(kind); }
 };
@@ -74,6 +79,11 @@ inline AugmentStep to_augment_step(const Step& s) {
                      s.kernel_height,
                      s.sigma_min,
                      s.sigma_max,
+                     s.fill,
+                     s.num_ops,
+                     s.magnitude,
+                     s.magnitude_bins,
+                     static_cast<std::int32_t>(s.policy),
                      {}};
 }
 

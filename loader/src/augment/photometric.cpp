@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "augment/geometric_ops.hpp"
+
 // Every value below is rounded where torch rounds it. torch stores each op's float32 result, so
 // a product that it stores before adding must not become a fused multiply-add here; the adds it
 // does fuse are written as std::fma. GCC fuses a product into a later add whenever the target
@@ -492,6 +494,14 @@ void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScrat
     case ColorOp::kGaussianBlur:
       return gaussian_blur(image, static_cast<int>(op.args[0]), static_cast<int>(op.args[1]),
                            op.args[2], scratch);
+    case ColorOp::kAffine:
+      return affine(image, op, AffineCenter::kImage, scratch.u0);
+    case ColorOp::kAffineAtOrigin:
+      return affine(image, op, AffineCenter::kOrigin, scratch.u0);
+    case ColorOp::kRotate:
+      return rotate(image, op, scratch.u0);
+    case ColorOp::kShear:
+      return policy_shear(image, op, scratch.u0);
   }
 }
 

@@ -50,15 +50,17 @@ using ColorOp = ImageOp;
 using ColorOpArgs = AppliedOp;
 
 // What the ops need beyond the image, reused across calls so that a worker allocates once: the
-// blur's 2-D kernel (f0) and 1-D kernels (f1), and the copy of the image that sharpness and the
-// blur read from while they write (u0; reflect-padded for the blur, at most 9 times the image).
+// blur's 2-D kernel (f0) and 1-D kernels (f1), and the copy of the image that sharpness, the
+// blur and the geometric ops read from while they write (u0; reflect-padded for the blur, at most
+// 9 times the image).
 struct PhotometricScratch {
   std::vector<float> f0, f1;
   std::vector<std::uint8_t> u0;
 };
 
-// Applies `op` to `image` in place. REQUIRES: image.channels is 1 or 3; the arguments are in
-// the ranges above (the pipeline's validation guarantees them).
+// Applies `op` to `image` in place; the geometric ops (kAffine, kAffineAtOrigin, kRotate) are
+// geometric_ops.hpp's. REQUIRES: image.channels is 1 or 3; the arguments are in the ranges above
+// and there (the pipeline's validation guarantees them).
 void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScratch& scratch);
 
 }  // namespace stoke::detail

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "augment/policies.hpp"
+
 namespace stoke::detail {
 namespace {
 
@@ -34,7 +36,12 @@ void draw_color_jitter(const AugmentStep& s, SampleRng& rng, std::vector<ColorOp
 
 }  // namespace
 
-void draw_photometric(const AugmentStep& s, SampleRng& rng, std::vector<ColorOpArgs>& out) {
+void draw_pixel_ops(const AugmentStep& s, SampleRng& rng, int height, int width,
+                    std::vector<ColorOpArgs>& out) {
+  if (is_policy(s.step_kind())) {
+    draw_policy(s, rng, height, width, out);
+    return;
+  }
   switch (s.step_kind()) {
     case StepKind::kColorJitter:
       draw_color_jitter(s, rng, out);

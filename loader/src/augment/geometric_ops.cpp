@@ -1,0 +1,215 @@
+#include "augment/geometric_ops.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <numbers>
+
+// Every float32 value below is rounded where torch rounds it, so no product may be fused into a
+// later add (GCC fuses whenever the target has FMA, even across statements); the one fused
+// multiply-add torch does is written out in source_index.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+namespace stoke::detail {
+namespace {
+
+// CPython's math.radians multiplies by this constant, pi / 180 rounded to double.
+constexpr double kDegreesToRadians = std::numbers::pi / 180.0;
+
+std::uint8_t* row(const Pixels& im, int y) {
+  return im.data + static_cast<std::size_t>(y) * im.stride;
+}
+
+std::size_t row_bytes(const Pixels& im) {
+  return static_cast<std::size_t>(im.width) * static_cast<std::size_t>(im.channels);
+}
+
+// The image's rows, without their padding, in `copy`: the warp reads the input while it writes.
+const std::uint8_t* tight_copy(const Pixels& im, std::vector<std::uint8_t>& copy) {
+  copy.resize(row_bytes(im) * static_cast<std::size_t>(im.height));
+  for (int y = 0; y < im.height; ++y)
+    std::memcpy(copy.data() + static_cast<std::size_t>(y) * row_bytes(im), row(im, y),
+                row_bytes(im));
+  return copy.data();
+}
+
+// The fill as the output holds it: torch.where picks the float32 fill, and round_() then the
+// byte conversion turn it into a level (half to even: 127.5 and 128.5 both give 128).
+std::uint8_t fill_level(float fill) {
+  return static_cast<std::uint8_t>(std::nearbyint(std::clamp(fill, 0.0f, 255.0f)));
+}
+
+// What F.affine receives, as Python floats (the float32 arguments widened exactly).
+struct AffineArgs {
+  double angle = 0.0, tx = 0.0, ty = 0.0, scale = 1.0, shear_x = 0.0, shear_y = 0.0;
+  double cx = 0.0, cy = 0.0;  // centre_f: the centre relative to the image centre, in pixels
+};
+
+// _get_inverse_affine_matrix(center_f, angle, translate, scale, shear), its Python double
+// arithmetic in its order: the map from an output pixel to the input, both relative to the
+// image centre.
+std::array<double, 6> inverse_affine_matrix(const AffineArgs& a) {
+  const double rot = a.angle * kDegreesToRadians;
+  const double sx = a.shear_x * kDegreesToRadians;
+  const double sy = a.shear_y * kDegreesToRadians;
+  const double cos_sy = std::cos(sy);
+  const double tan_sx = std::tan(sx);
+  const double rot_minus_sy = rot - sy;
+  const double cx_plus_tx = a.cx + a.tx;
+  const double cy_plus_ty = a.cy + a.ty;
+  const double ra = std::cos(rot_minus_sy) / cos_sy;
+  const double rb = -(ra * tan_sx + std::sin(rot));
+  const double rc = std::sin(rot_minus_sy) / cos_sy;
+  const double rd = std::cos(rot) - rc * tan_sx;
+  std::array<double, 6> m = {rd / a.scale, -rb / a.scale, 0.0, -rc / a.scale, ra / a.scale, 0.0};
+  m[2] += a.cx - m[0] * cx_plus_tx - m[1] * cy_plus_ty;
+  m[5] += a.cy - m[3] * cx_plus_tx - m[4] * cy_plus_ty;
+  return m;
+}
+
+// _affine_grid's float32 numbers: theta rounded to float32 and divided by half the width
+// (first row) and half the height (second row). A grid value is then
+// (x * ax + y * ay) + a0 with each product rounded, x and y the pixel's offsets from the centre.
+struct SamplingGrid {
+  float ax, ay, a0;  // the x coordinate, before grid_sample's unnormalisation
+  float bx, by, b0;  // the y coordinate
+};
+
+SamplingGrid sampling_grid(const std::array<double, 6>& m, int width, int height) {
+  const float hw = static_cast<float>(0.5 * width), hh = static_cast<float>(0.5 * height);
+  auto t = [&](std::size_t k, float half) { return static_cast<float>(m[k]) / half; };
+  return {t(0, hw), t(1, hw), t(2, hw), t(3, hh), t(4, hh), t(5, hh)};
+}
+
+template <int kChannels>
+void copy_pixel(std::uint8_t* out, const std::uint8_t* in) {
+  for (int k = 0; k < kChannels; ++k) out[k] = in[k];
+}
+
+template <int kChannels>
+void fill_pixel(std::uint8_t* out, std::uint8_t level) {
+  for (int k = 0; k < kChannels; ++k) out[k] = level;
+}
+
+// _apply_grid_transform with nearest sampling: grid_sample of the image and of a ones channel,
+// then the fill wherever that channel is below 0.5, i.e. wherever the point lands outside.
+template <int kChannels>
+void warp(const Pixels& im, const SamplingGrid& g, std::uint8_t fill,
+          std::vector<std::uint8_t>& copy) {
+  const std::uint8_t* src = tight_copy(im, copy);
+  const std::size_t line = row_bytes(im);
+  // linspace((1 - n) / 2, (n - 1) / 2, n) steps by exactly 1: these offsets are exact.
+  const float x0 = 0.5f * static_cast<float>(im.width - 1);
+  const float y0 = 0.5f * static_cast<float>(im.height - 1);
+  const float half_w = 0.5f * static_cast<float>(im.width);
+  const float half_h = 0.5f * static_cast<float>(im.height);
+  const auto last_x = static_cast<float>(im.width - 1), last_y = static_cast<float>(im.height - 1);
+  for (int y = 0; y < im.height; ++y) {
+    const float yb = static_cast<float>(y) - y0;
+    const float y_ax = yb * g.ay, y_by = yb * g.by;
+    std::uint8_t* out = row(im, y);
+    for (int x = 0; x < im.width; ++x, out += kChannels) {
+      const float xb = static_cast<float>(x) - x0;
+      const float sx = source_index((xb * g.ax + y_ax) + g.a0, half_w);
+      const float sy = source_index((xb * g.bx + y_by) + g.b0, half_h);
+      if (sx >= 0.0f && sx <= last_x && sy >= 0.0f && sy <= last_y)
+        copy_pixel<kChannels>(out, src + static_cast<std::size_t>(sy) * line +
+                                       static_cast<std::size_t>(sx) * kChannels);
+      else
+        fill_pixel<kChannels>(out, fill);
+    }
+  }
+}
+
+void warp(const Pixels& im, const std::array<double, 6>& m, float fill,
+          std::vector<std::uint8_t>& copy) {
+  const SamplingGrid g = sampling_grid(m, im.width, im.height);
+  if (im.channels == 3)
+    warp<3>(im, g, fill_level(fill), copy);
+  else
+    warp<1>(im, g, fill_level(fill), copy);
+}
+
+// torch.rot90(image, k, dims=(-2, -1)): k counter-clockwise quarter turns (1, 2 or 3).
+// REQUIRES: a square image unless k is 2.
+void quarter_turns(const Pixels& im, int k, std::vector<std::uint8_t>& copy) {
+  const std::uint8_t* src = tight_copy(im, copy);
+  const auto c = static_cast<std::size_t>(im.channels);
+  const std::size_t line = row_bytes(im);
+  const int w = im.width, h = im.height;
+  for (int y = 0; y < h; ++y) {
+    std::uint8_t* out = row(im, y);
+    for (int x = 0; x < w; ++x, out += c) {
+      const int sy = k == 1 ? x : (k == 2 ? h - 1 - y : h - 1 - x);
+      const int sx = k == 1 ? w - 1 - y : (k == 2 ? w - 1 - x : y);
+      std::memcpy(out, src + static_cast<std::size_t>(sy) * line + static_cast<std::size_t>(sx) * c,
+                  c);
+    }
+  }
+}
+
+// Python's float `angle % 360`: the remainder takes the divisor's sign, so -1e-20 becomes 360.
+double python_mod_360(double angle) {
+  double r = std::fmod(angle, 360.0);
+  if (r != 0.0) {
+    if (r < 0.0) r += 360.0;
+  } else {
+    r = 0.0;
+  }
+  return r;
+}
+
+}  // namespace
+
+// torch's vector loop computes (g + 1) * half_size - 0.5 with one fused multiply-add. g + 1 is a
+// float32 of at least 2^-24 spacing and half_size a multiple of 1/2, so the exact value is a
+// multiple of 2^-25: below 2^27 in magnitude (every point near the image) double holds it
+// exactly, and rounding it once to float32 gives the fused result. Beyond that both lie outside
+// any image. (geometric_ops_test checks this against std::fma at every tie of sizes up to 600.)
+// Double keeps the loop free of library calls where the target has no FMA instruction.
+float source_index(float g, float half_size) {
+  const double product = static_cast<double>(g + 1.0f) * static_cast<double>(half_size);
+  return std::nearbyint(static_cast<float>(product - 0.5));
+}
+
+void affine(const Pixels& image, const AppliedOp& op, AffineCenter center,
+            std::vector<std::uint8_t>& copy) {
+  AffineArgs a{op.args[0], op.args[1], op.args[2], op.args[3], op.args[4], op.args[5]};
+  if (center == AffineCenter::kOrigin) {  // affine_image: [c - s * 0.5 for c, s in ...]
+    a.cx = 0.0 - image.width * 0.5;
+    a.cy = 0.0 - image.height * 0.5;
+  }
+  warp(image, inverse_affine_matrix(a), op.args[6], copy);
+}
+
+void policy_shear(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>& copy) {
+  // math.degrees(math.atan(m)): CPython's degrees multiplies by 180 / pi.
+  const double degrees = std::atan(static_cast<double>(op.args[0])) * (180.0 / std::numbers::pi);
+  AffineArgs a;
+  (op.args[1] == 0.f ? a.shear_x : a.shear_y) = degrees;
+  a.cx = 0.0 - image.width * 0.5;
+  a.cy = 0.0 - image.height * 0.5;
+  warp(image, inverse_affine_matrix(a), op.args[2], copy);
+}
+
+void rotate(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>& copy) {
+  const double angle = python_mod_360(op.args[0]);
+  // rotate_image's fast paths, taken before the fill is looked at.
+  if (angle == 0.0) return;
+  if (angle == 180.0) return quarter_turns(image, 2, copy);
+  if (image.width == image.height && (angle == 90.0 || angle == 270.0))
+    return quarter_turns(image, angle == 90.0 ? 1 : 3, copy);
+  // affine and rotate turn opposite ways, so rotate_image negates the angle.
+  AffineArgs a;
+  a.angle = -angle;
+  warp(image, inverse_affine_matrix(a), op.args[1], copy);
+}
+
+}  // namespace stoke::detail

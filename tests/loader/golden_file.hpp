@@ -1,0 +1,64 @@
+#pragma once
+// Reading the golden files that tests/loader/make_*_golden.py write from torchvision's outputs:
+// the file's bytes, then its little-endian fields. A read past the end sets failed() and returns
+// zeros, so a parser reads on and checks once.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace stoke::test {
+
+inline std::string golden_path(const std::string& name) {
+  return std::string(STOKE_SOURCE_DIR) + "/tests/data/" + name;
+}
+
+// The file's bytes; `error` names the path when it cannot be opened.
+inline std::vector<std::uint8_t> read_golden_file(const std::string& path, std::string& error) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    error = path + ": cannot be opened";
+    return {};
+  }
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+class FieldReader {
+ public:
+  explicit FieldReader(const std::vector<std::uint8_t>& data) : data_(data) {}
+  std::uint32_t u32() {
+    std::uint32_t v = 0;
+    if (!take(4)) return 0;
+    for (int i = 3; i >= 0; --i) v = (v << 8) | data_[pos_ - 4 + static_cast<std::size_t>(i)];
+    return v;
+  }
+  float f32() {
+    const std::uint32_t bits = u32();
+    float v;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+  }
+  std::vector<std::uint8_t> bytes(std::size_t n) {
+    if (!take(n)) return {};
+    return {data_.begin() + static_cast<std::ptrdiff_t>(pos_ - n),
+            data_.begin() + static_cast<std::ptrdiff_t>(pos_)};
+  }
+  bool failed() const { return failed_; }
+  bool at_end() const { return pos_ == data_.size(); }
+
+ private:
+  bool take(std::size_t n) {
+    if (failed_ || n > data_.size() - pos_) return !(failed_ = true);
+    pos_ += n;
+    return true;
+  }
+  const std::vector<std::uint8_t>& data_;
+  std::size_t pos_ = 0;
+  bool failed_ = false;
+};
+
+}  // namespace stoke::test
