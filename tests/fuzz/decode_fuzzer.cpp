@@ -61,14 +61,15 @@ constexpr std::uint64_t kSeed = 0x5eed;
 // The four pipelines for one output channel count, indexed by bits 1-2 of the control byte.
 std::vector<Pipeline> make_pipelines(int channels) {
   std::vector<Pipeline> p;
-  // 0: photographs' training pipeline: random_resized_crop 32x32 + horizontal_flip.
-  p.push_back(Pipeline::training(32, 32, channels, false));
-  // 1: resize + crops + jitter: the steps that move the window outside the source and apply the
-  //    lookup table (color_jitter) before a crop with padding.
+  // 0: photographs' training pipeline: random_resized_crop 32x32 + horizontal_flip, then
+  //    TrivialAugmentWide (every photometric and geometric op of the policies, on the output).
+  p.push_back(Pipeline::training(32, 32, channels, false).trivial_augment_wide());
+  // 1: resize + crops + jitter: the steps that move the window outside the source, and the
+  //    colour ops run on the image before a crop with padding.
   {
     Pipeline q(32, 32, channels);
-    q.resize_shorter(36).center_crop(36, 36).color_jitter(0.4f, 0.4f).pad_random_crop(4, 32, 32);
-    q.horizontal_flip(0.5f);
+    q.resize_shorter(36).center_crop(36, 36).color_jitter(0.4f, 0.4f, 0.4f, 0.1f);
+    q.pad_random_crop(4, 32, 32).horizontal_flip(0.5f);
     p.push_back(std::move(q));
   }
   // 2: small-image training pipeline: pad_random_crop 28x28 + flip straight on the decoded
