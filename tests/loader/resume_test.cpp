@@ -146,6 +146,17 @@ TEST(ElasticResume, AFolderContinuesOnOtherRanksDevicesAndBatches) {
   expect_elastic_resume_with_drop(small_images(test::testdata("jpeg")), "folder");
 }
 
+// Photometric steps and a policy draw from the sample's global position too: a resume onto
+// other ranks, devices and batches delivers the pixels of the uninterrupted run.
+TEST(ElasticResume, PhotometricStepsAndPoliciesContinueWithTheSamePixels) {
+  Options o = small_images(test::testdata("jpeg"));
+  o.pipeline = make_pipeline(
+      16, 16, 3,
+      parse_steps("random_resized_crop 16 16 | horizontal_flip | color_jitter 0.4 0.4 0.4 0.1 | "
+                  "random_grayscale 0.2 | trivial_augment_wide | rand_augment 2 9"));
+  expect_elastic_resume(o, "folder, photometric steps and policies");
+}
+
 TEST(ElasticResume, IdxDataContinuesOnOtherRanksDevicesAndBatches) {
   expect_elastic_resume(test::fashion_options(1, 8), "IDX");
   expect_elastic_resume_with_drop(test::fashion_options(1, 8), "IDX");
