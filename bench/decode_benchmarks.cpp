@@ -8,6 +8,9 @@
 //   BM_RegionDecodeAugment   the fast path: the pipeline plans its crop from the header, then
 //                            only that region is decoded at the smallest DCT scale that still
 //                            gives 224 pixels, resampled and flipped into the output.
+//   BM_ImageOp/<op>          one photometric or geometric op (photometric.hpp) on a 224x224
+//                            RGB image made from the first file, in place; each iteration first
+//                            copies the image back, which BM_ImageOp/copy alone measures.
 //
 //   stoke-decode-benchmarks [--corpus DIR] [--limit N] [--iterations I] [google benchmark flags]
 //   stoke-decode-benchmarks --sweep [--corpus DIR] [--limit N] [--passes P]
@@ -41,11 +44,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <opencv2/imgproc.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "augment/augment.hpp"
+#include "augment/photometric.hpp"
 #include "data/sample_rng.hpp"
 #include "decode/decode.hpp"
 #include "decode/jpeg_common.hpp"
@@ -473,6 +479,66 @@ int sweep(int passes) {
 }
 
 // Registered in main so that --iterations can fix the count (for valgrind's instruction counts).
+// The 224x224 RGB image the op benchmarks work on: the corpus's first file, resized.
+const cv::Mat& op_image() {
+  static const cv::Mat image = [] {
+    stoke::detail::ImageDecoder decoder;
+    stoke::detail::DecodedImage img;
+    const auto& f = corpus().front();
+    if (decoder.decode_buffer(f.data(), f.size(), 3, img) != BadInput::kNone)
+      throw std::runtime_error("the corpus's first file does not decode");
+    cv::Mat rgb, out;
+    if (img.bgr)
+      cv::cvtColor(img.pixels, rgb, cv::COLOR_BGR2RGB);
+    else
+      rgb = img.pixels;
+    cv::resize(rgb, out, cv::Size(224, 224), 0, 0, cv::INTER_AREA);
+    return out;
+  }();
+  return image;
+}
+
+void BM_ImageOp(benchmark::State& state, stoke::AppliedOp op) {
+  const cv::Mat& source = op_image();
+  cv::Mat work = source.clone();
+  const stoke::detail::Pixels px{work.data, work.rows, work.cols, 3, work.step[0]};
+  stoke::detail::PhotometricScratch scratch;
+  for (auto _ : state) {
+    source.copyTo(work);
+    if (op.op != stoke::ImageOp::kNone) stoke::detail::apply_color_op(op, px, scratch);
+    benchmark::DoNotOptimize(work.data);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void register_ops(long iterations) {
+  using stoke::ImageOp;
+  const std::pair<const char*, stoke::AppliedOp> ops[] = {
+      {"copy", {ImageOp::kNone}},
+      {"brightness", {ImageOp::kBrightness, {1.3f}}},
+      {"contrast", {ImageOp::kContrast, {1.3f}}},
+      {"saturation", {ImageOp::kSaturation, {1.3f}}},
+      {"hue", {ImageOp::kHue, {0.1f}}},
+      {"grayscale", {ImageOp::kGrayscale}},
+      {"solarize", {ImageOp::kSolarize, {128.f}}},
+      {"posterize", {ImageOp::kPosterize, {4.f}}},
+      {"equalize", {ImageOp::kEqualize}},
+      {"autocontrast", {ImageOp::kAutocontrast}},
+      {"sharpness", {ImageOp::kSharpness, {1.5f}}},
+      {"invert", {ImageOp::kInvert}},
+      {"gaussian_blur_5", {ImageOp::kGaussianBlur, {5.f, 5.f, 1.f}}},
+      {"gaussian_blur_23", {ImageOp::kGaussianBlur, {23.f, 23.f, 1.f}}},
+      {"affine", {ImageOp::kAffine, {15.f, 10.f, -5.f, 1.1f, 5.f, 3.f, 0.f}}},
+      {"shear", {ImageOp::kShear, {0.3f, 0.f, 0.f}}},
+      {"rotate", {ImageOp::kRotate, {30.f, 0.f}}}};
+  for (const auto& [name, op] : ops) {
+    auto* b =
+        benchmark::RegisterBenchmark((std::string("BM_ImageOp/") + name).c_str(), BM_ImageOp, op)
+            ->Unit(benchmark::kMillisecond);
+    if (iterations > 0) b->Iterations(iterations);
+  }
+}
+
 void register_all(long iterations) {
   const std::pair<const char*, void (*)(benchmark::State&)> all[] = {
       {"BM_TurboJpegFullDecode", BM_TurboJpegFullDecode},
@@ -483,6 +549,7 @@ void register_all(long iterations) {
     auto* b = benchmark::RegisterBenchmark(name, fn)->Unit(benchmark::kMillisecond);
     if (iterations > 0) b->Iterations(iterations);
   }
+  register_ops(iterations);
 }
 
 }  // namespace
