@@ -23,23 +23,6 @@ namespace {
 // CPython's math.radians multiplies by this constant, pi / 180 rounded to double.
 constexpr double kDegreesToRadians = std::numbers::pi / 180.0;
 
-std::uint8_t* row(const Pixels& im, int y) {
-  return im.data + static_cast<std::size_t>(y) * im.stride;
-}
-
-std::size_t row_bytes(const Pixels& im) {
-  return static_cast<std::size_t>(im.width) * static_cast<std::size_t>(im.channels);
-}
-
-// The image's rows, without their padding, in `copy`: the warp reads the input while it writes.
-const std::uint8_t* tight_copy(const Pixels& im, std::vector<std::uint8_t>& copy) {
-  copy.resize(row_bytes(im) * static_cast<std::size_t>(im.height));
-  for (int y = 0; y < im.height; ++y)
-    std::memcpy(copy.data() + static_cast<std::size_t>(y) * row_bytes(im), row(im, y),
-                row_bytes(im));
-  return copy.data();
-}
-
 // The fill as the output holds it: torch.where picks the float32 fill, and round_() then the
 // byte conversion turn it into a level (half to even: 127.5 and 128.5 both give 128).
 std::uint8_t fill_level(float fill) {
@@ -104,7 +87,7 @@ template <int kChannels>
 void warp(const Pixels& im, const SamplingGrid& g, std::uint8_t fill,
           std::vector<std::uint8_t>& copy) {
   const std::uint8_t* src = tight_copy(im, copy);
-  const std::size_t line = row_bytes(im);
+  const std::size_t line = im.row_bytes();
   // linspace((1 - n) / 2, (n - 1) / 2, n) steps by exactly 1: these offsets are exact.
   const float x0 = 0.5f * static_cast<float>(im.width - 1);
   const float y0 = 0.5f * static_cast<float>(im.height - 1);
@@ -114,7 +97,7 @@ void warp(const Pixels& im, const SamplingGrid& g, std::uint8_t fill,
   for (int y = 0; y < im.height; ++y) {
     const float yb = static_cast<float>(y) - y0;
     const float y_ax = yb * g.ay, y_by = yb * g.by;
-    std::uint8_t* out = row(im, y);
+    std::uint8_t* out = im.row(y);
     for (int x = 0; x < im.width; ++x, out += kChannels) {
       const float xb = static_cast<float>(x) - x0;
       const float sx = source_index((xb * g.ax + y_ax) + g.a0, half_w);
@@ -142,10 +125,10 @@ void warp(const Pixels& im, const std::array<double, 6>& m, float fill,
 void quarter_turns(const Pixels& im, int k, std::vector<std::uint8_t>& copy) {
   const std::uint8_t* src = tight_copy(im, copy);
   const auto c = static_cast<std::size_t>(im.channels);
-  const std::size_t line = row_bytes(im);
+  const std::size_t line = im.row_bytes();
   const int w = im.width, h = im.height;
   for (int y = 0; y < h; ++y) {
-    std::uint8_t* out = row(im, y);
+    std::uint8_t* out = im.row(y);
     for (int x = 0; x < w; ++x, out += c) {
       const int sy = k == 1 ? x : (k == 2 ? h - 1 - y : h - 1 - x);
       const int sx = k == 1 ? w - 1 - y : (k == 2 ? w - 1 - x : y);

@@ -32,23 +32,15 @@ constexpr float kByteToUnit = static_cast<float>(1.0 / 255.0);
 constexpr float kUnitToByte = static_cast<float>(255.0 + 1.0 - 1e-3);  // to_dtype_image's eps
 constexpr float kSixth = static_cast<float>(1.0 / 6.0);
 
-std::uint8_t* row(const Pixels& im, int y) {
-  return im.data + static_cast<std::size_t>(y) * im.stride;
-}
-
-std::size_t row_bytes(const Pixels& im) {
-  return static_cast<std::size_t>(im.width) * static_cast<std::size_t>(im.channels);
-}
-
 // `.clamp_(0, 255).to(torch.uint8)`: the conversion truncates toward zero.
 std::uint8_t clamp_to_byte(float v) {
   return static_cast<std::uint8_t>(std::clamp(v, 0.0f, 255.0f));
 }
 
 void map_bytes(const Pixels& im, const Lut& lut) {
-  const std::size_t n = row_bytes(im);
+  const std::size_t n = im.row_bytes();
   for (int y = 0; y < im.height; ++y) {
-    std::uint8_t* p = row(im, y);
+    std::uint8_t* p = im.row(y);
     for (std::size_t i = 0; i < n; ++i) p[i] = lut[p[i]];
   }
 }
@@ -57,9 +49,9 @@ void map_bytes(const Pixels& im, const Lut& lut) {
 // a table lookup per byte costs ten times more than these).
 template <typename Fn>
 void each_byte(const Pixels& im, Fn f) {
-  const std::size_t n = row_bytes(im);
+  const std::size_t n = im.row_bytes();
   for (int y = 0; y < im.height; ++y) {
-    std::uint8_t* p = row(im, y);
+    std::uint8_t* p = im.row(y);
     for (std::size_t i = 0; i < n; ++i) p[i] = f(p[i]);
   }
 }
@@ -67,7 +59,7 @@ void each_byte(const Pixels& im, Fn f) {
 // Channel k through luts[k].
 void map_channels(const Pixels& im, const std::array<Lut, 3>& luts) {
   for (int y = 0; y < im.height; ++y) {
-    std::uint8_t* p = row(im, y);
+    std::uint8_t* p = im.row(y);
     for (int x = 0; x < im.width; ++x, p += im.channels)
       for (int k = 0; k < im.channels; ++k) p[k] = luts[static_cast<std::size_t>(k)][p[k]];
   }
@@ -76,7 +68,7 @@ void map_channels(const Pixels& im, const std::array<Lut, 3>& luts) {
 template <typename Fn>
 void for_each_pixel(const Pixels& im, Fn&& fn) {
   for (int y = 0; y < im.height; ++y) {
-    std::uint8_t* p = row(im, y);
+    std::uint8_t* p = im.row(y);
     for (int x = 0; x < im.width; ++x, p += im.channels) fn(p);
   }
 }
@@ -295,15 +287,6 @@ void autocontrast(const Pixels& im) {
   map_channels(im, luts);
 }
 
-// Copies the image's rows, without their padding, into `copy`.
-const std::uint8_t* tight_copy(const Pixels& im, std::vector<std::uint8_t>& copy) {
-  copy.resize(row_bytes(im) * static_cast<std::size_t>(im.height));
-  for (int y = 0; y < im.height; ++y)
-    std::memcpy(copy.data() + static_cast<std::size_t>(y) * row_bytes(im), row(im, y),
-                row_bytes(im));
-  return copy.data();
-}
-
 // adjust_sharpness_image on the interior: the 3x3 kernel (1 around, 5 in the middle, over 13)
 // rounded, blended with the pixel. The blur is taken in integers: torch's float32 convolution
 // lands within 2e-4 of (neighbours + 5 * centre) / 13, a multiple of 1/13 that is never closer
@@ -312,10 +295,10 @@ void sharpness(const Pixels& im, float factor, std::vector<std::uint8_t>& copy) 
   if (im.height <= 2 || im.width <= 2) return;
   const std::uint8_t* src = tight_copy(im, copy);
   const auto c = static_cast<std::ptrdiff_t>(im.channels);
-  const auto line = static_cast<std::ptrdiff_t>(row_bytes(im));
+  const auto line = static_cast<std::ptrdiff_t>(im.row_bytes());
   const float rest = one_minus(factor);
   for (int y = 1; y + 1 < im.height; ++y) {
-    std::uint8_t* out = row(im, y);
+    std::uint8_t* out = im.row(y);
     for (std::ptrdiff_t i = c; i < line - c; ++i) {
       const std::uint8_t* s = src + y * line + i;
       const int around = s[-line - c] + s[-line] + s[-line + c] + s[-c] + s[c] + s[line - c] +
@@ -401,7 +384,7 @@ const std::uint8_t* reflect_padded(const Pixels& im, int px, int py,
   out.resize(pw * static_cast<std::size_t>(im.height + 2 * py) * c);
   std::uint8_t* dst = out.data();
   for (int y = -py; y < im.height + py; ++y) {
-    const std::uint8_t* src = row(im, reflect(y, im.height));
+    const std::uint8_t* src = im.row(reflect(y, im.height));
     for (int x = -px; x < im.width + px; ++x, dst += c)
       std::memcpy(dst, src + static_cast<std::size_t>(reflect(x, im.width)) * c, c);
   }
@@ -442,9 +425,9 @@ void blur_into(const Pixels& im, const std::uint8_t* src, std::size_t line, cons
                int kh) {
   const auto c = static_cast<std::size_t>(im.channels);
   for (int y = 0; y < im.height; ++y) {
-    std::uint8_t* out = row(im, y);
+    std::uint8_t* out = im.row(y);
     const std::uint8_t* window = src + static_cast<std::size_t>(y) * line;
-    for (std::size_t i = 0; i < row_bytes(im); ++i)
+    for (std::size_t i = 0; i < im.row_bytes(); ++i)
       out[i] = clamp_to_byte(std::nearbyint(window_sum<kFused>(window + i, line, c, w, kw, kh)));
   }
 }
@@ -472,6 +455,14 @@ void gaussian_blur(const Pixels& im, int kw, int kh, float sigma, PhotometricScr
 }
 
 }  // namespace
+
+const std::uint8_t* tight_copy(const Pixels& im, std::vector<std::uint8_t>& copy) {
+  copy.resize(im.row_bytes() * static_cast<std::size_t>(im.height));
+  for (int y = 0; y < im.height; ++y)
+    std::memcpy(copy.data() + static_cast<std::size_t>(y) * im.row_bytes(), im.row(y),
+                im.row_bytes());
+  return copy.data();
+}
 
 void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScratch& scratch) {
   if (image.height <= 0 || image.width <= 0) return;

@@ -41,7 +41,17 @@ struct Pixels {
   int width = 0;
   int channels = 0;
   std::size_t stride = 0;
+
+  std::uint8_t* row(int y) const { return data + static_cast<std::size_t>(y) * stride; }
+  // The bytes of a row's pixels, without its padding.
+  std::size_t row_bytes() const {
+    return static_cast<std::size_t>(width) * static_cast<std::size_t>(channels);
+  }
 };
+
+// The image's rows, without their padding, in `copy` (resized to fit): what an op that reads
+// its input while it writes works from. Returns copy.data().
+const std::uint8_t* tight_copy(const Pixels& im, std::vector<std::uint8_t>& copy);
 
 // One operation and its numbers (stoke::ImageOp and stoke::AppliedOp, the public record of
 // what a sample got: Batch::applied_ops()). A gaussian blur of an image no wider than args[0] / 2
