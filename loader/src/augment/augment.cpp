@@ -102,7 +102,7 @@ void copy_mirrored(std::uint8_t* dst, const std::uint8_t* src, int n, int c) {
 void Augmenter::run(const AugmentStep* steps, int step_count, ImageSource& source, SampleRng& rng,
                     std::uint8_t* dst, int out_height, int out_width, int out_channels) {
   applied_.clear();
-  deferring_ = false;
+  deferred_from_ = kNotDeferred;
   next_scratch_ = 0;
   steps_ = steps;
   step_count_ = step_count;
@@ -180,20 +180,17 @@ void Augmenter::run(const AugmentStep* steps, int step_count, ImageSource& sourc
   output_map_.tx = w.flip ? w.x0 + w.width - bx_ : bx_ - w.x0;
   write_output(w, dst, out_channels);
   if (w.vflip) mirror_rows(dst, out_channels);
-  if (deferring_) {
-    const Pixels out{dst, out_height, out_width, out_channels,
-                     static_cast<std::size_t>(out_width) * out_channels};
-    for (std::size_t i = deferred_from_; i < applied_.size(); ++i)
-      apply_color_op(applied_[i], out, photometric_);
-  }
+  const Pixels out{dst, out_height, out_width, out_channels,
+                   static_cast<std::size_t>(out_width) * out_channels};
+  for (std::size_t i = deferred_from_; i < applied_.size(); ++i)  // none for kNotDeferred
+    apply_color_op(applied_[i], out, photometric_);
 }
 
 void Augmenter::photometric(Window& w, const AugmentStep& s, SampleRng& rng) {
   const std::size_t first = applied_.size();
   draw_pixel_ops(s, rng, w.height, w.width, applied_);
-  if (applied_.size() == first || deferring_) return;
+  if (applied_.size() == first || deferred_from_ != kNotDeferred) return;
   if (nothing_moves_after()) {
-    deferring_ = true;
     deferred_from_ = first;
     return;
   }
@@ -477,7 +474,6 @@ void Augmenter::write_output(Window& w, std::uint8_t* dst, int out_channels) {
   const ImageRef& s = w.src;
   const int sc = s.channels;
   const std::size_t row_bytes = static_cast<std::size_t>(w.width) * out_channels;
-  const std::uint8_t fill = 0;
   // Columns [lo, hi) of the output read source pixels; the rest are padding.
   int lo, hi;
   if (!w.flip) {
@@ -493,11 +489,11 @@ void Augmenter::write_output(Window& w, std::uint8_t* dst, int out_channels) {
     std::uint8_t* out = dst + y * row_bytes;
     const int sy = w.y0 + y;
     if (sy < 0 || sy >= s.height || lo == hi) {
-      std::memset(out, fill, row_bytes);
+      std::memset(out, 0, row_bytes);
       continue;
     }
-    fill_bytes(out, fill, lo * out_channels);
-    fill_bytes(out + hi * out_channels, fill, (w.width - hi) * out_channels);
+    fill_bytes(out, 0, lo * out_channels);
+    fill_bytes(out + hi * out_channels, 0, (w.width - hi) * out_channels);
     const std::uint8_t* row = s.data + sy * s.stride;
     if (plain) {
       if (!w.flip) {

@@ -153,8 +153,9 @@ class Augmenter {
   double area_oversample_ = kDefaultAreaOversample;
   int area_floor_ = kDefaultAreaFloor;
   std::vector<ColorOpArgs> applied_;  // this run's photometric ops, in order
-  std::size_t deferred_from_ = 0;     // applied_[deferred_from_..] run on the written output
-  bool deferring_ = false;
+  // applied_[deferred_from_..] run on the written output; kNotDeferred: none do (yet).
+  static constexpr std::size_t kNotDeferred = static_cast<std::size_t>(-1);
+  std::size_t deferred_from_ = kNotDeferred;
   std::vector<ColorOpArgs> lookahead_;  // draws of later steps, for the direct write
   PhotometricScratch photometric_;
   std::vector<std::uint8_t> scratch_[3];
