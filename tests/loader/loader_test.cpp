@@ -216,46 +216,53 @@ TEST(Loader, JpegCorpusIsIdenticalInProcessAndWithWorkers) {
   EXPECT_EQ(pooled.stats().skipped, 0);
 }
 
-// Every photometric step, after and before the last resize: the same pixels and the same applied
-// ops for 0, 1 and 3 workers, and new draws the next epoch.
-TEST(Loader, PhotometricStepsAreIdenticalForAnyWorkerCount) {
+// The JPEG corpus at 48x48 through `steps`, batches of 16.
+Options jpeg_pipeline(std::uint64_t seed, const char* steps) {
   Options o;
   o.data = test::testdata("jpeg");
   o.batch = 16;
-  o.seed = 5;
+  o.seed = seed;
   o.log = [](std::string_view) {};
-  o.pipeline = make_pipeline(
-      48, 48, 3,
-      parse_steps("random_grayscale 0.3 | random_resized_crop 48 48 | horizontal_flip | "
-                  "color_jitter 0.4 0.4 0.4 0.1 | gaussian_blur 3 | random_solarize 128 | "
-                  "random_posterize 3 | random_equalize | random_autocontrast | "
-                  "random_adjust_sharpness 2 | random_invert 0.2"));
-  struct Seen {
-    Delivered d;
-    std::vector<AppliedOp> ops;
-  };
-  const auto epoch = [](Loader& loader) {
-    Seen seen;
-    while (auto b = loader.next()) {
-      append(seen.d, *b);
-      EXPECT_EQ(b->max_applied_ops(), 12);
-      seen.ops.insert(seen.ops.end(), b->applied_ops().begin(), b->applied_ops().end());
-    }
-    return seen;
-  };
-  const auto same_ops = [](const std::vector<AppliedOp>& x, const std::vector<AppliedOp>& y) {
-    return x.size() == y.size() &&
-           std::equal(x.begin(), x.end(), y.begin(), [](const AppliedOp& p, const AppliedOp& q) {
-             return p.op == q.op &&
-                    std::equal(std::begin(p.args), std::end(p.args), std::begin(q.args));
-           });
-  };
-  std::vector<Seen> first, second;
+  o.pipeline = make_pipeline(48, 48, 3, parse_steps(steps));
+  return o;
+}
+
+// What the loader delivers of its current epoch, with every sample's applied ops, each batch
+// `ops_per_sample` wide.
+struct SeenWithOps {
+  Delivered d;
+  std::vector<AppliedOp> ops;
+};
+void take_epoch(Loader& loader, int ops_per_sample, SeenWithOps& seen) {
+  while (auto b = loader.next()) {
+    append(seen.d, *b);
+    EXPECT_EQ(b->max_applied_ops(), ops_per_sample);
+    seen.ops.insert(seen.ops.end(), b->applied_ops().begin(), b->applied_ops().end());
+  }
+}
+
+bool same_ops(const std::vector<AppliedOp>& x, const std::vector<AppliedOp>& y) {
+  return x.size() == y.size() &&
+         std::equal(x.begin(), x.end(), y.begin(), [](const AppliedOp& p, const AppliedOp& q) {
+           return p.op == q.op &&
+                  std::equal(std::begin(p.args), std::end(p.args), std::begin(q.args));
+         });
+}
+
+// Every photometric step, after and before the last resize: the same pixels and the same applied
+// ops for 0, 1 and 3 workers, and new draws the next epoch.
+TEST(Loader, PhotometricStepsAreIdenticalForAnyWorkerCount) {
+  Options o = jpeg_pipeline(
+      5,
+      "random_grayscale 0.3 | random_resized_crop 48 48 | horizontal_flip | color_jitter 0.4 0.4 "
+      "0.4 0.1 | gaussian_blur 3 | random_solarize 128 | random_posterize 3 | random_equalize | "
+      "random_autocontrast | random_adjust_sharpness 2 | random_invert 0.2");
+  std::vector<SeenWithOps> first, second;
   for (int workers : {0, 1, 3}) {
     o.workers = workers;
     Loader loader(o);
-    first.push_back(epoch(loader));
-    second.push_back(epoch(loader));
+    take_epoch(loader, 12, first.emplace_back());
+    take_epoch(loader, 12, second.emplace_back());
   }
   for (std::size_t i = 1; i < first.size(); ++i) {
     EXPECT_TRUE(first[i].d == first[0].d) << "workers index " << i;
@@ -273,42 +280,23 @@ TEST(Loader, PhotometricStepsAreIdenticalForAnyWorkerCount) {
 // The policies after the crop and flip: the same pixels and ops for 0 and 3 workers, and every
 // kind of op the policies make drawn somewhere.
 TEST(Loader, PoliciesAreIdenticalForAnyWorkerCount) {
-  Options o;
-  o.data = test::testdata("jpeg");
-  o.batch = 16;
-  o.seed = 8;
-  o.log = [](std::string_view) {};
-  o.pipeline = make_pipeline(
-      48, 48, 3,
-      parse_steps("random_resized_crop 48 48 | horizontal_flip | trivial_augment_wide 31 128 | "
-                  "rand_augment 2 9 | auto_augment"));
-  std::vector<Delivered> seen;
-  std::vector<std::vector<AppliedOp>> ops;
+  Options o = jpeg_pipeline(8,
+                            "random_resized_crop 48 48 | horizontal_flip | trivial_augment_wide "
+                            "31 128 | rand_augment 2 9 | auto_augment");
+  std::vector<SeenWithOps> seen;
   for (int workers : {0, 3}) {
     o.workers = workers;
     Loader loader(o);
-    Delivered d;
-    std::vector<AppliedOp> all;
+    SeenWithOps& s = seen.emplace_back();
     for (int epoch = 0; epoch < 3; ++epoch) {
       loader.set_epoch(epoch);
-      while (auto b = loader.next()) {
-        append(d, *b);
-        EXPECT_EQ(b->max_applied_ops(), 5);
-        all.insert(all.end(), b->applied_ops().begin(), b->applied_ops().end());
-      }
+      take_epoch(loader, 5, s);
     }
-    seen.push_back(std::move(d));
-    ops.push_back(std::move(all));
   }
-  EXPECT_TRUE(seen[0] == seen[1]);
-  ASSERT_EQ(ops[0].size(), ops[1].size());
+  EXPECT_TRUE(seen[0].d == seen[1].d);
+  EXPECT_TRUE(same_ops(seen[0].ops, seen[1].ops));
   std::set<ImageOp> kinds;
-  for (std::size_t i = 0; i < ops[0].size(); ++i) {
-    EXPECT_EQ(ops[0][i].op, ops[1][i].op);
-    EXPECT_TRUE(std::equal(std::begin(ops[0][i].args), std::end(ops[0][i].args),
-                           std::begin(ops[1][i].args)));
-    kinds.insert(ops[0][i].op);
-  }
+  for (const AppliedOp& op : seen[0].ops) kinds.insert(op.op);
   for (ImageOp k :
        {ImageOp::kAffine, ImageOp::kShear, ImageOp::kRotate, ImageOp::kBrightness,
         ImageOp::kSaturation, ImageOp::kContrast, ImageOp::kSharpness, ImageOp::kPosterize,
