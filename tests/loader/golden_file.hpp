@@ -61,4 +61,21 @@ class FieldReader {
   bool failed_ = false;
 };
 
+// The golden file `name` read and handed to `parse` (a function of its bytes returning a G), or a
+// G whose `error` says why it could not be read; a parse error is prefixed with the path.
+template <class G, class Parse>
+G load_golden(const std::string& name, Parse parse) {
+  const std::string path = golden_path(name);
+  std::string error;
+  const std::vector<std::uint8_t> data = read_golden_file(path, error);
+  if (!error.empty()) {
+    G failed{};
+    failed.error = error;
+    return failed;
+  }
+  G parsed = parse(data);
+  if (!parsed.error.empty()) parsed.error = path + ": " + parsed.error;
+  return parsed;
+}
+
 }  // namespace stoke::test

@@ -72,15 +72,7 @@ Golden parse(const std::vector<std::uint8_t>& data) {
 }
 
 const Golden& golden() {
-  static const Golden g = [] {
-    const std::string path = test::golden_path("photometric_golden.bin");
-    std::string error;
-    const std::vector<std::uint8_t> data = test::read_golden_file(path, error);
-    if (!error.empty()) return Golden{{}, {}, error};
-    Golden parsed = parse(data);
-    if (!parsed.error.empty()) parsed.error = path + ": " + parsed.error;
-    return parsed;
-  }();
+  static const Golden g = test::load_golden<Golden>("photometric_golden.bin", parse);
   return g;
 }
 
