@@ -16,11 +16,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -85,6 +87,13 @@ class Child {
   }
 
   bool running() const { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
+  // True once the child has exited (it is reaped then, and stop() has nothing left to do).
+  bool exited() {
+    if (pid_ <= 0) return true;
+    if (::waitpid(pid_, nullptr, WNOHANG) == 0) return false;
+    pid_ = -1;
+    return true;
+  }
   // SIGTERM, then SIGKILL when it has not exited within the grace period.
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(3000)) {
     if (pid_ <= 0) return;
@@ -105,10 +114,35 @@ class Child {
   pid_t pid_ = -1;
 };
 
-inline bool wait_until_accepting(int port, std::chrono::seconds limit) {
+// True when a listening socket could take `port` on 127.0.0.1 now (bound with SO_REUSEADDR, as
+// servers bind): unlike accepts(), this also sees a port held by a connected client socket.
+inline bool bindable(int port) {
+  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int one = 1;
+  ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(s);
+  return ok;
+}
+
+// The lowest port the kernel hands out for outgoing connections (ip_local_port_range).
+inline int ephemeral_port_floor() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 32768;
+  in >> low;
+  return low;
+}
+
+// Waits until `port` accepts; gives up early when `child` (if given) has exited.
+inline bool wait_until_accepting(int port, std::chrono::seconds limit, Child* child = nullptr) {
   const auto until = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < until) {
     if (accepts(port)) return true;
+    if (child != nullptr && child->exited()) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;
@@ -243,21 +277,24 @@ class SeaweedS3 {
   }
 
   explicit SeaweedS3(const std::filesystem::path& work) : work_(work) {
-    std::filesystem::create_directories(work / "data");
+    std::filesystem::create_directories(work);
     std::ofstream conf(work / "s3.json");
     conf << R"({"identities": [{"name": "stoke", "credentials": [{"accessKey": ")" << kAccessKey
          << R"(", "secretKey": ")" << kSecretKey
          << R"("}], "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]})";
     conf.close();
-    // Four services, each with an HTTP port and a gRPC port (HTTP + 10000): ports below 50000.
-    for (int& p : ports_) {
-      do {
-        p = free_port();
-      } while (p > 50000 || !port_pair_free(p));
+    // weed dies when one of its ports is taken between the pick and its bind (another test's
+    // server, or one of weed's own outgoing connections); it is then started again on new ports.
+    for (int attempt = 0; attempt < kStartAttempts && !started_; ++attempt) {
+      std::filesystem::remove_all(work / "data");  // nothing of a dead try's metadata is kept
+      std::filesystem::create_directories(work / "data");
+      pick_ports();
+      start();
+      if (!started_ && !child_.exited()) break;  // alive but silent for 60 s: not a port clash
     }
-    start();
   }
 
+  // Starts weed on the ports picked (again on the same ports after stop() or kill()).
   void start() {
     const std::string w = binary();
     child_ = Child(
@@ -268,7 +305,7 @@ class SeaweedS3 {
          // No fixed default ports (tests run side by side), nothing beyond 127.0.0.1.
          "-s3.port.iceberg=0", "-s3.port.lance=0", "-master.telemetry=false"},
         (work_ / "weed.log").string());
-    started_ = wait_until_accepting(ports_[3], std::chrono::seconds(60));
+    started_ = wait_until_accepting(ports_[3], std::chrono::seconds(60), &child_);
   }
   void stop() { child_.stop(std::chrono::milliseconds(5000)); }
   // No grace: SIGKILL straight after SIGTERM, as a crash would end it.
@@ -295,7 +332,25 @@ class SeaweedS3 {
   }
 
  private:
-  static bool port_pair_free(int p) { return !accepts(p) && !accepts(p + 10000); }
+  static constexpr int kStartAttempts = 3;
+
+  // Four services, each with an HTTP port and a gRPC port (HTTP + 10000). Both are drawn below
+  // the kernel's range for outgoing connections, so no client socket can hold one, and each
+  // must be bindable now.
+  void pick_ports() {
+    static std::mt19937 draw(std::random_device{}());
+    const int top = ephemeral_port_floor() - 10000;
+    std::vector<int> taken;
+    for (int& p : ports_) {
+      do {
+        p = top > 11000 ? std::uniform_int_distribution<int>(10000, top - 1)(draw) : free_port();
+      } while (p + 10000 > 65535 || std::count(taken.begin(), taken.end(), p) > 0 ||
+               std::count(taken.begin(), taken.end(), p + 10000) > 0 || !bindable(p) ||
+               !bindable(p + 10000));
+      taken.push_back(p);
+      taken.push_back(p + 10000);
+    }
+  }
 
   std::filesystem::path work_;
   int ports_[4] = {};
