@@ -6,7 +6,9 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 namespace stoke::test {
@@ -24,6 +26,22 @@ inline bool have_gpu(std::string* why) {
   }
   return true;
 }
+
+// Device memory owned by a test; the kernels themselves never allocate.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t bytes) {
+    if (bytes != 0 && cudaMalloc(&ptr_, bytes) != cudaSuccess)
+      throw std::runtime_error("cudaMalloc");
+  }
+  ~DeviceBuffer() { cudaFree(ptr_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return ptr_; }
+
+ private:
+  void* ptr_ = nullptr;
+};
 
 inline bool gpu_required() {
   const char* v = std::getenv("STOKE_REQUIRE_GPU");

@@ -472,21 +472,7 @@ TEST(NormalizeCpu, ProducesTheDocumentedFloat32Values) {
 
 #if defined(STOKE_WITH_CUDA) && STOKE_WITH_CUDA
 
-// Device buffer owned by the test; the kernel itself never allocates.
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(std::size_t bytes) {
-    if (bytes != 0 && cudaMalloc(&ptr_, bytes) != cudaSuccess)
-      throw std::runtime_error("cudaMalloc");
-  }
-  ~DeviceBuffer() { cudaFree(ptr_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* get() const { return ptr_; }
-
- private:
-  void* ptr_ = nullptr;
-};
+using test::DeviceBuffer;
 
 TEST(NormalizeCuda, RejectsInvalidParamsBeforeTouchingTheDevice) {
   NormalizeParams p = valid_params();
