@@ -108,31 +108,37 @@ def replay(src_hwc, ops):
     return t.permute(1, 2, 0).numpy()
 
 
-def check_op(data, steps, epochs, seed):
-    t = OpTally()
-    base, with_op = loader(data, BASE, seed), loader(data, BASE + steps, seed)
+def paired_samples(base, other, epochs):
+    """Each valid sample of `epochs` of two loaders of one seed: (epoch, batch index, sample,
+    the base's output, the other's output, the other's applied ops)."""
     for epoch in range(epochs):
         base.set_epoch(epoch)
-        with_op.set_epoch(epoch)
-        for b, w in zip(base, with_op):
+        other.set_epoch(epoch)
+        for b, w in zip(base, other):
             src = np.from_dlpack(b.pixels[0])
             got = np.from_dlpack(w.pixels[0])
             valid = np.from_dlpack(w.valid)
             for i, ops in enumerate(w.applied_ops):
-                if not valid[i]:
-                    continue
-                for name, *_ in ops:
-                    t.ops[name] = t.ops.get(name, 0) + 1
-                want = replay(src[i].copy(), ops)
-                diff = np.abs(want.astype(np.int16) - got[i].astype(np.int16))
-                t.samples += 1
-                t.bytes += diff.size
-                t.differing += int(np.count_nonzero(diff))
-                t.abs_sum += int(diff.sum())
-                t.worst = max(t.worst, int(diff.max()))
-                if diff.mean() > 1.0:
-                    t.mismatches.append(f"epoch {epoch} batch {w.index} sample {i} {ops}: mean "
-                                        f"{diff.mean():.3f} levels")
+                if valid[i]:
+                    yield epoch, w.index, i, src[i], got[i], ops
+
+
+def check_op(data, steps, epochs, seed):
+    t = OpTally()
+    base, with_op = loader(data, BASE, seed), loader(data, BASE + steps, seed)
+    for epoch, index, i, src, got, ops in paired_samples(base, with_op, epochs):
+        for name, *_ in ops:
+            t.ops[name] = t.ops.get(name, 0) + 1
+        want = replay(src.copy(), ops)
+        diff = np.abs(want.astype(np.int16) - got.astype(np.int16))
+        t.samples += 1
+        t.bytes += diff.size
+        t.differing += int(np.count_nonzero(diff))
+        t.abs_sum += int(diff.sum())
+        t.worst = max(t.worst, int(diff.max()))
+        if diff.mean() > 1.0:
+            t.mismatches.append(f"epoch {epoch} batch {index} sample {i} {ops}: mean "
+                                f"{diff.mean():.3f} levels")
     return t
 
 
@@ -294,3 +300,128 @@ def check_policy_distributions(fashion, epochs, size=32):
         if p <= 0.01:
             problems.append(f"{label}: stoke's draws differ from torchvision's (p = {p:.4f})")
     return rows, problems
+
+
+# --- random_erasing: the op on the normalized image, and its rectangles' distribution ---------
+
+ERASING = [
+    ("random_erasing 0.5 (value 0)", ("random_erasing", 0.5)),
+    ("random_erasing 1 0.1 0.5 0.5 2 (values -1 0.5 2)",
+     ("random_erasing", 1.0, 0.1, 0.5, 0.5, 2.0, -1.0, 0.5, 2.0)),
+    ("random_erasing_pixel 0.25", ("random_erasing_pixel", 0.25)),
+    ("random_erasing_color 0.5", ("random_erasing_color", 0.5)),
+]
+
+ERASING_HEADER = ("| step | samples | erased | values compared | differing | noise mean, std |\n"
+                  "|---|---|---|---|---|---|")
+
+
+def normalized_loader(data, steps, seed):
+    return stoke.Loader(data, batch=16, devices="cpu:1", workers=2, size=(160, 160),
+                        pipeline=steps, seed=seed, shuffle=True, on_error="error",
+                        dtype="float32", layout="nchw")
+
+
+def check_erasing_op(data, label, step, epochs, seed):
+    """stoke's float output against F.erase on the same normalized image (the base pipeline's
+    output) with the recorded rectangle and values: exact for constants; outside the rectangle
+    exact and inside N(0, 1) for noise."""
+    base, erased = normalized_loader(data, BASE, seed), normalized_loader(data, BASE + [step], seed)
+    samples = hits = compared = differing = 0
+    noise = []
+    for _, _, i, src, got, ops in paired_samples(base, erased, epochs):
+        samples += 1
+        want = torch.from_numpy(src.copy())
+        inside = np.zeros(want.shape[1:], bool)
+        for name, top, left, h, wd, *rest in ops:
+            hits += 1
+            if name == "erase":
+                want = F.erase(want, top, left, h, wd, torch.tensor(rest)[:, None, None])
+            else:
+                inside[top:top + h, left:left + wd] = True
+                noise.append(got[:, inside].ravel())
+        if inside.any():  # noise: only the values outside are known
+            compared += int((~inside).sum()) * got.shape[0]
+            differing += int(np.count_nonzero(got[:, ~inside] != src[:, ~inside]))
+        else:
+            compared += got.size
+            differing += int(np.count_nonzero(got != want.numpy()))
+    stats = "-"
+    if noise:
+        values = np.concatenate(noise)
+        stats = f"{values.mean():+.4f}, {values.std():.4f} ({values.size} values)"
+    row = f"| {label} | {samples} | {hits} | {compared} | {differing} | {stats} |"
+    return row, differing, samples
+
+
+def torchvision_erasing_counts(transform, draws, size):
+    """What torchvision's RandomErasing draws on a size x size image `draws` times: its
+    probability check, then make_params."""
+    counts = {}
+    image = torch.zeros(3, size, size)
+    for _ in range(draws):
+        if torch.rand(1) >= transform.p:
+            key = ("none",)
+        else:
+            params = transform.make_params([image])
+            key = ("none",) if params["v"] is None else (params["h"], params["w"])
+            if key != ("none",):
+                _count_position(counts, params["i"], params["j"], params["h"], params["w"], size)
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _count_position(counts, i, j, h, w, size, bins=4):
+    key = ("at", i * bins // (size - h + 1), j * bins // (size - w + 1))
+    counts[key] = counts.get(key, 0) + 1
+
+
+def stoke_erasing_counts(fashion, step, epochs, size):
+    counts, samples = {}, 0
+    loader = stoke.Loader(fashion, batch=500, devices="cpu:1", workers=2, size=(size, size),
+                          split="test", seed=1, pipeline=[("resize", size, size), step],
+                          channels=3, dtype="float32")
+    for epoch in range(epochs):
+        loader.set_epoch(epoch)
+        for b in loader:
+            valid = np.from_dlpack(b.valid)
+            for i, ops in enumerate(b.applied_ops):
+                if not valid[i]:
+                    continue
+                samples += 1
+                key = ("none",)
+                for name, top, left, h, w, *_ in ops:
+                    key = (h, w)
+                    _count_position(counts, top, left, h, w, size)
+                counts[key] = counts.get(key, 0) + 1
+    return counts, samples
+
+
+def check_erasing(photos, fashion, epochs, policy_epochs, seed, size=32):
+    """The op rows, the distribution rows and the problems (a differing value, or p <= 0.01)."""
+    from torchvision.transforms import v2
+    rows, problems = [], []
+    for label, step in ERASING:
+        row, differing, samples = check_erasing_op(photos, label, step, epochs, seed)
+        rows.append(row)
+        print(row, flush=True)
+        if differing or samples == 0:
+            problems.append(f"{label}: {differing} values differ from F.erase's ({samples} samples)")
+    dist_rows = []
+    for label, step, transform in [
+            ("random_erasing 0.5", ("random_erasing", 0.5), v2.RandomErasing(0.5)),
+            ("random_erasing 1 0.1 0.5 0.5 2", ("random_erasing", 1.0, 0.1, 0.5, 0.5, 2.0),
+             v2.RandomErasing(1.0, (0.1, 0.5), (0.5, 2.0)))]:
+        ours, samples = stoke_erasing_counts(fashion, step, policy_epochs, size)
+        theirs = torchvision_erasing_counts(transform, samples, size)
+        chi2, df, p = two_sample_chi_square(ours, theirs)
+        dist_rows.append(f"| {label} | {samples} | {len(set(ours) | set(theirs))} | "
+                         f"{chi2:.1f} ({df}) | {p:.3f} |")
+        print(dist_rows[-1], flush=True)
+        if p <= 0.01:
+            problems.append(f"{label}: stoke's rectangles differ from torchvision's (p = {p:.4f})")
+    return rows, dist_rows, problems
+
+
+ERASING_DIST_HEADER = ("| step | draws (each side) | categories (size, place) | chi-square (df) "
+                       "| p |\n|---|---|---|---|---|")

@@ -876,8 +876,8 @@ def main():
     p.add_argument("--sizes", default="224,160x256", help="box check: comma-separated N or HxW")
     p.add_argument("--mask-sizes", default="224,160x256,97x203,31x45",
                    help="mask check: comma-separated N or HxW")
-    p.add_argument("--checks", default="boxes,masks,ops,policies",
-                   help="any of boxes, masks, ops, policies (comma-separated)")
+    p.add_argument("--checks", default="boxes,masks,ops,policies,erasing",
+                   help="any of boxes, masks, ops, policies, erasing (comma-separated)")
     p.add_argument("--fashion", default="/usr/share/datasets/fashion-mnist",
                    help="policies check: the Fashion-MNIST IDX folder (its test split)")
     p.add_argument("--policy-epochs", type=int, default=10,
@@ -889,8 +889,8 @@ def main():
                    help="where to write the data sets (default: a temporary folder)")
     args = p.parse_args()
     checks = set(args.checks.split(","))
-    if not checks or checks - {"boxes", "masks", "ops", "policies"}:
-        sys.exit(f"--checks: any of boxes, masks, ops, policies, not {args.checks}")
+    if not checks or checks - {"boxes", "masks", "ops", "policies", "erasing"}:
+        sys.exit(f"--checks: any of boxes, masks, ops, policies, erasing, not {args.checks}")
     if not os.path.exists(args.data):
         sys.exit(f"{args.data}: missing (python3 bench/make_detection_set.py --out DIR)")
     print(f"torch {torch.__version__}, torchvision {torchvision.__version__}, "
@@ -946,6 +946,16 @@ def main():
                                                                           args.policy_epochs)
             print("\n" + parity_ops.POLICY_HEADER + "\n" + "\n".join(rows))
             problems += policy_problems
+
+        if "erasing" in checks:
+            print("\nrandom_erasing against F.erase on the same normalized image, and its "
+                  "rectangles against RandomErasing's draws (two-sample chi-square over size and "
+                  "place):")
+            rows, dist_rows, erasing_problems = parity_ops.check_erasing(
+                args.photos, args.fashion, args.epochs, args.policy_epochs, args.seed)
+            print("\n" + parity_ops.ERASING_HEADER + "\n" + "\n".join(rows))
+            print("\n" + parity_ops.ERASING_DIST_HEADER + "\n" + "\n".join(dist_rows))
+            problems += erasing_problems
 
     for line in problems[:50]:
         print("DISAGREES:", line)

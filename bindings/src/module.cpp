@@ -506,10 +506,23 @@ NB_MODULE(_stoke, m) {
                                             static_cast<int>(op.args[1]), op.args[2]));
                 else if (op.op == stoke::ImageOp::kPosterize)
                   ops.append(nb::make_tuple(name, static_cast<int>(op.args[0])));
-                else if (op.op == stoke::ImageOp::kGrayscale ||
-                         op.op == stoke::ImageOp::kEqualize ||
-                         op.op == stoke::ImageOp::kAutocontrast ||
-                         op.op == stoke::ImageOp::kInvert)
+                else if (op.op == stoke::ImageOp::kErase)
+                  ops.append(nb::make_tuple(
+                      name, static_cast<int>(op.args[0]), static_cast<int>(op.args[1]),
+                      static_cast<int>(op.args[2]), static_cast<int>(op.args[3]), op.args[4],
+                      op.args[5], op.args[6]));
+                else if (op.op == stoke::ImageOp::kEraseNoise ||
+                         op.op == stoke::ImageOp::kEraseChannelNoise) {
+                  std::uint64_t key = 0;
+                  for (int j = 0; j < 3; ++j)
+                    key |= static_cast<std::uint64_t>(op.args[4 + j]) << (16 * j);
+                  ops.append(nb::make_tuple(
+                      name, static_cast<int>(op.args[0]), static_cast<int>(op.args[1]),
+                      static_cast<int>(op.args[2]), static_cast<int>(op.args[3]), key));
+                } else if (op.op == stoke::ImageOp::kGrayscale ||
+                           op.op == stoke::ImageOp::kEqualize ||
+                           op.op == stoke::ImageOp::kAutocontrast ||
+                           op.op == stoke::ImageOp::kInvert)
                   ops.append(nb::make_tuple(name));
                 else
                   ops.append(nb::make_tuple(name, op.args[0]));
@@ -527,7 +540,11 @@ NB_MODULE(_stoke, m) {
           "('affine_at_origin', ...) (center [0, 0]), ('rotate', angle, fill), ('shear', m, "
           "axis, fill) (the policies' ShearX/ShearY: F.affine with shear degrees(atan(m)) "
           "about [0, 0]) (nearest): each "
-          "torchvision.transforms.v2.functional's op of that name on uint8 pixels.")
+          "torchvision.transforms.v2.functional's op of that name on uint8 pixels; then "
+          "random_erasing's rectangle, if any: ('erase', top, left, height, width, v0, v1, v2) "
+          "(F.erase with those values, in normalized units for float outputs), or "
+          "('erase_noise', top, left, height, width, key) and ('erase_channel_noise', ...) "
+          "(N(0, 1) per value or per channel, from stoke's noise with that key).")
       .def_prop_ro("masks",
                    [](const stoke::Batch& b) {
                      return per_device(

@@ -732,3 +732,28 @@ def test_a_member_name_with_a_newline_and_an_escape_is_shown_escaped(tmp_path, c
     assert "\x1b" not in err
     assert [line for line in err.splitlines() if shown in line] != []
     assert all(line.startswith("stoke: ") for line in err.splitlines())
+
+
+def test_random_erasing_erases_the_normalized_output_where_applied_ops_say():
+    def first_batch(pipeline):
+        loader = stoke.Loader(FASHION, split="test", batch=64, workers=1, seed=3, size=28,
+                              dtype="float32", channels=1, pipeline=pipeline)
+        batch = next(iter(loader))
+        return np.from_dlpack(batch.pixels[0]).copy(), batch.applied_ops
+
+    plain, plain_ops = first_batch(["horizontal_flip"])
+    erased, ops = first_batch(["horizontal_flip", ("random_erasing", 1.0, 0.1, 0.3, 0.5, 2.0, 3.0)])
+    assert plain_ops == [[]] * 64
+    assert erased.shape == plain.shape == (64, 1, 28, 28)
+    for n, sample_ops in enumerate(ops):
+        assert len(sample_ops) == 1
+        name, top, left, height, width, *values = sample_ops[0]
+        assert name == "erase" and values == [3.0, 3.0, 3.0]
+        inside = np.zeros((28, 28), bool)
+        inside[top:top + height, left:left + width] = True
+        assert (erased[n, 0][inside] == 3.0).all()
+        assert (erased[n, 0][~inside] == plain[n, 0][~inside]).all()
+    _, noisy = first_batch(["horizontal_flip", ("random_erasing_pixel", 1.0)])
+    assert {o[0][0] for o in noisy} == {"erase_noise"} and len(noisy[0][0]) == 6
+    with pytest.raises(ValueError, match="needs a float dtype"):
+        stoke.Loader(FASHION, split="test", size=28, pipeline=["random_erasing_pixel"])

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -144,6 +145,26 @@ void resolve_normalization(ResolvedConfig& r) {
   };
   fill(o.mean, kImageNetMean, 0.5f, r.mean, "mean");
   fill(o.stddev, kImageNetStd, 0.5f, r.stddev, "stddev");
+}
+
+// random_erasing on a uint8 output writes levels into the pixels: noise (a normalized value)
+// has no level, and a constant must be one.
+void resolve_erasing(const ResolvedConfig& r) {
+  if (r.options.dtype != DType::kUInt8) return;
+  for (const Step& s : r.pipeline.steps()) {
+    if (s.kind != StepKind::kRandomErasing) continue;
+    if (s.erase_fill != EraseFill::kConstant)
+      throw ConfigError(
+          "random_erasing with noise draws N(0, 1) values of the normalized image; it needs a "
+          "float dtype (float32, float16 or bfloat16), not uint8");
+    for (float v : s.erase_value) {
+      if (!(v >= 0 && v <= 255) || v != std::floor(v))
+        throw ConfigError(
+            "random_erasing on a uint8 output writes levels: its values must be whole numbers in "
+            "[0, 255], got " +
+            std::to_string(v) + " (with a float dtype they are in normalized units)");
+    }
+  }
 }
 
 }  // namespace
@@ -396,6 +417,7 @@ ResolvedConfig resolve(Options o, const DatasetIndex& index, RemoteConfig remote
                         "; policies are for classification data");
   resolve_bytes(r, index);
   resolve_normalization(r);
+  resolve_erasing(r);
   resolve_resume(r);
   return r;
 }

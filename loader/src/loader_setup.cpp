@@ -98,6 +98,11 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
   in.max_boxes = static_cast<std::uint32_t>(config_.max_boxes);
   in.max_bytes = static_cast<std::uint32_t>(config_.max_bytes);
   in.max_ops = static_cast<std::uint32_t>(config_.pipeline.max_applied_ops());
+  const bool erasing =
+      !config_.pipeline.steps().empty() &&
+      config_.pipeline.steps().back().kind == StepKind::kRandomErasing;  // validation: last
+  const bool erase_pixels = options_.dtype == DType::kUInt8;
+  in.erase_boxes = erasing && !erase_pixels;  // a float output is erased by its normalize
   in.mask_bytes = index.has_masks ? static_cast<std::uint32_t>(options_.mask_depth / 8) : 0;
   in.worker_capacity = static_cast<std::uint32_t>(config_.capacity);
   in.poison_capacity = kPoisonCapacity;
@@ -131,7 +136,8 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
   setup.created = created;
   setup.devices = options_.devices;
   setup.data = options_.data;
-  const std::vector<AugmentStep> steps = augment_steps(config_.pipeline);
+  std::vector<AugmentStep> steps = augment_steps(config_.pipeline);
+  if (erasing) steps.back().erase_pixels = erase_pixels ? 1 : 0;
   core_ = std::make_shared<LoaderCore>(
       h,
       [&](std::uint8_t* base) {
@@ -172,6 +178,7 @@ void Loader::Impl::set_up_staging(const LoaderEnvironment& env) {
   LoaderCore* core = core_.get();
   c.labels_offset = h.labels_offset;
   c.valid_offset = h.valid_offset;
+  c.erase_offset = h.erase_boxes != 0 ? h.erase_offset : 0;
   core_->staging =
       std::make_unique<Staging>(std::move(backend), c, [core](int) { core->signal_change(); });
   core_->staging->pin_initial(static_cast<int>(config_.initial_slots));

@@ -102,6 +102,8 @@ const char* step_name(StepKind kind) {
       return "rand_augment";
     case StepKind::kAutoAugment:
       return "auto_augment";
+    case StepKind::kRandomErasing:
+      return "random_erasing";
   }
   return "unknown";
 }
@@ -148,6 +150,12 @@ std::string_view image_op_name(ImageOp op) {
       return "rotate";
     case ImageOp::kShear:
       return "shear";
+    case ImageOp::kErase:
+      return "erase";
+    case ImageOp::kEraseNoise:
+      return "erase_noise";
+    case ImageOp::kEraseChannelNoise:
+      return "erase_channel_noise";
     case ImageOp::kNone:
       break;
   }
@@ -326,6 +334,35 @@ Pipeline& Pipeline::auto_augment(AutoAugmentPolicy policy, float fill) {
   return add(s);
 }
 
+Pipeline& Pipeline::random_erasing(float probability, float scale_min, float scale_max,
+                                   float ratio_min, float ratio_max, EraseFill fill, float value_r,
+                                   float value_g, float value_b) {
+  Step s{.kind = StepKind::kRandomErasing};
+  s.probability = checked_probability("random_erasing", probability);
+  if (!(scale_min >= 0 && scale_min <= scale_max && scale_max <= 1))
+    throw ConfigError("random_erasing: scale must satisfy 0 <= min <= max <= 1, got [" +
+                      fmt(scale_min) + ", " + fmt(scale_max) + "]");
+  if (!(ratio_min > 0 && ratio_min <= ratio_max && std::isfinite(ratio_max)))
+    throw ConfigError("random_erasing: ratio must satisfy 0 < min <= max, got [" + fmt(ratio_min) +
+                      ", " + fmt(ratio_max) + "]");
+  if (fill != EraseFill::kConstant && fill != EraseFill::kPixelNoise &&
+      fill != EraseFill::kChannelNoise)
+    throw ConfigError("random_erasing: unknown fill " + std::to_string(static_cast<int>(fill)));
+  for (float v : {value_r, value_g, value_b}) {
+    if (!std::isfinite(v))
+      throw ConfigError("random_erasing: values must be finite, got " + fmt(v));
+  }
+  s.scale_min = scale_min;
+  s.scale_max = scale_max;
+  s.ratio_min = ratio_min;
+  s.ratio_max = ratio_max;
+  s.erase_fill = fill;
+  s.erase_value[0] = value_r;
+  s.erase_value[1] = value_g;
+  s.erase_value[2] = value_b;
+  return add(s);
+}
+
 Pipeline& Pipeline::invert(float probability) {
   return add(
       {.kind = StepKind::kInvert, .probability = checked_probability("invert", probability)});
@@ -383,7 +420,18 @@ Pipeline Pipeline::evaluation(int height, int width, int channels, bool small_im
 void Pipeline::validate(int source_height, int source_width) const {
   int h = source_height, w = source_width;  // 0 = varies per sample
   const Step* policy = nullptr;             // the first policy step so far
+  const Step* erasing = nullptr;
   for (const Step& s : steps_) {
+    if (erasing != nullptr)
+      throw ConfigError(
+          "pipeline: random_erasing acts on the delivered image (after normalization for "
+          "float outputs, where torchvision's recipes put it), so it must be the last step, "
+          "but " +
+          std::string(step_name(s.kind)) + " follows it");
+    if (s.kind == StepKind::kRandomErasing) {
+      erasing = &s;
+      continue;
+    }
     if (is_policy(s.kind) && policy == nullptr) policy = &s;
     if (policy != nullptr && !is_policy(s.kind) && !is_photometric(s.kind))
       throw ConfigError(std::string("pipeline: ") + step_name(policy->kind) +
@@ -440,7 +488,7 @@ int Pipeline::max_applied_ops() const {
       n += s.num_ops;
     else if (s.kind == StepKind::kAutoAugment)
       n += 2;
-    else if (is_photometric(s.kind) || is_policy(s.kind))
+    else if (is_photometric(s.kind) || is_policy(s.kind) || s.kind == StepKind::kRandomErasing)
       n += 1;
   }
   return n;
@@ -511,6 +559,18 @@ std::string Pipeline::describe() const {
         break;
       case StepKind::kVerticalFlip:
         out << "vertical_flip p=" << fmt(s.probability);
+        break;
+      case StepKind::kRandomErasing:
+        out << "random_erasing p=" << fmt(s.probability) << " scale [" << fmt(s.scale_min) << ", "
+            << fmt(s.scale_max) << "] ratio [" << fmt(s.ratio_min) << ", " << fmt(s.ratio_max)
+            << "] ";
+        if (s.erase_fill == EraseFill::kPixelNoise)
+          out << "fill N(0, 1) per value";
+        else if (s.erase_fill == EraseFill::kChannelNoise)
+          out << "fill N(0, 1) per channel";
+        else
+          out << "value " << fmt(s.erase_value[0]) << " " << fmt(s.erase_value[1]) << " "
+              << fmt(s.erase_value[2]);
         break;
       case StepKind::kScaleJitter:
         out << "scale_jitter " << (s.longer_side ? "longer" : "shorter") << " side " << s.size
@@ -625,6 +685,21 @@ Pipeline make_pipeline(int height, int width, int channels, const std::vector<St
       const bool random = name == "random_adjust_sharpness";
       count(1, random ? 2 : 1, random ? "(factor[, probability])" : "(factor)");
       p.adjust_sharpness(f(0, 0), random ? f(1, 0.5f) : 1.f);
+    } else if (name == "random_erasing" || name == "random_erasing_pixel" ||
+               name == "random_erasing_color") {
+      const bool constant = name == "random_erasing";
+      if (constant && (v.size() == 7 || v.size() > 8))
+        throw ConfigError("pipeline step " + name +
+                          " takes ([probability, scale_min, scale_max, ratio_min, ratio_max, "
+                          "value or value_r value_g value_b]), got " +
+                          std::to_string(v.size()) + " number(s)");
+      if (!constant) count(0, 5, "([probability, scale_min, scale_max, ratio_min, ratio_max])");
+      const float r = f(5, 0.f);
+      p.random_erasing(f(0, 0.5f), f(1, 0.02f), f(2, 0.33f), f(3, 0.3f), f(4, 3.3f),
+                       name == "random_erasing_pixel"   ? EraseFill::kPixelNoise
+                       : name == "random_erasing_color" ? EraseFill::kChannelNoise
+                                                        : EraseFill::kConstant,
+                       r, f(6, r), f(7, r));
     } else if (name == "scale_jitter") {
       count(2, 3, "(min_side, max_side[, longer_side])");
       p.scale_jitter(whole(0), whole(1), v.size() > 2 && v[2] != 0);
@@ -637,7 +712,8 @@ Pipeline make_pipeline(int height, int width, int channels, const std::vector<St
           "random_posterize, equalize, random_equalize, autocontrast, random_autocontrast, "
           "adjust_sharpness, random_adjust_sharpness, invert, random_invert, "
           "trivial_augment_wide, rand_augment, auto_augment, auto_augment_imagenet, "
-          "auto_augment_cifar10, auto_augment_svhn");
+          "auto_augment_cifar10, auto_augment_svhn, random_erasing, random_erasing_pixel, "
+          "random_erasing_color");
     }
   }
   return p;

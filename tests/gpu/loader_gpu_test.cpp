@@ -138,6 +138,37 @@ INSTANTIATE_TEST_SUITE_P(DTypes, LoaderGpu,
                          ::testing::Values(DType::kUInt8, DType::kFloat32, DType::kFloat16,
                                            DType::kBFloat16));
 
+// random_erasing after the normalize, in the GPU's kernel: the bytes two host devices get, for
+// constant values and both kinds of noise.
+TEST(LoaderGpuErasing, MatchesHostDevicesBitForBit) {
+  STOKE_SKIP_WITHOUT_GPU();
+  IdxData data(1000);
+  for (const char* step : {"random_erasing 0.7 0.02 0.33 0.3 3.3 -1.5", "random_erasing_pixel 0.7",
+                           "random_erasing_color 0.7"}) {
+    for (DType dtype : {DType::kFloat32, DType::kFloat16}) {
+      SCOPED_TRACE(std::string(step) + " " + kernels::dtype_name(dtype));
+      Options o = gpu_options(data, dtype);
+      o.pipeline = make_pipeline(28, 28, 1, parse_steps(step));
+      Loader on_gpu(o);
+      o.devices = DeviceSet::parse("cpu:1");
+      Loader on_host(o);
+      int batches = 0, erased = 0;
+      while (auto b = on_gpu.next()) {
+        auto h = on_host.next();
+        ASSERT_TRUE(h);
+        const DeviceChunk c = h->chunk(0);
+        const auto* want = static_cast<const std::uint8_t*>(c.data);
+        ASSERT_TRUE(read_back(*b, 0) == std::vector<std::uint8_t>(want, want + c.bytes))
+            << "batch " << batches;
+        for (const AppliedOp& op : b->applied_ops()) erased += op.op != ImageOp::kNone ? 1 : 0;
+        ++batches;
+      }
+      EXPECT_EQ(batches, 16);
+      EXPECT_GT(erased, 600);  // of 1,024 at p = 0.7
+    }
+  }
+}
+
 TEST(LoaderGpuLifetime, HeldBatchesKeepTheirDeviceBytes) {
   STOKE_SKIP_WITHOUT_GPU();
   IdxData data(4000);

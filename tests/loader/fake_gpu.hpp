@@ -70,6 +70,7 @@ struct FakeGpuLog {
   std::function<void()> on_enqueue_copy;
   // Each executed copy: its enqueue number (1, 2, ...) and when it ran.
   std::vector<std::pair<std::int64_t, std::chrono::steady_clock::time_point>> copies_executed;
+  int erases = 0;  // erase calls enqueued
 
   static bool inside(const std::map<std::uintptr_t, std::size_t>& ranges, const void* p,
                      std::size_t n) {
@@ -187,6 +188,15 @@ class FakeGpu final : public detail::DeviceBackend {
                  void* d_dst) override {
     touch(dev);
     queue(dev).push([=] { kernels::normalize_cpu(p, d_src, d_dst); });
+  }
+  // Reads the rectangles from the fake device's copy of the batch's arrays, in queue order.
+  void erase(int dev, const kernels::EraseParams& p, void* d_dst) override {
+    touch(dev);
+    {
+      std::lock_guard lock(log_->mutex);
+      log_->erases += 1;
+    }
+    queue(dev).push([=] { kernels::erase_cpu(p, d_dst); });
   }
   void record(int dev, detail::Event e) override {
     touch(dev);

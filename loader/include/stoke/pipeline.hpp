@@ -43,6 +43,17 @@ enum class StepKind : std::uint32_t {
   kTrivialAugmentWide = 19,  // TrivialAugmentWide(magnitude_bins)
   kRandAugment = 20,         // RandAugment(num_ops, magnitude, magnitude_bins)
   kAutoAugment = 21,         // AutoAugment(policy)
+  // torchvision's RandomErasing(p, scale, ratio, value) on the final image: after normalization
+  // when the output is float (where torchvision's and timm's recipes erase the normalized
+  // tensor), on the uint8 pixels otherwise. It must be the last step.
+  kRandomErasing = 23,
+};
+
+// What random_erasing writes into its rectangle.
+enum class EraseFill : std::int32_t {
+  kConstant = 0,      // erase_value[c] in channel c (torchvision's value=v)
+  kPixelNoise = 1,    // N(0, 1) per value (torchvision's value="random", timm's mode="pixel")
+  kChannelNoise = 2,  // N(0, 1) per channel, one colour (timm's mode="rand")
 };
 
 // AutoAugment's policies (torchvision's AutoAugmentPolicy).
@@ -100,6 +111,13 @@ enum class ImageOp : std::int32_t {
   // the angle worked out in double as torchvision's _apply_image_or_video_transform does (a
   // float32 angle would move some pixels).
   kShear = 16,
+  // random_erasing's rectangle, in output pixels: args[0], args[1]: top, left; args[2], args[3]:
+  // height, width; args[4..6]: the value of channels 0..2 (kErase), or the noise's key as three
+  // 16-bit numbers, lowest first (kEraseNoise: N(0, 1) per value; kEraseChannelNoise: per
+  // channel), which stoke::kernels::erase_noise turns into the values.
+  kErase = 17,
+  kEraseNoise = 18,
+  kEraseChannelNoise = 19,
 };
 
 // One op a sample got, with its numbers (see ImageOp; unused ones are 0).
@@ -110,7 +128,8 @@ struct AppliedOp {
 
 // "brightness", "contrast", "saturation", "hue", "grayscale", "solarize", "posterize",
 // "equalize", "autocontrast", "sharpness", "invert", "gaussian_blur", "affine",
-// "affine_at_origin", "rotate"; "" for kNone and unknown numbers.
+// "affine_at_origin", "rotate", "shear", "erase", "erase_noise", "erase_channel_noise"; "" for
+// kNone and unknown numbers.
 std::string_view image_op_name(ImageOp op);
 
 // One step, as Pipeline::steps() describes it.
@@ -144,6 +163,8 @@ struct Step {
   std::int32_t magnitude = 0;       // kRandAugment: the bin every op takes
   std::int32_t magnitude_bins = 0;  // kTrivialAugmentWide, kRandAugment
   AutoAugmentPolicy policy = AutoAugmentPolicy::kImageNet;  // kAutoAugment
+  EraseFill erase_fill = EraseFill::kConstant;              // kRandomErasing
+  float erase_value[3] = {};  // kRandomErasing, kConstant: per channel, in output units
 };
 
 class Pipeline {
@@ -196,6 +217,18 @@ class Pipeline {
                          float fill = 0.f);
   Pipeline& auto_augment(AutoAugmentPolicy policy = AutoAugmentPolicy::kImageNet, float fill = 0.f);
 
+  // torchvision's RandomErasing(p, scale, ratio, value): with probability p, a rectangle of
+  // area fraction in [scale_min, scale_max] and aspect ratio in [ratio_min, ratio_max] (drawn
+  // log-uniformly; up to 10 tries, else nothing) gets `fill`. It acts on the delivered image:
+  // for float outputs, after normalization, so constant values are in normalized units (0 is
+  // the mean colour) and noise is N(0, 1) there, as torchvision's and timm's recipes erase the
+  // normalized tensor; for uint8 outputs, on the pixels, constants being levels in [0, 255]
+  // (noise needs a float output). It must be the last step.
+  Pipeline& random_erasing(float probability = 0.5f, float scale_min = 0.02f,
+                           float scale_max = 0.33f, float ratio_min = 0.3f, float ratio_max = 3.3f,
+                           EraseFill fill = EraseFill::kConstant, float value_r = 0.f,
+                           float value_g = 0.f, float value_b = 0.f);
+
   // The training pipeline to height x width: random-resized-crop + flip for photographs, or,
   // with `small_images` (28x28 digits and the like), pad-(side/7) random crop + flip.
   static Pipeline training(int height, int width, int channels, bool small_images);
@@ -214,8 +247,8 @@ class Pipeline {
   void validate(int source_height, int source_width) const;
 
   // The most ops one sample can get from these steps (color_jitter 4, rand_augment num_ops,
-  // auto_augment 2, the other photometric steps and policies 1 each): the width of
-  // Batch::applied_ops().
+  // auto_augment 2, the other photometric steps, policies and random_erasing 1 each): the width
+  // of Batch::applied_ops().
   int max_applied_ops() const;
 
   // One line per step, e.g. "random_resized_crop 224x224 scale [0.08, 1] ratio [0.75, 1.33]".

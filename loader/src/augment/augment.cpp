@@ -102,6 +102,7 @@ void copy_mirrored(std::uint8_t* dst, const std::uint8_t* src, int n, int c) {
 void Augmenter::run(const AugmentStep* steps, int step_count, ImageSource& source, SampleRng& rng,
                     std::uint8_t* dst, int out_height, int out_width, int out_channels) {
   applied_.clear();
+  erase_ = kernels::EraseBox{};
   deferred_from_ = kNotDeferred;
   next_scratch_ = 0;
   steps_ = steps;
@@ -166,6 +167,9 @@ void Augmenter::run(const AugmentStep* steps, int step_count, ImageSource& sourc
         crop(w, x, y, s.width, s.height);
         break;
       }
+      case StepKind::kRandomErasing:
+        draw_erasing(s, rng);
+        break;
       default:
         if (works_in_place(s.step_kind())) photometric(w, s, rng);
         break;
@@ -184,6 +188,67 @@ void Augmenter::run(const AugmentStep* steps, int step_count, ImageSource& sourc
                    static_cast<std::size_t>(out_width) * out_channels};
   for (std::size_t i = deferred_from_; i < applied_.size(); ++i)  // none for kNotDeferred
     apply_color_op(applied_[i], out, photometric_);
+  if (step_count > 0 && steps[step_count - 1].step_kind() == StepKind::kRandomErasing)
+    finish_erasing(steps[step_count - 1], dst);
+}
+
+void Augmenter::draw_erasing(const AugmentStep& s, SampleRng& rng) {
+  if (!rng.bernoulli(s.probability)) return;
+  const int height = out_height_, width = out_width_;  // validation: the step is the last
+  const double area = static_cast<double>(height) * width;
+  const double log_lo = std::log(static_cast<double>(s.ratio_min));
+  const double log_hi = std::log(static_cast<double>(s.ratio_max));
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const double target = area * rng.uniform(s.scale_min, s.scale_max);
+    const double aspect = std::exp(rng.uniform(log_lo, log_hi));
+    const int h = static_cast<int>(std::nearbyint(std::sqrt(target * aspect)));
+    const int w = static_cast<int>(std::nearbyint(std::sqrt(target / aspect)));
+    if (!(h < height && w < width)) continue;
+    erase_.top = static_cast<int>(rng.below(static_cast<std::uint64_t>(height - h + 1)));
+    erase_.left = static_cast<int>(rng.below(static_cast<std::uint64_t>(width - w + 1)));
+    erase_.height = h;
+    erase_.width = w;
+    const auto fill = static_cast<EraseFill>(s.erase_fill);
+    if (fill == EraseFill::kConstant) {
+      erase_.mode = kernels::EraseMode::kConstant;
+      for (int c = 0; c < 3; ++c) erase_.value[c] = s.erase_value[c];
+    } else {
+      erase_.mode = fill == EraseFill::kPixelNoise ? kernels::EraseMode::kPixelNoise
+                                                   : kernels::EraseMode::kChannelNoise;
+      const std::uint64_t key = rng.next() & 0xffffffffffffull;  // 48 bits: the record's three
+      erase_.key_lo = static_cast<std::uint32_t>(key);
+      erase_.key_hi = static_cast<std::uint32_t>(key >> 32);
+    }
+    // A rectangle of no area (a tiny scale) erases nothing, as torchvision's empty slice.
+    if (h == 0 || w == 0) erase_ = kernels::EraseBox{};
+    return;
+  }
+}
+
+void Augmenter::finish_erasing(const AugmentStep& s, std::uint8_t* dst) {
+  const kernels::EraseBox& b = erase_;
+  if (b.mode == kernels::EraseMode::kNone) return;
+  ColorOpArgs op;
+  op.args[0] = static_cast<float>(b.top);
+  op.args[1] = static_cast<float>(b.left);
+  op.args[2] = static_cast<float>(b.height);
+  op.args[3] = static_cast<float>(b.width);
+  if (b.mode == kernels::EraseMode::kConstant) {
+    op.op = ImageOp::kErase;
+    for (int k = 0; k < 3; ++k) op.args[4 + k] = b.value[k];
+  } else {
+    op.op = b.mode == kernels::EraseMode::kPixelNoise ? ImageOp::kEraseNoise
+                                                      : ImageOp::kEraseChannelNoise;
+    const std::uint64_t key = static_cast<std::uint64_t>(b.key_hi) << 32 | b.key_lo;
+    for (int k = 0; k < 3; ++k) op.args[4 + k] = static_cast<float>((key >> (16 * k)) & 0xffff);
+  }
+  // A uint8 output takes the levels now (config refuses noise there).
+  if (s.erase_pixels != 0)
+    apply_color_op(op,
+                   Pixels{dst, out_height_, out_width_, out_channels_,
+                          static_cast<std::size_t>(out_width_) * out_channels_},
+                   photometric_);
+  applied_.push_back(op);
 }
 
 void Augmenter::photometric(Window& w, const AugmentStep& s, SampleRng& rng) {
@@ -229,7 +294,8 @@ void Augmenter::resized(Window& w, int height, int width) {
 bool Augmenter::nothing_moves_after() const {
   for (int j = step_index_ + 1; j < step_count_; ++j) {
     const StepKind k = steps_[j].step_kind();
-    if (k != StepKind::kHorizontalFlip && k != StepKind::kVerticalFlip && !works_in_place(k))
+    if (k != StepKind::kHorizontalFlip && k != StepKind::kVerticalFlip &&
+        k != StepKind::kRandomErasing && !works_in_place(k))
       return false;
   }
   return true;
@@ -381,6 +447,7 @@ bool Augmenter::resize_region(Window& w, int height, int width) {
     bool flip = w.flip;
     for (int j = step_index_ + 1; j < step_count_; ++j) {
       const AugmentStep& later = steps_[j];
+      if (later.step_kind() == StepKind::kRandomErasing) break;  // the last step; moves nothing
       if (works_in_place(later.step_kind())) {
         lookahead_.clear();
         draw_pixel_ops(later, ahead, height, width, lookahead_);

@@ -29,6 +29,7 @@
 #include "data/image_source.hpp"
 #include "data/sample_box.hpp"
 #include "data/sample_rng.hpp"
+#include "stoke/kernels/erase.hpp"
 #include "stoke/pipeline.hpp"
 
 namespace stoke::detail {
@@ -80,8 +81,13 @@ class Augmenter {
   // The map of the last run() from its source to its output (the same for every path: the
   // general one, a JPEG region, a direct write).
   const OutputMap& output_map() const { return output_map_; }
-  // The photometric ops the last run() applied, in order (Batch::applied_ops()).
+  // The photometric ops the last run() applied, in order, then its erasing, if any
+  // (Batch::applied_ops()).
   std::span<const ColorOpArgs> applied_ops() const { return applied_; }
+  // The last run()'s random_erasing rectangle (mode kNone: nothing erased), in output pixels.
+  // Already applied to the pixels when the step says so (erase_pixels); otherwise for the
+  // batch's normalize to apply.
+  const kernels::EraseBox& erase_box() const { return erase_; }
 
   // The DCT-scale margin and floor above, for the sweep that chooses them (benchmarks and
   // tests only; a floor of 0 leaves the margin alone).
@@ -112,6 +118,11 @@ class Augmenter {
   // (x, y, width, height); true when the sample has no boxes.
   bool keeps_a_box(const Window& w, int x, int y, int width, int height, double fraction) const;
   void scale_jitter(Window& w, const AugmentStep& s, SampleRng& rng);
+  // Draws random_erasing's rectangle on the output (torchvision's RandomErasing.make_params)
+  // into erase_.
+  void draw_erasing(const AugmentStep& s, SampleRng& rng);
+  // Writes erase_'s levels into the output's pixels, and records it in applied_.
+  void finish_erasing(const AugmentStep& s, std::uint8_t* dst);
   // Mirrors the written output top-bottom (a vertical flip is applied last: it commutes with
   // every other step once crops read the mirrored window, as crop() makes them).
   void mirror_rows(std::uint8_t* dst, int out_channels) const;
@@ -157,6 +168,7 @@ class Augmenter {
   static constexpr std::size_t kNotDeferred = static_cast<std::size_t>(-1);
   std::size_t deferred_from_ = kNotDeferred;
   std::vector<ColorOpArgs> lookahead_;  // draws of later steps, for the direct write
+  kernels::EraseBox erase_;
   PhotometricScratch photometric_;
   std::vector<std::uint8_t> scratch_[3];
   ResampleScratch resample_;

@@ -46,13 +46,18 @@ struct AugmentStep {
   std::int32_t magnitude = 0;
   std::int32_t magnitude_bins = 0;
   std::int32_t policy = 0;
-  std::uint32_t reserved[3] = {};
+  std::int32_t erase_fill = 0;  // EraseFill
+  float erase_value[3] = {};
+  // kRandomErasing: 1 when the workers erase the uint8 pixels (a uint8 output), 0 when the
+  // batch's normalize does (the workers then only write the rectangle). Set by the loader.
+  std::int32_t erase_pixels = 0;
+  std::uint32_t reserved[6] = {};
 
   StepKind step_kind() const { return static_cast<StepKind>(kind); }
 };
 static_assert(std::is_trivially_copyable_v<AugmentStep> && std::is_standard_layout_v<AugmentStep>);
-static_assert(sizeof(AugmentStep) == 128 && offsetof(AugmentStep, min_visible) == 56 &&
-              offsetof(AugmentStep, sigma_max) == 92);
+static_assert(sizeof(AugmentStep) == 160 && offsetof(AugmentStep, min_visible) == 56 &&
+              offsetof(AugmentStep, sigma_max) == 92 && offsetof(AugmentStep, erase_value) == 120);
 
 inline AugmentStep to_augment_step(const Step& s) {
   return AugmentStep{static_cast<std::uint32_t>(s.kind),
@@ -84,6 +89,9 @@ inline AugmentStep to_augment_step(const Step& s) {
                      s.magnitude,
                      s.magnitude_bins,
                      static_cast<std::int32_t>(s.policy),
+                     static_cast<std::int32_t>(s.erase_fill),
+                     {s.erase_value[0], s.erase_value[1], s.erase_value[2]},
+                     0,
                      {}};
 }
 

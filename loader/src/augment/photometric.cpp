@@ -464,6 +464,29 @@ const std::uint8_t* tight_copy(const Pixels& im, std::vector<std::uint8_t>& copy
   return copy.data();
 }
 
+namespace {
+
+// random_erasing's rectangle (args 0..3: top, left, height, width) set to the levels args[4..]
+// (torchvision's F.erase on a uint8 image: the float value converted, truncating). Rectangles
+// outside the image are left alone.
+void erase_levels(const Pixels& image, const ColorOpArgs& op) {
+  const int top = static_cast<int>(op.args[0]), left = static_cast<int>(op.args[1]);
+  const int height = static_cast<int>(op.args[2]), width = static_cast<int>(op.args[3]);
+  if (top < 0 || left < 0 || height <= 0 || width <= 0 || top > image.height - height ||
+      left > image.width - width)
+    return;
+  const int c = image.channels;
+  std::uint8_t level[4] = {};
+  for (int k = 0; k < c && k < 3; ++k)
+    level[k] = static_cast<std::uint8_t>(std::clamp(op.args[4 + k], 0.f, 255.f));
+  for (int y = top; y < top + height; ++y) {
+    std::uint8_t* px = image.row(y) + static_cast<std::size_t>(left) * c;
+    for (int x = 0; x < width; ++x, px += c) std::memcpy(px, level, static_cast<std::size_t>(c));
+  }
+}
+
+}  // namespace
+
 void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScratch& scratch) {
   if (image.height <= 0 || image.width <= 0) return;
   switch (op.op) {
@@ -502,6 +525,11 @@ void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScrat
       return rotate(image, op, scratch.u0);
     case ColorOp::kShear:
       return policy_shear(image, op, scratch.u0);
+    case ColorOp::kErase:
+      return erase_levels(image, op);
+    case ColorOp::kEraseNoise:
+    case ColorOp::kEraseChannelNoise:
+      return;  // values of the normalized image: the batch's normalize writes them
   }
 }
 

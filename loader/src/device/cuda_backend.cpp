@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "cuda_check.hpp"
+#include "stoke/kernels/erase_cuda.hpp"
 #include "stoke/kernels/normalize_cuda.hpp"
 
 // CUDA failures surface as stoke::Error, like every other loader failure.
@@ -211,6 +212,10 @@ class CudaBackend final : public DeviceBackend {
                  void* d_dst) override {
     const ContextScope scope(context(dev));
     kernels::normalize_cuda(p, d_src, d_dst, stream_of(dev));
+  }
+  void erase(int dev, const kernels::EraseParams& p, void* d_dst) override {
+    const ContextScope scope(context(dev));
+    kernels::erase_cuda(p, d_dst, stream_of(dev));
   }
   void record(int dev, Event e) override {
     const ContextScope scope(context(dev));

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "stoke/kernels/erase.hpp"
 #include "stoke/kernels/normalize.hpp"
 #include "stoke/options.hpp"
 
@@ -50,6 +51,8 @@ class DeviceBackend {
   virtual void copy(int dev, void* d_dst, const void* src, std::size_t n) = 0;
   virtual void normalize(int dev, const kernels::NormalizeParams& p, const std::uint8_t* d_src,
                          void* d_dst) = 0;
+  // random_erasing's rectangles (p.boxes in device memory) into a normalized output.
+  virtual void erase(int dev, const kernels::EraseParams& p, void* d_dst) = 0;
   virtual void record(int dev, Event e) = 0;
   // fn(arg) runs once the queue has passed everything enqueued before it.
   virtual void call_when_done(int dev, void (*fn)(void*), void* arg) = 0;

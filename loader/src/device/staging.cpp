@@ -247,6 +247,12 @@ void Staging::stage(int slot) {
       src = static_cast<const std::uint8_t*>(set.d_in[u]);
     }
     if (normalize) backend_->normalize(d, p, src, set.d_out[u]);
+    // The rectangles from the device's copy of the chunk's arrays (host devices: the slot's).
+    if (normalize && config_.erase_offset != 0)
+      backend_->erase(d,
+                      kernels::erase_params(
+                          p, field<kernels::EraseBox>(slot, d, config_.erase_offset, 1)),
+                      set.d_out[u]);
     backend_->record(d, set.events[u]);
     backend_->call_when_done(d, &Staging::device_done, &w);
   }

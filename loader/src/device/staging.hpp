@@ -50,6 +50,9 @@ struct StagingConfig {
   // bytes from labels_offset to valid_offset + batch go to each GPU in one copy.
   std::size_t labels_offset = 0;
   std::size_t valid_offset = 0;
+  // Within a slot, in labels..valid: random_erasing's EraseBox per sample, applied after the
+  // normalize (0: none).
+  std::size_t erase_offset = 0;
 };
 
 // The normalize step's parameters for one device's chunk under `config`.

@@ -29,6 +29,9 @@
 //                            ids     batch x int64   at slot.ids_offset
 //                            planned batch x int64   at slot.planned_offset (written by the
 //                                                    training process: the plan's sample ids)
+//                            erase   batch x EraseBox at slot.erase_offset (random_erasing's
+//                                                    rectangles, for the batch's normalize;
+//                                                    none when erase_boxes is 0)
 //                            valid   batch x uint8   at slot.valid_offset
 //                            bad     batch x uint8   at slot.bad_offset (BadInput of the
 //                                                    planned sample when it was replaced)
@@ -55,6 +58,7 @@
 #include "data/dataset_view.hpp"
 #include "ipc/shared_semaphore.hpp"
 #include "ipc/spsc_ring.hpp"
+#include "stoke/kernels/erase.hpp"
 
 namespace stoke::detail {
 
@@ -62,8 +66,9 @@ inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKAREN
 // 2: SharedSemaphore (sem_t) in WorkerRecord; 3: ArenaHeader::verify_region; 4: FileEntry member
 // ranges; 5: FileEntry::copy_length (a remote shard's local copy after its URL); 6: boxes (in the
 // index and the slots), geometry; 7: ArenaHeader::remote_deadline_s; 8: AugmentStep of 128
-// bytes (photometric steps), the slots' applied ops
-inline constexpr std::uint32_t kLayoutVersion = 8;
+// bytes (photometric steps), the slots' applied ops; 9: AugmentStep of 160 bytes (random
+// erasing), the slots' erase boxes
+inline constexpr std::uint32_t kLayoutVersion = 9;
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
 
@@ -187,8 +192,11 @@ struct ArenaHeader {
   std::uint64_t byte_counts_offset = 0;
   // Photometric ops: at most max_ops recorded per sample (0: the slots hold none).
   std::uint32_t max_ops = 0;
-  std::uint32_t pad4 = 0;
+  // random_erasing's rectangles: 1 when the slots hold one EraseBox per sample (the erasing of
+  // a float output, done by the batch's normalize), 0 when none.
+  std::uint32_t erase_boxes = 0;
   std::uint64_t ops_offset = 0;
+  std::uint64_t erase_offset = 0;
 };
 
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
@@ -257,6 +265,9 @@ class ArenaView {
   std::uint8_t* valid(std::uint32_t s) const { return slot(s) + header().valid_offset; }
   AppliedOp* applied_ops(std::uint32_t s) const {
     return reinterpret_cast<AppliedOp*>(slot(s) + header().ops_offset);
+  }
+  kernels::EraseBox* erase_boxes(std::uint32_t s) const {
+    return reinterpret_cast<kernels::EraseBox*>(slot(s) + header().erase_offset);
   }
 
  private:

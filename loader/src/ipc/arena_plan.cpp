@@ -30,7 +30,10 @@ ArenaHeader plan_arena(const ArenaPlanInput& in) {
   h.ids_offset =
       align_up(h.byte_counts_offset + (in.max_bytes > 0 ? sizeof(std::int32_t) * b : 0), 64);
   h.planned_offset = align_up(h.ids_offset + sizeof(std::int64_t) * b, 64);
-  h.valid_offset = align_up(h.planned_offset + sizeof(std::int64_t) * b, 64);
+  h.erase_boxes = in.erase_boxes ? 1 : 0;
+  h.erase_offset = align_up(h.planned_offset + sizeof(std::int64_t) * b, 64);
+  h.valid_offset =
+      align_up(h.erase_offset + (in.erase_boxes ? sizeof(kernels::EraseBox) * b : 0), 64);
   h.bad_offset = align_up(h.valid_offset + b, 64);
   h.geometry_offset = align_up(h.bad_offset + b, 64);
   h.max_ops = in.max_ops;

@@ -327,6 +327,7 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
     // Through the map `sample` got:
     write_geometry(task.slot, j);
     if (h.max_ops > 0) write_ops(task.slot, j);
+    if (h.erase_boxes != 0) arena_.erase_boxes(task.slot)[j] = augmenter_.erase_box();
     if (h.max_boxes > 0) write_boxes(task.slot, j, sample);
   }
   if (current_ != nullptr) current_->store(-1, std::memory_order_relaxed);
