@@ -148,10 +148,91 @@ std::string_view image_op_name(ImageOp op) {
       return "rotate";
     case ImageOp::kShear:
       return "shear";
+    case ImageOp::kPilAutocontrast:
+      return "pil_autocontrast";
+    case ImageOp::kPilEqualize:
+      return "pil_equalize";
+    case ImageOp::kPilInvert:
+      return "pil_invert";
+    case ImageOp::kPilPosterize:
+      return "pil_posterize";
+    case ImageOp::kPilSolarize:
+      return "pil_solarize";
+    case ImageOp::kPilSolarizeAdd:
+      return "pil_solarize_add";
+    case ImageOp::kPilColor:
+      return "pil_color";
+    case ImageOp::kPilContrast:
+      return "pil_contrast";
+    case ImageOp::kPilBrightness:
+      return "pil_brightness";
+    case ImageOp::kPilSharpness:
+      return "pil_sharpness";
+    case ImageOp::kPilRotate:
+      return "pil_rotate";
+    case ImageOp::kPilShearX:
+      return "pil_shear_x";
+    case ImageOp::kPilShearY:
+      return "pil_shear_y";
+    case ImageOp::kPilTranslateXRel:
+      return "pil_translate_x_rel";
+    case ImageOp::kPilTranslateYRel:
+      return "pil_translate_y_rel";
+    case ImageOp::kTimmAugMixChain:
+      return "timm_augmix_chain";
+    case ImageOp::kTimmAugMixBlend:
+      return "timm_augmix_blend";
     case ImageOp::kNone:
       break;
   }
   return "";
+}
+
+int image_op_arg_count(ImageOp op) {
+  switch (op) {
+    case ImageOp::kNone:
+    case ImageOp::kGrayscale:
+    case ImageOp::kEqualize:
+    case ImageOp::kAutocontrast:
+    case ImageOp::kInvert:
+    case ImageOp::kPilAutocontrast:
+    case ImageOp::kPilEqualize:
+    case ImageOp::kPilInvert:
+      return 0;
+    case ImageOp::kBrightness:
+    case ImageOp::kContrast:
+    case ImageOp::kSaturation:
+    case ImageOp::kHue:
+    case ImageOp::kSolarize:
+    case ImageOp::kPosterize:
+    case ImageOp::kSharpness:
+    case ImageOp::kPilPosterize:
+    case ImageOp::kPilSolarize:
+    case ImageOp::kPilColor:
+    case ImageOp::kPilContrast:
+    case ImageOp::kPilBrightness:
+    case ImageOp::kPilSharpness:
+    case ImageOp::kTimmAugMixBlend:
+      return 1;
+    case ImageOp::kRotate:
+    case ImageOp::kPilSolarizeAdd:
+      return 2;
+    case ImageOp::kGaussianBlur:
+    case ImageOp::kShear:
+      return 3;
+    case ImageOp::kTimmAugMixChain:
+      return 4;
+    case ImageOp::kPilRotate:
+    case ImageOp::kPilShearX:
+    case ImageOp::kPilShearY:
+    case ImageOp::kPilTranslateXRel:
+    case ImageOp::kPilTranslateYRel:
+      return 5;
+    case ImageOp::kAffine:
+    case ImageOp::kAffineAtOrigin:
+      return 7;
+  }
+  return 0;
 }
 
 Pipeline::Pipeline(int output_height, int output_width, int channels)

@@ -100,6 +100,33 @@ enum class ImageOp : std::int32_t {
   // the angle worked out in double as torchvision's _apply_image_or_video_transform does (a
   // float32 angle would move some pixels).
   kShear = 16,
+  // timm's ops (timm.data.auto_augment's functions of these names) as Pillow computes them on
+  // uint8 RGB images. The warps (40 to 44) take args[1]: Pillow's filter (2 bilinear, 3 bicubic)
+  // and args[2], args[3], args[4]: the fill colour (r, g, b).
+  kPilAutocontrast = 30,   // ImageOps.autocontrast
+  kPilEqualize = 31,       // ImageOps.equalize
+  kPilInvert = 32,         // ImageOps.invert
+  kPilPosterize = 33,      // args[0]: bits kept (8 or more: unchanged; 0 or fewer: black)
+  kPilSolarize = 34,       // args[0]: threshold (values at or above it are inverted)
+  kPilSolarizeAdd = 35,    // args[0]: added to values below args[1] (at most 255)
+  kPilColor = 36,          // args[0]: factor (ImageEnhance.Color)
+  kPilContrast = 37,       // args[0]: factor (ImageEnhance.Contrast)
+  kPilBrightness = 38,     // args[0]: factor (ImageEnhance.Brightness)
+  kPilSharpness = 39,      // args[0]: factor (ImageEnhance.Sharpness)
+  kPilRotate = 40,         // args[0]: degrees, counter-clockwise (Image.rotate)
+  kPilShearX = 41,         // args[0]: factor f: Image.transform AFFINE (1, f, 0, 0, 1, 0)
+  kPilShearY = 42,         // args[0]: factor f: (1, 0, 0, f, 1, 0)
+  kPilTranslateXRel = 43,  // args[0]: fraction p of the width: (1, 0, p * width, 0, 1, 0)
+  kPilTranslateYRel = 44,  // args[0]: fraction p of the height: (1, 0, 0, 0, 1, p * height)
+  // timm's AugMix (AugMixAugment). A chain: args[0]: its weight (float32); args[1]: how many of
+  // the ops after it are its own; args[2]: its index (0: the mix starts, from the image as it is
+  // then); args[3]: 1 in blended mode (b1). Each chain's ops run on a copy of the mix's input
+  // image. Without blended mode, the chains add weight * image in float32 and kTimmAugMixBlend
+  // ends the mix: the sum clipped to [0, 255] and truncated, then Image.blend(input, sum,
+  // args[0] = m). In blended mode each chain's image is blended into the running image by its
+  // weight and no kTimmAugMixBlend follows.
+  kTimmAugMixChain = 45,
+  kTimmAugMixBlend = 46,
 };
 
 // One op a sample got, with its numbers (see ImageOp; unused ones are 0).
@@ -110,8 +137,14 @@ struct AppliedOp {
 
 // "brightness", "contrast", "saturation", "hue", "grayscale", "solarize", "posterize",
 // "equalize", "autocontrast", "sharpness", "invert", "gaussian_blur", "affine",
-// "affine_at_origin", "rotate"; "" for kNone and unknown numbers.
+// "affine_at_origin", "rotate", "shear"; timm's as "pil_" and its function's name
+// ("pil_autocontrast", ..., "pil_solarize_add", "pil_color", "pil_rotate", "pil_shear_x",
+// "pil_translate_x_rel", ...), "timm_augmix_chain", "timm_augmix_blend"; "" for kNone and
+// unknown numbers.
 std::string_view image_op_name(ImageOp op);
+
+// How many of AppliedOp::args `op` uses (0 for kNone and unknown numbers).
+int image_op_arg_count(ImageOp op);
 
 // One step, as Pipeline::steps() describes it.
 struct Step {
