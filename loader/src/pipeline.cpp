@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "stoke/error.hpp"
+#include "timm_config.hpp"
 
 namespace stoke {
 namespace {
@@ -102,8 +103,98 @@ const char* step_name(StepKind kind) {
       return "rand_augment";
     case StepKind::kAutoAugment:
       return "auto_augment";
+    case StepKind::kTimmRandAugment:
+    case StepKind::kTimmAugMix:
+      return "timm_augment";
   }
   return "unknown";
+}
+
+const char* interpolation_name(TimmInterpolation i) {
+  switch (i) {
+    case TimmInterpolation::kBilinear:
+      return "bilinear";
+    case TimmInterpolation::kBicubic:
+      return "bicubic";
+    case TimmInterpolation::kRandom:
+      break;
+  }
+  return "random";
+}
+
+// timm_augment's words after its config string: interpolation=random|bilinear|bicubic,
+// fill=R,G,B (or one level for all three), translate_pct=F.
+void add_timm_augment(Pipeline& p, const std::vector<std::string>& words) {
+  if (words.empty())
+    throw ConfigError(
+        "pipeline step timm_augment takes timm's config string, e.g. "
+        "'rand-m9-mstd0.5-inc1' or 'augmix-m5-w3'");
+  TimmInterpolation interpolation = TimmInterpolation::kRandom;
+  std::array<std::uint8_t, 3> fill = {124, 116, 104};
+  float translate_pct = -1.f;
+  const auto number = [](const std::string& word, const std::string& text) {
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !std::isfinite(v))
+      throw ConfigError("pipeline step timm_augment: '" + word + "': '" + text +
+                        "' is not a number");
+    return v;
+  };
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    const std::size_t eq = w.find('=');
+    const std::string key = w.substr(0, eq),
+                      value = eq == std::string::npos ? "" : w.substr(eq + 1);
+    if (key == "interpolation" && eq != std::string::npos) {
+      if (value == "random") {
+        interpolation = TimmInterpolation::kRandom;
+      } else if (value == "bilinear") {
+        interpolation = TimmInterpolation::kBilinear;
+      } else if (value == "bicubic") {
+        interpolation = TimmInterpolation::kBicubic;
+      } else {
+        throw ConfigError(
+            "pipeline step timm_augment: interpolation must be random, bilinear or "
+            "bicubic, got '" +
+            value + "'");
+      }
+    } else if (key == "fill" && eq != std::string::npos) {
+      std::vector<double> levels;
+      std::size_t start = 0;
+      while (true) {
+        const std::size_t comma = value.find(',', start);
+        levels.push_back(number(w, value.substr(start, comma - start)));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+      if (levels.size() == 1) levels.assign(3, levels[0]);
+      if (levels.size() != 3)
+        throw ConfigError(
+            "pipeline step timm_augment: fill takes one level or three (R,G,B), "
+            "got '" +
+            value + "'");
+      for (std::size_t k = 0; k < 3; ++k) {
+        if (!(levels[k] >= 0 && levels[k] <= 255) || levels[k] != std::floor(levels[k]))
+          throw ConfigError(
+              "pipeline step timm_augment: fill levels must be whole numbers in "
+              "0..255, got '" +
+              value + "'");
+        fill[k] = static_cast<std::uint8_t>(levels[k]);
+      }
+    } else if (key == "translate_pct" && eq != std::string::npos) {
+      translate_pct = static_cast<float>(number(w, value));
+      if (!(translate_pct >= 0))
+        throw ConfigError(
+            "pipeline step timm_augment: translate_pct must be a fraction of the "
+            "side in [0, 1], got '" +
+            value + "'");
+    } else {
+      throw ConfigError("pipeline step timm_augment: '" + w +
+                        "' is not interpolation=..., "
+                        "fill=... or translate_pct=...");
+    }
+  }
+  p.timm_augment(words[0], interpolation, fill, translate_pct);
 }
 
 float checked_probability(const char* step, float p) {
@@ -407,6 +498,30 @@ Pipeline& Pipeline::auto_augment(AutoAugmentPolicy policy, float fill) {
   return add(s);
 }
 
+Pipeline& Pipeline::timm_augment(std::string_view config, TimmInterpolation interpolation,
+                                 std::array<std::uint8_t, 3> fill, float translate_pct) {
+  if (channels_ != 3)
+    throw ConfigError(
+        "timm_augment: timm's ops take RGB images (timm converts every image to "
+        "RGB), but the output has 1 channel");
+  detail::TimmConfig c = detail::parse_timm_config(config);
+  if (interpolation != TimmInterpolation::kRandom &&
+      interpolation != TimmInterpolation::kBilinear && interpolation != TimmInterpolation::kBicubic)
+    throw ConfigError(
+        "timm_augment: interpolation must be random (0), bilinear (2) or bicubic (3), "
+        "got " +
+        std::to_string(static_cast<int>(interpolation)));
+  if (!(translate_pct <= 1.f))  // NaN too
+    throw ConfigError("timm_augment: translate_pct must be a fraction of the side in [0, 1], got " +
+                      fmt(translate_pct));
+  c.settings.interpolation = interpolation;
+  c.settings.fill = fill;
+  if (translate_pct >= 0) c.settings.translate_pct = translate_pct;
+  Step s{.kind = c.kind};
+  s.timm = c.settings;
+  return add(s);
+}
+
 Pipeline& Pipeline::invert(float probability) {
   return add(
       {.kind = StepKind::kInvert, .probability = checked_probability("invert", probability)});
@@ -521,6 +636,10 @@ int Pipeline::max_applied_ops() const {
       n += s.num_ops;
     else if (s.kind == StepKind::kAutoAugment)
       n += 2;
+    else if (s.kind == StepKind::kTimmRandAugment)
+      n += s.timm.num_ops;
+    else if (s.kind == StepKind::kTimmAugMix)  // a mark and up to 3 drawn ops per chain, a blend
+      n += s.timm.width * (1 + (s.timm.depth > 0 ? s.timm.depth : 3)) + (s.timm.blended ? 0 : 1);
     else if (is_photometric(s.kind) || is_policy(s.kind))
       n += 1;
   }
@@ -590,6 +709,13 @@ std::string Pipeline::describe() const {
       case StepKind::kAutoAugment:
         out << "auto_augment " << policy_name(s.policy) << " fill " << fmt(s.fill);
         break;
+      case StepKind::kTimmRandAugment:
+      case StepKind::kTimmAugMix:
+        out << "timm_augment " << detail::timm_config_text(s.kind, s.timm) << " interpolation "
+            << interpolation_name(s.timm.interpolation) << " fill " << int{s.timm.fill[0]} << ","
+            << int{s.timm.fill[1]} << "," << int{s.timm.fill[2]} << " translate_pct "
+            << fmt(s.timm.translate_pct);
+        break;
       case StepKind::kVerticalFlip:
         out << "vertical_flip p=" << fmt(s.probability);
         break;
@@ -615,6 +741,17 @@ Pipeline make_pipeline(int height, int width, int channels, const std::vector<St
     // (Named references, not a structured binding: the lambdas below capture them.)
     const std::string& name = step.name;
     const std::vector<double>& v = step.args;
+    if (name == "timm_augment") {
+      if (!v.empty())
+        throw ConfigError(
+            "pipeline step timm_augment takes its config string and key=value "
+            "words, not numbers, got " +
+            std::to_string(v.size()) + " number(s)");
+      add_timm_augment(p, step.words);
+      continue;
+    }
+    if (!step.words.empty())
+      throw ConfigError("pipeline step " + name + ": '" + step.words[0] + "' is not a number");
     const auto count = [&](std::size_t lo, std::size_t hi, const char* names) {
       if (v.size() < lo || v.size() > hi)
         throw ConfigError("pipeline step " + name + " takes " + names + ", got " +
@@ -718,7 +855,7 @@ Pipeline make_pipeline(int height, int width, int channels, const std::vector<St
           "random_posterize, equalize, random_equalize, autocontrast, random_autocontrast, "
           "adjust_sharpness, random_adjust_sharpness, invert, random_invert, "
           "trivial_augment_wide, rand_augment, auto_augment, auto_augment_imagenet, "
-          "auto_augment_cifar10, auto_augment_svhn");
+          "auto_augment_cifar10, auto_augment_svhn, timm_augment");
     }
   }
   return p;
@@ -736,8 +873,9 @@ std::vector<StepSpec> parse_steps(std::string_view text) {
       char* end = nullptr;
       const double v = std::strtod(w.c_str(), &end);
       if (end == w.c_str() || *end != '\0')
-        throw ConfigError("pipeline step " + s.name + ": '" + w + "' is not a number");
-      s.args.push_back(v);
+        s.words.push_back(w);  // make_pipeline: timm_augment's, or not a number
+      else
+        s.args.push_back(v);
     }
     steps.push_back(std::move(s));
   }
