@@ -51,7 +51,9 @@
 #include <vector>
 
 #include "augment/augment.hpp"
+#include "augment/op_sequence.hpp"
 #include "augment/photometric.hpp"
+#include "augment/photometric_steps.hpp"
 #include "data/sample_rng.hpp"
 #include "decode/decode.hpp"
 #include "decode/jpeg_common.hpp"
@@ -511,6 +513,29 @@ void BM_ImageOp(benchmark::State& state, stoke::AppliedOp op) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// A timm step as one sample gets it: drawn from sample `i`'s generator (a new sample each
+// iteration), then applied, so the figure is the step's mean cost over its draws.
+void BM_TimmStep(benchmark::State& state, const char* config) {
+  const cv::Mat& source = op_image();
+  cv::Mat work = source.clone();
+  const stoke::detail::Pixels px{work.data, work.rows, work.cols, 3, work.step[0]};
+  stoke::detail::PhotometricScratch scratch;
+  stoke::Pipeline p(224, 224, 3);
+  p.timm_augment(config, stoke::TimmInterpolation::kBicubic);
+  const stoke::detail::AugmentStep step = stoke::detail::to_augment_step(p.steps().back());
+  std::vector<stoke::AppliedOp> ops;
+  std::int64_t i = 0;
+  for (auto _ : state) {
+    source.copyTo(work);
+    stoke::detail::SampleRng rng(1, stoke::detail::kSampleStream, 0, i++);
+    ops.clear();
+    stoke::detail::draw_pixel_ops(step, rng, 224, 224, ops);
+    stoke::detail::apply_ops(ops, px, scratch);
+    benchmark::DoNotOptimize(work.data);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 void register_ops(long iterations) {
   using stoke::ImageOp;
   const std::pair<const char*, stoke::AppliedOp> ops[] = {
@@ -530,11 +555,33 @@ void register_ops(long iterations) {
       {"gaussian_blur_23", {ImageOp::kGaussianBlur, {23.f, 23.f, 1.f}}},
       {"affine", {ImageOp::kAffine, {15.f, 10.f, -5.f, 1.1f, 5.f, 3.f, 0.f}}},
       {"shear", {ImageOp::kShear, {0.3f, 0.f, 0.f}}},
-      {"rotate", {ImageOp::kRotate, {30.f, 0.f}}}};
+      {"rotate", {ImageOp::kRotate, {30.f, 0.f}}},
+      // timm's ops (Pillow's arithmetic), fill (124, 116, 104); 2 bilinear, 3 bicubic.
+      {"pil_autocontrast", {ImageOp::kPilAutocontrast}},
+      {"pil_equalize", {ImageOp::kPilEqualize}},
+      {"pil_invert", {ImageOp::kPilInvert}},
+      {"pil_posterize", {ImageOp::kPilPosterize, {4.f}}},
+      {"pil_solarize", {ImageOp::kPilSolarize, {128.f}}},
+      {"pil_solarize_add", {ImageOp::kPilSolarizeAdd, {55.f, 128.f}}},
+      {"pil_color", {ImageOp::kPilColor, {1.3f}}},
+      {"pil_contrast", {ImageOp::kPilContrast, {1.3f}}},
+      {"pil_brightness", {ImageOp::kPilBrightness, {1.3f}}},
+      {"pil_sharpness", {ImageOp::kPilSharpness, {1.5f}}},
+      {"pil_rotate_bilinear", {ImageOp::kPilRotate, {30.f, 2.f, 124.f, 116.f, 104.f}}},
+      {"pil_rotate_bicubic", {ImageOp::kPilRotate, {30.f, 3.f, 124.f, 116.f, 104.f}}},
+      {"pil_shear_x_bicubic", {ImageOp::kPilShearX, {0.3f, 3.f, 124.f, 116.f, 104.f}}},
+      {"pil_translate_x_rel_bicubic",
+       {ImageOp::kPilTranslateXRel, {0.3f, 3.f, 124.f, 116.f, 104.f}}}};
   for (const auto& [name, op] : ops) {
     auto* b =
         benchmark::RegisterBenchmark((std::string("BM_ImageOp/") + name).c_str(), BM_ImageOp, op)
             ->Unit(benchmark::kMillisecond);
+    if (iterations > 0) b->Iterations(iterations);
+  }
+  for (const char* config : {"rand-m9-mstd0.5-inc1", "augmix-m5-w3"}) {
+    auto* b = benchmark::RegisterBenchmark((std::string("BM_TimmStep/") + config).c_str(),
+                                           BM_TimmStep, config)
+                  ->Unit(benchmark::kMillisecond);
     if (iterations > 0) b->Iterations(iterations);
   }
 }

@@ -1,4 +1,5 @@
-"""The photometric ops check of bench/torchvision_parity.py (--checks ops).
+"""The photometric ops checks of bench/torchvision_parity.py (--checks ops, and timm for timm's
+RandAugment and AugMix, replayed in timm's own op functions on Pillow).
 
 For each op (and each recipe's colour step) two loaders run over the same data with the same
 seed: one with the base pipeline (random_resized_crop + horizontal_flip) alone, one with the op
@@ -123,7 +124,7 @@ def paired_samples(base, other, epochs):
                     yield epoch, w.index, i, src[i], got[i], ops
 
 
-def check_op(data, steps, epochs, seed):
+def check_op(data, steps, epochs, seed, replay=replay):
     t = OpTally()
     base, with_op = loader(data, BASE, seed), loader(data, BASE + steps, seed)
     for epoch, index, i, src, got, ops in paired_samples(base, with_op, epochs):
@@ -146,20 +147,113 @@ HEADER = ("| op | samples | ops applied | bytes differing | mean abs diff | max 
           "|---|---|---|---|---|---|")
 
 
-def check_ops(data, epochs, seed):
-    """The table rows and the disagreements (a sample more than 1 level off on average)."""
+def check_ops(data, epochs, seed, ops=OPS, replay=replay, exact=False):
+    """The table rows and the disagreements (a sample more than 1 level off on average; with
+    `exact`, any byte that differs)."""
     rows, problems = [], []
-    for label, steps in OPS:
-        t = check_op(data, steps, epochs, seed)
+    for label, steps in ops:
+        t = check_op(data, steps, epochs, seed, replay)
         applied = ", ".join(f"{k} {v}" for k, v in sorted(t.ops.items()))
         mean = t.abs_sum / max(t.bytes, 1)
         rows.append(f"| {label} | {t.samples} | {applied} | {t.differing} of {t.bytes} | "
                     f"{mean:.4f} | {t.worst} |")
         print(rows[-1], flush=True)
         problems += [f"{label}: {m}" for m in t.mismatches]
+        if exact and t.differing:
+            problems.append(f"{label}: {t.differing} bytes differ")
         if t.samples == 0:
             problems.append(f"{label}: no samples")
     return rows, problems
+
+
+# --- timm's RandAugment and AugMix, replayed in timm's own op functions -----------------------
+
+# DeiT's RandAugment (bicubic, create_transform's ImageNet-mean fill: stoke's default) and
+# AugMix as create_transform builds it (random filter, translate_pct 0.3).
+TIMM_OPS = [
+    ("timm rand-m9-mstd0.5-inc1 bicubic",
+     [("timm_augment", "rand-m9-mstd0.5-inc1", "interpolation=bicubic")]),
+    ("timm rand-m9-mstd0.5 (random filter)", [("timm_augment", "rand-m9-mstd0.5")]),
+    ("timm augmix-m5-w3", [("timm_augment", "augmix-m5-w3")]),
+    ("timm augmix-m5-w3-b1 (blended)", [("timm_augment", "augmix-m5-w3-b1")]),
+]
+
+
+def _timm():
+    from timm.data import auto_augment as aa
+    return aa
+
+
+def _timm_warp(fn):
+    return lambda img, a: fn(img, a[0], resample=a[1], fillcolor=tuple(a[2]))
+
+
+def _posterize(img, bits):
+    """timm's posterize; 0 bits and fewer as Pillow 12's ImageOps.posterize made them (every
+    value masked to 0): Pillow 13's raises there."""
+    if bits <= 0:
+        return img.point([0] * 768)
+    return _timm().posterize(img, bits)
+
+
+def timm_replay_table():
+    aa = _timm()
+    return {
+        "pil_autocontrast": lambda img, a: aa.auto_contrast(img),
+        "pil_equalize": lambda img, a: aa.equalize(img),
+        "pil_invert": lambda img, a: aa.invert(img),
+        "pil_posterize": lambda img, a: _posterize(img, a[0]),
+        "pil_solarize": lambda img, a: aa.solarize(img, a[0]),
+        "pil_solarize_add": lambda img, a: aa.solarize_add(img, a[0], a[1]),
+        "pil_color": lambda img, a: aa.color(img, a[0]),
+        "pil_contrast": lambda img, a: aa.contrast(img, a[0]),
+        "pil_brightness": lambda img, a: aa.brightness(img, a[0]),
+        "pil_sharpness": lambda img, a: aa.sharpness(img, a[0]),
+        "pil_rotate": _timm_warp(aa.rotate),
+        "pil_shear_x": _timm_warp(aa.shear_x),
+        "pil_shear_y": _timm_warp(aa.shear_y),
+        "pil_translate_x_rel": _timm_warp(aa.translate_x_rel),
+        "pil_translate_y_rel": _timm_warp(aa.translate_y_rel),
+    }
+
+
+def replay_timm(src_hwc, ops):
+    """A sample's timm ops in timm's functions on a PIL image; AugMix's chains combined as
+    AugMixAugment._apply_basic (float32 sum, clip, truncate, Image.blend) or, blended,
+    _apply_blended (Image.blend per chain) combines them."""
+    from PIL import Image
+    table = timm_replay_table()
+    img = Image.fromarray(src_hwc)
+    i = 0
+    while i < len(ops):
+        name, *a = ops[i]
+        if name != "timm_augmix_chain":
+            img = table[name](img, a)
+            i += 1
+            continue
+        src, blended, start = img, a[3], True
+        mixed = np.zeros_like(np.asarray(img), dtype=np.float32)
+        while i < len(ops) and ops[i][0] == "timm_augmix_chain" and (start or ops[i][3] != 0):
+            start = False
+            _, weight, count, _, _ = ops[i]
+            aug = src
+            for name2, *a2 in ops[i + 1:i + 1 + count]:
+                aug = table[name2](aug, a2)
+            if blended:
+                img = Image.blend(img, aug, float(np.float32(weight)))
+            else:
+                mixed += np.float32(weight) * np.asarray(aug, dtype=np.float32)
+            i += 1 + count
+        if not blended and i < len(ops) and ops[i][0] == "timm_augmix_blend":
+            np.clip(mixed, 0, 255., out=mixed)
+            img = Image.blend(src, Image.fromarray(mixed.astype(np.uint8)), float(ops[i][1]))
+            i += 1
+    return np.asarray(img)
+
+
+def check_timm_ops(data, epochs, seed):
+    """timm's policies: every byte must match."""
+    return check_ops(data, epochs, seed, TIMM_OPS, replay_timm, exact=True)
 
 
 # --- The policies' distributions against torchvision's own classes ---------------------------

@@ -7,7 +7,9 @@ image: the corpus's first file resized to 224x224 with an area filter).
   python bench/torchvision_ops_speed.py [--corpus DIR] [--seconds S]
 
 Needs torch and torchvision (0.29.2 measured), Pillow and OpenCV's Python module or Pillow only
-(the image is resized with Pillow's box filter when cv2 is missing).
+(the image is resized with Pillow's box filter when cv2 is missing). With timm installed, a second
+table: timm's op functions (BM_ImageOp/pil_*) and its RandAugment and AugMix transforms
+(BM_TimmStep) on the PIL image.
 """
 
 import argparse
@@ -45,6 +47,43 @@ OPS = [
 ]
 
 
+# timm's op functions (timm.data.auto_augment, on PIL) with the numbers of stoke's BM_ImageOp/pil_*
+# benchmarks, and timm's whole transforms (bicubic warps, ImageNet-mean fill) beside
+# BM_TimmStep: a call's mean over its random draws.
+TIMM_FILL = (124, 116, 104)
+
+
+def timm_ops():
+    from timm.data import auto_augment as aa
+    bl, bc = Image.Resampling.BILINEAR, Image.Resampling.BICUBIC
+    return [
+        ("pil_autocontrast", aa.auto_contrast),
+        ("pil_equalize", aa.equalize),
+        ("pil_invert", aa.invert),
+        ("pil_posterize", lambda x: aa.posterize(x, 4)),
+        ("pil_solarize", lambda x: aa.solarize(x, 128)),
+        ("pil_solarize_add", lambda x: aa.solarize_add(x, 55, 128)),
+        ("pil_color", lambda x: aa.color(x, 1.3)),
+        ("pil_contrast", lambda x: aa.contrast(x, 1.3)),
+        ("pil_brightness", lambda x: aa.brightness(x, 1.3)),
+        ("pil_sharpness", lambda x: aa.sharpness(x, 1.5)),
+        ("pil_rotate_bilinear", lambda x: aa.rotate(x, 30.0, resample=bl, fillcolor=TIMM_FILL)),
+        ("pil_rotate_bicubic", lambda x: aa.rotate(x, 30.0, resample=bc, fillcolor=TIMM_FILL)),
+        ("pil_shear_x_bicubic", lambda x: aa.shear_x(x, 0.3, resample=bc, fillcolor=TIMM_FILL)),
+        ("pil_translate_x_rel_bicubic",
+         lambda x: aa.translate_x_rel(x, 0.3, resample=bc, fillcolor=TIMM_FILL)),
+    ]
+
+
+def timm_steps():
+    from timm.data import auto_augment as aa
+    hparams = dict(translate_const=100, img_mean=TIMM_FILL,
+                   interpolation=Image.Resampling.BICUBIC)
+    return [("rand-m9-mstd0.5-inc1", aa.rand_augment_transform("rand-m9-mstd0.5-inc1", hparams)),
+            ("augmix-m5-w3", aa.augment_and_mix_transform("augmix-m5-w3",
+                                                          dict(hparams, translate_pct=0.3)))]
+
+
 def ms_per_call(fn, x, seconds):
     fn(x)  # warm up
     n, start = 0, time.perf_counter()
@@ -73,6 +112,15 @@ def main():
         except Exception as e:  # an op without a PIL kernel
             q = f"n/a ({type(e).__name__})"
         print(f"| {name} | {t:.3f} | {q} |", flush=True)
+    try:
+        ops, steps = timm_ops(), timm_steps()
+    except ImportError:
+        print("\n(timm is not installed: no timm rows)")
+        return
+    import timm
+    print(f"\ntimm {timm.__version__} on PIL\n| op | PIL ms |\n|---|---|")
+    for name, fn in ops + steps:
+        print(f"| {name} | {ms_per_call(fn, pil, args.seconds):.3f} |", flush=True)
 
 
 if __name__ == "__main__":

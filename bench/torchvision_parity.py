@@ -62,12 +62,21 @@ changes at every pixel), and for synthetic images of the sizes above plus a few 
 16-bit PNGs (run at depth 8), and 16-bit PNGs labelled (y mod 255) * 256 + (x mod 256) (run at
 depth 16, mask_ignore 65535), so that every source pixel of a tile has its own label.
 
+timm (--checks timm; needs timm and Pillow in the venv): the ops check's method for timm's
+RandAugment and AugMix steps (DeiT's rand-m9-mstd0.5-inc1 with bicubic warps, rand-m9-mstd0.5
+with a random filter per warp, augmix-m5-w3 plain and blended): each sample's applied ops are
+replayed in timm.data.auto_augment's own op functions (Pillow underneath) on the pixels the step
+received, AugMix's chains combined as AugMixAugment combines them, and every byte must match.
+Posterize to 0 bits, which timm's PosterizeIncreasing asks for at magnitude 10 and Pillow 13's
+ImageOps.posterize refuses, is replayed as Pillow 12 computed it (every value masked to 0).
+
 Setup (Python 3.9+, about 6 GB of wheels: PyPI's Linux torch brings its CUDA libraries; the
 CPU-only index is not reachable everywhere, and Debian's python3-torchvision has no
 transforms.v2):
 
   python3 -m venv /tmp/parity-venv
   /tmp/parity-venv/bin/pip install torch torchvision numpy nanobind scikit-build-core
+  /tmp/parity-venv/bin/pip install timm pillow                             # for --checks timm
   /tmp/parity-venv/bin/pip install --no-build-isolation --no-deps .      # from the repo root
   python3 bench/make_detection_set.py --out /tmp/det                      # if not built yet
 
@@ -877,7 +886,8 @@ def main():
     p.add_argument("--mask-sizes", default="224,160x256,97x203,31x45",
                    help="mask check: comma-separated N or HxW")
     p.add_argument("--checks", default="boxes,masks,ops,policies,erasing",
-                   help="any of boxes, masks, ops, policies, erasing (comma-separated)")
+                   help="any of boxes, masks, ops, policies, erasing, timm (comma-separated; "
+                   "timm needs timm and Pillow)")
     p.add_argument("--fashion", default="/usr/share/datasets/fashion-mnist",
                    help="policies check: the Fashion-MNIST IDX folder (its test split)")
     p.add_argument("--policy-epochs", type=int, default=10,
@@ -889,8 +899,9 @@ def main():
                    help="where to write the data sets (default: a temporary folder)")
     args = p.parse_args()
     checks = set(args.checks.split(","))
-    if not checks or checks - {"boxes", "masks", "ops", "policies", "erasing"}:
-        sys.exit(f"--checks: any of boxes, masks, ops, policies, erasing, not {args.checks}")
+    known = {"boxes", "masks", "ops", "policies", "erasing", "timm"}
+    if not checks or checks - known:
+        sys.exit(f"--checks: any of {', '.join(sorted(known))}, not {args.checks}")
     if not os.path.exists(args.data):
         sys.exit(f"{args.data}: missing (python3 bench/make_detection_set.py --out DIR)")
     print(f"torch {torch.__version__}, torchvision {torchvision.__version__}, "
@@ -938,6 +949,18 @@ def main():
             if not op_problems:
                 print("stoke's photometric ops are torchvision.transforms.v2's, within a level "
                       "on average for every sample")
+
+        if "timm" in checks:
+            import timm
+            import PIL
+            print(f"\ntimm's RandAugment and AugMix (timm {timm.__version__}, Pillow "
+                  f"{PIL.__version__}), replayed in timm.data.auto_augment's op functions on the "
+                  "pixels each step received:")
+            rows, timm_problems = parity_ops.check_timm_ops(args.photos, args.epochs, args.seed)
+            print("\n" + parity_ops.HEADER + "\n" + "\n".join(rows))
+            problems += timm_problems
+            if not timm_problems:
+                print("stoke's timm ops are timm's on Pillow, byte for byte")
 
         if "policies" in checks:
             print("\nthe policies' draws against torchvision's own classes (two-sample "

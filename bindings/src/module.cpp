@@ -14,6 +14,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <memory>
@@ -166,8 +167,36 @@ const char* no_bytes(const stoke::Batch& b) {
   return b.max_bytes() > 0 ? nullptr : "pass-through bytes (set bytes_field)";
 }
 
-// One pipeline step as Python gives it: its name and its numbers.
-using StepArgs = std::pair<std::string, std::vector<double>>;
+// One pipeline step as Python gives it: its name, its numbers and its words (timm_augment's
+// config string and settings).
+using StepArgs = std::tuple<std::string, std::vector<double>, std::vector<std::string>>;
+
+// timm's ops as Python sees them: integers where timm's functions take ints, a warp's fill as
+// an (r, g, b) tuple.
+nb::tuple timm_op_tuple(const std::string& name, const stoke::AppliedOp& op) {
+  const auto i = [&](int k) { return static_cast<int>(op.args[k]); };
+  switch (op.op) {
+    case stoke::ImageOp::kPilPosterize:
+    case stoke::ImageOp::kPilSolarize:
+      return nb::make_tuple(name, i(0));
+    case stoke::ImageOp::kPilSolarizeAdd:
+      return nb::make_tuple(name, i(0), i(1));
+    case stoke::ImageOp::kPilRotate:
+    case stoke::ImageOp::kPilShearX:
+    case stoke::ImageOp::kPilShearY:
+    case stoke::ImageOp::kPilTranslateXRel:
+    case stoke::ImageOp::kPilTranslateYRel:
+      return nb::make_tuple(name, op.args[0], i(1), nb::make_tuple(i(2), i(3), i(4)));
+    case stoke::ImageOp::kTimmAugMixChain:
+      return nb::make_tuple(name, op.args[0], i(1), i(2), op.args[3] != 0);
+    default:
+      break;
+  }
+  nb::list numbers;
+  numbers.append(name);
+  for (int k = 0; k < stoke::image_op_arg_count(op.op); ++k) numbers.append(op.args[k]);
+  return nb::tuple(numbers);
+}
 
 // The Python Loader's keyword arguments (defaults live in bindings/stoke/__init__.py).
 struct LoaderArgs {
@@ -246,7 +275,7 @@ stoke::Options options_from(const LoaderArgs& a) {
       throw stoke::ConfigError("channels must be 1 (gray) or 3 (RGB), got " +
                                std::to_string(a.channels));
     std::vector<stoke::StepSpec> steps;
-    for (const auto& [name, numbers] : a.pipeline) steps.push_back({name, numbers});
+    for (const auto& [name, numbers, words] : a.pipeline) steps.push_back({name, numbers, words});
     o.pipeline = stoke::make_pipeline(o.height, o.width, a.channels, steps);
   }
   o.dtype = stoke::parse_dtype(a.dtype);
@@ -519,10 +548,12 @@ NB_MODULE(_stoke, m) {
                   ops.append(nb::make_tuple(
                       name, static_cast<int>(op.args[0]), static_cast<int>(op.args[1]),
                       static_cast<int>(op.args[2]), static_cast<int>(op.args[3]), key));
-                } else if (op.op == stoke::ImageOp::kGrayscale ||
-                           op.op == stoke::ImageOp::kEqualize ||
-                           op.op == stoke::ImageOp::kAutocontrast ||
-                           op.op == stoke::ImageOp::kInvert)
+                } else if (op.op >= stoke::ImageOp::kPilAutocontrast)
+                  ops.append(timm_op_tuple(name, op));
+                else if (op.op == stoke::ImageOp::kGrayscale ||
+                         op.op == stoke::ImageOp::kEqualize ||
+                         op.op == stoke::ImageOp::kAutocontrast ||
+                         op.op == stoke::ImageOp::kInvert)
                   ops.append(nb::make_tuple(name));
                 else
                   ops.append(nb::make_tuple(name, op.args[0]));
@@ -540,7 +571,14 @@ NB_MODULE(_stoke, m) {
           "('affine_at_origin', ...) (center [0, 0]), ('rotate', angle, fill), ('shear', m, "
           "axis, fill) (the policies' ShearX/ShearY: F.affine with shear degrees(atan(m)) "
           "about [0, 0]) (nearest): each "
-          "torchvision.transforms.v2.functional's op of that name on uint8 pixels; then "
+          "torchvision.transforms.v2.functional's op of that name on uint8 pixels. timm's ops "
+          "(timm_augment) come as ('pil_<name>', numbers...), timm.data.auto_augment's function "
+          "<name> and its arguments: ('pil_rotate', degrees, filter, (r, g, b)) and the other "
+          "warps alike (filter: Pillow's number, 2 bilinear or 3 bicubic), ('pil_posterize', "
+          "bits), ('pil_solarize', threshold), ('pil_solarize_add', add, threshold), "
+          "('pil_color', factor) and contrast, brightness, sharpness; AugMix as "
+          "('timm_augmix_chain', weight, ops, index, blended) before each chain's ops and "
+          "('timm_augmix_blend', m) after the last. Then "
           "random_erasing's rectangle, if any: ('erase', top, left, height, width, v0, v1, v2) "
           "(F.erase with those values, in normalized units for float outputs), or "
           "('erase_noise', top, left, height, width, key) and ('erase_channel_noise', ...) "

@@ -43,16 +43,23 @@ _AUTO = -1  # stoke::kAuto
 
 
 def _step(step):
-    """A pipeline step as (name, [numbers]): from "name" or ("name", numbers...)."""
+    """A pipeline step as (name, [numbers], [words]): from "name", ("name", numbers...) or, for
+    timm_augment, ("timm_augment", "rand-m9-mstd0.5-inc1", "interpolation=bicubic", ...)."""
     if isinstance(step, str):
-        return (step, [])
+        return (step, [], [])
     if not isinstance(step, (tuple, list)) or not step or not isinstance(step[0], str):
         raise ValueError(f"a pipeline step is a name or a (name, numbers...) tuple, got {step!r}")
-    try:
-        return (step[0], [float(v) for v in step[1:]])
-    except (TypeError, ValueError):
-        raise ValueError(f"pipeline step {step[0]}: its arguments must be numbers, "
-                         f"got {step[1:]!r}") from None
+    numbers, words = [], []
+    for v in step[1:]:
+        if isinstance(v, str):
+            words.append(v)
+            continue
+        try:
+            numbers.append(float(v))
+        except (TypeError, ValueError):
+            raise ValueError(f"pipeline step {step[0]}: its arguments must be numbers (or, for "
+                             f"timm_augment, words), got {step[1:]!r}") from None
+    return (step[0], numbers, words)
 
 
 def _auto_or_int(name: str, value: Union[int, str]) -> int:
@@ -130,7 +137,9 @@ class Loader(_stoke.Loader):
             ``box_crop(h, w[, min_visible, scale_min, scale_max, ratio_min, ratio_max])``,
             ``horizontal_flip([p])``, ``vertical_flip([p])``, ``pad_random_crop(pad, h, w)``,
             ``color_jitter(brightness, contrast)``, ``scale_jitter(min_side, max_side[,
-            longer_side])``. Needs ``size`` (the output); ``channels`` is 3 or 1.
+            longer_side])``, and timm's strings as words: ``("timm_augment",
+            "rand-m9-mstd0.5-inc1", "interpolation=bicubic")`` (docs/USAGE.md has them all).
+            Needs ``size`` (the output); ``channels`` is 3 or 1.
         augment: ``"train"`` (random-resized-crop + flip; pad-crop + flip for small images) or
             ``"eval"`` (resize the shorter side, centre crop); ``"default"`` and ``"none"``
             remain accepted for them.

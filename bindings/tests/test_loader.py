@@ -390,6 +390,33 @@ def test_a_pipeline_of_detection_steps_moves_the_boxes_with_the_pixels(tmp_path)
         stoke.Loader(data, size=64, pipeline=[("box_crop", 64)])
 
 
+def test_timm_strings_take_words_and_report_pillow_ops(tmp_path):
+    steps = [("resize", 32, 32),
+             ("timm_augment", "rand-m9-mstd0.5-inc1", "interpolation=bicubic", "fill=1,2,3"),
+             ("timm_augment", "augmix-m5-w3")]
+    loader = stoke.Loader(FASHION, split="test", batch=50, workers=1, size=32, channels=3,
+                          pipeline=steps, seed=4)
+    batch = next(iter(loader))
+    seen = set()
+    for ops in batch.applied_ops:
+        assert len(ops) <= 2 + 13  # n, then 3 chains of a mark and up to 3 ops, and the blend
+        for op in ops:
+            seen.add(op[0])
+            if op[0] in ("pil_rotate", "pil_shear_x", "pil_translate_y_rel"):
+                name, value, flt, fill = op
+                assert isinstance(value, float) and flt in (2, 3) and isinstance(fill, tuple)
+            if op[0] == "pil_posterize":
+                assert isinstance(op[1], int)
+            if op[0] == "timm_augmix_chain":
+                assert len(op) == 5 and isinstance(op[2], int) and op[4] is False
+    assert "timm_augmix_chain" in seen and "timm_augmix_blend" in seen
+    assert any(name.startswith("pil_") for name in seen)
+    with pytest.raises(ValueError, match="section 'x3': unknown key 'x'"):
+        stoke.Loader(FASHION, size=32, channels=3, pipeline=[("timm_augment", "rand-m9-x3")])
+    with pytest.raises(ValueError, match="pipeline step resize: 'x' is not a number"):
+        stoke.Loader(FASHION, size=32, pipeline=[("resize", 32, "x")])
+
+
 def test_boxes_on_data_without_them_raise_value_error(tmp_path):
     batch = next(iter(stoke.Loader(FASHION, split="test", batch=8, workers=0)))
     assert batch.max_boxes == 0

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "stoke/error.hpp"
+#include "timm_config.hpp"
 
 namespace stoke {
 namespace {
@@ -104,8 +105,98 @@ const char* step_name(StepKind kind) {
       return "auto_augment";
     case StepKind::kRandomErasing:
       return "random_erasing";
+    case StepKind::kTimmRandAugment:
+    case StepKind::kTimmAugMix:
+      return "timm_augment";
   }
   return "unknown";
+}
+
+const char* interpolation_name(TimmInterpolation i) {
+  switch (i) {
+    case TimmInterpolation::kBilinear:
+      return "bilinear";
+    case TimmInterpolation::kBicubic:
+      return "bicubic";
+    case TimmInterpolation::kRandom:
+      break;
+  }
+  return "random";
+}
+
+// timm_augment's words after its config string: interpolation=random|bilinear|bicubic,
+// fill=R,G,B (or one level for all three), translate_pct=F.
+void add_timm_augment(Pipeline& p, const std::vector<std::string>& words) {
+  if (words.empty())
+    throw ConfigError(
+        "pipeline step timm_augment takes timm's config string, e.g. "
+        "'rand-m9-mstd0.5-inc1' or 'augmix-m5-w3'");
+  TimmInterpolation interpolation = TimmInterpolation::kRandom;
+  std::array<std::uint8_t, 3> fill = {124, 116, 104};
+  float translate_pct = -1.f;
+  const auto number = [](const std::string& word, const std::string& text) {
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !std::isfinite(v))
+      throw ConfigError("pipeline step timm_augment: '" + word + "': '" + text +
+                        "' is not a number");
+    return v;
+  };
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    const std::size_t eq = w.find('=');
+    const std::string key = w.substr(0, eq),
+                      value = eq == std::string::npos ? "" : w.substr(eq + 1);
+    if (key == "interpolation" && eq != std::string::npos) {
+      if (value == "random") {
+        interpolation = TimmInterpolation::kRandom;
+      } else if (value == "bilinear") {
+        interpolation = TimmInterpolation::kBilinear;
+      } else if (value == "bicubic") {
+        interpolation = TimmInterpolation::kBicubic;
+      } else {
+        throw ConfigError(
+            "pipeline step timm_augment: interpolation must be random, bilinear or "
+            "bicubic, got '" +
+            value + "'");
+      }
+    } else if (key == "fill" && eq != std::string::npos) {
+      std::vector<double> levels;
+      std::size_t start = 0;
+      while (true) {
+        const std::size_t comma = value.find(',', start);
+        levels.push_back(number(w, value.substr(start, comma - start)));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+      if (levels.size() == 1) levels.assign(3, levels[0]);
+      if (levels.size() != 3)
+        throw ConfigError(
+            "pipeline step timm_augment: fill takes one level or three (R,G,B), "
+            "got '" +
+            value + "'");
+      for (std::size_t k = 0; k < 3; ++k) {
+        if (!(levels[k] >= 0 && levels[k] <= 255) || levels[k] != std::floor(levels[k]))
+          throw ConfigError(
+              "pipeline step timm_augment: fill levels must be whole numbers in "
+              "0..255, got '" +
+              value + "'");
+        fill[k] = static_cast<std::uint8_t>(levels[k]);
+      }
+    } else if (key == "translate_pct" && eq != std::string::npos) {
+      translate_pct = static_cast<float>(number(w, value));
+      if (!(translate_pct >= 0))
+        throw ConfigError(
+            "pipeline step timm_augment: translate_pct must be a fraction of the "
+            "side in [0, 1], got '" +
+            value + "'");
+    } else {
+      throw ConfigError("pipeline step timm_augment: '" + w +
+                        "' is not interpolation=..., "
+                        "fill=... or translate_pct=...");
+    }
+  }
+  p.timm_augment(words[0], interpolation, fill, translate_pct);
 }
 
 float checked_probability(const char* step, float p) {
@@ -156,10 +247,94 @@ std::string_view image_op_name(ImageOp op) {
       return "erase_noise";
     case ImageOp::kEraseChannelNoise:
       return "erase_channel_noise";
+    case ImageOp::kPilAutocontrast:
+      return "pil_autocontrast";
+    case ImageOp::kPilEqualize:
+      return "pil_equalize";
+    case ImageOp::kPilInvert:
+      return "pil_invert";
+    case ImageOp::kPilPosterize:
+      return "pil_posterize";
+    case ImageOp::kPilSolarize:
+      return "pil_solarize";
+    case ImageOp::kPilSolarizeAdd:
+      return "pil_solarize_add";
+    case ImageOp::kPilColor:
+      return "pil_color";
+    case ImageOp::kPilContrast:
+      return "pil_contrast";
+    case ImageOp::kPilBrightness:
+      return "pil_brightness";
+    case ImageOp::kPilSharpness:
+      return "pil_sharpness";
+    case ImageOp::kPilRotate:
+      return "pil_rotate";
+    case ImageOp::kPilShearX:
+      return "pil_shear_x";
+    case ImageOp::kPilShearY:
+      return "pil_shear_y";
+    case ImageOp::kPilTranslateXRel:
+      return "pil_translate_x_rel";
+    case ImageOp::kPilTranslateYRel:
+      return "pil_translate_y_rel";
+    case ImageOp::kTimmAugMixChain:
+      return "timm_augmix_chain";
+    case ImageOp::kTimmAugMixBlend:
+      return "timm_augmix_blend";
     case ImageOp::kNone:
       break;
   }
   return "";
+}
+
+int image_op_arg_count(ImageOp op) {
+  switch (op) {
+    case ImageOp::kNone:
+    case ImageOp::kGrayscale:
+    case ImageOp::kEqualize:
+    case ImageOp::kAutocontrast:
+    case ImageOp::kInvert:
+    case ImageOp::kPilAutocontrast:
+    case ImageOp::kPilEqualize:
+    case ImageOp::kPilInvert:
+      return 0;
+    case ImageOp::kBrightness:
+    case ImageOp::kContrast:
+    case ImageOp::kSaturation:
+    case ImageOp::kHue:
+    case ImageOp::kSolarize:
+    case ImageOp::kPosterize:
+    case ImageOp::kSharpness:
+    case ImageOp::kPilPosterize:
+    case ImageOp::kPilSolarize:
+    case ImageOp::kPilColor:
+    case ImageOp::kPilContrast:
+    case ImageOp::kPilBrightness:
+    case ImageOp::kPilSharpness:
+    case ImageOp::kTimmAugMixBlend:
+      return 1;
+    case ImageOp::kRotate:
+    case ImageOp::kPilSolarizeAdd:
+      return 2;
+    case ImageOp::kGaussianBlur:
+    case ImageOp::kShear:
+      return 3;
+    case ImageOp::kTimmAugMixChain:
+      return 4;
+    case ImageOp::kPilRotate:
+    case ImageOp::kPilShearX:
+    case ImageOp::kPilShearY:
+    case ImageOp::kPilTranslateXRel:
+    case ImageOp::kPilTranslateYRel:
+      return 5;
+    case ImageOp::kAffine:
+    case ImageOp::kAffineAtOrigin:
+    case ImageOp::kErase:
+    case ImageOp::kEraseNoise:
+    case ImageOp::kEraseChannelNoise:
+      return 7;
+  }
+  return 0;
 }
 
 Pipeline::Pipeline(int output_height, int output_width, int channels)
@@ -363,6 +538,30 @@ Pipeline& Pipeline::random_erasing(float probability, float scale_min, float sca
   return add(s);
 }
 
+Pipeline& Pipeline::timm_augment(std::string_view config, TimmInterpolation interpolation,
+                                 std::array<std::uint8_t, 3> fill, float translate_pct) {
+  if (channels_ != 3)
+    throw ConfigError(
+        "timm_augment: timm's ops take RGB images (timm converts every image to "
+        "RGB), but the output has 1 channel");
+  detail::TimmConfig c = detail::parse_timm_config(config);
+  if (interpolation != TimmInterpolation::kRandom &&
+      interpolation != TimmInterpolation::kBilinear && interpolation != TimmInterpolation::kBicubic)
+    throw ConfigError(
+        "timm_augment: interpolation must be random (0), bilinear (2) or bicubic (3), "
+        "got " +
+        std::to_string(static_cast<int>(interpolation)));
+  if (!(translate_pct <= 1.f))  // NaN too
+    throw ConfigError("timm_augment: translate_pct must be a fraction of the side in [0, 1], got " +
+                      fmt(translate_pct));
+  c.settings.interpolation = interpolation;
+  c.settings.fill = fill;
+  if (translate_pct >= 0) c.settings.translate_pct = translate_pct;
+  Step s{.kind = c.kind};
+  s.timm = c.settings;
+  return add(s);
+}
+
 Pipeline& Pipeline::invert(float probability) {
   return add(
       {.kind = StepKind::kInvert, .probability = checked_probability("invert", probability)});
@@ -488,6 +687,10 @@ int Pipeline::max_applied_ops() const {
       n += s.num_ops;
     else if (s.kind == StepKind::kAutoAugment)
       n += 2;
+    else if (s.kind == StepKind::kTimmRandAugment)
+      n += s.timm.num_ops;
+    else if (s.kind == StepKind::kTimmAugMix)  // a mark and up to 3 drawn ops per chain, a blend
+      n += s.timm.width * (1 + (s.timm.depth > 0 ? s.timm.depth : 3)) + (s.timm.blended ? 0 : 1);
     else if (is_photometric(s.kind) || is_policy(s.kind) || s.kind == StepKind::kRandomErasing)
       n += 1;
   }
@@ -557,6 +760,13 @@ std::string Pipeline::describe() const {
       case StepKind::kAutoAugment:
         out << "auto_augment " << policy_name(s.policy) << " fill " << fmt(s.fill);
         break;
+      case StepKind::kTimmRandAugment:
+      case StepKind::kTimmAugMix:
+        out << "timm_augment " << detail::timm_config_text(s.kind, s.timm) << " interpolation "
+            << interpolation_name(s.timm.interpolation) << " fill " << int{s.timm.fill[0]} << ","
+            << int{s.timm.fill[1]} << "," << int{s.timm.fill[2]} << " translate_pct "
+            << fmt(s.timm.translate_pct);
+        break;
       case StepKind::kVerticalFlip:
         out << "vertical_flip p=" << fmt(s.probability);
         break;
@@ -594,6 +804,17 @@ Pipeline make_pipeline(int height, int width, int channels, const std::vector<St
     // (Named references, not a structured binding: the lambdas below capture them.)
     const std::string& name = step.name;
     const std::vector<double>& v = step.args;
+    if (name == "timm_augment") {
+      if (!v.empty())
+        throw ConfigError(
+            "pipeline step timm_augment takes its config string and key=value "
+            "words, not numbers, got " +
+            std::to_string(v.size()) + " number(s)");
+      add_timm_augment(p, step.words);
+      continue;
+    }
+    if (!step.words.empty())
+      throw ConfigError("pipeline step " + name + ": '" + step.words[0] + "' is not a number");
     const auto count = [&](std::size_t lo, std::size_t hi, const char* names) {
       if (v.size() < lo || v.size() > hi)
         throw ConfigError("pipeline step " + name + " takes " + names + ", got " +
@@ -712,8 +933,8 @@ Pipeline make_pipeline(int height, int width, int channels, const std::vector<St
           "random_posterize, equalize, random_equalize, autocontrast, random_autocontrast, "
           "adjust_sharpness, random_adjust_sharpness, invert, random_invert, "
           "trivial_augment_wide, rand_augment, auto_augment, auto_augment_imagenet, "
-          "auto_augment_cifar10, auto_augment_svhn, random_erasing, random_erasing_pixel, "
-          "random_erasing_color");
+          "auto_augment_cifar10, auto_augment_svhn, timm_augment, random_erasing, "
+          "random_erasing_pixel, random_erasing_color");
     }
   }
   return p;
@@ -731,8 +952,9 @@ std::vector<StepSpec> parse_steps(std::string_view text) {
       char* end = nullptr;
       const double v = std::strtod(w.c_str(), &end);
       if (end == w.c_str() || *end != '\0')
-        throw ConfigError("pipeline step " + s.name + ": '" + w + "' is not a number");
-      s.args.push_back(v);
+        s.words.push_back(w);  // make_pipeline: timm_augment's, or not a number
+      else
+        s.args.push_back(v);
     }
     steps.push_back(std::move(s));
   }

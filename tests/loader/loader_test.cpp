@@ -304,5 +304,35 @@ TEST(Loader, PoliciesAreIdenticalForAnyWorkerCount) {
     EXPECT_TRUE(kinds.count(k)) << image_op_name(k);
 }
 
+// timm's policies (DeiT's RandAugment, then AugMix) after the crop and flip: the same pixels and
+// ops for 0, 1 and 3 workers, new draws the next epoch, and every Pillow op and both AugMix
+// marks drawn somewhere.
+TEST(Loader, TimmAugmentIsIdenticalForAnyWorkerCount) {
+  Options o = jpeg_pipeline(9,
+                            "random_resized_crop 48 48 | horizontal_flip | timm_augment "
+                            "rand-m9-mstd0.5-inc1 interpolation=bicubic | timm_augment "
+                            "augmix-m5-w3");
+  std::vector<SeenWithOps> first, second;
+  for (int workers : {0, 1, 3}) {
+    o.workers = workers;
+    Loader loader(o);
+    take_epoch(loader, 2 + 13, first.emplace_back());
+    take_epoch(loader, 2 + 13, second.emplace_back());
+  }
+  for (std::size_t i = 1; i < first.size(); ++i) {
+    EXPECT_TRUE(first[i].d == first[0].d) << "workers index " << i;
+    EXPECT_TRUE(same_ops(first[i].ops, first[0].ops)) << "workers index " << i;
+    EXPECT_TRUE(second[i].d == second[0].d) << "workers index " << i;
+    EXPECT_TRUE(same_ops(second[i].ops, second[0].ops)) << "workers index " << i;
+  }
+  EXPECT_NE(first[0].d.pixels, second[0].d.pixels);
+  std::set<ImageOp> kinds;
+  for (const SeenWithOps* s : {&first[0], &second[0]})
+    for (const AppliedOp& op : s->ops) kinds.insert(op.op);
+  for (int k = static_cast<int>(ImageOp::kPilAutocontrast);
+       k <= static_cast<int>(ImageOp::kTimmAugMixBlend); ++k)
+    EXPECT_TRUE(kinds.count(static_cast<ImageOp>(k))) << image_op_name(static_cast<ImageOp>(k));
+}
+
 }  // namespace
 }  // namespace stoke

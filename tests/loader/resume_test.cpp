@@ -157,6 +157,16 @@ TEST(ElasticResume, PhotometricStepsAndPoliciesContinueWithTheSamePixels) {
   expect_elastic_resume(o, "folder, photometric steps and policies");
 }
 
+// timm's RandAugment and AugMix alike.
+TEST(ElasticResume, TimmAugmentContinuesWithTheSamePixels) {
+  Options o = small_images(test::testdata("jpeg"));
+  o.pipeline = make_pipeline(
+      16, 16, 3,
+      parse_steps("random_resized_crop 16 16 | horizontal_flip | timm_augment "
+                  "rand-m9-mstd0.5-inc1 interpolation=bicubic | timm_augment augmix-m5-w3"));
+  expect_elastic_resume(o, "folder, timm_augment");
+}
+
 TEST(ElasticResume, IdxDataContinuesOnOtherRanksDevicesAndBatches) {
   expect_elastic_resume(test::fashion_options(1, 8), "IDX");
   expect_elastic_resume_with_drop(test::fashion_options(1, 8), "IDX");

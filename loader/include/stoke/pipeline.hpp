@@ -8,6 +8,7 @@
 // generator seeded only by (seed, epoch, global sample position), so the same sample at the same
 // position always produces the same bytes, whatever process or thread runs it.
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -47,6 +48,11 @@ enum class StepKind : std::uint32_t {
   // when the output is float (where torchvision's and timm's recipes erase the normalized
   // tensor), on the uint8 pixels otherwise. It must be the last step.
   kRandomErasing = 23,
+  // timm's policies from their config strings (timm.data.auto_augment), drawn per sample with
+  // timm's op tables, magnitude noise and level functions, each op computed as Pillow computes
+  // it. Like the policies above they act after every crop, resize and flip; RGB output only.
+  kTimmRandAugment = 25,  // rand_augment_transform("rand-...")
+  kTimmAugMix = 26,       // augment_and_mix_transform("augmix-..."), AugMixAugment
 };
 
 // What random_erasing writes into its rectangle.
@@ -59,9 +65,15 @@ enum class EraseFill : std::int32_t {
 // AutoAugment's policies (torchvision's AutoAugmentPolicy).
 enum class AutoAugmentPolicy : std::int32_t { kImageNet = 0, kCifar10 = 1, kSvhn = 2 };
 
-// Whether a step is one of the augmentation policies.
+// Whether a step is one of timm's policies.
+constexpr bool is_timm_augment(StepKind kind) {
+  return kind == StepKind::kTimmRandAugment || kind == StepKind::kTimmAugMix;
+}
+
+// Whether a step is one of the augmentation policies (torchvision's or timm's).
 constexpr bool is_policy(StepKind kind) {
-  return kind >= StepKind::kTrivialAugmentWide && kind <= StepKind::kAutoAugment;
+  return (kind >= StepKind::kTrivialAugmentWide && kind <= StepKind::kAutoAugment) ||
+         is_timm_augment(kind);
 }
 
 // Whether a step changes pixel values only, not where they are (the photometric steps).
@@ -118,6 +130,33 @@ enum class ImageOp : std::int32_t {
   kErase = 17,
   kEraseNoise = 18,
   kEraseChannelNoise = 19,
+  // timm's ops (timm.data.auto_augment's functions of these names) as Pillow computes them on
+  // uint8 RGB images. The warps (40 to 44) take args[1]: Pillow's filter (2 bilinear, 3 bicubic)
+  // and args[2], args[3], args[4]: the fill colour (r, g, b).
+  kPilAutocontrast = 30,   // ImageOps.autocontrast
+  kPilEqualize = 31,       // ImageOps.equalize
+  kPilInvert = 32,         // ImageOps.invert
+  kPilPosterize = 33,      // args[0]: bits kept (8 or more: unchanged; 0 or fewer: black)
+  kPilSolarize = 34,       // args[0]: threshold (values at or above it are inverted)
+  kPilSolarizeAdd = 35,    // args[0]: added to values below args[1] (at most 255)
+  kPilColor = 36,          // args[0]: factor (ImageEnhance.Color)
+  kPilContrast = 37,       // args[0]: factor (ImageEnhance.Contrast)
+  kPilBrightness = 38,     // args[0]: factor (ImageEnhance.Brightness)
+  kPilSharpness = 39,      // args[0]: factor (ImageEnhance.Sharpness)
+  kPilRotate = 40,         // args[0]: degrees, counter-clockwise (Image.rotate)
+  kPilShearX = 41,         // args[0]: factor f: Image.transform AFFINE (1, f, 0, 0, 1, 0)
+  kPilShearY = 42,         // args[0]: factor f: (1, 0, 0, f, 1, 0)
+  kPilTranslateXRel = 43,  // args[0]: fraction p of the width: (1, 0, p * width, 0, 1, 0)
+  kPilTranslateYRel = 44,  // args[0]: fraction p of the height: (1, 0, 0, 0, 1, p * height)
+  // timm's AugMix (AugMixAugment). A chain: args[0]: its weight (float32); args[1]: how many of
+  // the ops after it are its own; args[2]: its index (0: the mix starts, from the image as it is
+  // then); args[3]: 1 in blended mode (b1). Each chain's ops run on a copy of the mix's input
+  // image. Without blended mode, the chains add weight * image in float32 and kTimmAugMixBlend
+  // ends the mix: the sum clipped to [0, 255] and truncated, then Image.blend(input, sum,
+  // args[0] = m). In blended mode each chain's image is blended into the running image by its
+  // weight and no kTimmAugMixBlend follows.
+  kTimmAugMixChain = 45,
+  kTimmAugMixBlend = 46,
 };
 
 // One op a sample got, with its numbers (see ImageOp; unused ones are 0).
@@ -128,9 +167,42 @@ struct AppliedOp {
 
 // "brightness", "contrast", "saturation", "hue", "grayscale", "solarize", "posterize",
 // "equalize", "autocontrast", "sharpness", "invert", "gaussian_blur", "affine",
-// "affine_at_origin", "rotate", "shear", "erase", "erase_noise", "erase_channel_noise"; "" for
-// kNone and unknown numbers.
+// "affine_at_origin", "rotate", "shear", "erase", "erase_noise", "erase_channel_noise"; timm's
+// as "pil_" and its function's name
+// ("pil_autocontrast", ..., "pil_solarize_add", "pil_color", "pil_rotate", "pil_shear_x",
+// "pil_translate_x_rel", ...), "timm_augmix_chain", "timm_augmix_blend"; "" for kNone and
+// unknown numbers.
 std::string_view image_op_name(ImageOp op);
+
+// How many of AppliedOp::args `op` uses (0 for kNone and unknown numbers).
+int image_op_arg_count(ImageOp op);
+
+// The interpolation of timm's warps: Pillow's filter numbers, or a choice of the two per op
+// (timm's _RANDOM_INTERPOLATION).
+enum class TimmInterpolation : std::int32_t { kRandom = 0, kBilinear = 2, kBicubic = 3 };
+
+// A timm policy as its config string gives it ("rand-m9-mstd0.5-inc1", "augmix-m5-w3"), with
+// the hparams timm's create_transform passes. Defaults are timm's.
+struct TimmAugment {
+  std::int32_t magnitude = 10;  // m: 10 for rand, 3 for augmix
+  std::int32_t num_ops = 2;     // n: ops per image (rand)
+  float probability = 0.5f;     // p: each op's chance (rand; AugMix's ops always apply)
+  // mstd: the magnitude drawn per op from a normal of this deviation around m, or uniformly
+  // from [0, m] when infinite (rand: above 100; AugMix's default); 0: m itself.
+  float magnitude_std = 0.f;
+  std::int32_t magnitude_max = 0;  // mmax: magnitudes clipped to [0, mmax]; 0: to [0, 10]
+  bool increasing = false;         // inc: _RAND_INCREASING_TRANSFORMS (rand)
+  std::int32_t width = 3;          // w: chains (augmix)
+  std::int32_t depth = -1;         // d: ops per chain; 0 or less: 1 to 3, drawn per chain
+  float alpha = 1.f;               // a: Dirichlet and Beta parameter (augmix)
+  bool blended = false;            // b: blend each chain in turn (augmix)
+  // hparams: the warps' filter, their fill (create_transform's round(255 * mean) of ImageNet's
+  // mean), and the Rel translations' largest fraction of the side (0.45 for rand, 0.3 for
+  // augmix, as create_transform sets them).
+  TimmInterpolation interpolation = TimmInterpolation::kRandom;
+  std::array<std::uint8_t, 3> fill = {124, 116, 104};
+  float translate_pct = 0.45f;
+};
 
 // One step, as Pipeline::steps() describes it.
 struct Step {
@@ -165,6 +237,7 @@ struct Step {
   AutoAugmentPolicy policy = AutoAugmentPolicy::kImageNet;  // kAutoAugment
   EraseFill erase_fill = EraseFill::kConstant;              // kRandomErasing
   float erase_value[3] = {};  // kRandomErasing, kConstant: per channel, in output units
+  TimmAugment timm{};                                       // kTimmRandAugment, kTimmAugMix
 };
 
 class Pipeline {
@@ -216,6 +289,16 @@ class Pipeline {
   Pipeline& rand_augment(int num_ops = 2, int magnitude = 9, int magnitude_bins = 31,
                          float fill = 0.f);
   Pipeline& auto_augment(AutoAugmentPolicy policy = AutoAugmentPolicy::kImageNet, float fill = 0.f);
+  // timm's RandAugment or AugMix from its config string, as timm's create_transform builds it
+  // ("rand-m9-mstd0.5-inc1": DeiT's; "augmix-m5-w3"): sections separated by '-', the first
+  // "rand" or "augmix", each other a key and its number: m, n, p, mstd, mmax, inc for rand; m,
+  // w, d, a, b, mstd for augmix. `interpolation`, `fill` and `translate_pct` are the hparams
+  // (translate_pct < 0: timm's for the kind). Throws ConfigError naming a section timm would
+  // not take, or one it takes that stoke does not (t: other transform sets).
+  Pipeline& timm_augment(std::string_view config,
+                         TimmInterpolation interpolation = TimmInterpolation::kRandom,
+                         std::array<std::uint8_t, 3> fill = {124, 116, 104},
+                         float translate_pct = -1.f);
 
   // torchvision's RandomErasing(p, scale, ratio, value): with probability p, a rectangle of
   // area fraction in [scale_min, scale_max] and aspect ratio in [ratio_min, ratio_max] (drawn
@@ -247,8 +330,9 @@ class Pipeline {
   void validate(int source_height, int source_width) const;
 
   // The most ops one sample can get from these steps (color_jitter 4, rand_augment num_ops,
-  // auto_augment 2, the other photometric steps, policies and random_erasing 1 each): the width
-  // of Batch::applied_ops().
+  // auto_augment 2, timm's rand n, timm's augmix a chain mark per chain and its ops (up to 3
+  // each when drawn) plus the final blend, the other photometric steps, policies and
+  // random_erasing 1 each): the width of Batch::applied_ops().
   int max_applied_ops() const;
 
   // One line per step, e.g. "random_resized_crop 224x224 scale [0.08, 1] ratio [0.75, 1.33]".
@@ -265,10 +349,13 @@ class Pipeline {
 
 // A step by name and its numbers, as Python's pipeline= and the tools' --pipeline give it:
 // {"box_crop", {512, 512, 0.5}}. The names are the builder methods' above; trailing numbers
-// that a builder defaults may be left out.
+// that a builder defaults may be left out. `words` are the arguments that are not numbers,
+// which only timm_augment takes: its config string, then key=value settings
+// ("interpolation=bicubic", "fill=124,116,104", "translate_pct=0.45").
 struct StepSpec {
   std::string name;
   std::vector<double> args;
+  std::vector<std::string> words;
 };
 
 // The pipeline of `steps` at height x width x channels. Throws ConfigError naming the step when
@@ -276,8 +363,9 @@ struct StepSpec {
 Pipeline make_pipeline(int height, int width, int channels, const std::vector<StepSpec>& steps);
 
 // Steps from text: "scale_jitter 480 800 | box_crop 512 512 0.5 | horizontal_flip", steps
-// separated by '|', each a name and its numbers. Throws ConfigError on a word that is not a
-// number.
+// separated by '|', each a name and its numbers ("timm_augment rand-m9-mstd0.5-inc1
+// interpolation=bicubic": its words). Throws ConfigError when the steps are empty;
+// make_pipeline refuses a word where a number belongs.
 std::vector<StepSpec> parse_steps(std::string_view text);
 
 }  // namespace stoke

@@ -16,6 +16,42 @@
 
 namespace stoke::detail {
 
+// stoke::TimmAugment in fixed-width fields.
+struct AugmentTimm {
+  std::int32_t magnitude = 0;
+  std::int32_t num_ops = 0;
+  float probability = 0.f;
+  float magnitude_std = 0.f;  // may be infinite
+  std::int32_t magnitude_max = 0;
+  std::int32_t increasing = 0;
+  std::int32_t width = 0;
+  std::int32_t depth = 0;
+  float alpha = 0.f;
+  std::int32_t blended = 0;
+  std::int32_t interpolation = 0;  // TimmInterpolation
+  std::uint8_t fill[4] = {};       // r, g, b, unused
+  float translate_pct = 0.f;
+  std::uint32_t reserved[3] = {};
+};
+static_assert(sizeof(AugmentTimm) == 64);
+
+inline AugmentTimm to_augment_timm(const TimmAugment& t) {
+  return AugmentTimm{t.magnitude,
+                     t.num_ops,
+                     t.probability,
+                     t.magnitude_std,
+                     t.magnitude_max,
+                     t.increasing ? 1 : 0,
+                     t.width,
+                     t.depth,
+                     t.alpha,
+                     t.blended ? 1 : 0,
+                     static_cast<std::int32_t>(t.interpolation),
+                     {t.fill[0], t.fill[1], t.fill[2], 0},
+                     t.translate_pct,
+                     {}};
+}
+
 struct AugmentStep {
   std::uint32_t kind = 0;  // StepKind
   std::int32_t size = 0;
@@ -52,12 +88,14 @@ struct AugmentStep {
   // batch's normalize does (the workers then only write the rectangle). Set by the loader.
   std::int32_t erase_pixels = 0;
   std::uint32_t reserved[6] = {};
+  AugmentTimm timm;  // kTimmRandAugment, kTimmAugMix
 
   StepKind step_kind() const { return static_cast<StepKind>(kind); }
 };
 static_assert(std::is_trivially_copyable_v<AugmentStep> && std::is_standard_layout_v<AugmentStep>);
-static_assert(sizeof(AugmentStep) == 160 && offsetof(AugmentStep, min_visible) == 56 &&
-              offsetof(AugmentStep, sigma_max) == 92 && offsetof(AugmentStep, erase_value) == 120);
+static_assert(sizeof(AugmentStep) == 224 && offsetof(AugmentStep, min_visible) == 56 &&
+              offsetof(AugmentStep, sigma_max) == 92 && offsetof(AugmentStep, erase_value) == 120 &&
+              offsetof(AugmentStep, timm) == 160);
 
 inline AugmentStep to_augment_step(const Step& s) {
   return AugmentStep{static_cast<std::uint32_t>(s.kind),
@@ -92,7 +130,8 @@ inline AugmentStep to_augment_step(const Step& s) {
                      static_cast<std::int32_t>(s.erase_fill),
                      {s.erase_value[0], s.erase_value[1], s.erase_value[2]},
                      0,
-                     {}};
+                     {},
+                     to_augment_timm(s.timm)};
 }
 
 inline std::vector<AugmentStep> augment_steps(const Pipeline& p) {

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "augment/geometric_ops.hpp"
+#include "augment/pil_ops.hpp"
 
 // Every value below is rounded where torch rounds it. torch stores each op's float32 result, so
 // a product that it stores before adding must not become a fused multiply-add here; the adds it
@@ -530,6 +531,12 @@ void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScrat
     case ColorOp::kEraseNoise:
     case ColorOp::kEraseChannelNoise:
       return;  // values of the normalized image: the batch's normalize writes them
+    case ColorOp::kTimmAugMixChain:
+    case ColorOp::kTimmAugMixBlend:
+      return;
+    default:
+      if (is_pil_op(op.op)) apply_pil_op(op, image, scratch);
+      return;
   }
 }
 

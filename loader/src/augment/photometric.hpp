@@ -60,16 +60,20 @@ using ColorOp = ImageOp;
 using ColorOpArgs = AppliedOp;
 
 // What the ops need beyond the image, reused across calls so that a worker allocates once: the
-// blur's 2-D kernel (f0) and 1-D kernels (f1), and the copy of the image that sharpness, the
-// blur and the geometric ops read from while they write (u0; reflect-padded for the blur, at most
-// 9 times the image).
+// blur's 2-D kernel (f0) and 1-D kernels (f1), the copy of the image that sharpness, the blur
+// and the geometric ops read from while they write (u0; reflect-padded for the blur, at most 9
+// times the image), Pillow's smoothed image for its sharpness (u1), and an AugMix's input, its
+// chain's image and its float32 sum (op_sequence.hpp).
 struct PhotometricScratch {
   std::vector<float> f0, f1;
-  std::vector<std::uint8_t> u0;
+  std::vector<std::uint8_t> u0, u1;
+  std::vector<std::uint8_t> mix_input, mix_chain;
+  std::vector<float> mix_sum;
 };
 
 // Applies `op` to `image` in place; the geometric ops (kAffine, kAffineAtOrigin, kRotate) are
-// geometric_ops.hpp's. REQUIRES: image.channels is 1 or 3; the arguments are in the ranges above
+// geometric_ops.hpp's, timm's (kPil*) pil_ops.hpp's; AugMix's marks are op_sequence.hpp's, and
+// here they do nothing. REQUIRES: image.channels is 1 or 3; the arguments are in the ranges above
 // and there (the pipeline's validation guarantees them).
 void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScratch& scratch);
 

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "augment/policies.hpp"
+#include "augment/timm_augment.hpp"
 
 namespace stoke::detail {
 namespace {
@@ -38,6 +39,10 @@ void draw_color_jitter(const AugmentStep& s, SampleRng& rng, std::vector<ColorOp
 
 void draw_pixel_ops(const AugmentStep& s, SampleRng& rng, int height, int width,
                     std::vector<ColorOpArgs>& out) {
+  if (is_timm_augment(s.step_kind())) {
+    draw_timm(s, rng, out);
+    return;
+  }
   if (is_policy(s.step_kind())) {
     draw_policy(s, rng, height, width, out);
     return;

@@ -1,0 +1,479 @@
+#include "augment/pil_ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <numbers>
+
+// Pillow's wheels are built for baseline x86-64, where the compiler has no fused multiply-add
+// to contract into, so every product below is rounded before its add; GCC would fuse them on a
+// target with FMA (aarch64, -march=native), even across statements, hence the pragmas.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+namespace stoke::detail {
+namespace {
+
+using Lut = std::array<std::uint8_t, 256>;
+
+template <typename Fn>
+void for_each_pixel(const Pixels& im, Fn&& fn) {
+  for (int y = 0; y < im.height; ++y) {
+    std::uint8_t* p = im.row(y);
+    for (int x = 0; x < im.width; ++x, p += im.channels) fn(p);
+  }
+}
+
+// p[i] = f(p[i]) over every byte, for integer functions the compiler vectorizes.
+template <typename Fn>
+void each_byte(const Pixels& im, Fn f) {
+  const std::size_t n = im.row_bytes();
+  for (int y = 0; y < im.height; ++y) {
+    std::uint8_t* p = im.row(y);
+    for (std::size_t i = 0; i < n; ++i) p[i] = f(p[i]);
+  }
+}
+
+void map_bytes(const Pixels& im, const Lut& lut) {
+  each_byte(im, [&lut](std::uint8_t v) { return lut[v]; });
+}
+
+void map_channels(const Pixels& im, const std::array<Lut, 3>& luts) {
+  for_each_pixel(im, [&](std::uint8_t* p) {
+    for (int k = 0; k < im.channels; ++k) p[k] = luts[static_cast<std::size_t>(k)][p[k]];
+  });
+}
+
+using Histograms = std::array<std::array<std::uint64_t, 256>, 3>;
+
+Histograms histograms(const Pixels& im) {
+  Histograms h{};
+  for_each_pixel(im, [&](const std::uint8_t* p) {
+    for (int k = 0; k < im.channels; ++k) ++h[static_cast<std::size_t>(k)][p[k]];
+  });
+  return h;
+}
+
+Lut identity_lut() {
+  Lut lut;
+  for (int v = 0; v < 256; ++v) lut[static_cast<std::size_t>(v)] = static_cast<std::uint8_t>(v);
+  return lut;
+}
+
+// Image.blend(im1, im2, alpha) for one byte of each (Blend.c): alpha is a float32, and the sum
+// in1 + alpha * (in2 - in1) is float32, truncated, and clamped first when alpha is outside
+// [0, 1] (inside, it cannot leave [0, 255]).
+struct PilBlend {
+  explicit PilBlend(float a) : alpha(a), inside(a >= 0.0f && a <= 1.0f) {}
+  std::uint8_t operator()(std::uint8_t in1, std::uint8_t in2) const {
+    const float v = static_cast<float>(in1) +
+                    alpha * static_cast<float>(static_cast<int>(in2) - static_cast<int>(in1));
+    if (inside) return static_cast<std::uint8_t>(v);
+    if (v <= 0.0f) return 0;
+    if (v >= 255.0f) return 255;
+    return static_cast<std::uint8_t>(v);
+  }
+  float alpha;
+  bool inside;
+};
+
+// Convert.c's L24: RGB to L with rounding, in integers.
+std::uint8_t pil_luma(const std::uint8_t* p) {
+  return static_cast<std::uint8_t>((p[0] * 19595 + p[1] * 38470 + p[2] * 7471 + 0x8000) >> 16);
+}
+
+// ImageStat.Stat(image.convert("L")).mean[0], then int(mean + 0.5): the integer sum over the
+// count in double, as Python divides two ints (exact below 2^53).
+int contrast_mean(const Pixels& im) {
+  std::uint64_t sum = 0;
+  for_each_pixel(im, [&](const std::uint8_t* p) { sum += im.channels == 3 ? pil_luma(p) : p[0]; });
+  const double count = static_cast<double>(im.height) * static_cast<double>(im.width);
+  return static_cast<int>(static_cast<double>(sum) / count + 0.5);
+}
+
+// ImageFilter.SMOOTH as Filter.c's ImagingFilter3x3 computes it: weights 1/13 and 5/13 as
+// float32, each row's three products summed left to right, the rows summed below, centre,
+// above onto 0.5, truncated. Border pixels keep their values.
+void smooth(const Pixels& im, const std::uint8_t* src, std::vector<std::uint8_t>& out) {
+  const std::size_t line = im.row_bytes();
+  out.assign(src, src + line * static_cast<std::size_t>(im.height));
+  const float k1 = 1.0f / 13.0f, k5 = 5.0f / 13.0f;
+  const auto c = static_cast<std::ptrdiff_t>(im.channels);
+  const auto row = [&](const std::uint8_t* p, float middle) {
+    return static_cast<float>(p[-c]) * k1 + static_cast<float>(p[0]) * middle +
+           static_cast<float>(p[c]) * k1;
+  };
+  for (int y = 1; y + 1 < im.height; ++y) {
+    const std::uint8_t* center = src + static_cast<std::size_t>(y) * line;
+    std::uint8_t* o = out.data() + static_cast<std::size_t>(y) * line;
+    for (std::ptrdiff_t i = c; i < static_cast<std::ptrdiff_t>(line) - c; ++i) {
+      const std::uint8_t* p = center + i;
+      float ss = 0.5f;
+      ss += row(p + line, k1);
+      ss += row(p, k5);
+      ss += row(p - line, k1);
+      o[i] = static_cast<std::uint8_t>(std::clamp(ss, 0.0f, 255.0f));
+    }
+  }
+}
+
+// Geometry.c's FLOOR and its bounds: the pixel a filter starts from.
+int pil_floor(double v) {
+  return v < 0.0 ? static_cast<int>(std::floor(v)) : static_cast<int>(v);
+}
+
+struct Source {
+  const std::uint8_t* data;
+  int width, height, channels;
+  std::size_t line;
+  int clip_x(int x) const { return x < 0 ? 0 : (x < width ? x : width - 1); }
+  int clip_y(int y) const { return y < 0 ? 0 : (y < height ? y : height - 1); }
+  std::uint8_t at(int y, int x, int k) const {
+    return data[static_cast<std::size_t>(y) * line +
+                static_cast<std::size_t>(x) * static_cast<std::size_t>(channels) +
+                static_cast<std::size_t>(k)];
+  }
+};
+
+// bilinear_filter32RGB (and bilinear_filter8): false when the point is outside the image.
+bool bilinear(const Source& s, double xin, double yin, std::uint8_t* out) {
+  if (xin < 0.0 || xin >= s.width || yin < 0.0 || yin >= s.height) return false;
+  xin -= 0.5;
+  yin -= 0.5;
+  const int x = pil_floor(xin), y = pil_floor(yin);
+  const double dx = xin - x, dy = yin - y;
+  const int x0 = s.clip_x(x), x1 = s.clip_x(x + 1), y0 = s.clip_y(y);
+  const bool next_row = y + 1 >= 0 && y + 1 < s.height;
+  for (int k = 0; k < s.channels; ++k) {
+    const int a = s.at(y0, x0, k), b = s.at(y0, x1, k);
+    double v1 = a + (b - a) * dx;
+    double v2 = v1;
+    if (next_row) {
+      const int c = s.at(y + 1, x0, k), d = s.at(y + 1, x1, k);
+      v2 = c + (d - c) * dx;
+    }
+    v1 = v1 + (v2 - v1) * dy;
+    out[k] = static_cast<std::uint8_t>(v1);
+  }
+  return true;
+}
+
+// Geometry.c's BICUBIC (a = -1): the first pass on the bytes, whose coefficients are integers.
+double cubic(int v1, int v2, int v3, int v4, double d) {
+  const int p2 = -v1 + v3;
+  const int p3 = 2 * (v1 - v2) + v3 - v4;
+  const int p4 = -v1 + v2 - v3 + v4;
+  return v2 + d * (p2 + d * (p3 + d * p4));
+}
+
+// The second pass, on doubles, in the same order.
+double cubic(double v1, double v2, double v3, double v4, double d) {
+  const double p2 = -v1 + v3;
+  const double p3 = 2 * (v1 - v2) + v3 - v4;
+  const double p4 = -v1 + v2 - v3 + v4;
+  return v2 + d * (p2 + d * (p3 + d * p4));
+}
+
+// bicubic_filter32RGB (and bicubic_filter8): rows outside the image repeat the row before them
+// (the first takes the nearest row), columns are clamped.
+bool bicubic(const Source& s, double xin, double yin, std::uint8_t* out) {
+  if (xin < 0.0 || xin >= s.width || yin < 0.0 || yin >= s.height) return false;
+  xin -= 0.5;
+  yin -= 0.5;
+  int x = pil_floor(xin), y = pil_floor(yin);
+  const double dx = xin - x, dy = yin - y;
+  --x;
+  --y;
+  const int xs[4] = {s.clip_x(x), s.clip_x(x + 1), s.clip_x(x + 2), s.clip_x(x + 3)};
+  const auto inside = [&](int r) { return r >= 0 && r < s.height; };
+  for (int k = 0; k < s.channels; ++k) {
+    const auto along = [&](int r) {
+      return cubic(s.at(r, xs[0], k), s.at(r, xs[1], k), s.at(r, xs[2], k), s.at(r, xs[3], k), dx);
+    };
+    const double v1 = along(s.clip_y(y));
+    const double v2 = inside(y + 1) ? along(y + 1) : v1;
+    const double v3 = inside(y + 2) ? along(y + 2) : v2;
+    const double v4 = inside(y + 3) ? along(y + 3) : v3;
+    const double v = cubic(v1, v2, v3, v4, dy);
+    out[k] = v <= 0.0 ? 0 : v >= 255.0 ? 255 : static_cast<std::uint8_t>(v);
+  }
+  return true;
+}
+
+template <typename Filter>
+void transform_with(const Pixels& im, const Source& src, const std::array<double, 6>& a,
+                    const PilFill& fill, Filter filter) {
+  for (int y = 0; y < im.height; ++y) {
+    std::uint8_t* o = im.row(y);
+    const double yin = y + 0.5;
+    for (int x = 0; x < im.width; ++x, o += im.channels) {
+      const double xin = x + 0.5;
+      const double xx = a[0] * xin + a[1] * yin + a[2];
+      const double yy = a[3] * xin + a[4] * yin + a[5];
+      if (!filter(src, xx, yy, o))
+        for (int k = 0; k < im.channels; ++k) o[k] = fill[static_cast<std::size_t>(k)];
+    }
+  }
+}
+
+// Python's round(v, 15): the decimal correctly rounded to 15 places (glibc's printf rounds the
+// exact binary value, half to even, as CPython's dtoa does), read back.
+double round15(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.15f", v);
+  return std::strtod(buf, nullptr);
+}
+
+// Python's float `angle % 360.0`: the remainder with the divisor's sign.
+double python_mod_360(double angle) {
+  double mod = std::fmod(angle, 360.0);
+  if (mod != 0.0) {
+    if (mod < 0.0) mod += 360.0;
+  } else {
+    mod = 0.0;
+  }
+  return mod;
+}
+
+// Image.transpose(ROTATE_90 / ROTATE_180 / ROTATE_270) of `src` into im (the same size).
+void transpose(const Pixels& im, const Source& src, int quarter_turns) {
+  const int w = im.width, h = im.height;
+  for (int y = 0; y < h; ++y) {
+    std::uint8_t* o = im.row(y);
+    for (int x = 0; x < w; ++x, o += im.channels) {
+      int sx = x, sy = y;
+      if (quarter_turns == 1) {  // out[w - 1 - x][y] = in[y][x]
+        sx = w - 1 - y;
+        sy = x;
+      } else if (quarter_turns == 2) {
+        sx = w - 1 - x;
+        sy = h - 1 - y;
+      } else {  // out[x][h - 1 - y] = in[y][x]
+        sx = y;
+        sy = h - 1 - x;
+      }
+      for (int k = 0; k < im.channels; ++k) o[k] = src.at(sy, sx, k);
+    }
+  }
+}
+
+Source copy_source(const Pixels& im, std::vector<std::uint8_t>& copy) {
+  return Source{tight_copy(im, copy), im.width, im.height, im.channels, im.row_bytes()};
+}
+
+PilFilter filter_of(float v) {
+  return static_cast<int>(v) == static_cast<int>(PilFilter::kBilinear) ? PilFilter::kBilinear
+                                                                       : PilFilter::kBicubic;
+}
+
+PilFill fill_of(const AppliedOp& op) {
+  const auto level = [](float v) { return static_cast<std::uint8_t>(std::clamp(v, 0.f, 255.f)); };
+  return {level(op.args[2]), level(op.args[3]), level(op.args[4])};
+}
+
+}  // namespace
+
+void pil_autocontrast(const Pixels& im) {
+  const Histograms h = histograms(im);
+  std::array<Lut, 3> luts;
+  for (std::size_t k = 0; k < static_cast<std::size_t>(im.channels); ++k) {
+    int lo = 0, hi = 255;
+    while (lo < 255 && h[k][static_cast<std::size_t>(lo)] == 0) ++lo;
+    while (hi > 0 && h[k][static_cast<std::size_t>(hi)] == 0) --hi;
+    if (hi <= lo) {
+      luts[k] = identity_lut();
+      continue;
+    }
+    const double scale = 255.0 / (hi - lo);
+    const double offset = -lo * scale;
+    for (int v = 0; v < 256; ++v) {
+      const int ix = static_cast<int>(v * scale + offset);
+      luts[k][static_cast<std::size_t>(v)] = static_cast<std::uint8_t>(std::clamp(ix, 0, 255));
+    }
+  }
+  map_channels(im, luts);
+}
+
+void pil_equalize(const Pixels& im) {
+  const Histograms h = histograms(im);
+  std::array<Lut, 3> luts;
+  for (std::size_t k = 0; k < static_cast<std::size_t>(im.channels); ++k) {
+    std::uint64_t total = 0, last = 0;
+    int used = 0;
+    for (const std::uint64_t n : h[k]) {
+      if (n == 0) continue;
+      total += n;
+      last = n;
+      ++used;
+    }
+    const std::uint64_t step = used <= 1 ? 0 : (total - last) / 255;
+    if (step == 0) {
+      luts[k] = identity_lut();
+      continue;
+    }
+    std::uint64_t n = step / 2;
+    for (std::size_t i = 0; i < 256; ++i) {
+      luts[k][i] = static_cast<std::uint8_t>(std::min<std::uint64_t>(n / step, 255));
+      n += h[k][i];
+    }
+  }
+  map_channels(im, luts);
+}
+
+void pil_invert(const Pixels& im) {
+  each_byte(im, [](std::uint8_t v) { return static_cast<std::uint8_t>(255 - v); });
+}
+
+void pil_posterize(const Pixels& im, int bits) {
+  if (bits >= 8) return;
+  const auto mask =
+      bits <= 0 ? std::uint8_t{0} : static_cast<std::uint8_t>(0xff << (8 - bits) & 0xff);
+  each_byte(im, [mask](std::uint8_t v) { return static_cast<std::uint8_t>(v & mask); });
+}
+
+void pil_solarize(const Pixels& im, int threshold) {
+  each_byte(im, [threshold](std::uint8_t v) {
+    return v < threshold ? v : static_cast<std::uint8_t>(255 - v);
+  });
+}
+
+void pil_solarize_add(const Pixels& im, int add, int threshold) {
+  Lut lut;
+  for (int i = 0; i < 256; ++i)
+    lut[static_cast<std::size_t>(i)] =
+        static_cast<std::uint8_t>(i < threshold ? std::clamp(i + add, 0, 255) : i);
+  map_bytes(im, lut);
+}
+
+void pil_blend(const Pixels& im, const std::uint8_t* other, float alpha) {
+  const PilBlend blend(alpha);
+  const std::size_t line = im.row_bytes();
+  for (int y = 0; y < im.height; ++y) {
+    std::uint8_t* p = im.row(y);
+    const std::uint8_t* q = other + static_cast<std::size_t>(y) * line;
+    for (std::size_t i = 0; i < line; ++i) p[i] = blend(p[i], q[i]);
+  }
+}
+
+void pil_color(const Pixels& im, float factor) {
+  if (im.channels == 1) return;  // Color's L image is the image itself: blended with itself
+  const PilBlend blend(factor);
+  for_each_pixel(im, [&](std::uint8_t* p) {
+    const std::uint8_t grey = pil_luma(p);
+    for (int k = 0; k < 3; ++k) p[k] = blend(grey, p[k]);
+  });
+}
+
+void pil_contrast(const Pixels& im, float factor) {
+  const auto mean = static_cast<std::uint8_t>(contrast_mean(im));
+  const PilBlend blend(factor);
+  Lut lut;
+  for (int v = 0; v < 256; ++v)
+    lut[static_cast<std::size_t>(v)] = blend(mean, static_cast<std::uint8_t>(v));
+  map_bytes(im, lut);
+}
+
+void pil_brightness(const Pixels& im, float factor) {
+  const PilBlend blend(factor);
+  Lut lut;
+  for (int v = 0; v < 256; ++v)
+    lut[static_cast<std::size_t>(v)] = blend(0, static_cast<std::uint8_t>(v));
+  map_bytes(im, lut);
+}
+
+void pil_sharpness(const Pixels& im, float factor, std::vector<std::uint8_t>& copy,
+                   std::vector<std::uint8_t>& smoothed) {
+  if (im.height < 3 || im.width < 3) return;  // SMOOTH copies the image: blended with itself
+  smooth(im, tight_copy(im, copy), smoothed);
+  const PilBlend blend(factor);
+  const std::size_t line = im.row_bytes();
+  for (int y = 1; y + 1 < im.height; ++y) {
+    std::uint8_t* p = im.row(y);
+    const std::uint8_t* s = smoothed.data() + static_cast<std::size_t>(y) * line;
+    for (std::size_t i = 0; i < line; ++i) p[i] = blend(s[i], p[i]);
+  }
+}
+
+void pil_affine(const Pixels& im, const std::array<double, 6>& m, PilFilter filter,
+                const PilFill& fill, std::vector<std::uint8_t>& copy) {
+  const Source src = copy_source(im, copy);
+  if (filter == PilFilter::kBilinear)
+    transform_with(im, src, m, fill, bilinear);
+  else
+    transform_with(im, src, m, fill, bicubic);
+}
+
+std::array<double, 6> pil_rotate_matrix(double degrees, int width, int height) {
+  constexpr double kDegreesToRadians = std::numbers::pi / 180.0;  // CPython's math.radians
+  const double angle = -(python_mod_360(degrees) * kDegreesToRadians);
+  std::array<double, 6> m = {round15(std::cos(angle)),  round15(std::sin(angle)), 0.0,
+                             round15(-std::sin(angle)), round15(std::cos(angle)), 0.0};
+  const double cx = width / 2.0, cy = height / 2.0;
+  const double tx = -cx, ty = -cy;
+  const double m2 = m[0] * tx + m[1] * ty + m[2];
+  const double m5 = m[3] * tx + m[4] * ty + m[5];
+  m[2] = m2 + cx;
+  m[5] = m5 + cy;
+  return m;
+}
+
+void pil_rotate(const Pixels& im, double degrees, PilFilter filter, const PilFill& fill,
+                std::vector<std::uint8_t>& copy) {
+  const double angle = python_mod_360(degrees);
+  if (angle == 0.0) return;
+  if (angle == 180.0 || ((angle == 90.0 || angle == 270.0) && im.width == im.height)) {
+    transpose(im, copy_source(im, copy), angle == 90.0 ? 1 : angle == 180.0 ? 2 : 3);
+    return;
+  }
+  pil_affine(im, pil_rotate_matrix(degrees, im.width, im.height), filter, fill, copy);
+}
+
+void apply_pil_op(const AppliedOp& op, const Pixels& im, PhotometricScratch& scratch) {
+  std::vector<std::uint8_t>& copy = scratch.u0;
+  const float a = op.args[0];
+  const auto whole = [](float v) { return static_cast<int>(std::clamp(v, -1024.f, 1024.f)); };
+  const auto affine = [&](std::array<double, 6> m) {
+    pil_affine(im, m, filter_of(op.args[1]), fill_of(op), copy);
+  };
+  const double d = a;
+  switch (op.op) {
+    case ImageOp::kPilAutocontrast:
+      return pil_autocontrast(im);
+    case ImageOp::kPilEqualize:
+      return pil_equalize(im);
+    case ImageOp::kPilInvert:
+      return pil_invert(im);
+    case ImageOp::kPilPosterize:
+      return pil_posterize(im, whole(a));
+    case ImageOp::kPilSolarize:
+      return pil_solarize(im, whole(a));
+    case ImageOp::kPilSolarizeAdd:
+      return pil_solarize_add(im, whole(a), whole(op.args[1]));
+    case ImageOp::kPilColor:
+      return pil_color(im, a);
+    case ImageOp::kPilContrast:
+      return pil_contrast(im, a);
+    case ImageOp::kPilBrightness:
+      return pil_brightness(im, a);
+    case ImageOp::kPilSharpness:
+      return pil_sharpness(im, a, copy, scratch.u1);
+    case ImageOp::kPilRotate:
+      return pil_rotate(im, d, filter_of(op.args[1]), fill_of(op), copy);
+    case ImageOp::kPilShearX:
+      return affine({1, d, 0, 0, 1, 0});
+    case ImageOp::kPilShearY:
+      return affine({1, 0, 0, d, 1, 0});
+    case ImageOp::kPilTranslateXRel:  // timm's pixels = pct * img.size[0], in double
+      return affine({1, 0, d * im.width, 0, 1, 0});
+    case ImageOp::kPilTranslateYRel:
+      return affine({1, 0, 0, 0, 1, d * im.height});
+    default:
+      return;
+  }
+}
+
+}  // namespace stoke::detail
