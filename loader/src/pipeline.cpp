@@ -299,12 +299,9 @@ int image_op_arg_count(ImageOp op) {
     case ImageOp::kPilInvert:
       return 0;
     case ImageOp::kBrightness:
-    case ImageOp::kContrast:
-    case ImageOp::kSaturation:
     case ImageOp::kHue:
     case ImageOp::kSolarize:
     case ImageOp::kPosterize:
-    case ImageOp::kSharpness:
     case ImageOp::kPilPosterize:
     case ImageOp::kPilSolarize:
     case ImageOp::kPilColor:
@@ -313,6 +310,9 @@ int image_op_arg_count(ImageOp op) {
     case ImageOp::kPilSharpness:
     case ImageOp::kTimmAugMixBlend:
       return 1;
+    case ImageOp::kContrast:  // the factor, and the blend's 1 - factor as torch takes it
+    case ImageOp::kSaturation:
+    case ImageOp::kSharpness:
     case ImageOp::kRotate:
     case ImageOp::kPilSolarizeAdd:
       return 2;
