@@ -124,76 +124,72 @@ const char* interpolation_name(TimmInterpolation i) {
   return "random";
 }
 
-// timm_augment's words after its config string: interpolation=random|bilinear|bicubic,
-// fill=R,G,B (or one level for all three), translate_pct=F.
+[[noreturn]] void timm_word_error(const std::string& why) {
+  throw ConfigError("pipeline step timm_augment: " + why);
+}
+
+double timm_word_number(const std::string& word, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v))
+    timm_word_error("'" + word + "': '" + text + "' is not a number");
+  return v;
+}
+
+TimmInterpolation timm_interpolation(const std::string& value) {
+  if (value == "random") return TimmInterpolation::kRandom;
+  if (value == "bilinear") return TimmInterpolation::kBilinear;
+  if (value == "bicubic") return TimmInterpolation::kBicubic;
+  timm_word_error("interpolation must be random, bilinear or bicubic, got '" + value + "'");
+}
+
+// fill=R,G,B, or fill=V for all three.
+std::array<std::uint8_t, 3> timm_fill(const std::string& word, const std::string& value) {
+  std::vector<double> levels;
+  for (std::size_t start = 0;;) {
+    const std::size_t comma = value.find(',', start);
+    levels.push_back(timm_word_number(word, value.substr(start, comma - start)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (levels.size() == 1) levels.assign(3, levels[0]);
+  if (levels.size() != 3)
+    timm_word_error("fill takes one level or three (R,G,B), got '" + value + "'");
+  std::array<std::uint8_t, 3> fill{};
+  for (std::size_t k = 0; k < 3; ++k) {
+    if (!(levels[k] >= 0 && levels[k] <= 255) || levels[k] != std::floor(levels[k]))
+      timm_word_error("fill levels must be whole numbers in 0..255, got '" + value + "'");
+    fill[k] = static_cast<std::uint8_t>(levels[k]);
+  }
+  return fill;
+}
+
+// timm_augment's words: its config string, then interpolation=random|bilinear|bicubic,
+// fill=R,G,B (or one level) and translate_pct=F, each at most once in any order.
 void add_timm_augment(Pipeline& p, const std::vector<std::string>& words) {
   if (words.empty())
     throw ConfigError(
-        "pipeline step timm_augment takes timm's config string, e.g. "
-        "'rand-m9-mstd0.5-inc1' or 'augmix-m5-w3'");
+        "pipeline step timm_augment takes timm's config string, e.g. 'rand-m9-mstd0.5-inc1' or "
+        "'augmix-m5-w3'");
   TimmInterpolation interpolation = TimmInterpolation::kRandom;
   std::array<std::uint8_t, 3> fill = {124, 116, 104};
   float translate_pct = -1.f;
-  const auto number = [](const std::string& word, const std::string& text) {
-    char* end = nullptr;
-    const double v = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end != '\0' || !std::isfinite(v))
-      throw ConfigError("pipeline step timm_augment: '" + word + "': '" + text +
-                        "' is not a number");
-    return v;
-  };
   for (std::size_t i = 1; i < words.size(); ++i) {
     const std::string& w = words[i];
     const std::size_t eq = w.find('=');
-    const std::string key = w.substr(0, eq),
-                      value = eq == std::string::npos ? "" : w.substr(eq + 1);
-    if (key == "interpolation" && eq != std::string::npos) {
-      if (value == "random") {
-        interpolation = TimmInterpolation::kRandom;
-      } else if (value == "bilinear") {
-        interpolation = TimmInterpolation::kBilinear;
-      } else if (value == "bicubic") {
-        interpolation = TimmInterpolation::kBicubic;
-      } else {
-        throw ConfigError(
-            "pipeline step timm_augment: interpolation must be random, bilinear or "
-            "bicubic, got '" +
-            value + "'");
-      }
-    } else if (key == "fill" && eq != std::string::npos) {
-      std::vector<double> levels;
-      std::size_t start = 0;
-      while (true) {
-        const std::size_t comma = value.find(',', start);
-        levels.push_back(number(w, value.substr(start, comma - start)));
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
-      if (levels.size() == 1) levels.assign(3, levels[0]);
-      if (levels.size() != 3)
-        throw ConfigError(
-            "pipeline step timm_augment: fill takes one level or three (R,G,B), "
-            "got '" +
-            value + "'");
-      for (std::size_t k = 0; k < 3; ++k) {
-        if (!(levels[k] >= 0 && levels[k] <= 255) || levels[k] != std::floor(levels[k]))
-          throw ConfigError(
-              "pipeline step timm_augment: fill levels must be whole numbers in "
-              "0..255, got '" +
-              value + "'");
-        fill[k] = static_cast<std::uint8_t>(levels[k]);
-      }
-    } else if (key == "translate_pct" && eq != std::string::npos) {
-      translate_pct = static_cast<float>(number(w, value));
+    const std::string key = eq == std::string::npos ? "" : w.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : w.substr(eq + 1);
+    if (key == "interpolation") {
+      interpolation = timm_interpolation(value);
+    } else if (key == "fill") {
+      fill = timm_fill(w, value);
+    } else if (key == "translate_pct") {
+      translate_pct = static_cast<float>(timm_word_number(w, value));
       if (!(translate_pct >= 0))
-        throw ConfigError(
-            "pipeline step timm_augment: translate_pct must be a fraction of the "
-            "side in [0, 1], got '" +
-            value + "'");
+        timm_word_error("translate_pct must be a fraction of the side in [0, 1], got '" + value +
+                        "'");
     } else {
-      throw ConfigError("pipeline step timm_augment: '" + w +
-                        "' is not interpolation=..., "
-                        "fill=... or translate_pct=...");
+      timm_word_error("'" + w + "' is not interpolation=..., fill=... or translate_pct=...");
     }
   }
   p.timm_augment(words[0], interpolation, fill, translate_pct);

@@ -4,9 +4,10 @@
 // by '-', the first naming the policy, each other a key (the letters before its first digit)
 // and a number (the rest), int() or float() as timm takes it. stoke is stricter where timm is
 // silent or crashes: a section without a number, an unknown key, a repeated key, a number that
-// timm's int() or float() would refuse and values that make no sense (no chains, a negative
-// probability) are ConfigErrors naming the section; timm's other transform sets (the 't' key)
-// are not supported and say so.
+// timm's int() or float() would refuse, values that make no sense (no chains, p above 1) and
+// values past bounds that keep a sample's work small (m, mmax <= 100; n, w, d <= 16; a <= 1000)
+// are ConfigErrors naming the section; timm's other transform sets (the 't' key) are not
+// supported and say so.
 //
 // Thread-safety: a function of its argument.
 

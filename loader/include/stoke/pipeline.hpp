@@ -297,7 +297,8 @@ class Pipeline {
   // "rand" or "augmix", each other a key and its number: m, n, p, mstd, mmax, inc for rand; m,
   // w, d, a, b, mstd for augmix. `interpolation`, `fill` and `translate_pct` are the hparams
   // (translate_pct < 0: timm's for the kind). Throws ConfigError naming a section timm would
-  // not take, or one it takes that stoke does not (t: other transform sets).
+  // not take, one past stoke's bounds, or one it takes that stoke does not (t: other transform
+  // sets); docs/USAGE.md lists them.
   Pipeline& timm_augment(std::string_view config,
                          TimmInterpolation interpolation = TimmInterpolation::kRandom,
                          std::array<std::uint8_t, 3> fill = {124, 116, 104},

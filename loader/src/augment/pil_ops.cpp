@@ -65,20 +65,17 @@ Lut identity_lut() {
 }
 
 // Image.blend(im1, im2, alpha) for one byte of each (Blend.c): alpha is a float32, and the sum
-// in1 + alpha * (in2 - in1) is float32, truncated, and clamped first when alpha is outside
-// [0, 1] (inside, it cannot leave [0, 255]).
+// in1 + alpha * (in2 - in1) is float32, truncated. Blend.c clamps it to [0, 255] first only when
+// alpha is outside [0, 1]; inside, the sum cannot leave [0, 255], so clamping always gives the
+// same bytes and keeps the loops free of branches.
 struct PilBlend {
-  explicit PilBlend(float a) : alpha(a), inside(a >= 0.0f && a <= 1.0f) {}
+  explicit PilBlend(float a) : alpha(a) {}
   std::uint8_t operator()(std::uint8_t in1, std::uint8_t in2) const {
     const float v = static_cast<float>(in1) +
                     alpha * static_cast<float>(static_cast<int>(in2) - static_cast<int>(in1));
-    if (inside) return static_cast<std::uint8_t>(v);
-    if (v <= 0.0f) return 0;
-    if (v >= 255.0f) return 255;
-    return static_cast<std::uint8_t>(v);
+    return static_cast<std::uint8_t>(std::min(std::max(v, 0.0f), 255.0f));
   }
   float alpha;
-  bool inside;
 };
 
 // Convert.c's L24: RGB to L with rounding, in integers.
@@ -132,28 +129,33 @@ struct Source {
   std::size_t line;
   int clip_x(int x) const { return x < 0 ? 0 : (x < width ? x : width - 1); }
   int clip_y(int y) const { return y < 0 ? 0 : (y < height ? y : height - 1); }
+  bool has_row(int y) const { return y >= 0 && y < height; }
+  const std::uint8_t* row(int y) const { return data + static_cast<std::size_t>(y) * line; }
   std::uint8_t at(int y, int x, int k) const {
-    return data[static_cast<std::size_t>(y) * line +
-                static_cast<std::size_t>(x) * static_cast<std::size_t>(channels) +
-                static_cast<std::size_t>(k)];
+    return row(y)[static_cast<std::size_t>(x) * static_cast<std::size_t>(channels) +
+                  static_cast<std::size_t>(k)];
   }
 };
 
-// bilinear_filter32RGB (and bilinear_filter8): false when the point is outside the image.
+// bilinear_filter32RGB (and bilinear_filter8) for C channels: false when the point is outside
+// the image.
+template <int C>
 bool bilinear(const Source& s, double xin, double yin, std::uint8_t* out) {
   if (xin < 0.0 || xin >= s.width || yin < 0.0 || yin >= s.height) return false;
   xin -= 0.5;
   yin -= 0.5;
   const int x = pil_floor(xin), y = pil_floor(yin);
   const double dx = xin - x, dy = yin - y;
-  const int x0 = s.clip_x(x), x1 = s.clip_x(x + 1), y0 = s.clip_y(y);
-  const bool next_row = y + 1 >= 0 && y + 1 < s.height;
-  for (int k = 0; k < s.channels; ++k) {
-    const int a = s.at(y0, x0, k), b = s.at(y0, x1, k);
+  const std::size_t x0 = static_cast<std::size_t>(s.clip_x(x)) * C;
+  const std::size_t x1 = static_cast<std::size_t>(s.clip_x(x + 1)) * C;
+  const std::uint8_t* r0 = s.row(s.clip_y(y));
+  const std::uint8_t* r1 = s.has_row(y + 1) ? s.row(y + 1) : nullptr;
+  for (int k = 0; k < C; ++k) {
+    const int a = r0[x0 + k], b = r0[x1 + k];
     double v1 = a + (b - a) * dx;
     double v2 = v1;
-    if (next_row) {
-      const int c = s.at(y + 1, x0, k), d = s.at(y + 1, x1, k);
+    if (r1 != nullptr) {
+      const int c = r1[x0 + k], d = r1[x1 + k];
       v2 = c + (d - c) * dx;
     }
     v1 = v1 + (v2 - v1) * dy;
@@ -178,8 +180,9 @@ double cubic(double v1, double v2, double v3, double v4, double d) {
   return v2 + d * (p2 + d * (p3 + d * p4));
 }
 
-// bicubic_filter32RGB (and bicubic_filter8): rows outside the image repeat the row before them
-// (the first takes the nearest row), columns are clamped.
+// bicubic_filter32RGB (and bicubic_filter8) for C channels: rows outside the image repeat the
+// row before them (the first takes the nearest row), columns are clamped.
+template <int C>
 bool bicubic(const Source& s, double xin, double yin, std::uint8_t* out) {
   if (xin < 0.0 || xin >= s.width || yin < 0.0 || yin >= s.height) return false;
   xin -= 0.5;
@@ -188,36 +191,48 @@ bool bicubic(const Source& s, double xin, double yin, std::uint8_t* out) {
   const double dx = xin - x, dy = yin - y;
   --x;
   --y;
-  const int xs[4] = {s.clip_x(x), s.clip_x(x + 1), s.clip_x(x + 2), s.clip_x(x + 3)};
-  const auto inside = [&](int r) { return r >= 0 && r < s.height; };
-  for (int k = 0; k < s.channels; ++k) {
-    const auto along = [&](int r) {
-      return cubic(s.at(r, xs[0], k), s.at(r, xs[1], k), s.at(r, xs[2], k), s.at(r, xs[3], k), dx);
+  std::size_t xs[4];
+  for (int i = 0; i < 4; ++i) xs[i] = static_cast<std::size_t>(s.clip_x(x + i)) * C;
+  // The rows of v1..v4; nullptr where Geometry.c takes the value of the row before.
+  const std::uint8_t* rows[4] = {s.row(s.clip_y(y)), nullptr, nullptr, nullptr};
+  for (int i = 1; i < 4; ++i)
+    if (s.has_row(y + i)) rows[i] = s.row(y + i);
+  for (int k = 0; k < C; ++k) {
+    const auto along = [&](const std::uint8_t* r) {
+      return cubic(int{r[xs[0] + k]}, int{r[xs[1] + k]}, int{r[xs[2] + k]}, int{r[xs[3] + k]}, dx);
     };
-    const double v1 = along(s.clip_y(y));
-    const double v2 = inside(y + 1) ? along(y + 1) : v1;
-    const double v3 = inside(y + 2) ? along(y + 2) : v2;
-    const double v4 = inside(y + 3) ? along(y + 3) : v3;
-    const double v = cubic(v1, v2, v3, v4, dy);
-    out[k] = v <= 0.0 ? 0 : v >= 255.0 ? 255 : static_cast<std::uint8_t>(v);
+    double v[4];
+    v[0] = along(rows[0]);
+    for (int i = 1; i < 4; ++i) v[i] = rows[i] == nullptr ? v[i - 1] : along(rows[i]);
+    const double w = cubic(v[0], v[1], v[2], v[3], dy);
+    out[k] = w <= 0.0 ? 0 : w >= 255.0 ? 255 : static_cast<std::uint8_t>(w);
   }
   return true;
 }
 
-template <typename Filter>
+template <int C, typename Filter>
 void transform_with(const Pixels& im, const Source& src, const std::array<double, 6>& a,
                     const PilFill& fill, Filter filter) {
   for (int y = 0; y < im.height; ++y) {
     std::uint8_t* o = im.row(y);
     const double yin = y + 0.5;
-    for (int x = 0; x < im.width; ++x, o += im.channels) {
+    for (int x = 0; x < im.width; ++x, o += C) {
       const double xin = x + 0.5;
       const double xx = a[0] * xin + a[1] * yin + a[2];
       const double yy = a[3] * xin + a[4] * yin + a[5];
       if (!filter(src, xx, yy, o))
-        for (int k = 0; k < im.channels; ++k) o[k] = fill[static_cast<std::size_t>(k)];
+        for (int k = 0; k < C; ++k) o[k] = fill[static_cast<std::size_t>(k)];
     }
   }
+}
+
+template <int C>
+void transform(const Pixels& im, const Source& src, const std::array<double, 6>& a,
+               PilFilter filter, const PilFill& fill) {
+  if (filter == PilFilter::kBilinear)
+    transform_with<C>(im, src, a, fill, bilinear<C>);
+  else
+    transform_with<C>(im, src, a, fill, bicubic<C>);
 }
 
 // Python's round(v, 15): the decimal correctly rounded to 15 places (glibc's printf rounds the
@@ -401,10 +416,10 @@ void pil_sharpness(const Pixels& im, float factor, std::vector<std::uint8_t>& co
 void pil_affine(const Pixels& im, const std::array<double, 6>& m, PilFilter filter,
                 const PilFill& fill, std::vector<std::uint8_t>& copy) {
   const Source src = copy_source(im, copy);
-  if (filter == PilFilter::kBilinear)
-    transform_with(im, src, m, fill, bilinear);
+  if (im.channels == 3)
+    transform<3>(im, src, m, filter, fill);
   else
-    transform_with(im, src, m, fill, bicubic);
+    transform<1>(im, src, m, filter, fill);
 }
 
 std::array<double, 6> pil_rotate_matrix(double degrees, int width, int height) {
