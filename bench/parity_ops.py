@@ -331,24 +331,30 @@ def stoke_policy_counts(data, step, ops_per_sample, epochs, size):
     upscaled to size x size; ops a sample did not get (TrivialAugmentWide's and RandAugment's
     Identity) counted as identity."""
     counts, samples = {}, 0
+    for ops in fashion_applied_ops(data, step, epochs, size):
+        samples += 1
+        for op in ops:
+            c = _category_of_stoke(op)
+            counts[c] = counts.get(c, 0) + 1
+        if ops_per_sample:
+            missing = ops_per_sample - len(ops)
+            counts[("identity",)] = counts.get(("identity",), 0) + missing
+    return counts, samples
+
+
+def fashion_applied_ops(data, step, epochs, size, dtype="uint8"):
+    """Each valid sample's applied ops over `epochs` of Fashion-MNIST's test split, upscaled to
+    size x size RGB and then given `step`."""
     loader = stoke.Loader(data, batch=500, devices="cpu:1", workers=2, size=(size, size),
                           split="test", seed=1, pipeline=[("resize", size, size), step],
-                          channels=3)
+                          channels=3, dtype=dtype)
     for epoch in range(epochs):
         loader.set_epoch(epoch)
         for b in loader:
             valid = np.from_dlpack(b.valid)
             for i, ops in enumerate(b.applied_ops):
-                if not valid[i]:
-                    continue
-                samples += 1
-                for op in ops:
-                    c = _category_of_stoke(op)
-                    counts[c] = counts.get(c, 0) + 1
-                if ops_per_sample:
-                    missing = ops_per_sample - len(ops)
-                    counts[("identity",)] = counts.get(("identity",), 0) + missing
-    return counts, samples
+                if valid[i]:
+                    yield ops
 
 
 def two_sample_chi_square(a, b, min_count=10):
@@ -478,22 +484,13 @@ def _count_position(counts, i, j, h, w, size, bins=4):
 
 def stoke_erasing_counts(fashion, step, epochs, size):
     counts, samples = {}, 0
-    loader = stoke.Loader(fashion, batch=500, devices="cpu:1", workers=2, size=(size, size),
-                          split="test", seed=1, pipeline=[("resize", size, size), step],
-                          channels=3, dtype="float32")
-    for epoch in range(epochs):
-        loader.set_epoch(epoch)
-        for b in loader:
-            valid = np.from_dlpack(b.valid)
-            for i, ops in enumerate(b.applied_ops):
-                if not valid[i]:
-                    continue
-                samples += 1
-                key = ("none",)
-                for name, top, left, h, w, *_ in ops:
-                    key = (h, w)
-                    _count_position(counts, top, left, h, w, size)
-                counts[key] = counts.get(key, 0) + 1
+    for ops in fashion_applied_ops(fashion, step, epochs, size, dtype="float32"):
+        samples += 1
+        key = ("none",)
+        for name, top, left, h, w, *_ in ops:
+            key = (h, w)
+            _count_position(counts, top, left, h, w, size)
+        counts[key] = counts.get(key, 0) + 1
     return counts, samples
 
 
