@@ -78,4 +78,19 @@ G load_golden(const std::string& name, Parse parse) {
   return parsed;
 }
 
+// What a run on rows padded by `pad` bytes of `fill` got wrong against the same run on tight
+// rows ("" when nothing): `tight` holds `rows` rows of `line` bytes, `padded` rows of line + pad.
+inline std::string padding_mismatch(const std::vector<std::uint8_t>& tight,
+                                    const std::vector<std::uint8_t>& padded, int rows,
+                                    std::size_t line, std::size_t pad, std::uint8_t fill) {
+  for (int y = 0; y < rows; ++y) {
+    const std::uint8_t* r = padded.data() + static_cast<std::size_t>(y) * (line + pad);
+    if (std::memcmp(r, tight.data() + static_cast<std::size_t>(y) * line, line) != 0)
+      return "row " + std::to_string(y);
+    for (std::size_t i = 0; i < pad; ++i)
+      if (r[line + i] != fill) return "row " + std::to_string(y) + ": padding written";
+  }
+  return "";
+}
+
 }  // namespace stoke::test
