@@ -183,8 +183,7 @@ TEST(Geometric, LeavesRowPaddingUntouched) {
     const std::size_t line = static_cast<std::size_t>(im.width * im.channels);
     const std::vector<std::uint8_t> tight = run(c, 0, 0, scratch);
     const std::vector<std::uint8_t> out = run(c, kPad, kFill, scratch);
-    ASSERT_EQ(test::padding_mismatch(tight, out, im.height, line, kPad, kFill), "")
-        << describe(c);
+    ASSERT_EQ(test::padding_mismatch(tight, out, im.height, line, kPad, kFill), "") << describe(c);
   }
 }
 
