@@ -10,7 +10,11 @@
 #include "parallel_for.hpp"
 
 // The noise is worked out with the device's exact operation sequence: nothing may be fused.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
 #pragma GCC optimize("fp-contract=off")
+#endif
 #include "erase_noise.hpp"
 
 namespace stoke::kernels {
