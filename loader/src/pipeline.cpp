@@ -148,6 +148,8 @@ std::string_view image_op_name(ImageOp op) {
       return "rotate";
     case ImageOp::kShear:
       return "shear";
+    case ImageOp::kAffineBilinear:
+      return "affine_bilinear";
     case ImageOp::kNone:
       break;
   }

@@ -67,8 +67,8 @@ constexpr bool works_in_place(StepKind kind) {
 
 // The ops a sample can get, as Batch::applied_ops() reports them (stable numbers). Each is
 // torchvision.transforms.v2.functional's op of that name on uint8 pixels; the geometric ones
-// (13 to 15) take the nearest pixel and give the points that land outside the image one fill
-// level in every channel.
+// (13 to 16) take the nearest pixel, kAffineBilinear (20) blends the four around it, and all
+// give the points that land outside the image one fill level in every channel.
 enum class ImageOp : std::int32_t {
   kNone = 0,
   kBrightness = 1,     // args[0]: factor (F.adjust_brightness)
@@ -100,6 +100,9 @@ enum class ImageOp : std::int32_t {
   // the angle worked out in double as torchvision's _apply_image_or_video_transform does (a
   // float32 angle would move some pixels).
   kShear = 16,
+  // kAffine's numbers and centre with bilinear sampling (F.affine with
+  // interpolation=BILINEAR): random_affine's bilinear warp.
+  kAffineBilinear = 20,
 };
 
 // One op a sample got, with its numbers (see ImageOp; unused ones are 0).
@@ -110,7 +113,7 @@ struct AppliedOp {
 
 // "brightness", "contrast", "saturation", "hue", "grayscale", "solarize", "posterize",
 // "equalize", "autocontrast", "sharpness", "invert", "gaussian_blur", "affine",
-// "affine_at_origin", "rotate"; "" for kNone and unknown numbers.
+// "affine_at_origin", "rotate", "shear", "affine_bilinear"; "" for kNone and unknown numbers.
 std::string_view image_op_name(ImageOp op);
 
 // One step, as Pipeline::steps() describes it.

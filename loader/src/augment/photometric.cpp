@@ -502,6 +502,8 @@ void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScrat
       return rotate(image, op, scratch.u0);
     case ColorOp::kShear:
       return policy_shear(image, op, scratch.u0);
+    case ColorOp::kAffineBilinear:
+      return affine_bilinear(image, op, scratch.u0);
   }
 }
 

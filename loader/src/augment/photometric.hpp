@@ -68,9 +68,9 @@ struct PhotometricScratch {
   std::vector<std::uint8_t> u0;
 };
 
-// Applies `op` to `image` in place; the geometric ops (kAffine, kAffineAtOrigin, kRotate) are
-// geometric_ops.hpp's. REQUIRES: image.channels is 1 or 3; the arguments are in the ranges above
-// and there (the pipeline's validation guarantees them).
+// Applies `op` to `image` in place; the geometric ops (kAffine, kAffineAtOrigin, kRotate, kShear,
+// kAffineBilinear) are geometric_ops.hpp's. REQUIRES: image.channels is 1 or 3; the arguments are
+// in the ranges above and there (the pipeline's validation guarantees them).
 void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScratch& scratch);
 
 }  // namespace stoke::detail
