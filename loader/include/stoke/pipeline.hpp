@@ -43,6 +43,9 @@ enum class StepKind : std::uint32_t {
   kTrivialAugmentWide = 19,  // TrivialAugmentWide(magnitude_bins)
   kRandAugment = 20,         // RandAugment(num_ops, magnitude, magnitude_bins)
   kAutoAugment = 21,         // AutoAugment(policy)
+  // torchvision's RandomAffine: rotation, translation, scale and shears drawn per sample and
+  // applied about the image centre, keeping its size; boxes and masks follow it.
+  kRandomAffine = 22,
 };
 
 // AutoAugment's policies (torchvision's AutoAugmentPolicy).
@@ -60,10 +63,13 @@ constexpr bool is_photometric(StepKind kind) {
 }
 
 // Whether a step keeps the image's size and draws ops on it (Batch::applied_ops()): the
-// photometric steps and the policies.
+// photometric steps, the policies and random_affine.
 constexpr bool works_in_place(StepKind kind) {
-  return is_photometric(kind) || is_policy(kind);
+  return is_photometric(kind) || is_policy(kind) || kind == StepKind::kRandomAffine;
 }
+
+// How a warp samples the image (torchvision's InterpolationMode NEAREST and BILINEAR).
+enum class Interpolation : std::int32_t { kNearest = 0, kBilinear = 1 };
 
 // The ops a sample can get, as Batch::applied_ops() reports them (stable numbers). Each is
 // torchvision.transforms.v2.functional's op of that name on uint8 pixels; the geometric ones
@@ -147,6 +153,33 @@ struct Step {
   std::int32_t magnitude = 0;       // kRandAugment: the bin every op takes
   std::int32_t magnitude_bins = 0;  // kTrivialAugmentWide, kRandAugment
   AutoAugmentPolicy policy = AutoAugmentPolicy::kImageNet;  // kAutoAugment
+  // kRandomAffine (with scale_min, scale_max and fill): the angle's range in degrees, the
+  // largest translations as fractions of the width and height, the shears' ranges in degrees.
+  float degrees_min = 0.f;
+  float degrees_max = 0.f;
+  float translate_x = 0.f;
+  float translate_y = 0.f;
+  float shear_x_min = 0.f;
+  float shear_x_max = 0.f;
+  float shear_y_min = 0.f;
+  float shear_y_max = 0.f;
+  Interpolation interpolation = Interpolation::kNearest;
+};
+
+// torchvision's RandomAffine(degrees, translate, scale, shear, interpolation, fill) as numbers:
+// the angle uniform in [degrees_min, degrees_max]; the translation int(round(u)) pixels with u
+// uniform in [-translate_x * width, translate_x * width] (y likewise with the height); the
+// scale uniform in [scale_min, scale_max]; the x shear uniform in [shear_x_min, shear_x_max] and
+// the y shear in [shear_y_min, shear_y_max]. The defaults leave each out, as torchvision's None
+// does; fill is a level in [0, 255] for every channel.
+struct RandomAffineRanges {
+  float degrees_min = 0.f, degrees_max = 0.f;
+  float translate_x = 0.f, translate_y = 0.f;
+  float scale_min = 1.f, scale_max = 1.f;
+  float shear_x_min = 0.f, shear_x_max = 0.f;
+  float shear_y_min = 0.f, shear_y_max = 0.f;
+  Interpolation interpolation = Interpolation::kNearest;
+  float fill = 0.f;
 };
 
 class Pipeline {
@@ -199,6 +232,15 @@ class Pipeline {
                          float fill = 0.f);
   Pipeline& auto_augment(AutoAugmentPolicy policy = AutoAugmentPolicy::kImageNet, float fill = 0.f);
 
+  // torchvision's RandomAffine (see RandomAffineRanges): F.affine about the image centre, the
+  // size kept, `fill` where the warp uncovers the image. Boxes become the axis-aligned box
+  // around their four moved corners, masks move by nearest neighbour with mask_ignore outside.
+  // It acts on the image as it is at its place in the pipeline (torchvision's recipes put it
+  // after the crop and resize).
+  Pipeline& random_affine(const RandomAffineRanges& ranges);
+  // RandomAffine(degrees): the angle from [-degrees, degrees], nothing else.
+  Pipeline& random_affine(float degrees);
+
   // The training pipeline to height x width: random-resized-crop + flip for photographs, or,
   // with `small_images` (28x28 digits and the like), pad-(side/7) random crop + flip.
   static Pipeline training(int height, int width, int channels, bool small_images);
@@ -217,8 +259,8 @@ class Pipeline {
   void validate(int source_height, int source_width) const;
 
   // The most ops one sample can get from these steps (color_jitter 4, rand_augment num_ops,
-  // auto_augment 2, the other photometric steps and policies 1 each): the width of
-  // Batch::applied_ops().
+  // auto_augment 2, the other photometric steps, policies and random_affine 1 each): the width
+  // of Batch::applied_ops().
   int max_applied_ops() const;
 
   // One line per step, e.g. "random_resized_crop 224x224 scale [0.08, 1] ratio [0.75, 1.33]".

@@ -46,13 +46,22 @@ struct AugmentStep {
   std::int32_t magnitude = 0;
   std::int32_t magnitude_bins = 0;
   std::int32_t policy = 0;
-  std::uint32_t reserved[3] = {};
+  float degrees_min = 0.f;  // kRandomAffine, with scale_min, scale_max and fill
+  float degrees_max = 0.f;
+  float translate_x = 0.f;
+  float translate_y = 0.f;
+  float shear_x_min = 0.f;
+  float shear_x_max = 0.f;
+  float shear_y_min = 0.f;
+  float shear_y_max = 0.f;
+  std::int32_t interpolation = 0;  // Interpolation
+  std::uint32_t reserved[10] = {};
 
   StepKind step_kind() const { return static_cast<StepKind>(kind); }
 };
 static_assert(std::is_trivially_copyable_v<AugmentStep> && std::is_standard_layout_v<AugmentStep>);
-static_assert(sizeof(AugmentStep) == 128 && offsetof(AugmentStep, min_visible) == 56 &&
-              offsetof(AugmentStep, sigma_max) == 92);
+static_assert(sizeof(AugmentStep) == 192 && offsetof(AugmentStep, min_visible) == 56 &&
+              offsetof(AugmentStep, sigma_max) == 92 && offsetof(AugmentStep, shear_y_max) == 144);
 
 inline AugmentStep to_augment_step(const Step& s) {
   return AugmentStep{static_cast<std::uint32_t>(s.kind),
@@ -84,6 +93,15 @@ inline AugmentStep to_augment_step(const Step& s) {
                      s.magnitude,
                      s.magnitude_bins,
                      static_cast<std::int32_t>(s.policy),
+                     s.degrees_min,
+                     s.degrees_max,
+                     s.translate_x,
+                     s.translate_y,
+                     s.shear_x_min,
+                     s.shear_x_max,
+                     s.shear_y_min,
+                     s.shear_y_max,
+                     static_cast<std::int32_t>(s.interpolation),
                      {}};
 }
 
