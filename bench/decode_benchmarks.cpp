@@ -11,6 +11,8 @@
 //   BM_ImageOp/<op>          one photometric or geometric op (photometric.hpp) on a 224x224
 //                            RGB image made from the first file, in place; each iteration first
 //                            copies the image back, which BM_ImageOp/copy alone measures.
+//   BM_AffineMask            random_affine's warp of a 224x224 uint8 label map (what a mask
+//                            costs beside its image), with BM_ImageOp/affine's numbers.
 //
 //   stoke-decode-benchmarks [--corpus DIR] [--limit N] [--iterations I] [google benchmark flags]
 //   stoke-decode-benchmarks --sweep [--corpus DIR] [--limit N] [--passes P]
@@ -52,6 +54,7 @@
 
 #include "augment/augment.hpp"
 #include "augment/op_sequence.hpp"
+#include "augment/geometric_ops.hpp"
 #include "augment/photometric.hpp"
 #include "augment/photometric_steps.hpp"
 #include "data/sample_rng.hpp"
@@ -513,6 +516,23 @@ void BM_ImageOp(benchmark::State& state, stoke::AppliedOp op) {
   state.SetItemsProcessed(state.iterations());
 }
 
+void BM_AffineMask(benchmark::State& state) {
+  cv::Mat source(224, 224, CV_8UC1);
+  for (int y = 0; y < 224; ++y)
+    for (int x = 0; x < 224; ++x)
+      source.at<std::uint8_t>(y, x) = static_cast<std::uint8_t>((x / 16 + y / 16) % 21);
+  cv::Mat work = source.clone();
+  const stoke::AppliedOp op{stoke::ImageOp::kAffine, {15.f, 10.f, -5.f, 1.1f, 5.f, 3.f, 0.f}};
+  std::vector<std::uint8_t> copy;
+  for (auto _ : state) {
+    source.copyTo(work);
+    stoke::detail::affine_labels(stoke::detail::LabelImage{work.data, 224, 224, 1, work.step[0]},
+                                 op, 255, copy);
+    benchmark::DoNotOptimize(work.data);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 // A timm step as one sample gets it: drawn from sample `i`'s generator (a new sample each
 // iteration), then applied, so the figure is the step's mean cost over its draws.
 void BM_TimmStep(benchmark::State& state, const char* config) {
@@ -554,6 +574,7 @@ void register_ops(long iterations) {
       {"gaussian_blur_5", {ImageOp::kGaussianBlur, {5.f, 5.f, 1.f}}},
       {"gaussian_blur_23", {ImageOp::kGaussianBlur, {23.f, 23.f, 1.f}}},
       {"affine", {ImageOp::kAffine, {15.f, 10.f, -5.f, 1.1f, 5.f, 3.f, 0.f}}},
+      {"affine_bilinear", {ImageOp::kAffineBilinear, {15.f, 10.f, -5.f, 1.1f, 5.f, 3.f, 0.f}}},
       {"shear", {ImageOp::kShear, {0.3f, 0.f, 0.f}}},
       {"rotate", {ImageOp::kRotate, {30.f, 0.f}}},
       // timm's ops (Pillow's arithmetic), fill (124, 116, 104); 2 bilinear, 3 bicubic.
@@ -584,6 +605,9 @@ void register_ops(long iterations) {
                   ->Unit(benchmark::kMillisecond);
     if (iterations > 0) b->Iterations(iterations);
   }
+  auto* mask =
+      benchmark::RegisterBenchmark("BM_AffineMask", BM_AffineMask)->Unit(benchmark::kMillisecond);
+  if (iterations > 0) mask->Iterations(iterations);
 }
 
 void register_all(long iterations) {

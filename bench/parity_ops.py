@@ -50,6 +50,15 @@ OPS = [
                         ("random_posterize", 3, 0.5), ("random_equalize",),
                         ("random_autocontrast",), ("random_adjust_sharpness", 1.7),
                         ("random_invert", 0.3)]),
+    # RandomAffine, nearest and bilinear (its boxes and masks: torchvision_parity.py --checks
+    # affine).
+    ("random_affine 15", [("random_affine", 15)]),
+    ("random_affine -30 30 0.1 0.1 0.8 1.2 -10 10 fill 128",
+     [("random_affine", -30, 30, 0.1, 0.1, 0.8, 1.2, -10, 10, 0, 0, 128)]),
+    ("random_affine_bilinear -30 30 0.1 0.1 0.8 1.2 -10 10",
+     [("random_affine_bilinear", -30, 30, 0.1, 0.1, 0.8, 1.2, -10, 10)]),
+    ("random_affine_bilinear -180 180 0.3 0.3 0.5 1.5 -30 30 -20 20 fill 77",
+     [("random_affine_bilinear", -180, 180, 0.3, 0.3, 0.5, 1.5, -30, 30, -20, 20, 77)]),
 ]
 
 def blend_factor(a):
@@ -72,7 +81,7 @@ REPLAY = {
     "invert": lambda t, a: F.invert(t),
     "gaussian_blur": lambda t, a: F.gaussian_blur(t, [int(a[0]), int(a[1])], [a[2], a[2]]),
     # The policies' geometric ops, as their _apply_image_or_video_transform calls F.affine and
-    # F.rotate (nearest; fill is one level for every channel).
+    # F.rotate, and random_affine's (nearest; fill is one level for every channel).
     "affine": lambda t, a: F.affine(t, angle=a[0], translate=[a[1], a[2]], scale=a[3],
                                     shear=[a[4], a[5]], interpolation=F.InterpolationMode.NEAREST,
                                     fill=[a[6]] * t.shape[0]),
@@ -82,6 +91,11 @@ REPLAY = {
                                               fill=[a[6]] * t.shape[0], center=[0, 0]),
     "rotate": lambda t, a: F.rotate(t, angle=a[0], interpolation=F.InterpolationMode.NEAREST,
                                     fill=[a[1]] * t.shape[0]),
+    # random_affine_bilinear: RandomAffine(interpolation=BILINEAR)'s call.
+    "affine_bilinear": lambda t, a: F.affine(t, angle=a[0], translate=[a[1], a[2]], scale=a[3],
+                                             shear=[a[4], a[5]],
+                                             interpolation=F.InterpolationMode.BILINEAR,
+                                             fill=[a[6]] * t.shape[0]),
     # What the policies' ShearX / ShearY call, their degrees(atan(m)) in Python's double.
     "shear": lambda t, a: F.affine(
         t, angle=0.0, translate=[0, 0], scale=1.0,

@@ -2,7 +2,9 @@
 """ms per 224x224 RGB image for each photometric and geometric op of torchvision.transforms.v2
 on a uint8 tensor and on a PIL image, one thread: the peer column beside
 `stoke-decode-benchmarks --benchmark_filter=BM_ImageOp` (the same ops and numbers, the same
-image: the corpus's first file resized to 224x224 with an area filter).
+image: the corpus's first file resized to 224x224 with an area filter); affine_mask is F.affine
+on a 224x224 uint8 label map (a tv_tensors.Mask, or a mode-L PIL image), beside
+`BM_AffineMask`.
 
   python bench/torchvision_ops_speed.py [--corpus DIR] [--seconds S] [--cpu-time]
 
@@ -19,10 +21,24 @@ import time
 
 import torch
 from PIL import Image
+from torchvision import tv_tensors
 from torchvision.transforms.v2 import functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 I = F.InterpolationMode.NEAREST
+BILINEAR = F.InterpolationMode.BILINEAR
+MASKS = {}
+
+
+def mask_like(x):
+    """A uint8 label map of x's size (a tv_tensors.Mask, or a mode-L PIL image), made once."""
+    key = "pil" if isinstance(x, Image.Image) else "tensor"
+    if key not in MASKS:
+        labels = (torch.arange(224).view(1, 224) // 16 + torch.arange(224).view(224, 1) // 16) % 21
+        labels = labels.to(torch.uint8)
+        MASKS[key] = (Image.fromarray(labels.numpy(), mode="L") if key == "pil"
+                      else tv_tensors.Mask(labels))
+    return MASKS[key]
 
 OPS = [
     ("brightness", lambda x: F.adjust_brightness(x, 1.3)),
@@ -40,6 +56,11 @@ OPS = [
     ("gaussian_blur_23", lambda x: F.gaussian_blur(x, [23, 23], [1.0, 1.0])),
     ("affine", lambda x: F.affine(x, angle=15.0, translate=[10.0, -5.0], scale=1.1,
                                   shear=[5.0, 3.0], interpolation=I, fill=0)),
+    ("affine_bilinear", lambda x: F.affine(x, angle=15.0, translate=[10.0, -5.0], scale=1.1,
+                                           shear=[5.0, 3.0], interpolation=BILINEAR, fill=0)),
+    # random_affine's mask: F.affine on a tv_tensors.Mask (nearest) of the image's size.
+    ("affine_mask", lambda x: F.affine(mask_like(x), angle=15.0, translate=[10.0, -5.0],
+                                       scale=1.1, shear=[5.0, 3.0], fill=255)),
     ("shear", lambda x: F.affine(x, angle=0.0, translate=[0, 0], scale=1.0,
                                  shear=[16.69924423399362, 0.0], interpolation=I, fill=0,
                                  center=[0, 0])),
@@ -112,7 +133,8 @@ def main():
     first = sorted(glob.glob(os.path.join(args.corpus, "**", "*.jpg"), recursive=True))[0]
     pil = Image.open(first).convert("RGB").resize((224, 224), Image.BOX)
     tensor = F.pil_to_tensor(pil)
-    print(f"torch {torch.__version__}, one thread; {first} at 224x224")
+    clock = "cpu" if args.cpu_time else "wall"
+    print(f"torch {torch.__version__}, one thread, {clock} clock; {first} at 224x224")
     print("| op | tensor ms | PIL ms |\n|---|---|---|")
     for name, fn in OPS:
         t = ms_per_call(fn, tensor, args.seconds)

@@ -55,6 +55,16 @@ apart when crop - n = 3 (mod 4). stoke uses the boxes' anchor for pixels, boxes 
 in those samples its mask is compared with torchvision's F.crop at that anchor instead (the
 table counts them). Anything else exits 1.
 
+random_affine (--checks affine): two loaders of one seed over the COCO set, random_resized_crop
++ horizontal_flip and the same with random_affine appended (nearest and bilinear, recipe-sized
+and extreme ranges, several fills). Each sample's recorded op is replayed by F.affine on the
+first loader's pixels and compared byte for byte with the second's; its boxes are the
+annotations replayed through the window (the geometry, which random_affine leaves out) as
+F.resized_crop, F.horizontal_flip, then F.affine on BoundingBoxes, clamp_bounding_boxes and
+SanitizeBoundingBoxes, compared within 1e-3 px; and over the COCO set's label maps the first
+loader's mask through F.affine on a tv_tensors.Mask (fill mask_ignore) is compared label for
+label with the second's. Any difference exits 1.
+
 Mask data, written by the script: label maps for the COCO set's images (0, each non-crowd box
 filled with its class index + 1, then 1-px lines, a 1-px checkerboard and a quarter whose label
 changes at every pixel), and for synthetic images of the sizes above plus a few pixels and a
@@ -83,7 +93,7 @@ transforms.v2):
 Run (exit status 1 on any disagreement):
 
   /tmp/parity-venv/bin/python bench/torchvision_parity.py --data /tmp/det/instances.json \\
-      [--checks boxes,masks] [--epochs 5] [--sizes 224,160x256] \\
+      [--checks boxes,masks,ops,policies,affine] [--epochs 5] [--sizes 224,160x256] \\
       [--mask-sizes 224,160x256,97x203,31x45] [--seed 0] [--synthetic-dir DIR]
 
 Checked with torch 2.15.0 and torchvision 0.29.2.
@@ -803,6 +813,159 @@ MASK_HEADER = (
     "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
+# --- random_affine after the train crop: pixels, boxes and masks -----------------------------
+
+AFFINE_TOLERANCE = 1e-3  # px: the most a box coordinate may differ after a warp
+
+# (label, the step appended to random_resized_crop + horizontal_flip)
+AFFINE_CONFIGS = [
+    ("random_affine -30 30 0.1 0.1 0.8 1.2 -10 10",
+     ("random_affine", -30, 30, 0.1, 0.1, 0.8, 1.2, -10, 10)),
+    ("random_affine_bilinear -30 30 0.1 0.1 0.8 1.2 -10 10 fill 128",
+     ("random_affine_bilinear", -30, 30, 0.1, 0.1, 0.8, 1.2, -10, 10, 0, 0, 128)),
+    ("random_affine -180 180 0.3 0.3 0.5 1.5 -30 30 -20 20 fill 255",
+     ("random_affine", -180, 180, 0.3, 0.3, 0.5, 1.5, -30, 30, -20, 20, 255)),
+    ("random_affine_bilinear -180 180 0.3 0.3 0.5 1.5 -30 30 -20 20 fill 77",
+     ("random_affine_bilinear", -180, 180, 0.3, 0.3, 0.5, 1.5, -30, 30, -20, 20, 77)),
+]
+
+
+@dataclass
+class AffineTally:
+    samples: int = 0
+    pixel_bytes: int = 0
+    pixel_differing: int = 0
+    annotated: int = 0
+    boxes: int = 0
+    dropped: int = 0
+    max_diff: float = 0.0
+    mask_samples: int = 0
+    mask_pixels: int = 0
+    mask_differing: int = 0
+    mask_ignored: int = 0  # labels mask_ignore, where the warp uncovered the image
+    mismatches: list = field(default_factory=list)
+
+
+def affine_call(t, op, fill):
+    """F.affine as RandomAffine calls it with a sample's recorded op ("affine" or
+    "affine_bilinear", angle, tx, ty, scale, shear x, shear y, fill), `fill` given for t's type."""
+    name, angle, tx, ty, scale, shear_x, shear_y, _ = op
+    mode = F.InterpolationMode.BILINEAR if name == "affine_bilinear" else NEAREST
+    return F.affine(t, angle=angle, translate=[tx, ty], scale=scale, shear=[shear_x, shear_y],
+                    interpolation=mode, fill=fill)
+
+
+def affine_loaders(data, step, size, seed, **more):
+    """The base loader (random_resized_crop + horizontal_flip) and the one with `step` after it,
+    one seed: the step's draws come after the base's, so the base delivers what it received."""
+    base = [("random_resized_crop", size[0], size[1]), ("horizontal_flip",)]
+    kw = dict(batch=8, devices="cpu:1", workers=2, size=size, seed=seed, shuffle=True,
+              on_error="error", dtype="uint8", layout="nhwc", **more)
+    return stoke.Loader(data, pipeline=base, **kw), stoke.Loader(data, pipeline=base + [step], **kw)
+
+
+def check_affine_boxes(t, json_path, images, step, size, epochs, seed):
+    """Pixels: the base's, through F.affine with the recorded numbers, against the step's, byte
+    for byte. Boxes: the annotations replayed from the window (the geometry, which random_affine
+    leaves out) as F.resized_crop and F.horizontal_flip, then F.affine on BoundingBoxes, clamped
+    and sanitized (min_size 1), against stoke's."""
+    out_h, out_w = size
+    base, warped = affine_loaders(json_path, step, size, seed)
+    for epoch in range(epochs):
+        base.set_epoch(epoch)
+        warped.set_epoch(epoch)
+        for a, b in zip(base, warped):
+            valid = np.from_dlpack(b.valid)
+            ids = np.from_dlpack(b.sample_ids)
+            src = np.from_dlpack(a.pixels[0])
+            got = np.from_dlpack(b.pixels[0])
+            geometry = np.from_dlpack(b.geometry).astype(np.float64)
+            counts = np.from_dlpack(b.box_counts[0])
+            boxes = np.from_dlpack(b.boxes[0])
+            classes = np.from_dlpack(b.box_classes[0])
+            if not np.array_equal(geometry, np.from_dlpack(a.geometry).astype(np.float64)):
+                t.mismatches.append(f"epoch {epoch} batch {b.index}: the step moved the geometry")
+            for i in np.flatnonzero(valid == 1):
+                (op,) = b.applied_ops[i]
+                where = f"epoch {epoch} sample {ids[i]} {op}"
+                img = images[int(ids[i])]
+                want = affine_call(torch.from_numpy(src[i].copy()).permute(2, 0, 1), op,
+                                   [op[7]] * 3).permute(1, 2, 0).numpy()
+                t.samples += 1
+                t.pixel_bytes += want.size
+                t.pixel_differing += int(np.count_nonzero(want != got[i]))
+                window, flipped, _ = train_window(geometry[i], out_h, out_w)
+                bb = tv_tensors.BoundingBoxes(torch.from_numpy(img.boxes.copy()), format="XYXY",
+                                              canvas_size=(img.height, img.width))
+                bb = affine_call(replay_train(bb, window, flipped, out_h, out_w), op, None)
+                ref, ref_classes = sanitize(bb, torch.from_numpy(img.classes), Rules())
+                n = int(counts[i])
+                t.annotated += len(img.boxes)
+                t.dropped += len(img.boxes) - n
+                if len(ref) != n or not np.array_equal(ref_classes, classes[i, :n]):
+                    t.mismatches.append(f"{where}: torchvision keeps {len(ref)} boxes, classes "
+                                        f"{ref_classes.tolist()}; stoke {n}, "
+                                        f"{classes[i, :n].tolist()}")
+                    continue
+                t.boxes += n
+                if n:
+                    diff = float(np.abs(ref - boxes[i, :n]).max())
+                    t.max_diff = max(t.max_diff, diff)
+                    if diff > AFFINE_TOLERANCE:
+                        t.mismatches.append(f"{where}: a coordinate differs by {diff:.5f} px")
+
+
+def check_affine_masks(t, list_path, step, size, epochs, seed, ignore=255):
+    """The base's delivered mask through F.affine on a tv_tensors.Mask (fill mask_ignore; the
+    image's interpolation passed and ignored, as for RandomAffine) against the step's, label
+    for label."""
+    base, warped = affine_loaders(list_path, step, size, seed, mask_ignore=ignore)
+    for epoch in range(epochs):
+        base.set_epoch(epoch)
+        warped.set_epoch(epoch)
+        for a, b in zip(base, warped):
+            valid = np.from_dlpack(b.valid)
+            src = np.from_dlpack(a.masks[0])
+            got = np.from_dlpack(b.masks[0])
+            for i in np.flatnonzero(valid == 1):
+                (op,) = b.applied_ops[i]
+                want = affine_call(tv_tensors.Mask(torch.from_numpy(src[i].copy())), op, ignore)
+                want = want.as_subclass(torch.Tensor).numpy()
+                t.mask_samples += 1
+                t.mask_pixels += want.size
+                t.mask_differing += int(np.count_nonzero(want != got[i]))
+                t.mask_ignored += int(np.count_nonzero(got[i] == ignore))
+
+
+AFFINE_HEADER = ("| step | size | samples | bytes differing | boxes compared (annotated, dropped) "
+                 "| max abs diff (px) | mask samples | labels differing (mask_ignore) "
+                 "| mismatches |\n|---|---|---|---|---|---|---|---|---|")
+
+
+def check_affine(args, folder):
+    """random_affine's table rows and disagreements, on the COCO set and its label maps."""
+    images = read_coco(args.data)
+    list_path, _ = write_real_masks(images, os.path.join(folder, "affine"))
+    rows, problems = [], []
+    for label, step in AFFINE_CONFIGS:
+        for size in parse_sizes(args.sizes):
+            t = AffineTally()
+            check_affine_boxes(t, args.data, images, step, size, args.epochs, args.seed)
+            check_affine_masks(t, list_path, step, size, args.epochs, args.seed)
+            rows.append(f"| {label} | {size[0]}x{size[1]} | {t.samples} | {t.pixel_differing} of "
+                        f"{t.pixel_bytes} | {t.boxes} ({t.annotated}, {t.dropped}) "
+                        f"| {t.max_diff:.2e} | {t.mask_samples} | {t.mask_differing} of "
+                        f"{t.mask_pixels} ({t.mask_ignored}) | {len(t.mismatches)} |")
+            print(rows[-1], flush=True)
+            problems += [f"{label} {size}: {m}" for m in t.mismatches]
+            if t.pixel_differing or t.mask_differing:
+                problems.append(f"{label} {size}: {t.pixel_differing} bytes and "
+                                f"{t.mask_differing} labels differ from torchvision")
+            if t.samples == 0 or t.boxes == 0 or t.mask_samples == 0:
+                problems.append(f"{label} {size}: nothing compared")
+    return rows, problems
+
+
 # --- Report -----------------------------------------------------------------------------------
 
 def parse_sizes(text):
@@ -885,9 +1048,9 @@ def main():
     p.add_argument("--sizes", default="224,160x256", help="box check: comma-separated N or HxW")
     p.add_argument("--mask-sizes", default="224,160x256,97x203,31x45",
                    help="mask check: comma-separated N or HxW")
-    p.add_argument("--checks", default="boxes,masks,ops,policies,erasing",
-                   help="any of boxes, masks, ops, policies, erasing, timm (comma-separated; "
-                   "timm needs timm and Pillow)")
+    p.add_argument("--checks", default="boxes,masks,ops,policies,erasing,affine",
+                   help="any of boxes, masks, ops, policies, erasing, affine, timm "
+                   "(comma-separated; timm needs timm and Pillow)")
     p.add_argument("--fashion", default="/usr/share/datasets/fashion-mnist",
                    help="policies check: the Fashion-MNIST IDX folder (its test split)")
     p.add_argument("--policy-epochs", type=int, default=10,
@@ -899,7 +1062,7 @@ def main():
                    help="where to write the data sets (default: a temporary folder)")
     args = p.parse_args()
     checks = set(args.checks.split(","))
-    known = {"boxes", "masks", "ops", "policies", "erasing", "timm"}
+    known = {"boxes", "masks", "ops", "policies", "erasing", "affine", "timm"}
     if not checks or checks - known:
         sys.exit(f"--checks: any of {', '.join(sorted(known))}, not {args.checks}")
     if not os.path.exists(args.data):
@@ -961,6 +1124,14 @@ def main():
             problems += timm_problems
             if not timm_problems:
                 print("stoke's timm ops are timm's on Pillow, byte for byte")
+        if "affine" in checks:
+            print("\nrandom_affine after random_resized_crop + horizontal_flip, replayed in "
+                  "torchvision.transforms.v2.functional (pixels, BoundingBoxes, Mask):")
+            rows, affine_problems = check_affine(args, folder)
+            print("\n" + AFFINE_HEADER + "\n" + "\n".join(rows))
+            problems += affine_problems
+            if not affine_problems:
+                print("stoke's random_affine is torchvision's on every byte, box and label")
 
         if "policies" in checks:
             print("\nthe policies' draws against torchvision's own classes (two-sample "

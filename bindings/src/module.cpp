@@ -522,7 +522,8 @@ NB_MODULE(_stoke, m) {
                 const stoke::AppliedOp& op = all[static_cast<std::size_t>(i * width + k)];
                 if (op.op == stoke::ImageOp::kNone) break;
                 const std::string name(stoke::image_op_name(op.op));
-                if (op.op == stoke::ImageOp::kAffine || op.op == stoke::ImageOp::kAffineAtOrigin)
+                if (op.op == stoke::ImageOp::kAffine || op.op == stoke::ImageOp::kAffineAtOrigin ||
+                    op.op == stoke::ImageOp::kAffineBilinear)
                   ops.append(nb::make_tuple(name, op.args[0], op.args[1], op.args[2], op.args[3],
                                             op.args[4], op.args[5], op.args[6]));
                 else if (op.op == stoke::ImageOp::kRotate)
@@ -576,7 +577,9 @@ NB_MODULE(_stoke, m) {
           "angle, translate_x, translate_y, scale, shear_x, shear_y, fill) and "
           "('affine_at_origin', ...) (center [0, 0]), ('rotate', angle, fill), ('shear', m, "
           "axis, fill) (the policies' ShearX/ShearY: F.affine with shear degrees(atan(m)) "
-          "about [0, 0]) (nearest): each "
+          "about [0, 0]) (nearest), ('affine_bilinear', angle, translate_x, translate_y, scale, "
+          "shear_x, shear_y, fill) (random_affine_bilinear: F.affine with "
+          "interpolation=BILINEAR): each "
           "torchvision.transforms.v2.functional's op of that name on uint8 pixels. timm's ops "
           "(timm_augment) come as ('pil_<name>', numbers...), timm.data.auto_augment's function "
           "<name> and its arguments: ('pil_rotate', degrees, filter, (r, g, b)) and the other "

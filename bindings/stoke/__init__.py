@@ -137,9 +137,13 @@ class Loader(_stoke.Loader):
             ``box_crop(h, w[, min_visible, scale_min, scale_max, ratio_min, ratio_max])``,
             ``horizontal_flip([p])``, ``vertical_flip([p])``, ``pad_random_crop(pad, h, w)``,
             ``color_jitter(brightness, contrast)``, ``scale_jitter(min_side, max_side[,
-            longer_side])``, and timm's strings as words: ``("timm_augment",
-            "rand-m9-mstd0.5-inc1", "interpolation=bicubic")`` (docs/USAGE.md has them all).
-            Needs ``size`` (the output); ``channels`` is 3 or 1.
+            longer_side])``, ``random_affine(degrees)`` or ``random_affine(degrees_min,
+            degrees_max[, translate_x, translate_y[, scale_min, scale_max[, shear_x_min,
+            shear_x_max[, shear_y_min, shear_y_max[, fill]]]]])`` and
+            ``random_affine_bilinear(...)`` (torchvision's RandomAffine; boxes and masks follow
+            it), timm's strings as words: ``("timm_augment",
+            "rand-m9-mstd0.5-inc1", "interpolation=bicubic")``, and the photometric steps and
+            policies of docs/USAGE.md. Needs ``size`` (the output); ``channels`` is 3 or 1.
         augment: ``"train"`` (random-resized-crop + flip; pad-crop + flip for small images) or
             ``"eval"`` (resize the shorter side, centre crop); ``"default"`` and ``"none"``
             remain accepted for them.

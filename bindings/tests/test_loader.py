@@ -417,6 +417,38 @@ def test_timm_strings_take_words_and_report_pillow_ops(tmp_path):
         stoke.Loader(FASHION, size=32, pipeline=[("resize", 32, "x")])
 
 
+def test_random_affine_records_its_warp_and_its_boxes_hold_their_pixels(tmp_path):
+    data = _coco_set(tmp_path)
+    steps = [("resize", 64, 64), ("random_affine_bilinear", -20, 20, 0.1, 0.2, 0.9, 1.1, -5, 5)]
+    loader = stoke.Loader(data, batch=4, size=64, pipeline=steps, workers=1, seed=5)
+    warped = 0
+    for batch in loader:
+        pixels = np.from_dlpack(batch.pixels[0])
+        boxes = np.from_dlpack(batch.boxes[0])
+        classes = np.from_dlpack(batch.box_classes[0])
+        counts = np.from_dlpack(batch.box_counts[0])
+        for i, ops in enumerate(batch.applied_ops):
+            (op,) = ops  # ('affine_bilinear', angle, tx, ty, scale, shear_x, shear_y, fill)
+            name, angle, tx, ty, scale, shear_x, shear_y, fill = op
+            assert name == "affine_bilinear"
+            assert -20 <= angle <= 20 and 0.9 <= scale <= 1.1 and -5 <= shear_x <= 5
+            assert tx == int(tx) and abs(tx) <= 6 and ty == int(ty) and abs(ty) <= 13
+            assert shear_y == 0 and fill == 0
+            warped += 1
+            for k in range(counts[i]):
+                # Every bright pixel of the box's colour lies inside its box (the box around
+                # the moved rectangle's corners, clipped to the image).
+                ys, xs = np.nonzero(pixels[i, :, :, classes[i, k]] >= 128)
+                x1, y1, x2, y2 = boxes[i, k]
+                assert (xs >= x1 - 1).all() and (xs + 1 <= x2 + 1).all()
+                assert (ys >= y1 - 1).all() and (ys + 1 <= y2 + 1).all()
+    assert warped == 12
+    with pytest.raises(ValueError, match="takes \\(degrees\\) or"):
+        stoke.Loader(data, size=64, pipeline=[("random_affine", 10, 0.1, 0.1)])
+    with pytest.raises(ValueError, match="translate_x must be a fraction"):
+        stoke.Loader(data, size=64, pipeline=[("random_affine", -10, 10, 1.5, 0)])
+
+
 def test_boxes_on_data_without_them_raise_value_error(tmp_path):
     batch = next(iter(stoke.Loader(FASHION, split="test", batch=8, workers=0)))
     assert batch.max_boxes == 0

@@ -31,6 +31,8 @@ constexpr float kMaxFactor = 100.f;
 constexpr int kMaxKernel = 255;
 
 constexpr int kMaxPolicyOps = 16;
+constexpr float kMaxDegrees = 360.f;
+constexpr float kMaxShear = 90.f;  // exclusive: torchvision divides by cos(shear_y)
 constexpr int kMaxMagnitudeBins = 1024;
 
 int checked_bins(const char* step, int bins) {
@@ -44,6 +46,15 @@ float checked_fill(const char* step, float fill) {
   if (!(fill >= 0 && fill <= 255))
     throw ConfigError(std::string(step) + ": fill must be a level in [0, 255], got " + fmt(fill));
   return fill;
+}
+
+// RandomAffine(degrees) for one number: the range [-degrees, degrees].
+RandomAffineRanges symmetric_degrees(float degrees) {
+  if (!(degrees >= 0))
+    throw ConfigError(
+        "random_affine: a single degrees is the range [-degrees, degrees] and must be >= 0, got " +
+        fmt(degrees));
+  return RandomAffineRanges{.degrees_min = -degrees, .degrees_max = degrees};
 }
 
 const char* policy_name(AutoAugmentPolicy p) {
@@ -108,6 +119,8 @@ const char* step_name(StepKind kind) {
     case StepKind::kTimmRandAugment:
     case StepKind::kTimmAugMix:
       return "timm_augment";
+    case StepKind::kRandomAffine:
+      return "random_affine";
   }
   return "unknown";
 }
@@ -277,6 +290,8 @@ std::string_view image_op_name(ImageOp op) {
       return "timm_augmix_chain";
     case ImageOp::kTimmAugMixBlend:
       return "timm_augmix_blend";
+    case ImageOp::kAffineBilinear:
+      return "affine_bilinear";
     case ImageOp::kNone:
       break;
   }
@@ -325,6 +340,7 @@ int image_op_arg_count(ImageOp op) {
       return 5;
     case ImageOp::kAffine:
     case ImageOp::kAffineAtOrigin:
+    case ImageOp::kAffineBilinear:
     case ImageOp::kErase:
     case ImageOp::kEraseNoise:
     case ImageOp::kEraseChannelNoise:
@@ -558,6 +574,48 @@ Pipeline& Pipeline::timm_augment(std::string_view config, TimmInterpolation inte
   return add(s);
 }
 
+Pipeline& Pipeline::random_affine(const RandomAffineRanges& r) {
+  // The angle's bounds are inclusive; a shear of 90 degrees is not (its cosine divides).
+  const auto range = [](const char* what, float lo, float hi, float bound, bool inclusive) {
+    const bool inside = inclusive ? (lo >= -bound && hi <= bound) : (lo > -bound && hi < bound);
+    const char* op = inclusive ? " <= " : " < ";
+    if (!(lo <= hi && inside))
+      throw ConfigError(std::string("random_affine: ") + what + " must satisfy -" + fmt(bound) +
+                        op + "min <= max" + op + fmt(bound) + ", got [" + fmt(lo) + ", " + fmt(hi) +
+                        "]");
+  };
+  range("degrees", r.degrees_min, r.degrees_max, kMaxDegrees, true);
+  for (const auto& [what, v] :
+       {std::pair{"translate_x", r.translate_x}, std::pair{"translate_y", r.translate_y}})
+    if (!(v >= 0 && v <= 1))
+      throw ConfigError(std::string("random_affine: ") + what +
+                        " must be a fraction of the side in [0, 1], got " + fmt(v));
+  if (!(r.scale_min > 0 && r.scale_min <= r.scale_max && r.scale_max <= kMaxFactor))
+    throw ConfigError("random_affine: scale must satisfy 0 < min <= max <= " + fmt(kMaxFactor) +
+                      ", got [" + fmt(r.scale_min) + ", " + fmt(r.scale_max) + "]");
+  range("shear x", r.shear_x_min, r.shear_x_max, kMaxShear, false);
+  range("shear y", r.shear_y_min, r.shear_y_max, kMaxShear, false);
+  if (r.interpolation != Interpolation::kNearest && r.interpolation != Interpolation::kBilinear)
+    throw ConfigError("random_affine: unknown interpolation " +
+                      std::to_string(static_cast<int>(r.interpolation)));
+  Step s{.kind = StepKind::kRandomAffine, .scale_min = r.scale_min, .scale_max = r.scale_max};
+  s.fill = checked_fill("random_affine", r.fill);
+  s.degrees_min = r.degrees_min;
+  s.degrees_max = r.degrees_max;
+  s.translate_x = r.translate_x;
+  s.translate_y = r.translate_y;
+  s.shear_x_min = r.shear_x_min;
+  s.shear_x_max = r.shear_x_max;
+  s.shear_y_min = r.shear_y_min;
+  s.shear_y_max = r.shear_y_max;
+  s.interpolation = r.interpolation;
+  return add(s);
+}
+
+Pipeline& Pipeline::random_affine(float degrees) {
+  return random_affine(symmetric_degrees(degrees));
+}
+
 Pipeline& Pipeline::invert(float probability) {
   return add(
       {.kind = StepKind::kInvert, .probability = checked_probability("invert", probability)});
@@ -628,7 +686,7 @@ void Pipeline::validate(int source_height, int source_width) const {
       continue;
     }
     if (is_policy(s.kind) && policy == nullptr) policy = &s;
-    if (policy != nullptr && !is_policy(s.kind) && !is_photometric(s.kind))
+    if (policy != nullptr && !works_in_place(s.kind))
       throw ConfigError(std::string("pipeline: ") + step_name(policy->kind) +
                         " must come after every crop, resize and flip (where torchvision's "
                         "recipes put it), but " +
@@ -658,7 +716,7 @@ void Pipeline::validate(int source_height, int source_width) const {
       case StepKind::kVerticalFlip:
         break;
       default:
-        if (is_photometric(s.kind) || is_policy(s.kind)) break;
+        if (works_in_place(s.kind)) break;  // the size stays
         throw ConfigError("pipeline: unknown step kind " +
                           std::to_string(static_cast<unsigned>(s.kind)));
     }
@@ -687,7 +745,7 @@ int Pipeline::max_applied_ops() const {
       n += s.timm.num_ops;
     else if (s.kind == StepKind::kTimmAugMix)  // a mark and up to 3 drawn ops per chain, a blend
       n += s.timm.width * (1 + (s.timm.depth > 0 ? s.timm.depth : 3)) + (s.timm.blended ? 0 : 1);
-    else if (is_photometric(s.kind) || is_policy(s.kind) || s.kind == StepKind::kRandomErasing)
+    else if (works_in_place(s.kind) || s.kind == StepKind::kRandomErasing)
       n += 1;
   }
   return n;
@@ -777,6 +835,15 @@ std::string Pipeline::describe() const {
         else
           out << "value " << fmt(s.erase_value[0]) << " " << fmt(s.erase_value[1]) << " "
               << fmt(s.erase_value[2]);
+        break;
+      case StepKind::kRandomAffine:
+        out << "random_affine degrees [" << fmt(s.degrees_min) << ", " << fmt(s.degrees_max)
+            << "] translate [" << fmt(s.translate_x) << ", " << fmt(s.translate_y) << "] scale ["
+            << fmt(s.scale_min) << ", " << fmt(s.scale_max) << "] shear x [" << fmt(s.shear_x_min)
+            << ", " << fmt(s.shear_x_max) << "] y [" << fmt(s.shear_y_min) << ", "
+            << fmt(s.shear_y_max) << "] "
+            << (s.interpolation == Interpolation::kBilinear ? "bilinear" : "nearest") << " fill "
+            << fmt(s.fill);
         break;
       case StepKind::kScaleJitter:
         out << "scale_jitter " << (s.longer_side ? "longer" : "shorter") << " side " << s.size
@@ -917,6 +984,29 @@ Pipeline make_pipeline(int height, int width, int channels, const std::vector<St
                        : name == "random_erasing_color" ? EraseFill::kChannelNoise
                                                         : EraseFill::kConstant,
                        r, f(6, r), f(7, r));
+    } else if (name == "random_affine" || name == "random_affine_bilinear") {
+      // degrees alone is [-degrees, degrees]; otherwise every range is a pair, in
+      // RandomAffine's order, then the fill.
+      if (v.empty() || (v.size() != 1 && v.size() != 11 && (v.size() % 2 != 0 || v.size() > 10)))
+        throw ConfigError("pipeline step " + name +
+                          " takes (degrees) or (degrees_min, degrees_max[, translate_x, "
+                          "translate_y[, scale_min, scale_max[, shear_x_min, shear_x_max[, "
+                          "shear_y_min, shear_y_max[, fill]]]]]), got " +
+                          std::to_string(v.size()) + " number(s)");
+      RandomAffineRanges r = v.size() == 1 ? symmetric_degrees(f(0, 0))
+                                           : RandomAffineRanges{.degrees_min = f(0, 0),
+                                                                .degrees_max = f(1, 0),
+                                                                .translate_x = f(2, 0),
+                                                                .translate_y = f(3, 0),
+                                                                .scale_min = f(4, 1),
+                                                                .scale_max = f(5, 1),
+                                                                .shear_x_min = f(6, 0),
+                                                                .shear_x_max = f(7, 0),
+                                                                .shear_y_min = f(8, 0),
+                                                                .shear_y_max = f(9, 0),
+                                                                .fill = f(10, 0)};
+      if (name == "random_affine_bilinear") r.interpolation = Interpolation::kBilinear;
+      p.random_affine(r);
     } else if (name == "scale_jitter") {
       count(2, 3, "(min_side, max_side[, longer_side])");
       p.scale_jitter(whole(0), whole(1), v.size() > 2 && v[2] != 0);
@@ -930,7 +1020,7 @@ Pipeline make_pipeline(int height, int width, int channels, const std::vector<St
           "adjust_sharpness, random_adjust_sharpness, invert, random_invert, "
           "trivial_augment_wide, rand_augment, auto_augment, auto_augment_imagenet, "
           "auto_augment_cifar10, auto_augment_svhn, timm_augment, random_erasing, "
-          "random_erasing_pixel, random_erasing_color");
+          "random_erasing_pixel, random_erasing_color, random_affine, random_affine_bilinear");
     }
   }
   return p;

@@ -64,17 +64,29 @@ std::vector<Pipeline> make_pipelines(int channels) {
   // 0: photographs' training pipeline: random_resized_crop 32x32 + horizontal_flip, then
   //    TrivialAugmentWide (every photometric and geometric op of the policies, on the output).
   p.push_back(Pipeline::training(32, 32, channels, false).trivial_augment_wide());
-  // 1: resize + crops + jitter: the steps that move the window outside the source, and the
-  //    colour ops run on the image before a crop with padding.
+  // 1: resize + crops + jitter + a bilinear random_affine: the steps that move the window
+  //    outside the source, and the colour ops and the warp run on the image before a crop with
+  //    padding.
   {
     Pipeline q(32, 32, channels);
     q.resize_shorter(36).center_crop(36, 36).color_jitter(0.4f, 0.4f, 0.4f, 0.1f);
+    q.random_affine(stoke::RandomAffineRanges{.degrees_min = -30,
+                                              .degrees_max = 30,
+                                              .translate_x = 0.2f,
+                                              .translate_y = 0.2f,
+                                              .scale_min = 0.5f,
+                                              .scale_max = 1.5f,
+                                              .shear_x_min = -20,
+                                              .shear_x_max = 20,
+                                              .interpolation = stoke::Interpolation::kBilinear,
+                                              .fill = 128});
     q.pad_random_crop(4, 32, 32).horizontal_flip(0.5f);
     p.push_back(std::move(q));
   }
   // 2: small-image training pipeline: pad_random_crop 28x28 + flip straight on the decoded
-  //    source (the write_small_gray fast path for gray sources 16..256 wide).
-  p.push_back(Pipeline::training(28, 28, channels, true));
+  //    source (the write_small_gray fast path for gray sources 16..256 wide), then random_affine
+  //    (nearest) on the written output.
+  p.push_back(Pipeline::training(28, 28, channels, true).random_affine(15.f));
   // 3: evaluation pipeline: resize_shorter(37) + center_crop 32x32.
   p.push_back(Pipeline::evaluation(32, 32, channels, false));
   for (const Pipeline& q : p) q.validate(0, 0);  // what Loader does for decoded datasets

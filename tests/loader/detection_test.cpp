@@ -2,8 +2,11 @@
 // moved with the pixels by the workers, delivered per batch and per device, the same for any
 // worker count and across a resume, with max_boxes, bad sizes and bad files handled by policy.
 #include <gtest/gtest.h>
+#include <jpeglib.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -13,8 +16,6 @@
 #include <opencv2/imgproc.hpp>
 #include <string>
 #include <vector>
-
-#include <jpeglib.h>
 
 #include "data/coco.hpp"
 #include "fake_gpu.hpp"
@@ -243,6 +244,106 @@ TEST_F(Detection, TheDetectionStepsAreTheSameForAnyWorkerCount) {
   const test::Delivered x = test::collect(in_process);
   EXPECT_GT(std::accumulate(x.box_counts.begin(), x.box_counts.end(), 0), 30);
   EXPECT_TRUE(x == test::collect(two));
+}
+
+// F.affine's forward map, written from torchvision's definition (RandomAffine's centre c, the
+// translation t: x' = RSS (x - c) + c + t, RSS = R(a) S(s) SHy(sy) SHx(sx) as its
+// _get_inverse_affine_matrix documents it): {m00, m01, m02, m10, m11, m12}.
+std::array<double, 6> affine_forward(const AppliedOp& op, double w, double h) {
+  const double k = std::acos(-1.0) / 180;
+  const double a = op.args[0] * k, s = op.args[3], sx = op.args[4] * k, sy = op.args[5] * k;
+  const double m00 = s * std::cos(a - sy) / std::cos(sy);
+  const double m01 = s * (-std::cos(a - sy) * std::tan(sx) / std::cos(sy) - std::sin(a));
+  const double m10 = s * std::sin(a - sy) / std::cos(sy);
+  const double m11 = s * (-std::sin(a - sy) * std::tan(sx) / std::cos(sy) + std::cos(a));
+  const double cx = w / 2, cy = h / 2;
+  return {m00, m01, cx + op.args[1] - m00 * cx - m01 * cy,
+          m10, m11, cy + op.args[2] - m10 * cx - m11 * cy};
+}
+
+// random_affine after the crop and flip: each delivered box is what torchvision v2 makes of the
+// annotation (the crop's window from the geometry, clamped as its crop clamps, then F.affine on
+// BoundingBoxes: the box around the moved corners, clamped; SanitizeBoundingBoxes' min_size 1)
+// within 1e-3 px, in order with its class; where the moved box stays inside the output it sits
+// on its colour's pixels; and the same for 0 and 3 workers.
+TEST_F(Detection, RandomAffineMovesEveryBoxAsTorchvisionDoes) {
+  Pipeline p(96, 96, 3);
+  p.random_resized_crop(96, 96, 0.3f, 1.0f)
+      .horizontal_flip(0.5f)
+      .random_affine(RandomAffineRanges{.degrees_min = -25,
+                                        .degrees_max = 25,
+                                        .translate_x = 0.1f,
+                                        .translate_y = 0.1f,
+                                        .scale_min = 0.8f,
+                                        .scale_max = 1.1f,
+                                        .shear_x_min = -8,
+                                        .shear_x_max = 8});
+  Options o = options(3);
+  o.pipeline = p;
+  Loader loader(o);
+  int compared = 0, on_pixels = 0, dropped = 0, slivers = 0;
+  while (auto b = loader.next()) {
+    ASSERT_EQ(b->max_applied_ops(), 1);
+    for (int i = 0; i < b->size(); ++i) {
+      const Scene& s = set_[static_cast<std::size_t>(b->sample_ids()[i])];
+      const float* g = b->geometry().data() + 6 * i;
+      const AppliedOp& op = b->applied_ops()[static_cast<std::size_t>(i)];
+      ASSERT_EQ(op.op, ImageOp::kAffine);
+      const std::array<double, 6> m = affine_forward(op, 96, 96);
+      std::vector<std::array<double, 4>> want;
+      std::vector<int> classes;
+      std::vector<bool> inside;
+      for (const Rect& r : s.boxes) {
+        const double xa = g[0] * r.x + g[1], xb = g[0] * (r.x + r.w) + g[1];
+        const double ya = g[2] * r.y + g[3], yb = g[2] * (r.y + r.h) + g[3];
+        const double bx1 = std::clamp(std::min(xa, xb), 0.0, 96.0);
+        const double bx2 = std::clamp(std::max(xa, xb), 0.0, 96.0);
+        const double by1 = std::clamp(std::min(ya, yb), 0.0, 96.0);
+        const double by2 = std::clamp(std::max(ya, yb), 0.0, 96.0);
+        double e[4] = {1e9, 1e9, -1e9, -1e9};
+        for (const auto& [x, y] :
+             {std::pair{bx1, by1}, std::pair{bx2, by1}, std::pair{bx2, by2}, std::pair{bx1, by2}}) {
+          const double u = m[0] * x + m[1] * y + m[2], v = m[3] * x + m[4] * y + m[5];
+          e[0] = std::min(e[0], u), e[1] = std::min(e[1], v);
+          e[2] = std::max(e[2], u), e[3] = std::max(e[3], v);
+        }
+        const std::array<double, 4> c = {std::clamp(e[0], 0.0, 96.0), std::clamp(e[1], 0.0, 96.0),
+                                         std::clamp(e[2], 0.0, 96.0), std::clamp(e[3], 0.0, 96.0)};
+        if (c[2] - c[0] < 1 || c[3] - c[1] < 1) {
+          ++dropped;
+          continue;
+        }
+        want.push_back(c);
+        classes.push_back(r.cls);
+        // On the pixels when the warp moved a real box (not a line the crop left on the edge,
+        // which torchvision turns into a box too) and kept all of it inside.
+        const bool real = bx2 - bx1 >= 2 && by2 - by1 >= 2;
+        slivers += !real;
+        inside.push_back(real && e[0] >= 0 && e[1] >= 0 && e[2] <= 96 && e[3] <= 96);
+      }
+      ASSERT_EQ(b->box_counts()[i], static_cast<int>(want.size())) << s.file;
+      const std::uint8_t* px = b->pixels().data() + i * 96 * 96 * 3;
+      for (std::size_t k = 0; k < want.size(); ++k) {
+        const float* box = b->boxes().data() + (i * 3 + static_cast<int>(k)) * 4;
+        EXPECT_EQ(b->box_classes()[i * 3 + static_cast<int>(k)], classes[k]) << s.file;
+        for (int e = 0; e < 4; ++e) EXPECT_NEAR(box[e], want[k][e], 1e-3) << s.file << " " << e;
+        ++compared;
+        float seen[4];
+        if (!inside[k]) continue;
+        ASSERT_TRUE(bright_box(px, 96, 96, kRgbChannelOfClass[classes[k]], seen)) << s.file;
+        for (int e = 0; e < 4; ++e) EXPECT_NEAR(box[e], seen[e], 2.0) << s.file << " edge " << e;
+        ++on_pixels;
+      }
+    }
+  }
+  EXPECT_GT(compared, 30);
+  EXPECT_GT(on_pixels, 15);
+  EXPECT_GT(dropped, 0);
+  EXPECT_GT(slivers, 0);  // the crop cut some box to a line, and the warp's rules met it
+  Options none = o;
+  none.workers = 0;
+  Loader in_process(none), three(o);
+  EXPECT_TRUE(test::collect(in_process) == test::collect(three));
 }
 
 // The same images and boxes as shard members (key.png or key.jpg, key.json) give the COCO

@@ -334,5 +334,38 @@ TEST(Loader, TimmAugmentIsIdenticalForAnyWorkerCount) {
     EXPECT_TRUE(kinds.count(static_cast<ImageOp>(k))) << image_op_name(static_cast<ImageOp>(k));
 }
 
+// random_affine before the crop (on the whole image), before a flip (warped, then mirrored) and
+// last (on the written output), nearest and bilinear: the same pixels and ops for 0, 1 and 3
+// workers, new draws the next epoch.
+TEST(Loader, RandomAffineIsIdenticalForAnyWorkerCount) {
+  Options o = jpeg_pipeline(9,
+                            "random_affine -10 10 0 0 0.9 1.1 | random_resized_crop 48 48 | "
+                            "random_affine_bilinear -20 20 0.1 0.1 | horizontal_flip | "
+                            "random_affine 30 30 0 0 1 1 -10 10 -5 5 90");
+  std::vector<SeenWithOps> first, second;
+  for (int workers : {0, 1, 3}) {
+    o.workers = workers;
+    Loader loader(o);
+    take_epoch(loader, 3, first.emplace_back());
+    take_epoch(loader, 3, second.emplace_back());
+  }
+  for (std::size_t i = 1; i < first.size(); ++i) {
+    EXPECT_TRUE(first[i].d == first[0].d) << "workers index " << i;
+    EXPECT_TRUE(same_ops(first[i].ops, first[0].ops)) << "workers index " << i;
+    EXPECT_TRUE(second[i].d == second[0].d) << "workers index " << i;
+  }
+  EXPECT_NE(first[0].d.pixels, second[0].d.pixels);
+  EXPECT_FALSE(same_ops(first[0].ops, second[0].ops));
+  // Every sample got its three warps, in the pipeline's order.
+  ASSERT_EQ(first[0].ops.size(), first[0].d.labels.size() * 3);
+  for (std::size_t i = 0; i < first[0].ops.size(); i += 3) {
+    EXPECT_EQ(first[0].ops[i].op, ImageOp::kAffine);
+    EXPECT_EQ(first[0].ops[i + 1].op, ImageOp::kAffineBilinear);
+    EXPECT_EQ(first[0].ops[i + 2].op, ImageOp::kAffine);
+    EXPECT_EQ(first[0].ops[i + 2].args[0], 30.f);
+    EXPECT_EQ(first[0].ops[i + 2].args[6], 90.f);
+  }
+}
+
 }  // namespace
 }  // namespace stoke

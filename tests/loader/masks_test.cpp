@@ -4,16 +4,19 @@
 #include "augment/masks.hpp"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <string>
 #include <vector>
 
-#include <zlib.h>
-
+#include "augment/geometric_ops.hpp"
+#include "augment/photometric.hpp"
 #include "fake_gpu.hpp"
 #include "stoke/error.hpp"
 #include "stoke/loader.hpp"
@@ -175,6 +178,63 @@ TEST_F(Masks, APadCropAndFlipMoveTheMaskExactlyWithThePixels) {
     }
   }
   EXPECT_GT(padded_pixels, 1000);
+}
+
+// random_affine after a pad-crop and a flip moves the mask as F.affine moves a tv_tensors.Mask:
+// the delivered labels are the source's through the integer window (mask_ignore in its padding),
+// then warped by nearest neighbour with mask_ignore where the warp uncovers the image, whatever
+// the image's interpolation; the pixels are the same window warped by the recorded op.
+TEST_F(Masks, ARandomAffineMovesTheMaskAsTorchvisionMovesAMask) {
+  for (const Interpolation mode : {Interpolation::kNearest, Interpolation::kBilinear}) {
+    Pipeline p(28, 28, 1);
+    p.pad_random_crop(4, 28, 28).horizontal_flip(0.5f).random_affine(
+        RandomAffineRanges{.degrees_min = -30,
+                           .degrees_max = 30,
+                           .translate_x = 0.1f,
+                           .translate_y = 0.1f,
+                           .scale_min = 0.8f,
+                           .scale_max = 1.2f,
+                           .shear_x_min = -10,
+                           .shear_x_max = 10,
+                           .interpolation = mode,
+                           .fill = 30});
+    Options o = options(2, p);
+    o.mask_ignore = 200;
+    Loader loader(o);
+    int ignored = 0, samples = 0;
+    detail::PhotometricScratch scratch;
+    std::vector<std::uint8_t> copy;
+    while (auto b = loader.next()) {
+      for (int i = 0; i < b->size(); ++i) {
+        const auto id = static_cast<std::size_t>(b->sample_ids()[i]);
+        const float* g = b->geometry().data() + 6 * i;
+        const AppliedOp& op = b->applied_ops()[static_cast<std::size_t>(i)];
+        ASSERT_EQ(op.op,
+                  mode == Interpolation::kNearest ? ImageOp::kAffine : ImageOp::kAffineBilinear);
+        // The window, from the geometry: whole pixels, 0 and mask_ignore outside the source.
+        std::vector<std::uint8_t> pixels(28 * 28), labels(28 * 28);
+        for (int y = 0; y < 28; ++y) {
+          for (int x = 0; x < 28; ++x) {
+            const int sx = static_cast<int>(std::floor((x + 0.5 - g[1]) / g[0]));
+            const int sy = static_cast<int>(std::floor((y + 0.5 - g[3]) / g[2]));
+            const bool in = sx >= 0 && sx < 28 && sy >= 0 && sy < 28;
+            pixels[y * 28 + x] = in ? images_[id].at<std::uint8_t>(sy, sx) : 0;
+            labels[y * 28 + x] = in ? masks_[id].at<std::uint8_t>(sy, sx) : 200;
+          }
+        }
+        detail::apply_color_op(op, detail::Pixels{pixels.data(), 28, 28, 1, 28}, scratch);
+        detail::affine_labels(detail::LabelImage{labels.data(), 28, 28, 1, 28}, op, 200, copy);
+        ASSERT_EQ(0, std::memcmp(pixels.data(), b->pixels().data() + i * 28 * 28, 28 * 28))
+            << "sample " << id;
+        ASSERT_EQ(0, std::memcmp(labels.data(), b->masks().data() + i * 28 * 28, 28 * 28))
+            << "sample " << id;
+        ignored += static_cast<int>(std::count(labels.begin(), labels.end(), 200));
+        ++samples;
+      }
+    }
+    EXPECT_EQ(samples, 40);
+    EXPECT_GT(ignored, 1000);
+  }
 }
 
 // Through resampling crops the mask follows the pixels: labels are only ever the source's,

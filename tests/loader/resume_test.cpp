@@ -167,6 +167,18 @@ TEST(ElasticResume, TimmAugmentContinuesWithTheSamePixels) {
   expect_elastic_resume(o, "folder, timm_augment");
 }
 
+// random_affine's warps, before the crop (on the whole image), before a flip and on the output,
+// draw from the global position too.
+TEST(ElasticResume, RandomAffineContinuesWithTheSamePixels) {
+  Options o = small_images(test::testdata("jpeg"));
+  o.pipeline = make_pipeline(
+      16, 16, 3,
+      parse_steps("random_affine -20 20 0.1 0.1 | random_resized_crop 16 16 | "
+                  "random_affine_bilinear -10 10 0 0 0.9 1.1 -5 5 | horizontal_flip | "
+                  "random_affine 30"));
+  expect_elastic_resume(o, "folder, random_affine");
+}
+
 TEST(ElasticResume, IdxDataContinuesOnOtherRanksDevicesAndBatches) {
   expect_elastic_resume(test::fashion_options(1, 8), "IDX");
   expect_elastic_resume_with_drop(test::fashion_options(1, 8), "IDX");

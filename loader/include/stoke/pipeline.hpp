@@ -44,6 +44,9 @@ enum class StepKind : std::uint32_t {
   kTrivialAugmentWide = 19,  // TrivialAugmentWide(magnitude_bins)
   kRandAugment = 20,         // RandAugment(num_ops, magnitude, magnitude_bins)
   kAutoAugment = 21,         // AutoAugment(policy)
+  // torchvision's RandomAffine: rotation, translation, scale and shears drawn per sample and
+  // applied about the image centre, keeping its size; boxes and masks follow it.
+  kRandomAffine = 22,
   // torchvision's RandomErasing(p, scale, ratio, value) on the final image: after normalization
   // when the output is float (where torchvision's and timm's recipes erase the normalized
   // tensor), on the uint8 pixels otherwise. It must be the last step.
@@ -83,18 +86,22 @@ constexpr bool is_photometric(StepKind kind) {
 }
 
 // Whether a step keeps the image's size and draws ops on it (Batch::applied_ops()): the
-// photometric steps and the policies.
+// photometric steps, the policies and random_affine.
 constexpr bool works_in_place(StepKind kind) {
-  return is_photometric(kind) || is_policy(kind);
+  return is_photometric(kind) || is_policy(kind) || kind == StepKind::kRandomAffine;
 }
+
+// How a warp samples the image (torchvision's InterpolationMode NEAREST and BILINEAR).
+enum class Interpolation : std::int32_t { kNearest = 0, kBilinear = 1 };
 
 // The ops a sample can get, as Batch::applied_ops() reports them (stable numbers). Each is
 // torchvision.transforms.v2.functional's op of that name on uint8 pixels; the geometric ones
-// (13 to 15) take the nearest pixel and give the points that land outside the image one fill
-// level in every channel. The blends (contrast, saturation, sharpness) weigh the other image by
-// 1 - factor as torch takes it: args[1] holds it where the factor torchvision received was no
-// float32 (the policies pass 1 + m in double, args[0] holds it rounded, and torch blends with
-// float32(1.0 - (1 + m)) = -m); 0 there means 1 - args[0].
+// (13 to 16) take the nearest pixel, kAffineBilinear (20) blends the four around it, and all
+// give the points that land outside the image one fill level in every channel. The blends
+// (contrast, saturation, sharpness) weigh the other image by 1 - factor as torch takes it:
+// args[1] holds it where the factor torchvision received was no float32 (the policies pass
+// 1 + m in double, args[0] holds it rounded, and torch blends with float32(1.0 - (1 + m)) = -m);
+// 0 there means 1 - args[0].
 enum class ImageOp : std::int32_t {
   kNone = 0,
   kBrightness = 1,     // args[0]: factor (F.adjust_brightness)
@@ -133,6 +140,9 @@ enum class ImageOp : std::int32_t {
   kErase = 17,
   kEraseNoise = 18,
   kEraseChannelNoise = 19,
+  // kAffine's numbers and centre with bilinear sampling (F.affine with
+  // interpolation=BILINEAR): random_affine's bilinear warp.
+  kAffineBilinear = 20,
   // timm's ops (timm.data.auto_augment's functions of these names) as Pillow computes them on
   // uint8 RGB images. The warps (40 to 44) take args[1]: Pillow's filter (2 bilinear, 3 bicubic)
   // and args[2], args[3], args[4]: the fill colour (r, g, b).
@@ -170,8 +180,8 @@ struct AppliedOp {
 
 // "brightness", "contrast", "saturation", "hue", "grayscale", "solarize", "posterize",
 // "equalize", "autocontrast", "sharpness", "invert", "gaussian_blur", "affine",
-// "affine_at_origin", "rotate", "shear", "erase", "erase_noise", "erase_channel_noise"; timm's
-// as "pil_" and its function's name
+// "affine_at_origin", "rotate", "shear", "erase", "erase_noise", "erase_channel_noise",
+// "affine_bilinear"; timm's as "pil_" and its function's name
 // ("pil_autocontrast", ..., "pil_solarize_add", "pil_color", "pil_rotate", "pil_shear_x",
 // "pil_translate_x_rel", ...), "timm_augmix_chain", "timm_augmix_blend"; "" for kNone and
 // unknown numbers.
@@ -241,6 +251,33 @@ struct Step {
   EraseFill erase_fill = EraseFill::kConstant;              // kRandomErasing
   float erase_value[3] = {};  // kRandomErasing, kConstant: per channel, in output units
   TimmAugment timm{};                                       // kTimmRandAugment, kTimmAugMix
+  // kRandomAffine (with scale_min, scale_max and fill): the angle's range in degrees, the
+  // largest translations as fractions of the width and height, the shears' ranges in degrees.
+  float degrees_min = 0.f;
+  float degrees_max = 0.f;
+  float translate_x = 0.f;
+  float translate_y = 0.f;
+  float shear_x_min = 0.f;
+  float shear_x_max = 0.f;
+  float shear_y_min = 0.f;
+  float shear_y_max = 0.f;
+  Interpolation interpolation = Interpolation::kNearest;
+};
+
+// torchvision's RandomAffine(degrees, translate, scale, shear, interpolation, fill) as numbers:
+// the angle uniform in [degrees_min, degrees_max]; the translation int(round(u)) pixels with u
+// uniform in [-translate_x * width, translate_x * width] (y likewise with the height); the
+// scale uniform in [scale_min, scale_max]; the x shear uniform in [shear_x_min, shear_x_max] and
+// the y shear in [shear_y_min, shear_y_max]. The defaults leave each out, as torchvision's None
+// does; fill is a level in [0, 255] for every channel.
+struct RandomAffineRanges {
+  float degrees_min = 0.f, degrees_max = 0.f;
+  float translate_x = 0.f, translate_y = 0.f;
+  float scale_min = 1.f, scale_max = 1.f;
+  float shear_x_min = 0.f, shear_x_max = 0.f;
+  float shear_y_min = 0.f, shear_y_max = 0.f;
+  Interpolation interpolation = Interpolation::kNearest;
+  float fill = 0.f;
 };
 
 class Pipeline {
@@ -316,6 +353,15 @@ class Pipeline {
                            EraseFill fill = EraseFill::kConstant, float value_r = 0.f,
                            float value_g = 0.f, float value_b = 0.f);
 
+  // torchvision's RandomAffine (see RandomAffineRanges): F.affine about the image centre, the
+  // size kept, `fill` where the warp uncovers the image. Boxes become the axis-aligned box
+  // around their four moved corners, masks move by nearest neighbour with mask_ignore outside.
+  // It acts on the image as it is at its place in the pipeline (torchvision's recipes put it
+  // after the crop and resize).
+  Pipeline& random_affine(const RandomAffineRanges& ranges);
+  // RandomAffine(degrees): the angle from [-degrees, degrees], nothing else.
+  Pipeline& random_affine(float degrees);
+
   // The training pipeline to height x width: random-resized-crop + flip for photographs, or,
   // with `small_images` (28x28 digits and the like), pad-(side/7) random crop + flip.
   static Pipeline training(int height, int width, int channels, bool small_images);
@@ -335,8 +381,8 @@ class Pipeline {
 
   // The most ops one sample can get from these steps (color_jitter 4, rand_augment num_ops,
   // auto_augment 2, timm's rand n, timm's augmix a chain mark per chain and its ops (up to 3
-  // each when drawn) plus the final blend, the other photometric steps, policies and
-  // random_erasing 1 each): the width of Batch::applied_ops().
+  // each when drawn) plus the final blend, the other photometric steps, policies,
+  // random_affine and random_erasing 1 each): the width of Batch::applied_ops().
   int max_applied_ops() const;
 
   // One line per step, e.g. "random_resized_crop 224x224 scale [0.08, 1] ratio [0.75, 1.33]".

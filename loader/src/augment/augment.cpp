@@ -11,6 +11,7 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "augment/boxes.hpp"
 #include "augment/op_sequence.hpp"
 #include "augment/photometric_steps.hpp"
 
@@ -104,6 +105,8 @@ void Augmenter::run(const AugmentStep* steps, int step_count, ImageSource& sourc
                     std::uint8_t* dst, int out_height, int out_width, int out_channels) {
   applied_.clear();
   erase_ = kernels::EraseBox{};
+  warps_.clear();
+  deferred_warps_.clear();
   deferred_from_ = kNotDeferred;
   next_scratch_ = 0;
   steps_ = steps;
@@ -116,8 +119,9 @@ void Augmenter::run(const AugmentStep* steps, int step_count, ImageSource& sourc
   written_ = false;
   ax_ = ay_ = 1;
   bx_ = by_ = 0;
-  output_map_.source_width = source.width();
-  output_map_.source_height = source.height();
+  stage_width_ = source.width();
+  stage_height_ = source.height();
+  composed_ = OutputMap{1, 0, 1, 0, source.width(), source.height()};
   Window w;
   w.lazy = &source;
   w.width = source.width();
@@ -179,10 +183,19 @@ void Augmenter::run(const AugmentStep* steps, int step_count, ImageSource& sourc
   step_index_ = step_count;
   // Validation guarantees the window has the output size here. Output column x reads the
   // window's column x0 + x, or x0 + width - 1 - x when mirrored.
-  output_map_.sy = w.vflip ? -ay_ : ay_;
-  output_map_.ty = w.vflip ? w.y0 + w.height - by_ : by_ - w.y0;
-  output_map_.sx = w.flip ? -ax_ : ax_;
-  output_map_.tx = w.flip ? w.x0 + w.width - bx_ : bx_ - w.x0;
+  after_warps_.sy = w.vflip ? -ay_ : ay_;
+  after_warps_.ty = w.vflip ? w.y0 + w.height - by_ : by_ - w.y0;
+  after_warps_.sx = w.flip ? -ax_ : ax_;
+  after_warps_.tx = w.flip ? w.x0 + w.width - bx_ : bx_ - w.x0;
+  after_warps_.source_width = stage_width_;
+  after_warps_.source_height = stage_height_;
+  // The warps left for the output act on it as it is written: each ends a stage there.
+  for (const std::size_t i : deferred_warps_) {
+    warps_.push_back(Warp{after_warps_, applied_[i], out_width, out_height});
+    composed_ = then(composed_, after_warps_);
+    after_warps_ = OutputMap{1, 0, 1, 0, out_width, out_height};
+  }
+  output_map_ = then(composed_, after_warps_);
   write_output(w, dst, out_channels);
   if (w.vflip) mirror_rows(dst, out_channels);
   const Pixels out{dst, out_height, out_width, out_channels,
@@ -255,22 +268,53 @@ void Augmenter::finish_erasing(const AugmentStep& s, std::uint8_t* dst) {
 void Augmenter::photometric(Window& w, const AugmentStep& s, SampleRng& rng) {
   const std::size_t first = applied_.size();
   draw_pixel_ops(s, rng, w.height, w.width, applied_);
-  if (applied_.size() == first || deferred_from_ != kNotDeferred) return;
-  if (nothing_moves_after()) {
-    deferred_from_ = first;
+  if (applied_.size() == first) return;
+  const bool warp = s.step_kind() == StepKind::kRandomAffine;  // one op, always drawn
+  if (deferred_from_ == kNotDeferred && !nothing_moves_after()) {
+    apply_now(w, first, warp);
     return;
   }
-  apply_now(w, first);
+  if (deferred_from_ == kNotDeferred) deferred_from_ = first;
+  if (warp) deferred_warps_.push_back(first);
 }
 
-void Augmenter::apply_now(Window& w, std::size_t first) {
+void Augmenter::apply_now(Window& w, std::size_t first, bool warp) {
   realize(w);
   cv::Mat m = materialize(w, true);
   if (m.channels() == 3 && w.src.bgr) cv::cvtColor(m, m, cv::COLOR_BGR2RGB);
-  const Pixels px{m.data, m.rows, m.cols, m.channels(), m.step};
-  apply_ops(std::span(applied_).subspan(first), px, photometric_);
   w.src = ImageRef{m.data, m.rows, m.cols, m.channels(), m.step, false};
   resized(w, w.height, w.width);  // the same size: the map only moves by the window's origin
+  if (warp) bake_flips(w);
+  const Pixels px{m.data, m.rows, m.cols, m.channels(), m.step};
+  apply_ops(std::span(applied_).subspan(first), px, photometric_);
+  if (warp) end_stage(applied_[first], w.width, w.height);
+}
+
+void Augmenter::bake_flips(Window& w) {
+  const cv::Mat m(w.src.height, w.src.width, CV_8UC(w.src.channels),
+                  const_cast<std::uint8_t*>(w.src.data), w.src.stride);
+  if (w.flip) {
+    cv::flip(m, m, 1);
+    ax_ = -ax_;
+    bx_ = w.width - bx_;
+    w.flip = false;
+  }
+  if (w.vflip) {
+    cv::flip(m, m, 0);
+    ay_ = -ay_;
+    by_ = w.height - by_;
+    w.vflip = false;
+  }
+}
+
+void Augmenter::end_stage(const AppliedOp& op, int width, int height) {
+  const OutputMap stage{ax_, bx_, ay_, by_, stage_width_, stage_height_};
+  warps_.push_back(Warp{stage, op, width, height});
+  composed_ = then(composed_, stage);
+  ax_ = ay_ = 1;
+  bx_ = by_ = 0;
+  stage_width_ = width;
+  stage_height_ = height;
 }
 
 void Augmenter::mirror_rows(std::uint8_t* dst, int out_channels) const {
@@ -291,12 +335,26 @@ void Augmenter::resized(Window& w, int height, int width) {
   w.height = height;
 }
 
+namespace {
+
+// Whether a step's ops move pixels, so that a flip after it would not commute with it.
+bool moves_pixels_in_place(StepKind k) {
+  return k == StepKind::kRandomAffine || is_policy(k);
+}
+
+}  // namespace
+
 bool Augmenter::nothing_moves_after() const {
+  bool warped = moves_pixels_in_place(steps_[step_index_].step_kind());
   for (int j = step_index_ + 1; j < step_count_; ++j) {
     const StepKind k = steps_[j].step_kind();
-    if (k != StepKind::kHorizontalFlip && k != StepKind::kVerticalFlip &&
-        k != StepKind::kRandomErasing && !works_in_place(k))
-      return false;
+    if (k == StepKind::kRandomErasing) continue;  // on the output, after everything
+    if (k == StepKind::kHorizontalFlip || k == StepKind::kVerticalFlip) {
+      if (warped) return false;
+      continue;
+    }
+    if (!works_in_place(k)) return false;
+    warped = warped || moves_pixels_in_place(k);
   }
   return true;
 }
@@ -354,17 +412,17 @@ void Augmenter::random_resized_crop(Window& w, const AugmentStep& s, SampleRng& 
 bool Augmenter::keeps_a_box(const Window& w, int x, int y, int width, int height,
                             double fraction) const {
   if (boxes_.empty()) return true;
-  // The crop in the current image's pixels, as crop() places it, and each box there: the
-  // current image is (ax_ * x + bx_, ay_ * y + by_) of the source.
+  // The crop in the current image's pixels, as crop() places it, and each box there: through
+  // the warps so far, then the current stage's map (ax_ * x + bx_, ay_ * y + by_).
   Window c = w;
   crop(c, x, y, width, height);
   const double x0 = c.x0, y0 = c.y0, x1 = x0 + width, y1 = y0 + height;
+  const OutputMap stage{ax_, bx_, ay_, by_, stage_width_, stage_height_};
   for (const SampleBox& b : boxes_) {
-    const double bx0 = ax_ * b.x1 + bx_, bx1 = ax_ * b.x2 + bx_;
-    const double by0 = ay_ * b.y1 + by_, by1 = ay_ * b.y2 + by_;
-    const double area = (bx1 - bx0) * (by1 - by0);
-    const double iw = std::min(bx1, x1) - std::max(bx0, x0);
-    const double ih = std::min(by1, y1) - std::max(by0, y0);
+    const MovedBox m = move_box(warps_, stage, b);
+    const double area = m.area();
+    const double iw = std::min(m.x2, x1) - std::max(m.x1, x0);
+    const double ih = std::min(m.y2, y1) - std::max(m.y1, y0);
     if (area > 0 && iw > 0 && ih > 0 && iw * ih >= fraction * area) return true;
   }
   return false;

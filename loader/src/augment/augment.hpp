@@ -10,7 +10,15 @@
 // Photometric steps (photometric_steps.hpp) draw their ops when their turn comes. Those after the
 // last step that moves pixels (only flips may follow; the ops commute with flips) run in place
 // on the written output, so that a recipe's colour ops cost one pass over the output image;
-// those before it run on the window's pixels at that point, as torchvision would.
+// those before it run on the window's pixels at that point, as torchvision would. random_affine
+// is drawn the same way but warps: it runs on the written output only when no flip follows it
+// (a warp does not commute with a flip), and a warp that runs on the window's pixels first
+// mirrors them as the flips so far say.
+//
+// A warp ends one axis-aligned stage of the geometry and starts the next: the sample's map is a
+// list of warps, each with the axis-aligned map into the image it warps, then the map from the
+// last warp's image to the output (warps(), map_after_warps()); boxes.hpp and masks.hpp follow
+// that list.
 //
 // The source itself is not decoded until a step needs pixels. When that is a resize (or the
 // final write) of a window inside the image, and the source can decode part of itself (a JPEG),
@@ -62,6 +70,26 @@ struct OutputMap {
   double y(double v) const { return sy * v + ty; }
 };
 
+// `first`, then `second` (whose source is first's output); the source size is first's.
+inline OutputMap then(const OutputMap& first, const OutputMap& second) {
+  OutputMap m = first;
+  m.sx = second.sx * first.sx;
+  m.tx = second.sx * first.tx + second.tx;
+  m.sy = second.sy * first.sy;
+  m.ty = second.sy * first.ty + second.ty;
+  return m;
+}
+
+// One random_affine warp of a sample: the axis-aligned map from the image before it (the source
+// for the first warp, else the previous warp's image; before.source_width and source_height are
+// that image's size) into the width x height image it warps, and its op (kAffine or
+// kAffineBilinear, as Batch::applied_ops() records it).
+struct Warp {
+  OutputMap before;
+  AppliedOp op;
+  int width = 0, height = 0;
+};
+
 class Augmenter {
  public:
   // REQUIRES: out_channels is 1 or 3; dst holds out_height * out_width * out_channels bytes.
@@ -79,8 +107,14 @@ class Augmenter {
   void set_boxes(std::span<const SampleBox> boxes) { boxes_ = boxes; }
 
   // The map of the last run() from its source to its output (the same for every path: the
-  // general one, a JPEG region, a direct write).
+  // general one, a JPEG region, a direct write): its crops, resizes and flips composed. Without
+  // warps that is where every source point lands; with them it leaves the warps out
+  // (Batch::geometry() reports it), and warps() and map_after_warps() say where points land.
   const OutputMap& output_map() const { return output_map_; }
+  // The last run()'s random_affine warps in order (empty: none), and the map from the last
+  // warp's image to the output (output_map() when there are no warps).
+  std::span<const Warp> warps() const { return warps_; }
+  const OutputMap& map_after_warps() const { return after_warps_; }
   // The photometric ops the last run() applied, in order, then its erasing, if any
   // (Batch::applied_ops()).
   std::span<const ColorOpArgs> applied_ops() const { return applied_; }
@@ -134,17 +168,23 @@ class Augmenter {
   bool resize_region(Window& w, int height, int width);
   // Draws step s's ops; runs them now, or leaves them for the written output.
   void photometric(Window& w, const AugmentStep& s, SampleRng& rng);
-  // Runs applied_[first..] on the window's pixels, which become an image of their own.
-  void apply_now(Window& w, std::size_t first);
+  // Runs applied_[first..] on the window's pixels, which become an image of their own; with
+  // `warp` (random_affine's op), mirrored first as the window's flips say, and a warp stage ends.
+  void apply_now(Window& w, std::size_t first, bool warp);
+  // Mirrors the window's pixels (an image of their own, x0 = y0 = 0) as its flips say, which
+  // then are cleared, and the map follows.
+  void bake_flips(Window& w);
+  // Ends the current axis-aligned stage at a warp of `op` on the w x h image the map reaches.
+  void end_stage(const AppliedOp& op, int width, int height);
   // The window's pixels, unmirrored: a view when it lies inside the source and `copy` is
   // false, else an image of its own with 0 outside the source.
   cv::Mat materialize(const Window& w, bool copy = false);
   void write_output(Window& w, std::uint8_t* dst, int out_channels);
   bool write_small_gray(const Window& w, std::uint8_t* dst);
 
-  // Whether the steps after the current one move no pixels (flips and photometric steps only),
-  // so a resize may write the final output straight into dst (mirrored as those flips will
-  // decide) and photometric ops may wait for it.
+  // Whether the steps after the current one move no pixels (flips and in-place steps only, and no
+  // flip after a warp from the current step on), so a resize may write the final output straight
+  // into dst (mirrored as those flips will decide) and in-place ops may wait for it.
   bool nothing_moves_after() const;
 
   // The current run(), for resize_region's direct write.
@@ -155,10 +195,16 @@ class Augmenter {
   std::uint8_t* dst_ = nullptr;
   int out_height_ = 0, out_width_ = 0, out_channels_ = 0;
   bool written_ = false;  // dst already holds the output
-  // The source's coordinates in the current image's (what the window's x0, y0 refer to):
-  // (ax_ * x + bx_, ay_ * y + by_).
+  // The current stage's start (the source, or the last warp's image) in the current image's
+  // coordinates (what the window's x0, y0 refer to): (ax_ * x + bx_, ay_ * y + by_); that
+  // start's size.
   double ax_ = 1, bx_ = 0, ay_ = 1, by_ = 0;
+  int stage_width_ = 0, stage_height_ = 0;
+  OutputMap composed_;  // the stages ended so far, their axis-aligned maps composed
   OutputMap output_map_;
+  std::vector<Warp> warps_;
+  OutputMap after_warps_;
+  std::vector<std::size_t> deferred_warps_;  // indices in applied_ of warps left for the output
   std::span<const SampleBox> boxes_;
 
   double area_oversample_ = kDefaultAreaOversample;

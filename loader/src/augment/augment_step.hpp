@@ -88,14 +88,24 @@ struct AugmentStep {
   // batch's normalize does (the workers then only write the rectangle). Set by the loader.
   std::int32_t erase_pixels = 0;
   std::uint32_t reserved[6] = {};
-  AugmentTimm timm;  // kTimmRandAugment, kTimmAugMix
+  AugmentTimm timm;         // kTimmRandAugment, kTimmAugMix
+  float degrees_min = 0.f;  // kRandomAffine, with scale_min, scale_max and fill
+  float degrees_max = 0.f;
+  float translate_x = 0.f;
+  float translate_y = 0.f;
+  float shear_x_min = 0.f;
+  float shear_x_max = 0.f;
+  float shear_y_min = 0.f;
+  float shear_y_max = 0.f;
+  std::int32_t interpolation = 0;  // Interpolation
+  std::uint32_t reserved_tail[7] = {};
 
   StepKind step_kind() const { return static_cast<StepKind>(kind); }
 };
 static_assert(std::is_trivially_copyable_v<AugmentStep> && std::is_standard_layout_v<AugmentStep>);
-static_assert(sizeof(AugmentStep) == 224 && offsetof(AugmentStep, min_visible) == 56 &&
+static_assert(sizeof(AugmentStep) == 288 && offsetof(AugmentStep, min_visible) == 56 &&
               offsetof(AugmentStep, sigma_max) == 92 && offsetof(AugmentStep, erase_value) == 120 &&
-              offsetof(AugmentStep, timm) == 160);
+              offsetof(AugmentStep, timm) == 160 && offsetof(AugmentStep, shear_y_max) == 252);
 
 inline AugmentStep to_augment_step(const Step& s) {
   return AugmentStep{static_cast<std::uint32_t>(s.kind),
@@ -131,7 +141,17 @@ inline AugmentStep to_augment_step(const Step& s) {
                      {s.erase_value[0], s.erase_value[1], s.erase_value[2]},
                      0,
                      {},
-                     to_augment_timm(s.timm)};
+                     to_augment_timm(s.timm),
+                     s.degrees_min,
+                     s.degrees_max,
+                     s.translate_x,
+                     s.translate_y,
+                     s.shear_x_min,
+                     s.shear_x_max,
+                     s.shear_y_min,
+                     s.shear_y_max,
+                     static_cast<std::int32_t>(s.interpolation),
+                     {}};
 }
 
 inline std::vector<AugmentStep> augment_steps(const Pipeline& p) {

@@ -9,8 +9,8 @@
 #include <numbers>
 
 // Every float32 value below is rounded where torch rounds it, so no product may be fused into a
-// later add (GCC fuses whenever the target has FMA, even across statements); the one fused
-// multiply-add torch does is written out in source_index.
+// later add (GCC fuses whenever the target has FMA, even across statements); the fused
+// multiply-adds torch does are written out: in unnormalize and in the bilinear sum.
 #if defined(__clang__)
 #pragma clang fp contract(off)
 #elif defined(__GNUC__)
@@ -19,6 +19,17 @@
 
 namespace stoke::detail {
 namespace {
+
+// torch's vector loop computes (g + 1) * half_size - 0.5 with one fused multiply-add. g + 1 is a
+// float32 of at least 2^-24 spacing and half_size a multiple of 1/2, so the exact value is a
+// multiple of 2^-25: below 2^27 in magnitude (every point near the image) double holds it
+// exactly, and rounding it once to float32 gives the fused result. Beyond that both lie outside
+// any image. (geometric_ops_test checks this against std::fma at every tie of sizes up to 600.)
+// Double keeps the loop free of library calls where the target has no FMA instruction.
+inline float unnormalize(float g, float half_size) {
+  const double product = static_cast<double>(g + 1.0f) * static_cast<double>(half_size);
+  return static_cast<float>(product - 0.5);
+}
 
 // CPython's math.radians multiplies by this constant, pi / 180 rounded to double.
 constexpr double kDegreesToRadians = std::numbers::pi / 180.0;
@@ -71,42 +82,40 @@ SamplingGrid sampling_grid(const std::array<double, 6>& m, int width, int height
   return {t(0, hw), t(1, hw), t(2, hw), t(3, hh), t(4, hh), t(5, hh)};
 }
 
-template <int kChannels>
-void copy_pixel(std::uint8_t* out, const std::uint8_t* in) {
-  for (int k = 0; k < kChannels; ++k) out[k] = in[k];
-}
-
-template <int kChannels>
-void fill_pixel(std::uint8_t* out, std::uint8_t level) {
-  for (int k = 0; k < kChannels; ++k) out[k] = level;
-}
-
 // _apply_grid_transform with nearest sampling: grid_sample of the image and of a ones channel,
-// then the fill wherever that channel is below 0.5, i.e. wherever the point lands outside.
-template <int kChannels>
-void warp(const Pixels& im, const SamplingGrid& g, std::uint8_t fill,
-          std::vector<std::uint8_t>& copy) {
-  const std::uint8_t* src = tight_copy(im, copy);
-  const std::size_t line = im.row_bytes();
+// then the fill wherever that channel is below 0.5, i.e. wherever the point lands outside. The
+// image is `height` rows of `width` pixels of kChannels values of type T, rows `stride` bytes
+// apart; `copy` receives it.
+template <class T, int kChannels>
+void warp(std::uint8_t* base, std::size_t stride, int width, int height, const SamplingGrid& g,
+          T fill, std::vector<std::uint8_t>& copy) {
+  const std::size_t line = static_cast<std::size_t>(width) * kChannels * sizeof(T);
+  copy.resize(line * static_cast<std::size_t>(height));
+  for (int y = 0; y < height; ++y)
+    std::memcpy(copy.data() + static_cast<std::size_t>(y) * line,
+                base + static_cast<std::size_t>(y) * stride, line);
+  const std::uint8_t* src = copy.data();
   // linspace((1 - n) / 2, (n - 1) / 2, n) steps by exactly 1: these offsets are exact.
-  const float x0 = 0.5f * static_cast<float>(im.width - 1);
-  const float y0 = 0.5f * static_cast<float>(im.height - 1);
-  const float half_w = 0.5f * static_cast<float>(im.width);
-  const float half_h = 0.5f * static_cast<float>(im.height);
-  const auto last_x = static_cast<float>(im.width - 1), last_y = static_cast<float>(im.height - 1);
-  for (int y = 0; y < im.height; ++y) {
+  const float x0 = 0.5f * static_cast<float>(width - 1);
+  const float y0 = 0.5f * static_cast<float>(height - 1);
+  const float half_w = 0.5f * static_cast<float>(width);
+  const float half_h = 0.5f * static_cast<float>(height);
+  const auto last_x = static_cast<float>(width - 1), last_y = static_cast<float>(height - 1);
+  for (int y = 0; y < height; ++y) {
     const float yb = static_cast<float>(y) - y0;
     const float y_ax = yb * g.ay, y_by = yb * g.by;
-    std::uint8_t* out = im.row(y);
-    for (int x = 0; x < im.width; ++x, out += kChannels) {
+    T* out = reinterpret_cast<T*>(base + static_cast<std::size_t>(y) * stride);
+    for (int x = 0; x < width; ++x, out += kChannels) {
       const float xb = static_cast<float>(x) - x0;
-      const float sx = source_index((xb * g.ax + y_ax) + g.a0, half_w);
-      const float sy = source_index((xb * g.bx + y_by) + g.b0, half_h);
-      if (sx >= 0.0f && sx <= last_x && sy >= 0.0f && sy <= last_y)
-        copy_pixel<kChannels>(out, src + static_cast<std::size_t>(sy) * line +
-                                       static_cast<std::size_t>(sx) * kChannels);
-      else
-        fill_pixel<kChannels>(out, fill);
+      const float sx = std::nearbyint(unnormalize((xb * g.ax + y_ax) + g.a0, half_w));
+      const float sy = std::nearbyint(unnormalize((xb * g.bx + y_by) + g.b0, half_h));
+      if (sx >= 0.0f && sx <= last_x && sy >= 0.0f && sy <= last_y) {
+        const T* in = reinterpret_cast<const T*>(src + static_cast<std::size_t>(sy) * line) +
+                      static_cast<std::size_t>(sx) * kChannels;
+        for (int k = 0; k < kChannels; ++k) out[k] = in[k];
+      } else {
+        for (int k = 0; k < kChannels; ++k) out[k] = fill;
+      }
     }
   }
 }
@@ -115,9 +124,101 @@ void warp(const Pixels& im, const std::array<double, 6>& m, float fill,
           std::vector<std::uint8_t>& copy) {
   const SamplingGrid g = sampling_grid(m, im.width, im.height);
   if (im.channels == 3)
-    warp<3>(im, g, fill_level(fill), copy);
+    warp<std::uint8_t, 3>(im.data, im.stride, im.width, im.height, g, fill_level(fill), copy);
   else
-    warp<1>(im, g, fill_level(fill), copy);
+    warp<std::uint8_t, 1>(im.data, im.stride, im.width, im.height, g, fill_level(fill), copy);
+}
+
+// What F.affine hands _get_inverse_affine_matrix for op (kAffine's numbers and centre).
+AffineArgs affine_args(const AppliedOp& op) {
+  return AffineArgs{op.args[0], op.args[1], op.args[2], op.args[3], op.args[4], op.args[5]};
+}
+
+// grid_sample's bilinear sampling (zeros padding, align_corners=False) then
+// _apply_grid_transform's fill, as torch's vectorised CPU kernel computes them in float32: the
+// point (x, y) unnormalised as for nearest; its neighbours' weights from w = x - floor(x),
+// e = 1 - w, n = y - floor(y), s = 1 - n as nw = s * e, ne = s * w, sw = n * e, se = n * w;
+// neighbours outside the image read as 0; the sum (nw_v * nw) + (ne_v * ne) + (sw_v * sw) +
+// (se_v * se) with the first product rounded and the other three fused into the running sum
+// (how torch's compiler contracts that line); the ones channel the same way, giving `mask`; then
+// (v - fill) * mask + fill, three roundings (three torch ops), and round half to even to a byte.
+// std::fma is a library call unless the function this is inlined into is compiled for FMA.
+template <int kChannels>
+[[gnu::always_inline]] inline void bilinear(const Pixels& im, const SamplingGrid& g, float fill,
+                                            const std::uint8_t* src) {
+  const std::size_t line = im.row_bytes();
+  const float x0 = 0.5f * static_cast<float>(im.width - 1);
+  const float y0 = 0.5f * static_cast<float>(im.height - 1);
+  const float half_w = 0.5f * static_cast<float>(im.width);
+  const float half_h = 0.5f * static_cast<float>(im.height);
+  const auto width = static_cast<float>(im.width), height = static_cast<float>(im.height);
+  const std::uint8_t level = fill_level(fill);
+  for (int y = 0; y < im.height; ++y) {
+    const float yb = static_cast<float>(y) - y0;
+    const float y_ax = yb * g.ay, y_by = yb * g.by;
+    std::uint8_t* out = im.row(y);
+    for (int x = 0; x < im.width; ++x, out += kChannels) {
+      const float xb = static_cast<float>(x) - x0;
+      const float sx = unnormalize((xb * g.ax + y_ax) + g.a0, half_w);
+      const float sy = unnormalize((xb * g.bx + y_by) + g.b0, half_h);
+      // Points with no neighbour inside sample 0 with mask 0: the fill (NaN included).
+      if (!(sx > -1.0f && sx < width && sy > -1.0f && sy < height)) {
+        for (int k = 0; k < kChannels; ++k) out[k] = level;
+        continue;
+      }
+      const float xw = std::floor(sx), yn = std::floor(sy);
+      const float w = sx - xw, e = 1.0f - w, n = sy - yn, s = 1.0f - n;
+      const float nw = s * e, ne = s * w, sw = n * e, se = n * w;
+      const int ix = static_cast<int>(xw), iy = static_cast<int>(yn);
+      const bool west = ix >= 0, east = ix + 1 < im.width;
+      const bool north = iy >= 0, south = iy + 1 < im.height;
+      const float in_nw = west && north ? 1.0f : 0.0f, in_ne = east && north ? 1.0f : 0.0f;
+      const float in_sw = west && south ? 1.0f : 0.0f, in_se = east && south ? 1.0f : 0.0f;
+      const float mask = std::fma(in_se, se, std::fma(in_sw, sw, std::fma(in_ne, ne, in_nw * nw)));
+      // The neighbours' rows and columns, clamped into the image where their weight is 0.
+      const std::uint8_t* row_n = src + static_cast<std::size_t>(std::max(iy, 0)) * line;
+      const std::uint8_t* row_s =
+          src + static_cast<std::size_t>(std::min(iy + 1, im.height - 1)) * line;
+      const std::size_t cw = static_cast<std::size_t>(std::max(ix, 0)) * kChannels;
+      const std::size_t ce = static_cast<std::size_t>(std::min(ix + 1, im.width - 1)) * kChannels;
+      for (int k = 0; k < kChannels; ++k) {
+        const float v_nw = in_nw * row_n[cw + k], v_ne = in_ne * row_n[ce + k];
+        const float v_sw = in_sw * row_s[cw + k], v_se = in_se * row_s[ce + k];
+        const float v = std::fma(v_se, se, std::fma(v_sw, sw, std::fma(v_ne, ne, v_nw * nw)));
+        const float blended = (v - fill) * mask + fill;
+        out[k] = static_cast<std::uint8_t>(std::clamp(std::nearbyint(blended), 0.0f, 255.0f));
+      }
+    }
+  }
+}
+
+template <int kChannels>
+void bilinear_with_library_fma(const Pixels& im, const SamplingGrid& g, float fill,
+                               const std::uint8_t* src) {
+  bilinear<kChannels>(im, g, fill, src);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// The same loop where the CPU has FMA (every x86-64 since 2013): std::fma becomes one
+// instruction instead of a library call, the same results.
+template <int kChannels>
+__attribute__((target("fma"))) void bilinear_with_fma_instruction(const Pixels& im,
+                                                                  const SamplingGrid& g, float fill,
+                                                                  const std::uint8_t* src) {
+  bilinear<kChannels>(im, g, fill, src);
+}
+bool has_fma_instruction() {
+  static const bool has = __builtin_cpu_supports("fma");
+  return has;
+}
+#endif
+
+template <int kChannels>
+void bilinear_warp(const Pixels& im, const SamplingGrid& g, float fill, const std::uint8_t* src) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (has_fma_instruction()) return bilinear_with_fma_instruction<kChannels>(im, g, fill, src);
+#endif
+  bilinear_with_library_fma<kChannels>(im, g, fill, src);
 }
 
 // torch.rot90(image, k, dims=(-2, -1)): k counter-clockwise quarter turns (1, 2 or 3).
@@ -151,25 +252,62 @@ double python_mod_360(double angle) {
 
 }  // namespace
 
-// torch's vector loop computes (g + 1) * half_size - 0.5 with one fused multiply-add. g + 1 is a
-// float32 of at least 2^-24 spacing and half_size a multiple of 1/2, so the exact value is a
-// multiple of 2^-25: below 2^27 in magnitude (every point near the image) double holds it
-// exactly, and rounding it once to float32 gives the fused result. Beyond that both lie outside
-// any image. (geometric_ops_test checks this against std::fma at every tie of sizes up to 600.)
-// Double keeps the loop free of library calls where the target has no FMA instruction.
+float unnormalized(float g, float half_size) {
+  return unnormalize(g, half_size);
+}
+
 float source_index(float g, float half_size) {
-  const double product = static_cast<double>(g + 1.0f) * static_cast<double>(half_size);
-  return std::nearbyint(static_cast<float>(product - 0.5));
+  return std::nearbyint(unnormalize(g, half_size));
 }
 
 void affine(const Pixels& image, const AppliedOp& op, AffineCenter center,
             std::vector<std::uint8_t>& copy) {
-  AffineArgs a{op.args[0], op.args[1], op.args[2], op.args[3], op.args[4], op.args[5]};
+  AffineArgs a = affine_args(op);
   if (center == AffineCenter::kOrigin) {  // affine_image: [c - s * 0.5 for c, s in ...]
     a.cx = 0.0 - image.width * 0.5;
     a.cy = 0.0 - image.height * 0.5;
   }
   warp(image, inverse_affine_matrix(a), op.args[6], copy);
+}
+
+void affine_bilinear(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>& copy) {
+  const SamplingGrid g =
+      sampling_grid(inverse_affine_matrix(affine_args(op)), image.width, image.height);
+  const std::uint8_t* src = tight_copy(image, copy);
+  if (image.channels == 3)
+    bilinear_warp<3>(image, g, op.args[6], src);
+  else
+    bilinear_warp<1>(image, g, op.args[6], src);
+}
+
+void affine_labels(const LabelImage& labels, const AppliedOp& op, std::uint16_t fill,
+                   std::vector<std::uint8_t>& copy) {
+  const SamplingGrid g =
+      sampling_grid(inverse_affine_matrix(affine_args(op)), labels.width, labels.height);
+  if (labels.bytes == 2)
+    warp<std::uint16_t, 1>(labels.data, labels.stride, labels.width, labels.height, g, fill, copy);
+  else
+    warp<std::uint8_t, 1>(labels.data, labels.stride, labels.width, labels.height, g,
+                          static_cast<std::uint8_t>(fill), copy);
+}
+
+std::array<double, 6> affine_forward_matrix(const AppliedOp& op, int width, int height) {
+  const AffineArgs a = affine_args(op);
+  const double rot = a.angle * kDegreesToRadians;
+  const double sx = a.shear_x * kDegreesToRadians;
+  const double sy = a.shear_y * kDegreesToRadians;
+  const double cx = width * 0.5, cy = height * 0.5;  // center=None: the image centre in pixels
+  const double cos_sy = std::cos(sy);
+  const double tan_sx = std::tan(sx);
+  const double rot_minus_sy = rot - sy;
+  const double ra = std::cos(rot_minus_sy) / cos_sy;
+  const double rb = -(ra * tan_sx + std::sin(rot));
+  const double rc = std::sin(rot_minus_sy) / cos_sy;
+  const double rd = std::cos(rot) - rc * tan_sx;
+  std::array<double, 6> m = {ra * a.scale, rb * a.scale, 0.0, rc * a.scale, rd * a.scale, 0.0};
+  m[2] += (cx + a.tx) - m[0] * cx - m[1] * cy;
+  m[5] += (cy + a.ty) - m[3] * cx - m[4] * cy;
+  return m;
 }
 
 void policy_shear(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>& copy) {

@@ -22,11 +22,17 @@
 // being outside for an even size and inside for an odd one), and a near half goes wherever
 // float32 puts it (translated by 0.5, a width of 6 reads 0 0 1 2 3 4).
 //
-// The golden file tests/data/geometric_golden.bin holds torch's outputs for these ops, made on
-// x86 with AVX-512; stoke matches it byte for byte.
+// random_affine's bilinear F.affine (interpolation=BILINEAR) samples the same grid point with
+// grid_sample's bilinear weights and torch's float32 roundings (affine_bilinear below), and its
+// boxes and masks follow F.affine's kernels for BoundingBoxes and Mask.
+//
+// The golden files tests/data/geometric_golden.bin and tests/data/random_affine_golden.bin hold
+// torch's outputs for these ops, made on x86 with AVX-512; stoke matches them byte for byte.
 //
 // Thread-safety: functions of their arguments; the copy buffer belongs to one thread.
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -56,9 +62,40 @@ void rotate(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>&
 // in double as Python computes it. `copy` as for affine.
 void policy_shear(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>& copy);
 
-// The input column (or row) that grid_sample reads for grid value `g` on an axis of `size`
-// pixels: (g + 1) * (size / 2) - 0.5 with one rounding, as a fused multiply-add gives, rounded
-// half to even. Inside the image when in [0, size - 1]; NaN stays NaN.
+// F.affine(image, ..., interpolation=BILINEAR) with kAffine's numbers and centre (args[6] the
+// fill), in place: the four input pixels around each grid point blended as grid_sample's
+// bilinear mode does in float32, the points near or past the edge blended with the fill by how
+// much of them lies inside, then rounded half to even. `copy` as for affine. REQUIRES:
+// image.channels is 1 or 3; args[3] > 0; args[6] in [0, 255].
+void affine_bilinear(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>& copy);
+
+// A label map (a segmentation mask): one label of `bytes` (1 or 2, native-endian uint16) per
+// pixel, rows `stride` bytes apart.
+struct LabelImage {
+  std::uint8_t* data = nullptr;
+  int width = 0, height = 0;
+  int bytes = 1;
+  std::size_t stride = 0;
+};
+
+// F.affine on a tv_tensors.Mask with kAffine's (or kAffineBilinear's) numbers and centre, in
+// place: nearest whatever the image's interpolation (torchvision's Mask kernel ignores it), the
+// same grid as the image's, `fill` where the point lands outside. `copy` receives the input.
+void affine_labels(const LabelImage& labels, const AppliedOp& op, std::uint16_t fill,
+                   std::vector<std::uint8_t>& copy);
+
+// The forward map of that F.affine on a width x height image, in its pixels (what F.affine sends
+// a bounding box's corners through): (x, y) goes to (m[0] x + m[1] y + m[2], m[3] x + m[4] y +
+// m[5]). _get_inverse_affine_matrix(centre, ..., inverted=False) in double (torchvision rounds
+// it to float32 before its float32 product, within 1e-4 px of this at a few hundred pixels).
+std::array<double, 6> affine_forward_matrix(const AppliedOp& op, int width, int height);
+
+// grid_sample's unnormalisation of grid value `g` on an axis of `size` pixels: (g + 1) *
+// (size / 2) - 0.5 with one rounding, as a fused multiply-add gives. NaN stays NaN.
+float unnormalized(float g, float half_size);
+
+// The input column (or row) that grid_sample's nearest mode reads for grid value `g`:
+// unnormalized(g, half_size) rounded half to even. Inside the image when in [0, size - 1].
 float source_index(float g, float half_size);
 
 }  // namespace stoke::detail

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <vector>
+
+#include "augment/geometric_ops.hpp"
 
 namespace stoke::detail {
 namespace {
@@ -58,6 +61,32 @@ void map_mask(const OutputMap& map, const LabelMap& src, int out_width, int out_
     resample<std::uint16_t, std::uint8_t>(xs, ys, src, ignore, static_cast<std::uint16_t*>(dst));
   else
     resample<std::uint16_t, std::uint16_t>(xs, ys, src, ignore, static_cast<std::uint16_t*>(dst));
+}
+
+int last_source_row(std::span<const Warp> warps, const OutputMap& last, int out_height,
+                    int source_height) {
+  if (warps.empty()) return last_source_row(last, out_height, source_height);
+  return last_source_row(warps.front().before, warps.front().height, source_height);
+}
+
+void map_mask(std::span<const Warp> warps, const OutputMap& last, const LabelMap& src,
+              int out_width, int out_height, int out_bytes, std::uint16_t ignore, void* dst) {
+  if (warps.empty()) return map_mask(last, src, out_width, out_height, out_bytes, ignore, dst);
+  // Between the warps, labels as wide as the source's or the output's, whichever holds more (an
+  // ignore label of 16 bits must survive an 8-bit source).
+  const int bytes = std::max(src.bytes, out_bytes);
+  thread_local std::vector<std::uint8_t> stages[2], copy;
+  LabelMap current = src;
+  for (std::size_t i = 0; i < warps.size(); ++i) {
+    const Warp& w = warps[i];
+    std::vector<std::uint8_t>& buf = stages[i % 2];
+    const std::size_t stride = static_cast<std::size_t>(w.width) * static_cast<std::size_t>(bytes);
+    buf.resize(stride * static_cast<std::size_t>(w.height));
+    map_mask(w.before, current, w.width, w.height, bytes, ignore, buf.data());
+    affine_labels(LabelImage{buf.data(), w.width, w.height, bytes, stride}, w.op, ignore, copy);
+    current = LabelMap{buf.data(), w.width, w.height, bytes, stride};
+  }
+  map_mask(last, current, out_width, out_height, out_bytes, ignore, dst);
 }
 
 }  // namespace stoke::detail

@@ -527,6 +527,8 @@ void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScrat
       return rotate(image, op, scratch.u0);
     case ColorOp::kShear:
       return policy_shear(image, op, scratch.u0);
+    case ColorOp::kAffineBilinear:
+      return affine_bilinear(image, op, scratch.u0);
     case ColorOp::kErase:
       return erase_levels(image, op);
     case ColorOp::kEraseNoise:

@@ -71,10 +71,10 @@ struct PhotometricScratch {
   std::vector<float> mix_sum;
 };
 
-// Applies `op` to `image` in place; the geometric ops (kAffine, kAffineAtOrigin, kRotate) are
-// geometric_ops.hpp's, timm's (kPil*) pil_ops.hpp's; AugMix's marks are op_sequence.hpp's, and
-// here they do nothing. REQUIRES: image.channels is 1 or 3; the arguments are in the ranges above
-// and there (the pipeline's validation guarantees them).
+// Applies `op` to `image` in place; the geometric ops (kAffine, kAffineAtOrigin, kRotate, kShear,
+// kAffineBilinear) are geometric_ops.hpp's, timm's (kPil*) pil_ops.hpp's; AugMix's marks are
+// op_sequence.hpp's, and here they do nothing. REQUIRES: image.channels is 1 or 3; the arguments
+// are in the ranges above and there (the pipeline's validation guarantees them).
 void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScratch& scratch);
 
 }  // namespace stoke::detail

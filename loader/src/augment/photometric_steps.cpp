@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 #include "augment/policies.hpp"
 #include "augment/timm_augment.hpp"
@@ -35,6 +36,34 @@ void draw_color_jitter(const AugmentStep& s, SampleRng& rng, std::vector<ColorOp
       out.push_back(ops[static_cast<std::size_t>(i)]);
 }
 
+// RandomAffine.make_params: the angle; the translation when one is given, int(round(u)) pixels
+// (Python's round: half to even) of a u drawn within +-translate times the side; the scale and
+// the shears when given (the y shear when its range is). Each is a torch float32 draw.
+void draw_random_affine(const AugmentStep& s, SampleRng& rng, int height, int width,
+                        std::vector<ColorOpArgs>& out) {
+  const auto draw = [&](double lo, double hi) { return static_cast<float>(rng.uniform(lo, hi)); };
+  const float angle = draw(s.degrees_min, s.degrees_max);
+  float tx = 0.f, ty = 0.f;
+  if (s.translate_x > 0 || s.translate_y > 0) {
+    const double max_dx = static_cast<double>(s.translate_x) * width;
+    const double max_dy = static_cast<double>(s.translate_y) * height;
+    tx = std::nearbyint(draw(-max_dx, max_dx));
+    ty = std::nearbyint(draw(-max_dy, max_dy));
+  }
+  const float scale =
+      s.scale_min != 1.f || s.scale_max != 1.f ? draw(s.scale_min, s.scale_max) : 1.f;
+  float shear_x = 0.f, shear_y = 0.f;
+  const bool shear_y_given = s.shear_y_min != 0.f || s.shear_y_max != 0.f;
+  if (s.shear_x_min != 0.f || s.shear_x_max != 0.f || shear_y_given) {
+    shear_x = draw(s.shear_x_min, s.shear_x_max);
+    if (shear_y_given) shear_y = draw(s.shear_y_min, s.shear_y_max);
+  }
+  const ColorOp op = s.interpolation == static_cast<std::int32_t>(Interpolation::kBilinear)
+                         ? ColorOp::kAffineBilinear
+                         : ColorOp::kAffine;
+  out.push_back({op, {angle, tx, ty, scale, shear_x, shear_y, s.fill}});
+}
+
 }  // namespace
 
 void draw_pixel_ops(const AugmentStep& s, SampleRng& rng, int height, int width,
@@ -50,6 +79,9 @@ void draw_pixel_ops(const AugmentStep& s, SampleRng& rng, int height, int width,
   switch (s.step_kind()) {
     case StepKind::kColorJitter:
       draw_color_jitter(s, rng, out);
+      return;
+    case StepKind::kRandomAffine:
+      draw_random_affine(s, rng, height, width, out);
       return;
     case StepKind::kGaussianBlur: {
       const float sigma = static_cast<float>(rng.uniform(s.sigma_min, s.sigma_max));

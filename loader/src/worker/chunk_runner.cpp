@@ -144,8 +144,8 @@ BadInput ChunkRunner::produce_mask(std::int64_t sample, std::uint8_t* dst) {
     r = decode_mask(map, labels);
   }
   if (r != BadInput::kNone) return r;
-  map_mask(map, labels, h.out_width, h.out_height, static_cast<int>(h.mask_bytes),
-           static_cast<std::uint16_t>(h.mask_ignore), dst);
+  map_mask(augmenter_.warps(), augmenter_.map_after_warps(), labels, h.out_width, h.out_height,
+           static_cast<int>(h.mask_bytes), static_cast<std::uint16_t>(h.mask_ignore), dst);
   return BadInput::kNone;
 }
 
@@ -178,7 +178,9 @@ BadInput ChunkRunner::decode_mask(const OutputMap& map, LabelMap& out) {
       return BadInput::kWrongSize;
     const bool whole = h.verify_region == 0;
     rows = whole ? png_mask_.height()
-                 : last_source_row(map, static_cast<int>(h.out_height), png_mask_.height()) + 1;
+                 : last_source_row(augmenter_.warps(), augmenter_.map_after_warps(),
+                                   static_cast<int>(h.out_height), png_mask_.height()) +
+                       1;
     if (const BadInput r = png_mask_.decode(std::max(rows - 1, 0), whole); r != BadInput::kNone)
       return r;
     out = LabelMap{png_mask_.rows(), png_mask_.width(), png_mask_.height(), png_mask_.bytes(),
@@ -209,8 +211,8 @@ void ChunkRunner::write_boxes(std::uint32_t slot, std::uint32_t j, std::int64_t 
   const std::span<const SampleBox> source = dataset_.boxes(sample);
   mapped_.resize(max);
   kept_.resize(max);
-  const std::size_t n =
-      map_boxes(augmenter_.output_map(), h.out_width, h.out_height, rules, source, mapped_, kept_);
+  const std::size_t n = map_boxes(augmenter_.warps(), augmenter_.map_after_warps(), h.out_width,
+                                  h.out_height, rules, source, mapped_, kept_);
   float* boxes = arena_.boxes(slot) + j * max * 4;
   std::int32_t* classes = arena_.box_classes(slot) + j * max;
   for (std::size_t k = 0; k < max; ++k) {

@@ -46,7 +46,7 @@ class ChunkRunner {
   BadInput produce_or_throw(std::int64_t sample, SampleRng& rng, std::uint8_t* dst);
   // The sample's pass-through bytes (cut to max_bytes), and their length.
   BadInput produce_bytes(std::int64_t sample, std::uint8_t* dst, std::int32_t* count);
-  // The sample's mask, through the output map its pixels just got.
+  // The sample's mask, through the maps and warps its pixels just got.
   BadInput produce_mask(std::int64_t sample, std::uint8_t* dst);
   // The mask file in file_ as labels, of the map's source size: a PNG through libpng (only the
   // rows the crop reads, unless the whole file is checked), else OpenCV.
