@@ -45,6 +45,10 @@ enum class StepKind : std::uint32_t {
   kAutoAugment = 21,         // AutoAugment(policy)
 };
 
+// How the geometric ops sample their input (torchvision's InterpolationMode): the nearest pixel,
+// or grid_sample's bilinear blend of the four pixels around the point.
+enum class Interpolation : std::int32_t { kNearest = 0, kBilinear = 1 };
+
 // AutoAugment's policies (torchvision's AutoAugmentPolicy).
 enum class AutoAugmentPolicy : std::int32_t { kImageNet = 0, kCifar10 = 1, kSvhn = 2 };
 

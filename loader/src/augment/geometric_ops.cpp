@@ -9,8 +9,8 @@
 #include <numbers>
 
 // Every float32 value below is rounded where torch rounds it, so no product may be fused into a
-// later add (GCC fuses whenever the target has FMA, even across statements); the one fused
-// multiply-add torch does is written out in source_index.
+// later add (GCC fuses whenever the target has FMA, even across statements); the fused
+// multiply-adds torch does are written out: source_coordinate's, and the bilinear blend's.
 #if defined(__clang__)
 #pragma clang fp contract(off)
 #elif defined(__GNUC__)
@@ -24,7 +24,8 @@ namespace {
 constexpr double kDegreesToRadians = std::numbers::pi / 180.0;
 
 // The fill as the output holds it: torch.where picks the float32 fill, and round_() then the
-// byte conversion turn it into a level (half to even: 127.5 and 128.5 both give 128).
+// byte conversion turn it into a level (half to even: 127.5 and 128.5 both give 128). kNoFill
+// gives 0, grid_sample's zeros.
 std::uint8_t fill_level(float fill) {
   return static_cast<std::uint8_t>(std::nearbyint(std::clamp(fill, 0.0f, 255.0f)));
 }
@@ -111,13 +112,88 @@ void warp(const Pixels& im, const SamplingGrid& g, std::uint8_t fill,
   }
 }
 
-void warp(const Pixels& im, const std::array<double, 6>& m, float fill,
+// grid_sample's bilinear blend (geometric_ops.hpp): `v` holds the four corners' values in the
+// order nw, ne, sw, se, 0 for a corner outside the image.
+inline float blend(const float v[4], const float wt[4]) {
+  return std::fma(v[3], wt[3], std::fma(v[2], wt[2], std::fma(v[1], wt[1], v[0] * wt[0])));
+}
+
+// _apply_grid_transform with bilinear sampling: grid_sample of the image (and, with a fill, of a
+// ones channel that becomes the mask), the fill mixed in as ((v - fill) * mask) + fill, then
+// round_() and the byte conversion.
+template <int kChannels, bool kFill>
+void warp_bilinear(const Pixels& im, const SamplingGrid& g, float fill,
+                   std::vector<std::uint8_t>& copy) {
+  const std::uint8_t* src = tight_copy(im, copy);
+  const std::size_t line = im.row_bytes();
+  const float x0 = 0.5f * static_cast<float>(im.width - 1);
+  const float y0 = 0.5f * static_cast<float>(im.height - 1);
+  const float half_w = 0.5f * static_cast<float>(im.width);
+  const float half_h = 0.5f * static_cast<float>(im.height);
+  // Corners beyond these read nothing; the bounds keep the conversions to int defined.
+  const auto far_x = static_cast<float>(im.width) + 1.0f,
+             far_y = static_cast<float>(im.height) + 1.0f;
+  for (int y = 0; y < im.height; ++y) {
+    const float yb = static_cast<float>(y) - y0;
+    const float y_ax = yb * g.ay, y_by = yb * g.by;
+    std::uint8_t* out = im.row(y);
+    for (int x = 0; x < im.width; ++x, out += kChannels) {
+      const float xb = static_cast<float>(x) - x0;
+      const float sx = source_coordinate((xb * g.ax + y_ax) + g.a0, half_w);
+      const float sy = source_coordinate((xb * g.bx + y_by) + g.b0, half_h);
+      const float fx = std::floor(sx), fy = std::floor(sy);
+      const float w = sx - fx, e = 1.0f - w, n = sy - fy, s = 1.0f - n;
+      const float wt[4] = {s * e, s * w, n * e, n * w};
+      // Outside (or NaN): every corner reads 0, so every blend is 0.
+      const bool near = fx >= -1.0f && fx < far_x && fy >= -1.0f && fy < far_y;
+      const int ix = near ? static_cast<int>(fx) : -2, iy = near ? static_cast<int>(fy) : -2;
+      const bool in_x[2] = {ix >= 0 && ix < im.width, ix + 1 >= 0 && ix + 1 < im.width};
+      const bool in_y[2] = {iy >= 0 && iy < im.height, iy + 1 >= 0 && iy + 1 < im.height};
+      const bool in[4] = {in_y[0] && in_x[0], in_y[0] && in_x[1], in_y[1] && in_x[0],
+                          in_y[1] && in_x[1]};
+      const std::uint8_t* corner[4] = {};
+      for (int k = 0; k < 4; ++k)
+        if (in[k])
+          corner[k] = src + static_cast<std::size_t>(iy + k / 2) * line +
+                      static_cast<std::size_t>(ix + k % 2) * kChannels;
+      float mask = 1.0f;
+      if constexpr (kFill) {
+        const float ones[4] = {in[0] ? 1.0f : 0.0f, in[1] ? 1.0f : 0.0f, in[2] ? 1.0f : 0.0f,
+                               in[3] ? 1.0f : 0.0f};
+        mask = blend(ones, wt);
+      }
+      for (int c = 0; c < kChannels; ++c) {
+        float v[4];
+        for (int k = 0; k < 4; ++k) v[k] = in[k] ? static_cast<float>(corner[k][c]) : 0.0f;
+        float value = blend(v, wt);
+        if constexpr (kFill) value = (value - fill) * mask + fill;
+        out[c] = static_cast<std::uint8_t>(std::nearbyint(std::clamp(value, 0.0f, 255.0f)));
+      }
+    }
+  }
+}
+
+void warp(const Pixels& im, const std::array<double, 6>& m, float fill, Interpolation interpolation,
           std::vector<std::uint8_t>& copy) {
   const SamplingGrid g = sampling_grid(m, im.width, im.height);
-  if (im.channels == 3)
-    warp<3>(im, g, fill_level(fill), copy);
+  const bool three = im.channels == 3;
+  if (interpolation == Interpolation::kNearest) {
+    if (three)
+      warp<3>(im, g, fill_level(fill), copy);
+    else
+      warp<1>(im, g, fill_level(fill), copy);
+    return;
+  }
+  const float level = std::clamp(fill, 0.0f, 255.0f);
+  const bool fill_outside = fill != kNoFill;
+  if (three && fill_outside)
+    warp_bilinear<3, true>(im, g, level, copy);
+  else if (three)
+    warp_bilinear<3, false>(im, g, level, copy);
+  else if (fill_outside)
+    warp_bilinear<1, true>(im, g, level, copy);
   else
-    warp<1>(im, g, fill_level(fill), copy);
+    warp_bilinear<1, false>(im, g, level, copy);
 }
 
 // torch.rot90(image, k, dims=(-2, -1)): k counter-clockwise quarter turns (1, 2 or 3).
@@ -157,32 +233,38 @@ double python_mod_360(double angle) {
 // exactly, and rounding it once to float32 gives the fused result. Beyond that both lie outside
 // any image. (geometric_ops_test checks this against std::fma at every tie of sizes up to 600.)
 // Double keeps the loop free of library calls where the target has no FMA instruction.
-float source_index(float g, float half_size) {
+float source_coordinate(float g, float half_size) {
   const double product = static_cast<double>(g + 1.0f) * static_cast<double>(half_size);
-  return std::nearbyint(static_cast<float>(product - 0.5));
+  return static_cast<float>(product - 0.5);
+}
+
+float source_index(float g, float half_size) {
+  return std::nearbyint(source_coordinate(g, half_size));
 }
 
 void affine(const Pixels& image, const AppliedOp& op, AffineCenter center,
-            std::vector<std::uint8_t>& copy) {
+            std::vector<std::uint8_t>& copy, Interpolation interpolation) {
   AffineArgs a{op.args[0], op.args[1], op.args[2], op.args[3], op.args[4], op.args[5]};
   if (center == AffineCenter::kOrigin) {  // affine_image: [c - s * 0.5 for c, s in ...]
     a.cx = 0.0 - image.width * 0.5;
     a.cy = 0.0 - image.height * 0.5;
   }
-  warp(image, inverse_affine_matrix(a), op.args[6], copy);
+  warp(image, inverse_affine_matrix(a), op.args[6], interpolation, copy);
 }
 
-void policy_shear(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>& copy) {
+void policy_shear(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>& copy,
+                  Interpolation interpolation) {
   // math.degrees(math.atan(m)): CPython's degrees multiplies by 180 / pi.
   const double degrees = std::atan(static_cast<double>(op.args[0])) * (180.0 / std::numbers::pi);
   AffineArgs a;
   (op.args[1] == 0.f ? a.shear_x : a.shear_y) = degrees;
   a.cx = 0.0 - image.width * 0.5;
   a.cy = 0.0 - image.height * 0.5;
-  warp(image, inverse_affine_matrix(a), op.args[2], copy);
+  warp(image, inverse_affine_matrix(a), op.args[2], interpolation, copy);
 }
 
-void rotate(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>& copy) {
+void rotate(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>& copy,
+            Interpolation interpolation) {
   const double angle = python_mod_360(op.args[0]);
   // rotate_image's fast paths, taken before the fill is looked at.
   if (angle == 0.0) return;
@@ -192,7 +274,7 @@ void rotate(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>&
   // affine and rotate turn opposite ways, so rotate_image negates the angle.
   AffineArgs a;
   a.angle = -angle;
-  warp(image, inverse_affine_matrix(a), op.args[1], copy);
+  warp(image, inverse_affine_matrix(a), op.args[1], interpolation, copy);
 }
 
 }  // namespace stoke::detail
