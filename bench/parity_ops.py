@@ -51,17 +51,23 @@ OPS = [
                         ("random_invert", 0.3)]),
 ]
 
+def blend_factor(a):
+    """The factor a blend op's record stands for: args[0], or where args[1] holds torch's
+    1 - factor (the policies' 1 + m, no float32), 1 - args[1] in double, which is 1 + m."""
+    return 1.0 - a[1] if a[1] != 0 else a[0]
+
+
 REPLAY = {
     "brightness": lambda t, a: F.adjust_brightness(t, a[0]),
-    "contrast": lambda t, a: F.adjust_contrast(t, a[0]),
-    "saturation": lambda t, a: F.adjust_saturation(t, a[0]),
+    "contrast": lambda t, a: F.adjust_contrast(t, blend_factor(a)),
+    "saturation": lambda t, a: F.adjust_saturation(t, blend_factor(a)),
     "hue": lambda t, a: F.adjust_hue(t, a[0]),
     "grayscale": lambda t, a: F.rgb_to_grayscale(t, num_output_channels=t.shape[0]),
     "solarize": lambda t, a: F.solarize(t, a[0]),
     "posterize": lambda t, a: F.posterize(t, int(a[0])),
     "equalize": lambda t, a: F.equalize(t),
     "autocontrast": lambda t, a: F.autocontrast(t),
-    "sharpness": lambda t, a: F.adjust_sharpness(t, a[0]),
+    "sharpness": lambda t, a: F.adjust_sharpness(t, blend_factor(a)),
     "invert": lambda t, a: F.invert(t),
     "gaussian_blur": lambda t, a: F.gaussian_blur(t, [int(a[0]), int(a[1])], [a[2], a[2]]),
     # The policies' geometric ops, as their _apply_image_or_video_transform calls F.affine and
@@ -179,8 +185,8 @@ def _category_of_torchvision(transform_id, m):
         return (factor[transform_id], round(1.0 + m, 4))
     if transform_id == "Posterize":
         return ("posterize", int(m))
-    if transform_id == "Solarize":
-        return ("solarize", math.ceil(255.0 * m))
+    if transform_id == "Solarize":  # the smallest level it inverts, compared in float32
+        return ("solarize", math.ceil(np.float32(255.0 * m)))
     return ({"AutoContrast": "autocontrast", "Equalize": "equalize",
              "Invert": "invert"}[transform_id],)
 

@@ -504,6 +504,10 @@ NB_MODULE(_stoke, m) {
                 else if (op.op == stoke::ImageOp::kGaussianBlur)
                   ops.append(nb::make_tuple(name, static_cast<int>(op.args[0]),
                                             static_cast<int>(op.args[1]), op.args[2]));
+                else if (op.op == stoke::ImageOp::kContrast ||
+                         op.op == stoke::ImageOp::kSaturation ||
+                         op.op == stoke::ImageOp::kSharpness)  // the factor, 1 - factor or 0
+                  ops.append(nb::make_tuple(name, op.args[0], op.args[1]));
                 else if (op.op == stoke::ImageOp::kPosterize)
                   ops.append(nb::make_tuple(name, static_cast<int>(op.args[0])));
                 else if (op.op == stoke::ImageOp::kGrayscale ||
@@ -519,9 +523,11 @@ NB_MODULE(_stoke, m) {
             return samples;
           },
           "Per sample, the photometric ops it got in the order applied, as tuples of the op's "
-          "name and its drawn numbers: ('brightness', factor), ('contrast', factor), "
-          "('saturation', factor), ('hue', factor), ('grayscale',), ('solarize', threshold), "
-          "('posterize', bits), ('equalize',), ('autocontrast',), ('sharpness', factor), "
+          "name and its drawn numbers: ('brightness', factor), ('contrast', factor, rest), "
+          "('saturation', factor, rest), ('hue', factor), ('grayscale',), ('solarize', "
+          "threshold), ('posterize', bits), ('equalize',), ('autocontrast',), ('sharpness', "
+          "factor, rest) (rest: the blend's 1 - factor as torch takes it when the factor "
+          "torchvision got was no float32, the policies' 1 + m; else 0), "
           "('invert',), ('gaussian_blur', kernel_width, kernel_height, sigma), ('affine', "
           "angle, translate_x, translate_y, scale, shear_x, shear_y, fill) and "
           "('affine_at_origin', ...) (center [0, 0]), ('rotate', angle, fill), ('shear', m, "

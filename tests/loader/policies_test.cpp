@@ -168,8 +168,8 @@ TEST(Policies, AutoAugmentAppliesEachSubPolicyOpWithItsProbability) {
 }
 
 // Each drawn op becomes the call torchvision makes: shears about the origin in degrees of
-// atan(m), translations by int(m) pixels, 1 + m factors, the solarize threshold 255 m as the
-// smallest level it inverts, the fill in the warps.
+// atan(m), translations by int(m) pixels, 1 + m factors (with the blends' -m), the solarize
+// threshold 255 m (in float32) as the smallest level it inverts, the fill in the warps.
 TEST(Policies, EachDrawBecomesTorchvisionsPrimitive) {
   Pipeline p(176, 176, 3);
   p.trivial_augment_wide(31, 128.f);
@@ -217,10 +217,11 @@ TEST(Policies, EachDrawBecomesTorchvisionsPrimitive) {
       case PolicyOp::kColor:
         EXPECT_EQ(op.op, ImageOp::kSaturation);
         EXPECT_EQ(op.args[0], static_cast<float>(1 + m));
+        EXPECT_EQ(op.args[1], static_cast<float>(-m));  // 1.0 - (1 + m) in double
         break;
       case PolicyOp::kSolarize:
         EXPECT_EQ(op.op, ImageOp::kSolarize);
-        EXPECT_EQ(op.args[0], std::ceil(255 * m));
+        EXPECT_EQ(op.args[0], std::ceil(static_cast<float>(255 * m)));  // compared in float32
         break;
       case PolicyOp::kPosterize:
         EXPECT_EQ(op.op, ImageOp::kPosterize);

@@ -72,19 +72,22 @@ constexpr bool works_in_place(StepKind kind) {
 // The ops a sample can get, as Batch::applied_ops() reports them (stable numbers). Each is
 // torchvision.transforms.v2.functional's op of that name on uint8 pixels; the geometric ones
 // (13 to 15) take the nearest pixel and give the points that land outside the image one fill
-// level in every channel.
+// level in every channel. The blends (contrast, saturation, sharpness) weigh the other image by
+// 1 - factor as torch takes it: args[1] holds it where the factor torchvision received was no
+// float32 (the policies pass 1 + m in double, args[0] holds it rounded, and torch blends with
+// float32(1.0 - (1 + m)) = -m); 0 there means 1 - args[0].
 enum class ImageOp : std::int32_t {
   kNone = 0,
   kBrightness = 1,     // args[0]: factor (F.adjust_brightness)
-  kContrast = 2,       // args[0]: factor (F.adjust_contrast)
-  kSaturation = 3,     // args[0]: factor (F.adjust_saturation)
+  kContrast = 2,       // args[0]: factor (F.adjust_contrast); args[1]: 1 - factor (above)
+  kSaturation = 3,     // args[0]: factor (F.adjust_saturation); args[1]: 1 - factor (above)
   kHue = 4,            // args[0]: factor in [-0.5, 0.5] (F.adjust_hue)
   kGrayscale = 5,      // F.rgb_to_grayscale, keeping the channel count
   kSolarize = 6,       // args[0]: threshold (F.solarize)
   kPosterize = 7,      // args[0]: bits (F.posterize)
   kEqualize = 8,       // F.equalize
   kAutocontrast = 9,   // F.autocontrast
-  kSharpness = 10,     // args[0]: factor (F.adjust_sharpness)
+  kSharpness = 10,     // args[0]: factor (F.adjust_sharpness); args[1]: 1 - factor (above)
   kInvert = 11,        // F.invert
   kGaussianBlur = 12,  // args[0], args[1]: kernel width, height; args[2]: sigma (F.gaussian_blur)
   // The policies' geometric ops, nearest neighbour, one fill level for every channel:

@@ -81,15 +81,16 @@ float luma(const std::uint8_t* p) {
   return std::fma(static_cast<float>(p[2]), kBlueWeight, rg);
 }
 
-// torchvision's `1.0 - ratio`: taken in double, as Python does, and rounded by torch.
-float one_minus(float ratio) {
-  return static_cast<float>(1.0 - static_cast<double>(ratio));
+// torchvision's `1.0 - ratio`: taken in double, as Python does, and rounded by torch. A factor
+// that was no float32 (the policies' 1 + m) comes with its own (args[1]; pipeline.hpp).
+float one_minus(const ColorOpArgs& op) {
+  return op.args[1] != 0.f ? op.args[1] : static_cast<float>(1.0 - static_cast<double>(op.args[0]));
 }
 
 // _blend(image1, image2, ratio): image1 * ratio, plus image2 * (1 - ratio) through add's alpha
 // (fused).
 struct Blend {
-  explicit Blend(float r) : ratio(r), rest(one_minus(r)) {}
+  explicit Blend(const ColorOpArgs& op) : ratio(op.args[0]), rest(one_minus(op)) {}
   std::uint8_t operator()(std::uint8_t v, float other) const {
     const float scaled = static_cast<float>(v) * ratio;
     return clamp_to_byte(std::fma(other, rest, scaled));
@@ -123,17 +124,17 @@ float gray_mean(const Pixels& im) {
 // compiled loop for the last elements of each thread's range (fewer than 16) rounds the product
 // first for up to 12 of them. That changed a table entry in 0.03% of random draws of factor and
 // mean, and then only the bytes of that value that fall among those last elements.
-void contrast(const Pixels& im, float factor) {
+void contrast(const Pixels& im, const ColorOpArgs& op) {
   const float mean = gray_mean(im);
-  const Blend blend(factor);
+  const Blend blend(op);
   Lut lut;
   for (int v = 0; v < 256; ++v) lut[v] = blend(static_cast<std::uint8_t>(v), mean);
   map_bytes(im, lut);
 }
 
-void saturation(const Pixels& im, float factor) {
+void saturation(const Pixels& im, const ColorOpArgs& op) {
   if (im.channels == 1) return;  // as torchvision (and PIL) do
-  const Blend blend(factor);
+  const Blend blend(op);
   for_each_pixel(im, [&](std::uint8_t* p) {
     const float gray = std::floor(luma(p));
     for (int k = 0; k < 3; ++k) p[k] = blend(p[k], gray);
@@ -291,12 +292,12 @@ void autocontrast(const Pixels& im) {
 // rounded, blended with the pixel. The blur is taken in integers: torch's float32 convolution
 // lands within 2e-4 of (neighbours + 5 * centre) / 13, a multiple of 1/13 that is never closer
 // than 1/26 to a half, so its round_() always gives this quotient rounded.
-void sharpness(const Pixels& im, float factor, std::vector<std::uint8_t>& copy) {
+void sharpness(const Pixels& im, const ColorOpArgs& op, std::vector<std::uint8_t>& copy) {
   if (im.height <= 2 || im.width <= 2) return;
   const std::uint8_t* src = tight_copy(im, copy);
   const auto c = static_cast<std::ptrdiff_t>(im.channels);
   const auto line = static_cast<std::ptrdiff_t>(im.row_bytes());
-  const float rest = one_minus(factor);
+  const float rest = one_minus(op);
   for (int y = 1; y + 1 < im.height; ++y) {
     std::uint8_t* out = im.row(y);
     for (std::ptrdiff_t i = c; i < line - c; ++i) {
@@ -472,9 +473,9 @@ void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScrat
     case ColorOp::kBrightness:
       return brightness(image, op.args[0]);
     case ColorOp::kContrast:
-      return contrast(image, op.args[0]);
+      return contrast(image, op);
     case ColorOp::kSaturation:
-      return saturation(image, op.args[0]);
+      return saturation(image, op);
     case ColorOp::kHue:
       return hue(image, op.args[0]);
     case ColorOp::kGrayscale:
@@ -488,7 +489,7 @@ void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScrat
     case ColorOp::kAutocontrast:
       return autocontrast(image);
     case ColorOp::kSharpness:
-      return sharpness(image, op.args[0], scratch.u0);
+      return sharpness(image, op, scratch.u0);
     case ColorOp::kInvert:
       return invert(image);
     case ColorOp::kGaussianBlur:

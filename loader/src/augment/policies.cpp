@@ -155,22 +155,25 @@ void append_primitive(PolicyOp op, double m, float fill, std::vector<AppliedOp>&
     case kBrightness:
       out.push_back({ImageOp::kBrightness, {f(1.0 + m)}});
       return;
+    // The blends take 1 - factor from the double 1 + m: -m, which the float factor cannot give
+    // (ImageOp::kSharpness's args[1]).
     case kColor:
-      out.push_back({ImageOp::kSaturation, {f(1.0 + m)}});
+      out.push_back({ImageOp::kSaturation, {f(1.0 + m), f(-m)}});
       return;
     case kContrast:
-      out.push_back({ImageOp::kContrast, {f(1.0 + m)}});
+      out.push_back({ImageOp::kContrast, {f(1.0 + m), f(-m)}});
       return;
     case kSharpness:
-      out.push_back({ImageOp::kSharpness, {f(1.0 + m)}});
+      out.push_back({ImageOp::kSharpness, {f(1.0 + m), f(-m)}});
       return;
     case kPosterize:
       out.push_back({ImageOp::kPosterize, {f(m)}});
       return;
     case kSolarize:
-      // F.solarize(threshold = 255 * m) inverts v >= threshold; recorded as the smallest level
-      // it inverts, which F.solarize takes to the same bytes.
-      out.push_back({ImageOp::kSolarize, {f(std::ceil(255.0 * m))}});
+      // F.solarize(threshold = 255 * m) inverts v >= threshold, compared in float32 (the
+      // threshold rounded: 255 * 0.6666667f = 170.000005 becomes 170); recorded as the smallest
+      // level it inverts, which F.solarize takes to the same bytes.
+      out.push_back({ImageOp::kSolarize, {std::ceil(f(255.0 * m))}});
       return;
     case kAutoContrast:
       out.push_back({ImageOp::kAutocontrast});
