@@ -1,9 +1,12 @@
 #include "stoke/pipeline.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <sstream>
+#include <string_view>
 #include <utility>
 
 #include "stoke/error.hpp"
@@ -31,6 +34,10 @@ constexpr int kMaxKernel = 255;
 
 constexpr int kMaxPolicyOps = 16;
 constexpr int kMaxMagnitudeBins = 1024;
+constexpr int kMaxSeverity = 10;  // AugMix's _PARAMETER_MAX: its ops have 10 bins
+constexpr int kMaxAugMixChains = 16;
+constexpr int kMaxAugMixDepth = 16;
+constexpr int kAugMixDrawnDepth = 3;  // chain_depth -1: 1..3 ops per chain
 
 int checked_bins(const char* step, int bins) {
   if (bins < 2 || bins > kMaxMagnitudeBins)
@@ -102,8 +109,73 @@ const char* step_name(StepKind kind) {
       return "rand_augment";
     case StepKind::kAutoAugment:
       return "auto_augment";
+    case StepKind::kAugMix:
+      return "augmix";
   }
   return "unknown";
+}
+
+constexpr const char* kAugMixText =
+    "augmix [severity S] [width W] [depth D] [alpha A] [all_ops 0|1] [nearest|bilinear] [fill V]";
+
+// A setting of "augmix" that is a whole number (severity, width, depth, all_ops).
+int whole_setting(const StepSetting& s) {
+  const double v = s.args[0];
+  if (!(std::abs(v) <= kMaxSide) || v != std::floor(v))
+    throw ConfigError("pipeline step augmix: " + s.name + " must be a whole number, got " +
+                      fmt(static_cast<float>(v)));
+  return static_cast<int>(v);
+}
+
+// The augmix step of its text's settings (kAugMixText), torchvision's defaults for those left
+// out.
+void add_augmix(Pipeline& p, const StepSpec& step) {
+  if (!step.args.empty())
+    throw ConfigError(std::string("pipeline step augmix takes its settings by name (") +
+                      kAugMixText + "), got " + std::to_string(step.args.size()) +
+                      " number(s) before them");
+  int severity = 3, width = 3, depth = -1;
+  float alpha = 1.f, fill = kNoFill;
+  bool all_ops = true;
+  Interpolation interpolation = Interpolation::kBilinear;
+  constexpr std::string_view kSettings[] = {"severity", "width",   "depth",    "alpha",
+                                            "all_ops",  "nearest", "bilinear", "fill"};
+  std::vector<std::string_view> seen;
+  for (const StepSetting& s : step.settings) {
+    if (std::find(std::begin(kSettings), std::end(kSettings), s.name) == std::end(kSettings))
+      throw ConfigError("pipeline step augmix: '" + s.name + "' is not one of its settings (" +
+                        kAugMixText + ")");
+    const bool mode = s.name == "nearest" || s.name == "bilinear";
+    const std::string_view key = mode ? std::string_view("interpolation") : s.name;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      throw ConfigError("pipeline step augmix: " + std::string(key) + " is given twice");
+    seen.push_back(key);
+    if (s.args.size() != (mode ? 0u : 1u))
+      throw ConfigError("pipeline step augmix: " + s.name + " takes " +
+                        (mode ? "no number" : "one number") + ", got " +
+                        std::to_string(s.args.size()));
+    if (mode) {
+      interpolation = s.name == "nearest" ? Interpolation::kNearest : Interpolation::kBilinear;
+    } else if (key == "severity") {
+      severity = whole_setting(s);
+    } else if (key == "width") {
+      width = whole_setting(s);
+    } else if (key == "depth") {
+      depth = whole_setting(s);
+    } else if (key == "alpha") {
+      alpha = static_cast<float>(s.args[0]);
+    } else if (key == "all_ops") {
+      const int v = whole_setting(s);
+      if (v != 0 && v != 1)
+        throw ConfigError("pipeline step augmix: all_ops must be 0 or 1, got " + std::to_string(v));
+      all_ops = v == 1;
+    } else {  // fill; the sentinel for none is not a level a user can ask for
+      fill = static_cast<float>(s.args[0]);
+      if (fill == kNoFill)
+        throw ConfigError("pipeline step augmix: fill must be a level in [0, 255], got -1");
+    }
+  }
+  p.augmix(severity, width, depth, alpha, all_ops, interpolation, fill);
 }
 
 float checked_probability(const char* step, float p) {
@@ -148,6 +220,10 @@ std::string_view image_op_name(ImageOp op) {
       return "rotate";
     case ImageOp::kShear:
       return "shear";
+    case ImageOp::kAugMix:
+      return "augmix";
+    case ImageOp::kAugMixChain:
+      return "augmix_chain";
     case ImageOp::kNone:
       break;
   }
@@ -326,6 +402,33 @@ Pipeline& Pipeline::auto_augment(AutoAugmentPolicy policy, float fill) {
   return add(s);
 }
 
+Pipeline& Pipeline::augmix(int severity, int mixture_width, int chain_depth, float alpha,
+                           bool all_ops, Interpolation interpolation, float fill) {
+  if (severity < 1 || severity > kMaxSeverity)
+    throw ConfigError("augmix: severity must be in 1.." + std::to_string(kMaxSeverity) + ", got " +
+                      std::to_string(severity));
+  if (mixture_width < 1 || mixture_width > kMaxAugMixChains)
+    throw ConfigError("augmix: width (chains) must be in 1.." + std::to_string(kMaxAugMixChains) +
+                      ", got " + std::to_string(mixture_width));
+  if (chain_depth != -1 && (chain_depth < 1 || chain_depth > kMaxAugMixDepth))
+    throw ConfigError("augmix: depth must be -1 (1 to 3 ops drawn per chain) or in 1.." +
+                      std::to_string(kMaxAugMixDepth) + ", got " + std::to_string(chain_depth));
+  if (!(alpha > 0 && alpha <= kMaxFactor))
+    throw ConfigError("augmix: alpha must be in (0, " + fmt(kMaxFactor) + "], got " + fmt(alpha));
+  if (interpolation != Interpolation::kNearest && interpolation != Interpolation::kBilinear)
+    throw ConfigError("augmix: interpolation must be nearest or bilinear, got " +
+                      std::to_string(static_cast<int>(interpolation)));
+  Step s{.kind = StepKind::kAugMix};
+  s.fill = fill == kNoFill ? kNoFill : checked_fill("augmix", fill);
+  s.severity = severity;
+  s.mixture_width = mixture_width;
+  s.chain_depth = chain_depth;
+  s.alpha = alpha;
+  s.all_ops = all_ops;
+  s.interpolation = interpolation;
+  return add(s);
+}
+
 Pipeline& Pipeline::invert(float probability) {
   return add(
       {.kind = StepKind::kInvert, .probability = checked_probability("invert", probability)});
@@ -440,6 +543,8 @@ int Pipeline::max_applied_ops() const {
       n += s.num_ops;
     else if (s.kind == StepKind::kAutoAugment)
       n += 2;
+    else if (s.kind == StepKind::kAugMix)
+      n += 1 + s.mixture_width * (1 + (s.chain_depth > 0 ? s.chain_depth : kAugMixDrawnDepth));
     else if (is_photometric(s.kind) || is_policy(s.kind))
       n += 1;
   }
@@ -509,6 +614,12 @@ std::string Pipeline::describe() const {
       case StepKind::kAutoAugment:
         out << "auto_augment " << policy_name(s.policy) << " fill " << fmt(s.fill);
         break;
+      case StepKind::kAugMix:
+        out << "augmix severity " << s.severity << " width " << s.mixture_width << " depth "
+            << s.chain_depth << " alpha " << fmt(s.alpha) << " all_ops " << (s.all_ops ? 1 : 0)
+            << (s.interpolation == Interpolation::kNearest ? " nearest" : " bilinear");
+        if (s.fill != kNoFill) out << " fill " << fmt(s.fill);
+        break;
       case StepKind::kVerticalFlip:
         out << "vertical_flip p=" << fmt(s.probability);
         break;
@@ -556,6 +667,9 @@ Pipeline make_pipeline(int height, int width, int channels, const std::vector<St
       if (op == "autocontrast") p.autocontrast(probability);
       if (op == "invert") p.invert(probability);
     };
+    if (name != "augmix" && !step.settings.empty())
+      throw ConfigError("pipeline step " + name + ": '" + step.settings.front().name +
+                        "' is not a number");
     if (name == "resize_shorter") {
       count(1, 1, "(size)");
       p.resize_shorter(whole(0));
@@ -621,6 +735,8 @@ Pipeline make_pipeline(int height, int width, int channels, const std::vector<St
                      : name == "auto_augment_svhn"  ? AutoAugmentPolicy::kSvhn
                                                     : AutoAugmentPolicy::kImageNet,
                      f(0, 0.f));
+    } else if (name == "augmix") {
+      add_augmix(p, step);
     } else if (name == "adjust_sharpness" || name == "random_adjust_sharpness") {
       const bool random = name == "random_adjust_sharpness";
       count(1, random ? 2 : 1, random ? "(factor[, probability])" : "(factor)");
@@ -637,7 +753,7 @@ Pipeline make_pipeline(int height, int width, int channels, const std::vector<St
           "random_posterize, equalize, random_equalize, autocontrast, random_autocontrast, "
           "adjust_sharpness, random_adjust_sharpness, invert, random_invert, "
           "trivial_augment_wide, rand_augment, auto_augment, auto_augment_imagenet, "
-          "auto_augment_cifar10, auto_augment_svhn");
+          "auto_augment_cifar10, auto_augment_svhn, augmix");
     }
   }
   return p;
@@ -655,8 +771,9 @@ std::vector<StepSpec> parse_steps(std::string_view text) {
       char* end = nullptr;
       const double v = std::strtod(w.c_str(), &end);
       if (end == w.c_str() || *end != '\0')
-        throw ConfigError("pipeline step " + s.name + ": '" + w + "' is not a number");
-      s.args.push_back(v);
+        s.settings.push_back({w, {}});  // a word: a setting by name, its numbers to follow
+      else
+        (s.settings.empty() ? s.args : s.settings.back().args).push_back(v);
     }
     steps.push_back(std::move(s));
   }

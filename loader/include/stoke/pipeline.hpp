@@ -43,18 +43,27 @@ enum class StepKind : std::uint32_t {
   kTrivialAugmentWide = 19,  // TrivialAugmentWide(magnitude_bins)
   kRandAugment = 20,         // RandAugment(num_ops, magnitude, magnitude_bins)
   kAutoAugment = 21,         // AutoAugment(policy)
+  // AugMix(severity, mixture_width, chain_depth, alpha, all_ops, interpolation, fill): the image
+  // mixed with mixture_width chains of its own ops (ImageOp::kAugMix below).
+  kAugMix = 24,
 };
 
 // How the geometric ops sample their input (torchvision's InterpolationMode): the nearest pixel,
 // or grid_sample's bilinear blend of the four pixels around the point.
 enum class Interpolation : std::int32_t { kNearest = 0, kBilinear = 1 };
 
+// The fill of a step or op that may have none: torchvision's fill=None, where the points that a
+// warp takes from outside the image read grid_sample's zeros (for nearest sampling, the same as
+// a fill of 0; for bilinear, the edges blend with 0).
+inline constexpr float kNoFill = -1.f;
+
 // AutoAugment's policies (torchvision's AutoAugmentPolicy).
 enum class AutoAugmentPolicy : std::int32_t { kImageNet = 0, kCifar10 = 1, kSvhn = 2 };
 
 // Whether a step is one of the augmentation policies.
 constexpr bool is_policy(StepKind kind) {
-  return kind >= StepKind::kTrivialAugmentWide && kind <= StepKind::kAutoAugment;
+  return (kind >= StepKind::kTrivialAugmentWide && kind <= StepKind::kAutoAugment) ||
+         kind == StepKind::kAugMix;
 }
 
 // Whether a step changes pixel values only, not where they are (the photometric steps).
@@ -107,6 +116,19 @@ enum class ImageOp : std::int32_t {
   // the angle worked out in double as torchvision's _apply_image_or_video_transform does (a
   // float32 angle would move some pixels).
   kShear = 16,
+  // AugMix (StepKind::kAugMix): one sample's record is a kAugMix, then for each chain a
+  // kAugMixChain followed by that chain's ops (the numbers above; geometric ones sample with
+  // the kAugMix's interpolation and take its fill, kNoFill being fill=None). Each chain's ops
+  // apply in order to the image AugMix received; the result is, in float32 as torchvision
+  // computes it, args[0] * image + the sum over chains of weight * chain, each product and each
+  // sum rounded, then truncated to a byte.
+  // kAugMix: args[0]: the image's own weight m[0] (m ~ Dirichlet([alpha, alpha])); args[1]: the
+  // number of chains that follow; args[2]: their interpolation (0 nearest, 1 bilinear); args[3]:
+  // their fill, or kNoFill (-1).
+  kAugMix = 50,
+  // kAugMixChain: args[0]: the chain's weight, Dirichlet([alpha] * width) times m[1] in float32;
+  // args[1]: the number of ops that follow in the chain (its depth).
+  kAugMixChain = 51,
 };
 
 // One op a sample got, with its numbers (see ImageOp; unused ones are 0).
@@ -117,7 +139,8 @@ struct AppliedOp {
 
 // "brightness", "contrast", "saturation", "hue", "grayscale", "solarize", "posterize",
 // "equalize", "autocontrast", "sharpness", "invert", "gaussian_blur", "affine",
-// "affine_at_origin", "rotate"; "" for kNone and unknown numbers.
+// "affine_at_origin", "rotate", "shear", "augmix", "augmix_chain"; "" for kNone and unknown
+// numbers.
 std::string_view image_op_name(ImageOp op);
 
 // One step, as Pipeline::steps() describes it.
@@ -146,11 +169,17 @@ struct Step {
   std::int32_t kernel_height = 0;   // kGaussianBlur (odd)
   float sigma_min = 0.f;            // kGaussianBlur
   float sigma_max = 0.f;            // kGaussianBlur
-  float fill = 0.f;                 // policies: the level outside warped images
+  float fill = 0.f;                 // policies: the level outside warped images (or kNoFill)
   std::int32_t num_ops = 0;         // kRandAugment
   std::int32_t magnitude = 0;       // kRandAugment: the bin every op takes
   std::int32_t magnitude_bins = 0;  // kTrivialAugmentWide, kRandAugment
   AutoAugmentPolicy policy = AutoAugmentPolicy::kImageNet;  // kAutoAugment
+  std::int32_t severity = 0;       // kAugMix: ops take bins 0..severity-1 of 10
+  std::int32_t mixture_width = 0;  // kAugMix: chains
+  std::int32_t chain_depth = 0;    // kAugMix: ops per chain; -1 draws 1..3 per chain
+  float alpha = 0.f;               // kAugMix: the Dirichlet and Beta parameter
+  bool all_ops = false;            // kAugMix: with brightness, color, contrast and sharpness
+  Interpolation interpolation = Interpolation::kNearest;  // kAugMix: of its geometric ops
 };
 
 class Pipeline {
@@ -202,6 +231,12 @@ class Pipeline {
   Pipeline& rand_augment(int num_ops = 2, int magnitude = 9, int magnitude_bins = 31,
                          float fill = 0.f);
   Pipeline& auto_augment(AutoAugmentPolicy policy = AutoAugmentPolicy::kImageNet, float fill = 0.f);
+  // torchvision's AugMix (its defaults; `fill` a level in [0, 255] or kNoFill, torchvision's
+  // None). severity in 1..10, mixture_width in 1..16, chain_depth -1 or 1..16, alpha in
+  // (0, 100].
+  Pipeline& augmix(int severity = 3, int mixture_width = 3, int chain_depth = -1, float alpha = 1.f,
+                   bool all_ops = true, Interpolation interpolation = Interpolation::kBilinear,
+                   float fill = kNoFill);
 
   // The training pipeline to height x width: random-resized-crop + flip for photographs, or,
   // with `small_images` (28x28 digits and the like), pad-(side/7) random crop + flip.
@@ -221,8 +256,8 @@ class Pipeline {
   void validate(int source_height, int source_width) const;
 
   // The most ops one sample can get from these steps (color_jitter 4, rand_augment num_ops,
-  // auto_augment 2, the other photometric steps and policies 1 each): the width of
-  // Batch::applied_ops().
+  // auto_augment 2, augmix 1 + mixture_width * (1 + depth), depth 3 when drawn, the other
+  // photometric steps and policies 1 each): the width of Batch::applied_ops().
   int max_applied_ops() const;
 
   // One line per step, e.g. "random_resized_crop 224x224 scale [0.08, 1] ratio [0.75, 1.33]".
@@ -237,12 +272,21 @@ class Pipeline {
   std::vector<Step> steps_;
 };
 
+// A setting given by name in a step's text, with the numbers that follow it: "severity 2" is
+// {"severity", {2}}, "bilinear" is {"bilinear", {}}.
+struct StepSetting {
+  std::string name;
+  std::vector<double> args;
+};
+
 // A step by name and its numbers, as Python's pipeline= and the tools' --pipeline give it:
 // {"box_crop", {512, 512, 0.5}}. The names are the builder methods' above; trailing numbers
-// that a builder defaults may be left out.
+// that a builder defaults may be left out. augmix takes its settings by name instead:
+// {"augmix", {}, {{"severity", {2}}, {"nearest", {}}}}.
 struct StepSpec {
   std::string name;
   std::vector<double> args;
+  std::vector<StepSetting> settings;  // the words after the numbers, in order
 };
 
 // The pipeline of `steps` at height x width x channels. Throws ConfigError naming the step when
@@ -250,8 +294,9 @@ struct StepSpec {
 Pipeline make_pipeline(int height, int width, int channels, const std::vector<StepSpec>& steps);
 
 // Steps from text: "scale_jitter 480 800 | box_crop 512 512 0.5 | horizontal_flip", steps
-// separated by '|', each a name and its numbers. Throws ConfigError on a word that is not a
-// number.
+// separated by '|', each a name, its numbers, then its settings by name ("augmix severity 2
+// bilinear"): a word after the name that is not a number starts a setting. Throws ConfigError on
+// text without a step.
 std::vector<StepSpec> parse_steps(std::string_view text);
 
 }  // namespace stoke

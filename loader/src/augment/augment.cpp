@@ -11,6 +11,7 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "augment/augmix.hpp"
 #include "augment/photometric_steps.hpp"
 
 #if defined(__SSE2__)
@@ -182,8 +183,8 @@ void Augmenter::run(const AugmentStep* steps, int step_count, ImageSource& sourc
   if (w.vflip) mirror_rows(dst, out_channels);
   const Pixels out{dst, out_height, out_width, out_channels,
                    static_cast<std::size_t>(out_width) * out_channels};
-  for (std::size_t i = deferred_from_; i < applied_.size(); ++i)  // none for kNotDeferred
-    apply_color_op(applied_[i], out, photometric_);
+  if (deferred_from_ != kNotDeferred)
+    apply_pixel_ops(std::span(applied_).subspan(deferred_from_), out, photometric_);
 }
 
 void Augmenter::photometric(Window& w, const AugmentStep& s, SampleRng& rng) {
@@ -202,8 +203,7 @@ void Augmenter::apply_now(Window& w, std::size_t first) {
   cv::Mat m = materialize(w, true);
   if (m.channels() == 3 && w.src.bgr) cv::cvtColor(m, m, cv::COLOR_BGR2RGB);
   const Pixels px{m.data, m.rows, m.cols, m.channels(), m.step};
-  for (std::size_t i = first; i < applied_.size(); ++i)
-    apply_color_op(applied_[i], px, photometric_);
+  apply_pixel_ops(std::span(applied_).subspan(first), px, photometric_);
   w.src = ImageRef{m.data, m.rows, m.cols, m.channels(), m.step, false};
   resized(w, w.height, w.width);  // the same size: the map only moves by the window's origin
 }

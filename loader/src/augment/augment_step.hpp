@@ -46,13 +46,19 @@ struct AugmentStep {
   std::int32_t magnitude = 0;
   std::int32_t magnitude_bins = 0;
   std::int32_t policy = 0;
-  std::uint32_t reserved[3] = {};
+  // kAugMix's settings, narrow to fit the record (the pipeline bounds them far below).
+  float alpha = 0.f;
+  std::int16_t severity = 0;
+  std::int16_t mixture_width = 0;
+  std::int16_t chain_depth = 0;
+  std::uint8_t all_ops = 0;
+  std::uint8_t interpolation = 0;  // Interpolation
 
   StepKind step_kind() const { return static_cast<StepKind>(kind); }
 };
 static_assert(std::is_trivially_copyable_v<AugmentStep> && std::is_standard_layout_v<AugmentStep>);
 static_assert(sizeof(AugmentStep) == 128 && offsetof(AugmentStep, min_visible) == 56 &&
-              offsetof(AugmentStep, sigma_max) == 92);
+              offsetof(AugmentStep, sigma_max) == 92 && offsetof(AugmentStep, alpha) == 116);
 
 inline AugmentStep to_augment_step(const Step& s) {
   return AugmentStep{static_cast<std::uint32_t>(s.kind),
@@ -84,7 +90,12 @@ inline AugmentStep to_augment_step(const Step& s) {
                      s.magnitude,
                      s.magnitude_bins,
                      static_cast<std::int32_t>(s.policy),
-                     {}};
+                     s.alpha,
+                     static_cast<std::int16_t>(s.severity),
+                     static_cast<std::int16_t>(s.mixture_width),
+                     static_cast<std::int16_t>(s.chain_depth),
+                     static_cast<std::uint8_t>(s.all_ops ? 1 : 0),
+                     static_cast<std::uint8_t>(s.interpolation)};
 }
 
 inline std::vector<AugmentStep> augment_steps(const Pipeline& p) {

@@ -50,9 +50,9 @@ namespace stoke::detail {
 // policies pass for ShearX and ShearY).
 enum class AffineCenter { kImage, kOrigin };
 
-// The fill of the ops below is a level in [0, 255], or kNoFill for torchvision's fill=None: the
-// points outside read grid_sample's zeros (for nearest sampling, the same as a fill of 0).
-inline constexpr float kNoFill = -1.0f;
+// The fill of the ops below is a level in [0, 255], or kNoFill (stoke/pipeline.hpp) for
+// torchvision's fill=None: the points outside read grid_sample's zeros (for nearest sampling,
+// the same as a fill of 0).
 
 // F.affine(image, angle=args[0], translate=[args[1], args[2]], scale=args[3],
 // shear=[args[4], args[5]], interpolation, fill=args[6]), in place; `copy` receives the input

@@ -60,17 +60,22 @@ using ColorOp = ImageOp;
 using ColorOpArgs = AppliedOp;
 
 // What the ops need beyond the image, reused across calls so that a worker allocates once: the
-// blur's 2-D kernel (f0) and 1-D kernels (f1), and the copy of the image that sharpness, the
-// blur and the geometric ops read from while they write (u0; reflect-padded for the blur, at most
-// 9 times the image).
+// blur's 2-D kernel (f0) and 1-D kernels (f1), the copy of the image that sharpness, the blur
+// and the geometric ops read from while they write (u0; reflect-padded for the blur, at most 9
+// times the image), and AugMix's float32 mix and the chain it works on (augmix.hpp).
 struct PhotometricScratch {
   std::vector<float> f0, f1;
   std::vector<std::uint8_t> u0;
+  std::vector<float> mix;
+  std::vector<std::uint8_t> chain;
 };
 
-// Applies `op` to `image` in place; the geometric ops (kAffine, kAffineAtOrigin, kRotate) are
-// geometric_ops.hpp's. REQUIRES: image.channels is 1 or 3; the arguments are in the ranges above
-// and there (the pipeline's validation guarantees them).
-void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScratch& scratch);
+// Applies `op` to `image` in place; the geometric ops (kAffine, kAffineAtOrigin, kRotate,
+// kShear) are geometric_ops.hpp's, sampling with `interpolation`. kAugMix and kAugMixChain are
+// not ops of their own (augmix.hpp runs their records) and do nothing here. REQUIRES:
+// image.channels is 1 or 3; the arguments are in the ranges above and there (the pipeline's
+// validation guarantees them).
+void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScratch& scratch,
+                    Interpolation interpolation = Interpolation::kNearest);
 
 }  // namespace stoke::detail

@@ -62,8 +62,8 @@ inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKAREN
 // 2: SharedSemaphore (sem_t) in WorkerRecord; 3: ArenaHeader::verify_region; 4: FileEntry member
 // ranges; 5: FileEntry::copy_length (a remote shard's local copy after its URL); 6: boxes (in the
 // index and the slots), geometry; 7: ArenaHeader::remote_deadline_s; 8: AugmentStep of 128
-// bytes (photometric steps), the slots' applied ops
-inline constexpr std::uint32_t kLayoutVersion = 8;
+// bytes (photometric steps), the slots' applied ops; 9: AugmentStep's AugMix settings
+inline constexpr std::uint32_t kLayoutVersion = 9;
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
 
