@@ -114,17 +114,16 @@ void warp(const Pixels& im, const SamplingGrid& g, std::uint8_t fill,
 
 // grid_sample's bilinear blend (geometric_ops.hpp): `v` holds the four corners' values in the
 // order nw, ne, sw, se, 0 for a corner outside the image.
-inline float blend(const float v[4], const float wt[4]) {
+[[gnu::always_inline]] inline float blend(const float v[4], const float wt[4]) {
   return std::fma(v[3], wt[3], std::fma(v[2], wt[2], std::fma(v[1], wt[1], v[0] * wt[0])));
 }
 
-// _apply_grid_transform with bilinear sampling: grid_sample of the image (and, with a fill, of a
-// ones channel that becomes the mask), the fill mixed in as ((v - fill) * mask) + fill, then
-// round_() and the byte conversion.
+// _apply_grid_transform with bilinear sampling on `src` (the image's tight copy): grid_sample
+// of the image (and, with a fill, of a ones channel that becomes the mask), the fill mixed in as
+// ((v - fill) * mask) + fill, then round_() and the byte conversion.
 template <int kChannels, bool kFill>
-void warp_bilinear(const Pixels& im, const SamplingGrid& g, float fill,
-                   std::vector<std::uint8_t>& copy) {
-  const std::uint8_t* src = tight_copy(im, copy);
+[[gnu::always_inline]] inline void bilinear_rows(const Pixels& im, const std::uint8_t* src,
+                                                 const SamplingGrid& g, float fill) {
   const std::size_t line = im.row_bytes();
   const float x0 = 0.5f * static_cast<float>(im.width - 1);
   const float y0 = 0.5f * static_cast<float>(im.height - 1);
@@ -171,6 +170,32 @@ void warp_bilinear(const Pixels& im, const SamplingGrid& g, float fill,
       }
     }
   }
+}
+
+// The same rows compiled for AVX2 and FMA, where fma, floor and nearbyint are one instruction
+// each instead of library calls (each is exact, so both compilations give the same bytes).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+template <int kChannels, bool kFill>
+__attribute__((target("avx2,fma"))) void bilinear_rows_fma(const Pixels& im,
+                                                           const std::uint8_t* src,
+                                                           const SamplingGrid& g, float fill) {
+  bilinear_rows<kChannels, kFill>(im, src, g, fill);
+}
+
+bool has_fma() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return yes;
+}
+#endif
+
+template <int kChannels, bool kFill>
+void warp_bilinear(const Pixels& im, const SamplingGrid& g, float fill,
+                   std::vector<std::uint8_t>& copy) {
+  const std::uint8_t* src = tight_copy(im, copy);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (has_fma()) return bilinear_rows_fma<kChannels, kFill>(im, src, g, fill);
+#endif
+  bilinear_rows<kChannels, kFill>(im, src, g, fill);
 }
 
 void warp(const Pixels& im, const std::array<double, 6>& m, float fill, Interpolation interpolation,
