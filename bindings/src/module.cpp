@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "stoke/batch.hpp"
@@ -166,8 +167,9 @@ const char* no_bytes(const stoke::Batch& b) {
   return b.max_bytes() > 0 ? nullptr : "pass-through bytes (set bytes_field)";
 }
 
-// One pipeline step as Python gives it: its name and its numbers.
-using StepArgs = std::pair<std::string, std::vector<double>>;
+// One pipeline step as Python gives it: the text of one step, as the tools' --pipeline takes it
+// ("box_crop 512 512 0.5", "augmix severity 2 nearest"; stoke/__init__.py writes tuples so).
+using StepArgs = std::string;
 
 // The Python Loader's keyword arguments (defaults live in bindings/stoke/__init__.py).
 struct LoaderArgs {
@@ -246,7 +248,12 @@ stoke::Options options_from(const LoaderArgs& a) {
       throw stoke::ConfigError("channels must be 1 (gray) or 3 (RGB), got " +
                                std::to_string(a.channels));
     std::vector<stoke::StepSpec> steps;
-    for (const auto& [name, numbers] : a.pipeline) steps.push_back({name, numbers});
+    for (const StepArgs& text : a.pipeline) {
+      std::vector<stoke::StepSpec> one = stoke::parse_steps(text);
+      if (one.size() != 1)
+        throw stoke::ConfigError("pipeline=: one step per item, got '" + text + "'");
+      steps.push_back(std::move(one.front()));
+    }
     o.pipeline = stoke::make_pipeline(o.height, o.width, a.channels, steps);
   }
   o.dtype = stoke::parse_dtype(a.dtype);
@@ -486,6 +493,10 @@ NB_MODULE(_stoke, m) {
           [](const stoke::Batch& b) {
             const int width = b.max_applied_ops();
             const std::span<const stoke::AppliedOp> all = b.applied_ops();
+            // kNoFill (torchvision's fill=None) as None.
+            const auto fill = [](float f) -> nb::object {
+              return f == stoke::kNoFill ? nb::none() : nb::cast(f);
+            };
             nb::list samples;
             for (int i = 0; i < b.size(); ++i) {
               nb::list ops;
@@ -495,12 +506,18 @@ NB_MODULE(_stoke, m) {
                 const std::string name(stoke::image_op_name(op.op));
                 if (op.op == stoke::ImageOp::kAffine || op.op == stoke::ImageOp::kAffineAtOrigin)
                   ops.append(nb::make_tuple(name, op.args[0], op.args[1], op.args[2], op.args[3],
-                                            op.args[4], op.args[5], op.args[6]));
+                                            op.args[4], op.args[5], fill(op.args[6])));
                 else if (op.op == stoke::ImageOp::kRotate)
-                  ops.append(nb::make_tuple(name, op.args[0], op.args[1]));
+                  ops.append(nb::make_tuple(name, op.args[0], fill(op.args[1])));
                 else if (op.op == stoke::ImageOp::kShear)
                   ops.append(nb::make_tuple(name, op.args[0], static_cast<int>(op.args[1]),
-                                            op.args[2]));
+                                            fill(op.args[2])));
+                else if (op.op == stoke::ImageOp::kAugMix)
+                  ops.append(nb::make_tuple(name, op.args[0], static_cast<int>(op.args[1]),
+                                            op.args[2] == 1.f ? "bilinear" : "nearest",
+                                            fill(op.args[3])));
+                else if (op.op == stoke::ImageOp::kAugMixChain)
+                  ops.append(nb::make_tuple(name, op.args[0], static_cast<int>(op.args[1])));
                 else if (op.op == stoke::ImageOp::kGaussianBlur)
                   ops.append(nb::make_tuple(name, static_cast<int>(op.args[0]),
                                             static_cast<int>(op.args[1]), op.args[2]));
@@ -533,7 +550,11 @@ NB_MODULE(_stoke, m) {
           "('affine_at_origin', ...) (center [0, 0]), ('rotate', angle, fill), ('shear', m, "
           "axis, fill) (the policies' ShearX/ShearY: F.affine with shear degrees(atan(m)) "
           "about [0, 0]) (nearest): each "
-          "torchvision.transforms.v2.functional's op of that name on uint8 pixels.")
+          "torchvision.transforms.v2.functional's op of that name on uint8 pixels. AugMix: "
+          "('augmix', m0, chains, interpolation, fill), then per chain ('augmix_chain', "
+          "weight, ops) and its ops, whose warps sample with that interpolation; the output is "
+          "m0 * image + the sum of weight * chain in float32, truncated. A fill of None is "
+          "torchvision's fill=None.")
       .def_prop_ro("masks",
                    [](const stoke::Batch& b) {
                      return per_device(

@@ -43,16 +43,26 @@ _AUTO = -1  # stoke::kAuto
 
 
 def _step(step):
-    """A pipeline step as (name, [numbers]): from "name" or ("name", numbers...)."""
+    """A pipeline step as the tools' --pipeline text of one step: "name" or "augmix severity 2"
+    as they are, ("name", numbers and setting names...) joined by spaces (each number written
+    so that it reads back as the same double)."""
     if isinstance(step, str):
-        return (step, [])
+        if "|" in step:
+            raise ValueError(f"one pipeline step per item, got {step!r}")
+        return step
     if not isinstance(step, (tuple, list)) or not step or not isinstance(step[0], str):
         raise ValueError(f"a pipeline step is a name or a (name, numbers...) tuple, got {step!r}")
-    try:
-        return (step[0], [float(v) for v in step[1:]])
-    except (TypeError, ValueError):
-        raise ValueError(f"pipeline step {step[0]}: its arguments must be numbers, "
-                         f"got {step[1:]!r}") from None
+    words = [step[0]]
+    for v in step[1:]:
+        if isinstance(v, str) and v and not any(c.isspace() or c == "|" for c in v):
+            words.append(v)
+            continue
+        try:
+            words.append(repr(float(v)))
+        except (TypeError, ValueError):
+            raise ValueError(f"pipeline step {step[0]}: its arguments must be numbers or "
+                             f"setting names, got {step[1:]!r}") from None
+    return " ".join(words)
 
 
 def _auto_or_int(name: str, value: Union[int, str]) -> int:
@@ -130,7 +140,10 @@ class Loader(_stoke.Loader):
             ``box_crop(h, w[, min_visible, scale_min, scale_max, ratio_min, ratio_max])``,
             ``horizontal_flip([p])``, ``vertical_flip([p])``, ``pad_random_crop(pad, h, w)``,
             ``color_jitter(brightness, contrast)``, ``scale_jitter(min_side, max_side[,
-            longer_side])``. Needs ``size`` (the output); ``channels`` is 3 or 1.
+            longer_side])``, the photometric steps and the policies (docs/USAGE.md), e.g.
+            ``("augmix", "severity", 2, "nearest")`` or the text ``"augmix severity 2
+            nearest"``: a step's settings by name, as the tools' ``--pipeline`` takes them.
+            Needs ``size`` (the output); ``channels`` is 3 or 1.
         augment: ``"train"`` (random-resized-crop + flip; pad-crop + flip for small images) or
             ``"eval"`` (resize the shorter side, centre crop); ``"default"`` and ``"none"``
             remain accepted for them.

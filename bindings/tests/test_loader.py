@@ -390,6 +390,31 @@ def test_a_pipeline_of_detection_steps_moves_the_boxes_with_the_pixels(tmp_path)
         stoke.Loader(data, size=64, pipeline=[("box_crop", 64)])
 
 
+def test_augmix_takes_its_settings_by_name_and_records_its_chains():
+    def first_batch(steps):
+        return next(iter(stoke.Loader(FASHION, split="test", batch=8, size=32, channels=1,
+                                      pipeline=steps, workers=0, seed=3)))
+    tuples = first_batch([("resize", 32, 32),
+                          ("augmix", "width", 2, "depth", 1, "nearest", "fill", 128)])
+    text = first_batch(["resize 32 32", "augmix width 2 depth 1 nearest fill 128"])
+    assert np.array_equal(np.from_dlpack(tuples.pixels[0]), np.from_dlpack(text.pixels[0]))
+    assert tuples.applied_ops == text.applied_ops
+    for ops in tuples.applied_ops:
+        name, m0, chains, interpolation, fill = ops[0]
+        assert (name, chains, interpolation, fill) == ("augmix", 2, "nearest", 128.0)
+        assert [op[0] for op in ops[1::2]] == ["augmix_chain"] * 2  # one op per chain
+        assert [op[2] for op in ops[1::2]] == [1, 1]
+        assert abs(m0 + ops[1][1] + ops[3][1] - 1) < 1e-5
+    defaults = first_batch([("resize", 32, 32), "augmix"])
+    assert {ops[0][3:] for ops in defaults.applied_ops} == {("bilinear", None)}
+    with pytest.raises(ValueError, match="'bicubic' is not one of its settings"):
+        first_batch([("resize", 32, 32), ("augmix", "bicubic")])
+    with pytest.raises(ValueError, match="severity takes one number, got 0"):
+        first_batch([("resize", 32, 32), ("augmix", "severity")])
+    with pytest.raises(ValueError, match="one pipeline step per item"):
+        first_batch(["resize 32 32 | augmix"])
+
+
 def test_boxes_on_data_without_them_raise_value_error(tmp_path):
     batch = next(iter(stoke.Loader(FASHION, split="test", batch=8, workers=0)))
     assert batch.max_boxes == 0
