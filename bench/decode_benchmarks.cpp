@@ -10,7 +10,11 @@
 //                            gives 224 pixels, resampled and flipped into the output.
 //   BM_ImageOp/<op>          one photometric or geometric op (photometric.hpp) on a 224x224
 //                            RGB image made from the first file, in place; each iteration first
-//                            copies the image back, which BM_ImageOp/copy alone measures.
+//                            copies the image back, which BM_ImageOp/copy alone measures. The
+//                            *_bilinear warps sample bilinearly (geometric_ops.hpp), fill=None.
+//   BM_AugMix/<settings>     torchvision's AugMix (augmix.hpp) on that image: each iteration a
+//                            new sample's draws (included) and mix, so the figure is the mean
+//                            over its ops, depths and widths.
 //
 //   stoke-decode-benchmarks [--corpus DIR] [--limit N] [--iterations I] [google benchmark flags]
 //   stoke-decode-benchmarks --sweep [--corpus DIR] [--limit N] [--passes P]
@@ -51,7 +55,9 @@
 #include <vector>
 
 #include "augment/augment.hpp"
+#include "augment/augmix.hpp"
 #include "augment/photometric.hpp"
+#include "augment/photometric_steps.hpp"
 #include "data/sample_rng.hpp"
 #include "decode/decode.hpp"
 #include "decode/jpeg_common.hpp"
@@ -498,14 +504,37 @@ const cv::Mat& op_image() {
   return image;
 }
 
-void BM_ImageOp(benchmark::State& state, stoke::AppliedOp op) {
+void BM_ImageOp(benchmark::State& state, stoke::AppliedOp op, stoke::Interpolation interpolation) {
   const cv::Mat& source = op_image();
   cv::Mat work = source.clone();
   const stoke::detail::Pixels px{work.data, work.rows, work.cols, 3, work.step[0]};
   stoke::detail::PhotometricScratch scratch;
   for (auto _ : state) {
     source.copyTo(work);
-    if (op.op != stoke::ImageOp::kNone) stoke::detail::apply_color_op(op, px, scratch);
+    if (op.op != stoke::ImageOp::kNone)
+      stoke::detail::apply_color_op(op, px, scratch, interpolation);
+    benchmark::DoNotOptimize(work.data);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+// AugMix with `text`'s settings on the 224x224 image, a new sample's draws each iteration (the
+// draws included), as torchvision's AugMix draws anew on each call.
+void BM_AugMix(benchmark::State& state, const char* text) {
+  const cv::Mat& source = op_image();
+  cv::Mat work = source.clone();
+  const stoke::detail::Pixels px{work.data, work.rows, work.cols, 3, work.step[0]};
+  const stoke::Pipeline p = stoke::make_pipeline(224, 224, 3, stoke::parse_steps(text));
+  const stoke::detail::AugmentStep step = stoke::detail::to_augment_step(p.steps().back());
+  stoke::detail::PhotometricScratch scratch;
+  std::vector<stoke::AppliedOp> ops;
+  std::int64_t position = 0;
+  for (auto _ : state) {
+    source.copyTo(work);
+    stoke::detail::SampleRng rng(1, stoke::detail::kSampleStream, 0, position++);
+    ops.clear();
+    stoke::detail::draw_pixel_ops(step, rng, 224, 224, ops);
+    stoke::detail::apply_pixel_ops(ops, px, scratch);
     benchmark::DoNotOptimize(work.data);
   }
   state.SetItemsProcessed(state.iterations());
@@ -531,10 +560,25 @@ void register_ops(long iterations) {
       {"affine", {ImageOp::kAffine, {15.f, 10.f, -5.f, 1.1f, 5.f, 3.f, 0.f}}},
       {"shear", {ImageOp::kShear, {0.3f, 0.f, 0.f}}},
       {"rotate", {ImageOp::kRotate, {30.f, 0.f}}}};
-  for (const auto& [name, op] : ops) {
+  const auto add = [&](const std::string& name, const stoke::AppliedOp& op,
+                       stoke::Interpolation interpolation) {
     auto* b =
-        benchmark::RegisterBenchmark((std::string("BM_ImageOp/") + name).c_str(), BM_ImageOp, op)
+        benchmark::RegisterBenchmark(("BM_ImageOp/" + name).c_str(), BM_ImageOp, op, interpolation)
             ->Unit(benchmark::kMillisecond);
+    if (iterations > 0) b->Iterations(iterations);
+  };
+  for (const auto& [name, op] : ops) add(name, op, stoke::Interpolation::kNearest);
+  // The warps as AugMix takes them by default: bilinear, fill=None.
+  const std::pair<const char*, stoke::AppliedOp> bilinear[] = {
+      {"affine_bilinear", {ImageOp::kAffine, {15.f, 10.f, -5.f, 1.1f, 5.f, 3.f, stoke::kNoFill}}},
+      {"shear_bilinear", {ImageOp::kShear, {0.3f, 0.f, stoke::kNoFill}}},
+      {"rotate_bilinear", {ImageOp::kRotate, {30.f, stoke::kNoFill}}},
+      {"rotate_bilinear_fill", {ImageOp::kRotate, {30.f, 0.f}}}};
+  for (const auto& [name, op] : bilinear) add(name, op, stoke::Interpolation::kBilinear);
+  const std::pair<const char*, const char*> augmix[] = {{"BM_AugMix/default", "augmix"},
+                                                        {"BM_AugMix/nearest", "augmix nearest"}};
+  for (const auto& [name, text] : augmix) {
+    auto* b = benchmark::RegisterBenchmark(name, BM_AugMix, text)->Unit(benchmark::kMillisecond);
     if (iterations > 0) b->Iterations(iterations);
   }
 }

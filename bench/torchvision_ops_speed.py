@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """ms per 224x224 RGB image for each photometric and geometric op of torchvision.transforms.v2
 on a uint8 tensor and on a PIL image, one thread: the peer column beside
-`stoke-decode-benchmarks --benchmark_filter=BM_ImageOp` (the same ops and numbers, the same
-image: the corpus's first file resized to 224x224 with an area filter).
+`stoke-decode-benchmarks --benchmark_filter='BM_ImageOp|BM_AugMix'` (the same ops and numbers,
+the same image: the corpus's first file resized to 224x224 with an area filter). AugMix draws
+anew on each call, as BM_AugMix does, so its figure is a mean over its draws.
 
   python bench/torchvision_ops_speed.py [--corpus DIR] [--seconds S]
 
@@ -17,10 +18,12 @@ import time
 
 import torch
 from PIL import Image
+from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 I = F.InterpolationMode.NEAREST
+B = F.InterpolationMode.BILINEAR
 
 OPS = [
     ("brightness", lambda x: F.adjust_brightness(x, 1.3)),
@@ -42,10 +45,20 @@ OPS = [
                                  shear=[16.69924423399362, 0.0], interpolation=I, fill=0,
                                  center=[0, 0])),
     ("rotate", lambda x: F.rotate(x, 30.0, interpolation=I, fill=0)),
+    ("affine_bilinear", lambda x: F.affine(x, angle=15.0, translate=[10.0, -5.0], scale=1.1,
+                                           shear=[5.0, 3.0], interpolation=B, fill=None)),
+    ("shear_bilinear", lambda x: F.affine(x, angle=0.0, translate=[0, 0], scale=1.0,
+                                          shear=[16.69924423399362, 0.0], interpolation=B,
+                                          fill=None, center=[0, 0])),
+    ("rotate_bilinear", lambda x: F.rotate(x, 30.0, interpolation=B, fill=None)),
+    ("rotate_bilinear_fill", lambda x: F.rotate(x, 30.0, interpolation=B, fill=0)),
+    ("AugMix (defaults)", v2.AugMix()),
+    ("AugMix (nearest)", v2.AugMix(interpolation=I)),
 ]
 
 
 def ms_per_call(fn, x, seconds):
+    torch.manual_seed(0)
     fn(x)  # warm up
     n, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
