@@ -10,9 +10,14 @@
 //                            gives 224 pixels, resampled and flipped into the output.
 //   BM_ImageOp/<op>          one photometric or geometric op (photometric.hpp) on a 224x224
 //                            RGB image made from the first file, in place; each iteration first
-//                            copies the image back, which BM_ImageOp/copy alone measures.
+//                            copies the image back, which BM_ImageOp/copy alone measures. The
+//                            *_bilinear warps sample bilinearly (geometric_ops.hpp); fill=None
+//                            but for affine_bilinear (random_affine_bilinear's, fill 0).
 //   BM_AffineMask            random_affine's warp of a 224x224 uint8 label map (what a mask
 //                            costs beside its image), with BM_ImageOp/affine's numbers.
+//   BM_AugMix/<settings>     torchvision's AugMix (augmix.hpp) on that image: each iteration a
+//                            new sample's draws (included) and mix, so the figure is the mean
+//                            over its ops, depths and widths.
 //
 //   stoke-decode-benchmarks [--corpus DIR] [--limit N] [--iterations I] [google benchmark flags]
 //   stoke-decode-benchmarks --sweep [--corpus DIR] [--limit N] [--passes P]
@@ -53,8 +58,9 @@
 #include <vector>
 
 #include "augment/augment.hpp"
-#include "augment/op_sequence.hpp"
+#include "augment/augmix.hpp"
 #include "augment/geometric_ops.hpp"
+#include "augment/op_sequence.hpp"
 #include "augment/photometric.hpp"
 #include "augment/photometric_steps.hpp"
 #include "data/sample_rng.hpp"
@@ -503,14 +509,37 @@ const cv::Mat& op_image() {
   return image;
 }
 
-void BM_ImageOp(benchmark::State& state, stoke::AppliedOp op) {
+void BM_ImageOp(benchmark::State& state, stoke::AppliedOp op, stoke::Interpolation interpolation) {
   const cv::Mat& source = op_image();
   cv::Mat work = source.clone();
   const stoke::detail::Pixels px{work.data, work.rows, work.cols, 3, work.step[0]};
   stoke::detail::PhotometricScratch scratch;
   for (auto _ : state) {
     source.copyTo(work);
-    if (op.op != stoke::ImageOp::kNone) stoke::detail::apply_color_op(op, px, scratch);
+    if (op.op != stoke::ImageOp::kNone)
+      stoke::detail::apply_color_op(op, px, scratch, interpolation);
+    benchmark::DoNotOptimize(work.data);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+// AugMix with `text`'s settings on the 224x224 image, a new sample's draws each iteration (the
+// draws included), as torchvision's AugMix draws anew on each call.
+void BM_AugMix(benchmark::State& state, const char* text) {
+  const cv::Mat& source = op_image();
+  cv::Mat work = source.clone();
+  const stoke::detail::Pixels px{work.data, work.rows, work.cols, 3, work.step[0]};
+  const stoke::Pipeline p = stoke::make_pipeline(224, 224, 3, stoke::parse_steps(text));
+  const stoke::detail::AugmentStep step = stoke::detail::to_augment_step(p.steps().back());
+  stoke::detail::PhotometricScratch scratch;
+  std::vector<stoke::AppliedOp> ops;
+  std::int64_t position = 0;
+  for (auto _ : state) {
+    source.copyTo(work);
+    stoke::detail::SampleRng rng(1, stoke::detail::kSampleStream, 0, position++);
+    ops.clear();
+    stoke::detail::draw_pixel_ops(step, rng, 224, 224, ops);
+    stoke::detail::apply_ops(ops, px, scratch);
     benchmark::DoNotOptimize(work.data);
   }
   state.SetItemsProcessed(state.iterations());
@@ -593,10 +622,24 @@ void register_ops(long iterations) {
       {"pil_shear_x_bicubic", {ImageOp::kPilShearX, {0.3f, 3.f, 124.f, 116.f, 104.f}}},
       {"pil_translate_x_rel_bicubic",
        {ImageOp::kPilTranslateXRel, {0.3f, 3.f, 124.f, 116.f, 104.f}}}};
-  for (const auto& [name, op] : ops) {
+  const auto add = [&](const std::string& name, const stoke::AppliedOp& op,
+                       stoke::Interpolation interpolation) {
     auto* b =
-        benchmark::RegisterBenchmark((std::string("BM_ImageOp/") + name).c_str(), BM_ImageOp, op)
+        benchmark::RegisterBenchmark(("BM_ImageOp/" + name).c_str(), BM_ImageOp, op, interpolation)
             ->Unit(benchmark::kMillisecond);
+    if (iterations > 0) b->Iterations(iterations);
+  };
+  for (const auto& [name, op] : ops) add(name, op, stoke::Interpolation::kNearest);
+  // The warps as AugMix takes them by default: bilinear, fill=None.
+  const std::pair<const char*, stoke::AppliedOp> bilinear[] = {
+      {"shear_bilinear", {ImageOp::kShear, {0.3f, 0.f, stoke::kNoFill}}},
+      {"rotate_bilinear", {ImageOp::kRotate, {30.f, stoke::kNoFill}}},
+      {"rotate_bilinear_fill", {ImageOp::kRotate, {30.f, 0.f}}}};
+  for (const auto& [name, op] : bilinear) add(name, op, stoke::Interpolation::kBilinear);
+  const std::pair<const char*, const char*> augmix[] = {
+      {"BM_AugMix/default", "augmix"}, {"BM_AugMix/nearest", "augmix interpolation=nearest"}};
+  for (const auto& [name, text] : augmix) {
+    auto* b = benchmark::RegisterBenchmark(name, BM_AugMix, text)->Unit(benchmark::kMillisecond);
     if (iterations > 0) b->Iterations(iterations);
   }
   for (const char* config : {"rand-m9-mstd0.5-inc1", "augmix-m5-w3"}) {

@@ -8,7 +8,10 @@ the op received. Each sample's applied ops (`batch.applied_ops`: the op, in orde
 numbers) are replayed in torchvision.transforms.v2.functional on those pixels, as a uint8 CHW
 tensor, and compared with what stoke delivered: every byte, the mean absolute difference (must
 be at most 1 level) and the largest. The draws themselves are checked to lie in torchvision's
-ranges for the step.
+ranges for the step. An AugMix record (("augmix", m0, chains, interpolation, fill), then per
+chain ("augmix_chain", weight, ops) and its ops) is replayed as AugMix._forward mixes: each
+chain's ops on the pixels AugMix received, with its interpolation and fill, then
+m0 * image + weight * chain added in float32 tensors and converted to uint8.
 """
 
 import math
@@ -46,6 +49,11 @@ OPS = [
     ("auto_augment (imagenet)", [("auto_augment",)]),
     ("auto_augment_cifar10", [("auto_augment_cifar10",)]),
     ("auto_augment_svhn fill 200", [("auto_augment_svhn", 200)]),
+    ("augmix", ["augmix"]),
+    ("augmix interpolation=nearest fill=128 width=2",
+     [("augmix", "interpolation=nearest", "fill=128", "width=2")]),
+    ("augmix severity=10 depth=3 all_ops=0 alpha=0.5",
+     [("augmix", "severity=10", "depth=3", "all_ops=0", "alpha=0.5")]),
     ("random_* chain", [("random_grayscale", 0.3), ("random_solarize", 100, 0.5),
                         ("random_posterize", 3, 0.5), ("random_equalize",),
                         ("random_autocontrast",), ("random_adjust_sharpness", 1.7),
@@ -80,28 +88,37 @@ REPLAY = {
     "sharpness": lambda t, a: F.adjust_sharpness(t, blend_factor(a)),
     "invert": lambda t, a: F.invert(t),
     "gaussian_blur": lambda t, a: F.gaussian_blur(t, [int(a[0]), int(a[1])], [a[2], a[2]]),
-    # The policies' geometric ops, as their _apply_image_or_video_transform calls F.affine and
-    # F.rotate, and random_affine's (nearest; fill is one level for every channel).
-    "affine": lambda t, a: F.affine(t, angle=a[0], translate=[a[1], a[2]], scale=a[3],
-                                    shear=[a[4], a[5]], interpolation=F.InterpolationMode.NEAREST,
-                                    fill=[a[6]] * t.shape[0]),
-    "affine_at_origin": lambda t, a: F.affine(t, angle=a[0], translate=[a[1], a[2]], scale=a[3],
-                                              shear=[a[4], a[5]],
-                                              interpolation=F.InterpolationMode.NEAREST,
-                                              fill=[a[6]] * t.shape[0], center=[0, 0]),
-    "rotate": lambda t, a: F.rotate(t, angle=a[0], interpolation=F.InterpolationMode.NEAREST,
-                                    fill=[a[1]] * t.shape[0]),
+}
+
+# The policies' geometric ops, as their _apply_image_or_video_transform calls F.affine and
+# F.rotate: nearest (AugMix: its interpolation), fill one level for every channel or None.
+NEAREST = F.InterpolationMode.NEAREST
+
+
+def _fill(t, level):
+    return None if level is None else [level] * t.shape[0]
+
+
+WARPS = {
+    "affine": lambda t, a, mode: F.affine(t, angle=a[0], translate=[a[1], a[2]], scale=a[3],
+                                          shear=[a[4], a[5]], interpolation=mode,
+                                          fill=_fill(t, a[6])),
+    "affine_at_origin": lambda t, a, mode: F.affine(t, angle=a[0], translate=[a[1], a[2]],
+                                                    scale=a[3], shear=[a[4], a[5]],
+                                                    interpolation=mode, fill=_fill(t, a[6]),
+                                                    center=[0, 0]),
+    "rotate": lambda t, a, mode: F.rotate(t, angle=a[0], interpolation=mode, fill=_fill(t, a[1])),
     # random_affine_bilinear: RandomAffine(interpolation=BILINEAR)'s call.
-    "affine_bilinear": lambda t, a: F.affine(t, angle=a[0], translate=[a[1], a[2]], scale=a[3],
-                                             shear=[a[4], a[5]],
-                                             interpolation=F.InterpolationMode.BILINEAR,
-                                             fill=[a[6]] * t.shape[0]),
+    "affine_bilinear": lambda t, a, mode: F.affine(t, angle=a[0], translate=[a[1], a[2]],
+                                                   scale=a[3], shear=[a[4], a[5]],
+                                                   interpolation=F.InterpolationMode.BILINEAR,
+                                                   fill=_fill(t, a[6])),
     # What the policies' ShearX / ShearY call, their degrees(atan(m)) in Python's double.
-    "shear": lambda t, a: F.affine(
+    "shear": lambda t, a, mode: F.affine(
         t, angle=0.0, translate=[0, 0], scale=1.0,
         shear=[math.degrees(math.atan(a[0])), 0.0] if a[1] == 0 else
         [0.0, math.degrees(math.atan(a[0]))],
-        interpolation=F.InterpolationMode.NEAREST, fill=[a[2]] * t.shape[0], center=[0, 0]),
+        interpolation=mode, fill=_fill(t, a[2]), center=[0, 0]),
 }
 
 
@@ -122,10 +139,37 @@ def loader(data, steps, seed):
                         dtype="uint8", layout="nhwc")
 
 
+def replay_op(t, op, mode=NEAREST):
+    name, *numbers = op
+    return WARPS[name](t, numbers, mode) if name in WARPS else REPLAY[name](t, numbers)
+
+
+def replay_augmix(t, ops, i):
+    """The AugMix record at ops[i], as AugMix._forward mixes: returns the mix and the index after
+    the record."""
+    _, m0, chains, interpolation, _ = ops[i]
+    mode = F.InterpolationMode(interpolation)
+    mix = torch.tensor(m0, dtype=torch.float32) * t
+    i += 1
+    for _ in range(chains):
+        _, weight, count = ops[i]
+        aug = t
+        for op in ops[i + 1:i + 1 + count]:
+            aug = replay_op(aug, op, mode)
+        mix.add_(torch.tensor(weight, dtype=torch.float32) * aug)
+        i += 1 + count
+    return mix.to(torch.uint8), i
+
+
 def replay(src_hwc, ops):
     t = torch.from_numpy(src_hwc).permute(2, 0, 1).contiguous()
-    for name, *numbers in ops:
-        t = REPLAY[name](t, numbers)
+    i = 0
+    while i < len(ops):
+        if ops[i][0] == "augmix":
+            t, i = replay_augmix(t, ops, i)
+        else:
+            t = replay_op(t, ops[i])
+            i += 1
     return t.permute(1, 2, 0).numpy()
 
 
@@ -306,7 +350,10 @@ def _category_of_torchvision(transform_id, m):
 
 
 def _category_of_stoke(op):
+    """None for AugMix's head and chain markers, which torchvision applies nothing for."""
     name, *a = op
+    if name in ("augmix", "augmix_chain"):
+        return None
     if name == "shear":
         deg = round(math.degrees(math.atan(a[0])), 3) + 0.0
         return ("affine_at_origin", deg, 0.0) if a[1] == 0 else ("affine_at_origin", 0.0, deg)
@@ -349,7 +396,8 @@ def stoke_policy_counts(data, step, ops_per_sample, epochs, size):
         samples += 1
         for op in ops:
             c = _category_of_stoke(op)
-            counts[c] = counts.get(c, 0) + 1
+            if c is not None:
+                counts[c] = counts.get(c, 0) + 1
         if ops_per_sample:
             missing = ops_per_sample - len(ops)
             counts[("identity",)] = counts.get(("identity",), 0) + missing
@@ -408,6 +456,9 @@ def check_policy_distributions(fashion, epochs, size=32):
         ("auto_augment_cifar10", ("auto_augment_cifar10",), 0,
          v2.AutoAugment(v2.AutoAugmentPolicy.CIFAR10)),
         ("auto_augment_svhn", ("auto_augment_svhn",), 0, v2.AutoAugment(v2.AutoAugmentPolicy.SVHN)),
+        ("augmix", "augmix", 0, v2.AugMix()),
+        ("augmix severity=10 all_ops=0 depth=2", ("augmix", "severity=10", "all_ops=0", "depth=2"),
+         0, v2.AugMix(severity=10, all_ops=False, chain_depth=2)),
     ]
     rows, problems = [], []
     for label, step, per_sample, transform in policies:

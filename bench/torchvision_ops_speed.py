@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """ms per 224x224 RGB image for each photometric and geometric op of torchvision.transforms.v2
 on a uint8 tensor and on a PIL image, one thread: the peer column beside
-`stoke-decode-benchmarks --benchmark_filter=BM_ImageOp` (the same ops and numbers, the same
-image: the corpus's first file resized to 224x224 with an area filter); affine_mask is F.affine
-on a 224x224 uint8 label map (a tv_tensors.Mask, or a mode-L PIL image), beside
-`BM_AffineMask`.
+`stoke-decode-benchmarks --benchmark_filter='BM_ImageOp|BM_AugMix|BM_AffineMask'` (the same ops
+and numbers, the same image: the corpus's first file resized to 224x224 with an area filter);
+affine_mask is F.affine on a 224x224 uint8 label map (a tv_tensors.Mask, or a mode-L PIL
+image), beside `BM_AffineMask`. AugMix draws anew on each call, as BM_AugMix does, so its
+figure is a mean over its draws.
 
   python bench/torchvision_ops_speed.py [--corpus DIR] [--seconds S] [--cpu-time]
 
@@ -22,11 +23,11 @@ import time
 import torch
 from PIL import Image
 from torchvision import tv_tensors
+from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 I = F.InterpolationMode.NEAREST
-BILINEAR = F.InterpolationMode.BILINEAR
 MASKS = {}
 
 
@@ -39,6 +40,7 @@ def mask_like(x):
         MASKS[key] = (Image.fromarray(labels.numpy(), mode="L") if key == "pil"
                       else tv_tensors.Mask(labels))
     return MASKS[key]
+B = F.InterpolationMode.BILINEAR
 
 OPS = [
     ("brightness", lambda x: F.adjust_brightness(x, 1.3)),
@@ -57,7 +59,7 @@ OPS = [
     ("affine", lambda x: F.affine(x, angle=15.0, translate=[10.0, -5.0], scale=1.1,
                                   shear=[5.0, 3.0], interpolation=I, fill=0)),
     ("affine_bilinear", lambda x: F.affine(x, angle=15.0, translate=[10.0, -5.0], scale=1.1,
-                                           shear=[5.0, 3.0], interpolation=BILINEAR, fill=0)),
+                                           shear=[5.0, 3.0], interpolation=B, fill=0)),
     # random_affine's mask: F.affine on a tv_tensors.Mask (nearest) of the image's size.
     ("affine_mask", lambda x: F.affine(mask_like(x), angle=15.0, translate=[10.0, -5.0],
                                        scale=1.1, shear=[5.0, 3.0], fill=255)),
@@ -65,6 +67,13 @@ OPS = [
                                  shear=[16.69924423399362, 0.0], interpolation=I, fill=0,
                                  center=[0, 0])),
     ("rotate", lambda x: F.rotate(x, 30.0, interpolation=I, fill=0)),
+    ("shear_bilinear", lambda x: F.affine(x, angle=0.0, translate=[0, 0], scale=1.0,
+                                          shear=[16.69924423399362, 0.0], interpolation=B,
+                                          fill=None, center=[0, 0])),
+    ("rotate_bilinear", lambda x: F.rotate(x, 30.0, interpolation=B, fill=None)),
+    ("rotate_bilinear_fill", lambda x: F.rotate(x, 30.0, interpolation=B, fill=0)),
+    ("AugMix (defaults)", v2.AugMix()),
+    ("AugMix (nearest)", v2.AugMix(interpolation=I)),
 ]
 
 
@@ -109,6 +118,7 @@ CLOCK = time.perf_counter
 
 
 def ms_per_call(fn, x, seconds):
+    torch.manual_seed(0)
     fn(x)  # warm up
     n, start = 0, CLOCK()
     while CLOCK() - start < seconds:

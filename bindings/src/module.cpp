@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "stoke/batch.hpp"
@@ -515,6 +516,10 @@ NB_MODULE(_stoke, m) {
           [](const stoke::Batch& b) {
             const int width = b.max_applied_ops();
             const std::span<const stoke::AppliedOp> all = b.applied_ops();
+            // kNoFill (torchvision's fill=None) as None.
+            const auto fill = [](float f) -> nb::object {
+              return f == stoke::kNoFill ? nb::none() : nb::cast(f);
+            };
             nb::list samples;
             for (int i = 0; i < b.size(); ++i) {
               nb::list ops;
@@ -525,12 +530,18 @@ NB_MODULE(_stoke, m) {
                 if (op.op == stoke::ImageOp::kAffine || op.op == stoke::ImageOp::kAffineAtOrigin ||
                     op.op == stoke::ImageOp::kAffineBilinear)
                   ops.append(nb::make_tuple(name, op.args[0], op.args[1], op.args[2], op.args[3],
-                                            op.args[4], op.args[5], op.args[6]));
+                                            op.args[4], op.args[5], fill(op.args[6])));
                 else if (op.op == stoke::ImageOp::kRotate)
-                  ops.append(nb::make_tuple(name, op.args[0], op.args[1]));
+                  ops.append(nb::make_tuple(name, op.args[0], fill(op.args[1])));
                 else if (op.op == stoke::ImageOp::kShear)
                   ops.append(nb::make_tuple(name, op.args[0], static_cast<int>(op.args[1]),
-                                            op.args[2]));
+                                            fill(op.args[2])));
+                else if (op.op == stoke::ImageOp::kAugMix)
+                  ops.append(nb::make_tuple(name, op.args[0], static_cast<int>(op.args[1]),
+                                            op.args[2] == 1.f ? "bilinear" : "nearest",
+                                            fill(op.args[3])));
+                else if (op.op == stoke::ImageOp::kAugMixChain)
+                  ops.append(nb::make_tuple(name, op.args[0], static_cast<int>(op.args[1])));
                 else if (op.op == stoke::ImageOp::kGaussianBlur)
                   ops.append(nb::make_tuple(name, static_cast<int>(op.args[0]),
                                             static_cast<int>(op.args[1]), op.args[2]));
@@ -587,7 +598,11 @@ NB_MODULE(_stoke, m) {
           "bits), ('pil_solarize', threshold), ('pil_solarize_add', add, threshold), "
           "('pil_color', factor) and contrast, brightness, sharpness; AugMix as "
           "('timm_augmix_chain', weight, ops, index, blended) before each chain's ops and "
-          "('timm_augmix_blend', m) after the last. Then "
+          "('timm_augmix_blend', m) after the last. torchvision's AugMix (augmix): "
+          "('augmix', m0, chains, interpolation, fill), then per chain ('augmix_chain', "
+          "weight, ops) and its ops, whose warps sample with that interpolation; the output is "
+          "m0 * image + the sum of weight * chain in float32, truncated; a fill of None is "
+          "torchvision's fill=None. Then "
           "random_erasing's rectangle, if any: ('erase', top, left, height, width, v0, v1, v2) "
           "(F.erase with those values, in normalized units for float outputs), or "
           "('erase_noise', top, left, height, width, key) and ('erase_channel_noise', ...) "

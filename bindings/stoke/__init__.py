@@ -44,7 +44,8 @@ _AUTO = -1  # stoke::kAuto
 
 def _step(step):
     """A pipeline step as (name, [numbers], [words]): from "name", ("name", numbers...) or, for
-    timm_augment, ("timm_augment", "rand-m9-mstd0.5-inc1", "interpolation=bicubic", ...)."""
+    timm_augment and augmix, ("timm_augment", "rand-m9-mstd0.5-inc1", "interpolation=bicubic",
+    ...) and ("augmix", "severity=2", "interpolation=nearest")."""
     if isinstance(step, str):
         return (step, [], [])
     if not isinstance(step, (tuple, list)) or not step or not isinstance(step[0], str):
@@ -58,7 +59,7 @@ def _step(step):
             numbers.append(float(v))
         except (TypeError, ValueError):
             raise ValueError(f"pipeline step {step[0]}: its arguments must be numbers (or, for "
-                             f"timm_augment, words), got {step[1:]!r}") from None
+                             f"timm_augment and augmix, words), got {step[1:]!r}") from None
     return (step[0], numbers, words)
 
 
@@ -141,9 +142,10 @@ class Loader(_stoke.Loader):
             degrees_max[, translate_x, translate_y[, scale_min, scale_max[, shear_x_min,
             shear_x_max[, shear_y_min, shear_y_max[, fill]]]]])`` and
             ``random_affine_bilinear(...)`` (torchvision's RandomAffine; boxes and masks follow
-            it), timm's strings as words: ``("timm_augment",
-            "rand-m9-mstd0.5-inc1", "interpolation=bicubic")``, and the photometric steps and
-            policies of docs/USAGE.md. Needs ``size`` (the output); ``channels`` is 3 or 1.
+            it), timm's strings and AugMix's settings as words: ``("timm_augment",
+            "rand-m9-mstd0.5-inc1", "interpolation=bicubic")``, ``("augmix", "severity=2",
+            "interpolation=nearest")``, and the photometric steps and policies of docs/USAGE.md.
+            Needs ``size`` (the output); ``channels`` is 3 or 1.
         augment: ``"train"`` (random-resized-crop + flip; pad-crop + flip for small images) or
             ``"eval"`` (resize the shorter side, centre crop); ``"default"`` and ``"none"``
             remain accepted for them.

@@ -449,6 +449,32 @@ def test_random_affine_records_its_warp_and_its_boxes_hold_their_pixels(tmp_path
         stoke.Loader(data, size=64, pipeline=[("random_affine", -10, 10, 1.5, 0)])
 
 
+def test_augmix_takes_its_settings_as_words_and_records_its_chains():
+    def first_batch(steps):
+        return next(iter(stoke.Loader(FASHION, split="test", batch=8, size=32, channels=1,
+                                      pipeline=steps, workers=0, seed=3)))
+    batch = first_batch([("resize", 32, 32),
+                         ("augmix", "width=2", "depth=1", "interpolation=nearest", "fill=128")])
+    again = first_batch([("resize", 32, 32),
+                         ("augmix", "fill=128", "interpolation=nearest", "depth=1", "width=2")])
+    assert np.array_equal(np.from_dlpack(batch.pixels[0]), np.from_dlpack(again.pixels[0]))
+    assert batch.applied_ops == again.applied_ops
+    for ops in batch.applied_ops:
+        name, m0, chains, interpolation, fill = ops[0]
+        assert (name, chains, interpolation, fill) == ("augmix", 2, "nearest", 128.0)
+        assert [op[0] for op in ops[1::2]] == ["augmix_chain"] * 2  # one op per chain
+        assert [op[2] for op in ops[1::2]] == [1, 1]
+        assert abs(m0 + ops[1][1] + ops[3][1] - 1) < 1e-5
+    defaults = first_batch([("resize", 32, 32), "augmix"])
+    assert {ops[0][3:] for ops in defaults.applied_ops} == {("bilinear", None)}
+    with pytest.raises(ValueError, match="interpolation must be nearest or bilinear, got 'bicubic'"):
+        first_batch([("resize", 32, 32), ("augmix", "interpolation=bicubic")])
+    with pytest.raises(ValueError, match="'severity' is not one of its settings"):
+        first_batch([("resize", 32, 32), ("augmix", "severity")])
+    with pytest.raises(ValueError, match="severity is given twice"):
+        first_batch([("resize", 32, 32), ("augmix", "severity=2", "severity=3")])
+
+
 def test_boxes_on_data_without_them_raise_value_error(tmp_path):
     batch = next(iter(stoke.Loader(FASHION, split="test", batch=8, workers=0)))
     assert batch.max_boxes == 0

@@ -1,9 +1,12 @@
 #include "stoke/pipeline.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <sstream>
+#include <string_view>
 #include <utility>
 
 #include "stoke/error.hpp"
@@ -34,6 +37,10 @@ constexpr int kMaxPolicyOps = 16;
 constexpr float kMaxDegrees = 360.f;
 constexpr float kMaxShear = 90.f;  // exclusive: torchvision divides by cos(shear_y)
 constexpr int kMaxMagnitudeBins = 1024;
+constexpr int kMaxSeverity = 10;  // AugMix's _PARAMETER_MAX: its ops have 10 bins
+constexpr int kMaxAugMixChains = 16;
+constexpr int kMaxAugMixDepth = 16;
+constexpr int kAugMixDrawnDepth = 3;  // chain_depth -1: 1..3 ops per chain
 
 int checked_bins(const char* step, int bins) {
   if (bins < 2 || bins > kMaxMagnitudeBins)
@@ -121,6 +128,8 @@ const char* step_name(StepKind kind) {
       return "timm_augment";
     case StepKind::kRandomAffine:
       return "random_affine";
+    case StepKind::kAugMix:
+      return "augmix";
   }
   return "unknown";
 }
@@ -208,6 +217,73 @@ void add_timm_augment(Pipeline& p, const std::vector<std::string>& words) {
   p.timm_augment(words[0], interpolation, fill, translate_pct);
 }
 
+constexpr const char* kAugMixText =
+    "augmix [severity=S] [width=W] [depth=D] [alpha=A] [all_ops=0|1] "
+    "[interpolation=nearest|bilinear] [fill=V]";
+
+[[noreturn]] void augmix_word_error(const std::string& why) {
+  throw ConfigError("pipeline step augmix: " + why);
+}
+
+// A setting of "augmix" that is a whole number (severity, width, depth, all_ops).
+int whole_setting(const std::string& key, double v) {
+  if (!(std::abs(v) <= kMaxSide) || v != std::floor(v))
+    augmix_word_error(key + " must be a whole number, got " + fmt(static_cast<float>(v)));
+  return static_cast<int>(v);
+}
+
+// The augmix step of its words (kAugMixText), torchvision's defaults for those left out.
+void add_augmix(Pipeline& p, const StepSpec& step) {
+  if (!step.args.empty())
+    throw ConfigError(std::string("pipeline step augmix takes its settings as key=value words (") +
+                      kAugMixText + "), got " + std::to_string(step.args.size()) + " number(s)");
+  int severity = 3, width = 3, depth = -1;
+  float alpha = 1.f, fill = kNoFill;
+  bool all_ops = true;
+  Interpolation interpolation = Interpolation::kBilinear;
+  constexpr std::string_view kKeys[] = {"severity", "width",         "depth", "alpha",
+                                        "all_ops",  "interpolation", "fill"};
+  std::vector<std::string> seen;
+  for (const std::string& w : step.words) {
+    const std::size_t eq = w.find('=');
+    const std::string key = eq == std::string::npos ? w : w.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : w.substr(eq + 1);
+    if (eq == std::string::npos ||
+        std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys))
+      augmix_word_error("'" + w + "' is not one of its settings (" + kAugMixText + ")");
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      augmix_word_error(key + " is given twice");
+    seen.push_back(key);
+    if (key == "interpolation") {
+      if (value != "nearest" && value != "bilinear")
+        augmix_word_error("interpolation must be nearest or bilinear, got '" + value + "'");
+      interpolation = value == "nearest" ? Interpolation::kNearest : Interpolation::kBilinear;
+      continue;
+    }
+    char* end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || !std::isfinite(v))
+      augmix_word_error("'" + w + "': '" + value + "' is not a number");
+    if (key == "severity") {
+      severity = whole_setting(key, v);
+    } else if (key == "width") {
+      width = whole_setting(key, v);
+    } else if (key == "depth") {
+      depth = whole_setting(key, v);
+    } else if (key == "alpha") {
+      alpha = static_cast<float>(v);
+    } else if (key == "all_ops") {
+      const int b = whole_setting(key, v);
+      if (b != 0 && b != 1) augmix_word_error("all_ops must be 0 or 1, got " + std::to_string(b));
+      all_ops = b == 1;
+    } else {  // fill; the sentinel for none is not a level a user can ask for
+      fill = static_cast<float>(v);
+      if (fill == kNoFill) augmix_word_error("fill must be a level in [0, 255], got -1");
+    }
+  }
+  p.augmix(severity, width, depth, alpha, all_ops, interpolation, fill);
+}
+
 float checked_probability(const char* step, float p) {
   if (!(p >= 0 && p <= 1))
     throw ConfigError(std::string(step) + ": probability must be in [0, 1], got " + fmt(p));
@@ -292,6 +368,10 @@ std::string_view image_op_name(ImageOp op) {
       return "timm_augmix_blend";
     case ImageOp::kAffineBilinear:
       return "affine_bilinear";
+    case ImageOp::kAugMix:
+      return "augmix";
+    case ImageOp::kAugMixChain:
+      return "augmix_chain";
     case ImageOp::kNone:
       break;
   }
@@ -326,11 +406,13 @@ int image_op_arg_count(ImageOp op) {
     case ImageOp::kSharpness:
     case ImageOp::kRotate:
     case ImageOp::kPilSolarizeAdd:
+    case ImageOp::kAugMixChain:
       return 2;
     case ImageOp::kGaussianBlur:
     case ImageOp::kShear:
       return 3;
     case ImageOp::kTimmAugMixChain:
+    case ImageOp::kAugMix:
       return 4;
     case ImageOp::kPilRotate:
     case ImageOp::kPilShearX:
@@ -616,6 +698,33 @@ Pipeline& Pipeline::random_affine(float degrees) {
   return random_affine(symmetric_degrees(degrees));
 }
 
+Pipeline& Pipeline::augmix(int severity, int mixture_width, int chain_depth, float alpha,
+                           bool all_ops, Interpolation interpolation, float fill) {
+  if (severity < 1 || severity > kMaxSeverity)
+    throw ConfigError("augmix: severity must be in 1.." + std::to_string(kMaxSeverity) + ", got " +
+                      std::to_string(severity));
+  if (mixture_width < 1 || mixture_width > kMaxAugMixChains)
+    throw ConfigError("augmix: width (chains) must be in 1.." + std::to_string(kMaxAugMixChains) +
+                      ", got " + std::to_string(mixture_width));
+  if (chain_depth != -1 && (chain_depth < 1 || chain_depth > kMaxAugMixDepth))
+    throw ConfigError("augmix: depth must be -1 (1 to 3 ops drawn per chain) or in 1.." +
+                      std::to_string(kMaxAugMixDepth) + ", got " + std::to_string(chain_depth));
+  if (!(alpha > 0 && alpha <= kMaxFactor))
+    throw ConfigError("augmix: alpha must be in (0, " + fmt(kMaxFactor) + "], got " + fmt(alpha));
+  if (interpolation != Interpolation::kNearest && interpolation != Interpolation::kBilinear)
+    throw ConfigError("augmix: interpolation must be nearest or bilinear, got " +
+                      std::to_string(static_cast<int>(interpolation)));
+  Step s{.kind = StepKind::kAugMix};
+  s.fill = fill == kNoFill ? kNoFill : checked_fill("augmix", fill);
+  s.severity = severity;
+  s.mixture_width = mixture_width;
+  s.chain_depth = chain_depth;
+  s.alpha = alpha;
+  s.all_ops = all_ops;
+  s.interpolation = interpolation;
+  return add(s);
+}
+
 Pipeline& Pipeline::invert(float probability) {
   return add(
       {.kind = StepKind::kInvert, .probability = checked_probability("invert", probability)});
@@ -745,6 +854,8 @@ int Pipeline::max_applied_ops() const {
       n += s.timm.num_ops;
     else if (s.kind == StepKind::kTimmAugMix)  // a mark and up to 3 drawn ops per chain, a blend
       n += s.timm.width * (1 + (s.timm.depth > 0 ? s.timm.depth : 3)) + (s.timm.blended ? 0 : 1);
+    else if (s.kind == StepKind::kAugMix)
+      n += 1 + s.mixture_width * (1 + (s.chain_depth > 0 ? s.chain_depth : kAugMixDrawnDepth));
     else if (works_in_place(s.kind) || s.kind == StepKind::kRandomErasing)
       n += 1;
   }
@@ -821,6 +932,12 @@ std::string Pipeline::describe() const {
             << int{s.timm.fill[1]} << "," << int{s.timm.fill[2]} << " translate_pct "
             << fmt(s.timm.translate_pct);
         break;
+      case StepKind::kAugMix:
+        out << "augmix severity " << s.severity << " width " << s.mixture_width << " depth "
+            << s.chain_depth << " alpha " << fmt(s.alpha) << " all_ops " << (s.all_ops ? 1 : 0)
+            << (s.interpolation == Interpolation::kNearest ? " nearest" : " bilinear");
+        if (s.fill != kNoFill) out << " fill " << fmt(s.fill);
+        break;
       case StepKind::kVerticalFlip:
         out << "vertical_flip p=" << fmt(s.probability);
         break;
@@ -874,6 +991,10 @@ Pipeline make_pipeline(int height, int width, int channels, const std::vector<St
             "words, not numbers, got " +
             std::to_string(v.size()) + " number(s)");
       add_timm_augment(p, step.words);
+      continue;
+    }
+    if (name == "augmix") {
+      add_augmix(p, step);
       continue;
     }
     if (!step.words.empty())
@@ -1019,7 +1140,7 @@ Pipeline make_pipeline(int height, int width, int channels, const std::vector<St
           "random_posterize, equalize, random_equalize, autocontrast, random_autocontrast, "
           "adjust_sharpness, random_adjust_sharpness, invert, random_invert, "
           "trivial_augment_wide, rand_augment, auto_augment, auto_augment_imagenet, "
-          "auto_augment_cifar10, auto_augment_svhn, timm_augment, random_erasing, "
+          "auto_augment_cifar10, auto_augment_svhn, augmix, timm_augment, random_erasing, "
           "random_erasing_pixel, random_erasing_color, random_affine, random_affine_bilinear");
     }
   }

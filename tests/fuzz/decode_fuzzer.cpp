@@ -87,8 +87,9 @@ std::vector<Pipeline> make_pipelines(int channels) {
   //    source (the write_small_gray fast path for gray sources 16..256 wide), then random_affine
   //    (nearest) on the written output.
   p.push_back(Pipeline::training(28, 28, channels, true).random_affine(15.f));
-  // 3: evaluation pipeline: resize_shorter(37) + center_crop 32x32.
-  p.push_back(Pipeline::evaluation(32, 32, channels, false));
+  // 3: evaluation pipeline: resize_shorter(37) + center_crop 32x32, then AugMix (its chains'
+  //    bilinear warps and float32 mix on the output).
+  p.push_back(Pipeline::evaluation(32, 32, channels, false).augmix());
   for (const Pipeline& q : p) q.validate(0, 0);  // what Loader does for decoded datasets
   return p;
 }

@@ -367,5 +367,43 @@ TEST(Loader, RandomAffineIsIdenticalForAnyWorkerCount) {
   }
 }
 
+// AugMix after the crop and flip, twice (its defaults, then nearest with a fill): the same pixels
+// and records for 0, 1 and 3 workers, new draws the next epoch, and in the records every op
+// of its table, the chain markers and both interpolations.
+TEST(Loader, AugMixIsIdenticalForAnyWorkerCount) {
+  Options o = jpeg_pipeline(12,
+                            "random_resized_crop 48 48 | horizontal_flip | augmix | augmix "
+                            "interpolation=nearest fill=128 width=2");
+  constexpr int kOps = (1 + 3 * 4) + (1 + 2 * 4);
+  std::vector<SeenWithOps> first, second;
+  for (int workers : {0, 1, 3}) {
+    o.workers = workers;
+    Loader loader(o);
+    take_epoch(loader, kOps, first.emplace_back());
+    take_epoch(loader, kOps, second.emplace_back());
+  }
+  for (std::size_t i = 1; i < first.size(); ++i) {
+    EXPECT_TRUE(first[i].d == first[0].d) << "workers index " << i;
+    EXPECT_TRUE(same_ops(first[i].ops, first[0].ops)) << "workers index " << i;
+    EXPECT_TRUE(second[i].d == second[0].d) << "workers index " << i;
+    EXPECT_TRUE(same_ops(second[i].ops, second[0].ops)) << "workers index " << i;
+  }
+  EXPECT_NE(first[0].d.pixels, second[0].d.pixels);
+  EXPECT_FALSE(same_ops(first[0].ops, second[0].ops));
+  std::set<ImageOp> kinds;
+  std::set<float> interpolations;
+  for (const AppliedOp& op : first[0].ops) {
+    kinds.insert(op.op);
+    if (op.op == ImageOp::kAugMix) interpolations.insert(op.args[2]);
+  }
+  for (ImageOp k : {ImageOp::kAugMix, ImageOp::kAugMixChain, ImageOp::kAffine, ImageOp::kShear,
+                    ImageOp::kRotate, ImageOp::kBrightness, ImageOp::kSaturation,
+                    ImageOp::kContrast, ImageOp::kSharpness, ImageOp::kPosterize,
+                    ImageOp::kSolarize, ImageOp::kAutocontrast, ImageOp::kEqualize})
+    EXPECT_TRUE(kinds.count(k)) << image_op_name(k);
+  EXPECT_FALSE(kinds.count(ImageOp::kInvert));  // not in AugMix's table
+  EXPECT_EQ(interpolations, (std::set<float>{0.f, 1.f}));
+}
+
 }  // namespace
 }  // namespace stoke

@@ -179,6 +179,14 @@ TEST(ElasticResume, RandomAffineContinuesWithTheSamePixels) {
   expect_elastic_resume(o, "folder, random_affine");
 }
 
+// AugMix's weights, depths and ops too.
+TEST(ElasticResume, AugMixContinuesWithTheSamePixels) {
+  Options o = small_images(test::testdata("jpeg"));
+  o.pipeline =
+      make_pipeline(16, 16, 3, parse_steps("random_resized_crop 16 16 | horizontal_flip | augmix"));
+  expect_elastic_resume(o, "folder, augmix");
+}
+
 TEST(ElasticResume, IdxDataContinuesOnOtherRanksDevicesAndBatches) {
   expect_elastic_resume(test::fashion_options(1, 8), "IDX");
   expect_elastic_resume_with_drop(test::fashion_options(1, 8), "IDX");

@@ -51,6 +51,9 @@ enum class StepKind : std::uint32_t {
   // when the output is float (where torchvision's and timm's recipes erase the normalized
   // tensor), on the uint8 pixels otherwise. It must be the last step.
   kRandomErasing = 23,
+  // AugMix(severity, mixture_width, chain_depth, alpha, all_ops, interpolation, fill): the image
+  // mixed with mixture_width chains of its own ops (ImageOp::kAugMix below).
+  kAugMix = 24,
   // timm's policies from their config strings (timm.data.auto_augment), drawn per sample with
   // timm's op tables, magnitude noise and level functions, each op computed as Pillow computes
   // it. Like the policies above they act after every crop, resize and flip; RGB output only.
@@ -65,6 +68,15 @@ enum class EraseFill : std::int32_t {
   kChannelNoise = 2,  // N(0, 1) per channel, one colour (timm's mode="rand")
 };
 
+// How the geometric ops sample their input (torchvision's InterpolationMode): the nearest pixel,
+// or grid_sample's bilinear blend of the four pixels around the point.
+enum class Interpolation : std::int32_t { kNearest = 0, kBilinear = 1 };
+
+// The fill of a step or op that may have none: torchvision's fill=None, where the points that a
+// warp takes from outside the image read grid_sample's zeros (for nearest sampling, the same as
+// a fill of 0; for bilinear, the edges blend with 0).
+inline constexpr float kNoFill = -1.f;
+
 // AutoAugment's policies (torchvision's AutoAugmentPolicy).
 enum class AutoAugmentPolicy : std::int32_t { kImageNet = 0, kCifar10 = 1, kSvhn = 2 };
 
@@ -76,7 +88,7 @@ constexpr bool is_timm_augment(StepKind kind) {
 // Whether a step is one of the augmentation policies (torchvision's or timm's).
 constexpr bool is_policy(StepKind kind) {
   return (kind >= StepKind::kTrivialAugmentWide && kind <= StepKind::kAutoAugment) ||
-         is_timm_augment(kind);
+         kind == StepKind::kAugMix || is_timm_augment(kind);
 }
 
 // Whether a step changes pixel values only, not where they are (the photometric steps).
@@ -90,9 +102,6 @@ constexpr bool is_photometric(StepKind kind) {
 constexpr bool works_in_place(StepKind kind) {
   return is_photometric(kind) || is_policy(kind) || kind == StepKind::kRandomAffine;
 }
-
-// How a warp samples the image (torchvision's InterpolationMode NEAREST and BILINEAR).
-enum class Interpolation : std::int32_t { kNearest = 0, kBilinear = 1 };
 
 // The ops a sample can get, as Batch::applied_ops() reports them (stable numbers). Each is
 // torchvision.transforms.v2.functional's op of that name on uint8 pixels; the geometric ones
@@ -170,6 +179,19 @@ enum class ImageOp : std::int32_t {
   // weight and no kTimmAugMixBlend follows.
   kTimmAugMixChain = 45,
   kTimmAugMixBlend = 46,
+  // AugMix (StepKind::kAugMix): one sample's record is a kAugMix, then for each chain a
+  // kAugMixChain followed by that chain's ops (the numbers above; geometric ones sample with
+  // the kAugMix's interpolation and take its fill, kNoFill being fill=None). Each chain's ops
+  // apply in order to the image AugMix received; the result is, in float32 as torchvision
+  // computes it, args[0] * image + the sum over chains of weight * chain, each product and each
+  // sum rounded, then truncated to a byte.
+  // kAugMix: args[0]: the image's own weight m[0] (m ~ Dirichlet([alpha, alpha])); args[1]: the
+  // number of chains that follow; args[2]: their interpolation (0 nearest, 1 bilinear); args[3]:
+  // their fill, or kNoFill (-1).
+  kAugMix = 50,
+  // kAugMixChain: args[0]: the chain's weight, Dirichlet([alpha] * width) times m[1] in float32;
+  // args[1]: the number of ops that follow in the chain (its depth).
+  kAugMixChain = 51,
 };
 
 // One op a sample got, with its numbers (see ImageOp; unused ones are 0).
@@ -181,7 +203,7 @@ struct AppliedOp {
 // "brightness", "contrast", "saturation", "hue", "grayscale", "solarize", "posterize",
 // "equalize", "autocontrast", "sharpness", "invert", "gaussian_blur", "affine",
 // "affine_at_origin", "rotate", "shear", "erase", "erase_noise", "erase_channel_noise",
-// "affine_bilinear"; timm's as "pil_" and its function's name
+// "affine_bilinear", "augmix", "augmix_chain"; timm's as "pil_" and its function's name
 // ("pil_autocontrast", ..., "pil_solarize_add", "pil_color", "pil_rotate", "pil_shear_x",
 // "pil_translate_x_rel", ...), "timm_augmix_chain", "timm_augmix_blend"; "" for kNone and
 // unknown numbers.
@@ -243,7 +265,7 @@ struct Step {
   std::int32_t kernel_height = 0;   // kGaussianBlur (odd)
   float sigma_min = 0.f;            // kGaussianBlur
   float sigma_max = 0.f;            // kGaussianBlur
-  float fill = 0.f;                 // policies: the level outside warped images
+  float fill = 0.f;                 // policies: the level outside warped images (or kNoFill)
   std::int32_t num_ops = 0;         // kRandAugment
   std::int32_t magnitude = 0;       // kRandAugment: the bin every op takes
   std::int32_t magnitude_bins = 0;  // kTrivialAugmentWide, kRandAugment
@@ -261,7 +283,12 @@ struct Step {
   float shear_x_max = 0.f;
   float shear_y_min = 0.f;
   float shear_y_max = 0.f;
-  Interpolation interpolation = Interpolation::kNearest;
+  Interpolation interpolation = Interpolation::kNearest;  // kRandomAffine, kAugMix
+  std::int32_t severity = 0;       // kAugMix: ops take bins 0..severity-1 of 10
+  std::int32_t mixture_width = 0;  // kAugMix: chains
+  std::int32_t chain_depth = 0;    // kAugMix: ops per chain; -1 draws 1..3 per chain
+  float alpha = 0.f;               // kAugMix: the Dirichlet and Beta parameter
+  bool all_ops = false;            // kAugMix: with brightness, color, contrast and sharpness
 };
 
 // torchvision's RandomAffine(degrees, translate, scale, shear, interpolation, fill) as numbers:
@@ -361,6 +388,12 @@ class Pipeline {
   Pipeline& random_affine(const RandomAffineRanges& ranges);
   // RandomAffine(degrees): the angle from [-degrees, degrees], nothing else.
   Pipeline& random_affine(float degrees);
+  // torchvision's AugMix (its defaults; `fill` a level in [0, 255] or kNoFill, torchvision's
+  // None). severity in 1..10, mixture_width in 1..16, chain_depth -1 or 1..16, alpha in
+  // (0, 100].
+  Pipeline& augmix(int severity = 3, int mixture_width = 3, int chain_depth = -1, float alpha = 1.f,
+                   bool all_ops = true, Interpolation interpolation = Interpolation::kBilinear,
+                   float fill = kNoFill);
 
   // The training pipeline to height x width: random-resized-crop + flip for photographs, or,
   // with `small_images` (28x28 digits and the like), pad-(side/7) random crop + flip.
@@ -380,9 +413,10 @@ class Pipeline {
   void validate(int source_height, int source_width) const;
 
   // The most ops one sample can get from these steps (color_jitter 4, rand_augment num_ops,
-  // auto_augment 2, timm's rand n, timm's augmix a chain mark per chain and its ops (up to 3
-  // each when drawn) plus the final blend, the other photometric steps, policies,
-  // random_affine and random_erasing 1 each): the width of Batch::applied_ops().
+  // auto_augment 2, augmix 1 + mixture_width * (1 + depth), depth 3 when drawn, timm's rand n,
+  // timm's augmix a chain mark per chain and its ops (up to 3 each when drawn) plus the final
+  // blend, the other photometric steps, policies, random_affine and random_erasing 1 each): the
+  // width of Batch::applied_ops().
   int max_applied_ops() const;
 
   // One line per step, e.g. "random_resized_crop 224x224 scale [0.08, 1] ratio [0.75, 1.33]".
@@ -400,8 +434,9 @@ class Pipeline {
 // A step by name and its numbers, as Python's pipeline= and the tools' --pipeline give it:
 // {"box_crop", {512, 512, 0.5}}. The names are the builder methods' above; trailing numbers
 // that a builder defaults may be left out. `words` are the arguments that are not numbers,
-// which only timm_augment takes: its config string, then key=value settings
-// ("interpolation=bicubic", "fill=124,116,104", "translate_pct=0.45").
+// which timm_augment and augmix take: timm_augment's config string, then key=value settings
+// ("interpolation=bicubic", "fill=124,116,104", "translate_pct=0.45"); augmix's key=value
+// settings ("severity=2", "interpolation=nearest").
 struct StepSpec {
   std::string name;
   std::vector<double> args;

@@ -11,6 +11,7 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "augment/augmix.hpp"
 #include "augment/boxes.hpp"
 #include "augment/op_sequence.hpp"
 #include "augment/photometric_steps.hpp"

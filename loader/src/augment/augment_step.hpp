@@ -97,15 +97,23 @@ struct AugmentStep {
   float shear_x_max = 0.f;
   float shear_y_min = 0.f;
   float shear_y_max = 0.f;
-  std::int32_t interpolation = 0;  // Interpolation
-  std::uint32_t reserved_tail[7] = {};
+  std::int32_t interpolation = 0;  // Interpolation: kRandomAffine, kAugMix
+  // kAugMix's settings, narrow to fit the record (the pipeline bounds them far below).
+  float alpha = 0.f;
+  std::int16_t severity = 0;
+  std::int16_t mixture_width = 0;
+  std::int16_t chain_depth = 0;
+  std::uint8_t all_ops = 0;
+  std::uint8_t pad_augmix = 0;
+  std::uint32_t reserved_tail[4] = {};
 
   StepKind step_kind() const { return static_cast<StepKind>(kind); }
 };
 static_assert(std::is_trivially_copyable_v<AugmentStep> && std::is_standard_layout_v<AugmentStep>);
 static_assert(sizeof(AugmentStep) == 288 && offsetof(AugmentStep, min_visible) == 56 &&
               offsetof(AugmentStep, sigma_max) == 92 && offsetof(AugmentStep, erase_value) == 120 &&
-              offsetof(AugmentStep, timm) == 160 && offsetof(AugmentStep, shear_y_max) == 252);
+              offsetof(AugmentStep, timm) == 160 && offsetof(AugmentStep, shear_y_max) == 252 &&
+              offsetof(AugmentStep, alpha) == 260);
 
 inline AugmentStep to_augment_step(const Step& s) {
   return AugmentStep{static_cast<std::uint32_t>(s.kind),
@@ -151,6 +159,12 @@ inline AugmentStep to_augment_step(const Step& s) {
                      s.shear_y_min,
                      s.shear_y_max,
                      static_cast<std::int32_t>(s.interpolation),
+                     s.alpha,
+                     static_cast<std::int16_t>(s.severity),
+                     static_cast<std::int16_t>(s.mixture_width),
+                     static_cast<std::int16_t>(s.chain_depth),
+                     static_cast<std::uint8_t>(s.all_ops ? 1 : 0),
+                     0,
                      {}};
 }
 

@@ -10,7 +10,7 @@
 
 // Every float32 value below is rounded where torch rounds it, so no product may be fused into a
 // later add (GCC fuses whenever the target has FMA, even across statements); the fused
-// multiply-adds torch does are written out: in unnormalize and in the bilinear sum.
+// multiply-adds torch does are written out: source_coordinate's, and the bilinear blend's.
 #if defined(__clang__)
 #pragma clang fp contract(off)
 #elif defined(__GNUC__)
@@ -35,7 +35,8 @@ inline float unnormalize(float g, float half_size) {
 constexpr double kDegreesToRadians = std::numbers::pi / 180.0;
 
 // The fill as the output holds it: torch.where picks the float32 fill, and round_() then the
-// byte conversion turn it into a level (half to even: 127.5 and 128.5 both give 128).
+// byte conversion turn it into a level (half to even: 127.5 and 128.5 both give 128). kNoFill
+// gives 0, grid_sample's zeros.
 std::uint8_t fill_level(float fill) {
   return static_cast<std::uint8_t>(std::nearbyint(std::clamp(fill, 0.0f, 255.0f)));
 }
@@ -120,39 +121,26 @@ void warp(std::uint8_t* base, std::size_t stride, int width, int height, const S
   }
 }
 
-void warp(const Pixels& im, const std::array<double, 6>& m, float fill,
-          std::vector<std::uint8_t>& copy) {
-  const SamplingGrid g = sampling_grid(m, im.width, im.height);
-  if (im.channels == 3)
-    warp<std::uint8_t, 3>(im.data, im.stride, im.width, im.height, g, fill_level(fill), copy);
-  else
-    warp<std::uint8_t, 1>(im.data, im.stride, im.width, im.height, g, fill_level(fill), copy);
+// grid_sample's bilinear blend (geometric_ops.hpp): `v` holds the four corners' values in the
+// order nw, ne, sw, se, 0 for a corner outside the image.
+[[gnu::always_inline]] inline float blend(const float v[4], const float wt[4]) {
+  return std::fma(v[3], wt[3], std::fma(v[2], wt[2], std::fma(v[1], wt[1], v[0] * wt[0])));
 }
 
-// What F.affine hands _get_inverse_affine_matrix for op (kAffine's numbers and centre).
-AffineArgs affine_args(const AppliedOp& op) {
-  return AffineArgs{op.args[0], op.args[1], op.args[2], op.args[3], op.args[4], op.args[5]};
-}
-
-// grid_sample's bilinear sampling (zeros padding, align_corners=False) then
-// _apply_grid_transform's fill, as torch's vectorised CPU kernel computes them in float32: the
-// point (x, y) unnormalised as for nearest; its neighbours' weights from w = x - floor(x),
-// e = 1 - w, n = y - floor(y), s = 1 - n as nw = s * e, ne = s * w, sw = n * e, se = n * w;
-// neighbours outside the image read as 0; the sum (nw_v * nw) + (ne_v * ne) + (sw_v * sw) +
-// (se_v * se) with the first product rounded and the other three fused into the running sum
-// (how torch's compiler contracts that line); the ones channel the same way, giving `mask`; then
-// (v - fill) * mask + fill, three roundings (three torch ops), and round half to even to a byte.
-// std::fma is a library call unless the function this is inlined into is compiled for FMA.
-template <int kChannels>
-[[gnu::always_inline]] inline void bilinear(const Pixels& im, const SamplingGrid& g, float fill,
-                                            const std::uint8_t* src) {
+// _apply_grid_transform with bilinear sampling on `src` (the image's tight copy): grid_sample
+// of the image (and, with a fill, of a ones channel that becomes the mask), the fill mixed in as
+// ((v - fill) * mask) + fill, then round_() and the byte conversion.
+template <int kChannels, bool kFill>
+[[gnu::always_inline]] inline void bilinear_rows(const Pixels& im, const std::uint8_t* src,
+                                                 const SamplingGrid& g, float fill) {
   const std::size_t line = im.row_bytes();
   const float x0 = 0.5f * static_cast<float>(im.width - 1);
   const float y0 = 0.5f * static_cast<float>(im.height - 1);
   const float half_w = 0.5f * static_cast<float>(im.width);
   const float half_h = 0.5f * static_cast<float>(im.height);
-  const auto width = static_cast<float>(im.width), height = static_cast<float>(im.height);
-  const std::uint8_t level = fill_level(fill);
+  // Corners beyond these read nothing; the bounds keep the conversions to int defined.
+  const auto far_x = static_cast<float>(im.width) + 1.0f,
+             far_y = static_cast<float>(im.height) + 1.0f;
   for (int y = 0; y < im.height; ++y) {
     const float yb = static_cast<float>(y) - y0;
     const float y_ax = yb * g.ay, y_by = yb * g.by;
@@ -161,64 +149,90 @@ template <int kChannels>
       const float xb = static_cast<float>(x) - x0;
       const float sx = unnormalize((xb * g.ax + y_ax) + g.a0, half_w);
       const float sy = unnormalize((xb * g.bx + y_by) + g.b0, half_h);
-      // Points with no neighbour inside sample 0 with mask 0: the fill (NaN included).
-      if (!(sx > -1.0f && sx < width && sy > -1.0f && sy < height)) {
-        for (int k = 0; k < kChannels; ++k) out[k] = level;
-        continue;
+      const float fx = std::floor(sx), fy = std::floor(sy);
+      const float w = sx - fx, e = 1.0f - w, n = sy - fy, s = 1.0f - n;
+      const float wt[4] = {s * e, s * w, n * e, n * w};
+      // Outside (or NaN): every corner reads 0, so every blend is 0.
+      const bool near = fx >= -1.0f && fx < far_x && fy >= -1.0f && fy < far_y;
+      const int ix = near ? static_cast<int>(fx) : -2, iy = near ? static_cast<int>(fy) : -2;
+      const bool in_x[2] = {ix >= 0 && ix < im.width, ix + 1 >= 0 && ix + 1 < im.width};
+      const bool in_y[2] = {iy >= 0 && iy < im.height, iy + 1 >= 0 && iy + 1 < im.height};
+      const bool in[4] = {in_y[0] && in_x[0], in_y[0] && in_x[1], in_y[1] && in_x[0],
+                          in_y[1] && in_x[1]};
+      const std::uint8_t* corner[4] = {};
+      for (int k = 0; k < 4; ++k)
+        if (in[k])
+          corner[k] = src + static_cast<std::size_t>(iy + k / 2) * line +
+                      static_cast<std::size_t>(ix + k % 2) * kChannels;
+      float mask = 1.0f;
+      if constexpr (kFill) {
+        const float ones[4] = {in[0] ? 1.0f : 0.0f, in[1] ? 1.0f : 0.0f, in[2] ? 1.0f : 0.0f,
+                               in[3] ? 1.0f : 0.0f};
+        mask = blend(ones, wt);
       }
-      const float xw = std::floor(sx), yn = std::floor(sy);
-      const float w = sx - xw, e = 1.0f - w, n = sy - yn, s = 1.0f - n;
-      const float nw = s * e, ne = s * w, sw = n * e, se = n * w;
-      const int ix = static_cast<int>(xw), iy = static_cast<int>(yn);
-      const bool west = ix >= 0, east = ix + 1 < im.width;
-      const bool north = iy >= 0, south = iy + 1 < im.height;
-      const float in_nw = west && north ? 1.0f : 0.0f, in_ne = east && north ? 1.0f : 0.0f;
-      const float in_sw = west && south ? 1.0f : 0.0f, in_se = east && south ? 1.0f : 0.0f;
-      const float mask = std::fma(in_se, se, std::fma(in_sw, sw, std::fma(in_ne, ne, in_nw * nw)));
-      // The neighbours' rows and columns, clamped into the image where their weight is 0.
-      const std::uint8_t* row_n = src + static_cast<std::size_t>(std::max(iy, 0)) * line;
-      const std::uint8_t* row_s =
-          src + static_cast<std::size_t>(std::min(iy + 1, im.height - 1)) * line;
-      const std::size_t cw = static_cast<std::size_t>(std::max(ix, 0)) * kChannels;
-      const std::size_t ce = static_cast<std::size_t>(std::min(ix + 1, im.width - 1)) * kChannels;
-      for (int k = 0; k < kChannels; ++k) {
-        const float v_nw = in_nw * row_n[cw + k], v_ne = in_ne * row_n[ce + k];
-        const float v_sw = in_sw * row_s[cw + k], v_se = in_se * row_s[ce + k];
-        const float v = std::fma(v_se, se, std::fma(v_sw, sw, std::fma(v_ne, ne, v_nw * nw)));
-        const float blended = (v - fill) * mask + fill;
-        out[k] = static_cast<std::uint8_t>(std::clamp(std::nearbyint(blended), 0.0f, 255.0f));
+      for (int c = 0; c < kChannels; ++c) {
+        float v[4];
+        for (int k = 0; k < 4; ++k) v[k] = in[k] ? static_cast<float>(corner[k][c]) : 0.0f;
+        float value = blend(v, wt);
+        if constexpr (kFill) value = (value - fill) * mask + fill;
+        out[c] = static_cast<std::uint8_t>(std::nearbyint(std::clamp(value, 0.0f, 255.0f)));
       }
     }
   }
 }
 
-template <int kChannels>
-void bilinear_with_library_fma(const Pixels& im, const SamplingGrid& g, float fill,
-                               const std::uint8_t* src) {
-  bilinear<kChannels>(im, g, fill, src);
+// The same rows compiled for AVX2 and FMA, where fma, floor and nearbyint are one instruction
+// each instead of library calls (each is exact, so both compilations give the same bytes).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+template <int kChannels, bool kFill>
+__attribute__((target("avx2,fma"))) void bilinear_rows_fma(const Pixels& im,
+                                                           const std::uint8_t* src,
+                                                           const SamplingGrid& g, float fill) {
+  bilinear_rows<kChannels, kFill>(im, src, g, fill);
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-// The same loop where the CPU has FMA (every x86-64 since 2013): std::fma becomes one
-// instruction instead of a library call, the same results.
-template <int kChannels>
-__attribute__((target("fma"))) void bilinear_with_fma_instruction(const Pixels& im,
-                                                                  const SamplingGrid& g, float fill,
-                                                                  const std::uint8_t* src) {
-  bilinear<kChannels>(im, g, fill, src);
-}
-bool has_fma_instruction() {
-  static const bool has = __builtin_cpu_supports("fma");
-  return has;
+bool has_fma() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return yes;
 }
 #endif
 
-template <int kChannels>
-void bilinear_warp(const Pixels& im, const SamplingGrid& g, float fill, const std::uint8_t* src) {
+template <int kChannels, bool kFill>
+void warp_bilinear(const Pixels& im, const SamplingGrid& g, float fill,
+                   std::vector<std::uint8_t>& copy) {
+  const std::uint8_t* src = tight_copy(im, copy);
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (has_fma_instruction()) return bilinear_with_fma_instruction<kChannels>(im, g, fill, src);
+  if (has_fma()) return bilinear_rows_fma<kChannels, kFill>(im, src, g, fill);
 #endif
-  bilinear_with_library_fma<kChannels>(im, g, fill, src);
+  bilinear_rows<kChannels, kFill>(im, src, g, fill);
+}
+
+void warp(const Pixels& im, const std::array<double, 6>& m, float fill, Interpolation interpolation,
+          std::vector<std::uint8_t>& copy) {
+  const SamplingGrid g = sampling_grid(m, im.width, im.height);
+  const bool three = im.channels == 3;
+  if (interpolation == Interpolation::kNearest) {
+    if (three)
+      warp<std::uint8_t, 3>(im.data, im.stride, im.width, im.height, g, fill_level(fill), copy);
+    else
+      warp<std::uint8_t, 1>(im.data, im.stride, im.width, im.height, g, fill_level(fill), copy);
+    return;
+  }
+  const float level = std::clamp(fill, 0.0f, 255.0f);
+  const bool fill_outside = fill != kNoFill;
+  if (three && fill_outside)
+    warp_bilinear<3, true>(im, g, level, copy);
+  else if (three)
+    warp_bilinear<3, false>(im, g, level, copy);
+  else if (fill_outside)
+    warp_bilinear<1, true>(im, g, level, copy);
+  else
+    warp_bilinear<1, false>(im, g, level, copy);
+}
+
+// What F.affine hands _get_inverse_affine_matrix for op (kAffine's numbers and centre).
+AffineArgs affine_args(const AppliedOp& op) {
+  return AffineArgs{op.args[0], op.args[1], op.args[2], op.args[3], op.args[4], op.args[5]};
 }
 
 // torch.rot90(image, k, dims=(-2, -1)): k counter-clockwise quarter turns (1, 2 or 3).
@@ -252,7 +266,7 @@ double python_mod_360(double angle) {
 
 }  // namespace
 
-float unnormalized(float g, float half_size) {
+float source_coordinate(float g, float half_size) {
   return unnormalize(g, half_size);
 }
 
@@ -261,23 +275,17 @@ float source_index(float g, float half_size) {
 }
 
 void affine(const Pixels& image, const AppliedOp& op, AffineCenter center,
-            std::vector<std::uint8_t>& copy) {
+            std::vector<std::uint8_t>& copy, Interpolation interpolation) {
   AffineArgs a = affine_args(op);
   if (center == AffineCenter::kOrigin) {  // affine_image: [c - s * 0.5 for c, s in ...]
     a.cx = 0.0 - image.width * 0.5;
     a.cy = 0.0 - image.height * 0.5;
   }
-  warp(image, inverse_affine_matrix(a), op.args[6], copy);
+  warp(image, inverse_affine_matrix(a), op.args[6], interpolation, copy);
 }
 
 void affine_bilinear(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>& copy) {
-  const SamplingGrid g =
-      sampling_grid(inverse_affine_matrix(affine_args(op)), image.width, image.height);
-  const std::uint8_t* src = tight_copy(image, copy);
-  if (image.channels == 3)
-    bilinear_warp<3>(image, g, op.args[6], src);
-  else
-    bilinear_warp<1>(image, g, op.args[6], src);
+  affine(image, op, AffineCenter::kImage, copy, Interpolation::kBilinear);
 }
 
 void affine_labels(const LabelImage& labels, const AppliedOp& op, std::uint16_t fill,
@@ -310,17 +318,19 @@ std::array<double, 6> affine_forward_matrix(const AppliedOp& op, int width, int 
   return m;
 }
 
-void policy_shear(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>& copy) {
+void policy_shear(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>& copy,
+                  Interpolation interpolation) {
   // math.degrees(math.atan(m)): CPython's degrees multiplies by 180 / pi.
   const double degrees = std::atan(static_cast<double>(op.args[0])) * (180.0 / std::numbers::pi);
   AffineArgs a;
   (op.args[1] == 0.f ? a.shear_x : a.shear_y) = degrees;
   a.cx = 0.0 - image.width * 0.5;
   a.cy = 0.0 - image.height * 0.5;
-  warp(image, inverse_affine_matrix(a), op.args[2], copy);
+  warp(image, inverse_affine_matrix(a), op.args[2], interpolation, copy);
 }
 
-void rotate(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>& copy) {
+void rotate(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>& copy,
+            Interpolation interpolation) {
   const double angle = python_mod_360(op.args[0]);
   // rotate_image's fast paths, taken before the fill is looked at.
   if (angle == 0.0) return;
@@ -330,7 +340,7 @@ void rotate(const Pixels& image, const AppliedOp& op, std::vector<std::uint8_t>&
   // affine and rotate turn opposite ways, so rotate_image negates the angle.
   AffineArgs a;
   a.angle = -angle;
-  warp(image, inverse_affine_matrix(a), op.args[1], copy);
+  warp(image, inverse_affine_matrix(a), op.args[1], interpolation, copy);
 }
 
 }  // namespace stoke::detail

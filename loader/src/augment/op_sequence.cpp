@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "augment/augmix.hpp"
 #include "augment/pil_ops.hpp"
 
 // numpy's float32 `mixed += w * img` rounds the product, then the sum: never fused.
@@ -61,6 +62,8 @@ void apply_ops(std::span<const ColorOpArgs> ops, const Pixels& image, Photometri
   for (std::size_t i = 0; i < ops.size();) {
     if (is_chain(ops[i])) {
       i = mix(ops, i, image, scratch);
+    } else if (ops[i].op == ColorOp::kAugMix) {
+      i += augmix(ops.subspan(i), image, scratch);
     } else {
       apply_color_op(ops[i], image, scratch);
       ++i;

@@ -1,5 +1,6 @@
 #pragma once
-// A sample's drawn ops, run in order on its image. Most ops act alone (apply_color_op); timm's
+// A sample's drawn ops, run in order on its image. Most ops act alone (apply_color_op);
+// torchvision's AugMix (ImageOp kAugMix and its chains) is one mix, augmix.hpp's; timm's
 // AugMix (ImageOp kTimmAugMixChain, kTimmAugMixBlend) is a group: each chain's ops run on a copy
 // of the image the mix began with, and AugMixAugment's arithmetic combines them: without blended
 // mode, `mixed += weight * chain` in float32 per chain, then the sum clipped to [0, 255],

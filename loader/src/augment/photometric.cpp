@@ -489,10 +489,13 @@ void erase_levels(const Pixels& image, const ColorOpArgs& op) {
 
 }  // namespace
 
-void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScratch& scratch) {
+void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScratch& scratch,
+                    Interpolation interpolation) {
   if (image.height <= 0 || image.width <= 0) return;
   switch (op.op) {
     case ColorOp::kNone:
+    case ColorOp::kAugMix:
+    case ColorOp::kAugMixChain:
       return;
     case ColorOp::kBrightness:
       return brightness(image, op.args[0]);
@@ -520,13 +523,13 @@ void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScrat
       return gaussian_blur(image, static_cast<int>(op.args[0]), static_cast<int>(op.args[1]),
                            op.args[2], scratch);
     case ColorOp::kAffine:
-      return affine(image, op, AffineCenter::kImage, scratch.u0);
+      return affine(image, op, AffineCenter::kImage, scratch.u0, interpolation);
     case ColorOp::kAffineAtOrigin:
-      return affine(image, op, AffineCenter::kOrigin, scratch.u0);
+      return affine(image, op, AffineCenter::kOrigin, scratch.u0, interpolation);
     case ColorOp::kRotate:
-      return rotate(image, op, scratch.u0);
+      return rotate(image, op, scratch.u0, interpolation);
     case ColorOp::kShear:
-      return policy_shear(image, op, scratch.u0);
+      return policy_shear(image, op, scratch.u0, interpolation);
     case ColorOp::kAffineBilinear:
       return affine_bilinear(image, op, scratch.u0);
     case ColorOp::kErase:

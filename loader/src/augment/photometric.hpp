@@ -63,7 +63,7 @@ using ColorOpArgs = AppliedOp;
 // blur's 2-D kernel (f0) and 1-D kernels (f1), the copy of the image that sharpness, the blur
 // and the geometric ops read from while they write (u0; reflect-padded for the blur, at most 9
 // times the image), Pillow's smoothed image for its sharpness (u1), and an AugMix's input, its
-// chain's image and its float32 sum (op_sequence.hpp).
+// chain's image and its float32 sum (op_sequence.hpp, augmix.hpp).
 struct PhotometricScratch {
   std::vector<float> f0, f1;
   std::vector<std::uint8_t> u0, u1;
@@ -72,9 +72,12 @@ struct PhotometricScratch {
 };
 
 // Applies `op` to `image` in place; the geometric ops (kAffine, kAffineAtOrigin, kRotate, kShear,
-// kAffineBilinear) are geometric_ops.hpp's, timm's (kPil*) pil_ops.hpp's; AugMix's marks are
-// op_sequence.hpp's, and here they do nothing. REQUIRES: image.channels is 1 or 3; the arguments
-// are in the ranges above and there (the pipeline's validation guarantees them).
-void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScratch& scratch);
+// kAffineBilinear) are geometric_ops.hpp's, kAffine, kAffineAtOrigin, kRotate and kShear sampling
+// with `interpolation`; timm's (kPil*) are pil_ops.hpp's; AugMix's records (kAugMix,
+// kAugMixChain, kTimmAugMixChain, kTimmAugMixBlend) are op_sequence.hpp's and augmix.hpp's, and
+// here they do nothing. REQUIRES: image.channels is 1 or 3; the arguments are in the ranges above
+// and there (the pipeline's validation guarantees them).
+void apply_color_op(const ColorOpArgs& op, const Pixels& image, PhotometricScratch& scratch,
+                    Interpolation interpolation = Interpolation::kNearest);
 
 }  // namespace stoke::detail

@@ -1,7 +1,9 @@
 #include "augment/policies.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstddef>
 
 namespace stoke::detail {
 namespace {
@@ -107,6 +109,14 @@ constexpr std::array<Policy, 25> kSvhn = {{
 
 constexpr int kAutoAugmentBins = 10;
 
+// AugMix's _AUGMENTATION_SPACE, in its key order; _PARTIAL_AUGMENTATION_SPACE is the first 9.
+constexpr std::array<PolicyOp, 13> kAugMixOps = {
+    kShearX,       kShearY,   kTranslateX, kTranslateY, kRotate,   kPosterize, kSolarize,
+    kAutoContrast, kEqualize, kBrightness, kColor,      kContrast, kSharpness};
+constexpr std::size_t kAugMixPartialOps = 9;
+// The most chains a record holds (the pipeline allows 16).
+constexpr std::size_t kMaxAugMixChains = 16;
+
 // torch.linspace(lo, hi, n)[k] in float32, as torch computes it: from the start for the first
 // half, from the end for the rest.
 double linspace(double lo, double hi, int n, int k) {
@@ -190,9 +200,7 @@ void append_primitive(PolicyOp op, double m, float fill, std::vector<AppliedOp>&
 void take(PolicyOp op, int bin, bool negative, const AugmentStep& s, int bins, int height,
           int width, std::vector<AppliedOp>& out, std::vector<PolicyDraw>* draws) {
   if (draws != nullptr) draws->push_back({op, bin, negative});
-  double m = bin >= 0 ? policy_magnitude(s.step_kind(), op, bin, bins, height, width) : 0.0;
-  if (negative) m = -m;
-  append_primitive(op, m, s.fill, out);
+  append_policy_op(s, {op, bin, negative}, bins, height, width, out);
 }
 
 // One op of the wide table: its index, then (when it has magnitudes) its bin, then (when
@@ -207,6 +215,36 @@ void draw_wide(const AugmentStep& s, SampleRng& rng, int fixed_bin, int height, 
     if (is_signed(op)) negative = rng.uniform() <= 0.5;
   }
   take(op, bin, negative, s, s.magnitude_bins, height, width, out, draws);
+}
+
+// AugMix._forward's draws: m ~ Dirichlet([alpha, alpha]), the chains' weights
+// Dirichlet([alpha] * width) * m[1] (float32, as torch multiplies them), then per chain its depth
+// (chain_depth, or torch.randint(1, 4)) and per op: one of the space, a bin below severity
+// (torch.randint(severity)) when it has magnitudes, a sign when signed (`rand() <= 0.5`).
+void draw_augmix(const AugmentStep& s, SampleRng& rng, int height, int width,
+                 std::vector<AppliedOp>& out, std::vector<PolicyDraw>* draws) {
+  std::array<double, 2> m{};
+  rng.dirichlet(s.alpha, m);
+  std::array<double, kMaxAugMixChains> mix{};
+  const std::span<double> weights(
+      mix.data(),
+      std::clamp<std::size_t>(static_cast<std::size_t>(s.mixture_width), 1, mix.size()));
+  rng.dirichlet(s.alpha, weights);
+  out.push_back(augmix_head(s, static_cast<float>(m[0])));
+  const float m1 = static_cast<float>(m[1]);
+  const std::span<const PolicyOp> space = augmix_ops(s.all_ops != 0);
+  for (const double d : weights) {
+    const int depth = s.chain_depth > 0 ? s.chain_depth : 1 + static_cast<int>(rng.below(3));
+    const std::size_t head = out.size();
+    out.push_back(augmix_chain(static_cast<float>(d) * m1, 0));
+    for (int i = 0; i < depth; ++i) {
+      const PolicyOp op = space[rng.below(space.size())];
+      const int bin = has_magnitude(op) ? static_cast<int>(rng.below(s.severity)) : -1;
+      const bool negative = is_signed(op) && rng.uniform() <= 0.5;
+      take(op, bin, negative, s, kAugMixBins, height, width, out, draws);
+    }
+    out[head].args[1] = static_cast<float>(out.size() - head - 1);
+  }
 }
 
 const std::array<Policy, 25>& policies(const AugmentStep& s) {
@@ -225,16 +263,21 @@ const std::array<Policy, 25>& policies(const AugmentStep& s) {
 
 double policy_magnitude(StepKind kind, PolicyOp op, int bin, int bins, int height, int width) {
   const bool wide = kind == StepKind::kTrivialAugmentWide;
+  const bool augmix = kind == StepKind::kAugMix;
   const double shear = wide ? 0.99 : 0.3;
   const double photo = wide ? 0.99 : 0.9;
+  // AugMix translates by up to a third of the side, the others by 32 pixels or 150/331 of it.
+  const auto translate = [&](int side) {
+    return wide ? 32.0 : augmix ? side / 3.0 : 150.0 / 331.0 * side;
+  };
   switch (op) {
     case kShearX:
     case kShearY:
       return linspace(0.0, shear, bins, bin);
     case kTranslateX:
-      return linspace(0.0, wide ? 32.0 : 150.0 / 331.0 * width, bins, bin);
+      return linspace(0.0, translate(width), bins, bin);
     case kTranslateY:
-      return linspace(0.0, wide ? 32.0 : 150.0 / 331.0 * height, bins, bin);
+      return linspace(0.0, translate(height), bins, bin);
     case kRotate:
       return linspace(0.0, wide ? 135.0 : 30.0, bins, bin);
     case kBrightness:
@@ -242,13 +285,34 @@ double policy_magnitude(StepKind kind, PolicyOp op, int bin, int bins, int heigh
     case kContrast:
     case kSharpness:
       return linspace(0.0, photo, bins, bin);
-    case kPosterize:
-      return posterize_bits(8, wide ? 6.0 : 4.0, bins, bin);
+    case kPosterize:  // AugMix: (4 - arange / ((bins - 1) / 4)); the others from 8
+      return posterize_bits(augmix ? 4 : 8, wide ? 6.0 : 4.0, bins, bin);
     case kSolarize:
       return linspace(1.0, 0.0, bins, bin);
     default:
       return 0.0;
   }
+}
+
+void append_policy_op(const AugmentStep& s, const PolicyDraw& draw, int bins, int height, int width,
+                      std::vector<AppliedOp>& out) {
+  double m =
+      draw.bin >= 0 ? policy_magnitude(s.step_kind(), draw.op, draw.bin, bins, height, width) : 0.0;
+  if (draw.negative) m = -m;
+  append_primitive(draw.op, m, s.fill, out);
+}
+
+std::span<const PolicyOp> augmix_ops(bool all_ops) {
+  return {kAugMixOps.data(), all_ops ? kAugMixOps.size() : kAugMixPartialOps};
+}
+
+AppliedOp augmix_head(const AugmentStep& s, float m0) {
+  return {ImageOp::kAugMix,
+          {m0, static_cast<float>(s.mixture_width), static_cast<float>(s.interpolation), s.fill}};
+}
+
+AppliedOp augmix_chain(float weight, int ops) {
+  return {ImageOp::kAugMixChain, {weight, static_cast<float>(ops)}};
 }
 
 void draw_policy(const AugmentStep& s, SampleRng& rng, int height, int width,
@@ -259,6 +323,9 @@ void draw_policy(const AugmentStep& s, SampleRng& rng, int height, int width,
       return;
     case StepKind::kRandAugment:
       for (int i = 0; i < s.num_ops; ++i) draw_wide(s, rng, s.magnitude, height, width, out, draws);
+      return;
+    case StepKind::kAugMix:
+      draw_augmix(s, rng, height, width, out, draws);
       return;
     case StepKind::kAutoAugment: {
       const auto& table = policies(s);

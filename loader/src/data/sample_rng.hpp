@@ -4,9 +4,13 @@
 //
 // The generator and the conversions to floats are written out here (not <random>
 // distributions, whose output differs between standard libraries) so every process on every
-// platform draws the same numbers.
+// platform draws the same numbers. (The normal and Gamma draws call the C library's sqrt, log and
+// exp: the same numbers wherever that library is the same, as it is for a loader's workers.)
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <span>
 
 namespace stoke::detail {
 
@@ -56,6 +60,40 @@ class SampleRng {
     return static_cast<std::uint64_t>((static_cast<U128>(next()) * n) >> 64);
   }
   bool bernoulli(double p) noexcept { return uniform() < p; }
+
+  // Standard normal (Marsaglia's polar method, one of each pair).
+  double normal() noexcept {
+    for (;;) {
+      const double u = 2.0 * uniform() - 1.0, v = 2.0 * uniform() - 1.0;
+      const double s = u * u + v * v;
+      if (s > 0.0 && s < 1.0) return u * std::sqrt(-2.0 * std::log(s) / s);
+    }
+  }
+
+  // The log of a Gamma(alpha, 1) draw (Marsaglia and Tsang; below 1, Gamma(alpha + 1) times
+  // U^(1 / alpha)), kept as a log so that small alphas do not underflow to 0. REQUIRES: alpha > 0.
+  double log_gamma(double alpha) noexcept {
+    if (alpha < 1.0) return log_gamma(alpha + 1.0) + std::log(1.0 - uniform()) / alpha;
+    const double d = alpha - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+    for (;;) {
+      const double x = normal();
+      const double t = 1.0 + c * x;
+      if (t <= 0.0) continue;
+      const double v = t * t * t;
+      const double u = 1.0 - uniform();  // (0, 1]
+      if (std::log(u) < 0.5 * x * x + d - d * v + d * std::log(v)) return std::log(d * v);
+    }
+  }
+
+  // A Dirichlet([alpha] * out.size()) draw into `out`: Gamma draws over their sum (the Beta
+  // distribution for two). REQUIRES: alpha > 0; out not empty.
+  void dirichlet(double alpha, std::span<double> out) noexcept {
+    double top = -INFINITY;
+    for (double& v : out) top = std::max(top, v = log_gamma(alpha));
+    double sum = 0.0;
+    for (double& v : out) sum += v = std::exp(v - top);
+    for (double& v : out) v /= sum;
+  }
 
  private:
   std::uint64_t s0_;

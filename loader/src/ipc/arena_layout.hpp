@@ -68,7 +68,7 @@ inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKAREN
 // index and the slots), geometry; 7: ArenaHeader::remote_deadline_s; 8: AugmentStep of 128
 // bytes (photometric steps), the slots' applied ops; 9: AugmentStep of 224 bytes (random
 // erasing, timm's policies), the slots' erase boxes; 10: AugmentStep of 288 bytes
-// (random_affine's ranges)
+// (random_affine's ranges, AugMix's settings)
 inline constexpr std::uint32_t kLayoutVersion = 10;
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
