@@ -26,13 +26,9 @@ namespace stoke::detail {
 namespace {
 
 using test::FieldReader;
+using test::GoldenImage;
 
 // The golden file.
-
-struct MixImage {
-  int height = 0, width = 0, channels = 0;
-  std::vector<std::uint8_t> bytes;  // tight rows
-};
 
 struct MixChain {
   float weight = 0;  // the Dirichlet draw, before AugMix multiplies it by m1
@@ -51,21 +47,12 @@ struct MixCase {
 };
 
 struct MixGolden {
-  std::vector<MixImage> images;
+  std::vector<GoldenImage> images;
   std::vector<MixCase> cases;
   std::string error;  // why the file could not be read; empty when it was
 };
 
-bool read_image(FieldReader& in, MixImage& im) {
-  im.height = static_cast<int>(in.u32() & 0xffff);  // small; the masks bound a corrupt size
-  im.width = static_cast<int>(in.u32() & 0xffff);
-  im.channels = static_cast<int>(in.u32() & 0xf);
-  im.bytes = in.bytes(static_cast<std::size_t>(im.height) * static_cast<std::size_t>(im.width) *
-                      static_cast<std::size_t>(im.channels));
-  return !in.failed();
-}
-
-bool read_case(FieldReader& in, const std::vector<MixImage>& images, MixCase& c) {
+bool read_case(FieldReader& in, const std::vector<GoldenImage>& images, MixCase& c) {
   c.image = in.u32();
   c.interpolation = in.u32() == 1 ? Interpolation::kBilinear : Interpolation::kNearest;
   c.all_ops = in.u32() == 1;
@@ -85,26 +72,14 @@ bool read_case(FieldReader& in, const std::vector<MixImage>& images, MixCase& c)
       d.negative = in.u32() == 1;
     }
   }
-  const std::vector<std::uint8_t> label = in.bytes(in.u32() & 0xff);
-  c.label.assign(label.begin(), label.end());
+  c.label = test::read_golden_label(in);
   if (in.failed() || c.image >= images.size()) return false;
   c.expected = in.bytes(images[c.image].bytes.size());
   return !in.failed();
 }
 
 MixGolden parse(const std::vector<std::uint8_t>& data) {
-  MixGolden g;
-  FieldReader in(data);
-  if (in.bytes(4) != std::vector<std::uint8_t>{'S', 'T', 'A', 'M'} || in.u32() != 1)
-    return {{}, {}, "not a version-1 AugMix golden file"};
-  g.images.resize(in.u32() & 0xff);
-  for (MixImage& im : g.images)
-    if (!read_image(in, im)) return {{}, {}, "truncated in its images"};
-  g.cases.resize(in.u32() & 0xffff);
-  for (MixCase& c : g.cases)
-    if (!read_case(in, g.images, c)) return {{}, {}, "a case is truncated or names no image"};
-  if (!in.at_end()) return {{}, {}, "followed by extra bytes"};
-  return g;
+  return test::parse_image_cases<MixGolden>(data, "STAM", "AugMix", read_case);
 }
 
 const MixGolden& golden() {
@@ -138,7 +113,7 @@ TEST(AugMix, MixesAsTorchvisionDoesGivenTheSameDraws) {
   PhotometricScratch scratch;  // shared by every case, as a worker shares it
   std::size_t bytes = 0, differing = 0;
   for (const MixCase& c : g.cases) {
-    const MixImage& im = g.images[c.image];
+    const GoldenImage& im = g.images[c.image];
     const std::vector<AppliedOp> record = record_of(c, im.height, im.width);
     std::vector<std::uint8_t> out = im.bytes;
     const std::size_t spans = augmix(record,

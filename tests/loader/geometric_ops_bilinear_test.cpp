@@ -19,11 +19,7 @@ namespace stoke::detail {
 namespace {
 
 using test::FieldReader;
-
-struct BilinearImage {
-  int height = 0, width = 0, channels = 0;
-  std::vector<std::uint8_t> bytes;  // tight rows
-};
+using test::GoldenImage;
 
 struct BilinearCase {
   std::size_t image = 0;
@@ -34,45 +30,24 @@ struct BilinearCase {
 };
 
 struct BilinearGolden {
-  std::vector<BilinearImage> images;
+  std::vector<GoldenImage> images;
   std::vector<BilinearCase> cases;
   std::string error;  // why the file could not be read; empty when it was
 };
 
-bool read_image(FieldReader& in, BilinearImage& im) {
-  im.height = static_cast<int>(in.u32() & 0xffff);  // small; the masks bound a corrupt size
-  im.width = static_cast<int>(in.u32() & 0xffff);
-  im.channels = static_cast<int>(in.u32() & 0xf);
-  im.bytes = in.bytes(static_cast<std::size_t>(im.height) * static_cast<std::size_t>(im.width) *
-                      static_cast<std::size_t>(im.channels));
-  return !in.failed();
-}
-
-bool read_case(FieldReader& in, const std::vector<BilinearImage>& images, BilinearCase& c) {
+bool read_case(FieldReader& in, const std::vector<GoldenImage>& images, BilinearCase& c) {
   c.image = in.u32();
   c.op.op = static_cast<ImageOp>(in.u32());
   c.interpolation = in.u32() == 0 ? Interpolation::kNearest : Interpolation::kBilinear;
   for (float& a : c.op.args) a = in.f32();
-  const std::vector<std::uint8_t> label = in.bytes(in.u32() & 0xff);
-  c.label.assign(label.begin(), label.end());
+  c.label = test::read_golden_label(in);
   if (in.failed() || c.image >= images.size()) return false;
   c.expected = in.bytes(images[c.image].bytes.size());
   return !in.failed();
 }
 
 BilinearGolden parse(const std::vector<std::uint8_t>& data) {
-  BilinearGolden g;
-  FieldReader in(data);
-  if (in.bytes(4) != std::vector<std::uint8_t>{'S', 'T', 'G', 'B'} || in.u32() != 1)
-    return {{}, {}, "not a version-1 bilinear golden file"};
-  g.images.resize(in.u32() & 0xff);
-  for (BilinearImage& im : g.images)
-    if (!read_image(in, im)) return {{}, {}, "truncated in its images"};
-  g.cases.resize(in.u32() & 0xffff);
-  for (BilinearCase& c : g.cases)
-    if (!read_case(in, g.images, c)) return {{}, {}, "a case is truncated or names no image"};
-  if (!in.at_end()) return {{}, {}, "followed by extra bytes"};
-  return g;
+  return test::parse_image_cases<BilinearGolden>(data, "STGB", "bilinear", read_case);
 }
 
 const BilinearGolden& golden() {
@@ -81,7 +56,7 @@ const BilinearGolden& golden() {
 }
 
 std::string describe(const BilinearCase& c) {
-  const BilinearImage& im = golden().images[c.image];
+  const GoldenImage& im = golden().images[c.image];
   std::string args;
   for (float a : c.op.args) args += (args.empty() ? "" : ", ") + std::to_string(a);
   return std::string(image_op_name(c.op.op)) +
@@ -108,7 +83,7 @@ void apply(const BilinearCase& c, const Pixels& px, std::vector<std::uint8_t>& c
 // Runs a case on its image laid out with `pad` bytes after each row, filled with `fill`.
 std::vector<std::uint8_t> run(const BilinearCase& c, std::size_t pad, std::uint8_t fill,
                               std::vector<std::uint8_t>& copy) {
-  const BilinearImage& im = golden().images[c.image];
+  const GoldenImage& im = golden().images[c.image];
   const std::size_t line = static_cast<std::size_t>(im.width * im.channels);
   std::vector<std::uint8_t> buf((line + pad) * static_cast<std::size_t>(im.height), fill);
   for (int y = 0; y < im.height; ++y)
@@ -147,7 +122,7 @@ TEST(GeometricBilinear, GoldenFileCoversEveryOpBothKindsOfFillAndTheSearchedDraw
   int searched = 0;
   std::vector<int> ops(17, 0);
   for (const BilinearCase& c : g.cases) {
-    const BilinearImage& im = g.images[c.image];
+    const GoldenImage& im = g.images[c.image];
     gray |= im.channels == 1;
     rgb |= im.channels == 3;
     single_pixel |= im.height == 1 && im.width == 1;
@@ -177,7 +152,7 @@ TEST(GeometricBilinear, LeavesRowPaddingUntouched) {
   constexpr std::size_t kPad = 5;
   constexpr std::uint8_t kFill = 0xa5;
   for (const BilinearCase& c : g.cases) {
-    const BilinearImage& im = g.images[c.image];
+    const GoldenImage& im = g.images[c.image];
     const std::size_t line = static_cast<std::size_t>(im.width * im.channels);
     const std::vector<std::uint8_t> out = run(c, kPad, kFill, copy);
     for (int y = 0; y < im.height; ++y) {

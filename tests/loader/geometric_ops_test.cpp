@@ -29,11 +29,7 @@ namespace detail {
 namespace {
 
 using test::FieldReader;
-
-struct GoldenImage {
-  int height = 0, width = 0, channels = 0;
-  std::vector<std::uint8_t> bytes;  // tight rows
-};
+using test::GoldenImage;
 
 struct GoldenCase {
   std::size_t image = 0;
@@ -48,39 +44,18 @@ struct Golden {
   std::string error;  // why the file could not be read; empty when it was
 };
 
-bool read_image(FieldReader& in, GoldenImage& im) {
-  im.height = static_cast<int>(in.u32() & 0xffff);  // small; the masks bound a corrupt size
-  im.width = static_cast<int>(in.u32() & 0xffff);
-  im.channels = static_cast<int>(in.u32() & 0xf);
-  im.bytes = in.bytes(static_cast<std::size_t>(im.height) * static_cast<std::size_t>(im.width) *
-                      static_cast<std::size_t>(im.channels));
-  return !in.failed();
-}
-
 bool read_case(FieldReader& in, const std::vector<GoldenImage>& images, GoldenCase& c) {
   c.image = in.u32();
   c.op.op = static_cast<ImageOp>(in.u32());
   for (float& a : c.op.args) a = in.f32();
-  const std::vector<std::uint8_t> label = in.bytes(in.u32() & 0xff);
-  c.label.assign(label.begin(), label.end());
+  c.label = test::read_golden_label(in);
   if (in.failed() || c.image >= images.size()) return false;
   c.expected = in.bytes(images[c.image].bytes.size());
   return !in.failed();
 }
 
 Golden parse(const std::vector<std::uint8_t>& data) {
-  Golden g;
-  FieldReader in(data);
-  if (in.bytes(4) != std::vector<std::uint8_t>{'S', 'T', 'G', 'G'} || in.u32() != 1)
-    return {{}, {}, "not a version-1 geometric golden file"};
-  g.images.resize(in.u32() & 0xff);
-  for (GoldenImage& im : g.images)
-    if (!read_image(in, im)) return {{}, {}, "truncated in its images"};
-  g.cases.resize(in.u32() & 0xffff);
-  for (GoldenCase& c : g.cases)
-    if (!read_case(in, g.images, c)) return {{}, {}, "a case is truncated or names no image"};
-  if (!in.at_end()) return {{}, {}, "followed by extra bytes"};
-  return g;
+  return test::parse_image_cases<Golden>(data, "STGG", "geometric", read_case);
 }
 
 const Golden& golden() {

@@ -61,6 +61,53 @@ class FieldReader {
   bool failed_ = false;
 };
 
+// An image of a golden file: its height, width and channels (each masked small, so that a
+// corrupt size stays bounded), then its bytes in tight rows.
+struct GoldenImage {
+  int height = 0, width = 0, channels = 0;
+  std::vector<std::uint8_t> bytes;  // tight rows
+};
+
+inline bool read_golden_image(FieldReader& in, GoldenImage& im) {
+  im.height = static_cast<int>(in.u32() & 0xffff);
+  im.width = static_cast<int>(in.u32() & 0xffff);
+  im.channels = static_cast<int>(in.u32() & 0xf);
+  im.bytes = in.bytes(static_cast<std::size_t>(im.height) * static_cast<std::size_t>(im.width) *
+                      static_cast<std::size_t>(im.channels));
+  return !in.failed();
+}
+
+// A case's label: a length (below 256) and its characters.
+inline std::string read_golden_label(FieldReader& in) {
+  const std::vector<std::uint8_t> label = in.bytes(in.u32() & 0xff);
+  return {label.begin(), label.end()};
+}
+
+// The image-op golden files' layout: `magic`, version 1, a count and the images, a count and the
+// cases, nothing after. G has `images`, `cases` and `error`; read_case(in, images, c) reads one
+// case and says whether it was whole and names an image. `what` names the file in the errors.
+template <class G, class ReadCase>
+G parse_image_cases(const std::vector<std::uint8_t>& data, const char (&magic)[5],
+                    const std::string& what, ReadCase read_case) {
+  G g;
+  const auto fail = [](const std::string& why) {
+    G failed{};
+    failed.error = why;
+    return failed;
+  };
+  FieldReader in(data);
+  if (in.bytes(4) != std::vector<std::uint8_t>(magic, magic + 4) || in.u32() != 1)
+    return fail("not a version-1 " + what + " golden file");
+  g.images.resize(in.u32() & 0xff);
+  for (GoldenImage& im : g.images)
+    if (!read_golden_image(in, im)) return fail("truncated in its images");
+  g.cases.resize(in.u32() & 0xffff);
+  for (auto& c : g.cases)
+    if (!read_case(in, g.images, c)) return fail("a case is truncated or names no image");
+  if (!in.at_end()) return fail("followed by extra bytes");
+  return g;
+}
+
 // The golden file `name` read and handed to `parse` (a function of its bytes returning a G), or a
 // G whose `error` says why it could not be read; a parse error is prefixed with the path.
 template <class G, class Parse>

@@ -20,10 +20,7 @@
 namespace stoke::detail {
 namespace {
 
-struct GoldenImage {
-  int height = 0, width = 0, channels = 0;
-  std::vector<std::uint8_t> bytes;  // tight rows
-};
+using test::GoldenImage;
 
 struct GoldenCase {
   std::size_t image = 0;
@@ -45,13 +42,7 @@ Golden parse(const std::vector<std::uint8_t>& data) {
   if (in.bytes(4) != std::vector<std::uint8_t>{'S', 'T', 'P', 'L'} || in.u32() != 1)
     return {{}, {}, "not a version-1 PIL golden file"};
   g.images.resize(in.u32() & 0xff);
-  for (GoldenImage& im : g.images) {
-    im.height = static_cast<int>(in.u32() & 0xffff);
-    im.width = static_cast<int>(in.u32() & 0xffff);
-    im.channels = static_cast<int>(in.u32() & 0xf);
-    im.bytes = in.bytes(static_cast<std::size_t>(im.height) * static_cast<std::size_t>(im.width) *
-                        static_cast<std::size_t>(im.channels));
-  }
+  for (GoldenImage& im : g.images) test::read_golden_image(in, im);
   g.cases.resize(in.u32() & 0xffff);
   for (GoldenCase& c : g.cases) {
     c.image = in.u32();

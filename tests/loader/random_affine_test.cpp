@@ -30,11 +30,7 @@ namespace stoke::detail {
 namespace {
 
 using test::FieldReader;
-
-struct GoldenImage {
-  int height = 0, width = 0, channels = 0;
-  std::vector<std::uint8_t> bytes;  // tight rows
-};
+using test::GoldenImage;
 
 struct PixelCase {
   std::size_t image = 0;
@@ -76,11 +72,6 @@ void read_args(FieldReader& in, AppliedOp& op) {
   for (float& a : op.args) a = in.f32();
 }
 
-std::string read_label(FieldReader& in) {
-  const std::vector<std::uint8_t> label = in.bytes(in.u32() & 0xff);
-  return {label.begin(), label.end()};
-}
-
 std::vector<float> read_floats(FieldReader& in, std::size_t n) {
   std::vector<float> v(n);
   for (float& x : v) x = in.f32();
@@ -99,18 +90,13 @@ Golden parse(const std::vector<std::uint8_t>& data) {
   if (in.bytes(4) != std::vector<std::uint8_t>{'S', 'T', 'R', 'A'} || in.u32() != 1)
     return fail("not a version-1 random_affine golden file");
   g.images.resize(in.u32() & 0xff);
-  for (GoldenImage& im : g.images) {
-    im.height = static_cast<int>(in.u32() & 0xffff);  // small; the masks bound a corrupt size
-    im.width = static_cast<int>(in.u32() & 0xffff);
-    im.channels = static_cast<int>(in.u32() & 0xf);
-    im.bytes = in.bytes(static_cast<std::size_t>(im.height * im.width * im.channels));
-  }
+  for (GoldenImage& im : g.images) test::read_golden_image(in, im);
   g.pixels.resize(in.u32() & 0xffff);
   for (PixelCase& c : g.pixels) {
     c.image = in.u32();
     c.op.op = static_cast<ImageOp>(in.u32());
     read_args(in, c.op);
-    c.label = read_label(in);
+    c.label = test::read_golden_label(in);
     if (in.failed() || c.image >= g.images.size()) return fail("a pixel case is truncated");
     c.expected = in.bytes(g.images[c.image].bytes.size());
   }
@@ -127,7 +113,7 @@ Golden parse(const std::vector<std::uint8_t>& data) {
     c.op.op = ImageOp::kAffine;
     read_args(in, c.op);
     c.fill = static_cast<std::uint16_t>(in.u32());
-    c.label = read_label(in);
+    c.label = test::read_golden_label(in);
     if (in.failed() || c.mask >= g.masks.size()) return fail("a mask case is truncated");
     c.expected = in.bytes(g.masks[c.mask].labels.size());
   }
@@ -140,7 +126,7 @@ Golden parse(const std::vector<std::uint8_t>& data) {
     const std::size_t n = in.u32() & 0xffff;
     c.in = read_floats(in, 4 * n);
     c.expected = read_floats(in, 4 * n);
-    c.label = read_label(in);
+    c.label = test::read_golden_label(in);
   }
   if (in.failed()) return fail("truncated");
   if (!in.at_end()) return fail("followed by extra bytes");
