@@ -249,6 +249,28 @@ bool same_ops(const std::vector<AppliedOp>& x, const std::vector<AppliedOp>& y) 
          });
 }
 
+// Two epochs of `o` for 0, 1 and 3 workers (each sample's ops `ops_per_sample` wide): every
+// worker count delivers the same pixels and ops in both epochs, and the second epoch draws anew.
+// Returns the two epochs (the same for every worker count).
+std::pair<SeenWithOps, SeenWithOps> two_epochs_for_any_worker_count(Options o, int ops_per_sample) {
+  std::vector<SeenWithOps> first, second;
+  for (int workers : {0, 1, 3}) {
+    o.workers = workers;
+    Loader loader(o);
+    take_epoch(loader, ops_per_sample, first.emplace_back());
+    take_epoch(loader, ops_per_sample, second.emplace_back());
+  }
+  for (std::size_t i = 1; i < first.size(); ++i) {
+    EXPECT_TRUE(first[i].d == first[0].d) << "workers index " << i;
+    EXPECT_TRUE(same_ops(first[i].ops, first[0].ops)) << "workers index " << i;
+    EXPECT_TRUE(second[i].d == second[0].d) << "workers index " << i;
+    EXPECT_TRUE(same_ops(second[i].ops, second[0].ops)) << "workers index " << i;
+  }
+  EXPECT_NE(first[0].d.pixels, second[0].d.pixels);
+  EXPECT_FALSE(same_ops(first[0].ops, second[0].ops));
+  return {first[0], second[0]};
+}
+
 // Every photometric step, after and before the last resize: the same pixels and the same applied
 // ops for 0, 1 and 3 workers, and new draws the next epoch.
 TEST(Loader, PhotometricStepsAreIdenticalForAnyWorkerCount) {
@@ -257,23 +279,10 @@ TEST(Loader, PhotometricStepsAreIdenticalForAnyWorkerCount) {
       "random_grayscale 0.3 | random_resized_crop 48 48 | horizontal_flip | color_jitter 0.4 0.4 "
       "0.4 0.1 | gaussian_blur 3 | random_solarize 128 | random_posterize 3 | random_equalize | "
       "random_autocontrast | random_adjust_sharpness 2 | random_invert 0.2");
-  std::vector<SeenWithOps> first, second;
-  for (int workers : {0, 1, 3}) {
-    o.workers = workers;
-    Loader loader(o);
-    take_epoch(loader, 12, first.emplace_back());
-    take_epoch(loader, 12, second.emplace_back());
-  }
-  for (std::size_t i = 1; i < first.size(); ++i) {
-    EXPECT_TRUE(first[i].d == first[0].d) << "workers index " << i;
-    EXPECT_TRUE(same_ops(first[i].ops, first[0].ops)) << "workers index " << i;
-    EXPECT_TRUE(second[i].d == second[0].d) << "workers index " << i;
-  }
-  EXPECT_NE(first[0].d.pixels, second[0].d.pixels);
-  EXPECT_FALSE(same_ops(first[0].ops, second[0].ops));
+  const auto [first, second] = two_epochs_for_any_worker_count(o, 12);
   // Every kind of op was drawn somewhere in the epoch.
   std::set<ImageOp> kinds;
-  for (const AppliedOp& op : first[0].ops) kinds.insert(op.op);
+  for (const AppliedOp& op : first.ops) kinds.insert(op.op);
   EXPECT_EQ(kinds.size(), 13u);  // the twelve ops and kNone padding
 }
 
@@ -312,22 +321,9 @@ TEST(Loader, TimmAugmentIsIdenticalForAnyWorkerCount) {
                             "random_resized_crop 48 48 | horizontal_flip | timm_augment "
                             "rand-m9-mstd0.5-inc1 interpolation=bicubic | timm_augment "
                             "augmix-m5-w3");
-  std::vector<SeenWithOps> first, second;
-  for (int workers : {0, 1, 3}) {
-    o.workers = workers;
-    Loader loader(o);
-    take_epoch(loader, 2 + 13, first.emplace_back());
-    take_epoch(loader, 2 + 13, second.emplace_back());
-  }
-  for (std::size_t i = 1; i < first.size(); ++i) {
-    EXPECT_TRUE(first[i].d == first[0].d) << "workers index " << i;
-    EXPECT_TRUE(same_ops(first[i].ops, first[0].ops)) << "workers index " << i;
-    EXPECT_TRUE(second[i].d == second[0].d) << "workers index " << i;
-    EXPECT_TRUE(same_ops(second[i].ops, second[0].ops)) << "workers index " << i;
-  }
-  EXPECT_NE(first[0].d.pixels, second[0].d.pixels);
+  const auto [first, second] = two_epochs_for_any_worker_count(o, 2 + 13);
   std::set<ImageOp> kinds;
-  for (const SeenWithOps* s : {&first[0], &second[0]})
+  for (const SeenWithOps* s : {&first, &second})
     for (const AppliedOp& op : s->ops) kinds.insert(op.op);
   for (int k = static_cast<int>(ImageOp::kPilAutocontrast);
        k <= static_cast<int>(ImageOp::kTimmAugMixBlend); ++k)
@@ -342,28 +338,15 @@ TEST(Loader, RandomAffineIsIdenticalForAnyWorkerCount) {
                             "random_affine -10 10 0 0 0.9 1.1 | random_resized_crop 48 48 | "
                             "random_affine_bilinear -20 20 0.1 0.1 | horizontal_flip | "
                             "random_affine 30 30 0 0 1 1 -10 10 -5 5 90");
-  std::vector<SeenWithOps> first, second;
-  for (int workers : {0, 1, 3}) {
-    o.workers = workers;
-    Loader loader(o);
-    take_epoch(loader, 3, first.emplace_back());
-    take_epoch(loader, 3, second.emplace_back());
-  }
-  for (std::size_t i = 1; i < first.size(); ++i) {
-    EXPECT_TRUE(first[i].d == first[0].d) << "workers index " << i;
-    EXPECT_TRUE(same_ops(first[i].ops, first[0].ops)) << "workers index " << i;
-    EXPECT_TRUE(second[i].d == second[0].d) << "workers index " << i;
-  }
-  EXPECT_NE(first[0].d.pixels, second[0].d.pixels);
-  EXPECT_FALSE(same_ops(first[0].ops, second[0].ops));
+  const auto [first, second] = two_epochs_for_any_worker_count(o, 3);
   // Every sample got its three warps, in the pipeline's order.
-  ASSERT_EQ(first[0].ops.size(), first[0].d.labels.size() * 3);
-  for (std::size_t i = 0; i < first[0].ops.size(); i += 3) {
-    EXPECT_EQ(first[0].ops[i].op, ImageOp::kAffine);
-    EXPECT_EQ(first[0].ops[i + 1].op, ImageOp::kAffineBilinear);
-    EXPECT_EQ(first[0].ops[i + 2].op, ImageOp::kAffine);
-    EXPECT_EQ(first[0].ops[i + 2].args[0], 30.f);
-    EXPECT_EQ(first[0].ops[i + 2].args[6], 90.f);
+  ASSERT_EQ(first.ops.size(), first.d.labels.size() * 3);
+  for (std::size_t i = 0; i < first.ops.size(); i += 3) {
+    EXPECT_EQ(first.ops[i].op, ImageOp::kAffine);
+    EXPECT_EQ(first.ops[i + 1].op, ImageOp::kAffineBilinear);
+    EXPECT_EQ(first.ops[i + 2].op, ImageOp::kAffine);
+    EXPECT_EQ(first.ops[i + 2].args[0], 30.f);
+    EXPECT_EQ(first.ops[i + 2].args[6], 90.f);
   }
 }
 
@@ -375,24 +358,10 @@ TEST(Loader, AugMixIsIdenticalForAnyWorkerCount) {
                             "random_resized_crop 48 48 | horizontal_flip | augmix | augmix "
                             "interpolation=nearest fill=128 width=2");
   constexpr int kOps = (1 + 3 * 4) + (1 + 2 * 4);
-  std::vector<SeenWithOps> first, second;
-  for (int workers : {0, 1, 3}) {
-    o.workers = workers;
-    Loader loader(o);
-    take_epoch(loader, kOps, first.emplace_back());
-    take_epoch(loader, kOps, second.emplace_back());
-  }
-  for (std::size_t i = 1; i < first.size(); ++i) {
-    EXPECT_TRUE(first[i].d == first[0].d) << "workers index " << i;
-    EXPECT_TRUE(same_ops(first[i].ops, first[0].ops)) << "workers index " << i;
-    EXPECT_TRUE(second[i].d == second[0].d) << "workers index " << i;
-    EXPECT_TRUE(same_ops(second[i].ops, second[0].ops)) << "workers index " << i;
-  }
-  EXPECT_NE(first[0].d.pixels, second[0].d.pixels);
-  EXPECT_FALSE(same_ops(first[0].ops, second[0].ops));
+  const auto [first, second] = two_epochs_for_any_worker_count(o, kOps);
   std::set<ImageOp> kinds;
   std::set<float> interpolations;
-  for (const AppliedOp& op : first[0].ops) {
+  for (const AppliedOp& op : first.ops) {
     kinds.insert(op.op);
     if (op.op == ImageOp::kAugMix) interpolations.insert(op.args[2]);
   }
