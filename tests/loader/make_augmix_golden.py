@@ -34,10 +34,8 @@ File layout, all integers little-endian:
         label (ASCII), and torch's output in the layout of its image
 """
 
-import argparse
 import contextlib
 import math
-import pathlib
 import struct
 import sys
 
@@ -46,6 +44,8 @@ import torch
 import torchvision
 from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as F
+
+import golden_writer
 
 SPACE = list(v2.AugMix._AUGMENTATION_SPACE)  # ShearX, ..., Sharpness: 13 ops
 PARTIAL = len(v2.AugMix._PARTIAL_AUGMENTATION_SPACE)
@@ -300,17 +300,7 @@ def check_model(imgs, outputs):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", nargs="?", type=pathlib.Path,
-                        default=pathlib.Path(__file__).resolve().parents[1] / "data"
-                        / "augmix_golden.bin")
-    parser.add_argument("--any-cpu", action="store_true",
-                        help="write the file on a CPU build other than AVX-512")
-    args = parser.parse_args()
-    capability = torch.backends.cpu.get_cpu_capability()
-    if capability != "AVX512" and not args.any_cpu:
-        sys.exit(f"torch runs its {capability} kernels here, not AVX512 (see the docstring)")
-    torch.set_num_threads(1)
+    args, capability = golden_writer.parse_args(__doc__, "augmix_golden.bin")
 
     imgs = images()
     outputs = []
@@ -321,10 +311,7 @@ def main():
             outputs.append(out)
     missed = check_model(imgs, outputs)
 
-    blob = bytearray(b"STAM" + struct.pack("<I", 1))
-    blob += struct.pack("<I", len(imgs))
-    for img, _ in imgs:
-        blob += struct.pack("<III", *img.shape) + img.tobytes()
+    blob = golden_writer.images_blob(b"STAM", [img for img, _ in imgs])
     blob += struct.pack("<I", len(outputs))
     k = 0
     for i, (img, cases) in enumerate(imgs):

@@ -26,9 +26,7 @@ File layout, all integers little-endian:
         (ASCII: where the parameters come from), and torch's output in the layout of its image
 """
 
-import argparse
 import math
-import pathlib
 import struct
 import sys
 
@@ -37,6 +35,8 @@ import torch
 import torchvision
 import torchvision.transforms.v2.functional as F
 from torchvision.transforms.v2.functional._geometry import _get_inverse_affine_matrix
+
+import golden_writer
 
 # ImageOp's numbers (stoke/pipeline.hpp).
 AFFINE, AFFINE_AT_ORIGIN, ROTATE = 13, 14, 15
@@ -275,17 +275,7 @@ def check_model(imgs, all_cases, outputs):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", nargs="?", type=pathlib.Path,
-                        default=pathlib.Path(__file__).resolve().parents[1] / "data"
-                        / "geometric_golden.bin")
-    parser.add_argument("--any-cpu", action="store_true",
-                        help="write the file on a CPU build other than AVX-512")
-    args = parser.parse_args()
-    capability = torch.backends.cpu.get_cpu_capability()
-    if capability != "AVX512" and not args.any_cpu:
-        sys.exit(f"torch runs its {capability} kernels here, not AVX512 (see the docstring)")
-    torch.set_num_threads(1)
+    args, capability = golden_writer.parse_args(__doc__, "geometric_golden.bin")
 
     imgs = images()
     all_cases = list(cases(imgs))
@@ -296,10 +286,7 @@ def main():
         outputs.append(out)
     missed = check_model(imgs, all_cases, outputs)
 
-    blob = bytearray(b"STGG" + struct.pack("<I", 1))
-    blob += struct.pack("<I", len(imgs))
-    for img, _ in imgs:
-        blob += struct.pack("<III", *img.shape) + img.tobytes()
+    blob = golden_writer.images_blob(b"STGG", [img for img, _ in imgs])
     blob += struct.pack("<I", len(all_cases))
     for (i, op, a, label), out in zip(all_cases, outputs):
         name = label.encode("ascii")

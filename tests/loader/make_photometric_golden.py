@@ -24,16 +24,15 @@ File layout, all integers little-endian:
         in the layout of its image
 """
 
-import argparse
-import pathlib
 import struct
-import sys
 
 import numpy as np
 import torch
 import torchvision
 import torchvision.transforms.v2.functional as F
 from torchvision.transforms.v2.functional._misc import _get_gaussian_kernel2d
+
+import golden_writer
 
 # ColorOp's numbers (photometric.hpp).
 BRIGHTNESS, CONTRAST, SATURATION, HUE, GRAYSCALE, SOLARIZE, POSTERIZE = 1, 2, 3, 4, 5, 6, 7
@@ -356,23 +355,10 @@ def cases(imgs):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", nargs="?", type=pathlib.Path,
-                        default=pathlib.Path(__file__).resolve().parents[1] / "data"
-                        / "photometric_golden.bin")
-    parser.add_argument("--any-cpu", action="store_true",
-                        help="write the file on a CPU build other than AVX-512")
-    args = parser.parse_args()
-    capability = torch.backends.cpu.get_cpu_capability()
-    if capability != "AVX512" and not args.any_cpu:
-        sys.exit(f"torch runs its {capability} kernels here, not AVX512 (see the docstring)")
-    torch.set_num_threads(1)  # torch's own results must not depend on how it splits the work
+    args, capability = golden_writer.parse_args(__doc__, "photometric_golden.bin")
 
     imgs = images()
-    blob = bytearray(b"STPG" + struct.pack("<I", 1))
-    blob += struct.pack("<I", len(imgs))
-    for img, _ in imgs:
-        blob += struct.pack("<III", img.shape[0], img.shape[1], img.shape[2]) + img.tobytes()
+    blob = golden_writer.images_blob(b"STPG", [img for img, _ in imgs])
     all_cases = list(cases(imgs))
     blob += struct.pack("<I", len(all_cases))
     for i, op, a, b, c in all_cases:

@@ -37,8 +37,6 @@ File layout, all integers little-endian:
         length, the label
 """
 
-import argparse
-import pathlib
 import struct
 import sys
 
@@ -49,6 +47,8 @@ import torchvision.transforms.v2.functional as F
 from torchvision import tv_tensors
 from torchvision.transforms import v2
 from torchvision.transforms.v2.functional._geometry import _get_inverse_affine_matrix
+
+import golden_writer
 
 AFFINE, AFFINE_BILINEAR = 13, 20  # ImageOp's numbers (stoke/pipeline.hpp)
 NEAREST, BILINEAR = F.InterpolationMode.NEAREST, F.InterpolationMode.BILINEAR
@@ -343,17 +343,7 @@ def model_boxes(w, h, args, boxes):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", nargs="?", type=pathlib.Path,
-                        default=pathlib.Path(__file__).resolve().parents[1] / "data"
-                        / "random_affine_golden.bin")
-    parser.add_argument("--any-cpu", action="store_true",
-                        help="write the file on a CPU build other than AVX-512")
-    args = parser.parse_args()
-    capability = torch.backends.cpu.get_cpu_capability()
-    if capability != "AVX512" and not args.any_cpu:
-        sys.exit(f"torch runs its {capability} kernels here, not AVX512 (see the docstring)")
-    torch.set_num_threads(1)
+    args, capability = golden_writer.parse_args(__doc__, "random_affine_golden.bin")
     rng = np.random.default_rng(20251203)
 
     imgs = image_cases(rng)
@@ -409,10 +399,7 @@ def main():
     if worst > 1e-3:
         sys.exit(f"the box model is {worst} px from torch")
 
-    blob = bytearray(b"STRA" + struct.pack("<I", 1))
-    blob += struct.pack("<I", len(imgs))
-    for img, _ in imgs:
-        blob += struct.pack("<III", *img.shape) + img.tobytes()
+    blob = golden_writer.images_blob(b"STRA", [img for img, _ in imgs])
     blob += struct.pack("<I", len(pixel_cases))
     for (i, op, a, label), out in zip(pixel_cases, outputs):
         name = label.encode("ascii")
