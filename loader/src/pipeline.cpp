@@ -146,16 +146,26 @@ const char* interpolation_name(TimmInterpolation i) {
   return "random";
 }
 
-[[noreturn]] void timm_word_error(const std::string& why) {
-  throw ConfigError("pipeline step timm_augment: " + why);
+// The errors and numbers of the steps that take key=value words (timm_augment, augmix).
+[[noreturn]] void word_error(std::string_view step, const std::string& why) {
+  throw ConfigError("pipeline step " + std::string(step) + ": " + why);
 }
 
-double timm_word_number(const std::string& word, const std::string& text) {
+// `text`, the number in `word` (a finite double written whole).
+double word_number(std::string_view step, const std::string& word, const std::string& text) {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
   if (text.empty() || *end != '\0' || !std::isfinite(v))
-    timm_word_error("'" + word + "': '" + text + "' is not a number");
+    word_error(step, "'" + word + "': '" + text + "' is not a number");
   return v;
+}
+
+[[noreturn]] void timm_word_error(const std::string& why) {
+  word_error("timm_augment", why);
+}
+
+double timm_word_number(const std::string& word, const std::string& text) {
+  return word_number("timm_augment", word, text);
 }
 
 TimmInterpolation timm_interpolation(const std::string& value) {
@@ -222,7 +232,7 @@ constexpr const char* kAugMixText =
     "[interpolation=nearest|bilinear] [fill=V]";
 
 [[noreturn]] void augmix_word_error(const std::string& why) {
-  throw ConfigError("pipeline step augmix: " + why);
+  word_error("augmix", why);
 }
 
 // A setting of "augmix" that is a whole number (severity, width, depth, all_ops).
@@ -260,10 +270,7 @@ void add_augmix(Pipeline& p, const StepSpec& step) {
       interpolation = value == "nearest" ? Interpolation::kNearest : Interpolation::kBilinear;
       continue;
     }
-    char* end = nullptr;
-    const double v = std::strtod(value.c_str(), &end);
-    if (value.empty() || *end != '\0' || !std::isfinite(v))
-      augmix_word_error("'" + w + "': '" + value + "' is not a number");
+    const double v = word_number("augmix", w, value);
     if (key == "severity") {
       severity = whole_setting(key, v);
     } else if (key == "width") {
