@@ -346,6 +346,8 @@ bool moves_pixels_in_place(StepKind k) {
 }  // namespace
 
 bool Augmenter::nothing_moves_after() const {
+  // Past the last step (the output's own write) nothing follows.
+  if (step_index_ >= step_count_) return true;
   bool warped = moves_pixels_in_place(steps_[step_index_].step_kind());
   for (int j = step_index_ + 1; j < step_count_; ++j) {
     const StepKind k = steps_[j].step_kind();
