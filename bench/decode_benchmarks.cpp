@@ -8,6 +8,8 @@
 //   BM_RegionDecodeAugment   the fast path: the pipeline plans its crop from the header, then
 //                            only that region is decoded at the smallest DCT scale that still
 //                            gives 224 pixels, resampled and flipped into the output.
+//                            --pipeline runs the steps given instead (stoke-bench's vocabulary,
+//                            e.g. a recipe's policy after the crop), --size sets the output.
 //   BM_ImageOp/<op>          one photometric or geometric op (photometric.hpp) on a 224x224
 //                            RGB image made from the first file, in place; each iteration first
 //                            copies the image back, which BM_ImageOp/copy alone measures. The
@@ -19,7 +21,8 @@
 //                            new sample's draws (included) and mix, so the figure is the mean
 //                            over its ops, depths and widths.
 //
-//   stoke-decode-benchmarks [--corpus DIR] [--limit N] [--iterations I] [google benchmark flags]
+//   stoke-decode-benchmarks [--corpus DIR] [--limit N] [--iterations I] [--pipeline STEPS]
+//                           [--size N] [google benchmark flags]
 //   stoke-decode-benchmarks --sweep [--corpus DIR] [--limit N] [--passes P]
 //
 // --sweep, instead of the benchmarks, measures what chooses the fast path's defaults, in one
@@ -97,13 +100,32 @@ void load_corpus(const std::string& dir, std::size_t limit) {
   }
 }
 
+// BM_FullDecodeAugment's and BM_RegionDecodeAugment's pipeline (--pipeline, --size): empty
+// steps give the training pipeline (random-resized-crop and flip), RGB.
+struct PipelineFlags {
+  std::string steps;
+  int size = 224;
+};
+
+PipelineFlags& pipeline_flags() {
+  static PipelineFlags flags;
+  return flags;
+}
+
 const stoke::Pipeline& pipeline() {
-  static const stoke::Pipeline p = stoke::Pipeline::training(224, 224, 3, false);
+  static const stoke::Pipeline p = [] {
+    const PipelineFlags& f = pipeline_flags();
+    if (f.steps.empty()) return stoke::Pipeline::training(f.size, f.size, 3, false);
+    return stoke::make_pipeline(f.size, f.size, 3, stoke::parse_steps(f.steps));
+  }();
   return p;
 }
 
 std::vector<std::uint8_t> output_buffer() {
-  return std::vector<std::uint8_t>(224 * 224 * 3);
+  const stoke::Pipeline& p = pipeline();
+  return std::vector<std::uint8_t>(static_cast<std::size_t>(p.output_height()) *
+                                   static_cast<std::size_t>(p.output_width()) *
+                                   static_cast<std::size_t>(p.output_channels()));
 }
 
 void BM_TurboJpegFullDecode(benchmark::State& state) {
@@ -166,8 +188,9 @@ void augment_each(benchmark::State& state, Open open) {
       state.SkipWithError("decode failed");
       break;
     }
-    augmenter.run(steps.data(), static_cast<int>(steps.size()), *source, rng, out.data(), 224, 224,
-                  3);
+    augmenter.run(steps.data(), static_cast<int>(steps.size()), *source, rng, out.data(),
+                  pipeline().output_height(), pipeline().output_width(),
+                  pipeline().output_channels());
     benchmark::DoNotOptimize(out.data());
   }
   state.SetItemsProcessed(state.iterations());
@@ -692,9 +715,19 @@ std::optional<int> parse_args(int argc, char** argv, std::string& dir, std::size
   stoke::tools::add_word(app, "--verify", fast_path_flags().verify, stoke::parse_verify,
                          "BM_RegionDecodeAugment's Verify mode (default whole-file)")
       ->type_name("whole-file|region");
+  CLI::Option* steps =
+      app.add_option("--pipeline", pipeline_flags().steps,
+                     "BM_FullDecodeAugment's and BM_RegionDecodeAugment's steps, as stoke-bench's "
+                     "--pipeline (default: random_resized_crop and horizontal_flip)")
+          ->type_name("STEPS");
+  CLI::Option* size = app.add_option("--size", pipeline_flags().size, "their output's side")
+                          ->check(CLI::Range(1, 8192))
+                          ->capture_default_str();
   bool sweep = false;
   app.add_flag("--sweep", sweep,
-               "instead of the benchmarks: DCT-scale margin and Verify mode, quality and speed");
+               "instead of the benchmarks: DCT-scale margin and Verify mode, quality and speed")
+      ->excludes(steps)
+      ->excludes(size);
   app.add_option("--passes", sweep_passes, "--sweep: passes over the corpus per configuration")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
@@ -735,6 +768,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::fprintf(stderr, "corpus: %zu JPEG files from %s\n", corpus().size(), dir.c_str());
+  try {
+    pipeline();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "stoke-decode-benchmarks: --pipeline: %s\n", e.what());
+    return stoke::tools::kUsageError;
+  }
   if (sweep_passes > 0) return sweep(sweep_passes);
   register_all(iterations);
   benchmark::RunSpecifiedBenchmarks();
