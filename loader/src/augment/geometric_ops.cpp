@@ -8,6 +8,12 @@
 #include <cstring>
 #include <numbers>
 
+#include "common/cpu_features.hpp"
+
+#if STOKE_AVX2_FMA_DISPATCH
+#include <immintrin.h>
+#endif
+
 // Every float32 value below is rounded where torch rounds it, so no product may be fused into a
 // later add (GCC fuses whenever the target has FMA, even across statements); the fused
 // multiply-adds torch does are written out: source_coordinate's, and the bilinear blend's.
@@ -83,6 +89,80 @@ SamplingGrid sampling_grid(const std::array<double, 6>& m, int width, int height
   return {t(0, hw), t(1, hw), t(2, hw), t(3, hh), t(4, hh), t(5, hh)};
 }
 
+// Where nearest sampling reads an output row (a centred offset yb) from, pixels [begin, width):
+// for each pixel x the source pixel's index sy * width + sx, or -1 where the point lands outside.
+struct NearestRow {
+  const SamplingGrid& g;
+  int width, height;
+
+  void operator()(float yb, int begin, std::int32_t* index) const {
+    // linspace((1 - n) / 2, (n - 1) / 2, n) steps by exactly 1: these offsets are exact.
+    const float x0 = 0.5f * static_cast<float>(width - 1);
+    const float half_w = 0.5f * static_cast<float>(width);
+    const float half_h = 0.5f * static_cast<float>(height);
+    const auto last_x = static_cast<float>(width - 1), last_y = static_cast<float>(height - 1);
+    const float y_ax = yb * g.ay, y_by = yb * g.by;
+    for (int x = begin; x < width; ++x) {
+      const float xb = static_cast<float>(x) - x0;
+      const float sx = std::nearbyint(unnormalize((xb * g.ax + y_ax) + g.a0, half_w));
+      const float sy = std::nearbyint(unnormalize((xb * g.bx + y_by) + g.b0, half_h));
+      const bool inside = sx >= 0.0f && sx <= last_x && sy >= 0.0f && sy <= last_y;
+      index[x] =
+          inside ? static_cast<std::int32_t>(sy) * width + static_cast<std::int32_t>(sx) : -1;
+    }
+  }
+};
+
+#if STOKE_AVX2_FMA_DISPATCH
+// unnormalize for eight values: widened to double, multiplied, 0.5 taken off, rounded back.
+STOKE_TARGET_AVX2_FMA inline __m256 unnormalize8(__m256 g, __m256d half_size) {
+  const __m256 g1 = _mm256_add_ps(g, _mm256_set1_ps(1.0f));
+  const __m256d half = _mm256_set1_pd(0.5);
+  const __m256d lo =
+      _mm256_sub_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(g1)), half_size), half);
+  const __m256d hi =
+      _mm256_sub_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(g1, 1)), half_size), half);
+  return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
+}
+
+// NearestRow eight pixels at a time: the same float32 and double operations in the same order
+// (no product fused), nearbyint as the current rounding mode's round, the same comparisons.
+STOKE_TARGET_AVX2_FMA void nearest_row_avx2(const NearestRow& row, float yb, std::int32_t* index) {
+  const SamplingGrid& g = row.g;
+  const int width = row.width;
+  const __m256 x0 = _mm256_set1_ps(0.5f * static_cast<float>(width - 1));
+  const __m256d half_w = _mm256_set1_pd(0.5f * static_cast<float>(width));
+  const __m256d half_h = _mm256_set1_pd(0.5f * static_cast<float>(row.height));
+  const __m256 last_x = _mm256_set1_ps(static_cast<float>(width - 1));
+  const __m256 last_y = _mm256_set1_ps(static_cast<float>(row.height - 1));
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256 ax = _mm256_set1_ps(g.ax), bx = _mm256_set1_ps(g.bx);
+  const __m256 y_ax = _mm256_set1_ps(yb * g.ay), y_by = _mm256_set1_ps(yb * g.by);
+  const __m256 a0 = _mm256_set1_ps(g.a0), b0 = _mm256_set1_ps(g.b0);
+  const __m256i w = _mm256_set1_epi32(width);
+  const __m256i outside = _mm256_set1_epi32(-1);
+  constexpr int kRound = _MM_FROUND_CUR_DIRECTION | _MM_FROUND_NO_EXC;
+  __m256i xs = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  int x = 0;
+  for (; x + 8 <= width; x += 8, xs = _mm256_add_epi32(xs, _mm256_set1_epi32(8))) {
+    const __m256 xb = _mm256_sub_ps(_mm256_cvtepi32_ps(xs), x0);
+    const __m256 gx = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(xb, ax), y_ax), a0);
+    const __m256 gy = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(xb, bx), y_by), b0);
+    const __m256 sx = _mm256_round_ps(unnormalize8(gx, half_w), kRound);
+    const __m256 sy = _mm256_round_ps(unnormalize8(gy, half_h), kRound);
+    const __m256 inside = _mm256_and_ps(
+        _mm256_and_ps(_mm256_cmp_ps(sx, zero, _CMP_GE_OQ), _mm256_cmp_ps(sx, last_x, _CMP_LE_OQ)),
+        _mm256_and_ps(_mm256_cmp_ps(sy, zero, _CMP_GE_OQ), _mm256_cmp_ps(sy, last_y, _CMP_LE_OQ)));
+    // Outside lanes convert whatever they hold; the blend drops them.
+    const __m256i at =
+        _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvttps_epi32(sy), w), _mm256_cvttps_epi32(sx));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(index + x),
+                        _mm256_blendv_epi8(outside, at, _mm256_castps_si256(inside)));
+  }
+  row(yb, x, index);
+}
+#endif
+
 // _apply_grid_transform with nearest sampling: grid_sample of the image and of a ones channel,
 // then the fill wherever that channel is below 0.5, i.e. wherever the point lands outside. The
 // image is `height` rows of `width` pixels of kChannels values of type T, rows `stride` bytes
@@ -91,28 +171,31 @@ template <class T, int kChannels>
 void warp(std::uint8_t* base, std::size_t stride, int width, int height, const SamplingGrid& g,
           T fill, std::vector<std::uint8_t>& copy) {
   const std::size_t line = static_cast<std::size_t>(width) * kChannels * sizeof(T);
-  copy.resize(line * static_cast<std::size_t>(height));
+  // The tight copy, then one row of indices (aligned past it).
+  const std::size_t index_at = (line * static_cast<std::size_t>(height) + 3) / 4 * 4;
+  copy.resize(index_at + static_cast<std::size_t>(width) * sizeof(std::int32_t));
   for (int y = 0; y < height; ++y)
     std::memcpy(copy.data() + static_cast<std::size_t>(y) * line,
                 base + static_cast<std::size_t>(y) * stride, line);
-  const std::uint8_t* src = copy.data();
-  // linspace((1 - n) / 2, (n - 1) / 2, n) steps by exactly 1: these offsets are exact.
-  const float x0 = 0.5f * static_cast<float>(width - 1);
+  const T* src = reinterpret_cast<const T*>(copy.data());
+  auto* index = reinterpret_cast<std::int32_t*>(copy.data() + index_at);
+  const NearestRow row{g, width, height};
   const float y0 = 0.5f * static_cast<float>(height - 1);
-  const float half_w = 0.5f * static_cast<float>(width);
-  const float half_h = 0.5f * static_cast<float>(height);
-  const auto last_x = static_cast<float>(width - 1), last_y = static_cast<float>(height - 1);
+#if STOKE_AVX2_FMA_DISPATCH
+  const bool avx2 = has_avx2_fma();
+#endif
   for (int y = 0; y < height; ++y) {
     const float yb = static_cast<float>(y) - y0;
-    const float y_ax = yb * g.ay, y_by = yb * g.by;
+#if STOKE_AVX2_FMA_DISPATCH
+    if (avx2)
+      nearest_row_avx2(row, yb, index);
+    else
+#endif
+      row(yb, 0, index);
     T* out = reinterpret_cast<T*>(base + static_cast<std::size_t>(y) * stride);
     for (int x = 0; x < width; ++x, out += kChannels) {
-      const float xb = static_cast<float>(x) - x0;
-      const float sx = std::nearbyint(unnormalize((xb * g.ax + y_ax) + g.a0, half_w));
-      const float sy = std::nearbyint(unnormalize((xb * g.bx + y_by) + g.b0, half_h));
-      if (sx >= 0.0f && sx <= last_x && sy >= 0.0f && sy <= last_y) {
-        const T* in = reinterpret_cast<const T*>(src + static_cast<std::size_t>(sy) * line) +
-                      static_cast<std::size_t>(sx) * kChannels;
+      if (index[x] >= 0) {
+        const T* in = src + static_cast<std::size_t>(index[x]) * kChannels;
         for (int k = 0; k < kChannels; ++k) out[k] = in[k];
       } else {
         for (int k = 0; k < kChannels; ++k) out[k] = fill;
@@ -183,17 +266,11 @@ template <int kChannels, bool kFill>
 
 // The same rows compiled for AVX2 and FMA, where fma, floor and nearbyint are one instruction
 // each instead of library calls (each is exact, so both compilations give the same bytes).
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if STOKE_AVX2_FMA_DISPATCH
 template <int kChannels, bool kFill>
-__attribute__((target("avx2,fma"))) void bilinear_rows_fma(const Pixels& im,
-                                                           const std::uint8_t* src,
-                                                           const SamplingGrid& g, float fill) {
+STOKE_TARGET_AVX2_FMA void bilinear_rows_fma(const Pixels& im, const std::uint8_t* src,
+                                             const SamplingGrid& g, float fill) {
   bilinear_rows<kChannels, kFill>(im, src, g, fill);
-}
-
-bool has_fma() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
 }
 #endif
 
@@ -201,8 +278,8 @@ template <int kChannels, bool kFill>
 void warp_bilinear(const Pixels& im, const SamplingGrid& g, float fill,
                    std::vector<std::uint8_t>& copy) {
   const std::uint8_t* src = tight_copy(im, copy);
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (has_fma()) return bilinear_rows_fma<kChannels, kFill>(im, src, g, fill);
+#if STOKE_AVX2_FMA_DISPATCH
+  if (has_avx2_fma()) return bilinear_rows_fma<kChannels, kFill>(im, src, g, fill);
 #endif
   bilinear_rows<kChannels, kFill>(im, src, g, fill);
 }

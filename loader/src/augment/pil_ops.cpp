@@ -4,7 +4,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <numbers>
+
+#include "common/cpu_features.hpp"
+
+#if STOKE_AVX2_FMA_DISPATCH
+#include <immintrin.h>
+#endif
 
 // Pillow's wheels are built for baseline x86-64, where the compiler has no fused multiply-add
 // to contract into, so every product below is rounded before its add; GCC would fuse them on a
@@ -210,6 +217,84 @@ bool bicubic(const Source& s, double xin, double yin, std::uint8_t* out) {
   return true;
 }
 
+#if STOKE_AVX2_FMA_DISPATCH
+// The filters above for 3 channels at once, one lane each (the fourth lane idle): the same
+// double operations in the same order, so the same bytes.
+
+// The three bytes at p as doubles, and the byte after them in the fourth lane (copy_source
+// leaves one after the last pixel).
+STOKE_TARGET_AVX2_FMA inline __m256d bytes3(const std::uint8_t* p) {
+  int v;
+  std::memcpy(&v, p, sizeof v);
+  return _mm256_cvtepi32_pd(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(v)));
+}
+
+// The lanes' integer parts (each within 0..255) as three bytes at out.
+STOKE_TARGET_AVX2_FMA inline void store3(__m256d v, std::uint8_t* out) {
+  const __m128i i = _mm256_cvttpd_epi32(v);
+  const int b = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packus_epi32(i, i), i));
+  out[0] = static_cast<std::uint8_t>(b);
+  out[1] = static_cast<std::uint8_t>(b >> 8);
+  out[2] = static_cast<std::uint8_t>(b >> 16);
+}
+
+// Both cubic()s: on whole bytes the integer coefficients are exact in double, so one function
+// computes the first pass and the second.
+STOKE_TARGET_AVX2_FMA inline __m256d cubic4(__m256d v1, __m256d v2, __m256d v3, __m256d v4,
+                                            __m256d d) {
+  const __m256d minus_v1 = _mm256_xor_pd(v1, _mm256_set1_pd(-0.0));
+  const __m256d p2 = _mm256_add_pd(minus_v1, v3);
+  const __m256d p3 = _mm256_sub_pd(
+      _mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(2.0), _mm256_sub_pd(v1, v2)), v3), v4);
+  const __m256d p4 = _mm256_add_pd(_mm256_sub_pd(_mm256_add_pd(minus_v1, v2), v3), v4);
+  return _mm256_add_pd(
+      v2, _mm256_mul_pd(
+              d, _mm256_add_pd(p2, _mm256_mul_pd(d, _mm256_add_pd(p3, _mm256_mul_pd(d, p4))))));
+}
+
+STOKE_TARGET_AVX2_FMA inline bool bilinear3(const Source& s, double xin, double yin,
+                                            std::uint8_t* out) {
+  if (xin < 0.0 || xin >= s.width || yin < 0.0 || yin >= s.height) return false;
+  xin -= 0.5;
+  yin -= 0.5;
+  const int x = pil_floor(xin), y = pil_floor(yin);
+  const __m256d dx = _mm256_set1_pd(xin - x), dy = _mm256_set1_pd(yin - y);
+  const std::size_t x0 = static_cast<std::size_t>(s.clip_x(x)) * 3;
+  const std::size_t x1 = static_cast<std::size_t>(s.clip_x(x + 1)) * 3;
+  const std::uint8_t* r0 = s.row(s.clip_y(y));
+  const auto along = [&](const std::uint8_t* r) {
+    const __m256d a = bytes3(r + x0);
+    return _mm256_add_pd(a, _mm256_mul_pd(_mm256_sub_pd(bytes3(r + x1), a), dx));
+  };
+  const __m256d v1 = along(r0);
+  const __m256d v2 = s.has_row(y + 1) ? along(s.row(y + 1)) : v1;
+  store3(_mm256_add_pd(v1, _mm256_mul_pd(_mm256_sub_pd(v2, v1), dy)), out);
+  return true;
+}
+
+STOKE_TARGET_AVX2_FMA inline bool bicubic3(const Source& s, double xin, double yin,
+                                           std::uint8_t* out) {
+  if (xin < 0.0 || xin >= s.width || yin < 0.0 || yin >= s.height) return false;
+  xin -= 0.5;
+  yin -= 0.5;
+  int x = pil_floor(xin), y = pil_floor(yin);
+  const __m256d dx = _mm256_set1_pd(xin - x), dy = _mm256_set1_pd(yin - y);
+  --x;
+  --y;
+  std::size_t xs[4];
+  for (int i = 0; i < 4; ++i) xs[i] = static_cast<std::size_t>(s.clip_x(x + i)) * 3;
+  const auto along = [&](const std::uint8_t* r) {
+    return cubic4(bytes3(r + xs[0]), bytes3(r + xs[1]), bytes3(r + xs[2]), bytes3(r + xs[3]), dx);
+  };
+  __m256d v[4];
+  v[0] = along(s.row(s.clip_y(y)));
+  for (int i = 1; i < 4; ++i) v[i] = s.has_row(y + i) ? along(s.row(y + i)) : v[i - 1];
+  const __m256d w = cubic4(v[0], v[1], v[2], v[3], dy);
+  store3(_mm256_min_pd(_mm256_max_pd(w, _mm256_setzero_pd()), _mm256_set1_pd(255.0)), out);
+  return true;
+}
+#endif
+
 template <int C, typename Filter>
 void transform_with(const Pixels& im, const Source& src, const std::array<double, 6>& a,
                     const PilFill& fill, Filter filter) {
@@ -226,9 +311,23 @@ void transform_with(const Pixels& im, const Source& src, const std::array<double
   }
 }
 
+#if STOKE_AVX2_FMA_DISPATCH
+STOKE_TARGET_AVX2_FMA void transform3_avx2(const Pixels& im, const Source& src,
+                                           const std::array<double, 6>& a, PilFilter filter,
+                                           const PilFill& fill) {
+  if (filter == PilFilter::kBilinear)
+    transform_with<3>(im, src, a, fill, bilinear3);
+  else
+    transform_with<3>(im, src, a, fill, bicubic3);
+}
+#endif
+
 template <int C>
 void transform(const Pixels& im, const Source& src, const std::array<double, 6>& a,
                PilFilter filter, const PilFill& fill) {
+#if STOKE_AVX2_FMA_DISPATCH
+  if (C == 3 && has_avx2_fma()) return transform3_avx2(im, src, a, filter, fill);
+#endif
   if (filter == PilFilter::kBilinear)
     transform_with<C>(im, src, a, fill, bilinear<C>);
   else
@@ -276,8 +375,12 @@ void transpose(const Pixels& im, const Source& src, int quarter_turns) {
   }
 }
 
+// The image's tight copy as a Source, with one byte more after it, which the AVX2 filters
+// read (and drop) beside the last pixel's three.
 Source copy_source(const Pixels& im, std::vector<std::uint8_t>& copy) {
-  return Source{tight_copy(im, copy), im.width, im.height, im.channels, im.row_bytes()};
+  tight_copy(im, copy);
+  copy.push_back(0);
+  return Source{copy.data(), im.width, im.height, im.channels, im.row_bytes()};
 }
 
 PilFilter filter_of(float v) {
