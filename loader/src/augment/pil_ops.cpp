@@ -252,6 +252,14 @@ STOKE_TARGET_AVX2_FMA inline __m256d cubic4(__m256d v1, __m256d v2, __m256d v3, 
               d, _mm256_add_pd(p2, _mm256_mul_pd(d, _mm256_add_pd(p3, _mm256_mul_pd(d, p4))))));
 }
 
+// bilinear's first pass on row r, between columns x0 and x1 (no lambdas here: clang compiles a
+// lambda for the baseline target, whatever its enclosing function's).
+STOKE_TARGET_AVX2_FMA inline __m256d linear4(const std::uint8_t* r, std::size_t x0, std::size_t x1,
+                                             __m256d dx) {
+  const __m256d a = bytes3(r + x0);
+  return _mm256_add_pd(a, _mm256_mul_pd(_mm256_sub_pd(bytes3(r + x1), a), dx));
+}
+
 STOKE_TARGET_AVX2_FMA inline bool bilinear3(const Source& s, double xin, double yin,
                                             std::uint8_t* out) {
   if (xin < 0.0 || xin >= s.width || yin < 0.0 || yin >= s.height) return false;
@@ -261,15 +269,16 @@ STOKE_TARGET_AVX2_FMA inline bool bilinear3(const Source& s, double xin, double 
   const __m256d dx = _mm256_set1_pd(xin - x), dy = _mm256_set1_pd(yin - y);
   const std::size_t x0 = static_cast<std::size_t>(s.clip_x(x)) * 3;
   const std::size_t x1 = static_cast<std::size_t>(s.clip_x(x + 1)) * 3;
-  const std::uint8_t* r0 = s.row(s.clip_y(y));
-  const auto along = [&](const std::uint8_t* r) {
-    const __m256d a = bytes3(r + x0);
-    return _mm256_add_pd(a, _mm256_mul_pd(_mm256_sub_pd(bytes3(r + x1), a), dx));
-  };
-  const __m256d v1 = along(r0);
-  const __m256d v2 = s.has_row(y + 1) ? along(s.row(y + 1)) : v1;
+  const __m256d v1 = linear4(s.row(s.clip_y(y)), x0, x1, dx);
+  const __m256d v2 = s.has_row(y + 1) ? linear4(s.row(y + 1), x0, x1, dx) : v1;
   store3(_mm256_add_pd(v1, _mm256_mul_pd(_mm256_sub_pd(v2, v1), dy)), out);
   return true;
+}
+
+// bicubic's first pass on row r at columns xs.
+STOKE_TARGET_AVX2_FMA inline __m256d cubic_row4(const std::uint8_t* r, const std::size_t* xs,
+                                                __m256d dx) {
+  return cubic4(bytes3(r + xs[0]), bytes3(r + xs[1]), bytes3(r + xs[2]), bytes3(r + xs[3]), dx);
 }
 
 STOKE_TARGET_AVX2_FMA inline bool bicubic3(const Source& s, double xin, double yin,
@@ -283,12 +292,9 @@ STOKE_TARGET_AVX2_FMA inline bool bicubic3(const Source& s, double xin, double y
   --y;
   std::size_t xs[4];
   for (int i = 0; i < 4; ++i) xs[i] = static_cast<std::size_t>(s.clip_x(x + i)) * 3;
-  const auto along = [&](const std::uint8_t* r) {
-    return cubic4(bytes3(r + xs[0]), bytes3(r + xs[1]), bytes3(r + xs[2]), bytes3(r + xs[3]), dx);
-  };
   __m256d v[4];
-  v[0] = along(s.row(s.clip_y(y)));
-  for (int i = 1; i < 4; ++i) v[i] = s.has_row(y + i) ? along(s.row(y + i)) : v[i - 1];
+  v[0] = cubic_row4(s.row(s.clip_y(y)), xs, dx);
+  for (int i = 1; i < 4; ++i) v[i] = s.has_row(y + i) ? cubic_row4(s.row(y + i), xs, dx) : v[i - 1];
   const __m256d w = cubic4(v[0], v[1], v[2], v[3], dy);
   store3(_mm256_min_pd(_mm256_max_pd(w, _mm256_setzero_pd()), _mm256_set1_pd(255.0)), out);
   return true;
