@@ -57,6 +57,23 @@ struct Case {
 std::vector<Case> cases() {
   const float fill = 60.f;
   return {
+      {"brightness", {ImageOp::kBrightness, {1.3f}}},
+      {"contrast", {ImageOp::kContrast, {0.6f}}},
+      {"saturation", {ImageOp::kSaturation, {1.7f}}},
+      {"saturation_down", {ImageOp::kSaturation, {0.2f}}},
+      {"hue", {ImageOp::kHue, {0.21f}}},
+      {"grayscale", {ImageOp::kGrayscale}},
+      {"sharpness", {ImageOp::kSharpness, {1.9f}}},
+      {"equalize", {ImageOp::kEqualize}},
+      {"autocontrast", {ImageOp::kAutocontrast}},
+      {"gaussian_blur", {ImageOp::kGaussianBlur, {5.f, 3.f, 1.3f}}},
+      {"pil_color", {ImageOp::kPilColor, {1.4f}}},
+      {"pil_contrast", {ImageOp::kPilContrast, {0.7f}}},
+      {"pil_brightness", {ImageOp::kPilBrightness, {1.2f}}},
+      {"pil_sharpness", {ImageOp::kPilSharpness, {1.8f}}},
+      {"pil_autocontrast", {ImageOp::kPilAutocontrast}},
+      {"pil_equalize", {ImageOp::kPilEqualize}},
+      {"pil_solarize_add", {ImageOp::kPilSolarizeAdd, {55.f, 128.f}}},
       {"affine", {ImageOp::kAffine, {17.f, 3.f, -4.f, 1.2f, 5.f, -7.f, fill}}},
       {"affine_no_fill", {ImageOp::kAffine, {-33.f, 0.f, 2.f, 0.9f, 0.f, 12.f, kNoFill}}},
       {"rotate", {ImageOp::kRotate, {30.f, fill}}},

@@ -8,6 +8,9 @@
 
 #include "augment/geometric_ops.hpp"
 #include "augment/pil_ops.hpp"
+#include "augment/pixel_loops.hpp"
+#include "augment/rgb8_avx2.hpp"
+#include "common/cpu_features.hpp"
 
 // Every value below is rounded where torch rounds it. torch stores each op's float32 result, so
 // a product that it stores before adding must not become a fused multiply-add here; the adds it
@@ -22,7 +25,7 @@
 namespace stoke::detail {
 namespace {
 
-using Lut = std::array<std::uint8_t, 256>;
+using pixels::Lut;
 
 // torchvision's constants are Python floats that torch rounds to float32 when it applies them;
 // static_cast<float>(double) rounds the same way (a float literal could land an ulp away).
@@ -38,41 +41,11 @@ std::uint8_t clamp_to_byte(float v) {
   return static_cast<std::uint8_t>(std::clamp(v, 0.0f, 255.0f));
 }
 
-void map_bytes(const Pixels& im, const Lut& lut) {
-  const std::size_t n = im.row_bytes();
-  for (int y = 0; y < im.height; ++y) {
-    std::uint8_t* p = im.row(y);
-    for (std::size_t i = 0; i < n; ++i) p[i] = lut[p[i]];
-  }
-}
-
-// p[i] = f(p[i]) for a function of the byte that the compiler vectorizes (the integer ops:
-// a table lookup per byte costs ten times more than these).
-template <typename Fn>
-void each_byte(const Pixels& im, Fn f) {
-  const std::size_t n = im.row_bytes();
-  for (int y = 0; y < im.height; ++y) {
-    std::uint8_t* p = im.row(y);
-    for (std::size_t i = 0; i < n; ++i) p[i] = f(p[i]);
-  }
-}
-
-// Channel k through luts[k].
-void map_channels(const Pixels& im, const std::array<Lut, 3>& luts) {
-  for (int y = 0; y < im.height; ++y) {
-    std::uint8_t* p = im.row(y);
-    for (int x = 0; x < im.width; ++x, p += im.channels)
-      for (int k = 0; k < im.channels; ++k) p[k] = luts[static_cast<std::size_t>(k)][p[k]];
-  }
-}
-
-template <typename Fn>
-void for_each_pixel(const Pixels& im, Fn&& fn) {
-  for (int y = 0; y < im.height; ++y) {
-    std::uint8_t* p = im.row(y);
-    for (int x = 0; x < im.width; ++x, p += im.channels) fn(p);
-  }
-}
+using pixels::each_byte;
+using pixels::for_each_pixel;
+using pixels::identity_lut;
+using pixels::map_bytes;
+using pixels::map_channels;
 
 // _rgb_to_grayscale_image in float32: r * 0.2989, then g and b added by torch's add with alpha,
 // whose vector loop is one fused multiply-add.
@@ -112,11 +85,45 @@ void brightness(const Pixels& im, float factor) {
 // this correctly rounded one: one ulp of the mean moved a table entry in 0.09% of random draws
 // of factor and mean, one byte value of 256 when it did, and 80 runs of contrast on images of
 // 0.26 to 0.92 million pixels gave torch's bytes to the last.
+#if STOKE_AVX2_FMA_DISPATCH
+// luma() of eight pixels: the same product and fused multiply-adds.
+STOKE_TARGET_AVX2_FMA inline __m256 luma8(const rgb8::Channels& c) {
+  const __m256 r = _mm256_mul_ps(_mm256_cvtepi32_ps(c.r), _mm256_set1_ps(kRedWeight));
+  const __m256 rg = _mm256_fmadd_ps(_mm256_cvtepi32_ps(c.g), _mm256_set1_ps(kGreenWeight), r);
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(c.b), _mm256_set1_ps(kBlueWeight), rg);
+}
+
+// clamp_to_byte() of eight values, as 32-bit integers.
+STOKE_TARGET_AVX2_FMA inline __m256i clamp_to_bytes8(__m256 v) {
+  return _mm256_cvttps_epi32(
+      _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(255.0f)));
+}
+
+// The sum of the truncated lumas of a row's first `pixels` pixels (a multiple of 8).
+STOKE_TARGET_AVX2_FMA std::uint64_t luma_sum_avx2(const std::uint8_t* p, int pixels) {
+  __m256i lanes = _mm256_setzero_si256();
+  for (int x = 0; x < pixels; x += 8, p += 24)
+    lanes = _mm256_add_epi32(lanes, _mm256_cvttps_epi32(luma8(rgb8::load(p))));
+  return rgb8::lane_sum(lanes);
+}
+#endif
+
 float gray_mean(const Pixels& im) {
   std::uint64_t sum = 0;
-  for_each_pixel(im, [&](const std::uint8_t* p) {
-    sum += im.channels == 3 ? static_cast<std::uint64_t>(luma(p)) : p[0];
-  });
+  if (im.channels == 3) {
+    sum = pixels::sum_rgb_pixels(
+        im,
+        [](const std::uint8_t* p, int n) -> std::uint64_t {
+#if STOKE_AVX2_FMA_DISPATCH
+          return luma_sum_avx2(p, n);
+#else
+          return (void)p, (void)n, 0;
+#endif
+        },
+        [](const std::uint8_t* p) { return static_cast<std::uint64_t>(luma(p)); });
+  } else {
+    for_each_pixel(im, [&](const std::uint8_t* p) { sum += p[0]; });
+  }
   const auto pixels = static_cast<std::uint64_t>(im.height) * static_cast<std::uint64_t>(im.width);
   return static_cast<float>(sum) / static_cast<float>(pixels);
 }
@@ -133,13 +140,39 @@ void contrast(const Pixels& im, const ColorOpArgs& op) {
   map_bytes(im, lut);
 }
 
+#if STOKE_AVX2_FMA_DISPATCH
+// saturation on a row's first `pixels` pixels (a multiple of 8).
+STOKE_TARGET_AVX2_FMA void saturation_avx2(std::uint8_t* p, int pixels, const Blend& blend) {
+  const __m256 ratio = _mm256_set1_ps(blend.ratio), rest = _mm256_set1_ps(blend.rest);
+  for (int x = 0; x < pixels; x += 8, p += 24) {
+    const rgb8::Channels c = rgb8::load(p);
+    const __m256 gray = _mm256_floor_ps(luma8(c));
+    __m256i out[3];
+    const __m256i in[3] = {c.r, c.g, c.b};
+    for (int k = 0; k < 3; ++k)
+      out[k] = clamp_to_bytes8(
+          _mm256_fmadd_ps(gray, rest, _mm256_mul_ps(_mm256_cvtepi32_ps(in[k]), ratio)));
+    rgb8::store(p, out[0], out[1], out[2]);
+  }
+}
+#endif
+
 void saturation(const Pixels& im, const ColorOpArgs& op) {
   if (im.channels == 1) return;  // as torchvision (and PIL) do
   const Blend blend(op);
-  for_each_pixel(im, [&](std::uint8_t* p) {
-    const float gray = std::floor(luma(p));
-    for (int k = 0; k < 3; ++k) p[k] = blend(p[k], gray);
-  });
+  pixels::each_rgb_pixel(
+      im,
+      [&](std::uint8_t* p, int n) {
+#if STOKE_AVX2_FMA_DISPATCH
+        saturation_avx2(p, n, blend);
+#else
+        (void)p, (void)n;
+#endif
+      },
+      [&](std::uint8_t* p) {
+        const float gray = std::floor(luma(p));
+        for (int k = 0; k < 3; ++k) p[k] = blend(p[k], gray);
+      });
 }
 
 struct Hsv {
@@ -201,12 +234,30 @@ void hue(const Pixels& im, float factor) {
   });
 }
 
+#if STOKE_AVX2_FMA_DISPATCH
+STOKE_TARGET_AVX2_FMA void grayscale_avx2(std::uint8_t* p, int pixels) {
+  for (int x = 0; x < pixels; x += 8, p += 24) {
+    const __m256i l = _mm256_cvttps_epi32(luma8(rgb8::load(p)));
+    rgb8::store(p, l, l, l);
+  }
+}
+#endif
+
 void grayscale(const Pixels& im) {
   if (im.channels == 1) return;
-  for_each_pixel(im, [](std::uint8_t* p) {
-    const auto l = static_cast<std::uint8_t>(luma(p));  // at most 254.97: white becomes 254
-    p[0] = p[1] = p[2] = l;
-  });
+  pixels::each_rgb_pixel(
+      im,
+      [](std::uint8_t* p, int n) {
+#if STOKE_AVX2_FMA_DISPATCH
+        grayscale_avx2(p, n);
+#else
+        (void)p, (void)n;
+#endif
+      },
+      [](std::uint8_t* p) {
+        const auto l = static_cast<std::uint8_t>(luma(p));  // at most 254.97: white becomes 254
+        p[0] = p[1] = p[2] = l;
+      });
 }
 
 // For a whole byte v, v >= threshold exactly when v >= ceil(threshold).
@@ -225,12 +276,6 @@ void posterize(const Pixels& im, int bits) {
 
 void invert(const Pixels& im) {
   each_byte(im, [](std::uint8_t v) { return static_cast<std::uint8_t>(255 - v); });
-}
-
-Lut identity_lut() {
-  Lut lut;
-  for (int v = 0; v < 256; ++v) lut[v] = static_cast<std::uint8_t>(v);
-  return lut;
 }
 
 using Histogram = std::array<std::uint64_t, 256>;
@@ -253,10 +298,7 @@ Lut equalize_lut(const Histogram& hist, std::uint64_t pixels) {
 }
 
 void equalize(const Pixels& im) {
-  std::array<Histogram, 3> hist{};
-  for_each_pixel(im, [&](const std::uint8_t* p) {
-    for (int k = 0; k < im.channels; ++k) ++hist[static_cast<std::size_t>(k)][p[k]];
-  });
+  const pixels::Histograms hist = pixels::histograms(im);
   const auto pixels = static_cast<std::uint64_t>(im.height) * static_cast<std::uint64_t>(im.width);
   std::array<Lut, 3> luts;
   for (std::size_t k = 0; k < static_cast<std::size_t>(im.channels); ++k)
@@ -276,16 +318,10 @@ Lut autocontrast_lut(std::uint8_t lo, std::uint8_t hi) {
 }
 
 void autocontrast(const Pixels& im) {
-  std::array<std::uint8_t, 3> lo = {255, 255, 255}, hi = {0, 0, 0};
-  for_each_pixel(im, [&](const std::uint8_t* p) {
-    for (std::size_t k = 0; k < static_cast<std::size_t>(im.channels); ++k) {
-      lo[k] = std::min(lo[k], p[k]);
-      hi[k] = std::max(hi[k], p[k]);
-    }
-  });
+  const pixels::ChannelRanges range = pixels::channel_ranges(im);
   std::array<Lut, 3> luts;
   for (std::size_t k = 0; k < static_cast<std::size_t>(im.channels); ++k)
-    luts[k] = autocontrast_lut(lo[k], hi[k]);
+    luts[k] = autocontrast_lut(range.lo[k], range.hi[k]);
   map_channels(im, luts);
 }
 
@@ -293,22 +329,44 @@ void autocontrast(const Pixels& im) {
 // rounded, blended with the pixel. The blur is taken in integers: torch's float32 convolution
 // lands within 2e-4 of (neighbours + 5 * centre) / 13, a multiple of 1/13 that is never closer
 // than 1/26 to a half, so its round_() always gives this quotient rounded.
+// One interior row of sharpness: `s` the row in the copy, `line` its bytes, `c` the channels.
+[[gnu::always_inline]] inline void sharpness_row(std::uint8_t* out, const std::uint8_t* s,
+                                                 std::ptrdiff_t line, std::ptrdiff_t c,
+                                                 float rest) {
+  for (std::ptrdiff_t i = c; i < line - c; ++i) {
+    const std::uint8_t* p = s + i;
+    const int around =
+        p[-line - c] + p[-line] + p[-line + c] + p[-c] + p[c] + p[line - c] + p[line] + p[line + c];
+    const int blurred = (2 * (around + 5 * p[0]) + 13) / 26;
+    const float v = static_cast<float>(p[0]);
+    out[i] = clamp_to_byte(std::fma(static_cast<float>(blurred) - v, rest, v));
+  }
+}
+
+#if STOKE_AVX2_FMA_DISPATCH
+// The same row compiled for AVX2, which the compiler vectorizes (fma one instruction there).
+STOKE_TARGET_AVX2_FMA void sharpness_row_avx2(std::uint8_t* out, const std::uint8_t* s,
+                                              std::ptrdiff_t line, std::ptrdiff_t c, float rest) {
+  sharpness_row(out, s, line, c, rest);
+}
+#endif
+
 void sharpness(const Pixels& im, const ColorOpArgs& op, std::vector<std::uint8_t>& copy) {
   if (im.height <= 2 || im.width <= 2) return;
   const std::uint8_t* src = tight_copy(im, copy);
   const auto c = static_cast<std::ptrdiff_t>(im.channels);
   const auto line = static_cast<std::ptrdiff_t>(im.row_bytes());
   const float rest = one_minus(op);
+  const bool avx2 = has_avx2_fma();
   for (int y = 1; y + 1 < im.height; ++y) {
-    std::uint8_t* out = im.row(y);
-    for (std::ptrdiff_t i = c; i < line - c; ++i) {
-      const std::uint8_t* s = src + y * line + i;
-      const int around = s[-line - c] + s[-line] + s[-line + c] + s[-c] + s[c] + s[line - c] +
-                         s[line] + s[line + c];
-      const int blurred = (2 * (around + 5 * s[0]) + 13) / 26;
-      const float v = static_cast<float>(s[0]);
-      out[i] = clamp_to_byte(std::fma(static_cast<float>(blurred) - v, rest, v));
+#if STOKE_AVX2_FMA_DISPATCH
+    if (avx2) {
+      sharpness_row_avx2(im.row(y), src + y * line, line, c, rest);
+      continue;
     }
+#endif
+    (void)avx2;
+    sharpness_row(im.row(y), src + y * line, line, c, rest);
   }
 }
 

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <numbers>
 
+#include "augment/pixel_loops.hpp"
+#include "augment/rgb8_avx2.hpp"
 #include "common/cpu_features.hpp"
 
 #if STOKE_AVX2_FMA_DISPATCH
@@ -25,51 +27,14 @@
 namespace stoke::detail {
 namespace {
 
-using Lut = std::array<std::uint8_t, 256>;
-
-template <typename Fn>
-void for_each_pixel(const Pixels& im, Fn&& fn) {
-  for (int y = 0; y < im.height; ++y) {
-    std::uint8_t* p = im.row(y);
-    for (int x = 0; x < im.width; ++x, p += im.channels) fn(p);
-  }
-}
-
-// p[i] = f(p[i]) over every byte, for integer functions the compiler vectorizes.
-template <typename Fn>
-void each_byte(const Pixels& im, Fn f) {
-  const std::size_t n = im.row_bytes();
-  for (int y = 0; y < im.height; ++y) {
-    std::uint8_t* p = im.row(y);
-    for (std::size_t i = 0; i < n; ++i) p[i] = f(p[i]);
-  }
-}
-
-void map_bytes(const Pixels& im, const Lut& lut) {
-  each_byte(im, [&lut](std::uint8_t v) { return lut[v]; });
-}
-
-void map_channels(const Pixels& im, const std::array<Lut, 3>& luts) {
-  for_each_pixel(im, [&](std::uint8_t* p) {
-    for (int k = 0; k < im.channels; ++k) p[k] = luts[static_cast<std::size_t>(k)][p[k]];
-  });
-}
-
-using Histograms = std::array<std::array<std::uint64_t, 256>, 3>;
-
-Histograms histograms(const Pixels& im) {
-  Histograms h{};
-  for_each_pixel(im, [&](const std::uint8_t* p) {
-    for (int k = 0; k < im.channels; ++k) ++h[static_cast<std::size_t>(k)][p[k]];
-  });
-  return h;
-}
-
-Lut identity_lut() {
-  Lut lut;
-  for (int v = 0; v < 256; ++v) lut[static_cast<std::size_t>(v)] = static_cast<std::uint8_t>(v);
-  return lut;
-}
+using pixels::each_byte;
+using pixels::for_each_pixel;
+using pixels::histograms;
+using pixels::Histograms;
+using pixels::identity_lut;
+using pixels::Lut;
+using pixels::map_bytes;
+using pixels::map_channels;
 
 // Image.blend(im1, im2, alpha) for one byte of each (Blend.c): alpha is a float32, and the sum
 // in1 + alpha * (in2 - in1) is float32, truncated. Blend.c clamps it to [0, 255] first only when
@@ -90,11 +55,44 @@ std::uint8_t pil_luma(const std::uint8_t* p) {
   return static_cast<std::uint8_t>((p[0] * 19595 + p[1] * 38470 + p[2] * 7471 + 0x8000) >> 16);
 }
 
+#if STOKE_AVX2_FMA_DISPATCH
+// pil_luma() of eight pixels, as 32-bit integers.
+STOKE_TARGET_AVX2_FMA inline __m256i pil_luma8(const rgb8::Channels& c) {
+  const __m256i sum =
+      _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(c.r, _mm256_set1_epi32(19595)),
+                                        _mm256_mullo_epi32(c.g, _mm256_set1_epi32(38470))),
+                       _mm256_add_epi32(_mm256_mullo_epi32(c.b, _mm256_set1_epi32(7471)),
+                                        _mm256_set1_epi32(0x8000)));
+  return _mm256_srli_epi32(sum, 16);
+}
+
+// The sum of pil_luma over a row's first `pixels` pixels (a multiple of 8).
+STOKE_TARGET_AVX2_FMA std::uint64_t pil_luma_sum_avx2(const std::uint8_t* p, int pixels) {
+  __m256i lanes = _mm256_setzero_si256();
+  for (int x = 0; x < pixels; x += 8, p += 24)
+    lanes = _mm256_add_epi32(lanes, pil_luma8(rgb8::load(p)));
+  return rgb8::lane_sum(lanes);
+}
+#endif
+
 // ImageStat.Stat(image.convert("L")).mean[0], then int(mean + 0.5): the integer sum over the
 // count in double, as Python divides two ints (exact below 2^53).
 int contrast_mean(const Pixels& im) {
   std::uint64_t sum = 0;
-  for_each_pixel(im, [&](const std::uint8_t* p) { sum += im.channels == 3 ? pil_luma(p) : p[0]; });
+  if (im.channels == 3) {
+    sum = pixels::sum_rgb_pixels(
+        im,
+        [](const std::uint8_t* p, int n) -> std::uint64_t {
+#if STOKE_AVX2_FMA_DISPATCH
+          return pil_luma_sum_avx2(p, n);
+#else
+          return (void)p, (void)n, 0;
+#endif
+        },
+        [](const std::uint8_t* p) -> std::uint64_t { return pil_luma(p); });
+  } else {
+    for_each_pixel(im, [&](const std::uint8_t* p) { sum += p[0]; });
+  }
   const double count = static_cast<double>(im.height) * static_cast<double>(im.width);
   return static_cast<int>(static_cast<double>(sum) / count + 0.5);
 }
@@ -102,26 +100,61 @@ int contrast_mean(const Pixels& im) {
 // ImageFilter.SMOOTH as Filter.c's ImagingFilter3x3 computes it: weights 1/13 and 5/13 as
 // float32, each row's three products summed left to right, the rows summed below, centre,
 // above onto 0.5, truncated. Border pixels keep their values.
-void smooth(const Pixels& im, const std::uint8_t* src, std::vector<std::uint8_t>& out) {
-  const std::size_t line = im.row_bytes();
-  out.assign(src, src + line * static_cast<std::size_t>(im.height));
+// One interior row: `center` the row in the source, `line` its bytes, `c` the channels.
+[[gnu::always_inline]] inline void smooth_row(std::uint8_t* o, const std::uint8_t* center,
+                                              std::ptrdiff_t line, std::ptrdiff_t c) {
   const float k1 = 1.0f / 13.0f, k5 = 5.0f / 13.0f;
-  const auto c = static_cast<std::ptrdiff_t>(im.channels);
-  const auto row = [&](const std::uint8_t* p, float middle) {
+  const auto row = [c, k1](const std::uint8_t* p, float middle) {
     return static_cast<float>(p[-c]) * k1 + static_cast<float>(p[0]) * middle +
            static_cast<float>(p[c]) * k1;
   };
+  for (std::ptrdiff_t i = c; i < line - c; ++i) {
+    const std::uint8_t* p = center + i;
+    float ss = 0.5f;
+    ss += row(p + line, k1);
+    ss += row(p, k5);
+    ss += row(p - line, k1);
+    o[i] = static_cast<std::uint8_t>(std::clamp(ss, 0.0f, 255.0f));
+  }
+}
+
+// p[i] = PilBlend(alpha)(other[i], p[i]) over n bytes (ImageEnhance's blend of the degenerate
+// image `other` towards the image).
+[[gnu::always_inline]] inline void blend_row(std::uint8_t* p, const std::uint8_t* other,
+                                             std::size_t n, float alpha) {
+  const PilBlend blend(alpha);
+  for (std::size_t i = 0; i < n; ++i) p[i] = blend(other[i], p[i]);
+}
+
+#if STOKE_AVX2_FMA_DISPATCH
+// The two rows compiled for AVX2, which the compiler vectorizes.
+STOKE_TARGET_AVX2_FMA void smooth_row_avx2(std::uint8_t* o, const std::uint8_t* center,
+                                           std::ptrdiff_t line, std::ptrdiff_t c) {
+  smooth_row(o, center, line, c);
+}
+
+STOKE_TARGET_AVX2_FMA void blend_row_avx2(std::uint8_t* p, const std::uint8_t* other, std::size_t n,
+                                          float alpha) {
+  blend_row(p, other, n, alpha);
+}
+#endif
+
+void smooth(const Pixels& im, const std::uint8_t* src, std::vector<std::uint8_t>& out) {
+  const std::size_t line = im.row_bytes();
+  out.assign(src, src + line * static_cast<std::size_t>(im.height));
+  const auto c = static_cast<std::ptrdiff_t>(im.channels);
+  const bool avx2 = has_avx2_fma();
   for (int y = 1; y + 1 < im.height; ++y) {
     const std::uint8_t* center = src + static_cast<std::size_t>(y) * line;
     std::uint8_t* o = out.data() + static_cast<std::size_t>(y) * line;
-    for (std::ptrdiff_t i = c; i < static_cast<std::ptrdiff_t>(line) - c; ++i) {
-      const std::uint8_t* p = center + i;
-      float ss = 0.5f;
-      ss += row(p + line, k1);
-      ss += row(p, k5);
-      ss += row(p - line, k1);
-      o[i] = static_cast<std::uint8_t>(std::clamp(ss, 0.0f, 255.0f));
+#if STOKE_AVX2_FMA_DISPATCH
+    if (avx2) {
+      smooth_row_avx2(o, center, static_cast<std::ptrdiff_t>(line), c);
+      continue;
     }
+#endif
+    (void)avx2;
+    smooth_row(o, center, static_cast<std::ptrdiff_t>(line), c);
   }
 }
 
@@ -402,12 +435,11 @@ PilFill fill_of(const AppliedOp& op) {
 }  // namespace
 
 void pil_autocontrast(const Pixels& im) {
-  const Histograms h = histograms(im);
+  // ImageOps.autocontrast's histogram ends: the first and last values present.
+  const pixels::ChannelRanges range = pixels::channel_ranges(im);
   std::array<Lut, 3> luts;
   for (std::size_t k = 0; k < static_cast<std::size_t>(im.channels); ++k) {
-    int lo = 0, hi = 255;
-    while (lo < 255 && h[k][static_cast<std::size_t>(lo)] == 0) ++lo;
-    while (hi > 0 && h[k][static_cast<std::size_t>(hi)] == 0) --hi;
+    const int lo = range.lo[k], hi = range.hi[k];
     if (hi <= lo) {
       luts[k] = identity_lut();
       continue;
@@ -483,13 +515,44 @@ void pil_blend(const Pixels& im, const std::uint8_t* other, float alpha) {
   }
 }
 
+#if STOKE_AVX2_FMA_DISPATCH
+// PilBlend of eight pairs given as 32-bit integers: the same float32 product and sum.
+STOKE_TARGET_AVX2_FMA inline __m256i pil_blend8(__m256i in1, __m256i in2, __m256 alpha) {
+  const __m256 v =
+      _mm256_add_ps(_mm256_cvtepi32_ps(in1),
+                    _mm256_mul_ps(alpha, _mm256_cvtepi32_ps(_mm256_sub_epi32(in2, in1))));
+  return _mm256_cvttps_epi32(
+      _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(255.0f)));
+}
+
+// pil_color on a row's first `pixels` pixels (a multiple of 8).
+STOKE_TARGET_AVX2_FMA void pil_color_avx2(std::uint8_t* p, int pixels, float factor) {
+  const __m256 alpha = _mm256_set1_ps(factor);
+  for (int x = 0; x < pixels; x += 8, p += 24) {
+    const rgb8::Channels c = rgb8::load(p);
+    const __m256i grey = pil_luma8(c);
+    rgb8::store(p, pil_blend8(grey, c.r, alpha), pil_blend8(grey, c.g, alpha),
+                pil_blend8(grey, c.b, alpha));
+  }
+}
+#endif
+
 void pil_color(const Pixels& im, float factor) {
   if (im.channels == 1) return;  // Color's L image is the image itself: blended with itself
   const PilBlend blend(factor);
-  for_each_pixel(im, [&](std::uint8_t* p) {
-    const std::uint8_t grey = pil_luma(p);
-    for (int k = 0; k < 3; ++k) p[k] = blend(grey, p[k]);
-  });
+  pixels::each_rgb_pixel(
+      im,
+      [&](std::uint8_t* p, int n) {
+#if STOKE_AVX2_FMA_DISPATCH
+        pil_color_avx2(p, n, factor);
+#else
+        (void)p, (void)n;
+#endif
+      },
+      [&](std::uint8_t* p) {
+        const std::uint8_t grey = pil_luma(p);
+        for (int k = 0; k < 3; ++k) p[k] = blend(grey, p[k]);
+      });
 }
 
 void pil_contrast(const Pixels& im, float factor) {
@@ -513,12 +576,19 @@ void pil_sharpness(const Pixels& im, float factor, std::vector<std::uint8_t>& co
                    std::vector<std::uint8_t>& smoothed) {
   if (im.height < 3 || im.width < 3) return;  // SMOOTH copies the image: blended with itself
   smooth(im, tight_copy(im, copy), smoothed);
-  const PilBlend blend(factor);
   const std::size_t line = im.row_bytes();
+  const bool avx2 = has_avx2_fma();
   for (int y = 1; y + 1 < im.height; ++y) {
     std::uint8_t* p = im.row(y);
     const std::uint8_t* s = smoothed.data() + static_cast<std::size_t>(y) * line;
-    for (std::size_t i = 0; i < line; ++i) p[i] = blend(s[i], p[i]);
+#if STOKE_AVX2_FMA_DISPATCH
+    if (avx2) {
+      blend_row_avx2(p, s, line, factor);
+      continue;
+    }
+#endif
+    (void)avx2;
+    blend_row(p, s, line, factor);
   }
 }
 
