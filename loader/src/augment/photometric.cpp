@@ -459,36 +459,66 @@ bool torch_fuses_blur(int channels, int kw, int kh, std::size_t padded_values) {
   return channels > 1 || (kw > 3 && kh > 3) || padded_values > 20480;
 }
 
-// One output value: the window at `s` (rows `line` bytes apart, taps `step` bytes apart)
-// against the 2-D kernel `w`, in torch's tap order.
+// One output row of the blur: `src` the padded image in float32 at the row's first window
+// (rows `line` values apart, a tap's neighbour `step` values on), `w` the 2-D kernel, `n` the
+// row's values. Each output value sums its taps in torch's order, row by row, starting from 0
+// (fused, or each product rounded first); the loop over the row's values is the inner one, so
+// the compiler vectorizes it, and the sums wait in `acc`.
 template <bool kFused>
-float window_sum(const std::uint8_t* s, std::size_t line, std::size_t step, const float* w, int kw,
-                 int kh) {
-  float acc = 0.0f;
-  for (int ky = 0; ky < kh; ++ky, s += line, w += kw) {
+[[gnu::always_inline]] inline void blur_row(const float* src, std::size_t line, std::size_t step,
+                                            const float* w, int kw, int kh, std::size_t n,
+                                            float* acc, std::uint8_t* out) {
+  for (std::size_t i = 0; i < n; ++i) acc[i] = 0.0f;
+  for (int ky = 0; ky < kh; ++ky) {
     for (int kx = 0; kx < kw; ++kx) {
-      const auto v = static_cast<float>(s[static_cast<std::size_t>(kx) * step]);
-      if constexpr (kFused) {
-        acc = std::fma(w[kx], v, acc);
-      } else {
-        const float product = w[kx] * v;
-        acc += product;
+      const float wk = w[ky * kw + kx];
+      const float* s =
+          src + static_cast<std::size_t>(ky) * line + static_cast<std::size_t>(kx) * step;
+      for (std::size_t i = 0; i < n; ++i) {
+        if constexpr (kFused) {
+          acc[i] = std::fma(wk, s[i], acc[i]);
+        } else {
+          const float product = wk * s[i];
+          acc[i] += product;
+        }
       }
     }
   }
-  return acc;
+  for (std::size_t i = 0; i < n; ++i) out[i] = clamp_to_byte(std::nearbyint(acc[i]));
 }
 
-// Writes the blur of the padded image `src` (rows `line` bytes) into `im`.
+#if STOKE_AVX2_FMA_DISPATCH
+// The same row compiled for AVX2 and FMA (fma and nearbyint one instruction each there).
 template <bool kFused>
-void blur_into(const Pixels& im, const std::uint8_t* src, std::size_t line, const float* w, int kw,
-               int kh) {
+STOKE_TARGET_AVX2_FMA void blur_row_avx2(const float* src, std::size_t line, std::size_t step,
+                                         const float* w, int kw, int kh, std::size_t n, float* acc,
+                                         std::uint8_t* out) {
+  blur_row<kFused>(src, line, step, w, kw, kh, n, acc, out);
+}
+#endif
+
+// Writes the blur of the padded image `padded` (rows `line` bytes) into `im`; `floats` holds
+// the padded image in float32 and a row of sums.
+template <bool kFused>
+void blur_into(const Pixels& im, const std::vector<std::uint8_t>& padded, std::size_t line,
+               const float* w, int kw, int kh, std::vector<float>& floats) {
+  const std::size_t n = im.row_bytes();
+  floats.resize(padded.size() + n);
+  std::copy(padded.begin(), padded.end(), floats.begin());
+  const float* src = floats.data();
+  float* acc = floats.data() + padded.size();
   const auto c = static_cast<std::size_t>(im.channels);
+  const bool avx2 = has_avx2_fma();
   for (int y = 0; y < im.height; ++y) {
-    std::uint8_t* out = im.row(y);
-    const std::uint8_t* window = src + static_cast<std::size_t>(y) * line;
-    for (std::size_t i = 0; i < im.row_bytes(); ++i)
-      out[i] = clamp_to_byte(std::nearbyint(window_sum<kFused>(window + i, line, c, w, kw, kh)));
+    const float* window = src + static_cast<std::size_t>(y) * line;
+#if STOKE_AVX2_FMA_DISPATCH
+    if (avx2) {
+      blur_row_avx2<kFused>(window, line, c, w, kw, kh, n, acc, im.row(y));
+      continue;
+    }
+#endif
+    (void)avx2;
+    blur_row<kFused>(window, line, c, w, kw, kh, n, acc, im.row(y));
   }
 }
 
@@ -506,12 +536,12 @@ void gaussian_blur(const Pixels& im, int kw, int kh, float sigma, PhotometricScr
   for (int i = 0; i < kh; ++i)
     for (int j = 0; j < kw; ++j) k2[static_cast<std::size_t>(i * kw + j)] = k1[kw + i] * k1[j];
 
-  const std::uint8_t* src = reflect_padded(im, px, py, scratch.u0);
+  reflect_padded(im, px, py, scratch.u0);
   const std::size_t line = static_cast<std::size_t>(im.width + 2 * px) * im.channels;
   if (torch_fuses_blur(im.channels, kw, kh, scratch.u0.size()))
-    blur_into<true>(im, src, line, k2.data(), kw, kh);
+    blur_into<true>(im, scratch.u0, line, k2.data(), kw, kh, scratch.f2);
   else
-    blur_into<false>(im, src, line, k2.data(), kw, kh);
+    blur_into<false>(im, scratch.u0, line, k2.data(), kw, kh, scratch.f2);
 }
 
 }  // namespace

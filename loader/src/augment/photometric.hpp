@@ -60,12 +60,13 @@ using ColorOp = ImageOp;
 using ColorOpArgs = AppliedOp;
 
 // What the ops need beyond the image, reused across calls so that a worker allocates once: the
-// blur's 2-D kernel (f0) and 1-D kernels (f1), the copy of the image that sharpness, the blur
+// blur's 2-D kernel (f0), 1-D kernels (f1) and padded image in float32 with one row of sums
+// (f2), the copy of the image that sharpness, the blur
 // and the geometric ops read from while they write (u0; reflect-padded for the blur, at most 9
 // times the image), Pillow's smoothed image for its sharpness (u1), and an AugMix's input, its
 // chain's image and its float32 sum (op_sequence.hpp, augmix.hpp).
 struct PhotometricScratch {
-  std::vector<float> f0, f1;
+  std::vector<float> f0, f1, f2;
   std::vector<std::uint8_t> u0, u1;
   std::vector<std::uint8_t> mix_input, mix_chain;
   std::vector<float> mix_sum;
