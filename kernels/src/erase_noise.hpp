@@ -63,8 +63,12 @@ STOKE_HOST_DEVICE inline std::uint64_t mix64(std::uint64_t x) {
 // ln(m) = 2 atanh(s) with s = (m - 1) / (m + 1) in (-0.172, 0.172), its series to s^15 (the next
 // term is below 1e-14).
 STOKE_HOST_DEVICE inline float log_of_fraction(std::uint32_t k) {
-  int e = 31;
-  while ((k >> e) == 0) --e;  // k >= 1
+  // The highest set bit (k >= 1).
+#if defined(__CUDA_ARCH__)
+  int e = 31 - __clz(static_cast<int>(k));
+#else
+  int e = 31 - __builtin_clz(k);
+#endif
   // k / 2^e in [1, 2); past sqrt(2) (k^2 > 2^(2e+1)), the next power of two is the nearer one.
   if (static_cast<std::uint64_t>(k) * k > std::uint64_t{1} << (2 * e + 1)) ++e;
   const float m = div(static_cast<float>(k), static_cast<float>(std::uint64_t{1} << e));

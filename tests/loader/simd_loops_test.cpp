@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "augment/photometric.hpp"
-#include "common/cpu_features.hpp"
+#include "cpu_features.hpp"
 
 namespace stoke::detail {
 namespace {

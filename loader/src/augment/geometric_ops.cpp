@@ -8,7 +8,7 @@
 #include <cstring>
 #include <numbers>
 
-#include "common/cpu_features.hpp"
+#include "cpu_features.hpp"
 
 #if STOKE_AVX2_FMA_DISPATCH
 #include <immintrin.h>

@@ -10,7 +10,7 @@
 #include "augment/pil_ops.hpp"
 #include "augment/pixel_loops.hpp"
 #include "augment/rgb8_avx2.hpp"
-#include "common/cpu_features.hpp"
+#include "cpu_features.hpp"
 
 // Every value below is rounded where torch rounds it. torch stores each op's float32 result, so
 // a product that it stores before adding must not become a fused multiply-add here; the adds it

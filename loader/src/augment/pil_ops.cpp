@@ -9,7 +9,7 @@
 
 #include "augment/pixel_loops.hpp"
 #include "augment/rgb8_avx2.hpp"
-#include "common/cpu_features.hpp"
+#include "cpu_features.hpp"
 
 #if STOKE_AVX2_FMA_DISPATCH
 #include <immintrin.h>

@@ -13,7 +13,7 @@
 #include <cstdint>
 
 #include "augment/photometric.hpp"
-#include "common/cpu_features.hpp"
+#include "cpu_features.hpp"
 
 // The functions given to each_byte round every product where their own file says (both files
 // keep products apart from their adds); GCC contracts in the function they are inlined into,

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "common/cpu_features.hpp"
+#include "cpu_features.hpp"
 
 #if STOKE_AVX2_FMA_DISPATCH
 #include <immintrin.h>
