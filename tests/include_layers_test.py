@@ -34,8 +34,9 @@ LAYERS = ["common", "data", "decode", "augment", "ipc", "worker", "device", "tun
 WORKER_SIDE = {"common", "data", "decode", "augment", "ipc", "worker"}
 # Headers that live outside loader/src but are included by bare name, and the lowest layer that
 # may include them: the CUDA status check (kernels/src/cuda_check, its own INTERFACE target) is
-# for the CUDA backend, which is loader-side.
-OTHER_TARGETS = {"cuda_check.hpp": "device"}
+# for the CUDA backend, which is loader-side; the AVX2 dispatch (kernels/src/cpu_features) is
+# for any layer.
+OTHER_TARGETS = {"cuda_check.hpp": "device", "cpu_features.hpp": "common"}
 SOURCE_SUFFIXES = (".h", ".hpp", ".cpp", ".cu", ".cuh", ".inc", ".in")
 INCLUDE = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)')
 # The targets of loader/CMakeLists.txt whose sources are checked, and whether each is worker-side.

@@ -108,5 +108,28 @@ TEST(SimdLoops, TheAvx2AndBaselineLoopsGiveTheSameBytes) {
   EXPECT_EQ(compared, static_cast<int>(cases().size()) * 16);
 }
 
+// The per-pixel colour ops see all 2^24 colours once (a 4096 x 4096 image of every RGB triple):
+// the AVX2 loops take every one as the baseline loop does.
+TEST(SimdLoops, EveryColourGivesTheSameBytesBothWays) {
+  if (!has_avx2_fma()) GTEST_SKIP() << "this CPU has no AVX2 + FMA: only the baseline loops run";
+  Image all{4096, 4096, 3, 4096 * 3, {}};
+  all.bytes.resize(all.stride * 4096);
+  for (std::uint32_t v = 0; v < (1u << 24); ++v) {
+    all.bytes[3 * v] = static_cast<std::uint8_t>(v >> 16);
+    all.bytes[3 * v + 1] = static_cast<std::uint8_t>(v >> 8);
+    all.bytes[3 * v + 2] = static_cast<std::uint8_t>(v);
+  }
+  const AppliedOp ops[] = {{ImageOp::kHue, {-0.37f}},
+                           {ImageOp::kSaturation, {1.3f}},
+                           {ImageOp::kGrayscale},
+                           {ImageOp::kPilColor, {0.6f}}};
+  for (const AppliedOp& op : ops) {
+    const auto [fast, baseline] = both_compilations(op, all, Interpolation::kNearest);
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < fast.size(); ++i) differ += fast[i] != baseline[i];
+    EXPECT_EQ(differ, 0u) << image_op_name(op.op);
+  }
+}
+
 }  // namespace
 }  // namespace stoke::detail

@@ -223,15 +223,106 @@ void hsv_to_rgb(const Hsv& hsv, std::uint8_t* out) {
     out[k] = static_cast<std::uint8_t>(vpqt[static_cast<std::size_t>(kSelect[k][i])] * kUnitToByte);
 }
 
+#if STOKE_AVX2_FMA_DISPATCH
+// x where the mask lanes are set, else 0 (torch's mask multiplied as 1.0 or 0.0).
+STOKE_TARGET_AVX2_FMA inline __m256 times_mask(__m256 x, __m256 mask) {
+  return _mm256_mul_ps(x, _mm256_and_ps(mask, _mm256_set1_ps(1.0f)));
+}
+
+STOKE_TARGET_AVX2_FMA inline __m256 clamp_unit(__m256 x) {
+  return _mm256_min_ps(_mm256_max_ps(x, _mm256_setzero_ps()), _mm256_set1_ps(1.0f));
+}
+
+// a where the mask is set, else b.
+STOKE_TARGET_AVX2_FMA inline __m256 pick(__m256 mask, __m256 a, __m256 b) {
+  return _mm256_blendv_ps(b, a, mask);
+}
+
+// hue on a row's first `pixels` pixels (a multiple of 8): rgb_to_hsv, remainder_one and
+// hsv_to_rgb operation by operation, 8 pixels a step. For the values they see, fmod(x, 1) is
+// x - trunc(x): the hue before the shift lies in [5/6, 11/6) and after it in [-1/2, 3/2), where
+// that difference is exact, as fmod is (a zero's sign may differ, which no later step reads).
+STOKE_TARGET_AVX2_FMA void hue_avx2(std::uint8_t* p, int pixels, float factor) {
+  const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+  const __m256 to_unit = _mm256_set1_ps(kByteToUnit), to_byte = _mm256_set1_ps(kUnitToByte);
+  const __m256 shift = _mm256_set1_ps(factor);
+  constexpr int kTrunc = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
+  for (int x = 0; x < pixels; x += 8, p += 24) {
+    const rgb8::Channels c = rgb8::load(p);
+    const __m256 r = _mm256_mul_ps(_mm256_cvtepi32_ps(c.r), to_unit);
+    const __m256 g = _mm256_mul_ps(_mm256_cvtepi32_ps(c.g), to_unit);
+    const __m256 b = _mm256_mul_ps(_mm256_cvtepi32_ps(c.b), to_unit);
+    // _rgb_to_hsv
+    const __m256 maxc = _mm256_max_ps(_mm256_max_ps(r, g), b);
+    const __m256 minc = _mm256_min_ps(_mm256_min_ps(r, g), b);
+    const __m256 eqc = _mm256_cmp_ps(maxc, minc, _CMP_EQ_OQ);
+    const __m256 range = _mm256_sub_ps(maxc, minc);
+    const __m256 s = _mm256_div_ps(range, pick(eqc, one, maxc));
+    const __m256 divisor = pick(eqc, one, range);
+    const __m256 rc = _mm256_div_ps(_mm256_sub_ps(maxc, r), divisor);
+    const __m256 gc = _mm256_div_ps(_mm256_sub_ps(maxc, g), divisor);
+    const __m256 bc = _mm256_div_ps(_mm256_sub_ps(maxc, b), divisor);
+    const __m256 max_is_r = _mm256_cmp_ps(maxc, r, _CMP_EQ_OQ);
+    const __m256 max_is_g = _mm256_cmp_ps(maxc, g, _CMP_EQ_OQ);
+    const __m256 hg = times_mask(_mm256_sub_ps(_mm256_add_ps(rc, _mm256_set1_ps(2.0f)), bc),
+                                 _mm256_andnot_ps(max_is_r, max_is_g));
+    const __m256 hr = times_mask(_mm256_sub_ps(bc, gc), max_is_r);
+    const __m256 hb = times_mask(_mm256_sub_ps(_mm256_add_ps(gc, _mm256_set1_ps(4.0f)), rc),
+                                 _mm256_andnot_ps(_mm256_or_ps(max_is_r, max_is_g),
+                                                  _mm256_castsi256_ps(_mm256_set1_epi32(-1))));
+    const __m256 sum = _mm256_add_ps(_mm256_add_ps(hr, hg), hb);
+    const __m256 h0 = _mm256_add_ps(_mm256_mul_ps(sum, _mm256_set1_ps(kSixth)), one);
+    const __m256 h1 = _mm256_sub_ps(h0, _mm256_round_ps(h0, kTrunc));
+    // remainder_one(h + factor)
+    const __m256 y = _mm256_add_ps(h1, shift);
+    const __m256 mod = _mm256_sub_ps(y, _mm256_round_ps(y, kTrunc));
+    const __m256 h = pick(_mm256_cmp_ps(mod, zero, _CMP_LT_OQ), _mm256_add_ps(mod, one), mod);
+    // _hsv_to_rgb
+    const __m256 h6 = _mm256_mul_ps(h, _mm256_set1_ps(6.0f));
+    const __m256 i_floor = _mm256_round_ps(h6, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const __m256 f = _mm256_sub_ps(h6, i_floor);
+    const __m256 sxf = _mm256_mul_ps(s, f);
+    const __m256 one_minus_s = _mm256_sub_ps(one, s);
+    const __m256 v = maxc;
+    const __m256 q = clamp_unit(_mm256_mul_ps(_mm256_sub_ps(one, sxf), v));
+    const __m256 t = clamp_unit(_mm256_mul_ps(_mm256_add_ps(sxf, one_minus_s), v));
+    const __m256 pp = clamp_unit(_mm256_mul_ps(one_minus_s, v));
+    // i = i_floor mod 6: h lies in [0, 1], so i_floor in 0..6, and 6 is sector 0.
+    const __m256 is1 = _mm256_cmp_ps(i_floor, one, _CMP_EQ_OQ);
+    const __m256 is2 = _mm256_cmp_ps(i_floor, _mm256_set1_ps(2.0f), _CMP_EQ_OQ);
+    const __m256 is3 = _mm256_cmp_ps(i_floor, _mm256_set1_ps(3.0f), _CMP_EQ_OQ);
+    const __m256 is4 = _mm256_cmp_ps(i_floor, _mm256_set1_ps(4.0f), _CMP_EQ_OQ);
+    const __m256 is5 = _mm256_cmp_ps(i_floor, _mm256_set1_ps(5.0f), _CMP_EQ_OQ);
+    // kSelect's rows: r takes v q p p t v, g takes t v v q p p, b takes p p t v v q.
+    const __m256 out_r = pick(is4, t, pick(_mm256_or_ps(is2, is3), pp, pick(is1, q, v)));
+    const __m256 out_g =
+        pick(_mm256_or_ps(is4, is5), pp, pick(is3, q, pick(_mm256_or_ps(is1, is2), v, t)));
+    const __m256 out_b = pick(is5, q, pick(_mm256_or_ps(is3, is4), v, pick(is2, t, pp)));
+    rgb8::store(p, _mm256_cvttps_epi32(_mm256_mul_ps(out_r, to_byte)),
+                _mm256_cvttps_epi32(_mm256_mul_ps(out_g, to_byte)),
+                _mm256_cvttps_epi32(_mm256_mul_ps(out_b, to_byte)));
+  }
+}
+#endif
+
 void hue(const Pixels& im, float factor) {
   if (im.channels == 1) return;  // as torchvision (and PIL) do
-  for_each_pixel(im, [&](std::uint8_t* p) {
-    Hsv hsv =
-        rgb_to_hsv(static_cast<float>(p[0]) * kByteToUnit, static_cast<float>(p[1]) * kByteToUnit,
-                   static_cast<float>(p[2]) * kByteToUnit);
-    hsv.h = remainder_one(hsv.h + factor);
-    hsv_to_rgb(hsv, p);
-  });
+  pixels::each_rgb_pixel(
+      im,
+      [factor](std::uint8_t* p, int n) {
+#if STOKE_AVX2_FMA_DISPATCH
+        hue_avx2(p, n, factor);
+#else
+        (void)p, (void)n, (void)factor;
+#endif
+      },
+      [factor](std::uint8_t* p) {
+        Hsv hsv = rgb_to_hsv(static_cast<float>(p[0]) * kByteToUnit,
+                             static_cast<float>(p[1]) * kByteToUnit,
+                             static_cast<float>(p[2]) * kByteToUnit);
+        hsv.h = remainder_one(hsv.h + factor);
+        hsv_to_rgb(hsv, p);
+      });
 }
 
 #if STOKE_AVX2_FMA_DISPATCH
