@@ -1,4 +1,4 @@
-// The ops whose loops are compiled twice (baseline x86-64 and AVX2 + FMA, common/cpu_features.hpp)
+// The ops whose loops are compiled twice (baseline x86-64 and AVX2 + FMA, cpu_features.hpp)
 // give the same bytes either way: each op on random images of awkward sizes (odd widths that
 // leave a vector loop's tail, a row or a column alone, 1 and 3 channels, padded rows), once with
 // the AVX2 loops and once with baseline_loops_only() set. Where this CPU has no AVX2 both runs

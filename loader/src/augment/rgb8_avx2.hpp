@@ -1,7 +1,7 @@
 #pragma once
 // Eight interleaved RGB pixels (24 bytes) to and from three vectors, one channel each, for the
 // per-pixel loops that photometric.cpp and pil_ops.cpp compile for AVX2
-// (common/cpu_features.hpp): loads read exactly the 24 bytes, stores write exactly them.
+// (cpu_features.hpp): loads read exactly the 24 bytes, stores write exactly them.
 //
 // Thread-safety: pure functions.
 
