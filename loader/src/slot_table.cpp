@@ -66,7 +66,13 @@ void SlotTable::add(std::size_t n) {
   if (n > slots_.size()) slots_.resize(n);
 }
 
+void SlotTable::rechunk(int chunk) {
+  assert(chunk >= 1);
+  chunk_ = chunk;
+}
+
 void SlotTable::assign(int slot) {
+  assert(at(slot).state == SlotInfo::kFree && !at(slot).in_transfer);
   const auto s = static_cast<std::uint32_t>(slot);
   const int b = plan_.config().batch;
   const std::int64_t seq = assign_seq_++;
@@ -146,6 +152,7 @@ void SlotTable::redo(const std::deque<Task>& tasks) {
 
 bool SlotTable::complete(const Task& task, std::string error) {
   SlotInfo& s = slots_[task.slot];
+  assert(s.pending > 0 && (s.state == SlotInfo::kFilling || s.state == SlotInfo::kOrphan));
   if (!error.empty() && s.error.empty()) s.error = std::move(error);
   if (--s.pending > 0) return false;
   if (s.state == SlotInfo::kFilling) {
@@ -168,6 +175,16 @@ bool SlotTable::end_staging(int slot, std::int64_t seq) {
   if (s.state != SlotInfo::kStaging || s.seq != seq) return false;
   s.state = SlotInfo::kStaged;
   return true;
+}
+
+void SlotTable::hold(int slot) {
+  assert(at(slot).state == SlotInfo::kHeld);
+  at(slot).in_transfer = true;
+}
+
+void SlotTable::transfer_done(int slot) {
+  assert(at(slot).in_transfer);
+  at(slot).in_transfer = false;
 }
 
 const SlotInfo& SlotTable::deliver(int slot) {

@@ -79,7 +79,8 @@ class SlotTable {
 
   // ---- work
   // Chunks of `chunk` samples (the last may be shorter) from the next assignment on.
-  void rechunk(int chunk) { chunk_ = chunk; }
+  // REQUIRES: chunk >= 1.
+  void rechunk(int chunk);
   int chunk() const { return chunk_; }
   // Batches are assigned in order, each once `gate` (the shard prefetcher's: are its shards on
   // local disk?) says it may be; without a gate, whenever a slot is free. The gate is called
@@ -112,7 +113,8 @@ class SlotTable {
   // produced again before anything queued after them.
   void redo(const std::deque<Task>& tasks);
   // A chunk of `task.slot` finished; `error` (empty when none) is kept when it is the slot's
-  // first. True when the batch became ready.
+  // first. True when the batch became ready. REQUIRES: the slot is kFilling or kOrphan with
+  // that chunk among its pending ones.
   bool complete(const Task& task, std::string error);
 
   // ---- hand-over
@@ -123,9 +125,11 @@ class SlotTable {
   // dropped it meanwhile (false then; in_transfer still guards the slot).
   bool end_staging(int slot, std::int64_t seq);
   // Some device (the consumer's recorded streams) still reads `slot`'s host bytes: no batch is
-  // assigned to it until transfer_done().
-  void hold(int slot) { at(slot).in_transfer = true; }
-  void transfer_done(int slot) { at(slot).in_transfer = false; }
+  // assigned to it until transfer_done(). REQUIRES: (*this)[slot] is kHeld (the consumer is
+  // giving it back).
+  void hold(int slot);
+  // No device reads `slot`'s host bytes any more. REQUIRES: (*this)[slot].in_transfer.
+  void transfer_done(int slot);
   // Marks `slot` held by the consumer and advances the position. REQUIRES: it holds next_seq().
   const SlotInfo& deliver(int slot);
   // The consumer gave a delivered slot back. REQUIRES: (*this)[slot] is kHeld.
