@@ -6,11 +6,9 @@
 namespace stoke::detail {
 
 PoolController::PoolController(int capacity, int initial)
-    : role_(static_cast<std::size_t>(capacity), Role::kIdle),
-      stop_sent_(static_cast<std::size_t>(capacity), false),
-      size_(initial) {
+    : records_(static_cast<std::size_t>(capacity)), size_(initial) {
   for (int i = 0; i < initial; ++i) {
-    role_[static_cast<std::size_t>(i)] = Role::kActive;
+    at(i).role = Role::kActive;
     members_.push_back(i);
   }
 }
@@ -21,22 +19,21 @@ int PoolController::resize(int n) {
   for (int i : members_) active += this->active(i) ? 1 : 0;
   for (int i : members_) {
     if (active >= n) break;
-    if (retiring(i) && !stop_sent_[static_cast<std::size_t>(i)]) {
-      role_[static_cast<std::size_t>(i)] = Role::kActive;
+    if (retiring(i) && !at(i).stop_sent) {
+      at(i).role = Role::kActive;
       ++active;
     }
   }
   for (int i = 0; i < capacity() && active < n; ++i) {
     if (role(i) != Role::kIdle) continue;
-    role_[static_cast<std::size_t>(i)] = Role::kActive;
-    stop_sent_[static_cast<std::size_t>(i)] = false;
+    at(i) = Record{Role::kActive, false};
     members_.insert(std::upper_bound(members_.begin(), members_.end(), i), i);
     growth_.push_back(i);
     ++active;
   }
   for (auto it = members_.rbegin(); it != members_.rend() && active > n; ++it) {
     if (!this->active(*it)) continue;
-    role_[static_cast<std::size_t>(*it)] = Role::kRetiring;
+    at(*it).role = Role::kRetiring;
     --active;
   }
   size_ = n;
@@ -55,18 +52,17 @@ void PoolController::spawn_failed(int i) {
 std::vector<int> PoolController::retiring_not_stopped() const {
   std::vector<int> out;
   for (int i : members_) {
-    if (retiring(i) && !stop_sent_[static_cast<std::size_t>(i)]) out.push_back(i);
+    if (retiring(i) && !at(i).stop_sent) out.push_back(i);
   }
   return out;
 }
 
 void PoolController::stop_sent(int i) {
-  stop_sent_[static_cast<std::size_t>(i)] = true;
+  at(i).stop_sent = true;
 }
 
 void PoolController::retired(int i) {
-  role_[static_cast<std::size_t>(i)] = Role::kIdle;
-  stop_sent_[static_cast<std::size_t>(i)] = false;
+  at(i) = Record{};
   std::erase(members_, i);
   std::erase(growth_, i);
 }

@@ -22,9 +22,9 @@ class PoolController {
   // caller spawns (they are not queued in take_growth()).
   PoolController(int capacity, int initial);
 
-  int capacity() const { return static_cast<int>(role_.size()); }
+  int capacity() const { return static_cast<int>(records_.size()); }
   int size() const { return size_; }
-  Role role(int i) const { return role_[static_cast<std::size_t>(i)]; }
+  Role role(int i) const { return records_[static_cast<std::size_t>(i)].role; }
   bool active(int i) const { return role(i) == Role::kActive; }
   bool retiring(int i) const { return role(i) == Role::kRetiring; }
   const std::vector<int>& members() const { return members_; }
@@ -49,8 +49,15 @@ class PoolController {
   void retired(int i);
 
  private:
-  std::vector<Role> role_;
-  std::vector<bool> stop_sent_;
+  // What the controller knows of record i.
+  struct Record {
+    Role role = Role::kIdle;
+    bool stop_sent = false;  // told to stop (only while retiring)
+  };
+  Record& at(int i) { return records_[static_cast<std::size_t>(i)]; }
+  const Record& at(int i) const { return records_[static_cast<std::size_t>(i)]; }
+
+  std::vector<Record> records_;
   std::vector<int> members_;
   std::vector<int> growth_;
   int size_ = 0;
