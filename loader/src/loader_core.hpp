@@ -76,6 +76,9 @@ struct LoaderCore {
     std::chrono::steady_clock::time_point created{};
     DeviceSet devices;  // what batches are split over
     std::string data;   // Options::data, as sample names show it
+    // Makes the staging of batches to the devices from the finished core (its arena, its
+    // signal_change()); empty: host devices reading the arena directly.
+    std::function<std::unique_ptr<Staging>(LoaderCore&)> staging;
   };
 
   // An arena laid out as `h` (written at its start, every worker record made empty, then
@@ -90,6 +93,13 @@ struct LoaderCore {
         metrics(setup.monitor_window, setup.created),
         reserved_bytes(arena.reserved()) {
     slots.rechunk(setup.chunk);  // (no other thread exists yet)
+    if (!setup.staging) return;
+    try {
+      staging = setup.staging(*this);
+    } catch (...) {
+      ::close(wake_fd);  // the destructor does not run
+      throw;
+    }
   }
   ~LoaderCore() {
     staging.reset();  // waits for the devices, whose callbacks still signal wake_fd
@@ -198,8 +208,8 @@ struct LoaderCore {
   std::size_t reserved_bytes GUARDED_BY(mutex) = 0;
   bool stop GUARDED_BY(mutex) = false;
   std::exception_ptr fatal GUARDED_BY(mutex);
-  // Null: host devices reading the arena directly. Set before any other thread starts
-  // (Loader::Impl::set_up_staging), then itself thread-safe.
+  // Null: host devices reading the arena directly. Made by the constructor (Setup::staging),
+  // itself thread-safe.
   std::unique_ptr<Staging> staging;
 
  private:

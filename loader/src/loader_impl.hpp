@@ -63,8 +63,12 @@ class Loader::Impl {
 
  private:
   // ---- construction (loader_setup.cpp)
-  void lay_out_arena(const detail::DatasetIndex& index, Clock::time_point created);
-  void set_up_staging(const detail::LoaderEnvironment& env);
+  void lay_out_arena(const detail::DatasetIndex& index, Clock::time_point created,
+                     const detail::LoaderEnvironment& env);
+  // What makes the core's staging (LoaderCore::Setup::staging), or nothing when the consumers
+  // read the arena itself.
+  std::function<std::unique_ptr<detail::Staging>(detail::LoaderCore&)> staging_maker(
+      const detail::LoaderEnvironment& env) const;
   // Remote shards: the prefetcher and its gate, when the plan (shard_cache_plan.hpp) caches any.
   void set_up_shard_cache(const detail::ShardCachePlan& plan);
   void start_threads();

@@ -62,7 +62,7 @@ Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, const LoaderEnviro
   const ShardCachePlan shard_cache =
       plan_shard_cache(index.remote_shards, config_.plan, config_.remote);
   if (shard_cache.cached.empty()) index.drop_shard_copies();  // the workers read the servers
-  lay_out_arena(index, created);
+  lay_out_arena(index, created, env);
   for (const RejectedFile& r : index.rejected) {  // (resolve() refused them under kError)
     core_->metrics.skipped(r.reason);
     log_.post("skipped " + r.path + " while indexing: " + bad_input_name(r.reason));
@@ -78,7 +78,6 @@ Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, const LoaderEnviro
               std::to_string(config_.max_bytes) + " bytes: each is cut to its first " +
               std::to_string(config_.max_bytes));
   flush_log();  // now, so that a failure further on does not swallow them
-  set_up_staging(env);
   set_up_shard_cache(shard_cache);
   flush_log();  // the shard cache's line too: every set-up line is out when construction ends
   index = DatasetIndex{};  // the arena holds it now
@@ -87,7 +86,8 @@ Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, const LoaderEnviro
   start_threads();
 }
 
-void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point created) {
+void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point created,
+                                 const LoaderEnvironment& env) {
   ArenaPlanInput in;
   in.index_bytes = index.arena_bytes();
   in.step_count = static_cast<std::uint32_t>(config_.pipeline.steps().size());
@@ -136,6 +136,7 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
   setup.created = created;
   setup.devices = options_.devices;
   setup.data = options_.data;
+  setup.staging = staging_maker(env);
   std::vector<AugmentStep> steps = augment_steps(config_.pipeline);
   if (erasing) steps.back().erase_pixels = erase_pixels ? 1 : 0;
   core_ = std::make_shared<LoaderCore>(
@@ -147,41 +148,45 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
       setup);
 }
 
-void Loader::Impl::set_up_staging(const LoaderEnvironment& env) {
+std::function<std::unique_ptr<Staging>(LoaderCore&)> Loader::Impl::staging_maker(
+    const LoaderEnvironment& env) const {
   const DeviceSet& set = options_.devices;
   const bool gpu = set.kind == DeviceSet::Kind::kCuda;
-  if (!gpu && options_.dtype == DType::kUInt8) return;  // consumers read the arena itself
-  const ArenaHeader& h = core_->view.header();
-  StagingConfig c;
-  c.devices = set.count;
-  c.samples_per_device = options_.batch / set.count;
-  c.height = static_cast<int>(h.out_height);
-  c.width = static_cast<int>(h.out_width);
-  c.channels = static_cast<int>(h.out_channels);
-  c.dtype = options_.dtype;
-  c.layout = options_.layout;
-  c.slots_base = core_->arena.base() + h.slots_offset;
-  c.slot_stride = h.slot_stride;
-  c.slot_capacity = h.slot_capacity;
-  if (c.dtype != DType::kUInt8) {
-    std::copy(std::begin(config_.mean), std::end(config_.mean), c.mean);
-    std::copy(std::begin(config_.stddev), std::end(config_.stddev), c.stddev);
-    try {
-      kernels::validate(normalize_params(c));
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError(std::string("dtype ") + kernels::dtype_name(c.dtype) + ": " + e.what());
+  if (!gpu && options_.dtype == DType::kUInt8) return {};  // consumers read the arena itself
+  return [this, &env, &set, gpu](LoaderCore& core) {
+    const ArenaHeader& h = core.view.header();
+    StagingConfig c;
+    c.devices = set.count;
+    c.samples_per_device = options_.batch / set.count;
+    c.height = static_cast<int>(h.out_height);
+    c.width = static_cast<int>(h.out_width);
+    c.channels = static_cast<int>(h.out_channels);
+    c.dtype = options_.dtype;
+    c.layout = options_.layout;
+    c.slots_base = core.arena.base() + h.slots_offset;
+    c.slot_stride = h.slot_stride;
+    c.slot_capacity = h.slot_capacity;
+    if (c.dtype != DType::kUInt8) {
+      std::copy(std::begin(config_.mean), std::end(config_.mean), c.mean);
+      std::copy(std::begin(config_.stddev), std::end(config_.stddev), c.stddev);
+      try {
+        kernels::validate(normalize_params(c));
+      } catch (const std::invalid_argument& e) {
+        throw ConfigError(std::string("dtype ") + kernels::dtype_name(c.dtype) + ": " + e.what());
+      }
     }
-  }
-  std::unique_ptr<DeviceBackend> backend = !gpu              ? make_host_backend(set.count)
-                                           : env.gpu_backend ? env.gpu_backend(set)
-                                                             : make_cuda_backend(set);
-  LoaderCore* core = core_.get();
-  c.labels_offset = h.labels_offset;
-  c.valid_offset = h.valid_offset;
-  c.erase_offset = h.erase_boxes != 0 ? h.erase_offset : 0;
-  core_->staging =
-      std::make_unique<Staging>(std::move(backend), c, [core](int) { core->signal_change(); });
-  core_->staging->pin_initial(static_cast<int>(config_.initial_slots));
+    std::unique_ptr<DeviceBackend> backend = !gpu              ? make_host_backend(set.count)
+                                             : env.gpu_backend ? env.gpu_backend(set)
+                                                               : make_cuda_backend(set);
+    c.labels_offset = h.labels_offset;
+    c.valid_offset = h.valid_offset;
+    c.erase_offset = h.erase_boxes != 0 ? h.erase_offset : 0;
+    LoaderCore* signalled = &core;
+    auto staging = std::make_unique<Staging>(std::move(backend), c,
+                                             [signalled](int) { signalled->signal_change(); });
+    staging->pin_initial(static_cast<int>(config_.initial_slots));
+    return staging;
+  };
 }
 
 void Loader::Impl::set_up_shard_cache(const ShardCachePlan& plan) {
