@@ -93,12 +93,6 @@ STOKE_TARGET_AVX2_FMA inline __m256 luma8(const rgb8::Channels& c) {
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(c.b), _mm256_set1_ps(kBlueWeight), rg);
 }
 
-// clamp_to_byte() of eight values, as 32-bit integers.
-STOKE_TARGET_AVX2_FMA inline __m256i clamp_to_bytes8(__m256 v) {
-  return _mm256_cvttps_epi32(
-      _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(255.0f)));
-}
-
 // The sum of the truncated lumas of a row's first `pixels` pixels (a multiple of 8).
 STOKE_TARGET_AVX2_FMA std::uint64_t luma_sum_avx2(const std::uint8_t* p, int pixels) {
   __m256i lanes = _mm256_setzero_si256();
@@ -109,21 +103,16 @@ STOKE_TARGET_AVX2_FMA std::uint64_t luma_sum_avx2(const std::uint8_t* p, int pix
 #endif
 
 float gray_mean(const Pixels& im) {
-  std::uint64_t sum = 0;
-  if (im.channels == 3) {
-    sum = pixels::sum_rgb_pixels(
-        im,
-        [](const std::uint8_t* p, int n) -> std::uint64_t {
+  const std::uint64_t sum = pixels::sum_of_lumas(
+      im,
+      [](const std::uint8_t* p, int n) -> std::uint64_t {
 #if STOKE_AVX2_FMA_DISPATCH
-          return luma_sum_avx2(p, n);
+        return luma_sum_avx2(p, n);
 #else
-          return (void)p, (void)n, 0;
+        return (void)p, (void)n, 0;
 #endif
-        },
-        [](const std::uint8_t* p) { return static_cast<std::uint64_t>(luma(p)); });
-  } else {
-    for_each_pixel(im, [&](const std::uint8_t* p) { sum += p[0]; });
-  }
+      },
+      [](const std::uint8_t* p) { return static_cast<std::uint64_t>(luma(p)); });
   const auto pixels = static_cast<std::uint64_t>(im.height) * static_cast<std::uint64_t>(im.width);
   return static_cast<float>(sum) / static_cast<float>(pixels);
 }
@@ -150,7 +139,7 @@ STOKE_TARGET_AVX2_FMA void saturation_avx2(std::uint8_t* p, int pixels, const Bl
     __m256i out[3];
     const __m256i in[3] = {c.r, c.g, c.b};
     for (int k = 0; k < 3; ++k)
-      out[k] = clamp_to_bytes8(
+      out[k] = rgb8::clamp_to_bytes(
           _mm256_fmadd_ps(gray, rest, _mm256_mul_ps(_mm256_cvtepi32_ps(in[k]), ratio)));
     rgb8::store(p, out[0], out[1], out[2]);
   }

@@ -78,21 +78,16 @@ STOKE_TARGET_AVX2_FMA std::uint64_t pil_luma_sum_avx2(const std::uint8_t* p, int
 // ImageStat.Stat(image.convert("L")).mean[0], then int(mean + 0.5): the integer sum over the
 // count in double, as Python divides two ints (exact below 2^53).
 int contrast_mean(const Pixels& im) {
-  std::uint64_t sum = 0;
-  if (im.channels == 3) {
-    sum = pixels::sum_rgb_pixels(
-        im,
-        [](const std::uint8_t* p, int n) -> std::uint64_t {
+  const std::uint64_t sum = pixels::sum_of_lumas(
+      im,
+      [](const std::uint8_t* p, int n) -> std::uint64_t {
 #if STOKE_AVX2_FMA_DISPATCH
-          return pil_luma_sum_avx2(p, n);
+        return pil_luma_sum_avx2(p, n);
 #else
-          return (void)p, (void)n, 0;
+        return (void)p, (void)n, 0;
 #endif
-        },
-        [](const std::uint8_t* p) -> std::uint64_t { return pil_luma(p); });
-  } else {
-    for_each_pixel(im, [&](const std::uint8_t* p) { sum += p[0]; });
-  }
+      },
+      [](const std::uint8_t* p) -> std::uint64_t { return pil_luma(p); });
   const double count = static_cast<double>(im.height) * static_cast<double>(im.width);
   return static_cast<int>(static_cast<double>(sum) / count + 0.5);
 }
@@ -521,8 +516,7 @@ STOKE_TARGET_AVX2_FMA inline __m256i pil_blend8(__m256i in1, __m256i in2, __m256
   const __m256 v =
       _mm256_add_ps(_mm256_cvtepi32_ps(in1),
                     _mm256_mul_ps(alpha, _mm256_cvtepi32_ps(_mm256_sub_epi32(in2, in1))));
-  return _mm256_cvttps_epi32(
-      _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(255.0f)));
+  return rgb8::clamp_to_bytes(v);
 }
 
 // pil_color on a row's first `pixels` pixels (a multiple of 8).

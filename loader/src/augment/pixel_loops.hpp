@@ -81,14 +81,19 @@ void each_rgb_pixel(const Pixels& im, const Vector& vector_rows, const Scalar& s
   }
 }
 
-// The sum over a 3-channel image of value(pixel), vector_rows(row, n) giving each row's first
-// n = vector_pixels(im) pixels' part.
+// The sum of the image's grey levels: luma(pixel) over a 3-channel image, vector_rows(row, n)
+// giving each row's first n = vector_pixels(im) pixels' part; the values themselves over a
+// 1-channel one.
 template <typename Vector, typename Scalar>
-std::uint64_t sum_rgb_pixels(const Pixels& im, const Vector& vector_rows, const Scalar& value) {
+std::uint64_t sum_of_lumas(const Pixels& im, const Vector& vector_rows, const Scalar& luma) {
   std::uint64_t sum = 0;
+  if (im.channels != 3) {
+    for_each_pixel(im, [&](const std::uint8_t* p) { sum += p[0]; });
+    return sum;
+  }
   each_rgb_pixel(
       im, [&](const std::uint8_t* p, int n) { sum += vector_rows(p, n); },
-      [&](const std::uint8_t* p) { sum += value(p); });
+      [&](const std::uint8_t* p) { sum += luma(p); });
   return sum;
 }
 

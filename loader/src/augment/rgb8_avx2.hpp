@@ -59,6 +59,13 @@ STOKE_TARGET_AVX2_FMA inline void store(std::uint8_t* p, __m256i r, __m256i g, _
   _mm_storel_epi64(reinterpret_cast<__m128i*>(p + 16), second);
 }
 
+// Eight float32 values clamped to [0, 255] and truncated, as 32-bit integers: a uint8 tensor's
+// `.clamp_(0, 255).to(torch.uint8)` and Pillow's clipped float-to-byte alike.
+STOKE_TARGET_AVX2_FMA inline __m256i clamp_to_bytes(__m256 v) {
+  return _mm256_cvttps_epi32(
+      _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(255.0f)));
+}
+
 // The sum of eight 32-bit lanes, each at least 0.
 STOKE_TARGET_AVX2_FMA inline std::uint64_t lane_sum(__m256i lanes) {
   alignas(32) std::int32_t parts[8];
