@@ -48,4 +48,24 @@ std::uint16_t float_to_bfloat16_rn(float f) {
   return static_cast<std::uint16_t>(shift_right_rne(bits, 16));
 }
 
+float half_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exp = (h >> 10) & 0x1fu;
+  std::uint32_t mant = h & 0x3ffu;
+  if (exp == 0x1fu) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));  // inf, NaN
+  if (exp != 0) return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
+  if (mant == 0) return std::bit_cast<float>(sign);
+  // Subnormal half: normalize it into a float's exponent.
+  std::uint32_t e = 113u;
+  while ((mant & 0x400u) == 0) {
+    mant <<= 1;
+    e -= 1;
+  }
+  return std::bit_cast<float>(sign | (e << 23) | ((mant & 0x3ffu) << 13));
+}
+
+float bfloat16_to_float(std::uint16_t b) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
+}
+
 }  // namespace stoke::kernels

@@ -59,5 +59,8 @@ void normalize_cpu(const NormalizeParams& p, const std::uint8_t* src, void* dst)
 // even; float16 overflows to +-inf and produces subnormals; NaN becomes the canonical 0x7fff).
 std::uint16_t float_to_half_rn(float);
 std::uint16_t float_to_bfloat16_rn(float);
+// Their exact inverses (every float16 and bfloat16 value is a float; NaNs stay NaN).
+float half_to_float(std::uint16_t);
+float bfloat16_to_float(std::uint16_t);
 
 }  // namespace stoke::kernels

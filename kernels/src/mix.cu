@@ -1,0 +1,117 @@
+// GPU MixUp/CutMix: blockIdx.y walks the samples, and each sample's blocks (blockIdx.x) stride
+// over its elements. The per-sample entries are read on the device (they arrive with the batch's
+// other per-sample arrays); every element is written, so the output needs no prior fill.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+
+#include "cuda_check.hpp"
+#include "stoke/kernels/mix.hpp"
+#include "stoke/kernels/mix_cuda.hpp"
+
+namespace stoke::detail {
+namespace {
+
+constexpr unsigned kThreads = 256;
+constexpr unsigned kMaxBlocksPerSample = 64;
+constexpr unsigned kMaxGridY = 65535;
+
+struct MixShape {
+  int samples, height, width, channels;
+  bool nchw;
+};
+
+// Loads and stores with torch's rounding: every product and the sum rounded to the element type
+// on its own (__fmul_rn/__fadd_rn are never contracted into a fused multiply-add).
+struct Float32 {
+  using T = float;
+  __device__ static float load(T v) { return v; }
+  __device__ static T store(float v) { return v; }
+};
+struct Float16 {
+  using T = unsigned short;
+  __device__ static float load(T v) { return __half2float(__ushort_as_half(v)); }
+  __device__ static T store(float v) { return __half_as_ushort(__float2half_rn(v)); }
+};
+struct BFloat16 {
+  using T = unsigned short;
+  __device__ static float load(T v) { return __bfloat162float(__ushort_as_bfloat16(v)); }
+  __device__ static T store(float v) { return __bfloat16_as_ushort(__float2bfloat16_rn(v)); }
+};
+
+template <class E>
+__global__ void __launch_bounds__(kThreads)
+    mix_kernel(const typename E::T* __restrict__ src, typename E::T* __restrict__ dst,
+               const kernels::MixSample* __restrict__ mix, MixShape s) {
+  const std::size_t h = static_cast<std::size_t>(s.height), w = static_cast<std::size_t>(s.width);
+  const std::size_t ch = static_cast<std::size_t>(s.channels);
+  const std::size_t per = h * w * ch;
+  for (unsigned n = blockIdx.y; n < static_cast<unsigned>(s.samples); n += gridDim.y) {
+    const kernels::MixSample m = mix[n];
+    const kernels::MixMode mode = kernels::effective_mode(m, s.samples, s.height, s.width);
+    const typename E::T* self = src + n * per;
+    const typename E::T* other =
+        src + static_cast<std::size_t>(mode == kernels::MixMode::kNone ? n : m.partner) * per;
+    typename E::T* out = dst + n * per;
+    for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < per;
+         i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+      if (mode == kernels::MixMode::kMixUp) {
+        const float a = E::load(E::store(__fmul_rn(E::load(other[i]), m.partner_weight)));
+        const float b = E::load(E::store(__fmul_rn(E::load(self[i]), m.self_weight)));
+        out[i] = E::store(__fadd_rn(a, b));
+      } else if (mode == kernels::MixMode::kCutMix) {
+        const std::size_t pixel = s.nchw ? i % (h * w) : i / ch;
+        const int y = static_cast<int>(pixel / w), x = static_cast<int>(pixel % w);
+        const bool inside = y >= m.top && y < m.bottom && x >= m.left && x < m.right;
+        out[i] = inside ? other[i] : self[i];
+      } else {
+        out[i] = self[i];
+      }
+    }
+  }
+}
+
+template <class E>
+void launch(const kernels::MixParams& p, const void* d_src, void* d_dst, cudaStream_t stream) {
+  const MixShape s{p.samples, p.height, p.width, p.channels, p.layout == kernels::Layout::kNCHW};
+  const std::size_t per = static_cast<std::size_t>(p.height) * p.width * p.channels;
+  const dim3 block(kThreads);
+  const dim3 grid(static_cast<unsigned>(
+                      std::min<std::size_t>(kMaxBlocksPerSample, (per + kThreads - 1) / kThreads)),
+                  std::min<unsigned>(kMaxGridY, static_cast<unsigned>(p.samples)));
+  mix_kernel<E><<<grid, block, 0, stream>>>(static_cast<const typename E::T*>(d_src),
+                                            static_cast<typename E::T*>(d_dst), p.mix, s);
+  CUDA_CALL(cudaGetLastError());
+}
+
+}  // namespace
+}  // namespace stoke::detail
+
+namespace stoke::kernels {
+
+void mix_cuda(const MixParams& p, const void* d_src, void* d_dst, cudaStream_t stream) {
+  validate(p);
+  if (d_src == nullptr || d_dst == nullptr)
+    throw std::invalid_argument("mix: d_src and d_dst must not be null");
+  switch (p.dtype) {
+    case DType::kFloat32:
+      detail::launch<detail::Float32>(p, d_src, d_dst, stream);
+      break;
+    case DType::kFloat16:
+      detail::launch<detail::Float16>(p, d_src, d_dst, stream);
+      break;
+    case DType::kBFloat16:
+      detail::launch<detail::BFloat16>(p, d_src, d_dst, stream);
+      break;
+    case DType::kUInt8:
+      break;  // rejected by validate()
+  }
+}
+
+}  // namespace stoke::kernels
