@@ -59,17 +59,17 @@ void mix_sample(const MixParams& p, int n, const typename E::T* src, typename E:
   const std::size_t per = h * w * ch;
   const T* self = src + static_cast<std::size_t>(n) * per;
   T* out = dst + static_cast<std::size_t>(n) * per;
-  switch (effective_mode(m, p.samples, p.height, p.width)) {
-    case MixMode::kNone:
+  switch (effective_op(m, p.samples, p.height, p.width)) {
+    case MixOp::kNone:
       std::memcpy(out, self, per * sizeof(T));
       return;
-    case MixMode::kMixUp: {
+    case MixOp::kMixUp: {
       const T* other = src + static_cast<std::size_t>(m.partner) * per;
       for (std::size_t i = 0; i < per; ++i)
         out[i] = mixed<E>(self[i], other[i], m.self_weight, m.partner_weight);
       return;
     }
-    case MixMode::kCutMix: {
+    case MixOp::kCutMix: {
       const T* other = src + static_cast<std::size_t>(m.partner) * per;
       std::memcpy(out, self, per * sizeof(T));
       const auto top = static_cast<std::size_t>(m.top), bottom = static_cast<std::size_t>(m.bottom);

@@ -54,18 +54,18 @@ __global__ void __launch_bounds__(kThreads)
   const std::size_t per = h * w * ch;
   for (unsigned n = blockIdx.y; n < static_cast<unsigned>(s.samples); n += gridDim.y) {
     const kernels::MixSample m = mix[n];
-    const kernels::MixMode mode = kernels::effective_mode(m, s.samples, s.height, s.width);
+    const kernels::MixOp op = kernels::effective_op(m, s.samples, s.height, s.width);
     const typename E::T* self = src + n * per;
     const typename E::T* other =
-        src + static_cast<std::size_t>(mode == kernels::MixMode::kNone ? n : m.partner) * per;
+        src + static_cast<std::size_t>(op == kernels::MixOp::kNone ? n : m.partner) * per;
     typename E::T* out = dst + n * per;
     for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < per;
          i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-      if (mode == kernels::MixMode::kMixUp) {
+      if (op == kernels::MixOp::kMixUp) {
         const float a = E::load(E::store(__fmul_rn(E::load(other[i]), m.partner_weight)));
         const float b = E::load(E::store(__fmul_rn(E::load(self[i]), m.self_weight)));
         out[i] = E::store(__fadd_rn(a, b));
-      } else if (mode == kernels::MixMode::kCutMix) {
+      } else if (op == kernels::MixOp::kCutMix) {
         const std::size_t pixel = s.nchw ? i % (h * w) : i / ch;
         const int y = static_cast<int>(pixel / w), x = static_cast<int>(pixel % w);
         const bool inside = y >= m.top && y < m.bottom && x >= m.left && x < m.right;

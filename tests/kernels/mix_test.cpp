@@ -90,7 +90,7 @@ std::vector<std::uint8_t> random_chunk(const MixParams& p, std::uint32_t seed) {
 MixSample mixup(int partner, double lambda) {
   MixSample m;
   m.partner = partner;
-  m.mode = MixMode::kMixUp;
+  m.op = MixOp::kMixUp;
   m.self_weight = static_cast<float>(lambda);
   m.partner_weight = static_cast<float>(1.0 - lambda);
   m.lambda = lambda;
@@ -100,7 +100,7 @@ MixSample mixup(int partner, double lambda) {
 MixSample cutmix(int partner, int top, int left, int bottom, int right) {
   MixSample m;
   m.partner = partner;
-  m.mode = MixMode::kCutMix;
+  m.op = MixOp::kCutMix;
   m.top = top;
   m.left = left;
   m.bottom = bottom;
@@ -133,19 +133,19 @@ TEST_P(MixCpuTest, EveryElementComesFromTheRightSamplesWithTorchsRounding) {
   int mixed = 0, copied_from_partner = 0;
   for (int n = 0; n < p.samples; ++n) {
     const MixSample& m = mix[static_cast<std::size_t>(n)];
-    const MixMode mode = effective_mode(m, p.samples, p.height, p.width);
+    const MixOp op = effective_op(m, p.samples, p.height, p.width);
     for (int c = 0; c < p.channels; ++c)
       for (int y = 0; y < p.height; ++y)
         for (int x = 0; x < p.width; ++x) {
           const std::size_t at = element(p, n, c, y, x);
           const float self = load(t, src, at);
           float want = self;
-          if (mode == MixMode::kMixUp) {
+          if (op == MixOp::kMixUp) {
             const float other = load(t, src, element(p, m.partner, c, y, x));
             want = round_to(
                 t, round_to(t, other * m.partner_weight) + round_to(t, self * m.self_weight));
             mixed += 1;
-          } else if (mode == MixMode::kCutMix && y >= m.top && y < m.bottom && x >= m.left &&
+          } else if (op == MixOp::kCutMix && y >= m.top && y < m.bottom && x >= m.left &&
                      x < m.right) {
             want = load(t, src, element(p, m.partner, c, y, x));
             copied_from_partner += 1;
@@ -157,7 +157,7 @@ TEST_P(MixCpuTest, EveryElementComesFromTheRightSamplesWithTorchsRounding) {
   }
   EXPECT_EQ(mixed, 12 * 16 * 3);                                         // sample 1 only
   EXPECT_EQ(copied_from_partner, (5 * 6 + 12 * 16) * 3);                 // samples 2 and 3
-  EXPECT_EQ(effective_mode(mix[5], p.samples, 12, 16), MixMode::kNone);  // partner 9 of 7
+  EXPECT_EQ(effective_op(mix[5], p.samples, 12, 16), MixOp::kNone);  // partner 9 of 7
 }
 
 INSTANTIATE_TEST_SUITE_P(MixCpu, MixCpuTest,

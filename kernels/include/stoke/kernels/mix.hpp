@@ -21,7 +21,7 @@
 
 namespace stoke::kernels {
 
-enum class MixMode : std::uint32_t {
+enum class MixOp : std::uint32_t {
   kNone = 0,    // the sample is left as it is
   kMixUp = 1,   // weighted sum with the partner
   kCutMix = 2,  // the partner's pixels inside the box
@@ -30,7 +30,7 @@ enum class MixMode : std::uint32_t {
 // One sample's mixing, as the loader writes it beside the batch (so its layout is fixed).
 struct MixSample {
   std::int32_t partner = 0;  // the other sample, an index within the chunk (itself: unmixed)
-  MixMode mode = MixMode::kNone;
+  MixOp op = MixOp::kNone;
   float self_weight = 1;  // kMixUp: the pixels' weights
   float partner_weight = 0;
   // The soft label's weights, the same sums (label smoothing's on/off values times these).
@@ -64,17 +64,17 @@ void validate(const MixParams&);
 #define STOKE_MIX_HOST_DEVICE
 #endif
 
-// What sample n of `samples` really does: kNone for an unknown mode, a partner outside the
+// What sample n of `samples` really does: kNone for an unknown op, a partner outside the
 // chunk, or (kCutMix) a box not inside a height x width image, so a bad entry never reads or
 // writes outside the chunk (the kernels then copy the sample unchanged).
-STOKE_MIX_HOST_DEVICE constexpr MixMode effective_mode(const MixSample& m, int samples, int height,
+STOKE_MIX_HOST_DEVICE constexpr MixOp effective_op(const MixSample& m, int samples, int height,
                                                        int width) {
-  if (m.partner < 0 || m.partner >= samples) return MixMode::kNone;
-  if (m.mode == MixMode::kMixUp) return m.mode;
-  if (m.mode == MixMode::kCutMix && m.top >= 0 && m.left >= 0 && m.top <= m.bottom &&
+  if (m.partner < 0 || m.partner >= samples) return MixOp::kNone;
+  if (m.op == MixOp::kMixUp) return m.op;
+  if (m.op == MixOp::kCutMix && m.top >= 0 && m.left >= 0 && m.top <= m.bottom &&
       m.left <= m.right && m.bottom <= height && m.right <= width)
-    return m.mode;
-  return MixMode::kNone;
+    return m.op;
+  return MixOp::kNone;
 }
 
 // CPU reference, oneTBB-parallel over samples. Validates p first.
