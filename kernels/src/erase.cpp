@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cpu_features.hpp"
+#include "float_chunk_checks.hpp"
 #include "normalize_coeffs.hpp"
 #include "parallel_for.hpp"
 
@@ -92,15 +93,8 @@ EraseParams erase_params(const NormalizeParams& n, const EraseBox* boxes) {
 }
 
 void validate(const EraseParams& p) {
-  if (p.samples <= 0 || p.height <= 0 || p.width <= 0)
-    fail("samples, height and width must be positive (got " + std::to_string(p.samples) + ", " +
-         std::to_string(p.height) + ", " + std::to_string(p.width) + ")");
-  if (p.channels < 1 || p.channels > 4)
-    fail("channels must be in 1..4 (got " + std::to_string(p.channels) + ")");
-  if (p.dtype != DType::kFloat32 && p.dtype != DType::kFloat16 && p.dtype != DType::kBFloat16)
-    fail("dtype must be float32, float16 or bfloat16 (uint8 images are erased by the workers)");
-  if (p.layout != Layout::kNCHW && p.layout != Layout::kNHWC)
-    fail("unknown layout value " + std::to_string(static_cast<int>(p.layout)));
+  detail::check_float_chunk("erase", p.samples, p.height, p.width, p.channels, p.dtype, p.layout,
+                            "uint8 images are erased by the workers");
   if (p.boxes == nullptr) fail("boxes must not be null");
 }
 

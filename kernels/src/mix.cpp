@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "float_chunk_checks.hpp"
 #include "normalize_coeffs.hpp"
 #include "parallel_for.hpp"
 
@@ -115,15 +116,8 @@ MixParams mix_params(const NormalizeParams& n, const MixSample* mix) {
 }
 
 void validate(const MixParams& p) {
-  if (p.samples <= 0 || p.height <= 0 || p.width <= 0)
-    fail("samples, height and width must be positive (got " + std::to_string(p.samples) + ", " +
-         std::to_string(p.height) + ", " + std::to_string(p.width) + ")");
-  if (p.channels < 1 || p.channels > 4)
-    fail("channels must be in 1..4 (got " + std::to_string(p.channels) + ")");
-  if (p.dtype != DType::kFloat32 && p.dtype != DType::kFloat16 && p.dtype != DType::kBFloat16)
-    fail("dtype must be float32, float16 or bfloat16 (MixUp and CutMix mix normalized batches)");
-  if (p.layout != Layout::kNCHW && p.layout != Layout::kNHWC)
-    fail("unknown layout value " + std::to_string(static_cast<int>(p.layout)));
+  detail::check_float_chunk("mix", p.samples, p.height, p.width, p.channels, p.dtype, p.layout,
+                            "MixUp and CutMix mix normalized batches");
   if (p.mix == nullptr) fail("mix must not be null");
 }
 
