@@ -199,6 +199,44 @@ nb::tuple timm_op_tuple(const std::string& name, const stoke::AppliedOp& op) {
   return nb::tuple(numbers);
 }
 
+// Batch.mixing: the slot's MixSamples as NumPy arrays (copies: a batch's worth of small
+// numbers), one per field.
+nb::dict mixing_dict(const stoke::Batch& b) {
+  const std::span<const stoke::kernels::MixSample> mix = b.mixing();
+  if (mix.empty())
+    throw stoke::ConfigError(
+        "this loader does not mix: set mixup_alpha or cutmix_alpha (and num_classes)");
+  const std::size_t n = mix.size();
+  auto* partner = new std::int32_t[n];
+  auto* op = new std::uint8_t[n];
+  auto* lam = new double[n];
+  auto* weights = new float[2 * n];
+  auto* box = new std::int32_t[4 * n];
+  for (std::size_t i = 0; i < n; ++i) {
+    const stoke::kernels::MixSample& m = mix[i];
+    partner[i] = m.partner;
+    op[i] = static_cast<std::uint8_t>(m.op);
+    lam[i] = m.lambda;
+    weights[2 * i] = m.label_self;
+    weights[2 * i + 1] = m.label_partner;
+    const std::int32_t corners[4] = {m.top, m.left, m.bottom, m.right};
+    std::copy(corners, corners + 4, box + 4 * i);
+  }
+  // Each array owns its buffer through a capsule.
+  const auto numpy = [](auto* data, std::initializer_list<std::size_t> shape) {
+    using T = std::remove_pointer_t<decltype(data)>;
+    nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<T*>(p); });
+    return nb::ndarray<nb::numpy, T>(data, shape.size(), shape.begin(), owner);
+  };
+  nb::dict d;
+  d["partner"] = numpy(partner, {n});
+  d["op"] = numpy(op, {n});
+  d["lam"] = numpy(lam, {n});
+  d["label_weights"] = numpy(weights, {n, 2});
+  d["box"] = numpy(box, {n, 4});
+  return d;
+}
+
 // The Python Loader's keyword arguments (defaults live in bindings/stoke/__init__.py).
 struct LoaderArgs {
   std::string data;
@@ -216,7 +254,7 @@ struct LoaderArgs {
   int batch = 256;
   std::string devices = "cpu:1";
   int workers = 2;
-  std::string size;  // "" (the default), "HxW" or "N"
+  std::string size;                // "" (the default), "HxW" or "N"
   std::vector<StepArgs> pipeline;  // empty: the `augment` preset
   int channels = 3;                // with `pipeline`
   std::string augment = "train";
@@ -243,6 +281,15 @@ struct LoaderArgs {
   int monitor_window = 50;
   std::optional<std::string> state;
   std::string worker_path;
+  double mixup_alpha = 0;
+  double cutmix_alpha = 0;
+  double mix_prob = 1;
+  double mix_switch_prob = 0.5;
+  std::string mix_mode = "batch";
+  std::string mix_rule = "torchvision";
+  int num_classes = 0;
+  double label_smoothing = 0;
+  int repeats = 1;
 };
 
 // The words are stoke/names.hpp's, so Python, the tools and C++ accept the same ones.
@@ -307,6 +354,15 @@ stoke::Options options_from(const LoaderArgs& a) {
   o.monitor_window = a.monitor_window;
   if (a.state) o.resume = stoke::LoaderState::parse(*a.state);
   o.worker_path = a.worker_path;
+  o.mixup_alpha = a.mixup_alpha;
+  o.cutmix_alpha = a.cutmix_alpha;
+  o.mix_prob = a.mix_prob;
+  o.mix_switch_prob = a.mix_switch_prob;
+  o.mix_mode = stoke::parse_mix_mode(a.mix_mode);
+  o.mix_rule = stoke::parse_mix_rule(a.mix_rule);
+  o.num_classes = a.num_classes;
+  o.label_smoothing = a.label_smoothing;
+  o.repeats = a.repeats;
   return o;
 }
 
@@ -489,19 +545,19 @@ NB_MODULE(_stoke, m) {
           "1 for a real sample, 0 for a padding repeat")
       .def_prop_ro("sample_ids",
                    [](const stoke::Batch& b) { return host_array(b, b.sample_ids()); })
-      .def_prop_ro("device_labels",
-                   [](const stoke::Batch& b) {
-                     return per_device(b, &stoke::DeviceChunk::device_labels,
-                                       nb::dtype<std::int32_t>());
-                   },
-                   "One int32 array per device: its chunk's labels where its pixels are (on a "
-                   "GPU, copied there with them).")
-      .def_prop_ro("device_valid",
-                   [](const stoke::Batch& b) {
-                     return per_device(b, &stoke::DeviceChunk::device_valid,
-                                       nb::dtype<std::uint8_t>());
-                   },
-                   "One uint8 array per device: its chunk's valid flags where its pixels are.")
+      .def_prop_ro(
+          "device_labels",
+          [](const stoke::Batch& b) {
+            return per_device(b, &stoke::DeviceChunk::device_labels, nb::dtype<std::int32_t>());
+          },
+          "One int32 array per device: its chunk's labels where its pixels are (on a "
+          "GPU, copied there with them).")
+      .def_prop_ro(
+          "device_valid",
+          [](const stoke::Batch& b) {
+            return per_device(b, &stoke::DeviceChunk::device_valid, nb::dtype<std::uint8_t>());
+          },
+          "One uint8 array per device: its chunk's valid flags where its pixels are.")
       .def_prop_ro(
           "geometry",
           [](const stoke::Batch& b) {
@@ -568,8 +624,7 @@ NB_MODULE(_stoke, m) {
                   ops.append(timm_op_tuple(name, op));
                 else if (op.op == stoke::ImageOp::kGrayscale ||
                          op.op == stoke::ImageOp::kEqualize ||
-                         op.op == stoke::ImageOp::kAutocontrast ||
-                         op.op == stoke::ImageOp::kInvert)
+                         op.op == stoke::ImageOp::kAutocontrast || op.op == stoke::ImageOp::kInvert)
                   ops.append(nb::make_tuple(name));
                 else
                   ops.append(nb::make_tuple(name, op.args[0]));
@@ -607,37 +662,58 @@ NB_MODULE(_stoke, m) {
           "(F.erase with those values, in normalized units for float outputs), or "
           "('erase_noise', top, left, height, width, key) and ('erase_channel_noise', ...) "
           "(N(0, 1) per value or per channel, from stoke's noise with that key).")
-      .def_prop_ro("masks",
-                   [](const stoke::Batch& b) {
-                     return per_device(
-                         b, &stoke::DeviceChunk::device_masks,
-                         b.mask_bytes() == 2 ? nb::dtype<std::uint16_t>() : nb::dtype<std::uint8_t>(),
-                         {static_cast<std::size_t>(b.height()), static_cast<std::size_t>(b.width())},
-                         b.mask_bytes() > 0 ? nullptr
-                                            : "masks (masks come from a list file's third column "
-                                              "or, in shards, the member named by mask_field)");
-                   },
-                   "One array per device, (samples, height, width) uint8 or uint16 labels, where "
-                   "its pixels are: each sample's mask, moved with its pixels by nearest "
-                   "neighbour (padding: mask_ignore).")
+      .def_prop_ro(
+          "masks",
+          [](const stoke::Batch& b) {
+            return per_device(
+                b, &stoke::DeviceChunk::device_masks,
+                b.mask_bytes() == 2 ? nb::dtype<std::uint16_t>() : nb::dtype<std::uint8_t>(),
+                {static_cast<std::size_t>(b.height()), static_cast<std::size_t>(b.width())},
+                b.mask_bytes() > 0 ? nullptr
+                                   : "masks (masks come from a list file's third column "
+                                     "or, in shards, the member named by mask_field)");
+          },
+          "One array per device, (samples, height, width) uint8 or uint16 labels, where "
+          "its pixels are: each sample's mask, moved with its pixels by nearest "
+          "neighbour (padding: mask_ignore).")
       .def_prop_ro("max_bytes", &stoke::Batch::max_bytes,
                    "pass-through bytes per sample (0: the data has none)")
       .def_prop_ro(
           "bytes",
           [](const stoke::Batch& b) {
             return per_device(b, &stoke::DeviceChunk::device_sample_bytes,
-                              nb::dtype<std::uint8_t>(),
-                              {static_cast<std::size_t>(b.max_bytes())}, no_bytes(b));
+                              nb::dtype<std::uint8_t>(), {static_cast<std::size_t>(b.max_bytes())},
+                              no_bytes(b));
           },
           "One uint8 array per device, (samples, max_bytes): each sample's bytes_field member, "
           "untouched and zero-padded; byte_counts[g][i] of them are real.")
       .def_prop_ro(
           "byte_counts",
           [](const stoke::Batch& b) {
-            return per_device(b, &stoke::DeviceChunk::device_byte_counts,
-                              nb::dtype<std::int32_t>(), {}, no_bytes(b));
+            return per_device(b, &stoke::DeviceChunk::device_byte_counts, nb::dtype<std::int32_t>(),
+                              {}, no_bytes(b));
           },
           "One int32 array per device, (samples,): the length of each sample's bytes.")
+      .def_prop_ro("num_classes", &stoke::Batch::num_classes,
+                   "soft label width (0: the loader makes no soft labels)")
+      .def_prop_ro(
+          "soft_labels",
+          [](const stoke::Batch& b) {
+            return per_device(b, &stoke::DeviceChunk::device_soft_labels, nb::dtype<float>(),
+                              {static_cast<std::size_t>(b.num_classes())},
+                              b.num_classes() > 0 ? nullptr : "soft labels (set num_classes)");
+          },
+          "One float32 array per device, (samples, num_classes), where its pixels are: each "
+          "sample's one-hot label, smoothed by label_smoothing and mixed with its partner's as "
+          "its pixels were (a target for a soft-target cross-entropy).")
+      .def_prop_ro("mixing", &mixing_dict,
+                   "Each sample's MixUp/CutMix, host NumPy arrays over the batch: 'partner' "
+                   "(int32, the other sample's index within the same device chunk), 'op' (uint8: "
+                   "0 none, 1 MixUp, 2 CutMix), 'lam' (float64: the drawn lambda, CutMix's "
+                   "corrected to its box), 'label_weights' (float32 (size, 2): the sample's and "
+                   "its partner's weights in the soft labels) and 'box' (int32 (size, 4): "
+                   "CutMix's top, left, bottom, right in output pixels). Raises when the loader "
+                   "does not mix.")
       .def_prop_ro("max_boxes", &stoke::Batch::max_boxes,
                    "box rows per sample (0: the data has no boxes)")
       .def_prop_ro(
@@ -652,8 +728,7 @@ NB_MODULE(_stoke, m) {
       .def_prop_ro(
           "box_classes",
           [](const stoke::Batch& b) {
-            return per_device(b, &stoke::DeviceChunk::device_box_classes,
-                              nb::dtype<std::int32_t>(),
+            return per_device(b, &stoke::DeviceChunk::device_box_classes, nb::dtype<std::int32_t>(),
                               {static_cast<std::size_t>(b.max_boxes())}, no_boxes(b));
           },
           "One int32 array per device, (samples, max_boxes): each box's class (contiguous "
@@ -661,8 +736,8 @@ NB_MODULE(_stoke, m) {
       .def_prop_ro(
           "box_counts",
           [](const stoke::Batch& b) {
-            return per_device(b, &stoke::DeviceChunk::device_box_counts,
-                              nb::dtype<std::int32_t>(), {}, no_boxes(b));
+            return per_device(b, &stoke::DeviceChunk::device_box_counts, nb::dtype<std::int32_t>(),
+                              {}, no_boxes(b));
           },
           "One int32 array per device, (samples,): how many of each sample's box rows are real.")
       .def(
@@ -763,7 +838,16 @@ NB_MODULE(_stoke, m) {
       .def_rw("stall_target", &LoaderArgs::stall_target)
       .def_rw("monitor_window", &LoaderArgs::monitor_window)
       .def_rw("state", &LoaderArgs::state)
-      .def_rw("worker_path", &LoaderArgs::worker_path);
+      .def_rw("worker_path", &LoaderArgs::worker_path)
+      .def_rw("mixup_alpha", &LoaderArgs::mixup_alpha)
+      .def_rw("cutmix_alpha", &LoaderArgs::cutmix_alpha)
+      .def_rw("mix_prob", &LoaderArgs::mix_prob)
+      .def_rw("mix_switch_prob", &LoaderArgs::mix_switch_prob)
+      .def_rw("mix_mode", &LoaderArgs::mix_mode)
+      .def_rw("mix_rule", &LoaderArgs::mix_rule)
+      .def_rw("num_classes", &LoaderArgs::num_classes)
+      .def_rw("label_smoothing", &LoaderArgs::label_smoothing)
+      .def_rw("repeats", &LoaderArgs::repeats);
 
   m.def("devices", [] {
     nb::list out;

@@ -189,6 +189,25 @@ class Loader(_stoke.Loader):
             ``world``, ``devices`` and ``batch`` (or call
             ``load_state_dict(loader.state_dict())`` on a new loader).
         worker_path: the stoke-worker executable (default: the one installed with this package).
+        mixup_alpha, cutmix_alpha: MixUp's and CutMix's Beta(alpha, alpha) (0: off; torchvision's
+            recipe 0.2 and 1.0, DeiT's 0.8 and 1.0). Each device's chunk is mixed with itself
+            after normalize and random erasing, on the device (host devices: on the loader's
+            thread), as torchvision's ``v2.MixUp``/``v2.CutMix`` (``mix_rule="torchvision"``) or
+            timm's ``Mixup`` (``"timm"``) would; needs a float dtype and ``num_classes``. See
+            "MixUp and CutMix" in docs/USAGE.md.
+        mix_prob: the chance a draw mixes at all (timm's ``prob``; default 1).
+        mix_switch_prob: with both alphas set, the chance a draw is CutMix (default 0.5).
+        mix_mode: ``"batch"`` (one draw per chunk), ``"pair"`` or ``"elem"`` (timm's modes).
+        mix_rule: ``"torchvision"`` (partner: the chunk rolled by one) or ``"timm"`` (the chunk
+            flipped; its box rule and float32 per-sample lambdas).
+        num_classes: soft labels' width: ``batch.soft_labels[g]`` is a float32 (samples,
+            num_classes) array per device, the smoothed one-hot labels mixed as the pixels were.
+        label_smoothing: smoothing of the soft labels (timm's ``mixup_target``: ``1 - s + s /
+            num_classes`` on the label, ``s / num_classes`` elsewhere).
+        repeats: repeated augmentation (torchvision's ``--ra-reps``, timm's
+            ``--aug-repeats``): each sample k times per epoch, each copy augmented on its own,
+            dealt to devices and ranks as torchvision's ``RASampler`` deals them, with its epoch
+            length (``len(loader)`` is then a torchvision run's steps per epoch).
 
     Raises:
         ValueError: invalid configuration, with what to change.
@@ -240,6 +259,15 @@ class Loader(_stoke.Loader):
         monitor_window: int = 50,
         state: Optional[str] = None,
         worker_path: str = "",
+        mixup_alpha: float = 0.0,
+        cutmix_alpha: float = 0.0,
+        mix_prob: float = 1.0,
+        mix_switch_prob: float = 0.5,
+        mix_mode: str = "batch",
+        mix_rule: str = "torchvision",
+        num_classes: int = 0,
+        label_smoothing: float = 0.0,
+        repeats: int = 1,
     ) -> None:
         a = _stoke._LoaderArgs()
         a.data = str(data)
@@ -297,4 +325,13 @@ class Loader(_stoke.Loader):
         a.monitor_window = monitor_window
         a.state = state
         a.worker_path = str(worker_path)
+        a.mixup_alpha = float(mixup_alpha)
+        a.cutmix_alpha = float(cutmix_alpha)
+        a.mix_prob = float(mix_prob)
+        a.mix_switch_prob = float(mix_switch_prob)
+        a.mix_mode = mix_mode
+        a.mix_rule = mix_rule
+        a.num_classes = num_classes
+        a.label_smoothing = float(label_smoothing)
+        a.repeats = repeats
         super().__init__(a)

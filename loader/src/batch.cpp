@@ -127,6 +127,18 @@ std::span<const std::int32_t> Batch::byte_counts() const {
                     l.core().view.header().max_bytes > 0 ? 1 : 0);
 }
 
+int Batch::num_classes() const {
+  return static_cast<int>(header(held()).soft_classes);
+}
+std::span<const float> Batch::soft_labels() const {
+  const BatchLease& l = as_lease(held());
+  return slot_array(l, &detail::ArenaView::soft_labels, l.core().view.header().soft_classes);
+}
+std::span<const kernels::MixSample> Batch::mixing() const {
+  const BatchLease& l = as_lease(held());
+  return slot_array(l, &detail::ArenaView::mix_samples, l.core().view.header().mixing);
+}
+
 int Batch::max_applied_ops() const {
   return static_cast<int>(header(held()).max_ops);
 }
@@ -175,6 +187,8 @@ DeviceChunk Batch::chunk(int device) const {
   place(masks(), h.masks_offset, c.masks, c.device_masks);
   place(bytes(), h.bytes_offset, c.sample_bytes, c.device_sample_bytes);
   place(byte_counts(), h.byte_counts_offset, c.byte_counts, c.device_byte_counts);
+  place(soft_labels(), h.soft_labels_offset, c.soft_labels, c.device_soft_labels);
+  place(mixing(), h.mix_offset, c.mixing, c.device_mixing);
   c.shape = {per, h.out_height, h.out_width, h.out_channels};
   if (staging == nullptr) {
     c.data = c.pixels.data();

@@ -9,12 +9,14 @@
 #include <limits>
 #include <stdexcept>
 
+#include "common/number_text.hpp"
 #include "common/text.hpp"
 #include "data/cache_folder.hpp"
 #include "data/tar_index.hpp"
 #include "ipc/arena_plan.hpp"
 #include "stoke/error.hpp"
 #include "stoke/kernels/normalize.hpp"
+#include "stoke/names.hpp"
 #include "tuning/cores.hpp"
 
 namespace stoke::detail {
@@ -72,6 +74,7 @@ PlanConfig plan_config(const Options& o, std::int64_t samples) {
   plan.seed = o.seed;
   plan.shuffle = o.shuffle;
   plan.last_batch = o.last_batch;
+  plan.repeats = o.repeats;
   return plan;
 }
 
@@ -111,12 +114,14 @@ void resolve_resume(ResolvedConfig& r) {
   if (s.global_batch <= 0) throw refuse("global_batch must be positive");
   // The saving loader's batches: at most ceil(N / global_batch) of them (pad), so next_batch
   // (informational here) is at most that.
-  const std::int64_t saved_batches = n / s.global_batch + (n % s.global_batch != 0 ? 1 : 0);
+  const std::int64_t l = EpochPlan(r.plan).positions();  // N, or fewer under repeats
+  const std::int64_t saved_batches = l / s.global_batch + (l % s.global_batch != 0 ? 1 : 0);
   if (s.next_batch < 0 || s.next_batch > saved_batches)
     throw refuse("next_batch must be in 0.." + std::to_string(saved_batches));
-  if (s.position < 0 || s.position > n)
-    throw refuse("position must be in 0.." + std::to_string(n) + " (the dataset's samples; " +
-                 std::to_string(n) + ": the epoch is done)");
+  if (s.position < 0 || s.position > l)
+    throw refuse("position must be in 0.." + std::to_string(l) +
+                 (l == n ? " (the dataset's samples; " : " (the epoch's positions; ") +
+                 std::to_string(l) + ": the epoch is done)");
   r.plan.resume_epoch = s.epoch;
   r.plan.resume_position = s.position;
   r.start_epoch = s.epoch;
@@ -165,6 +170,90 @@ void resolve_erasing(const ResolvedConfig& r) {
             std::to_string(v) + " (with a float dtype they are in normalized units)");
     }
   }
+}
+
+// A number as a message shows it: "0.2", "1e+07", "nan".
+std::string number_text(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+// The ranges of the mixing, soft-label and repeat options, and the combinations that mean
+// nothing.
+void check_mixing_ranges(const Options& o) {
+  const auto finite_at_least_0 = [](double v) { return v >= 0 && v <= 1e6; };
+  if (!finite_at_least_0(o.mixup_alpha) || !finite_at_least_0(o.cutmix_alpha))
+    throw ConfigError(
+        "mixup_alpha and cutmix_alpha must be >= 0 (0: off; 0.2 and 1.0 in "
+        "torchvision's recipe), got " +
+        number_text(o.mixup_alpha) + " and " + number_text(o.cutmix_alpha));
+  if (!(o.mix_prob >= 0 && o.mix_prob <= 1) || !(o.mix_switch_prob >= 0 && o.mix_switch_prob <= 1))
+    throw ConfigError("mix_prob and mix_switch_prob are probabilities in 0..1, got " +
+                      number_text(o.mix_prob) + " and " + number_text(o.mix_switch_prob));
+  if (!(o.label_smoothing >= 0 && o.label_smoothing < 1))
+    throw ConfigError("label_smoothing must be in [0, 1) (0.1 in the common recipes), got " +
+                      number_text(o.label_smoothing));
+  if (o.num_classes < 0 || o.num_classes > kMaxSoftClasses)
+    throw ConfigError("num_classes must be 0 (no soft labels) or 1.." +
+                      std::to_string(kMaxSoftClasses) + ", got " + std::to_string(o.num_classes));
+  if (o.repeats < 1 || o.repeats > kMaxRepeats)
+    throw ConfigError("repeats must be 1 (off) .. " + std::to_string(kMaxRepeats) +
+                      " (copies of each sample per epoch; 4 in torchvision's recipe), got " +
+                      std::to_string(o.repeats));
+  const bool mixing = o.mixup_alpha > 0 || o.cutmix_alpha > 0;
+  if (mixing && o.num_classes == 0)
+    throw ConfigError(
+        "mixing (mixup_alpha or cutmix_alpha) mixes the labels too: set num_classes to the "
+        "dataset's number of classes, and read Batch::soft_labels");
+  if (o.label_smoothing > 0 && o.num_classes == 0)
+    throw ConfigError("label_smoothing smooths the soft labels: set num_classes as well");
+  if (o.mix_rule == MixRule::kTorchvision && o.mix_mode != MixMode::kBatch)
+    throw ConfigError(std::string("mix_mode ") + mix_mode_name(o.mix_mode) +
+                      " is timm's: torchvision's MixUp and CutMix draw once per batch; use "
+                      "mix_rule timm, or mix_mode batch");
+}
+
+// Mixing and soft labels, against the output, the data and the devices.
+void resolve_mixing(const ResolvedConfig& r, const DatasetIndex& index) {
+  const Options& o = r.options;
+  const bool mixing = o.mixup_alpha > 0 || o.cutmix_alpha > 0;
+  if (o.num_classes == 0) return;
+  if (o.dtype == DType::kUInt8)
+    throw ConfigError(std::string(mixing ? "mixing" : "soft labels (num_classes)") +
+                      " works on the normalized output: it needs a float dtype (float32, "
+                      "float16 or bfloat16), not uint8");
+  if (mixing && (r.max_boxes > 0 || index.has_masks))
+    throw ConfigError(std::string("MixUp and CutMix would blend the pixels but not the ") +
+                      (index.has_masks ? "masks" : "boxes") +
+                      " (torchvision leaves that to the user too); mixing is for "
+                      "classification data");
+  const int per_device = o.batch / o.devices.count;
+  if (mixing && o.mix_rule == MixRule::kTimm && per_device % 2 != 0)
+    throw ConfigError(
+        "mix_rule timm mixes sample i with sample n-1-i of each device's chunk, and timm's "
+        "Mixup refuses an odd batch: the chunk (batch " +
+        std::to_string(o.batch) + " / " + std::to_string(o.devices.count) +
+        " devices = " + std::to_string(per_device) + ") must be even");
+  const std::uint64_t soft_bytes =
+      sizeof(float) * std::uint64_t(o.num_classes) * std::uint64_t(o.batch);
+  if (soft_bytes > r.memory_budget / std::max<std::size_t>(r.initial_slots, 1))
+    throw ConfigError("soft labels of " + std::to_string(o.num_classes) + " classes take " +
+                      bytes_text(soft_bytes) + " in each batch slot, and " +
+                      std::to_string(r.initial_slots) + " slots would pass memory_budget " +
+                      bytes_text(r.memory_budget) + "; raise memory_budget");
+  std::int64_t top = -1, at = -1;
+  const auto see = [&](std::int64_t label, std::int64_t i) {
+    if (label > top) top = label, at = i;
+  };
+  for (std::size_t i = 0; i < index.labels.size(); ++i)
+    see(index.labels[i], static_cast<std::int64_t>(i));
+  for (std::size_t i = 0; i < index.entries.size(); ++i)
+    see(index.entries[i].label, static_cast<std::int64_t>(i));
+  if (top >= o.num_classes)
+    throw ConfigError("num_classes is " + std::to_string(o.num_classes) + ", but sample " +
+                      std::to_string(at) + " has label " + std::to_string(top) +
+                      "; set num_classes to at least " + std::to_string(top + 1));
 }
 
 }  // namespace
@@ -221,6 +310,7 @@ void check_options(const Options& o) {
     throw ConfigError(
         "prefetch=auto needs worker processes (workers >= 1 or auto); the "
         "in-process pipeline fills one batch at a time");
+  check_mixing_ranges(o);
   check_descriptor_limit(o.workers == kAuto ? 1 : o.workers);
 }
 
@@ -418,6 +508,7 @@ ResolvedConfig resolve(Options o, const DatasetIndex& index, RemoteConfig remote
   resolve_bytes(r, index);
   resolve_normalization(r);
   resolve_erasing(r);
+  resolve_mixing(r, index);
   resolve_resume(r);
   return r;
 }

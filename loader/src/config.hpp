@@ -21,6 +21,8 @@ namespace stoke::detail {
 
 inline constexpr int kMaxWorkers = 512;
 inline constexpr std::int64_t kMaxEpoch = std::int64_t{1} << 32;  // keeps epoch * batches in range
+inline constexpr int kMaxSoftClasses = 1 << 20;                   // soft labels: num_classes' bound
+inline constexpr int kMaxRepeats = 64;
 inline constexpr std::size_t kDefaultMemoryBudget = std::size_t{2} << 30;
 
 // Remote shards: how every request to a server behaves, and where shard copies may be kept. Read
@@ -54,8 +56,8 @@ struct ResolvedConfig {
   int max_workers = 0;      // workers=auto's bound, and why
   std::string max_workers_reason;
   std::size_t initial_slots = 0;
-  std::size_t memory_budget = 0;  // bytes for batch slots
-  int max_boxes = 0;              // per sample in a slot (0: the dataset has no boxes)
+  std::size_t memory_budget = 0;    // bytes for batch slots
+  int max_boxes = 0;                // per sample in a slot (0: the dataset has no boxes)
   std::int64_t over_max_boxes = 0;  // images with more annotated boxes than max_boxes
   int max_bytes = 0;                // pass-through bytes per sample in a slot (0: none)
   std::int64_t over_max_bytes = 0;  // samples whose bytes are cut to max_bytes

@@ -96,6 +96,7 @@ class Loader::Impl {
   std::unique_ptr<detail::ChunkRunner> inline_runner_;  // workers == 0: the consumer's thread
   int done_fd_ = -1;
   std::unique_ptr<detail::Supervisor> supervisor_;       // workers >= 1
+  std::unique_ptr<detail::BatchMixer> mixer_;            // soft labels (num_classes > 0)
   std::unique_ptr<detail::Stager> stager_;               // when core_->staging is set
   std::string shard_cache_ = "off (no remote shards)";   // for Stats::shard_cache
   std::unique_ptr<detail::ShardPrefetcher> prefetcher_;  // remote shards with a cache

@@ -103,6 +103,8 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
       config_.pipeline.steps().back().kind == StepKind::kRandomErasing;  // validation: last
   const bool erase_pixels = options_.dtype == DType::kUInt8;
   in.erase_boxes = erasing && !erase_pixels;  // a float output is erased by its normalize
+  in.mixing = options_.mixup_alpha > 0 || options_.cutmix_alpha > 0;  // resolve(): float output
+  in.soft_classes = static_cast<std::uint32_t>(options_.num_classes);
   in.mask_bytes = index.has_masks ? static_cast<std::uint32_t>(options_.mask_depth / 8) : 0;
   in.worker_capacity = static_cast<std::uint32_t>(config_.capacity);
   in.poison_capacity = kPoisonCapacity;
@@ -181,6 +183,7 @@ std::function<std::unique_ptr<Staging>(LoaderCore&)> Loader::Impl::staging_maker
     c.labels_offset = h.labels_offset;
     c.valid_offset = h.valid_offset;
     c.erase_offset = h.erase_boxes != 0 ? h.erase_offset : 0;
+    c.mix_offset = h.mixing != 0 ? h.mix_offset : 0;
     LoaderCore* signalled = &core;
     auto staging = std::make_unique<Staging>(std::move(backend), c,
                                              [signalled](int) { signalled->signal_change(); });
@@ -226,9 +229,13 @@ void Loader::Impl::start_threads() {
       throw;
     }
   }
+  if (options_.num_classes > 0)
+    mixer_ = std::make_unique<BatchMixer>(
+        mix_config(options_, config_.pipeline.output_height(), config_.pipeline.output_width()),
+        core_->view, options_.devices.count);
   if (core_->staging)
-    stager_ =
-        std::make_unique<Stager>(stage_queue(core_), *core_->staging, options_.devices.to_string());
+    stager_ = std::make_unique<Stager>(stage_queue(core_), *core_->staging,
+                                       options_.devices.to_string(), mixer_.get());
 }
 
 void Loader::Impl::log_failed(std::exception_ptr error) {

@@ -59,6 +59,10 @@ constexpr Word<LastBatch> kLastBatch[] = {{"pad", LastBatch::kPad}, {"drop", Las
 constexpr Word<OnError> kOnError[] = {{"skip", OnError::kSkip}, {"error", OnError::kError}};
 constexpr Word<Verify> kVerify[] = {{"whole-file", Verify::kWholeFile},
                                     {"region", Verify::kRegion}};
+constexpr Word<MixMode> kMixMode[] = {
+    {"batch", MixMode::kBatch}, {"pair", MixMode::kPair}, {"elem", MixMode::kElem}};
+constexpr Word<MixRule> kMixRule[] = {{"torchvision", MixRule::kTorchvision},
+                                      {"timm", MixRule::kTimm}};
 constexpr Word<Split> kSplit[] = {{"train", Split::kTrain}, {"test", Split::kTest}};
 constexpr Word<TuneTarget> kTuneTarget[] = {{"workers", TuneTarget::kWorkers},
                                             {"prefetch", TuneTarget::kPrefetch}};
@@ -118,6 +122,20 @@ Verify parse_verify(std::string_view w) {
 }
 const char* verify_name(Verify v) {
   return name_of<Verify>(v, kVerify);
+}
+
+MixMode parse_mix_mode(std::string_view w) {
+  return parse_word<MixMode>("mix_mode", w, kMixMode);
+}
+const char* mix_mode_name(MixMode v) {
+  return name_of<MixMode>(v, kMixMode);
+}
+
+MixRule parse_mix_rule(std::string_view w) {
+  return parse_word<MixRule>("mix_rule", w, kMixRule);
+}
+const char* mix_rule_name(MixRule v) {
+  return name_of<MixRule>(v, kMixRule);
 }
 
 OnError parse_on_error(std::string_view w) {

@@ -22,7 +22,6 @@ ShardPrefetcher::PlanShape ShardPrefetcher::shape_of(PrefetchHost& host) {
   host.read([&](const Position&, const EpochPlan& plan) {
     shape.batches_per_epoch = plan.batches_per_epoch();
     shape.samples = plan.config().samples;
-    shape.batch = plan.config().batch;
     const std::size_t starts = plan.config().shard_starts.size();
     shape.shards = starts == 0 ? 0 : starts - 1;
   });
@@ -130,7 +129,7 @@ void ShardPrefetcher::read_plan(const Position& at, const EpochPlan& plan) {
   for (; firsts_from_ < from; ++firsts_from_) firsts_.pop_front();
   for (std::int64_t seq = firsts_from_ + static_cast<std::int64_t>(firsts_.size()); seq <= last;
        ++seq)
-    firsts_.push_back(plan.first_position(seq / bpe_, seq % bpe_));
+    firsts_.push_back(plan.order_span(seq / bpe_, seq % bpe_));
   for (auto it = windows_.begin(); it != windows_.end() && it->first < from / bpe_;)
     it = windows_.erase(it);
   for (std::int64_t epoch = from / bpe_; epoch <= last / bpe_; ++epoch) {
@@ -249,8 +248,9 @@ void ShardPrefetcher::batch_windows(std::int64_t seq, std::vector<WindowRef>& ou
   const std::int64_t epoch = seq / bpe_;
   const std::vector<ShardWindow>& ws = windows(epoch);
   const std::int64_t n = shape_.samples;
-  const std::int64_t first = firsts_[static_cast<std::size_t>(seq - firsts_from_)];
-  const std::int64_t end = first + shape_.batch;
+  const EpochPlan::OrderSpan span = firsts_[static_cast<std::size_t>(seq - firsts_from_)];
+  const std::int64_t first = span.first;
+  const std::int64_t end = first + span.count;
   // Positions past N are padding: they wrap to the order's start.
   for (std::int64_t p = first; p < end;) {
     const std::int64_t q = p % n;

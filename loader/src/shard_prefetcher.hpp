@@ -81,7 +81,7 @@ struct ShardCacheStats {
   std::int64_t hits = 0;
   std::int64_t misses = 0;
   std::int64_t evictions = 0;
-  double fetch_wait_s = 0;  // time the consumer's next batch was held back for its shards
+  double fetch_wait_s = 0;          // time the consumer's next batch was held back for its shards
   std::int64_t fetch_failures = 0;  // fetches that failed (not a Stats field: for tests)
 };
 
@@ -152,7 +152,6 @@ class ShardPrefetcher {
   struct PlanShape {
     std::int64_t batches_per_epoch = 0;
     std::int64_t samples = 0;  // N
-    std::int64_t batch = 0;    // B, per rank
     std::size_t shards = 0;
   };
   static PlanShape shape_of(PrefetchHost& host);
@@ -207,17 +206,17 @@ class ShardPrefetcher {
   // The plan's answers for the batches ahead (read_plan()), valid for plan_generation_: the
   // coordinator's alone (it writes them under the loader's lock and reads them in its steps).
   std::uint64_t plan_generation_ = 0;
-  std::int64_t firsts_from_ = 0;     // the batch firsts_[0] is of
-  std::deque<std::int64_t> firsts_;  // first positions (EpochPlan::first_position), by batch
+  std::int64_t firsts_from_ = 0;             // the batch firsts_[0] is of
+  std::deque<EpochPlan::OrderSpan> firsts_;  // the order positions each batch reads, by batch
   std::map<std::int64_t, std::vector<ShardWindow>> windows_;  // by epoch
 
   mutable Mutex mutex_ ACQUIRED_BEFORE(published_mutex_);
   CondVar cv_;  // a fetch was queued or ended, the time jumped, or stop_
   std::vector<State> state_ GUARDED_BY(mutex_);
-  std::vector<std::int64_t> counted_epoch_ GUARDED_BY(mutex_);  // hits/misses counted for
-  std::vector<std::string> errors_ GUARDED_BY(mutex_);          // kFailed shards' errors
+  std::vector<std::int64_t> counted_epoch_ GUARDED_BY(mutex_);   // hits/misses counted for
+  std::vector<std::string> errors_ GUARDED_BY(mutex_);           // kFailed shards' errors
   std::vector<Clock::time_point> failed_at_ GUARDED_BY(mutex_);  // (time_'s)
-  std::deque<std::size_t> queue_ GUARDED_BY(mutex_);  // r to fetch, in the order needed
+  std::deque<std::size_t> queue_ GUARDED_BY(mutex_);             // r to fetch, in the order needed
   // By r: the room reserved for a queued fetch (none: another loader is downloading it).
   std::vector<std::optional<ShardStore::Reservation>> rooms_ GUARDED_BY(mutex_);
   // When to step again though nothing changed: other loaders' downloads held the room.

@@ -21,7 +21,9 @@ class SlotStageQueue final : public StageQueue {
         core_->cv.wait(lock);
         continue;
       }
-      const Job job{slot, core_->slots[slot].seq, core_->slots[slot].error.empty()};
+      const SlotInfo& info = core_->slots[slot];
+      const Job job{slot, info.seq, info.error.empty(), info.epoch,
+                    core_->slots.plan().first_position(info.epoch, info.index)};
       core_->slots.begin_staging(slot, job.copy);
       if (job.copy) core_->staging->begin(slot);
       return job;
@@ -47,10 +49,12 @@ std::unique_ptr<StageQueue> stage_queue(std::shared_ptr<LoaderCore> core) {
   return std::make_unique<SlotStageQueue>(std::move(core));
 }
 
-Stager::Stager(std::unique_ptr<StageQueue> queue, Staging& staging, std::string devices)
+Stager::Stager(std::unique_ptr<StageQueue> queue, Staging& staging, std::string devices,
+               const BatchMixer* mixer)
     : queue_(std::move(queue)),
       staging_(staging),
       devices_(std::move(devices)),
+      mixer_(mixer),
       thread_([this] { run(); }) {}
 
 Stager::~Stager() {
@@ -61,6 +65,7 @@ void Stager::run() {
   while (const std::optional<StageQueue::Job> job = queue_->take()) {
     std::exception_ptr error;
     try {
+      if (job->copy && mixer_ != nullptr) mixer_->write(job->slot, job->epoch, job->first_position);
       if (job->copy) staging_.stage(job->slot);
     } catch (const Error&) {
       error = std::current_exception();

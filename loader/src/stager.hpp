@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "batch_mixer.hpp"
 #include "device/staging.hpp"
 #include "loader_core.hpp"
 
@@ -29,8 +30,10 @@ class StageQueue {
  public:
   struct Job {
     int slot = -1;
-    std::int64_t seq = -1;  // the batch in the slot
-    bool copy = true;       // false: a batch with a data error, passed on uncopied
+    std::int64_t seq = -1;            // the batch in the slot
+    bool copy = true;                 // false: a batch with a data error, passed on uncopied
+    std::int64_t epoch = 0;           // the batch's epoch,
+    std::int64_t first_position = 0;  // and its first sample's position (EpochPlan)
   };
   virtual ~StageQueue() = default;
   // The next batch to stage, marked as being staged (its device transfer begun when it is
@@ -48,9 +51,11 @@ std::unique_ptr<StageQueue> stage_queue(std::shared_ptr<LoaderCore> core);
 
 class Stager {
  public:
-  // Starts the thread. `devices` names the devices in error messages ("cuda:0,1").
-  // REQUIRES: `staging` outlives the Stager.
-  Stager(std::unique_ptr<StageQueue> queue, Staging& staging, std::string devices);
+  // Starts the thread. `devices` names the devices in error messages ("cuda:0,1"). `mixer`
+  // (null: none) writes each batch's mixing and soft labels into its slot before it is staged.
+  // REQUIRES: `staging` and `mixer` outlive the Stager.
+  Stager(std::unique_ptr<StageQueue> queue, Staging& staging, std::string devices,
+         const BatchMixer* mixer = nullptr);
   // REQUIRES: the loader was stopped and its waiters woken, else this waits for that.
   ~Stager();
   Stager(const Stager&) = delete;
@@ -62,6 +67,7 @@ class Stager {
   const std::unique_ptr<StageQueue> queue_;
   Staging& staging_;
   const std::string devices_;
+  const BatchMixer* const mixer_;
   std::thread thread_;
 };
 

@@ -322,5 +322,123 @@ TEST(EpochPlan, RefusesDropWhenNoGlobalBatchFits) {
   }
 }
 
+// torchvision's RASampler (references/classification/sampler.py) for replica `d` of `replicas`:
+// the order with each entry repeated k times, padded from its start to a multiple of the
+// replicas, dealt every replicas-th entry, cut to floor(floor(N / 256) * 256 / replicas).
+std::vector<std::int64_t> ra_sampler(const std::vector<std::int64_t>& order, int k, int d,
+                                     int replicas) {
+  const auto n = static_cast<std::int64_t>(order.size());
+  std::vector<std::int64_t> indices;
+  for (std::int64_t id : order)
+    for (int i = 0; i < k; ++i) indices.push_back(id);
+  const std::int64_t per = (n * k + replicas - 1) / replicas;
+  const std::int64_t total = per * replicas;
+  for (std::int64_t i = 0; static_cast<std::int64_t>(indices.size()) < total; ++i)
+    indices.push_back(indices[static_cast<std::size_t>(i)]);
+  std::vector<std::int64_t> mine;
+  for (std::int64_t i = d; i < total; i += replicas)
+    mine.push_back(indices[static_cast<std::size_t>(i)]);
+  mine.resize(static_cast<std::size_t>(n / 256 * 256 / replicas));
+  return mine;
+}
+
+TEST(EpochPlan, RepeatedAugmentationDealsWhatTorchvisionsRASamplerDeals) {
+  for (std::int64_t n : {256, 300, 1000, 1030}) {
+    for (int k : {2, 3, 4}) {
+      for (int world : {1, 2, 3}) {
+        for (int devices : {1, 2}) {
+          for (int per_device : {1, 4, 8}) {
+            for (const LastBatch last : {LastBatch::kPad, LastBatch::kDrop}) {
+              PlanConfig c{n, per_device * devices, devices, 0, world, 7, true, last, {}, 0};
+              c.repeats = k;
+              const int replicas = devices * world;
+              const std::int64_t selected = n / 256 * 256 / replicas;
+              if (last == LastBatch::kDrop && selected < per_device) continue;
+              SCOPED_TRACE(testing::Message()
+                           << "N=" << n << " k=" << k << " W=" << world << " G=" << devices
+                           << " b=" << per_device << (last == LastBatch::kPad ? " pad" : " drop"));
+              for (int r = 0; r < world; ++r) {
+                c.rank = r;
+                EpochPlan plan(c);
+                const std::int64_t steps = last == LastBatch::kPad
+                                               ? (selected + per_device - 1) / per_device
+                                               : selected / per_device;
+                ASSERT_EQ(plan.batches_per_epoch(), steps);  // torchvision's steps per epoch
+                for (int g = 0; g < devices; ++g) {
+                  const std::vector<std::int64_t> want =
+                      ra_sampler(plan.order(2), k, r * devices + g, replicas);
+                  std::vector<std::int64_t> got;
+                  for (std::int64_t b = 0; b < steps; ++b) {
+                    std::vector<std::int64_t> ids(static_cast<std::size_t>(c.batch));
+                    std::vector<std::uint8_t> valid(static_cast<std::size_t>(c.batch));
+                    plan.batch(2, b, ids, valid);
+                    for (int i = 0; i < per_device; ++i)
+                      if (valid[static_cast<std::size_t>(g * per_device + i)])
+                        got.push_back(ids[static_cast<std::size_t>(g * per_device + i)]);
+                  }
+                  // Drop leaves out RASampler's short last batch; pad delivers all of it.
+                  const std::size_t kept = static_cast<std::size_t>(
+                      last == LastBatch::kPad ? selected : steps * per_device);
+                  ASSERT_EQ(got.size(), kept);
+                  EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin()));
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(EpochPlan, RepeatedAugmentationResumesOntoOtherShapesWithEveryPositionOnce) {
+  std::mt19937 rng(77);
+  for (int trial = 0; trial < 600; ++trial) {
+    const std::int64_t n = std::uniform_int_distribution<std::int64_t>(256, 900)(rng);
+    const Shape first = random_shape(rng), second = random_shape(rng);
+    if (first.devices * first.world != second.devices * second.world) continue;  // the same L
+    PlanConfig base{n, 1, 1, 0, 1, 5, true, LastBatch::kPad, {}, 0};
+    base.repeats = 3;
+    const std::int64_t epoch = 1;
+    std::map<std::int64_t, int> seen;  // valid ids delivered, with their counts
+    PlanConfig a = with_shape(base, first);
+    a.repeats = 3;
+    const EpochPlan pa(a);
+    const std::int64_t stop =
+        std::uniform_int_distribution<std::int64_t>(0, pa.batches_per_epoch())(rng);
+    for (const Placed& p : deliver(a, epoch, 0, stop))
+      if (p.valid) seen[p.id] += 1;
+    PlanConfig b = with_shape(base, second);
+    b.repeats = 3;
+    b.resume_epoch = epoch;
+    b.resume_position = pa.position(epoch, stop);
+    const EpochPlan pb(b);
+    for (const Placed& p : deliver(b, epoch, pb.resume_first(), pb.batches_per_epoch()))
+      if (p.valid) seen[p.id] += 1;
+    // R's first L positions, each once: every sample of the order k times, but the tail cut
+    // off at L.
+    std::map<std::int64_t, int> want;
+    EpochPlan unresumed(a);
+    const std::vector<std::int64_t>& order = unresumed.order(epoch);
+    for (std::int64_t q = 0; q < pa.positions(); ++q)
+      want[order[static_cast<std::size_t>(q / 3)]] += 1;
+    EXPECT_TRUE(seen == want) << "trial " << trial << " N=" << n << " stop " << stop;
+  }
+}
+
+TEST(EpochPlan, RepeatedAugmentationNeedsSamplesForRASamplersRounding) {
+  PlanConfig c{200, 8, 1, 0, 1, 0, true, LastBatch::kPad, {}, 0};
+  c.repeats = 4;
+  try {
+    EpochPlan plan(c);
+    FAIL() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "repeats 4 keeps floor(floor(N / 256) * 256 / 1 devices) samples per device per "
+                 "epoch, as torchvision's RASampler does, and the dataset's 200 samples give "
+                 "none; use repeats 1");
+  }
+}
+
 }  // namespace
 }  // namespace stoke::detail

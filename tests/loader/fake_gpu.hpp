@@ -71,6 +71,7 @@ struct FakeGpuLog {
   // Each executed copy: its enqueue number (1, 2, ...) and when it ran.
   std::vector<std::pair<std::int64_t, std::chrono::steady_clock::time_point>> copies_executed;
   int erases = 0;  // erase calls enqueued
+  int mixes = 0;   // mix calls enqueued
 
   static bool inside(const std::map<std::uintptr_t, std::size_t>& ranges, const void* p,
                      std::size_t n) {
@@ -198,6 +199,15 @@ class FakeGpu final : public detail::DeviceBackend {
     }
     queue(dev).push([=] { kernels::erase_cpu(p, d_dst); });
   }
+  // Reads the mixing from the fake device's copy of the batch's arrays, in queue order.
+  void mix(int dev, const kernels::MixParams& p, const void* d_src, void* d_dst) override {
+    touch(dev);
+    {
+      std::lock_guard lock(log_->mutex);
+      log_->mixes += 1;
+    }
+    queue(dev).push([=] { kernels::mix_cpu(p, d_src, d_dst); });
+  }
   void record(int dev, detail::Event e) override {
     touch(dev);
     auto* ev = static_cast<FakeEvent*>(e);
@@ -316,8 +326,8 @@ class FakeGpu final : public detail::DeviceBackend {
   void touch(int dev) noexcept {
     const bool known = dev >= 0 && dev < static_cast<int>(ids_.size());
     std::lock_guard lock(log_->mutex);
-    log_->touched[std::this_thread::get_id()].insert(
-        known ? ids_[static_cast<std::size_t>(dev)] : -1);
+    log_->touched[std::this_thread::get_id()].insert(known ? ids_[static_cast<std::size_t>(dev)]
+                                                           : -1);
   }
 
   std::shared_ptr<FakeGpuLog> log_;

@@ -20,6 +20,7 @@
 #include <span>
 
 #include "stoke/dtype.hpp"
+#include "stoke/kernels/mix.hpp"
 #include "stoke/pipeline.hpp"
 
 // The CUDA runtime's handle types (cudaStream_t is CUstream_st*, cudaEvent_t is CUevent_st*),
@@ -52,6 +53,10 @@ struct DeviceChunk {
   // zero-padded, and each sample's length.
   std::span<const std::uint8_t> sample_bytes;
   std::span<const std::int32_t> byte_counts;
+  // Soft labels (Batch::num_classes() per sample; empty without): samples x num_classes
+  // float32, and each sample's mixing (empty when the loader does not mix).
+  std::span<const float> soft_labels;
+  std::span<const kernels::MixSample> mixing;
 
   // The chunk as the device receives it (Options::dtype and layout). On a GPU: device memory
   // there. On a host device: host memory (for uint8, the same bytes as `pixels`).
@@ -71,6 +76,8 @@ struct DeviceChunk {
   const void* device_masks = nullptr;  // the chunk's masks where `data` is (null without)
   const std::uint8_t* device_sample_bytes = nullptr;  // likewise for the bytes and lengths
   const std::int32_t* device_byte_counts = nullptr;
+  const float* device_soft_labels = nullptr;  // likewise for the soft labels and mixing
+  const kernels::MixSample* device_mixing = nullptr;
   int cuda_device = -1;           // the CUDA ordinal, or -1 for a host device
   CUevent_st* ready = nullptr;    // completes when `data` and the labels are filled (GPU only)
   CUstream_st* stream = nullptr;  // stoke's stream for this device (GPU only)
@@ -119,6 +126,17 @@ class Batch {
   int max_bytes() const;
   std::span<const std::uint8_t> bytes() const;        // size() x max_bytes()
   std::span<const std::int32_t> byte_counts() const;  // size()
+
+  // Soft labels (Options::num_classes > 0; docs/USAGE.md, "MixUp and CutMix"): num_classes()
+  // float32 per sample, the smoothed one-hot label mixed with the partner's as the pixels were.
+  // Empty when num_classes() is 0.
+  int num_classes() const;
+  std::span<const float> soft_labels() const;  // size() x num_classes()
+  // Each sample's mixing (kernels::MixSample: its partner, an index within its device's chunk;
+  // MixOp::kNone, kMixUp or kCutMix; the pixel and label weights; CutMix's box in output
+  // pixels; the drawn lambda, CutMix's corrected to the box's area), so a loss can be built from
+  // the integer labels instead. Empty when the loader does not mix.
+  std::span<const kernels::MixSample> mixing() const;  // size()
 
   int device_count() const;
   // `device` out of 0..device_count()-1 throws Error, in the four calls below.

@@ -13,6 +13,8 @@
 //   OnError    skip, error
 //   Verify     whole-file, region
 //   Split      train, test
+//   MixMode    batch, pair, elem
+//   MixRule    torchvision, timm
 //   devices    cpu:G, cuda:0,1, auto  (DeviceSet::parse)
 //   size       HxW or N (N x N), each side 1..65535
 
@@ -42,6 +44,12 @@ const char* on_error_name(OnError value);
 
 Verify parse_verify(std::string_view word);
 const char* verify_name(Verify value);
+
+MixMode parse_mix_mode(std::string_view word);
+const char* mix_mode_name(MixMode value);
+
+MixRule parse_mix_rule(std::string_view word);
+const char* mix_rule_name(MixRule value);
 
 Split parse_split(std::string_view word);
 const char* split_name(Split value);

@@ -31,6 +31,20 @@ enum class Split { kTrain, kTest };
 //                small images (IDX): pad-(side/7) random crop + horizontal flip.
 //   kEvaluation: resize the shorter side, then centre crop.
 enum class Augment { kTraining, kEvaluation };
+// MixUp/CutMix (Options::mixup_alpha ...): how a device's chunk is mixed.
+//   kBatch: one draw for the whole chunk (torchvision's MixUp/CutMix, timm's mode="batch").
+//   kPair:  one draw per pair of samples i and n-1-i (timm's mode="pair").
+//   kElem:  one draw per sample (timm's mode="elem").
+enum class MixMode { kBatch, kPair, kElem };
+// Whose rule the mixing follows, draw for draw (docs/USAGE.md, "MixUp and CutMix"):
+//   kTorchvision: torchvision.transforms.v2's MixUp and CutMix (picked by RandomChoice with
+//                 mix_switch_prob): the partner of sample i is i - 1 (the chunk rolled by one),
+//                 lambda a float32 Beta draw, CutMix's box centred uniformly with half-sides
+//                 0.5 * sqrt(1 - lambda) of the image's. kBatch only.
+//   kTimm:        timm.data.Mixup: the partner of sample i is n - 1 - i (the chunk flipped),
+//                 lambda a float64 Beta draw (float32 in pair and elem modes), timm's rand_bbox;
+//                 each device's chunk must be even, as timm's Mixup asserts.
+enum class MixRule { kTorchvision, kTimm };
 
 // The devices one rank feeds. Every batch is split into count() equal chunks, one per device.
 struct DeviceSet {
@@ -176,6 +190,34 @@ struct Options {
   Layout layout = Layout::kNCHW;  // float dtypes only
   std::vector<float> mean;
   std::vector<float> stddev;
+
+  // MixUp and CutMix (docs/USAGE.md, "MixUp and CutMix"): after normalize and random erasing,
+  // each device's chunk is mixed with itself (every sample with a partner of the same chunk, as
+  // each rank's own batch is in a DDP job), on the device (host devices: on the loader's stager
+  // thread), from (seed, epoch, the chunk's first position) alone. mixup_alpha and cutmix_alpha
+  // are the Beta distributions' parameters (0: that one is off); with both on, each draw picks
+  // CutMix with probability mix_switch_prob; mix_prob is the chance a draw mixes at all. A
+  // padding sample (valid 0) is never mixed into a real one, nor a real one into it. Needs a
+  // float dtype and num_classes; refused with boxes or masks (which the mixing would not
+  // follow).
+  double mixup_alpha = 0;
+  double cutmix_alpha = 0;
+  double mix_prob = 1;
+  double mix_switch_prob = 0.5;
+  MixMode mix_mode = MixMode::kBatch;
+  MixRule mix_rule = MixRule::kTorchvision;
+  // Soft labels (Batch::soft_labels): with num_classes > 0 each sample also gets float32
+  // targets over num_classes classes: its one-hot label smoothed by label_smoothing (timm's
+  // rule: 1 - s + s / num_classes on its class, s / num_classes elsewhere), mixed with its
+  // partner's by the mixing's lambda. Every label must be below num_classes.
+  int num_classes = 0;
+  double label_smoothing = 0;
+  // Repeated augmentation (torchvision's --ra-reps, timm's --aug-repeats): each sample of the
+  // epoch's order appears `repeats` times in a row, each copy augmented on its own, the copies
+  // dealt to consecutive devices over all ranks as torchvision's RASampler deals them; an epoch
+  // then covers floor(floor(N / 256) * 256 / D) * D positions (D: devices over all ranks), so
+  // it has as many steps as a torchvision run with RASampler. 1: off.
+  int repeats = 1;
 
   // Batch slots prepared ahead; 0 = 2 * workers + 2 (and more as the pool grows). kAuto also
   // adds slots, within memory_budget, when the consumer waits while the workers sit idle (a

@@ -9,6 +9,16 @@
 
 namespace stoke::detail {
 
+namespace {
+
+// L (epoch_plan.hpp): RASampler's samples per device, times the devices.
+std::int64_t repeat_positions(const PlanConfig& c) {
+  const std::int64_t d = std::int64_t{c.devices} * c.world;
+  return c.samples / 256 * 256 / d * d;
+}
+
+}  // namespace
+
 void validate_plan(const PlanConfig& c) {
   if (c.devices <= 0)
     throw ConfigError("device count must be at least 1, got " + std::to_string(c.devices));
@@ -27,13 +37,22 @@ void validate_plan(const PlanConfig& c) {
                       fix);
   }
   if (c.samples <= 0) throw ConfigError("the dataset holds no samples");
+  if (c.repeats > 1 && repeat_positions(c) == 0)
+    throw ConfigError("repeats " + std::to_string(c.repeats) +
+                      " keeps floor(floor(N / 256) * 256 / " +
+                      std::to_string(std::int64_t{c.devices} * c.world) +
+                      " devices) samples per device per epoch, as torchvision's RASampler does, "
+                      "and the dataset's " +
+                      std::to_string(c.samples) + " samples give none; use repeats 1");
   const std::int64_t global = std::int64_t{c.batch} * c.world;
-  if (c.last_batch == LastBatch::kDrop && c.samples < global)
-    throw ConfigError("the dataset's " + std::to_string(c.samples) +
-                      " samples fill no global batch of " + std::to_string(global) + " (batch " +
+  const std::int64_t positions = c.repeats > 1 ? repeat_positions(c) : c.samples;
+  if (c.last_batch == LastBatch::kDrop && positions < global)
+    throw ConfigError((c.repeats > 1 ? "the epoch's " : "the dataset's ") +
+                      std::to_string(positions) + (c.repeats > 1 ? " positions" : " samples") +
+                      " fill no global batch of " + std::to_string(global) + " (batch " +
                       std::to_string(c.batch) + " x world " + std::to_string(c.world) +
                       ") with last_batch=drop; use last_batch=pad or a batch of at most " +
-                      std::to_string(c.samples / c.world / c.devices * c.devices));
+                      std::to_string(positions / c.world / c.devices * c.devices));
 }
 
 EpochPlan::EpochPlan(const PlanConfig& config) : config_(config) {
@@ -43,10 +62,11 @@ EpochPlan::EpochPlan(const PlanConfig& config) : config_(config) {
   const auto batches_in = [&](std::int64_t samples) {
     return pad ? (samples + global - 1) / global : samples / global;
   };
-  batches_ = batches_in(config_.samples);
+  positions_ = config_.repeats > 1 ? repeat_positions(config_) : config_.samples;
+  batches_ = batches_in(positions_);
   if (config_.resume_epoch >= 0) {
     const std::int64_t p = config_.resume_position;
-    resume_first_ = batches_ - batches_in(config_.samples - p);
+    resume_first_ = batches_ - batches_in(positions_ - p);
     resume_offset_ = p - resume_first_ * global;
   }
 }
@@ -60,7 +80,7 @@ bool EpochPlan::clear_resume() {
 }
 
 std::int64_t EpochPlan::position(std::int64_t epoch, std::int64_t index) const {
-  if (index >= batches_) return config_.samples;
+  if (index >= batches_) return positions_;
   const std::int64_t plain = index * config_.batch * config_.world;
   return epoch == config_.resume_epoch && index >= resume_first_ ? plain + resume_offset_ : plain;
 }
@@ -133,8 +153,7 @@ const std::vector<std::int64_t>& EpochPlan::order(std::int64_t epoch) {
         std::iota(out, out + count, starts[s]);
         out += count;
       }
-      SampleRng rng(config_.seed, kShuffleStream, epoch,
-                    1 + static_cast<std::int64_t>(k) * window);
+      SampleRng rng(config_.seed, kShuffleStream, epoch, 1 + static_cast<std::int64_t>(k) * window);
       shuffle_range(window_begin, out, rng);
     }
   }
@@ -142,15 +161,41 @@ const std::vector<std::int64_t>& EpochPlan::order(std::int64_t epoch) {
   return order;
 }
 
+EpochPlan::OrderSpan EpochPlan::order_span(std::int64_t epoch, std::int64_t index) const {
+  if (config_.repeats <= 1) return {first_position(epoch, index), config_.batch};
+  const std::int64_t k = config_.repeats;
+  const std::int64_t s = position(epoch, index);
+  const std::int64_t end = s + std::int64_t{config_.batch} * config_.world;  // past the last
+  if (end <= positions_) return {s / k, (end - 1) / k - s / k + 1};
+  // Past L the positions wrap to R's start: from s's entry through the order's end, then from
+  // its start through the last wrapped entry.
+  return {s / k, config_.samples - s / k + (end - 1 - positions_) / k + 1};
+}
+
 std::int64_t EpochPlan::batch(std::int64_t epoch, std::int64_t index, std::span<std::int64_t> ids,
                               std::span<std::uint8_t> valid) {
   const auto& ord = order(epoch);
   const std::int64_t n = config_.samples;
   const std::int64_t first = first_position(epoch, index);
+  if (config_.repeats <= 1) {
+    for (int j = 0; j < config_.batch; ++j) {
+      const std::int64_t p = first + j;
+      ids[j] = ord[static_cast<std::size_t>(p % n)];
+      valid[j] = p < n ? 1 : 0;
+    }
+    return first;
+  }
+  // RASampler's dealing (above): sample i of device g of rank r is R[s + d + i * D].
+  const std::int64_t k = config_.repeats;
+  const std::int64_t l = positions_;
+  const std::int64_t s = position(epoch, index);
+  const int per_device = config_.batch / config_.devices;
+  const std::int64_t d_all = std::int64_t{config_.devices} * config_.world;
   for (int j = 0; j < config_.batch; ++j) {
-    const std::int64_t p = first + j;
-    ids[j] = ord[static_cast<std::size_t>(p % n)];
-    valid[j] = p < n ? 1 : 0;
+    const std::int64_t d = std::int64_t{config_.rank} * config_.devices + j / per_device;
+    const std::int64_t q = s + d + (j % per_device) * d_all;
+    ids[j] = ord[static_cast<std::size_t>((q % l) / k)];
+    valid[j] = q < l ? 1 : 0;
   }
   return first;
 }

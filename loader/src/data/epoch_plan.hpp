@@ -22,6 +22,16 @@
 // + index for every epoch. With the saving loader's G and P = k * G, first = k and this is the
 // plain mapping, so an exact resume delivers what the uninterrupted run would have. Every other
 // epoch, and epoch e once clear_resume() has run, is plain.
+//
+// Repeated augmentation (repeats k > 1, torchvision's RASampler): the epoch's positions are the
+// order with each entry repeated k times in a row, R[q] = order[q / k], cut to
+// L = floor(floor(N / 256) * 256 / D) * D positions (D = G x W, the devices over all ranks: each
+// device gets RASampler's floor(floor(N / 256) * 256 / D) samples). Everything above holds with
+// L in place of N, except how a global batch [s, s + B*W) is dealt: device d (= r * G + g) takes
+// positions s + d, s + d + D, s + d + 2D, ..., so the k copies of a sample go to k consecutive
+// devices, as RASampler's `indices[rank::num_replicas]` deals them. A sample's augmentation
+// still draws from its place in the batch (first_position() + its index), which differs between
+// the copies.
 
 #include <cstdint>
 #include <span>
@@ -45,13 +55,14 @@ struct PlanConfig {
   std::vector<std::int64_t> shard_starts;
   int shuffle_window = 0;
   // Elastic resume (above): epoch resume_epoch continues from global position resume_position
-  // (0..N; N: the epoch is done). -1: no epoch is resumed.
+  // (0..N, or 0..L under repeats; N or L: the epoch is done). -1: no epoch is resumed.
   std::int64_t resume_epoch = -1;
   std::int64_t resume_position = 0;
+  int repeats = 1;  // k: repeated augmentation (above); 1: off
 };
 
 // Throws ConfigError (with a suggested fix) when the configuration cannot produce batches.
-// REQUIRES: resume_epoch < 0, or 0 <= resume_position <= samples (checked by resolve_resume with
+// REQUIRES: resume_epoch < 0, or 0 <= resume_position <= positions (checked by resolve_resume with
 // the saved state in its message).
 void validate_plan(const PlanConfig& config);
 
@@ -68,6 +79,8 @@ class EpochPlan {
   explicit EpochPlan(const PlanConfig& config);
 
   std::int64_t batches_per_epoch() const { return batches_; }
+  // The epoch's positions before padding: N, or L under repeats (above).
+  std::int64_t positions() const { return positions_; }
   const PlanConfig& config() const { return config_; }
 
   // The index of the resumed epoch's first batch (0 when no epoch is resumed): where its
@@ -90,6 +103,15 @@ class EpochPlan {
     return position(epoch, index) + std::int64_t{config_.rank} * config_.batch;
   }
 
+  // The order positions (0..N-1) this rank's batch `index` of `epoch` reads: [first, first +
+  // count), wrapping past N to the order's start. Under repeats, those of the whole global
+  // batch (a superset of this rank's).
+  struct OrderSpan {
+    std::int64_t first = 0;
+    std::int64_t count = 0;
+  };
+  OrderSpan order_span(std::int64_t epoch, std::int64_t index) const;
+
   // Fills the B sample ids and valid flags of this rank's batch `index` of `epoch`, and returns
   // its first_position().
   // REQUIRES: 0 <= index < batches_per_epoch(); ids.size() == valid.size() == B.
@@ -107,6 +129,7 @@ class EpochPlan {
  private:
   PlanConfig config_;
   std::int64_t batches_ = 0;
+  std::int64_t positions_ = 0;  // N, or L under repeats
   // Batch index i >= resume_first_ of the resumed epoch starts at i * B * W + resume_offset_.
   std::int64_t resume_first_ = 0;
   std::int64_t resume_offset_ = 0;

@@ -25,6 +25,7 @@ inline std::uint64_t splitmix64(std::uint64_t x) noexcept {
 inline constexpr std::uint64_t kShuffleStream = 0x5348554646ull;  // epoch permutation
 inline constexpr std::uint64_t kSampleStream = 0x53414d504cull;   // per-sample augmentation
 inline constexpr std::uint64_t kShardStream = 0x5348415244ull;    // epoch permutation of shards
+inline constexpr std::uint64_t kMixStream = 0x4d49585550ull;      // MixUp/CutMix, per chunk
 
 class SampleRng {
   __extension__ typedef unsigned __int128 U128;

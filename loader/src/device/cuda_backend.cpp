@@ -14,6 +14,7 @@
 
 #include "cuda_check.hpp"
 #include "stoke/kernels/erase_cuda.hpp"
+#include "stoke/kernels/mix_cuda.hpp"
 #include "stoke/kernels/normalize_cuda.hpp"
 
 // CUDA failures surface as stoke::Error, like every other loader failure.
@@ -216,6 +217,10 @@ class CudaBackend final : public DeviceBackend {
   void erase(int dev, const kernels::EraseParams& p, void* d_dst) override {
     const ContextScope scope(context(dev));
     kernels::erase_cuda(p, d_dst, stream_of(dev));
+  }
+  void mix(int dev, const kernels::MixParams& p, const void* d_src, void* d_dst) override {
+    const ContextScope scope(context(dev));
+    kernels::mix_cuda(p, d_src, d_dst, stream_of(dev));
   }
   void record(int dev, Event e) override {
     const ContextScope scope(context(dev));

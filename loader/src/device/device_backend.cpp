@@ -41,6 +41,9 @@ class HostBackend final : public DeviceBackend {
   void erase(int, const kernels::EraseParams& p, void* d_dst) override {
     kernels::erase_cpu(p, d_dst);
   }
+  void mix(int, const kernels::MixParams& p, const void* d_src, void* d_dst) override {
+    kernels::mix_cpu(p, d_src, d_dst);
+  }
   void record(int, Event) override {}
   void call_when_done(int, void (*fn)(void*), void* arg) override { fn(arg); }
   void wait_for_stream(int, void*) override {}

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "stoke/kernels/erase.hpp"
+#include "stoke/kernels/mix.hpp"
 #include "stoke/kernels/normalize.hpp"
 #include "stoke/options.hpp"
 
@@ -53,6 +54,8 @@ class DeviceBackend {
                          void* d_dst) = 0;
   // random_erasing's rectangles (p.boxes in device memory) into a normalized output.
   virtual void erase(int dev, const kernels::EraseParams& p, void* d_dst) = 0;
+  // MixUp/CutMix (p.mix in device memory) from one normalized buffer into another.
+  virtual void mix(int dev, const kernels::MixParams& p, const void* d_src, void* d_dst) = 0;
   virtual void record(int dev, Event e) = 0;
   // fn(arg) runs once the queue has passed everything enqueued before it.
   virtual void call_when_done(int dev, void (*fn)(void*), void* arg) = 0;

@@ -36,6 +36,7 @@ Staging::~Staging() {
       const auto u = static_cast<std::size_t>(d);
       if (set->d_in[u] != nullptr) backend_->free(d, set->d_in[u]);
       if (set->d_out[u] != nullptr) backend_->free(d, set->d_out[u]);
+      if (set->d_pre[u] != nullptr) backend_->free(d, set->d_pre[u]);
       if (set->d_meta[u] != nullptr) backend_->free(d, set->d_meta[u]);
       if (set->events[u] != nullptr) backend_->destroy_event(d, set->events[u]);
     }
@@ -122,6 +123,7 @@ Staging::BufferSet* Staging::take_set() {
   const auto n = static_cast<std::size_t>(config_.devices);
   set->d_in.assign(n, nullptr);
   set->d_out.assign(n, nullptr);
+  set->d_pre.assign(n, nullptr);
   set->d_meta.assign(n, nullptr);
   set->events.assign(n, nullptr);
   sets_.push_back(std::move(set));
@@ -220,12 +222,14 @@ void Staging::stage(int slot) {
   BufferSet& set = *s.set;
   const bool gpu = backend_->gpu();
   const bool normalize = config_.dtype != DType::kUInt8;
+  const bool mixing = normalize && config_.mix_offset != 0;
   const kernels::NormalizeParams p = normalize_params(config_);
   std::int64_t host_copied = 0;
   for (int d = 0; d < config_.devices; ++d) {
     const auto u = static_cast<std::size_t>(d);
     if (gpu && set.d_in[u] == nullptr) set.d_in[u] = allocate(d, chunk_bytes_);
     if (normalize && set.d_out[u] == nullptr) set.d_out[u] = allocate(d, out_bytes_);
+    if (mixing && set.d_pre[u] == nullptr) set.d_pre[u] = allocate(d, out_bytes_);
     if (gpu && set.d_meta[u] == nullptr) set.d_meta[u] = allocate(d, meta_bytes_);
     if (set.events[u] == nullptr) set.events[u] = backend_->create_event(d);
     const std::uint8_t* src = chunk_src(slot, d);
@@ -246,13 +250,20 @@ void Staging::stage(int slot) {
       backend_->copy(d, set.d_meta[u], meta, meta_bytes_);
       src = static_cast<const std::uint8_t*>(set.d_in[u]);
     }
-    if (normalize) backend_->normalize(d, p, src, set.d_out[u]);
-    // The rectangles from the device's copy of the chunk's arrays (host devices: the slot's).
+    // Mixing reads every sample of the erased chunk while it writes: the chunk is made in a
+    // buffer of its own first.
+    void* normalized = mixing ? set.d_pre[u] : set.d_out[u];
+    if (normalize) backend_->normalize(d, p, src, normalized);
+    // The rectangles and mixing from the device's copy of the chunk's arrays (host devices:
+    // the slot's).
     if (normalize && config_.erase_offset != 0)
-      backend_->erase(d,
-                      kernels::erase_params(
-                          p, field<kernels::EraseBox>(slot, d, config_.erase_offset, 1)),
-                      set.d_out[u]);
+      backend_->erase(
+          d, kernels::erase_params(p, field<kernels::EraseBox>(slot, d, config_.erase_offset, 1)),
+          normalized);
+    if (mixing)
+      backend_->mix(
+          d, kernels::mix_params(p, field<kernels::MixSample>(slot, d, config_.mix_offset, 1)),
+          normalized, set.d_out[u]);
     backend_->record(d, set.events[u]);
     backend_->call_when_done(d, &Staging::device_done, &w);
   }

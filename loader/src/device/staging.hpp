@@ -1,7 +1,8 @@
 #pragma once
 // Moves each ready batch slot to its devices: per device, the chunk's uint8 bytes are copied by
 // DMA straight from the arena (the slot is page-locked when created) and, for a float dtype,
-// normalized on the device; host devices normalize straight from the arena. A GPU also gets the
+// normalized on the device (then erased and mixed, when the batch asks); host devices normalize
+// straight from the arena. A GPU also gets the
 // batch's labels, sample ids and valid flags (one copy of the slot's small arrays), so a
 // consumer never copies them out of a slot that workers may rewrite once it is dropped. A staged
 // slot is bound to a set of device buffers (one per device) from a pool; the set returns to the
@@ -53,6 +54,10 @@ struct StagingConfig {
   // Within a slot, in labels..valid: random_erasing's EraseBox per sample, applied after the
   // normalize (0: none).
   std::size_t erase_offset = 0;
+  // Within a slot, in labels..valid: MixUp/CutMix's MixSample per sample, applied after the
+  // erasing (0: none). The normalize and erase then write a per-device buffer of their own, and
+  // the mix reads it into the output.
+  std::size_t mix_offset = 0;
 };
 
 // The normalize step's parameters for one device's chunk under `config`.
@@ -132,6 +137,7 @@ class Staging {
   struct BufferSet {
     std::vector<void*> d_in;    // per device: uint8 chunk (GPU backends)
     std::vector<void*> d_out;   // per device: normalized chunk (float dtypes)
+    std::vector<void*> d_pre;   // per device: the chunk before its mixing (when mixing)
     std::vector<void*> d_meta;  // per device: the slot's labels..valid bytes (GPU backends)
     std::vector<Event> events;
   };

@@ -32,6 +32,13 @@
 //                            erase   batch x EraseBox at slot.erase_offset (random_erasing's
 //                                                    rectangles, for the batch's normalize;
 //                                                    none when erase_boxes is 0)
+//                            mix     batch x MixSample at slot.mix_offset (MixUp/CutMix:
+//                                                    each sample's partner, weights and box,
+//                                                    written by the training process's stager;
+//                                                    none when mixing is 0)
+//                            soft    batch x soft_classes float32 at slot.soft_labels_offset
+//                                                    (soft labels, written by the stager; none
+//                                                    when soft_classes is 0)
 //                            valid   batch x uint8   at slot.valid_offset
 //                            bad     batch x uint8   at slot.bad_offset (BadInput of the
 //                                                    planned sample when it was replaced)
@@ -59,6 +66,7 @@
 #include "ipc/shared_semaphore.hpp"
 #include "ipc/spsc_ring.hpp"
 #include "stoke/kernels/erase.hpp"
+#include "stoke/kernels/mix.hpp"
 
 namespace stoke::detail {
 
@@ -68,8 +76,8 @@ inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKAREN
 // index and the slots), geometry; 7: ArenaHeader::remote_deadline_s; 8: AugmentStep of 128
 // bytes (photometric steps), the slots' applied ops; 9: AugmentStep of 224 bytes (random
 // erasing, timm's policies), the slots' erase boxes; 10: AugmentStep of 288 bytes
-// (random_affine's ranges, AugMix's settings)
-inline constexpr std::uint32_t kLayoutVersion = 10;
+// (random_affine's ranges, AugMix's settings); 11: the slots' mix samples and soft labels
+inline constexpr std::uint32_t kLayoutVersion = 11;
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
 
@@ -198,6 +206,13 @@ struct ArenaHeader {
   std::uint32_t erase_boxes = 0;
   std::uint64_t ops_offset = 0;
   std::uint64_t erase_offset = 0;
+  // MixUp/CutMix: 1 when the slots hold one kernels::MixSample per sample (the mixing of a float
+  // output, done after its normalize), 0 when none. Soft labels: soft_classes float32 per sample
+  // (0: none). Both written by the training process's stager, never by workers.
+  std::uint32_t mixing = 0;
+  std::uint32_t soft_classes = 0;
+  std::uint64_t mix_offset = 0;
+  std::uint64_t soft_labels_offset = 0;
 };
 
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
@@ -269,6 +284,12 @@ class ArenaView {
   }
   kernels::EraseBox* erase_boxes(std::uint32_t s) const {
     return reinterpret_cast<kernels::EraseBox*>(slot(s) + header().erase_offset);
+  }
+  kernels::MixSample* mix_samples(std::uint32_t s) const {
+    return reinterpret_cast<kernels::MixSample*>(slot(s) + header().mix_offset);
+  }
+  float* soft_labels(std::uint32_t s) const {
+    return reinterpret_cast<float*>(slot(s) + header().soft_labels_offset);
   }
 
  private:

@@ -32,8 +32,14 @@ ArenaHeader plan_arena(const ArenaPlanInput& in) {
   h.planned_offset = align_up(h.ids_offset + sizeof(std::int64_t) * b, 64);
   h.erase_boxes = in.erase_boxes ? 1 : 0;
   h.erase_offset = align_up(h.planned_offset + sizeof(std::int64_t) * b, 64);
-  h.valid_offset =
+  h.mixing = in.mixing ? 1 : 0;
+  h.mix_offset =
       align_up(h.erase_offset + (in.erase_boxes ? sizeof(kernels::EraseBox) * b : 0), 64);
+  h.soft_classes = in.soft_classes;
+  h.soft_labels_offset =
+      align_up(h.mix_offset + (in.mixing ? sizeof(kernels::MixSample) * b : 0), 64);
+  h.valid_offset =
+      align_up(h.soft_labels_offset + sizeof(float) * std::size_t{in.soft_classes} * b, 64);
   h.bad_offset = align_up(h.valid_offset + b, 64);
   h.geometry_offset = align_up(h.bad_offset + b, 64);
   h.max_ops = in.max_ops;

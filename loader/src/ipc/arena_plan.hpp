@@ -22,10 +22,12 @@ struct ArenaPlanInput {
   std::uint32_t batch = 0;
   std::uint32_t out_height = 0, out_width = 0, out_channels = 0;
   std::uint32_t max_boxes = 0;
-  std::uint32_t mask_bytes = 0;  // per mask label: 0 (no masks), 1 or 2
-  std::uint32_t max_bytes = 0;   // pass-through bytes per sample (0: none)
-  std::uint32_t max_ops = 0;     // photometric ops recorded per sample (0: none)
-  bool erase_boxes = false;      // one EraseBox per sample, for the batch's normalize
+  std::uint32_t mask_bytes = 0;    // per mask label: 0 (no masks), 1 or 2
+  std::uint32_t max_bytes = 0;     // pass-through bytes per sample (0: none)
+  std::uint32_t max_ops = 0;       // photometric ops recorded per sample (0: none)
+  bool erase_boxes = false;        // one EraseBox per sample, for the batch's normalize
+  bool mixing = false;             // one MixSample per sample, for the batch's mixing
+  std::uint32_t soft_classes = 0;  // soft labels: float32 per sample (0: none)
   std::uint32_t worker_capacity = 0;
   std::uint32_t poison_capacity = 0;
   std::size_t initial_slots = 0;
@@ -35,7 +37,7 @@ struct ArenaPlanInput {
 // The header's layout fields (offsets, strides, capacities, total_size); the caller fills in
 // the rest (version, dataset kind, seed, ...).
 // Slot: pixels | labels | boxes | box classes | box counts | masks | bytes | byte counts | ids |
-// planned | erase boxes | valid | bad |
+// planned | erase boxes | mix samples | soft labels | valid | bad |
 // geometry | ops, each 64-byte aligned (labels..valid: the bytes a GPU receives beside the pixels),
 // the slot page-aligned so it can be page-locked on its own.
 ArenaHeader plan_arena(const ArenaPlanInput& in);
