@@ -97,6 +97,42 @@ std::vector<int> parse_sweep(const std::string& spec) {
   return sweep_range(r->lo, r->hi);
 }
 
+// MixUp/CutMix, soft labels and repeated augmentation (docs/USAGE.md, "MixUp and CutMix").
+void add_mixing_flags(CLI::App& app, stoke::Options& o) {
+  using stoke::tools::add_word;
+  app.add_option("--mixup-alpha", o.mixup_alpha,
+                 "MixUp's Beta(alpha, alpha) on each device's chunk (0: off; needs a float "
+                 "--dtype and --num-classes)")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  app.add_option("--cutmix-alpha", o.cutmix_alpha, "CutMix's Beta(alpha, alpha) (0: off)")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  app.add_option("--mix-prob", o.mix_prob, "the chance a draw mixes at all")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--mix-switch-prob", o.mix_switch_prob,
+                 "with both alphas: the chance a draw is CutMix")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  add_word(app, "--mix-mode", o.mix_mode, stoke::parse_mix_mode,
+           "batch (one draw per chunk, the default), pair or elem (timm's modes)");
+  add_word(app, "--mix-rule", o.mix_rule, stoke::parse_mix_rule,
+           "torchvision (v2.MixUp/CutMix, the default) or timm (timm.data.Mixup)");
+  app.add_option("--num-classes", o.num_classes,
+                 "soft labels over this many classes (0: none; needed by mixing)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--label-smoothing", o.label_smoothing, "the soft labels' smoothing")
+      ->check(CLI::Range(0.0, 0.999999))
+      ->capture_default_str();
+  app.add_option("--repeats", o.repeats,
+                 "repeated augmentation: copies of each sample per epoch (torchvision's "
+                 "--ra-reps; 1: off)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+}
+
 // What the loader is asked for, from the command line.
 void add_loader_flags(CLI::App& app, Args& a) {
   using stoke::tools::add_word;
@@ -209,6 +245,7 @@ void add_loader_flags(CLI::App& app, Args& a) {
            "devices (ImageNet mean/std for RGB, 0.5/0.5 otherwise), host devices included");
   add_word(app, "--layout", o.layout, stoke::parse_layout,
            "layout of normalized output: nchw (default) or nhwc");
+  add_mixing_flags(app, o);
 }
 
 // What stoke-bench does with the loader: how long, with what consumer, which sweep.
