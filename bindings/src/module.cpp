@@ -202,7 +202,7 @@ nb::tuple timm_op_tuple(const std::string& name, const stoke::AppliedOp& op) {
 // Batch.mixing: the slot's MixSamples as NumPy arrays (copies: a batch's worth of small
 // numbers), one per field.
 nb::dict mixing_dict(const stoke::Batch& b) {
-  const std::span<const stoke::kernels::MixSample> mix = b.mixing();
+  const std::span<const stoke::MixSample> mix = b.mixing();
   if (mix.empty())
     throw stoke::ConfigError(
         "this loader does not mix: set mixup_alpha or cutmix_alpha (and num_classes)");
@@ -213,7 +213,7 @@ nb::dict mixing_dict(const stoke::Batch& b) {
   auto* weights = new float[2 * n];
   auto* box = new std::int32_t[4 * n];
   for (std::size_t i = 0; i < n; ++i) {
-    const stoke::kernels::MixSample& m = mix[i];
+    const stoke::MixSample& m = mix[i];
     partner[i] = m.partner;
     op[i] = static_cast<std::uint8_t>(m.op);
     lam[i] = m.lambda;

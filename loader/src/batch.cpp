@@ -134,7 +134,7 @@ std::span<const float> Batch::soft_labels() const {
   const BatchLease& l = as_lease(held());
   return slot_array(l, &detail::ArenaView::soft_labels, l.core().view.header().soft_classes);
 }
-std::span<const kernels::MixSample> Batch::mixing() const {
+std::span<const MixSample> Batch::mixing() const {
   const BatchLease& l = as_lease(held());
   return slot_array(l, &detail::ArenaView::mix_samples, l.core().view.header().mixing);
 }

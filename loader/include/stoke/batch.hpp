@@ -20,7 +20,7 @@
 #include <span>
 
 #include "stoke/dtype.hpp"
-#include "stoke/kernels/mix.hpp"
+#include "stoke/mix_sample.hpp"
 #include "stoke/pipeline.hpp"
 
 // The CUDA runtime's handle types (cudaStream_t is CUstream_st*, cudaEvent_t is CUevent_st*),
@@ -56,7 +56,7 @@ struct DeviceChunk {
   // Soft labels (Batch::num_classes() per sample; empty without): samples x num_classes
   // float32, and each sample's mixing (empty when the loader does not mix).
   std::span<const float> soft_labels;
-  std::span<const kernels::MixSample> mixing;
+  std::span<const MixSample> mixing;
 
   // The chunk as the device receives it (Options::dtype and layout). On a GPU: device memory
   // there. On a host device: host memory (for uint8, the same bytes as `pixels`).
@@ -77,7 +77,7 @@ struct DeviceChunk {
   const std::uint8_t* device_sample_bytes = nullptr;  // likewise for the bytes and lengths
   const std::int32_t* device_byte_counts = nullptr;
   const float* device_soft_labels = nullptr;  // likewise for the soft labels and mixing
-  const kernels::MixSample* device_mixing = nullptr;
+  const MixSample* device_mixing = nullptr;
   int cuda_device = -1;           // the CUDA ordinal, or -1 for a host device
   CUevent_st* ready = nullptr;    // completes when `data` and the labels are filled (GPU only)
   CUstream_st* stream = nullptr;  // stoke's stream for this device (GPU only)
@@ -132,11 +132,11 @@ class Batch {
   // Empty when num_classes() is 0.
   int num_classes() const;
   std::span<const float> soft_labels() const;  // size() x num_classes()
-  // Each sample's mixing (kernels::MixSample: its partner, an index within its device's chunk;
+  // Each sample's mixing (MixSample: its partner, an index within its device's chunk;
   // MixOp::kNone, kMixUp or kCutMix; the pixel and label weights; CutMix's box in output
   // pixels; the drawn lambda, CutMix's corrected to the box's area), so a loss can be built from
   // the integer labels instead. Empty when the loader does not mix.
-  std::span<const kernels::MixSample> mixing() const;  // size()
+  std::span<const MixSample> mixing() const;  // size()
 
   int device_count() const;
   // `device` out of 0..device_count()-1 throws Error, in the four calls below.

@@ -18,28 +18,13 @@
 #include <cstdint>
 
 #include "stoke/kernels/normalize.hpp"
+#include "stoke/mix_sample.hpp"
 
 namespace stoke::kernels {
 
-enum class MixOp : std::uint32_t {
-  kNone = 0,    // the sample is left as it is
-  kMixUp = 1,   // weighted sum with the partner
-  kCutMix = 2,  // the partner's pixels inside the box
-};
-
-// One sample's mixing, as the loader writes it beside the batch (so its layout is fixed).
-struct MixSample {
-  std::int32_t partner = 0;  // the other sample, an index within the chunk (itself: unmixed)
-  MixOp op = MixOp::kNone;
-  float self_weight = 1;  // kMixUp: the pixels' weights
-  float partner_weight = 0;
-  // The soft label's weights, the same sums (label smoothing's on/off values times these).
-  float label_self = 1;
-  float label_partner = 0;
-  std::int32_t top = 0, left = 0, bottom = 0, right = 0;  // kCutMix: output pixels
-  double lambda = 1;  // the drawn lambda (CutMix: corrected to the box's area), for the user
-};
-static_assert(sizeof(MixSample) == 48);
+// The public types (stoke/mix_sample.hpp), as the kernels name them.
+using MixOp = stoke::MixOp;
+using MixSample = stoke::MixSample;
 
 struct MixParams {
   // The normalized chunk: samples x channels x height x width (NCHW) or samples x height x
