@@ -9,13 +9,18 @@ augmentations, float32 normalized CHW output with ImageNet's mean and std, batch
   a     torchvision's ResNet-50 v2 recipe: RRC 176 + flip + TrivialAugmentWide + RandomErasing 0.1
   b     DeiT: RRC 224 + flip + timm's rand-m9-mstd0.5-inc1 (bicubic) + RandomErasing 0.25 (pixel)
   c     timm's defaults: RRC 224 + flip + ColorJitter 0.4
+  a_mix torchvision's ResNet-50 v2 recipe whole: a, then MixUp 0.2 / CutMix 1.0 on each batch
+        (the batch's soft labels, smoothed 0.1 in stoke; torchvision smooths in its loss) and
+        repeated augmentation 4 (torchvision's RASampler in the DataLoader)
 
 Loaders, each run in a fresh process, `--repeat` rounds in rotated order, medians reported:
 
   stoke  stoke-bench --pipeline (the recipe in stoke's words) --dtype float32 --workers 2
   torch  torch.utils.data.DataLoader over torchvision.datasets.ImageFolder (PIL decode) with the
          recipe's own transforms: torchvision.transforms.v2 as torchvision's references build
-         them (a, base) and timm.data.create_transform (b, c), default_collate, 2 workers
+         them (a, base) and timm.data.create_transform (b, c), default_collate, 2 workers;
+         a_mix: references/classification's train.py, collate_fn = RandomChoice([MixUp(0.2),
+         CutMix(1.0)]) over default_collate (in the workers), sampler RASampler(repetitions=4)
   dali   nvidia.dali with device_id=None (CPU only, 2 threads): fn.decoders.image,
          fn.random_resized_crop, nvidia.dali.auto_aug.trivial_augment_wide (a) or
          rand_augment(n=2, m=9) (b: DALI has no timm magnitude noise or increasing ops),
@@ -57,6 +62,11 @@ RECIPES = {
           "stoke": "random_resized_crop 224 224 | horizontal_flip | timm_augment "
                    "rand-m9-mstd0.5-inc1 interpolation=bicubic | "
                    "random_erasing_pixel 0.25 0.02 0.333333 0.3 3.333333"},
+    "a_mix": {"size": 176,
+              "stoke": "random_resized_crop 176 176 | horizontal_flip | trivial_augment_wide | "
+                       "random_erasing 0.1",
+              "flags": ["--mixup-alpha", "0.2", "--cutmix-alpha", "1.0", "--label-smoothing",
+                        "0.1", "--repeats", "4"]},
     "c": {"size": 224,
           "stoke": "random_resized_crop 224 224 | horizontal_flip | color_jitter 0.4 0.4 0.4"},
 }
@@ -87,15 +97,15 @@ def torch_transform(recipe):
     import torch
     from torchvision.transforms import v2
     size = RECIPES[recipe]["size"]
-    if recipe in ("a", "base", "base224"):
+    if recipe in ("a", "a_mix", "base", "base224"):
         # torchvision's references/classification/presets.py, ClassificationPresetTrain with
         # auto_augment_policy="ta_wide", random_erase_prob=0.1 (backend PIL).
         steps = [v2.RandomResizedCrop(size, antialias=True), v2.RandomHorizontalFlip()]
-        if recipe == "a":
+        if recipe in ("a", "a_mix"):
             steps.append(v2.TrivialAugmentWide())
         steps += [v2.PILToTensor(), v2.ToDtype(torch.float32, scale=True),
                   v2.Normalize(MEAN, STD)]
-        if recipe == "a":
+        if recipe in ("a", "a_mix"):
             steps.append(v2.RandomErasing(0.1))
         return v2.Compose(steps)
     from timm.data import create_transform
@@ -106,6 +116,44 @@ def torch_transform(recipe):
     return create_transform(224, is_training=True)  # timm's defaults: ColorJitter 0.4
 
 
+class RASampler:
+    """torchvision's references/classification/sampler.py RASampler (one replica), transcribed:
+    the epoch's permutation with each index `repetitions` times, padded to the replicas, cut to
+    floor(floor(N / 256) * 256 / replicas)."""
+
+    def __init__(self, dataset, repetitions, seed=0):
+        self.n, self.repetitions, self.seed, self.epoch = len(dataset), repetitions, seed, 0
+        self.selected = int(math.floor(self.n // 256 * 256))
+
+    def __iter__(self):
+        import torch
+        g = torch.Generator()
+        g.manual_seed(self.seed + self.epoch)
+        indices = torch.randperm(self.n, generator=g).tolist()
+        indices = [i for i in indices for _ in range(self.repetitions)]
+        return iter(indices[:self.selected])
+
+    def __len__(self):
+        return self.selected
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+
+class MixCollate:
+    """references/classification/train.py's collate_fn: RandomChoice([MixUp, CutMix]) over
+    default_collate (a class, not a lambda, so the workers can unpickle it)."""
+
+    def __init__(self, num_classes):
+        from torchvision.transforms import v2
+        self.mix = v2.RandomChoice([v2.MixUp(alpha=0.2, num_classes=num_classes),
+                                    v2.CutMix(alpha=1.0, num_classes=num_classes)])
+
+    def __call__(self, batch):
+        from torch.utils.data import default_collate
+        return self.mix(*default_collate(batch))
+
+
 def run_torch(args):
     import torch
     import torchvision
@@ -114,12 +162,20 @@ def run_torch(args):
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     dataset = torchvision.datasets.ImageFolder(args.corpus, transform=torch_transform(args.recipe))
-    loader = DataLoader(dataset, batch_size=args.batch, shuffle=True, num_workers=args.workers,
-                        persistent_workers=True, drop_last=False)
+    extra = {}
+    if args.recipe == "a_mix":
+        extra = {"sampler": RASampler(dataset, 4), "collate_fn": MixCollate(len(dataset.classes))}
+    loader = DataLoader(dataset, batch_size=args.batch, shuffle="sampler" not in extra,
+                        num_workers=args.workers, persistent_workers=True, drop_last=False,
+                        **extra)
     meter = pc.Meter()
-    for _ in range(args.epochs):
-        for images, _labels in loader:
+    for epoch in range(args.epochs):
+        if "sampler" in extra:
+            extra["sampler"].set_epoch(epoch)
+        for images, labels in loader:
             assert images.dtype == torch.float32 and images.shape[1] == 3
+            if args.recipe == "a_mix":
+                assert labels.dtype == torch.float32 and labels.shape[1] == len(dataset.classes)
             meter.batch(len(images))
     import timm
     return meter, {"torch": torch.__version__, "torchvision": torchvision.__version__,
@@ -151,6 +207,8 @@ def dali_erase(images, probability, size):
 
 
 def run_dali(args):
+    if args.recipe == "a_mix":
+        raise RuntimeError("DALI has no MixUp or CutMix operator for its CPU pipeline")
     import nvidia.dali as dali
     from nvidia.dali import fn, pipeline_def, types
     import peer_common as pc
@@ -211,7 +269,10 @@ def run_stoke(args, recipe):
     cmd = [bench, "--data", args.corpus, "--size", str(size), "--pipeline",
            RECIPES[recipe]["stoke"], "--dtype", "float32", "--workers", str(args.workers),
            "--batch", str(args.batch), "--epochs", str(args.epochs), "--seed", "0",
-           "--on-error", "error", "--json"]
+           "--on-error", "error", "--json"] + RECIPES[recipe].get("flags", [])
+    if "--mixup-alpha" in cmd:  # soft labels over the corpus's classes
+        classes = sum(os.path.isdir(os.path.join(args.corpus, d)) for d in os.listdir(args.corpus))
+        cmd += ["--num-classes", str(classes)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True,
                          timeout=args.timeout).stdout
     r = json.loads(out.strip().splitlines()[-1])
@@ -294,7 +355,7 @@ def main():
         ratios = [f"{med['stoke'] / med[l]:.2f}x" if med.get("stoke") and med[l] else "-"
                   for l in loaders if l != "stoke"]
         print(f"| {recipe} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
-    for recipe, base in (("a", "base"), ("b", "base224"), ("c", "base224")):
+    for recipe, base in (("a", "base"), ("a_mix", "base"), ("b", "base224"), ("c", "base224")):
         for loader in loaders:
             if table.get(recipe, {}).get(loader) and table.get(base, {}).get(loader):
                 cost = table[base][loader] / table[recipe][loader] - 1
