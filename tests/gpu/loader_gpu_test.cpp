@@ -21,6 +21,7 @@
 #include "../cuda_test_support.hpp"
 #include "stoke/kernels/normalize.hpp"
 #include "stoke/loader.hpp"
+#include "stoke/names.hpp"
 
 namespace stoke {
 namespace {
@@ -165,6 +166,54 @@ TEST(LoaderGpuErasing, MatchesHostDevicesBitForBit) {
       }
       EXPECT_EQ(batches, 16);
       EXPECT_GT(erased, 600);  // of 1,024 at p = 0.7
+    }
+  }
+}
+
+// MixUp/CutMix after the normalize and erasing, in the GPU's kernel, and the soft labels copied
+// with the batch: the bytes a host device gets, in every rule and mode.
+TEST(LoaderGpuMixing, MatchesHostDevicesBitForBit) {
+  STOKE_SKIP_WITHOUT_GPU();
+  IdxData data(1000);
+  const struct {
+    MixRule rule;
+    MixMode mode;
+  } kinds[] = {{MixRule::kTorchvision, MixMode::kBatch},
+               {MixRule::kTimm, MixMode::kBatch},
+               {MixRule::kTimm, MixMode::kPair},
+               {MixRule::kTimm, MixMode::kElem}};
+  for (const auto& kind : kinds) {
+    for (DType dtype : {DType::kFloat32, DType::kBFloat16}) {
+      SCOPED_TRACE(std::string(mix_rule_name(kind.rule)) + " " + mix_mode_name(kind.mode) + " " +
+                   kernels::dtype_name(dtype));
+      Options o = gpu_options(data, dtype);
+      o.pipeline = make_pipeline(28, 28, 1, parse_steps("random_erasing_pixel 0.3"));
+      o.mixup_alpha = 0.8;
+      o.cutmix_alpha = 1.0;
+      o.mix_rule = kind.rule;
+      o.mix_mode = kind.mode;
+      o.num_classes = 10;
+      o.label_smoothing = 0.1;
+      Loader on_gpu(o);
+      o.devices = DeviceSet::parse("cpu:1");
+      Loader on_host(o);
+      int batches = 0;
+      while (auto b = on_gpu.next()) {
+        auto h = on_host.next();
+        ASSERT_TRUE(h);
+        const DeviceChunk c = h->chunk(0);
+        const auto* want = static_cast<const std::uint8_t*>(c.data);
+        ASSERT_TRUE(read_back(*b, 0) == std::vector<std::uint8_t>(want, want + c.bytes))
+            << "batch " << batches;
+        const DeviceChunk g = b->chunk(0);
+        std::vector<float> soft(c.soft_labels.size());
+        ASSERT_EQ(cudaMemcpy(soft.data(), g.device_soft_labels, soft.size() * 4,
+                             cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+        ASSERT_TRUE(std::equal(soft.begin(), soft.end(), c.soft_labels.begin()));
+        ++batches;
+      }
+      EXPECT_EQ(batches, 16);
     }
   }
 }
