@@ -4,8 +4,6 @@
 // grid is planned for the largest one, the whole image, and blocks past a small rectangle's end
 // return at once.
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -15,38 +13,17 @@
 
 #include "cuda_check.hpp"
 #include "erase_noise.hpp"
+#include "float_elements.cuh"
 #include "stoke/kernels/erase.hpp"
 #include "stoke/kernels/erase_cuda.hpp"
 
 namespace stoke::detail {
 namespace {
 
-constexpr unsigned kThreads = 256;
-constexpr unsigned kMaxBlocksPerSample = 64;
-constexpr unsigned kMaxGridY = 65535;
-
-struct EraseShape {
-  int samples, height, width, channels;
-  bool nchw;
-};
-
-struct StoreFloat32 {
-  using Out = float;
-  __device__ static Out convert(float v) { return v; }
-};
-struct StoreFloat16 {
-  using Out = unsigned short;
-  __device__ static Out convert(float v) { return __half_as_ushort(__float2half_rn(v)); }
-};
-struct StoreBFloat16 {
-  using Out = unsigned short;
-  __device__ static Out convert(float v) { return __bfloat16_as_ushort(__float2bfloat16_rn(v)); }
-};
-
 template <class Store>
-__global__ void __launch_bounds__(kThreads)
-    erase_kernel(typename Store::Out* __restrict__ dst, const kernels::EraseBox* __restrict__ boxes,
-                 EraseShape s) {
+__global__ void __launch_bounds__(kSampleThreads)
+    erase_kernel(typename Store::T* __restrict__ dst, const kernels::EraseBox* __restrict__ boxes,
+                 ChunkShape s) {
   for (unsigned n = blockIdx.y; n < static_cast<unsigned>(s.samples); n += gridDim.y) {
     const kernels::EraseBox b = boxes[n];
     if (!kernels::erases(b, s.height, s.width)) continue;
@@ -71,21 +48,17 @@ __global__ void __launch_bounds__(kThreads)
       const std::size_t col = static_cast<std::size_t>(b.left) + x;
       const std::size_t at = s.nchw ? ((static_cast<std::size_t>(n) * ch + c) * h + row) * w + col
                                     : ((static_cast<std::size_t>(n) * h + row) * w + col) * ch + c;
-      dst[at] = Store::convert(v);
+      dst[at] = Store::store(v);
     }
   }
 }
 
 template <class Store>
 void launch(const kernels::EraseParams& p, void* d_dst, cudaStream_t stream) {
-  const EraseShape s{p.samples, p.height, p.width, p.channels, p.layout == kernels::Layout::kNCHW};
+  const ChunkShape s{p.samples, p.height, p.width, p.channels, p.layout == kernels::Layout::kNCHW};
   const std::size_t largest = static_cast<std::size_t>(p.height) * p.width * p.channels;
-  const dim3 block(kThreads);
-  const dim3 grid(static_cast<unsigned>(std::min<std::size_t>(kMaxBlocksPerSample,
-                                                              (largest + kThreads - 1) / kThreads)),
-                  std::min<unsigned>(kMaxGridY, static_cast<unsigned>(p.samples)));
-  erase_kernel<Store>
-      <<<grid, block, 0, stream>>>(static_cast<typename Store::Out*>(d_dst), p.boxes, s);
+  erase_kernel<Store><<<per_sample_grid(largest, p.samples), kSampleThreads, 0, stream>>>(
+      static_cast<typename Store::T*>(d_dst), p.boxes, s);
   CUDA_CALL(cudaGetLastError());
 }
 
@@ -102,13 +75,13 @@ void erase_cuda(const EraseParams& p, void* d_dst, cudaStream_t stream) {
     throw std::invalid_argument("erase: the GPU kernel takes images of fewer than 2^32 values");
   switch (p.dtype) {
     case DType::kFloat32:
-      detail::launch<detail::StoreFloat32>(p, d_dst, stream);
+      detail::launch<detail::Float32Element>(p, d_dst, stream);
       break;
     case DType::kFloat16:
-      detail::launch<detail::StoreFloat16>(p, d_dst, stream);
+      detail::launch<detail::Float16Element>(p, d_dst, stream);
       break;
     case DType::kBFloat16:
-      detail::launch<detail::StoreBFloat16>(p, d_dst, stream);
+      detail::launch<detail::BFloat16Element>(p, d_dst, stream);
       break;
     case DType::kUInt8:
       break;  // rejected by validate()

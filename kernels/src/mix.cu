@@ -2,8 +2,6 @@
 // over its elements. The per-sample entries are read on the device (they arrive with the batch's
 // other per-sample arrays); every element is written, so the output needs no prior fill.
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -12,43 +10,19 @@
 #include <stdexcept>
 
 #include "cuda_check.hpp"
+#include "float_elements.cuh"
 #include "stoke/kernels/mix.hpp"
 #include "stoke/kernels/mix_cuda.hpp"
 
 namespace stoke::detail {
 namespace {
 
-constexpr unsigned kThreads = 256;
-constexpr unsigned kMaxBlocksPerSample = 64;
-constexpr unsigned kMaxGridY = 65535;
-
-struct MixShape {
-  int samples, height, width, channels;
-  bool nchw;
-};
-
-// Loads and stores with torch's rounding: every product and the sum rounded to the element type
-// on its own (__fmul_rn/__fadd_rn are never contracted into a fused multiply-add).
-struct Float32 {
-  using T = float;
-  __device__ static float load(T v) { return v; }
-  __device__ static T store(float v) { return v; }
-};
-struct Float16 {
-  using T = unsigned short;
-  __device__ static float load(T v) { return __half2float(__ushort_as_half(v)); }
-  __device__ static T store(float v) { return __half_as_ushort(__float2half_rn(v)); }
-};
-struct BFloat16 {
-  using T = unsigned short;
-  __device__ static float load(T v) { return __bfloat162float(__ushort_as_bfloat16(v)); }
-  __device__ static T store(float v) { return __bfloat16_as_ushort(__float2bfloat16_rn(v)); }
-};
-
+// Products and the sum are rounded to the element type one by one, as torch's are
+// (__fmul_rn/__fadd_rn are never contracted into a fused multiply-add).
 template <class E>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kSampleThreads)
     mix_kernel(const typename E::T* __restrict__ src, typename E::T* __restrict__ dst,
-               const kernels::MixSample* __restrict__ mix, MixShape s) {
+               const kernels::MixSample* __restrict__ mix, ChunkShape s) {
   const std::size_t h = static_cast<std::size_t>(s.height), w = static_cast<std::size_t>(s.width);
   const std::size_t ch = static_cast<std::size_t>(s.channels);
   const std::size_t per = h * w * ch;
@@ -79,14 +53,10 @@ __global__ void __launch_bounds__(kThreads)
 
 template <class E>
 void launch(const kernels::MixParams& p, const void* d_src, void* d_dst, cudaStream_t stream) {
-  const MixShape s{p.samples, p.height, p.width, p.channels, p.layout == kernels::Layout::kNCHW};
+  const ChunkShape s{p.samples, p.height, p.width, p.channels, p.layout == kernels::Layout::kNCHW};
   const std::size_t per = static_cast<std::size_t>(p.height) * p.width * p.channels;
-  const dim3 block(kThreads);
-  const dim3 grid(static_cast<unsigned>(
-                      std::min<std::size_t>(kMaxBlocksPerSample, (per + kThreads - 1) / kThreads)),
-                  std::min<unsigned>(kMaxGridY, static_cast<unsigned>(p.samples)));
-  mix_kernel<E><<<grid, block, 0, stream>>>(static_cast<const typename E::T*>(d_src),
-                                            static_cast<typename E::T*>(d_dst), p.mix, s);
+  mix_kernel<E><<<per_sample_grid(per, p.samples), kSampleThreads, 0, stream>>>(
+      static_cast<const typename E::T*>(d_src), static_cast<typename E::T*>(d_dst), p.mix, s);
   CUDA_CALL(cudaGetLastError());
 }
 
@@ -101,13 +71,13 @@ void mix_cuda(const MixParams& p, const void* d_src, void* d_dst, cudaStream_t s
     throw std::invalid_argument("mix: d_src and d_dst must not be null");
   switch (p.dtype) {
     case DType::kFloat32:
-      detail::launch<detail::Float32>(p, d_src, d_dst, stream);
+      detail::launch<detail::Float32Element>(p, d_src, d_dst, stream);
       break;
     case DType::kFloat16:
-      detail::launch<detail::Float16>(p, d_src, d_dst, stream);
+      detail::launch<detail::Float16Element>(p, d_src, d_dst, stream);
       break;
     case DType::kBFloat16:
-      detail::launch<detail::BFloat16>(p, d_src, d_dst, stream);
+      detail::launch<detail::BFloat16Element>(p, d_src, d_dst, stream);
       break;
     case DType::kUInt8:
       break;  // rejected by validate()

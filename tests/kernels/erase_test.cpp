@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "float_chunk.hpp"
 #include "stoke/kernels/erase_cuda.hpp"
 #if defined(STOKE_WITH_CUDA) && STOKE_WITH_CUDA
 #include "../cuda_test_support.hpp"
@@ -28,35 +29,14 @@ constexpr std::uint8_t kUntouched = 0xab;
 
 EraseParams params(int samples, int height, int width, int channels, DType dtype, Layout layout,
                    const std::vector<EraseBox>& boxes) {
-  EraseParams p;
-  p.samples = samples;
-  p.height = height;
-  p.width = width;
-  p.channels = channels;
-  p.dtype = dtype;
-  p.layout = layout;
+  EraseParams p =
+      float_chunk::chunk_params<EraseParams>(samples, height, width, channels, dtype, layout);
   p.boxes = boxes.data();
   return p;
 }
 
-std::size_t element(const EraseParams& p, int n, int c, int y, int x) {
-  const auto h = static_cast<std::size_t>(p.height), w = static_cast<std::size_t>(p.width);
-  const auto ch = static_cast<std::size_t>(p.channels);
-  return p.layout == Layout::kNCHW ? ((n * ch + c) * h + y) * w + x
-                                   : ((n * h + y) * w + x) * ch + c;
-}
-
-// The bytes of v in the output type.
-std::vector<std::uint8_t> encoded(DType t, float v) {
-  std::vector<std::uint8_t> out(dtype_size(t));
-  if (t == DType::kFloat32) {
-    std::memcpy(out.data(), &v, 4);
-  } else {
-    const std::uint16_t u = t == DType::kFloat16 ? float_to_half_rn(v) : float_to_bfloat16_rn(v);
-    std::memcpy(out.data(), &u, 2);
-  }
-  return out;
-}
+using float_chunk::element;
+using float_chunk::encoded;
 
 EraseBox box(int top, int left, int height, int width, EraseMode mode) {
   EraseBox b;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "float_chunk.hpp"
 #include "stoke/kernels/mix_cuda.hpp"
 #if defined(STOKE_WITH_CUDA) && STOKE_WITH_CUDA
 #include "../cuda_test_support.hpp"
@@ -33,23 +34,13 @@ namespace {
 
 MixParams params(int samples, int height, int width, int channels, DType dtype, Layout layout,
                  const std::vector<MixSample>& mix) {
-  MixParams p;
-  p.samples = samples;
-  p.height = height;
-  p.width = width;
-  p.channels = channels;
-  p.dtype = dtype;
-  p.layout = layout;
+  MixParams p =
+      float_chunk::chunk_params<MixParams>(samples, height, width, channels, dtype, layout);
   p.mix = mix.data();
   return p;
 }
 
-std::size_t element(const MixParams& p, int n, int c, int y, int x) {
-  const auto h = static_cast<std::size_t>(p.height), w = static_cast<std::size_t>(p.width);
-  const auto ch = static_cast<std::size_t>(p.channels);
-  return p.layout == Layout::kNCHW ? ((n * ch + c) * h + y) * w + x
-                                   : ((n * h + y) * w + x) * ch + c;
-}
+using float_chunk::element;
 
 float load(DType t, const std::vector<std::uint8_t>& buf, std::size_t i) {
   if (t == DType::kFloat32) {
@@ -75,14 +66,8 @@ std::vector<std::uint8_t> random_chunk(const MixParams& p, std::uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> value(-2.5f, 2.7f);
   for (std::size_t i = 0; i < n; ++i) {
-    const float v = value(rng);
-    if (p.dtype == DType::kFloat32) {
-      std::memcpy(buf.data() + i * 4, &v, 4);
-    } else {
-      const std::uint16_t u =
-          p.dtype == DType::kFloat16 ? float_to_half_rn(v) : float_to_bfloat16_rn(v);
-      std::memcpy(buf.data() + i * 2, &u, 2);
-    }
+    const std::vector<std::uint8_t> v = float_chunk::encoded(p.dtype, value(rng));
+    std::memcpy(buf.data() + i * v.size(), v.data(), v.size());
   }
   return buf;
 }
@@ -155,8 +140,8 @@ TEST_P(MixCpuTest, EveryElementComesFromTheRightSamplesWithTorchsRounding) {
                                                     << " x" << x << ": " << got << " != " << want;
         }
   }
-  EXPECT_EQ(mixed, 12 * 16 * 3);                                         // sample 1 only
-  EXPECT_EQ(copied_from_partner, (5 * 6 + 12 * 16) * 3);                 // samples 2 and 3
+  EXPECT_EQ(mixed, 12 * 16 * 3);                                     // sample 1 only
+  EXPECT_EQ(copied_from_partner, (5 * 6 + 12 * 16) * 3);             // samples 2 and 3
   EXPECT_EQ(effective_op(mix[5], p.samples, 12, 16), MixOp::kNone);  // partner 9 of 7
 }
 
