@@ -436,6 +436,38 @@ TEST(Mixing, IsIdenticalForAnyWorkerCount) {
   EXPECT_EQ(std::memcmp(a.mix.data(), b.mix.data(), a.mix.size() * sizeof(MixSample)), 0);
 }
 
+// The draws come from the chunks' positions: a loader resumed mid-epoch mixes as the
+// uninterrupted one does.
+TEST(Mixing, ResumesExactly) {
+  const Options o = mixed(mixing_options());
+  Loader whole(o);
+  const Delivered want = take(whole);
+  Loader first(o);
+  Delivered got;
+  for (int k = 0; k < 2; ++k) {
+    auto b = first.next();
+    ASSERT_TRUE(b);
+    got.soft.insert(got.soft.end(), b->soft_labels().begin(), b->soft_labels().end());
+    got.mix.insert(got.mix.end(), b->mixing().begin(), b->mixing().end());
+    for (int d = 0; d < b->device_count(); ++d) {
+      const DeviceChunk c = b->chunk(d);
+      const auto* p = static_cast<const std::uint8_t*>(c.data);
+      got.out.insert(got.out.end(), p, p + c.bytes);
+    }
+  }
+  Options resumed = o;
+  resumed.resume = first.state();
+  Loader second(resumed);
+  const Delivered rest = take(second);
+  got.out.insert(got.out.end(), rest.out.begin(), rest.out.end());
+  got.soft.insert(got.soft.end(), rest.soft.begin(), rest.soft.end());
+  got.mix.insert(got.mix.end(), rest.mix.begin(), rest.mix.end());
+  EXPECT_TRUE(got.out == want.out);
+  EXPECT_TRUE(got.soft == want.soft);
+  ASSERT_EQ(got.mix.size(), want.mix.size());
+  EXPECT_EQ(std::memcmp(got.mix.data(), want.mix.data(), got.mix.size() * sizeof(MixSample)), 0);
+}
+
 std::string config_error(const Options& o) {
   try {
     Loader loader(o);
