@@ -48,11 +48,12 @@ cp bench/device_check/{CMakeLists.txt,build_module.sh,nvidia_libs.py,python_modu
   "$dest/device_check/"
 
 # The module's sources: module.cpp includes only nanobind and stoke's public headers, laid out
-# as installed (include/stoke/, dtype.hpp beside the loader's).
+# as installed (include/stoke/, dtype.hpp and mix_sample.hpp beside the loader's).
 src=$dest/python-src
 mkdir -p "$src/include/stoke" "$src/stoke"
 cp bindings/src/module.cpp "$src/"
-cp loader/include/stoke/*.hpp kernels/include/stoke/dtype.hpp "$src/include/stoke/"
+cp loader/include/stoke/*.hpp kernels/include/stoke/dtype.hpp kernels/include/stoke/mix_sample.hpp \
+  "$src/include/stoke/"
 cp bindings/stoke/__init__.py bindings/stoke/py.typed "$src/stoke/"
 wheels=$root/build/lean-python
 wheel=$wheels/nanobind-$nanobind_version-py3-none-any.whl
