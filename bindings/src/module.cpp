@@ -207,11 +207,11 @@ nb::dict mixing_dict(const stoke::Batch& b) {
     throw stoke::ConfigError(
         "this loader does not mix: set mixup_alpha or cutmix_alpha (and num_classes)");
   const std::size_t n = mix.size();
-  auto* partner = new std::int32_t[n];
-  auto* op = new std::uint8_t[n];
-  auto* lam = new double[n];
-  auto* weights = new float[2 * n];
-  auto* box = new std::int32_t[4 * n];
+  auto partner = std::make_unique<std::int32_t[]>(n);
+  auto op = std::make_unique<std::uint8_t[]>(n);
+  auto lam = std::make_unique<double[]>(n);
+  auto weights = std::make_unique<float[]>(2 * n);
+  auto box = std::make_unique<std::int32_t[]>(4 * n);
   for (std::size_t i = 0; i < n; ++i) {
     const stoke::MixSample& m = mix[i];
     partner[i] = m.partner;
@@ -220,13 +220,15 @@ nb::dict mixing_dict(const stoke::Batch& b) {
     weights[2 * i] = m.label_self;
     weights[2 * i + 1] = m.label_partner;
     const std::int32_t corners[4] = {m.top, m.left, m.bottom, m.right};
-    std::copy(corners, corners + 4, box + 4 * i);
+    std::copy(corners, corners + 4, box.get() + 4 * i);
   }
-  // Each array owns its buffer through a capsule.
-  const auto numpy = [](auto* data, std::initializer_list<std::size_t> shape) {
-    using T = std::remove_pointer_t<decltype(data)>;
-    nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<T*>(p); });
-    return nb::ndarray<nb::numpy, T>(data, shape.size(), shape.begin(), owner);
+  // Each array takes its buffer over through a capsule (made before the buffer is released,
+  // so that nothing leaks if making it throws).
+  const auto numpy = [](auto& data, std::initializer_list<std::size_t> shape) {
+    using T = std::remove_reference_t<decltype(data[0])>;
+    nb::capsule owner(data.get(), [](void* p) noexcept { delete[] static_cast<T*>(p); });
+    T* raw = data.release();
+    return nb::ndarray<nb::numpy, T>(raw, shape.size(), shape.begin(), owner);
   };
   nb::dict d;
   d["partner"] = numpy(partner, {n});
@@ -392,6 +394,7 @@ void for_each_state_field(State& s, F f) {
 nb::dict state_dict(const stoke::LoaderState& s) {
   nb::dict d;
   for_each_state_field(s, [&d](const char* key, const auto& value) { d[key] = value; });
+  if (s.repeats != 1) d["repeats"] = s.repeats;  // as in serialize(): absent means 1
   return d;
 }
 
@@ -419,6 +422,7 @@ void load_state_dict(PyLoader& self, const nb::dict& d) {
     value = state_field<std::decay_t<decltype(value)>>(d, key);
   });
   if (!has_position) s.position = s.plain_position();
+  if (d.contains("repeats")) s.repeats = state_field<std::int64_t>(d, "repeats");
   stoke::Options o = self.options;
   o.resume = s;
   o.seed = s.seed;

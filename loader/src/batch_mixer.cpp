@@ -32,36 +32,21 @@ struct Box {
   double area() const { return double(bottom - top) * double(right - left); }
 };
 
-// torchvision's CutMix.make_params: a centre uniform over the image, half-sides
-// int(0.5 * sqrt(1 - lam) * side), clamped to the image.
+// torchvision's CutMix.make_params: a centre uniform over the image (torch.randint(W), then
+// torch.randint(H)), torchvision_cutmix_box around it.
 Box torchvision_box(SampleRng& rng, double lam, int height, int width) {
   const auto rx = static_cast<int>(rng.below(static_cast<std::uint64_t>(width)));
   const auto ry = static_cast<int>(rng.below(static_cast<std::uint64_t>(height)));
-  const double r = 0.5 * std::sqrt(1.0 - lam);
-  const auto half_w = static_cast<int>(r * width);
-  const auto half_h = static_cast<int>(r * height);
-  return {std::max(ry - half_h, 0), std::max(rx - half_w, 0), std::min(ry + half_h, height),
-          std::min(rx + half_w, width)};
+  const std::array<int, 4> b = torchvision_cutmix_box(lam, ry, rx, height, width);
+  return {b[0], b[1], b[2], b[3]};
 }
 
-// timm's rand_bbox (no margin): sides int(side * sqrt(1 - lam)), the centre uniform over the
-// image, each end at centre -+ side // 2 clipped to it. A float32 lambda (pair and elem modes,
-// numpy float32 arithmetic) works in float32 throughout.
+// timm's rand_bbox around a centre drawn uniformly over the image (numpy's randint: y, then x).
 Box timm_box(SampleRng& rng, double lam, bool float32, int height, int width) {
-  int cut_h = 0, cut_w = 0;
-  if (float32) {
-    const float ratio = std::sqrt(1.0f - static_cast<float>(lam));
-    cut_h = static_cast<int>(static_cast<float>(height) * ratio);
-    cut_w = static_cast<int>(static_cast<float>(width) * ratio);
-  } else {
-    const double ratio = std::sqrt(1.0 - lam);
-    cut_h = static_cast<int>(height * ratio);
-    cut_w = static_cast<int>(width * ratio);
-  }
   const auto cy = static_cast<int>(rng.below(static_cast<std::uint64_t>(height)));
   const auto cx = static_cast<int>(rng.below(static_cast<std::uint64_t>(width)));
-  return {std::clamp(cy - cut_h / 2, 0, height), std::clamp(cx - cut_w / 2, 0, width),
-          std::clamp(cy + cut_h / 2, 0, height), std::clamp(cx + cut_w / 2, 0, width)};
+  const std::array<int, 4> b = timm_cutmix_box(lam, float32, cy, cx, height, width);
+  return {b[0], b[1], b[2], b[3]};
 }
 
 MixSample entry(int partner, MixOp op, double lam, const Box& box = {}) {
@@ -147,6 +132,30 @@ void draw_timm(const MixConfig& c, SampleRng& rng, std::span<MixSample> out) {
 }
 
 }  // namespace
+
+std::array<int, 4> torchvision_cutmix_box(double lam, int ry, int rx, int height, int width) {
+  const double r = 0.5 * std::sqrt(1.0 - lam);
+  const auto half_w = static_cast<int>(r * width);
+  const auto half_h = static_cast<int>(r * height);
+  return {std::max(ry - half_h, 0), std::max(rx - half_w, 0), std::min(ry + half_h, height),
+          std::min(rx + half_w, width)};
+}
+
+std::array<int, 4> timm_cutmix_box(double lam, bool float32, int cy, int cx, int height,
+                                   int width) {
+  int cut_h = 0, cut_w = 0;
+  if (float32) {  // numpy float32 arithmetic: 1 - lam, its square root and the products
+    const float ratio = std::sqrt(1.0f - static_cast<float>(lam));
+    cut_h = static_cast<int>(static_cast<float>(height) * ratio);
+    cut_w = static_cast<int>(static_cast<float>(width) * ratio);
+  } else {
+    const double ratio = std::sqrt(1.0 - lam);
+    cut_h = static_cast<int>(height * ratio);
+    cut_w = static_cast<int>(width * ratio);
+  }
+  return {std::clamp(cy - cut_h / 2, 0, height), std::clamp(cx - cut_w / 2, 0, width),
+          std::clamp(cy + (cut_h + 1) / 2, 0, height), std::clamp(cx + (cut_w + 1) / 2, 0, width)};
+}
 
 MixSample mix_entry(int partner, MixOp op, double lam, std::array<int, 4> box) {
   MixSample m;

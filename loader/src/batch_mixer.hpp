@@ -48,6 +48,15 @@ MixConfig mix_config(const Options& o, int height, int width);
 kernels::MixSample mix_entry(int partner, kernels::MixOp op, double lam,
                              std::array<int, 4> box = {});
 
+// The CutMix boxes of both rules for lambda `lam` around a given centre, as {top, left, bottom,
+// right}: torchvision's half-sides int(0.5 * sqrt(1 - lam) * side) around (ry, rx), clamped to
+// the image; timm's rand_bbox, sides int(side * sqrt(1 - lam)) (in float32 arithmetic for a
+// float32 lambda, as numpy computes it) and the box [c - side // 2, c + (side + 1) // 2) around
+// (cy, cx), clipped to the image.
+std::array<int, 4> torchvision_cutmix_box(double lam, int ry, int rx, int height, int width);
+std::array<int, 4> timm_cutmix_box(double lam, bool float32, int cy, int cx, int height,
+                                   int width);
+
 // The mixing of one device's chunk (valid.size() samples, the flags of its samples), drawn
 // from (seed, epoch, key), key being the chunk's first position. A sample that is padding, or
 // whose partner is, stays unmixed (kNone, label weights 1 and 0).

@@ -114,16 +114,22 @@ void resolve_resume(ResolvedConfig& r) {
   if (s.global_batch <= 0) throw refuse("global_batch must be positive");
   // The saving loader's batches: at most ceil(N / global_batch) of them (pad), so next_batch
   // (informational here) is at most that.
-  const std::int64_t l = EpochPlan(r.plan).positions();  // N, or fewer under repeats
-  const std::int64_t saved_batches = l / s.global_batch + (l % s.global_batch != 0 ? 1 : 0);
+  if (s.repeats != r.plan.repeats)
+    throw refuse("it was saved with repeats " + std::to_string(s.repeats) + " (now " +
+                 std::to_string(r.plan.repeats) +
+                 "): its position counts another epoch order; resume with the same repeats");
+  // Under repeats the epoch's length L depends on the devices in all, which a resume may change:
+  // a position past this job's L is its epoch's end. (The saving loader's L was at most N.)
+  const std::int64_t l = EpochPlan(r.plan).positions();  // N, or L under repeats
+  const std::int64_t bound = r.plan.repeats > 1 ? n : l;
+  const std::int64_t saved_batches = bound / s.global_batch + (bound % s.global_batch != 0 ? 1 : 0);
   if (s.next_batch < 0 || s.next_batch > saved_batches)
     throw refuse("next_batch must be in 0.." + std::to_string(saved_batches));
-  if (s.position < 0 || s.position > l)
-    throw refuse("position must be in 0.." + std::to_string(l) +
-                 (l == n ? " (the dataset's samples; " : " (the epoch's positions; ") +
-                 std::to_string(l) + ": the epoch is done)");
+  if (s.position < 0 || s.position > bound)
+    throw refuse("position must be in 0.." + std::to_string(bound) + " (the dataset's samples; " +
+                 std::to_string(bound) + ": the epoch is done)");
   r.plan.resume_epoch = s.epoch;
-  r.plan.resume_position = s.position;
+  r.plan.resume_position = std::min(s.position, l);
   r.start_epoch = s.epoch;
   r.start_batch = EpochPlan(r.plan).resume_first();
 }
@@ -185,7 +191,7 @@ void check_mixing_ranges(const Options& o) {
   const auto finite_at_least_0 = [](double v) { return v >= 0 && v <= 1e6; };
   if (!finite_at_least_0(o.mixup_alpha) || !finite_at_least_0(o.cutmix_alpha))
     throw ConfigError(
-        "mixup_alpha and cutmix_alpha must be >= 0 (0: off; 0.2 and 1.0 in "
+        "mixup_alpha and cutmix_alpha must be in [0, 1e6] (0: off; 0.2 and 1.0 in "
         "torchvision's recipe), got " +
         number_text(o.mixup_alpha) + " and " + number_text(o.cutmix_alpha));
   if (!(o.mix_prob >= 0 && o.mix_prob <= 1) || !(o.mix_switch_prob >= 0 && o.mix_switch_prob <= 1))

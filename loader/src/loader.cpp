@@ -138,6 +138,7 @@ LoaderState Loader::Impl::state() const {
   s.position = core_->slots.plan().position(s.epoch, s.next_batch);
   s.dataset_size = config_.plan.samples;
   s.global_batch = std::int64_t{options_.batch} * config_.plan.world;
+  s.repeats = config_.plan.repeats;
   return s;
 }
 

@@ -129,7 +129,7 @@ void ShardPrefetcher::read_plan(const Position& at, const EpochPlan& plan) {
   for (; firsts_from_ < from; ++firsts_from_) firsts_.pop_front();
   for (std::int64_t seq = firsts_from_ + static_cast<std::int64_t>(firsts_.size()); seq <= last;
        ++seq)
-    firsts_.push_back(plan.order_span(seq / bpe_, seq % bpe_));
+    firsts_.push_back(plan.order_spans(seq / bpe_, seq % bpe_));
   for (auto it = windows_.begin(); it != windows_.end() && it->first < from / bpe_;)
     it = windows_.erase(it);
   for (std::int64_t epoch = from / bpe_; epoch <= last / bpe_; ++epoch) {
@@ -248,23 +248,23 @@ void ShardPrefetcher::batch_windows(std::int64_t seq, std::vector<WindowRef>& ou
   const std::int64_t epoch = seq / bpe_;
   const std::vector<ShardWindow>& ws = windows(epoch);
   const std::int64_t n = shape_.samples;
-  const EpochPlan::OrderSpan span = firsts_[static_cast<std::size_t>(seq - firsts_from_)];
-  const std::int64_t first = span.first;
-  const std::int64_t end = first + span.count;
-  // Positions past N are padding: they wrap to the order's start.
-  for (std::int64_t p = first; p < end;) {
-    const std::int64_t q = p % n;
-    const std::int64_t len = std::min(end - p, n - q);
-    auto w = std::upper_bound(ws.begin(), ws.end(), q,
-                              [](std::int64_t v, const ShardWindow& x) { return v < x.end; });
-    for (; w != ws.end() && w->begin < q + len; ++w) {
-      const WindowRef ref{epoch, static_cast<std::size_t>(w - ws.begin())};
-      if (std::none_of(out.begin(), out.end(), [&](const WindowRef& o) {
-            return o.epoch == ref.epoch && o.window == ref.window;
-          }))
-        out.push_back(ref);
+  for (const EpochPlan::OrderSpan& span : firsts_[static_cast<std::size_t>(seq - firsts_from_)]) {
+    const std::int64_t end = span.first + span.count;
+    // Positions past N are padding: they wrap to the order's start.
+    for (std::int64_t p = span.first; p < end;) {
+      const std::int64_t q = p % n;
+      const std::int64_t len = std::min(end - p, n - q);
+      auto w = std::upper_bound(ws.begin(), ws.end(), q,
+                                [](std::int64_t v, const ShardWindow& x) { return v < x.end; });
+      for (; w != ws.end() && w->begin < q + len; ++w) {
+        const WindowRef ref{epoch, static_cast<std::size_t>(w - ws.begin())};
+        if (std::none_of(out.begin(), out.end(), [&](const WindowRef& o) {
+              return o.epoch == ref.epoch && o.window == ref.window;
+            }))
+          out.push_back(ref);
+      }
+      p += len;
     }
-    p += len;
   }
 }
 

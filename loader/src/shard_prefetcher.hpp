@@ -207,7 +207,8 @@ class ShardPrefetcher {
   // coordinator's alone (it writes them under the loader's lock and reads them in its steps).
   std::uint64_t plan_generation_ = 0;
   std::int64_t firsts_from_ = 0;             // the batch firsts_[0] is of
-  std::deque<EpochPlan::OrderSpan> firsts_;  // the order positions each batch reads, by batch
+  // The order positions each batch reads (EpochPlan::order_spans), by batch.
+  std::deque<std::array<EpochPlan::OrderSpan, 2>> firsts_;
   std::map<std::int64_t, std::vector<ShardWindow>> windows_;  // by epoch
 
   mutable Mutex mutex_ ACQUIRED_BEFORE(published_mutex_);

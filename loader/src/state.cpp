@@ -34,6 +34,7 @@ std::string LoaderState::serialize() const {
   out << kTag;
   for_each_field(*this, false,
                  [&out](const char* key, const auto& value) { out << ' ' << key << '=' << value; });
+  if (repeats != 1) out << " repeats=" << repeats;
   return out.str();
 }
 
@@ -60,14 +61,16 @@ LoaderState LoaderState::parse(std::string_view text) {
     if (!seen.insert(key).second)
       throw ConfigError("loader state: field '" + key + "' appears twice");
     bool known = false;
-    for_each_field(s, v1, [&](const char* name, auto& value) {
+    const auto read = [&](const char* name, auto& value) {
       if (key != name) return;
       known = true;
       const char* e = word.data() + word.size();
       const auto r = std::from_chars(word.data() + eq + 1, e, value);
       if (r.ec != std::errc() || r.ptr != e)
         throw ConfigError("loader state: field '" + word + "' is not a number");
-    });
+    };
+    for_each_field(s, v1, read);
+    if (!v1) read("repeats", s.repeats);  // optional: 1 when absent
     if (!known) throw ConfigError("loader state: unknown field '" + key + "'");
   }
   for_each_field(s, v1, [&seen](const char* name, const auto&) {

@@ -426,6 +426,52 @@ TEST(EpochPlan, RepeatedAugmentationResumesOntoOtherShapesWithEveryPositionOnce)
   }
 }
 
+// What the shard prefetcher asks for: every order position a batch reads lies in its spans, and
+// the spans hold little more than the global batch's k-th part (the padded last batch's two
+// pieces included).
+TEST(EpochPlan, RepeatedAugmentationOrderSpansCoverWhatEachBatchReadsAndLittleMore) {
+  for (std::int64_t n : {256, 1000, 1030}) {
+    for (int k : {2, 4}) {
+      for (int world : {1, 3}) {
+        for (int batch : {4, 100}) {
+          PlanConfig c{n, batch, 2, 0, world, 9, true, LastBatch::kPad, {}, 0};
+          c.repeats = k;
+          SCOPED_TRACE(testing::Message() << "N=" << n << " k=" << k << " W=" << world << " B="
+                                          << batch);
+          EpochPlan plan(c);
+          const std::vector<std::int64_t>& order = plan.order(0);
+          std::vector<std::int64_t> at(order.size());
+          for (std::size_t i = 0; i < order.size(); ++i)
+            at[static_cast<std::size_t>(order[i])] = static_cast<std::int64_t>(i);
+          for (std::int64_t b = 0; b < plan.batches_per_epoch(); ++b) {
+            const auto spans = plan.order_spans(0, b);
+            const std::int64_t global = std::int64_t{batch} * world;
+            EXPECT_LE(spans[0].count + spans[1].count, std::min(n, global / k + 3));
+            std::vector<std::int64_t> ids(static_cast<std::size_t>(batch));
+            std::vector<std::uint8_t> valid(static_cast<std::size_t>(batch));
+            plan.batch(0, b, ids, valid);
+            for (std::int64_t id : ids) {
+              const std::int64_t p = at[static_cast<std::size_t>(id)];
+              const bool inside = std::any_of(spans.begin(), spans.end(), [&](const auto& s) {
+                return (p - s.first + n) % n < s.count;
+              });
+              ASSERT_TRUE(inside) << "batch " << b << " reads order position " << p;
+            }
+          }
+        }
+      }
+    }
+  }
+  // A padded last batch: positions [700, 768) and, wrapped, [0, 32) of R.
+  PlanConfig c{1000, 100, 1, 0, 1, 0, true, LastBatch::kPad, {}, 0};
+  c.repeats = 4;
+  const auto spans = EpochPlan(c).order_spans(0, 7);
+  EXPECT_EQ(spans[0].first, 175);
+  EXPECT_EQ(spans[0].count, 17);
+  EXPECT_EQ(spans[1].first, 0);
+  EXPECT_EQ(spans[1].count, 8);
+}
+
 TEST(EpochPlan, RepeatedAugmentationNeedsSamplesForRASamplersRounding) {
   PlanConfig c{200, 8, 1, 0, 1, 0, true, LastBatch::kPad, {}, 0};
   c.repeats = 4;

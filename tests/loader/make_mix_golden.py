@@ -1,7 +1,8 @@
-"""Writes tests/data/mix_golden.bin: torchvision.transforms.v2's MixUp and CutMix and timm's
+"""Writes tests/data/mix_golden.bin and mix_boxes.txt: torchvision.transforms.v2's MixUp and CutMix and timm's
 Mixup (batch, pair and elem modes) applied to one normalized chunk, given lambdas, partners and
 boxes chosen here, in float32, float16 and bfloat16, with their soft labels. mixing_test.cpp
-gives stoke's kernels the same lambdas and boxes and compares every byte.
+gives stoke's kernels the same lambdas and boxes and compares every byte; mix_boxes.txt holds
+both references' CutMix box rules for given lambdas and centres (box_lines()).
 
 The draws are the references' own transforms with their random draws replaced: torchvision's
 make_params returns the case's lambda (and box), timm's _params_per_batch / _params_per_elem
@@ -142,6 +143,34 @@ def cases(x, labels):
                           [(2, 8, 3, 14), (0, 10, 0, 14), (7, 9, 7, 9)], 0.0))
 
 
+def box_lines():
+    """The CutMix box rules themselves: torchvision's CutMix.make_params with its torch.randint
+    centre and Beta draw replaced, timm's rand_bbox with numpy's randint replaced (float64 and
+    float32 lambdas), over sizes odd and even and lambdas from 0 to nearly 1. One line each:
+    rule, lambda (shortest round-trip decimal), float32 flag, height, width, centre y, centre x,
+    then top, left, bottom, right."""
+    rng = np.random.default_rng(11)
+    sizes = [(176, 176), (224, 224), (37, 53), (10, 14), (1, 5), (255, 97)]
+    lams = [0.0, 1e-7, 0.5, 0.9999999, 0.3] + [float(v) for v in rng.random(60)]
+    lines = []
+    for h, w in sizes:
+        for lam in lams:
+            ry, rx = int(rng.integers(h)), int(rng.integers(w))
+            lam32 = float(np.float32(lam))
+            t = v2.CutMix(alpha=1.0, num_classes=CLASSES)
+            with mock.patch.object(t._dist, "sample", lambda shape: torch.tensor([lam32])), \
+                    mock.patch("torch.randint", side_effect=[torch.tensor([rx]), torch.tensor([ry])]):
+                x1, y1, x2, y2 = t.make_params([torch.zeros(1, 3, h, w)])["box"]
+            lines.append(f"torchvision {lam32!r} 1 {h} {w} {ry} {rx} {y1} {x1} {y2} {x2}")
+            for float32 in (False, True):
+                value = np.float32(lam) if float32 else lam
+                with mock.patch("numpy.random.randint", side_effect=[ry, rx]):
+                    yl, yh, xl, xh = timm_mixup.rand_bbox((1, 3, h, w), value)
+                lines.append(f"timm {float(value)!r} {int(float32)} {h} {w} {ry} {rx} {int(yl)} "
+                             f"{int(xl)} {int(yh)} {int(xh)}")
+    return lines
+
+
 def raw(t):
     if t.dtype == torch.bfloat16:
         return t.contiguous().view(torch.int16).numpy().tobytes()
@@ -164,6 +193,10 @@ def main():
         blob += raw(out)
         blob += target.to(torch.float32).contiguous().numpy().tobytes()
     args.out.write_bytes(bytes(blob))
+    boxes = box_lines()
+    (args.out.parent / "mix_boxes.txt").write_text(
+        "# tests/loader/make_mix_golden.py: the CutMix box rules of torchvision and timm\n"
+        + "\n".join(boxes) + "\n")
     print(f"{args.out}: {len(all_cases)} cases ({capability}, torch {torch.__version__}, timm "
           f"{timm_mixup.__name__.split('.')[0]} {__import__('timm').__version__})")
 

@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -310,6 +312,35 @@ TEST(MixParity, PixelsAndSoftLabelsAreTorchvisionsAndTimmsByteForByte) {
   EXPECT_TRUE(in.at_end());
 }
 
+TEST(MixParity, CutMixBoxesAreTorchvisionsAndTimmsForEveryLambdaAndCentre) {
+  std::ifstream in(test::golden_path("mix_boxes.txt"));
+  ASSERT_TRUE(in) << test::golden_path("mix_boxes.txt");
+  std::string line;
+  int cases = 0, differ = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    std::string rule;
+    double lam = 0;
+    int float32 = 0, h = 0, w = 0, cy = 0, cx = 0;
+    std::array<int, 4> want{};
+    fields >> rule >> lam >> float32 >> h >> w >> cy >> cx >> want[0] >> want[1] >> want[2] >>
+        want[3];
+    ASSERT_TRUE(fields && (rule == "torchvision" || rule == "timm")) << line;
+    const std::array<int, 4> got = rule == "torchvision"
+                                       ? detail::torchvision_cutmix_box(lam, cy, cx, h, w)
+                                       : detail::timm_cutmix_box(lam, float32 != 0, cy, cx, h, w);
+    if (got != want) {
+      ++differ;
+      ADD_FAILURE() << line << ": got " << got[0] << " " << got[1] << " " << got[2] << " "
+                    << got[3];
+    }
+    ++cases;
+  }
+  EXPECT_EQ(cases, 1170);
+  EXPECT_EQ(differ, 0);
+}
+
 // ---- through the loader --------------------------------------------------------------------
 
 constexpr int kSide = 32;
@@ -506,9 +537,10 @@ TEST(Mixing, ClearErrors) {
             "Mixup refuses an odd batch: the chunk (batch 6 / 2 devices = 3) must be even");
   o = mixed(mixing_options());
   o.mixup_alpha = -1;
-  EXPECT_EQ(config_error(o),
-            "mixup_alpha and cutmix_alpha must be >= 0 (0: off; 0.2 and 1.0 in torchvision's "
-            "recipe), got -1 and 1");
+  EXPECT_EQ(
+      config_error(o),
+      "mixup_alpha and cutmix_alpha must be in [0, 1e6] (0: off; 0.2 and 1.0 in torchvision's "
+      "recipe), got -1 and 1");
   o = mixed(mixing_options());
   o.mix_prob = 1.5;
   EXPECT_EQ(config_error(o),

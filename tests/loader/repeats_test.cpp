@@ -50,7 +50,8 @@ std::vector<Sample> take(Loader& loader, std::int64_t batches) {
 
 TEST(RepeatedAugmentation, KeepsRASamplersStepsAndAugmentsEachCopyOnItsOwn) {
   Loader loader(repeat_options());
-  // RASampler: floor(floor(1000 / 256) * 256 / 2 devices) = 384 samples per device, 24 steps of 8.
+  // RASampler: floor(floor(1000 / 256) * 256 / 2 devices) = 384 samples per device, 48 steps
+  // of 8.
   ASSERT_EQ(loader.batches_per_epoch(), 48);
   const std::vector<Sample> epoch = take(loader, 48);
   ASSERT_EQ(epoch.size(), 768u);
@@ -79,6 +80,39 @@ TEST(RepeatedAugmentation, ResumesExactlyInTheMiddleOfAnEpoch) {
   for (std::size_t i = 0; i < got.size(); ++i) {
     ASSERT_EQ(got[i].id, want[i].id) << i;
     ASSERT_TRUE(got[i].pixels == want[i].pixels) << i;
+  }
+}
+
+// The epoch's length follows the devices in all: a state saved at the end of an epoch on 2
+// devices (768 positions) resumes on 5 (765) as that epoch's end; a state of other repeats is
+// refused, since its position counts another order.
+TEST(RepeatedAugmentation, ResumesOntoOtherDevicesAndRefusesOtherRepeats) {
+  Loader first(repeat_options());
+  take(first, 48);
+  const LoaderState end = first.state();
+  EXPECT_EQ(end.position, 768);
+  EXPECT_EQ(end.repeats, 4);
+  Options o = repeat_options();
+  o.devices = DeviceSet::parse("cpu:5");
+  o.batch = 15;
+  o.resume = end;
+  Loader second(o);
+  EXPECT_FALSE(second.next());  // epoch 0 is over
+  auto b = second.next();
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->epoch(), 1);
+  EXPECT_EQ(b->index(), 0);
+  o = repeat_options();
+  o.repeats = 2;
+  o.resume = end;
+  try {
+    Loader other(o);
+    FAIL() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "cannot resume from 'stoke-state/2 seed=4 epoch=0 position=768 next_batch=48 "
+                 "dataset_size=1000 global_batch=16 repeats=4': it was saved with repeats 4 (now "
+                 "2): its position counts another epoch order; resume with the same repeats");
   }
 }
 

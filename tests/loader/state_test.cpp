@@ -32,6 +32,23 @@ TEST(LoaderState, SerializesEveryFieldAndParsesItBack) {
             s);
 }
 
+// Repeated augmentation's k is written only when it is not 1, so the other states read as
+// before.
+TEST(LoaderState, CarriesRepeatsWhenThereAreAny) {
+  const LoaderState s{7, 1, 640, 10, 1000, 64, 4};
+  EXPECT_EQ(s.serialize(),
+            "stoke-state/2 seed=7 epoch=1 position=640 next_batch=10 dataset_size=1000 "
+            "global_batch=64 repeats=4");
+  EXPECT_EQ(LoaderState::parse(s.serialize()), s);
+  EXPECT_EQ(LoaderState::parse("stoke-state/2 seed=7 epoch=1 position=640 next_batch=10 "
+                               "dataset_size=1000 global_batch=64")
+                .repeats,
+            1);
+  EXPECT_EQ(parse_error("stoke-state/1 seed=7 epoch=1 next_batch=10 dataset_size=1000 "
+                        "global_batch=64 repeats=4"),
+            "loader state: unknown field 'repeats'");
+}
+
 TEST(LoaderState, ReadsAVersionOneStateAsThePlainPositionOfItsBatch) {
   const LoaderState s = LoaderState::parse(
       "stoke-state/1 seed=7 epoch=2 next_batch=37 dataset_size=10000 global_batch=100");

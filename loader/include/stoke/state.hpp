@@ -23,8 +23,12 @@ struct LoaderState {
   // B x W; a loader with another global batch may resume it.
   std::int64_t dataset_size = 0;
   std::int64_t global_batch = 0;
+  // Options::repeats of the saving loader: a position counts the epoch's repeated order, so a
+  // loader with other repeats refuses it.
+  std::int64_t repeats = 1;
 
   // "stoke-state/2 seed=.. epoch=.. position=.. next_batch=.. dataset_size=.. global_batch=.."
+  // and " repeats=.." when repeats is not 1 (absent: 1).
   std::string serialize() const;
   // Throws ConfigError naming the problem when `text` is not a serialized state. Also reads
   // "stoke-state/1" (no position field), whose position is plain_position().

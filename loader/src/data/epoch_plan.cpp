@@ -161,15 +161,19 @@ const std::vector<std::int64_t>& EpochPlan::order(std::int64_t epoch) {
   return order;
 }
 
-EpochPlan::OrderSpan EpochPlan::order_span(std::int64_t epoch, std::int64_t index) const {
-  if (config_.repeats <= 1) return {first_position(epoch, index), config_.batch};
+std::array<EpochPlan::OrderSpan, 2> EpochPlan::order_spans(std::int64_t epoch,
+                                                           std::int64_t index) const {
+  if (config_.repeats <= 1) return {{{first_position(epoch, index), config_.batch}, {}}};
   const std::int64_t k = config_.repeats;
+  const std::int64_t l = positions_;
   const std::int64_t s = position(epoch, index);
   const std::int64_t end = s + std::int64_t{config_.batch} * config_.world;  // past the last
-  if (end <= positions_) return {s / k, (end - 1) / k - s / k + 1};
-  // Past L the positions wrap to R's start: from s's entry through the order's end, then from
-  // its start through the last wrapped entry.
-  return {s / k, config_.samples - s / k + (end - 1 - positions_) / k + 1};
+  // R[q] = order[q / k] for q < L; positions past L are R[q - L], ...
+  const auto entries = [k](std::int64_t from, std::int64_t to) {  // R positions [from, to)
+    return OrderSpan{from / k, (to - 1) / k - from / k + 1};
+  };
+  if (end <= l) return {{entries(s, end), {}}};
+  return {{entries(s, l), entries(0, std::min(end - l, l))}};
 }
 
 std::int64_t EpochPlan::batch(std::int64_t epoch, std::int64_t index, std::span<std::int64_t> ids,

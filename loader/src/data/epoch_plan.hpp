@@ -33,6 +33,7 @@
 // still draws from its place in the batch (first_position() + its index), which differs between
 // the copies.
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -103,14 +104,15 @@ class EpochPlan {
     return position(epoch, index) + std::int64_t{config_.rank} * config_.batch;
   }
 
-  // The order positions (0..N-1) this rank's batch `index` of `epoch` reads: [first, first +
-  // count), wrapping past N to the order's start. Under repeats, those of the whole global
-  // batch (a superset of this rank's).
+  // The order positions (0..N-1) this rank's batch `index` of `epoch` reads: each span is
+  // [first, first + count), wrapping past N to the order's start; the second is empty (count 0)
+  // but for the padded last batch under repeats, whose positions past L wrap to R's start.
+  // Under repeats, those of the whole global batch (a superset of this rank's).
   struct OrderSpan {
     std::int64_t first = 0;
     std::int64_t count = 0;
   };
-  OrderSpan order_span(std::int64_t epoch, std::int64_t index) const;
+  std::array<OrderSpan, 2> order_spans(std::int64_t epoch, std::int64_t index) const;
 
   // Fills the B sample ids and valid flags of this rank's batch `index` of `epoch`, and returns
   // its first_position().
