@@ -436,8 +436,8 @@ TEST(EpochPlan, RepeatedAugmentationOrderSpansCoverWhatEachBatchReadsAndLittleMo
         for (int batch : {4, 100}) {
           PlanConfig c{n, batch, 2, 0, world, 9, true, LastBatch::kPad, {}, 0};
           c.repeats = k;
-          SCOPED_TRACE(testing::Message() << "N=" << n << " k=" << k << " W=" << world << " B="
-                                          << batch);
+          SCOPED_TRACE(testing::Message()
+                       << "N=" << n << " k=" << k << " W=" << world << " B=" << batch);
           EpochPlan plan(c);
           const std::vector<std::int64_t>& order = plan.order(0);
           std::vector<std::int64_t> at(order.size());

@@ -72,6 +72,10 @@ struct FakeGpuLog {
   std::vector<std::pair<std::int64_t, std::chrono::steady_clock::time_point>> copies_executed;
   int erases = 0;  // erase calls enqueued
   int mixes = 0;   // mix calls enqueued
+  // The fake device's memory (alloc'd, not yet freed), and the kernels handed arrays or chunks
+  // outside it (host memory a real GPU could not read).
+  std::map<std::uintptr_t, std::size_t> device_allocs;
+  int kernels_given_host_memory = 0;
 
   static bool inside(const std::map<std::uintptr_t, std::size_t>& ranges, const void* p,
                      std::size_t n) {
@@ -138,10 +142,16 @@ class FakeGpu final : public detail::DeviceBackend {
     touch(dev);
     void* p = std::malloc(n);
     std::memset(p, 0xCD, n);  // never-written device memory is recognisable
+    std::lock_guard lock(log_->mutex);
+    log_->device_allocs[reinterpret_cast<std::uintptr_t>(p)] = n;
     return p;
   }
   void free(int dev, void* p) noexcept override {
     touch(dev);
+    {
+      std::lock_guard lock(log_->mutex);
+      log_->device_allocs.erase(reinterpret_cast<std::uintptr_t>(p));
+    }
     std::free(p);
   }
   detail::Event create_event(int dev) override {
@@ -205,6 +215,13 @@ class FakeGpu final : public detail::DeviceBackend {
     {
       std::lock_guard lock(log_->mutex);
       log_->mixes += 1;
+      const std::size_t chunk = std::size_t(p.samples) * std::size_t(p.height) *
+                                std::size_t(p.width) * std::size_t(p.channels) *
+                                kernels::dtype_size(p.dtype);
+      const auto& mem = log_->device_allocs;
+      if (!FakeGpuLog::inside(mem, p.mix, sizeof(kernels::MixSample) * std::size_t(p.samples)) ||
+          !FakeGpuLog::inside(mem, d_src, chunk) || !FakeGpuLog::inside(mem, d_dst, chunk))
+        log_->kernels_given_host_memory += 1;
     }
     queue(dev).push([=] { kernels::mix_cpu(p, d_src, d_dst); });
   }

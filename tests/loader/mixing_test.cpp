@@ -450,6 +450,7 @@ TEST(Mixing, FakeGpusDeliverTheHostDevicesBytes) {
   EXPECT_TRUE(got.soft == expected.soft);
   std::lock_guard lock(gpu.log().mutex);
   EXPECT_EQ(gpu.log().mixes, 2 * got.batches);
+  EXPECT_EQ(gpu.log().kernels_given_host_memory, 0);
 }
 
 TEST(Mixing, IsIdenticalForAnyWorkerCount) {
