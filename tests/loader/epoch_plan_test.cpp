@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <set>
 
 #include "stoke/error.hpp"
 
@@ -484,6 +485,98 @@ TEST(EpochPlan, RepeatedAugmentationNeedsSamplesForRASamplersRounding) {
                  "epoch, as torchvision's RASampler does, and the dataset's 200 samples give "
                  "none; use repeats 1");
   }
+}
+
+// The permuted order (PlanConfig::permuted_from; at 2^22 samples by default, here at 1 so that
+// small datasets take it): every sample once per epoch across ranks and devices, padding from
+// the order's start, a new order each epoch, and, for shards, each shuffle window's positions
+// holding exactly its shards' samples.
+TEST(EpochPlan, APermutedOrderDealsEverySampleOnceAndKeepsShardWindowsTogether) {
+  for (std::int64_t n : {1, 7, 1000, 1001}) {
+    for (int world : {1, 3}) {
+      for (int devices : {1, 2}) {
+        PlanConfig c{n, 4 * devices, devices, 0, world, 3, true, LastBatch::kPad, {}, 0};
+        c.permuted_from = 1;
+        SCOPED_TRACE(testing::Message() << "N=" << n << " W=" << world << " G=" << devices);
+        const EpochIds e = global_epoch(c, 2);
+        std::vector<std::int64_t> valid_ids;
+        for (std::size_t i = 0; i < e.ids.size(); ++i) {
+          if (e.valid[i]) valid_ids.push_back(e.ids[i]);
+        }
+        ASSERT_EQ(valid_ids.size(), static_cast<std::size_t>(n));
+        EpochPlan plan(c);
+        for (std::size_t i = 0; i < valid_ids.size(); ++i) {
+          ASSERT_EQ(valid_ids[i], plan.sample_at(2, static_cast<std::int64_t>(i)));
+        }
+        for (std::size_t i = valid_ids.size(); i < e.ids.size(); ++i) {  // padding wraps
+          ASSERT_EQ(e.ids[i], valid_ids[i % valid_ids.size()]);
+        }
+        std::sort(valid_ids.begin(), valid_ids.end());
+        for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(valid_ids[static_cast<std::size_t>(i)], i);
+        if (n > 7) {
+          int same = 0;
+          for (std::int64_t p = 0; p < n; ++p) same += plan.sample_at(2, p) == plan.sample_at(3, p);
+          EXPECT_LT(same, n / 20);  // another epoch, another order
+        }
+      }
+    }
+  }
+  // Shards of uneven sizes (an empty one too), shuffled within windows of 3.
+  PlanConfig c{0, 8, 1, 0, 1, 5, true, LastBatch::kPad, {0}, 3};
+  for (std::int64_t size : {40, 0, 17, 64, 5, 33, 1, 90, 12, 25})
+    c.shard_starts.push_back(c.shard_starts.back() + size);
+  c.samples = c.shard_starts.back();
+  c.permuted_from = 1;
+  EpochPlan plan(c);
+  for (std::int64_t epoch : {0, 1}) {
+    for (const ShardWindow& w : plan.shard_windows(epoch)) {
+      std::vector<std::int64_t> got, want;
+      for (std::int64_t p = w.begin; p < w.end; ++p) got.push_back(plan.sample_at(epoch, p));
+      for (std::size_t shard : w.shards) {
+        for (std::int64_t i = c.shard_starts[shard]; i < c.shard_starts[shard + 1]; ++i)
+          want.push_back(i);
+      }
+      EXPECT_FALSE(std::is_sorted(got.begin(), got.end()) && got.size() > 2);
+      std::sort(got.begin(), got.end());
+      std::sort(want.begin(), want.end());
+      EXPECT_EQ(got, want);
+    }
+  }
+  // Unshuffled, the permuted order is the identity, as the array order is.
+  c.shuffle = false;
+  EpochPlan plain(c);
+  for (std::int64_t p = 0; p < c.samples; ++p) ASSERT_EQ(plain.sample_at(0, p), p);
+}
+
+// Under the limit nothing changes: the array order, the one existing checksums were made with.
+TEST(EpochPlan, BelowTheLimitTheOrderIsTheShuffledArray) {
+  PlanConfig c{1000, 8, 1, 0, 1, 3, true, LastBatch::kPad, {}, 0};
+  EpochPlan plan(c);
+  EXPECT_FALSE(plan.permuted());
+  const std::vector<std::int64_t> order = plan.order(1);
+  for (std::int64_t p = 0; p < 1000; ++p)
+    ASSERT_EQ(plan.sample_at(1, p), order[static_cast<std::size_t>(p)]);
+  EXPECT_EQ(kPermutedOrderFrom, std::int64_t{1} << 22);
+}
+
+// 100 M samples: a batch anywhere in the epoch, without an array of them.
+TEST(EpochPlan, AHundredMillionSamplesNeedNoArray) {
+  PlanConfig c{100'000'000, 256, 8, 0, 4, 11, true, LastBatch::kPad, {}, 0};
+  EpochPlan plan(c);
+  ASSERT_TRUE(plan.permuted());
+  std::vector<std::int64_t> ids(256);
+  std::vector<std::uint8_t> valid(256);
+  std::set<std::int64_t> seen;
+  for (std::int64_t b :
+       {std::int64_t{0}, plan.batches_per_epoch() / 2, plan.batches_per_epoch() - 1}) {
+    plan.batch(7, b, ids, valid);
+    for (std::size_t j = 0; j < ids.size(); ++j) {
+      ASSERT_GE(ids[j], 0);
+      ASSERT_LT(ids[j], 100'000'000);
+      seen.insert(ids[j]);
+    }
+  }
+  EXPECT_EQ(seen.size(), 3u * 256);  // distinct positions, distinct samples
 }
 
 }  // namespace

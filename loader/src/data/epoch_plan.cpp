@@ -176,15 +176,64 @@ std::array<EpochPlan::OrderSpan, 2> EpochPlan::order_spans(std::int64_t epoch,
   return {{entries(s, l), entries(0, std::min(end - l, l))}};
 }
 
+const EpochPlan::PermutedEpoch& EpochPlan::permuted_epoch(std::int64_t epoch) {
+  for (const PermutedEpoch& e : permuted_) {
+    if (e.epoch == epoch) return e;
+  }
+  PermutedEpoch& e = permuted_[next_permuted_];
+  next_permuted_ ^= 1;
+  e = PermutedEpoch{};
+  e.epoch = epoch;
+  e.windows = shard_windows(epoch);
+  if (e.windows.empty()) e.windows.push_back({0, config_.samples, {}});  // not shards
+  const auto& starts = config_.shard_starts;
+  for (std::size_t k = 0; k < e.windows.size(); ++k) {
+    const ShardWindow& w = e.windows[k];
+    // The streams of order()'s shuffles: 0 for a full permutation, else per window.
+    const std::int64_t stream =
+        e.windows.size() <= 1 ? 0 : 1 + static_cast<std::int64_t>(k) * config_.shuffle_window;
+    SampleRng rng(config_.seed, kShuffleStream, epoch, stream);
+    e.shuffles.emplace_back(static_cast<std::uint64_t>(std::max<std::int64_t>(w.end - w.begin, 1)),
+                            rng.next());
+    e.first_shard.push_back(e.shard_offsets.size());
+    std::int64_t at = 0;
+    for (std::size_t shard : w.shards) {
+      e.shard_offsets.push_back(at);
+      at += starts[shard + 1] - starts[shard];
+    }
+    e.shard_offsets.push_back(at);
+  }
+  return e;
+}
+
+std::int64_t EpochPlan::sample_at(std::int64_t epoch, std::int64_t p) {
+  if (!permuted()) return order(epoch)[static_cast<std::size_t>(p)];
+  if (!config_.shuffle) return p;  // the identity, shards or not
+  const PermutedEpoch& e = permuted_epoch(epoch);
+  const auto w = std::upper_bound(e.windows.begin(), e.windows.end(), p,
+                                  [](std::int64_t v, const ShardWindow& x) { return v < x.end; });
+  const auto k = static_cast<std::size_t>(w - e.windows.begin());
+  const auto j = static_cast<std::int64_t>(e.shuffles[k](static_cast<std::uint64_t>(p - w->begin)));
+  if (w->shards.empty()) return w->begin + j;
+  // The shard of the window that holds its j-th sample (empty shards have no room).
+  const auto offsets = e.shard_offsets.begin() + static_cast<std::ptrdiff_t>(e.first_shard[k]);
+  const auto in =
+      std::upper_bound(offsets, offsets + static_cast<std::ptrdiff_t>(w->shards.size()), j) - 1;
+  return config_.shard_starts[w->shards[static_cast<std::size_t>(in - offsets)]] + (j - *in);
+}
+
 std::int64_t EpochPlan::batch(std::int64_t epoch, std::int64_t index, std::span<std::int64_t> ids,
                               std::span<std::uint8_t> valid) {
-  const auto& ord = order(epoch);
+  const std::vector<std::int64_t>* array = permuted() ? nullptr : &order(epoch);
+  const auto sample = [&](std::int64_t p) {
+    return array != nullptr ? (*array)[static_cast<std::size_t>(p)] : sample_at(epoch, p);
+  };
   const std::int64_t n = config_.samples;
   const std::int64_t first = first_position(epoch, index);
   if (config_.repeats <= 1) {
     for (int j = 0; j < config_.batch; ++j) {
       const std::int64_t p = first + j;
-      ids[j] = ord[static_cast<std::size_t>(p % n)];
+      ids[j] = sample(p % n);
       valid[j] = p < n ? 1 : 0;
     }
     return first;
@@ -198,7 +247,7 @@ std::int64_t EpochPlan::batch(std::int64_t epoch, std::int64_t index, std::span<
   for (int j = 0; j < config_.batch; ++j) {
     const std::int64_t d = std::int64_t{config_.rank} * config_.devices + j / per_device;
     const std::int64_t q = s + d + (j % per_device) * d_all;
-    ids[j] = ord[static_cast<std::size_t>((q % l) / k)];
+    ids[j] = sample((q % l) / k);
     valid[j] = q < l ? 1 : 0;
   }
   return first;

@@ -23,6 +23,12 @@
 // plain mapping, so an exact resume delivers what the uninterrupted run would have. Every other
 // epoch, and epoch e once clear_resume() has run, is plain.
 //
+// From PlanConfig::permuted_from samples on (2^22 by default) the permutation is not an array:
+// each position's sample is computed when asked (sample_at()) by a keyed bijection
+// (data/keyed_permutation.hpp), per shuffle window for shards, so the plan needs O(shards)
+// memory, not O(N). It is another permutation than the array's, equally a function of (seed,
+// epoch) alone.
+//
 // Repeated augmentation (repeats k > 1, torchvision's RASampler): the epoch's positions are the
 // order with each entry repeated k times in a row, R[q] = order[q / k], cut to
 // L = floor(floor(N / 256) * 256 / D) * D positions (D = G x W, the devices over all ranks: each
@@ -38,9 +44,18 @@
 #include <span>
 #include <vector>
 
+#include "data/keyed_permutation.hpp"
 #include "stoke/options.hpp"
 
 namespace stoke::detail {
+
+// Where the epoch's order stops being an array (PlanConfig::permuted_from): below 2^22 samples
+// (4,194,304: ImageNet-1k and smaller) it is the Fisher-Yates shuffle of an array, two epochs of
+// which the plan keeps (8 bytes a sample each); from there on each order position's sample is
+// computed when asked, with data/keyed_permutation.hpp, in O(1) memory (O(shards) for shards).
+// Both are a function of (seed, epoch) alone; they are different permutations, so a dataset
+// that crosses the limit gets another order (documented in docs/USAGE.md).
+inline constexpr std::int64_t kPermutedOrderFrom = std::int64_t{1} << 22;
 
 struct PlanConfig {
   std::int64_t samples = 0;  // N
@@ -60,6 +75,9 @@ struct PlanConfig {
   std::int64_t resume_epoch = -1;
   std::int64_t resume_position = 0;
   int repeats = 1;  // k: repeated augmentation (above); 1: off
+  // From this many samples on, the epoch's order is a keyed bijection (below) instead of a
+  // shuffled array: no N-sized memory.
+  std::int64_t permuted_from = kPermutedOrderFrom;
 };
 
 // Throws ConfigError (with a suggested fix) when the configuration cannot produce batches.
@@ -120,8 +138,12 @@ class EpochPlan {
   std::int64_t batch(std::int64_t epoch, std::int64_t index, std::span<std::int64_t> ids,
                      std::span<std::uint8_t> valid);
 
-  // The epoch's sample order before padding (a permutation of 0..N-1).
+  // The epoch's sample order before padding (a permutation of 0..N-1) as an array.
+  // REQUIRES: N < config().permuted_from.
   const std::vector<std::int64_t>& order(std::int64_t epoch);
+  // The sample at position p (0..N-1) of the epoch's order, either way.
+  std::int64_t sample_at(std::int64_t epoch, std::int64_t p);
+  bool permuted() const { return config_.samples >= config_.permuted_from; }
 
   // Tar shards: the epoch's order as runs of shards, in order (one run per shuffle window; one
   // per shard without shuffling; one holding every shard under a full permutation). Empty for
@@ -138,6 +160,20 @@ class EpochPlan {
   std::int64_t cached_epoch_[2] = {-1, -1};
   std::vector<std::int64_t> cached_order_[2];
   int next_cache_ = 0;
+
+  // A permuted epoch (permuted()): its windows (one for every sample when not shards, or under
+  // a full shuffle), each shuffled by its own keyed bijection, and where each window's shards
+  // start within it.
+  struct PermutedEpoch {
+    std::int64_t epoch = -1;
+    std::vector<ShardWindow> windows;
+    std::vector<KeyedPermutation> shuffles;   // one per window (none without shuffling)
+    std::vector<std::int64_t> shard_offsets;  // per window, its shards' starts within it, then
+    std::vector<std::size_t> first_shard;     //   its total; first_shard[k]: window k's first
+  };
+  const PermutedEpoch& permuted_epoch(std::int64_t epoch);
+  PermutedEpoch permuted_[2];
+  int next_permuted_ = 0;
 };
 
 }  // namespace stoke::detail
