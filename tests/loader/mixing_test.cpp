@@ -449,7 +449,8 @@ TEST(Mixing, FakeGpusDeliverTheHostDevicesBytes) {
   EXPECT_TRUE(got.out == expected.out);
   EXPECT_TRUE(got.soft == expected.soft);
   std::lock_guard lock(gpu.log().mutex);
-  EXPECT_EQ(gpu.log().mixes, 2 * got.batches);
+  // One per device and batch, and perhaps for the next epoch's first batches, staged ahead.
+  EXPECT_GE(gpu.log().mixes, 2 * got.batches);
   EXPECT_EQ(gpu.log().kernels_given_host_memory, 0);
 }
 
