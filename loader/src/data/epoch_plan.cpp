@@ -128,7 +128,14 @@ std::vector<ShardWindow> EpochPlan::shard_windows(std::int64_t epoch) const {
   return windows;
 }
 
-const std::vector<std::int64_t>& EpochPlan::order(std::int64_t epoch) {
+std::vector<std::int64_t> EpochPlan::order(std::int64_t epoch) {
+  const std::vector<std::uint32_t>& a = array_order(epoch);
+  return {a.begin(), a.end()};
+}
+
+// The same Fisher-Yates swaps on 32-bit entries as on 64-bit ones: the same permutation, in half
+// the memory (an array order has fewer than 2^32 entries: permuted() takes over before).
+const std::vector<std::uint32_t>& EpochPlan::array_order(std::int64_t epoch) {
   for (int i = 0; i < 2; ++i) {
     if (cached_epoch_[i] == epoch) return cached_order_[i];
   }
@@ -136,7 +143,7 @@ const std::vector<std::int64_t>& EpochPlan::order(std::int64_t epoch) {
   next_cache_ ^= 1;
   auto& order = cached_order_[slot];
   order.resize(static_cast<std::size_t>(config_.samples));
-  std::iota(order.begin(), order.end(), std::int64_t{0});
+  std::iota(order.begin(), order.end(), std::uint32_t{0});
   const std::vector<ShardWindow> windows = shard_windows(epoch);
   if (config_.shuffle && windows.size() <= 1) {
     SampleRng rng(config_.seed, kShuffleStream, epoch, 0);
@@ -150,7 +157,7 @@ const std::vector<std::int64_t>& EpochPlan::order(std::int64_t epoch) {
       const auto window_begin = out;
       for (std::size_t s : windows[k].shards) {
         const std::int64_t count = starts[s + 1] - starts[s];
-        std::iota(out, out + count, starts[s]);
+        std::iota(out, out + count, static_cast<std::uint32_t>(starts[s]));
         out += count;
       }
       SampleRng rng(config_.seed, kShuffleStream, epoch, 1 + static_cast<std::int64_t>(k) * window);
@@ -207,7 +214,7 @@ const EpochPlan::PermutedEpoch& EpochPlan::permuted_epoch(std::int64_t epoch) {
 }
 
 std::int64_t EpochPlan::sample_at(std::int64_t epoch, std::int64_t p) {
-  if (!permuted()) return order(epoch)[static_cast<std::size_t>(p)];
+  if (!permuted()) return array_order(epoch)[static_cast<std::size_t>(p)];
   if (!config_.shuffle) return p;  // the identity, shards or not
   const PermutedEpoch& e = permuted_epoch(epoch);
   const auto w = std::upper_bound(e.windows.begin(), e.windows.end(), p,
@@ -224,7 +231,7 @@ std::int64_t EpochPlan::sample_at(std::int64_t epoch, std::int64_t p) {
 
 std::int64_t EpochPlan::batch(std::int64_t epoch, std::int64_t index, std::span<std::int64_t> ids,
                               std::span<std::uint8_t> valid) {
-  const std::vector<std::int64_t>* array = permuted() ? nullptr : &order(epoch);
+  const std::vector<std::uint32_t>* array = permuted() ? nullptr : &array_order(epoch);
   const auto sample = [&](std::int64_t p) {
     return array != nullptr ? (*array)[static_cast<std::size_t>(p)] : sample_at(epoch, p);
   };

@@ -51,11 +51,14 @@ namespace stoke::detail {
 
 // Where the epoch's order stops being an array (PlanConfig::permuted_from): below 2^22 samples
 // (4,194,304: ImageNet-1k and smaller) it is the Fisher-Yates shuffle of an array, two epochs of
-// which the plan keeps (8 bytes a sample each); from there on each order position's sample is
+// which the plan keeps (4 bytes a sample each); from there on each order position's sample is
 // computed when asked, with data/keyed_permutation.hpp, in O(1) memory (O(shards) for shards).
 // Both are a function of (seed, epoch) alone; they are different permutations, so a dataset
 // that crosses the limit gets another order (documented in docs/USAGE.md).
 inline constexpr std::int64_t kPermutedOrderFrom = std::int64_t{1} << 22;
+// An array order's entries are 32-bit: past this many samples the order is permuted whatever
+// permuted_from says.
+inline constexpr std::int64_t kMaxArrayOrder = std::int64_t{1} << 32;
 
 struct PlanConfig {
   std::int64_t samples = 0;  // N
@@ -138,12 +141,14 @@ class EpochPlan {
   std::int64_t batch(std::int64_t epoch, std::int64_t index, std::span<std::int64_t> ids,
                      std::span<std::uint8_t> valid);
 
-  // The epoch's sample order before padding (a permutation of 0..N-1) as an array.
-  // REQUIRES: N < config().permuted_from.
-  const std::vector<std::int64_t>& order(std::int64_t epoch);
+  // The epoch's sample order before padding (a permutation of 0..N-1), copied out of the cache
+  // (for tests and tools; batch() reads the cache itself). REQUIRES: !permuted().
+  std::vector<std::int64_t> order(std::int64_t epoch);
   // The sample at position p (0..N-1) of the epoch's order, either way.
   std::int64_t sample_at(std::int64_t epoch, std::int64_t p);
-  bool permuted() const { return config_.samples >= config_.permuted_from; }
+  bool permuted() const {
+    return config_.samples >= config_.permuted_from || config_.samples > kMaxArrayOrder;
+  }
 
   // Tar shards: the epoch's order as runs of shards, in order (one run per shuffle window; one
   // per shard without shuffling; one holding every shard under a full permutation). Empty for
@@ -158,7 +163,9 @@ class EpochPlan {
   std::int64_t resume_first_ = 0;
   std::int64_t resume_offset_ = 0;
   std::int64_t cached_epoch_[2] = {-1, -1};
-  std::vector<std::int64_t> cached_order_[2];
+  // The array orders of the last two epochs asked for (!permuted(): 4 bytes a sample each).
+  const std::vector<std::uint32_t>& array_order(std::int64_t epoch);
+  std::vector<std::uint32_t> cached_order_[2];
   int next_cache_ = 0;
 
   // A permuted epoch (permuted()): its windows (one for every sample when not shards, or under
