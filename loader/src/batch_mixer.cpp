@@ -27,30 +27,25 @@ double beta(SampleRng& rng, double alpha) {
   return pair[0];
 }
 
-struct Box {
-  int top = 0, left = 0, bottom = 0, right = 0;
-  double area() const { return double(bottom - top) * double(right - left); }
-};
+using Box = std::array<int, 4>;  // top, left, bottom, right
+
+double area(const Box& b) {
+  return double(b[2] - b[0]) * double(b[3] - b[1]);
+}
 
 // torchvision's CutMix.make_params: a centre uniform over the image (torch.randint(W), then
 // torch.randint(H)), torchvision_cutmix_box around it.
 Box torchvision_box(SampleRng& rng, double lam, int height, int width) {
   const auto rx = static_cast<int>(rng.below(static_cast<std::uint64_t>(width)));
   const auto ry = static_cast<int>(rng.below(static_cast<std::uint64_t>(height)));
-  const std::array<int, 4> b = torchvision_cutmix_box(lam, ry, rx, height, width);
-  return {b[0], b[1], b[2], b[3]};
+  return torchvision_cutmix_box(lam, ry, rx, height, width);
 }
 
 // timm's rand_bbox around a centre drawn uniformly over the image (numpy's randint: y, then x).
 Box timm_box(SampleRng& rng, double lam, bool float32, int height, int width) {
   const auto cy = static_cast<int>(rng.below(static_cast<std::uint64_t>(height)));
   const auto cx = static_cast<int>(rng.below(static_cast<std::uint64_t>(width)));
-  const std::array<int, 4> b = timm_cutmix_box(lam, float32, cy, cx, height, width);
-  return {b[0], b[1], b[2], b[3]};
-}
-
-MixSample entry(int partner, MixOp op, double lam, const Box& box = {}) {
-  return mix_entry(partner, op, lam, {box.top, box.left, box.bottom, box.right});
+  return timm_cutmix_box(lam, float32, cy, cx, height, width);
 }
 
 MixSample unmixed(int self) {
@@ -71,14 +66,14 @@ void draw_torchvision(const MixConfig& c, SampleRng& rng, std::span<MixSample> o
   const bool cut = choose_cutmix(c, rng);
   const bool mix = rng.uniform() < c.prob;
   double lam = static_cast<float>(beta(rng, cut ? c.cutmix_alpha : c.mixup_alpha));
-  Box box;
+  Box box{};
   if (cut) {
     box = torchvision_box(rng, lam, c.height, c.width);
-    lam = 1.0 - box.area() / (double(c.width) * double(c.height));
+    lam = 1.0 - area(box) / (double(c.width) * double(c.height));
   }
   for (int i = 0; i < n; ++i)
-    out[i] =
-        mix ? entry((i + n - 1) % n, cut ? MixOp::kCutMix : MixOp::kMixUp, lam, box) : unmixed(i);
+    out[i] = mix ? mix_entry((i + n - 1) % n, cut ? MixOp::kCutMix : MixOp::kMixUp, lam, box)
+                 : unmixed(i);
 }
 
 // timm's lambda for one draw: (lambda, whether CutMix), lambda 1 when the draw does not mix.
@@ -99,15 +94,15 @@ void draw_timm_one(const MixConfig& c, SampleRng& rng, bool float32, int i, int 
     if (pair) out[j] = unmixed(j);
     return;
   }
-  Box box;
+  Box box{};
   if (cut) {
     box = timm_box(rng, lam, float32, c.height, c.width);
-    lam = 1.0 - box.area() / (double(c.height) * double(c.width));
+    lam = 1.0 - area(box) / (double(c.height) * double(c.width));
     if (float32) lam = static_cast<float>(lam);  // stored back into the float32 lambdas
   }
   const MixOp op = cut ? MixOp::kCutMix : MixOp::kMixUp;
-  out[i] = entry(j, op, lam, box);
-  if (pair) out[j] = entry(i, op, lam, box);
+  out[i] = mix_entry(j, op, lam, box);
+  if (pair) out[j] = mix_entry(i, op, lam, box);
 }
 
 void draw_timm(const MixConfig& c, SampleRng& rng, std::span<MixSample> out) {

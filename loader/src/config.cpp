@@ -178,13 +178,6 @@ void resolve_erasing(const ResolvedConfig& r) {
   }
 }
 
-// A number as a message shows it: "0.2", "1e+07", "nan".
-std::string number_text(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", v);
-  return text;
-}
-
 // The ranges of the mixing, soft-label and repeat options, and the combinations that mean
 // nothing.
 void check_mixing_ranges(const Options& o) {
@@ -193,13 +186,13 @@ void check_mixing_ranges(const Options& o) {
     throw ConfigError(
         "mixup_alpha and cutmix_alpha must be in [0, 1e6] (0: off; 0.2 and 1.0 in "
         "torchvision's recipe), got " +
-        number_text(o.mixup_alpha) + " and " + number_text(o.cutmix_alpha));
+        decimal_text(o.mixup_alpha) + " and " + decimal_text(o.cutmix_alpha));
   if (!(o.mix_prob >= 0 && o.mix_prob <= 1) || !(o.mix_switch_prob >= 0 && o.mix_switch_prob <= 1))
     throw ConfigError("mix_prob and mix_switch_prob are probabilities in 0..1, got " +
-                      number_text(o.mix_prob) + " and " + number_text(o.mix_switch_prob));
+                      decimal_text(o.mix_prob) + " and " + decimal_text(o.mix_switch_prob));
   if (!(o.label_smoothing >= 0 && o.label_smoothing < 1))
     throw ConfigError("label_smoothing must be in [0, 1) (0.1 in the common recipes), got " +
-                      number_text(o.label_smoothing));
+                      decimal_text(o.label_smoothing));
   if (o.num_classes < 0 || o.num_classes > kMaxSoftClasses)
     throw ConfigError("num_classes must be 0 (no soft labels) or 1.." +
                       std::to_string(kMaxSoftClasses) + ", got " + std::to_string(o.num_classes));
@@ -207,7 +200,7 @@ void check_mixing_ranges(const Options& o) {
     throw ConfigError("repeats must be 1 (off) .. " + std::to_string(kMaxRepeats) +
                       " (copies of each sample per epoch; 4 in torchvision's recipe), got " +
                       std::to_string(o.repeats));
-  const bool mixing = o.mixup_alpha > 0 || o.cutmix_alpha > 0;
+  const bool mixing = mixing_on(o);
   if (mixing && o.num_classes == 0)
     throw ConfigError(
         "mixing (mixup_alpha or cutmix_alpha) mixes the labels too: set num_classes to the "
@@ -223,7 +216,7 @@ void check_mixing_ranges(const Options& o) {
 // Mixing and soft labels, against the output, the data and the devices.
 void resolve_mixing(const ResolvedConfig& r, const DatasetIndex& index) {
   const Options& o = r.options;
-  const bool mixing = o.mixup_alpha > 0 || o.cutmix_alpha > 0;
+  const bool mixing = mixing_on(o);
   if (o.num_classes == 0) return;
   if (o.dtype == DType::kUInt8)
     throw ConfigError(std::string(mixing ? "mixing" : "soft labels (num_classes)") +

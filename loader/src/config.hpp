@@ -67,6 +67,11 @@ struct ResolvedConfig {
   float stddev[4] = {1, 1, 1, 1};
 };
 
+// Whether the options ask for MixUp or CutMix (either alpha above 0).
+inline bool mixing_on(const Options& o) {
+  return o.mixup_alpha > 0 || o.cutmix_alpha > 0;
+}
+
 // Samples per unit of work: one chunk per worker per batch (the whole batch in-process), unless
 // Options::chunk fixes it. Fewer, larger units cost less coordination, and with several batches
 // in flight every worker stays busy (measured on Fashion-MNIST with 2 workers: batch/4-sized

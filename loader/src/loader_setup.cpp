@@ -103,7 +103,7 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
       config_.pipeline.steps().back().kind == StepKind::kRandomErasing;  // validation: last
   const bool erase_pixels = options_.dtype == DType::kUInt8;
   in.erase_boxes = erasing && !erase_pixels;  // a float output is erased by its normalize
-  in.mixing = options_.mixup_alpha > 0 || options_.cutmix_alpha > 0;  // resolve(): float output
+  in.mixing = mixing_on(options_);            // resolve(): a float output
   in.soft_classes = static_cast<std::uint32_t>(options_.num_classes);
   in.mask_bytes = index.has_masks ? static_cast<std::uint32_t>(options_.mask_depth / 8) : 0;
   in.worker_capacity = static_cast<std::uint32_t>(config_.capacity);

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <iterator>
 #include <sstream>
 #include <string_view>
 #include <utility>
 
+#include "common/number_text.hpp"
 #include "stoke/error.hpp"
 #include "timm_config.hpp"
 
@@ -24,9 +24,7 @@ void check_side(const char* step, const char* what, int v) {
 }
 
 std::string fmt(float v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", static_cast<double>(v));
-  return buf;
+  return detail::decimal_text(static_cast<double>(v));
 }
 
 // Bounds that keep every factor's arithmetic finite and every blur kernel's cost sane.

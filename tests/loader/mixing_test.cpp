@@ -377,9 +377,11 @@ struct Delivered {
   int batches = 0;
 };
 
-Delivered take(Loader& loader) {
-  Delivered e;
-  while (auto b = loader.next()) {
+// Appends at most `batches` of the loader's epoch (all that is left, by default) to `e`.
+void take(Loader& loader, Delivered& e, std::int64_t batches = -1) {
+  for (; batches != 0; --batches) {
+    auto b = loader.next();
+    if (!b) return;
     for (int d = 0; d < b->device_count(); ++d) {
       b->wait(d);
       const DeviceChunk c = b->chunk(d);
@@ -393,6 +395,11 @@ Delivered take(Loader& loader) {
     e.mix.insert(e.mix.end(), b->mixing().begin(), b->mixing().end());
     e.batches += 1;
   }
+}
+
+Delivered take(Loader& loader) {
+  Delivered e;
+  take(loader, e);
   return e;
 }
 
@@ -477,24 +484,12 @@ TEST(Mixing, ResumesExactly) {
   const Delivered want = take(whole);
   Loader first(o);
   Delivered got;
-  for (int k = 0; k < 2; ++k) {
-    auto b = first.next();
-    ASSERT_TRUE(b);
-    got.soft.insert(got.soft.end(), b->soft_labels().begin(), b->soft_labels().end());
-    got.mix.insert(got.mix.end(), b->mixing().begin(), b->mixing().end());
-    for (int d = 0; d < b->device_count(); ++d) {
-      const DeviceChunk c = b->chunk(d);
-      const auto* p = static_cast<const std::uint8_t*>(c.data);
-      got.out.insert(got.out.end(), p, p + c.bytes);
-    }
-  }
+  take(first, got, 2);
+  ASSERT_EQ(got.batches, 2);
   Options resumed = o;
   resumed.resume = first.state();
   Loader second(resumed);
-  const Delivered rest = take(second);
-  got.out.insert(got.out.end(), rest.out.begin(), rest.out.end());
-  got.soft.insert(got.soft.end(), rest.soft.begin(), rest.soft.end());
-  got.mix.insert(got.mix.end(), rest.mix.begin(), rest.mix.end());
+  take(second, got);
   EXPECT_TRUE(got.out == want.out);
   EXPECT_TRUE(got.soft == want.soft);
   ASSERT_EQ(got.mix.size(), want.mix.size());

@@ -23,6 +23,13 @@ inline std::string with_commas(double value) {
   return out;
 }
 
+// A number as printf's %g writes it: 2, 0.5, 1e-06, 1e+07, nan.
+inline std::string decimal_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
 // Bytes in the largest binary unit that keeps a leading digit, with one decimal below 10:
 // 17179869184 -> "16 GiB", 1572864 -> "1.5 MiB", 512 -> "512 B".
 inline std::string bytes_text(std::uint64_t bytes) {

@@ -6,17 +6,16 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <string_view>
+
+#include "common/number_text.hpp"
 
 namespace stoke::detail {
 
 // Seconds as a message shows them: 2, 0.5, 1e-06 (printf's %g).
 inline std::string seconds_text(double s) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", s);
-  return text;
+  return decimal_text(s);
 }
 
 // `s` without leading and trailing white space.

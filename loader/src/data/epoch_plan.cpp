@@ -135,6 +135,14 @@ std::vector<std::int64_t> EpochPlan::order(std::int64_t epoch) {
 
 // The same Fisher-Yates swaps on 32-bit entries as on 64-bit ones: the same permutation, in half
 // the memory (an array order has fewer than 2^32 entries: permuted() takes over before).
+SampleRng EpochPlan::window_shuffle(std::int64_t epoch, std::size_t k, std::size_t windows) const {
+  // One stream for a full permutation; window k (the shards of order positions k*K .. k*K+K-1)
+  // has its own.
+  const std::int64_t stream =
+      windows <= 1 ? 0 : 1 + static_cast<std::int64_t>(k) * config_.shuffle_window;
+  return SampleRng(config_.seed, kShuffleStream, epoch, stream);
+}
+
 const std::vector<std::uint32_t>& EpochPlan::array_order(std::int64_t epoch) {
   for (int i = 0; i < 2; ++i) {
     if (cached_epoch_[i] == epoch) return cached_order_[i];
@@ -146,12 +154,10 @@ const std::vector<std::uint32_t>& EpochPlan::array_order(std::int64_t epoch) {
   std::iota(order.begin(), order.end(), std::uint32_t{0});
   const std::vector<ShardWindow> windows = shard_windows(epoch);
   if (config_.shuffle && windows.size() <= 1) {
-    SampleRng rng(config_.seed, kShuffleStream, epoch, 0);
+    SampleRng rng = window_shuffle(epoch, 0, windows.size());
     shuffle_range(order.begin(), order.end(), rng);
   } else if (config_.shuffle) {
-    // Window k (the shards of order positions k*K .. k*K+K-1) is shuffled by its own stream.
     const auto& starts = config_.shard_starts;
-    const auto window = static_cast<std::int64_t>(config_.shuffle_window);
     auto out = order.begin();
     for (std::size_t k = 0; k < windows.size(); ++k) {
       const auto window_begin = out;
@@ -160,7 +166,7 @@ const std::vector<std::uint32_t>& EpochPlan::array_order(std::int64_t epoch) {
         std::iota(out, out + count, static_cast<std::uint32_t>(starts[s]));
         out += count;
       }
-      SampleRng rng(config_.seed, kShuffleStream, epoch, 1 + static_cast<std::int64_t>(k) * window);
+      SampleRng rng = window_shuffle(epoch, k, windows.size());
       shuffle_range(window_begin, out, rng);
     }
   }
@@ -196,10 +202,7 @@ const EpochPlan::PermutedEpoch& EpochPlan::permuted_epoch(std::int64_t epoch) {
   const auto& starts = config_.shard_starts;
   for (std::size_t k = 0; k < e.windows.size(); ++k) {
     const ShardWindow& w = e.windows[k];
-    // The streams of order()'s shuffles: 0 for a full permutation, else per window.
-    const std::int64_t stream =
-        e.windows.size() <= 1 ? 0 : 1 + static_cast<std::int64_t>(k) * config_.shuffle_window;
-    SampleRng rng(config_.seed, kShuffleStream, epoch, stream);
+    SampleRng rng = window_shuffle(epoch, k, e.windows.size());
     e.shuffles.emplace_back(static_cast<std::uint64_t>(std::max<std::int64_t>(w.end - w.begin, 1)),
                             rng.next());
     e.first_shard.push_back(e.shard_offsets.size());

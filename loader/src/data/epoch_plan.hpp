@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "data/keyed_permutation.hpp"
+#include "data/sample_rng.hpp"
 #include "stoke/options.hpp"
 
 namespace stoke::detail {
@@ -163,6 +164,9 @@ class EpochPlan {
   std::int64_t resume_first_ = 0;
   std::int64_t resume_offset_ = 0;
   std::int64_t cached_epoch_[2] = {-1, -1};
+  // The generator that shuffles window k of `windows` of the epoch's order (the array's
+  // Fisher-Yates and the permuted order's key alike).
+  SampleRng window_shuffle(std::int64_t epoch, std::size_t k, std::size_t windows) const;
   // The array orders of the last two epochs asked for (!permuted(): 4 bytes a sample each).
   const std::vector<std::uint32_t>& array_order(std::int64_t epoch);
   std::vector<std::uint32_t> cached_order_[2];
