@@ -214,7 +214,7 @@ void check_mixing_ranges(const Options& o) {
 }
 
 // Mixing and soft labels, against the output, the data and the devices.
-void resolve_mixing(const ResolvedConfig& r, const DatasetIndex& index) {
+void resolve_mixing(const ResolvedConfig& r, const DatasetIndex& index, const DatasetView& view) {
   const Options& o = r.options;
   const bool mixing = mixing_on(o);
   if (o.num_classes == 0) return;
@@ -245,10 +245,7 @@ void resolve_mixing(const ResolvedConfig& r, const DatasetIndex& index) {
   const auto see = [&](std::int64_t label, std::int64_t i) {
     if (label > top) top = label, at = i;
   };
-  for (std::size_t i = 0; i < index.labels.size(); ++i)
-    see(index.labels[i], static_cast<std::int64_t>(i));
-  for (std::size_t i = 0; i < index.entries.size(); ++i)
-    see(index.entries[i].label, static_cast<std::int64_t>(i));
+  for (std::int64_t i = 0; i < view.size(); ++i) see(view.label(i), i);
   if (top >= o.num_classes)
     throw ConfigError("num_classes is " + std::to_string(o.num_classes) + ", but sample " +
                       std::to_string(at) + " has label " + std::to_string(top) +
@@ -316,8 +313,8 @@ void check_options(const Options& o) {
 namespace {
 
 // A sample's path as a message shows it (a URL without its secrets).
-std::string entry_path(const DatasetIndex& index, const FileEntry& e) {
-  return redact_url(std::string(index.paths, e.path_offset, e.path_length));
+std::string entry_path(const DatasetView& view, std::int64_t i) {
+  return redact_url(std::string(view.path(i)));
 }
 
 // What a per-sample limit counts, and what it costs in the slots (ipc/arena_plan.hpp).
@@ -362,34 +359,34 @@ void check_derived_limit(const ResolvedConfig& r, const SampleLimit& what, std::
                     ") or raise memory_budget");
 }
 
-// A per-sample limit (max_boxes, max_bytes): `asked`, or for 0 the largest `count` of any entry
-// (at least 1), which must fit memory_budget (check_derived_limit). Entries over it are counted
+// A per-sample limit (max_boxes, max_bytes): `asked`, or for 0 the largest `count` of any sample
+// (at least 1), which must fit memory_budget (check_derived_limit). Samples over it are counted
 // in `over`, or, under OnError::kError, the first one is a DataError saying
-// `too_many(entry, limit)`.
+// `too_many(sample, limit)`.
 template <class Count, class Name, class TooMany>
-int per_sample_limit(const ResolvedConfig& r, const DatasetIndex& index, int asked,
+int per_sample_limit(const ResolvedConfig& r, const DatasetView& view, int asked,
                      const SampleLimit& what, Count count, Name name, TooMany too_many,
                      std::int64_t& over) {
   std::uint32_t largest = 0;
-  const FileEntry* largest_entry = nullptr;
-  for (const FileEntry& e : index.entries) {
-    if (count(e) <= largest) continue;
-    largest = count(e);
-    largest_entry = &e;
+  std::int64_t largest_sample = -1;
+  for (std::int64_t i = 0; i < view.size(); ++i) {
+    if (count(i) <= largest) continue;
+    largest = count(i);
+    largest_sample = i;
   }
-  if (asked == 0 && largest_entry != nullptr)
-    check_derived_limit(r, what, largest, name(*largest_entry));
+  if (asked == 0 && largest_sample >= 0)
+    check_derived_limit(r, what, largest, name(largest_sample));
   const int limit = asked > 0 ? asked : static_cast<int>(std::max(largest, 1u));
-  for (const FileEntry& e : index.entries) {
-    if (count(e) <= static_cast<std::uint32_t>(limit)) continue;
-    if (r.options.on_error == OnError::kError) throw DataError(too_many(e, limit));
+  for (std::int64_t i = 0; i < view.size(); ++i) {
+    if (count(i) <= static_cast<std::uint32_t>(limit)) continue;
+    if (r.options.on_error == OnError::kError) throw DataError(too_many(i, limit));
     over += 1;
   }
   return limit;
 }
 
 // max_boxes: the dataset's most, or what was asked, checked against the data and the policy.
-void resolve_boxes(ResolvedConfig& r, const DatasetIndex& index) {
+void resolve_boxes(ResolvedConfig& r, const DatasetIndex& index, const DatasetView& view) {
   const Options& o = r.options;
   if (!index.has_boxes) {
     if (o.max_boxes != 0)
@@ -401,11 +398,11 @@ void resolve_boxes(ResolvedConfig& r, const DatasetIndex& index) {
   }
   static constexpr SampleLimit kBoxes{"max_boxes", "has", "boxes", kSlotBytesPerBox,
                                       "keeps its first max_boxes"};
+  const auto count = [&](std::int64_t i) { return std::uint32_t(view.boxes(i).size()); };
   r.max_boxes = per_sample_limit(
-      r, index, o.max_boxes, kBoxes, [](const FileEntry& e) { return e.box_count; },
-      [&](const FileEntry& e) { return entry_path(index, e); },
-      [&](const FileEntry& e, int limit) {
-        return entry_path(index, e) + " has " + std::to_string(e.box_count) +
+      r, view, o.max_boxes, kBoxes, count, [&](std::int64_t i) { return entry_path(view, i); },
+      [&](std::int64_t i, int limit) {
+        return entry_path(view, i) + " has " + std::to_string(count(i)) +
                " boxes, more than max_boxes " + std::to_string(limit) +
                " (raise max_boxes, set it to 0 for the dataset's most, or use on_error=skip to "
                "keep the first max_boxes)";
@@ -414,7 +411,7 @@ void resolve_boxes(ResolvedConfig& r, const DatasetIndex& index) {
 }
 
 // max_bytes: the longest member, or what was asked, checked against the data and the policy.
-void resolve_bytes(ResolvedConfig& r, const DatasetIndex& index) {
+void resolve_bytes(ResolvedConfig& r, const DatasetIndex& index, const DatasetView& view) {
   const Options& o = r.options;
   if (!index.has_bytes) {
     if (o.max_bytes != 0)
@@ -426,18 +423,18 @@ void resolve_bytes(ResolvedConfig& r, const DatasetIndex& index) {
   }
   // The bytes member: the sample's key (its image member's name less the extension) and
   // bytes_field.
-  const auto member = [&](const FileEntry& e) {
-    return entry_path(index, e) + ":" +
-           split_member_name(std::string(index.paths, e.name_offset, e.name_length)).first + "." +
+  const auto member = [&](std::int64_t i) {
+    return entry_path(view, i) + ":" + split_member_name(std::string(view.member(i))).first + "." +
            o.bytes_field;
   };
+  const auto count = [&](std::int64_t i) { return std::uint32_t(view.bytes_range(i).size); };
   static constexpr SampleLimit kBytes{"max_bytes", "carries", "bytes", kSlotBytesPerByte,
                                       "is cut to its first max_bytes"};
   r.max_bytes = per_sample_limit(
-      r, index, o.max_bytes, kBytes, [](const FileEntry& e) { return e.bytes_size; }, member,
-      [&](const FileEntry& e, int limit) {
-        return member(e) + " carries " + std::to_string(e.bytes_size) +
-               " bytes, more than max_bytes " + std::to_string(limit) +
+      r, view, o.max_bytes, kBytes, count, member,
+      [&](std::int64_t i, int limit) {
+        return member(i) + " carries " + std::to_string(count(i)) + " bytes, more than max_bytes " +
+               std::to_string(limit) +
                " (raise max_bytes, set it to 0 for the longest, or use on_error=skip to cut them)";
       },
       r.over_max_bytes);
@@ -453,7 +450,9 @@ RemoteConfig resolve_remote(const Options& o) {
   return r;
 }
 
-ResolvedConfig resolve(Options o, const DatasetIndex& index, RemoteConfig remote) {
+ResolvedConfig resolve(Options o, const MappedIndex& mapped, RemoteConfig remote) {
+  const DatasetIndex& index = mapped.info();
+  const DatasetView view = mapped.view();
   o.devices = o.devices.resolve();  // "auto": the GPUs found now, or cpu:1
   Pipeline pipeline = choose_pipeline(o, index);
   ResolvedConfig r(std::move(o), std::move(pipeline));
@@ -495,7 +494,7 @@ ResolvedConfig resolve(Options o, const DatasetIndex& index, RemoteConfig remote
     const RejectedFile& f = index.rejected.front();
     throw DataError(f.path + ": " + bad_input_name(f.reason) + " (found while indexing)");
   }
-  resolve_boxes(r, index);
+  resolve_boxes(r, index, view);
   // The policies warp pixels in ways a box or a label map does not follow (torchvision refuses
   // them too).
   for (const Step& s : r.pipeline.steps())
@@ -504,10 +503,10 @@ ResolvedConfig resolve(Options o, const DatasetIndex& index, RemoteConfig remote
                                     "but not the ") +
                         (index.has_masks ? "masks" : "boxes") +
                         "; policies are for classification data");
-  resolve_bytes(r, index);
+  resolve_bytes(r, index, view);
   resolve_normalization(r);
   resolve_erasing(r);
-  resolve_mixing(r, index);
+  resolve_mixing(r, index, view);
   resolve_resume(r);
   return r;
 }

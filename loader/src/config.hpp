@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "data/dataset_index.hpp"
+#include "data/index_file.hpp"
 #include "data/epoch_plan.hpp"
 #include "data/remote.hpp"
 #include "stoke/options.hpp"
@@ -90,7 +91,8 @@ void check_options(const Options& o);
 // the pipeline (explicit, or the augment preset at the requested size), the epoch plan's
 // configuration, files the index rejected (a DataError under OnError::kError), boxes per
 // sample, normalization constants, the resume position; `remote` (resolve_remote(), as the
-// index was built with it) is kept as it is.
-ResolvedConfig resolve(Options o, const DatasetIndex& index, RemoteConfig remote);
+// index was built with it) is kept as it is. Reads the index's per-sample arrays only for what
+// the options ask of them (labels for num_classes, boxes, bytes).
+ResolvedConfig resolve(Options o, const MappedIndex& index, RemoteConfig remote);
 
 }  // namespace stoke::detail

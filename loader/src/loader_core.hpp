@@ -24,6 +24,7 @@
 #include "common/mutex.hpp"
 #include "common/text.hpp"
 #include "data/dataset_index.hpp"
+#include "data/index_file.hpp"
 #include "device/staging.hpp"
 #include "ipc/arena_layout.hpp"
 #include "ipc/arena_plan.hpp"
@@ -79,13 +80,16 @@ struct LoaderCore {
     // Makes the staging of batches to the devices from the finished core (its arena, its
     // signal_change()); empty: host devices reading the arena directly.
     std::function<std::unique_ptr<Staging>(LoaderCore&)> staging;
+    // The dataset index the arena's header describes (null: none, for tests of raw arenas).
+    std::shared_ptr<const MappedIndex> index;
   };
 
   // An arena laid out as `h` (written at its start, every worker record made empty, then
   // `fill`), its first slots reserved, the consumer at the start position.
   LoaderCore(const ArenaHeader& h, const Fill& fill, const Setup& setup)
-      : arena(h.total_size, arena_bytes_for(h, setup.initial_slots)),
-        view(written(arena, h, fill)),
+      : index(setup.index),
+        arena(h.total_size, arena_bytes_for(h, setup.initial_slots)),
+        view(written(arena, h, fill), index ? index->bytes() : nullptr),
         wake_fd(raise_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "an eventfd")),
         devices(setup.devices),
         names(setup.data, view),
@@ -193,6 +197,8 @@ struct LoaderCore {
     return grew;
   }
 
+  // The dataset index the view's dataset() reads: kept mapped while a Batch may name a sample.
+  const std::shared_ptr<const MappedIndex> index;
   SharedArena arena;
   const ArenaView view;  // the batch's shape and every array's place: view.header()
   const int wake_fd;

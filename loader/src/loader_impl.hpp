@@ -44,7 +44,7 @@ using detail::Clock;
 
 class Loader::Impl {
  public:
-  Impl(detail::ResolvedConfig config, detail::DatasetIndex index,
+  Impl(detail::ResolvedConfig config, std::shared_ptr<const detail::MappedIndex> index,
        const detail::LoaderEnvironment& env, Clock::time_point created);
   ~Impl();
 
@@ -63,8 +63,9 @@ class Loader::Impl {
 
  private:
   // ---- construction (loader_setup.cpp)
-  void lay_out_arena(const detail::DatasetIndex& index, Clock::time_point created,
-                     const detail::LoaderEnvironment& env);
+  // `copies`: whether the workers read remote shards' local copies (the shard cache is on).
+  void lay_out_arena(std::shared_ptr<const detail::MappedIndex> index, bool copies,
+                     Clock::time_point created, const detail::LoaderEnvironment& env);
   // What makes the core's staging (LoaderCore::Setup::staging), or nothing when the consumers
   // read the arena itself.
   std::function<std::unique_ptr<detail::Staging>(detail::LoaderCore&)> staging_maker(

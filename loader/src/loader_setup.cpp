@@ -28,6 +28,28 @@ namespace {
 
 constexpr std::uint32_t kPoisonCapacity = 4096;
 
+// Indexing that took this long, or a wait this long for another loader's, is logged.
+constexpr double kIndexLogSeconds = 1.0;
+
+// The log's line on where the dataset index came from, when it took long enough to say.
+std::string index_line(const MappedIndex& index) {
+  if (index.built_s() < kIndexLogSeconds && index.waited_s() < kIndexLogSeconds) return "";
+  std::string line = "dataset index: " + std::to_string(index.info().size) + " samples, " +
+                     bytes_text(index.region_size()) + ", ";
+  switch (index.origin()) {
+    case MappedIndex::Origin::kBuilt:
+      return line + "built in " + seconds_text(index.built_s()) + " and written to " +
+             index.file() + " (the machine's other ranks and later runs map it)";
+    case MappedIndex::Origin::kFound:
+      return line + "mapped from " + index.file() + " after waiting " +
+             seconds_text(index.waited_s()) + " for the loader writing it";
+    case MappedIndex::Origin::kPrivate:
+      break;
+  }
+  return line + "built in " + seconds_text(index.built_s()) +
+         " in this process's memory (no cache folder to share it through)";
+}
+
 // What the shard prefetcher sees of this loader (shard_prefetcher.hpp): LoaderCore's position,
 // plan, wake-ups and error, behind its lock.
 class CorePrefetchHost final : public PrefetchHost {
@@ -53,16 +75,18 @@ class CorePrefetchHost final : public PrefetchHost {
 
 // (Clang's thread-safety analysis does not look inside constructors and destructors: nothing
 // else can reach the members yet, or any more.)
-Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, const LoaderEnvironment& env,
-                   Clock::time_point created)
+Loader::Impl::Impl(ResolvedConfig config, std::shared_ptr<const MappedIndex> mapped,
+                   const LoaderEnvironment& env, Clock::time_point created)
     : config_(std::move(config)),
       time_(env.time ? env.time
                      : std::shared_ptr<const TimeSource>(std::shared_ptr<void>{}, &steady_time())),
       log_(options_.log, [this](std::exception_ptr e) { log_failed(std::move(e)); }) {
+  const DatasetIndex& index = mapped->info();
   const ShardCachePlan shard_cache =
       plan_shard_cache(index.remote_shards, config_.plan, config_.remote);
-  if (shard_cache.cached.empty()) index.drop_shard_copies();  // the workers read the servers
-  lay_out_arena(index, created, env);
+  if (const std::string line = index_line(*mapped); !line.empty()) log_.post(line);
+  // Without a shard cache the workers read the servers.
+  lay_out_arena(mapped, !shard_cache.cached.empty(), created, env);
   for (const RejectedFile& r : index.rejected) {  // (resolve() refused them under kError)
     core_->metrics.skipped(r.reason);
     log_.post("skipped " + r.path + " while indexing: " + bad_input_name(r.reason));
@@ -80,16 +104,15 @@ Loader::Impl::Impl(ResolvedConfig config, DatasetIndex index, const LoaderEnviro
   flush_log();  // now, so that a failure further on does not swallow them
   set_up_shard_cache(shard_cache);
   flush_log();  // the shard cache's line too: every set-up line is out when construction ends
-  index = DatasetIndex{};  // the arena holds it now
   if (options_.devices.kind == DeviceSet::Kind::kCuda)
     gpus_ = std::make_unique<GpuActivityMonitor>(make_nvml_source(), options_.devices.ids);
   start_threads();
 }
 
-void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point created,
-                                 const LoaderEnvironment& env) {
+void Loader::Impl::lay_out_arena(std::shared_ptr<const MappedIndex> mapped, bool copies,
+                                 Clock::time_point created, const LoaderEnvironment& env) {
+  const DatasetIndex& index = mapped->info();
   ArenaPlanInput in;
-  in.index_bytes = index.arena_bytes();
   in.step_count = static_cast<std::uint32_t>(config_.pipeline.steps().size());
   in.batch = static_cast<std::uint32_t>(options_.batch);
   in.out_height = static_cast<std::uint32_t>(config_.pipeline.output_height());
@@ -120,7 +143,10 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
   h.raw_height = index.height;
   h.raw_width = index.width;
   h.raw_channels = index.channels;
-  h.box_total = static_cast<std::int64_t>(index.boxes.size());
+  h.box_total = static_cast<std::int64_t>(mapped->box_total());
+  h.index_offset = mapped->region_offset();
+  h.index_size = mapped->region_size();
+  h.shard_copies = copies ? 1 : 0;
   h.box_min_size = options_.min_box_size;
   h.box_min_area = options_.min_box_area;
   h.box_min_visible = options_.min_box_visible;
@@ -139,12 +165,12 @@ void Loader::Impl::lay_out_arena(const DatasetIndex& index, Clock::time_point cr
   setup.devices = options_.devices;
   setup.data = options_.data;
   setup.staging = staging_maker(env);
+  setup.index = std::move(mapped);
   std::vector<AugmentStep> steps = augment_steps(config_.pipeline);
   if (erasing) steps.back().erase_pixels = erase_pixels ? 1 : 0;
   core_ = std::make_shared<LoaderCore>(
       h,
       [&](std::uint8_t* base) {
-        index.write_to(base + h.index_offset);
         std::memcpy(base + h.steps_offset, steps.data(), sizeof(AugmentStep) * steps.size());
       },
       setup);
@@ -220,8 +246,9 @@ void Loader::Impl::start_threads() {
     try {
       supervisor_ = std::make_unique<Supervisor>(
           core_, config_, log_,
-          std::make_unique<WorkerPool>(core_->view, core_->arena.fd(), done_fd_, exe), done_fd_,
-          *time_);
+          std::make_unique<WorkerPool>(core_->view, core_->arena.fd(), done_fd_, core_->index->fd(),
+                                       exe),
+          done_fd_, *time_);
       supervisor_->start();
     } catch (...) {
       supervisor_.reset();
@@ -307,8 +334,9 @@ Loader::Loader(Options options, const LoaderEnvironment& env) {
   RemoteConfig remote = resolve_remote(options);
   request.caches = {remote.cache_root, remote.cache_limit > 0};
   request.remote = remote.policy;
-  DatasetIndex index = build_index(options.data, request);
-  ResolvedConfig config = resolve(std::move(options), index, std::move(remote));
+  std::shared_ptr<const MappedIndex> index = index_dataset(options.data, request);
+  ResolvedConfig config = resolve(std::move(options), *index, std::move(remote));
+  index->release_pages();  // what resolving read: the workers read the page cache's copy
   impl_ = std::make_unique<Impl>(std::move(config), std::move(index), env, created);
 }
 

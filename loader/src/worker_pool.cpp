@@ -58,10 +58,12 @@ void reset_worker_record(const ArenaView& arena, std::uint32_t i) {
   new (record) WorkerRecord();
 }
 
-WorkerPool::WorkerPool(ArenaView arena, int arena_fd, int done_fd, std::string executable)
+WorkerPool::WorkerPool(ArenaView arena, int arena_fd, int done_fd, int index_fd,
+                       std::string executable)
     : arena_(arena),
       arena_fd_(arena_fd),
       done_fd_(done_fd),
+      index_fd_(index_fd),
       executable_(std::move(executable)),
       workers_(arena.header().worker_capacity) {}
 
@@ -76,7 +78,8 @@ void WorkerPool::spawn(int i) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, arena_fd_, 3);
   posix_spawn_file_actions_adddup2(&actions, done_fd_, 4);
-  posix_spawn_file_actions_addclosefrom_np(&actions, 5);
+  posix_spawn_file_actions_adddup2(&actions, index_fd_, 5);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 6);
 
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);

@@ -24,7 +24,7 @@ namespace stoke::detail {
 
 class WorkerPool final : public WorkerProcesses {
  public:
-  WorkerPool(ArenaView arena, int arena_fd, int done_fd, std::string executable);
+  WorkerPool(ArenaView arena, int arena_fd, int done_fd, int index_fd, std::string executable);
   ~WorkerPool() override;  // kills and reaps whatever is still running
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -56,6 +56,7 @@ class WorkerPool final : public WorkerProcesses {
   ArenaView arena_;
   int arena_fd_;
   int done_fd_;
+  int index_fd_;
   std::string executable_;
   std::vector<Process> workers_;
 };

@@ -1,6 +1,7 @@
 #pragma once
-// The dataset index: built once in the training process, copied into the arena, and read by
-// every worker through DatasetView (data/dataset_view.hpp, which also gives its format there).
+// The dataset index: built once per machine (data/index_file.hpp writes it to a file that the
+// training processes and every worker map), and read through DatasetView
+// (data/dataset_view.hpp, which also gives its format there).
 // Thread-safety: build_index is reentrant; a DatasetIndex is a value.
 
 #include <cstdint>

@@ -4,8 +4,10 @@
 
 namespace stoke::detail {
 
-DatasetView::DatasetView(const IndexRegion& region) : kind_(region.kind), size_(region.size) {
+DatasetView::DatasetView(const IndexRegion& region)
+    : kind_(region.kind), size_(region.size), copies_(region.copies) {
   const std::uint8_t* base = region.bytes;
+  if (base == nullptr) return;  // (an arena without an index: tests of its other parts)
   const auto n = static_cast<std::size_t>(size_);
   if (kind_ == DatasetKind::kRaw) {
     raw_labels_ = reinterpret_cast<const std::int32_t*>(base);

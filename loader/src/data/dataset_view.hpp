@@ -5,7 +5,7 @@
 //
 // Thread-safety: DatasetView is read-only and safe from any thread or process.
 //
-// Format (at header.index_offset in the arena):
+// Format (at header.index_offset in the index file, data/index_file.hpp):
 //   kRaw:   int32 labels[N], then (64-byte aligned) uint8 pixels[N][H][W][C]
 //   kFiles: FileEntry entries[N], then (64-byte aligned) SampleBox boxes[header.box_total]
 //           (each entry's are [box_first, box_first + box_count)), then the path bytes the
@@ -70,6 +70,7 @@ struct IndexRegion {
   const std::uint8_t* bytes = nullptr;  // the index's first byte
   std::size_t raw_bytes = 0;            // kRaw: H x W x C bytes per sample
   std::size_t box_total = 0;            // kFiles: SampleBoxes after the entries
+  bool copies = true;                   // false: remote shards' local copies are not read
 };
 
 class DatasetView {
@@ -92,6 +93,7 @@ class DatasetView {
   // none.
   std::string_view copy(std::int64_t i) const {
     const FileEntry& e = entries_[i];
+    if (!copies_) return {};
     return {paths_ + e.path_offset + e.path_length, e.copy_length};
   }
   // The sample's annotated boxes (none for raw data and datasets without boxes).
@@ -130,6 +132,7 @@ class DatasetView {
   const FileEntry* entries_ = nullptr;
   const SampleBox* boxes_ = nullptr;
   const char* paths_ = nullptr;
+  bool copies_ = true;
 };
 
 }  // namespace stoke::detail

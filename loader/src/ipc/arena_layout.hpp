@@ -1,14 +1,16 @@
 #pragma once
 // The shared arena's fixed, versioned layout. The training process writes everything before
-// any worker starts; afterwards workers only read the header, index and pipeline, write the
-// pixels of the slot ranges their tasks name, and use their own WorkerRecord's rings.
+// any worker starts; afterwards workers only read the header and pipeline (and the index file),
+// write the pixels of the slot ranges their tasks name, and use their own WorkerRecord's rings.
 //
 // Thread-safety: see each field. Nothing in the arena is a lock: every cross-process word is a
 // lock-free atomic or a process-shared POSIX semaphore (whose post/wait cannot be left "held"
 // by a process that dies), so a worker that dies anywhere cannot block the others.
 //
 //   offset 0               ArenaHeader
-//   header.index_offset    dataset index (read through DatasetView, data/dataset_view.hpp)
+//   (the dataset index is not in the arena: it is the region [header.index_offset,
+//   + header.index_size) of the index file (data/index_file.hpp), which a worker is given as fd
+//   5 and maps read-only; read through DatasetView, data/dataset_view.hpp)
 //   header.steps_offset    AugmentStep[header.step_count] (augment/augment_step.hpp)
 //   header.workers_offset  WorkerRecord[header.worker_capacity]
 //   header.poison_offset   int64[header.poison_capacity] samples no worker survives, preceded
@@ -77,7 +79,7 @@ inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKAREN
 // bytes (photometric steps), the slots' applied ops; 9: AugmentStep of 224 bytes (random
 // erasing, timm's policies), the slots' erase boxes; 10: AugmentStep of 288 bytes
 // (random_affine's ranges, AugMix's settings); 11: the slots' mix samples and soft labels
-inline constexpr std::uint32_t kLayoutVersion = 11;
+inline constexpr std::uint32_t kLayoutVersion = 12;
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
 
@@ -138,8 +140,10 @@ struct ArenaHeader {
   std::uint32_t on_error_skip = 1;
   std::int64_t max_pixels = 0;  // decoded images larger than this are bad input (kTooLarge)
   std::int64_t sample_count = 0;
-  std::uint64_t index_offset = 0;
+  std::uint64_t index_offset = 0;  // in the index file
   std::uint64_t index_size = 0;
+  std::uint32_t shard_copies = 1;  // 0: remote shards' local copies are not read (no shard cache)
+  std::uint32_t reserved_index = 0;
   std::int32_t raw_height = 0;  // kRaw only: every sample is raw_height x raw_width x raw_channels
   std::int32_t raw_width = 0;
   std::int32_t raw_channels = 0;
@@ -221,17 +225,20 @@ static_assert(sizeof(AppliedOp) == 32 && std::is_trivially_copyable_v<AppliedOp>
 // Typed access to an arena mapped at `base`. Thread-safety: as the fields it points to.
 class ArenaView {
  public:
-  explicit ArenaView(std::uint8_t* base) : base_(base) {}
+  // `index`: the index file's mapping (the dataset() view reads it; null where none is needed).
+  explicit ArenaView(std::uint8_t* base, const std::uint8_t* index = nullptr)
+      : base_(base), index_(index) {}
 
   std::uint8_t* base() const { return base_; }
   ArenaHeader& header() const { return *reinterpret_cast<ArenaHeader*>(base_); }
-  // The dataset index at header().index_offset, read as the header describes it.
+  // The dataset index at header().index_offset of the index file's mapping, read as the header
+  // describes it. REQUIRES: the view was made with the mapping.
   DatasetView dataset() const {
     const ArenaHeader& h = header();
     return DatasetView(
-        IndexRegion{h.dataset_kind, h.sample_count, base_ + h.index_offset,
+        IndexRegion{h.dataset_kind, h.sample_count, index_ + h.index_offset,
                     static_cast<std::size_t>(h.raw_height) * h.raw_width * h.raw_channels,
-                    static_cast<std::size_t>(h.box_total)});
+                    static_cast<std::size_t>(h.box_total), h.shard_copies != 0});
   }
   const AugmentStep* steps() const {
     return reinterpret_cast<const AugmentStep*>(base_ + header().steps_offset);
@@ -294,6 +301,7 @@ class ArenaView {
 
  private:
   std::uint8_t* base_;
+  const std::uint8_t* index_;
 };
 
 }  // namespace stoke::detail

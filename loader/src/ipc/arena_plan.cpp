@@ -46,9 +46,7 @@ ArenaHeader plan_arena(const ArenaPlanInput& in) {
   h.ops_offset = align_up(h.geometry_offset + 6 * sizeof(float) * b, 64);
   h.slot_stride = align_up(h.ops_offset + sizeof(AppliedOp) * in.max_ops * b, kPage);
 
-  h.index_offset = kPage;
-  h.index_size = in.index_bytes;
-  h.steps_offset = align_up(h.index_offset + h.index_size, kPage);
+  h.steps_offset = kPage;
   h.workers_offset = align_up(h.steps_offset + sizeof(AugmentStep) * h.step_count, kPage);
   // Poison list: a count word, then the dataset indices.
   h.poison_capacity = in.poison_capacity;

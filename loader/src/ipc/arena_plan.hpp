@@ -17,7 +17,6 @@ inline constexpr std::size_t kSlotBytesPerBox = 4 * sizeof(float) + sizeof(std::
 inline constexpr std::size_t kSlotBytesPerByte = 1;
 
 struct ArenaPlanInput {
-  std::size_t index_bytes = 0;  // DatasetIndex::arena_bytes()
   std::uint32_t step_count = 0;
   std::uint32_t batch = 0;
   std::uint32_t out_height = 0, out_width = 0, out_channels = 0;

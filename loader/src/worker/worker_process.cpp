@@ -23,6 +23,7 @@ namespace {
 
 constexpr int kArenaFd = 3;
 constexpr int kDoneFd = 4;
+constexpr int kIndexFd = 5;
 
 void notify_parent() {
   const std::uint64_t one = 1;
@@ -84,11 +85,21 @@ int run_worker_process(int argc, char** argv, const WorkerEnvironment& env) {
   void* base = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ | PROT_WRITE,
                       MAP_SHARED, kArenaFd, 0);
   if (base == MAP_FAILED) return kExitBadArena;
-  ArenaView arena(static_cast<std::uint8_t*>(base));
-  const ArenaHeader& header = arena.header();
+  const ArenaHeader& header = *static_cast<const ArenaHeader*>(base);
   if (header.magic != kArenaMagic || header.layout_version != kLayoutVersion ||
       header.header_size != sizeof(ArenaHeader) || index >= header.worker_capacity)
     return kExitVersionMismatch;
+  // The dataset index: the file the training process checked, mapped read-only.
+  struct stat ist {};
+  if (::fstat(kIndexFd, &ist) != 0 ||
+      header.index_offset > static_cast<std::uint64_t>(ist.st_size) ||
+      header.index_size > static_cast<std::uint64_t>(ist.st_size) - header.index_offset)
+    return kExitBadArena;
+  void* index_base =
+      ::mmap(nullptr, static_cast<std::size_t>(ist.st_size), PROT_READ, MAP_SHARED, kIndexFd, 0);
+  if (index_base == MAP_FAILED) return kExitBadArena;
+  ::madvise(index_base, static_cast<std::size_t>(ist.st_size), MADV_RANDOM);  // samples are read so
+  ArenaView arena(static_cast<std::uint8_t*>(base), static_cast<const std::uint8_t*>(index_base));
   WorkerRecord& record = arena.worker(index);
   record.pid = ::getpid();
   std::snprintf(record.version, sizeof record.version, "%s", tag.c_str());

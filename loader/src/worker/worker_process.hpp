@@ -6,7 +6,8 @@
 //
 //   stoke-worker --version
 //   stoke-worker --worker I --parent PID     (started by the loader: arena on fd 3,
-//                                             completion eventfd on fd 4)
+//                                             completion eventfd on fd 4, the dataset
+//                                             index file on fd 5)
 //
 // It never links or calls CUDA. It dies with its parent (PR_SET_PDEATHSIG, re-checked after
 // setting it), and exits when told to stop; its exit codes are in worker_exit_codes.hpp.
