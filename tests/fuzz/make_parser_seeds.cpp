@@ -7,6 +7,9 @@
 //   png_label_map/  masks written by libpng: palette 8-bit (Pascal VOC's kind, with its 255
 //                   "void" border), palette 4-bit, gray 8-bit (also Adam7-interlaced), gray
 //                   16-bit, gray 2-bit
+//   index_file/     write_index_file of a list's index (masks), a shard index (boxes, bytes,
+//                   shard starts, a remote shard's copy, a left-out file) and IDX pixels, each
+//                   for the identity "fuzz"
 // Deterministic. tests/fuzz/make_parser_seeds.py runs it after writing tar/.
 //
 //   stoke_fuzz_parser_seedgen tests/fuzz/corpus
@@ -23,6 +26,10 @@
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "data/index_file.hpp"
 #include "data/tar_index.hpp"
 #include "stoke/state.hpp"
 
@@ -177,6 +184,79 @@ void write_masks(const fs::path& root) {
 
 }  // namespace
 
+void write_index(const fs::path& path, const stoke::detail::DatasetIndex& index) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 || !stoke::detail::write_index_file(fd, index, "fuzz")) {
+    std::cerr << path << ": cannot be written\n";
+    std::exit(1);
+  }
+  ::close(fd);
+}
+
+void write_index_files(const fs::path& root) {
+  using namespace stoke::detail;
+  fs::create_directories(root / "index_file");
+  const auto add = [](DatasetIndex& index, const std::string& path, std::int32_t label) {
+    FileEntry e;
+    e.path_offset = index.paths.size();
+    e.path_length = static_cast<std::uint32_t>(path.size());
+    e.label = label;
+    index.paths += path;
+    index.entries.push_back(e);
+    return &index.entries.back();
+  };
+  DatasetIndex list;
+  list.kind = DatasetKind::kFiles;
+  for (int i = 0; i < 3; ++i) {
+    FileEntry* e = add(list, "/data/img" + std::to_string(i) + ".png", i);
+    e->mask_kind = kMaskFile;
+    e->mask_path_offset = list.paths.size();
+    e->mask_path_length = 12;
+    list.paths += "/data/m" + std::to_string(i) + ".png";
+  }
+  list.size = 3;
+  list.has_masks = true;
+  list.rejected.push_back({"/data/empty.png", BadInput::kEmpty});
+  write_index(root / "index_file" / "list_with_masks", list);
+
+  DatasetIndex shards;
+  shards.kind = DatasetKind::kFiles;
+  shards.has_boxes = shards.has_bytes = true;
+  shards.paths = "https://example.com/a.tar/cache/shards/abc.tar";
+  for (int i = 0; i < 4; ++i) {
+    FileEntry e;
+    e.path_length = 25;
+    e.copy_length = 22;
+    e.label = 7 * i;
+    e.offset = 512 + 2048 * i;
+    e.size = 600;
+    e.name_offset = shards.paths.size();
+    e.name_length = 9;
+    shards.paths += "s" + std::to_string(i) + "000.jpg";
+    e.box_first = shards.boxes.size();
+    e.box_count = static_cast<std::uint32_t>(i % 3);
+    for (int b = 0; b < i % 3; ++b) shards.boxes.push_back({1, 2, 30, 40, b});
+    e.bytes_offset = 1536 + 2048 * i;
+    e.bytes_size = 20;
+    shards.entries.push_back(e);
+  }
+  shards.size = 4;
+  shards.shard_starts = {0, 2, 4};
+  shards.remote_shards.push_back({0, "https://example.com/a.tar", 8192, "/cache/shards/abc.tar"});
+  shards.shard_notes.push_back("b.tar.idx does not describe b.tar");
+  shards.class_names = {"cat", "dog"};
+  write_index(root / "index_file" / "shards_with_boxes", shards);
+
+  DatasetIndex raw;
+  raw.kind = DatasetKind::kRaw;
+  raw.size = 3;
+  raw.height = raw.width = 2;
+  raw.channels = 1;
+  raw.labels = {0, 9, 4};
+  raw.pixels = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  write_index(root / "index_file" / "idx_pixels", raw);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::cerr << "usage: stoke_fuzz_parser_seedgen CORPUS_ROOT (tests/fuzz/corpus)\n";
@@ -186,5 +266,6 @@ int main(int argc, char** argv) {
   write_sidecars(root);
   write_states(root);
   write_masks(root);
+  write_index_files(root);
   return 0;
 }

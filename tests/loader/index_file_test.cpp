@@ -277,7 +277,7 @@ int exit_status(pid_t pid) {
 TEST(IndexFile, ProcessesStartingTogetherShareOneFileThatOneOfThemBuilds) {
   test::TempDir dir;
   const fs::path list = dir.path() / "list.txt";
-  write_list(list, 200000);
+  write_list(list, 200000 / test::kSlowdown);
   const IndexOptions options = cached_in(dir);
   std::vector<pid_t> children;
   for (int i = 0; i < 4; ++i) children.push_back(index_in_child(list.string(), options));
@@ -300,7 +300,9 @@ TEST(IndexFile, ProcessesStartingTogetherShareOneFileThatOneOfThemBuilds) {
 TEST(IndexFile, AWriterKilledWhileIndexingLeavesTheNextLoaderToBuildIt) {
   test::TempDir dir;
   const fs::path list = dir.path() / "list.txt";
-  write_list(list, 1500000);  // about a second to index: time to be killed in
+  // About a second to index (the sanitizer builds are that much slower with fewer lines): time
+  // to be killed in.
+  write_list(list, 1500000 / test::kSlowdown);
   const IndexOptions options = cached_in(dir);
   const fs::path file = index_path(list.string(), options);
   const std::string lock = file.string() + ".lock";

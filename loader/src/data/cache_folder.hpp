@@ -1,13 +1,14 @@
 #pragma once
 // The cache folders stoke keeps under its cache root (shards/, the shard copies of
-// data/shard_cache.hpp; index/, remote shards' indexes), and the rules every file in them
+// data/shard_cache.hpp; index/, remote shards' indexes; datasets/, the dataset index files of
+// data/index_file.hpp), and the rules every file in them
 // follows. The folders may be shared with processes stoke does not control, so nothing found
 // there is believed on its name alone:
 // - Folders are 0700 and files 0600, owned by this user, unless STOKE_CACHE_SHARED=1 asks to
 //   share them with the folder's group (folders 02770, files 0640; a file is then trusted when
 //   this user or a member of the folder's group owns it). A cache folder owned by another user
 //   (when not shared) or writable by every user is a ConfigError; stoke's own folders (shards/,
-//   index/) of this user's with looser modes (an earlier version's) are tightened.
+//   index/, datasets/) of this user's with looser modes (an earlier version's) are tightened.
 // - Every file is opened with kCacheOpenFlags: O_NOFOLLOW (a symbolic link is never followed,
 //   its target never read nor touched), O_NONBLOCK (a FIFO never blocks) and O_CLOEXEC; then
 //   fstat'd: a regular file, of a trusted owner, with one link.
@@ -48,7 +49,7 @@ bool cache_shared();
 // Makes `folder` and the folders above it that are missing (0700, or 02770 when shared; those
 // above the cache root 0700 or 0755), and checks the folder as the header says: throws
 // ConfigError naming the folder and what to do when it is another user's, writable by others, or
-// (when `own`: a folder stoke names, shards/ or index/) a symbolic link; puts an own folder of
+// (when `own`: a folder stoke names, shards/, index/ or datasets/) a symbolic link; puts an own folder of
 // this user's back to its mode, and takes the group's write bit from another (the cache root,
 // which may be a link the user made). Returns false (errno set) when it cannot be made (a
 // read-only disk, no permission above it).

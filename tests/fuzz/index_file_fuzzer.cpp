@@ -1,0 +1,58 @@
+// libFuzzer target: the input is a dataset index file (data/index_file.hpp), as a loader finds it
+// under the cache folder's datasets/ (where anyone allowed to write there may have put it) ->
+// map_index_file, for the identity "fuzz" (the seeds carry it).
+//
+// Checks beyond the sanitizers:
+//   * map_index_file returns a mapped index or nullptr, nothing else;
+//   * every accessor of every sample of an accepted index reads inside the mapping (the
+//     sanitizers see an out-of-bounds read: the view reads the mapping through plain pointers,
+//     so the input is copied into a heap buffer-sized memfd and every byte read is touched);
+//   * its shard starts rise from 0 to its size, and its labels are below max_classes.
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "data/index_file.hpp"
+#include "fuzz_support.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  constexpr int kMaxClasses = 1000;
+  const int fd = ::memfd_create("fuzz-index", MFD_CLOEXEC);
+  if (fd < 0) return 0;
+  if (size > 0 && ::write(fd, data, size) != static_cast<ssize_t>(size)) {
+    ::close(fd);
+    return 0;
+  }
+  const std::unique_ptr<stoke::detail::MappedIndex> index =
+      stoke::detail::map_index_file(fd, "fuzz", kMaxClasses, 0, "");  // takes fd
+  if (!index) return 0;
+  const stoke::detail::DatasetView view = index->view();
+  const std::int64_t n = view.size();
+  STOKE_FUZZ_CHECK(n == index->info().size && n > 0);
+  std::uint64_t sum = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int32_t label = view.label(i);
+    STOKE_FUZZ_CHECK(label >= -1 && label < kMaxClasses, "label " + std::to_string(label));
+    if (view.raw()) {
+      const std::uint8_t* p = view.raw_pixels(i);
+      for (std::size_t k = 0; k < view.raw_bytes(); ++k) sum += p[k];
+      continue;
+    }
+    for (char c : view.path(i)) sum += static_cast<unsigned char>(c);
+    for (char c : view.copy(i)) sum += static_cast<unsigned char>(c);
+    for (char c : view.member(i)) sum += static_cast<unsigned char>(c);
+    for (const auto& b : view.boxes(i)) sum += static_cast<std::uint64_t>(b.label);
+    if (view.mask_kind(i) == stoke::detail::kMaskFile)
+      for (char c : view.mask_path(i)) sum += static_cast<unsigned char>(c);
+  }
+  const auto& starts = index->info().shard_starts;
+  if (!starts.empty()) {
+    STOKE_FUZZ_CHECK(starts.front() == 0 && starts.back() == n);
+    for (std::size_t s = 1; s < starts.size(); ++s) STOKE_FUZZ_CHECK(starts[s] >= starts[s - 1]);
+  }
+  return sum == 0xdeadbeef ? 1 : 0;  // (keeps the reads)
+}
