@@ -38,16 +38,16 @@ std::string index_line(const MappedIndex& index) {
                      bytes_text(index.region_size()) + ", ";
   switch (index.origin()) {
     case MappedIndex::Origin::kBuilt:
-      return line + "built in " + seconds_text(index.built_s()) + " and written to " +
+      return line + "built in " + seconds_text(index.built_s()) + " s and written to " +
              index.file() + " (the machine's other ranks and later runs map it)";
     case MappedIndex::Origin::kFound:
       return line + "mapped from " + index.file() + " after waiting " +
-             seconds_text(index.waited_s()) + " for the loader writing it";
+             seconds_text(index.waited_s()) + " s for the loader writing it";
     case MappedIndex::Origin::kPrivate:
       break;
   }
   return line + "built in " + seconds_text(index.built_s()) +
-         " in this process's memory (no cache folder to share it through)";
+         " s in this process's memory (no cache folder to share it through)";
 }
 
 // What the shard prefetcher sees of this loader (shard_prefetcher.hpp): LoaderCore's position,

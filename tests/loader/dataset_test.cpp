@@ -6,6 +6,7 @@
 #include <fstream>
 #include <opencv2/imgcodecs.hpp>
 
+#include "data/dataset_index.hpp"
 #include "test_support.hpp"
 
 namespace stoke {
@@ -35,6 +36,52 @@ Options tree_options(const std::string& data, int workers) {
   o.augment = Augment::kEvaluation;
   o.log = [](std::string_view) {};
   return o;
+}
+
+// An image tree's index is every class in sorted order, each with its images (nested folders
+// included) in sorted order, and its empty files left out in that order, the same on every run.
+TEST(Dataset, AnImageTreeIsIndexedInSortedOrderWithItsEmptyFilesLeftOut) {
+  TempDir dir;
+  std::vector<std::pair<std::string, int>> want;
+  std::vector<std::string> empty;
+  for (int c = 0; c < 40; ++c) {
+    const std::string name = "class" + std::to_string(c);  // "class10" sorts before "class2"
+    for (int i = 0; i < 3 + c % 4; ++i) {
+      const fs::path f =
+          dir.path() / name / (c % 3 == 0 ? "sub" : "") / ("img" + std::to_string(i) + ".png");
+      fs::create_directories(f.parent_path());
+      std::ofstream(f) << "x";
+    }
+    if (c % 5 == 0) std::ofstream(dir.path() / name / "zero.png");  // empty: left out
+    std::ofstream(dir.path() / name / "notes.txt") << "not an image";
+  }
+  std::vector<std::string> classes;
+  for (int c = 0; c < 40; ++c) classes.push_back("class" + std::to_string(c));
+  std::sort(classes.begin(), classes.end());
+  for (std::size_t label = 0; label < classes.size(); ++label) {
+    std::vector<std::string> files;
+    for (const auto& e : fs::recursive_directory_iterator(dir.path() / classes[label]))
+      if (e.path().extension() == ".png") files.push_back(e.path().string());
+    std::sort(files.begin(), files.end());
+    for (const std::string& f : files) {
+      if (fs::file_size(f) == 0)
+        empty.push_back(f);
+      else
+        want.push_back({f, static_cast<int>(label)});
+    }
+  }
+  for (int run = 0; run < 3; ++run) {
+    const detail::DatasetIndex index = detail::build_index(dir.str());
+    ASSERT_EQ(index.class_names, classes);
+    ASSERT_EQ(index.entries.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      const detail::FileEntry& e = index.entries[i];
+      EXPECT_EQ(index.paths.substr(e.path_offset, e.path_length), want[i].first) << i;
+      EXPECT_EQ(e.label, want[i].second) << i;
+    }
+    ASSERT_EQ(index.rejected.size(), empty.size());
+    for (std::size_t i = 0; i < empty.size(); ++i) EXPECT_EQ(index.rejected[i].path, empty[i]);
+  }
 }
 
 TEST(Dataset, ImageTreeClassIdsFollowSortedFolderNames) {
