@@ -10,6 +10,7 @@
 #include "common/align.hpp"
 #include "common/text.hpp"
 #include "data/coco.hpp"
+#include "data/folder_scan.hpp"
 #include "data/shard_list.hpp"
 #include "stoke/error.hpp"
 #include "stoke/mnist.hpp"
@@ -18,12 +19,21 @@ namespace stoke::detail {
 namespace fs = std::filesystem;
 namespace {
 
-bool has_image_extension(const fs::path& p) {
-  const std::string ext = lowercase(p.extension().string());
+// Whether a file name's extension (std::filesystem's: from its last dot, unless that is its
+// first character) is an image's. Allocates nothing (data/folder_scan.hpp calls it).
+bool image_name(const char* name) {
   static constexpr const char* kKnown[] = {".jpg", ".jpeg", ".jpe",  ".png", ".bmp", ".dib",
                                            ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".pbm",
                                            ".pnm", ".pxm",  ".sr",   ".ras", ".hdr", ".pic"};
-  return std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return ext == k; });
+  const char* dot = std::strrchr(name, '.');
+  if (dot == nullptr || dot == name || std::strcmp(name, "..") == 0) return false;
+  char ext[8] = {};
+  const std::size_t n = std::strlen(dot);
+  if (n >= sizeof ext) return false;
+  for (std::size_t i = 0; i < n; ++i)
+    ext[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(dot[i])));
+  return std::any_of(std::begin(kKnown), std::end(kKnown),
+                     [&](const char* k) { return std::strcmp(ext, k) == 0; });
 }
 
 void add_file(DatasetIndex& index, const std::string& path, std::int32_t label) {
@@ -90,24 +100,22 @@ DatasetIndex index_tree(const fs::path& root) {
     if (entry.is_directory()) classes.push_back(entry.path());
   }
   std::sort(classes.begin(), classes.end());
+  std::vector<std::string> folders;
+  for (const fs::path& c : classes) folders.push_back(c.string());
+  std::vector<ClassListing> listings = scan_class_folders(folders, image_name);
   for (std::size_t label = 0; label < classes.size(); ++label) {
-    std::vector<fs::path> files;
-    for (const auto& entry : fs::recursive_directory_iterator(
-             classes[label], fs::directory_options::skip_permission_denied)) {
-      if (!entry.is_directory() && has_image_extension(entry.path())) files.push_back(entry.path());
-    }
-    std::sort(files.begin(), files.end());
+    ClassListing& listing = listings[label];
+    if (!listing.error.empty())
+      throw ConfigError(root.string() + ": cannot be indexed: " + listing.error);
     index.class_names.push_back(classes[label].filename().string());
-    for (const auto& f : files) {
-      std::error_code ec;
-      const auto bytes = fs::file_size(f, ec);
-      if (!ec && bytes == 0) {
-        index.rejected.push_back({f.string(), BadInput::kEmpty});
-        continue;
-      }
-      add_file(index, fs::absolute(f).lexically_normal().string(),
-               static_cast<std::int32_t>(label));
+    const std::string base = fs::absolute(classes[label]).lexically_normal().string() + "/";
+    for (std::size_t j = 0; j < listing.files.size(); ++j) {
+      if (listing.empty[j])
+        index.rejected.push_back({folders[label] + "/" + listing.files[j], BadInput::kEmpty});
+      else
+        add_file(index, base + listing.files[j], static_cast<std::int32_t>(label));
     }
+    listing = ClassListing{};  // (in the index now)
   }
   index.size = static_cast<std::int64_t>(index.entries.size());
   if (index.size == 0)
