@@ -310,6 +310,35 @@ TEST_F(HostileS3, AKeyWithDotSegmentsIsFetchedAsItself) {
   EXPECT_EQ(requests.find(" /stoke-test/b/train.tar"), std::string::npos) << requests;
 }
 
+// The HEAD that keys the machine's index file (data/index_file.hpp) is the one indexing uses: a
+// loader that indexes asks each shard's HEAD once, and one that finds the index file asks it once
+// and reads nothing else of the shard's at start-up.
+TEST_F(HostileS3, EachShardIsAskedItsHeadOnceWhetherIndexedOrFound) {
+  auto s3 = verifier();
+  ASSERT_TRUE(s3->started()) << s3->output();
+  const S3Env env(s3->url());
+  const Options o = shard_options("s3://stoke-test/data/train-{0..2}.tar", dir_);
+  const auto count = [&](const std::string& what) {
+    const std::string log = read_file(dir_.path() / "sigv4-requests.log");
+    std::size_t n = 0;
+    for (std::size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  {
+    Loader first(o);
+  }
+  for (int s = 0; s < 3; ++s)
+    EXPECT_EQ(count("HEAD /stoke-test/data/train-" + std::to_string(s) + ".tar 200"), 1u) << s;
+  const std::size_t gets = count("GET ");
+  {
+    Loader second(o);  // (stopped before any batch: no shard is fetched)
+  }
+  for (int s = 0; s < 3; ++s)
+    EXPECT_EQ(count("HEAD /stoke-test/data/train-" + std::to_string(s) + ".tar 200"), 2u) << s;
+  EXPECT_EQ(count("GET "), gets) << read_file(dir_.path() / "sigv4-requests.log");
+}
+
 // On SeaweedFS, s3://stoke-test/private/../../other/x.tar once reached bucket "other": now the
 // path goes as it is, and SeaweedFS (which keeps no key with ".." segments) refuses it. The
 // requests as signed now (x-amz-content-sha256 among the signed headers) still read the same

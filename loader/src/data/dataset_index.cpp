@@ -210,7 +210,7 @@ DatasetIndex index_path(const std::string& path, const IndexOptions& options) {
   if (const auto shards = shard_list(path))
     return index_shards(
         *shards, {options.label_field, options.mask_field, options.bytes_field, options.box_field},
-        options.caches, options.remote, options.max_classes);
+        options.caches, options.remote, options.max_classes, options.remote_seen);
   const Split split = options.split;
   std::error_code ec;
   const auto status = fs::status(path, ec);

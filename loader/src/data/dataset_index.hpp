@@ -5,6 +5,7 @@
 // Thread-safety: build_index is reentrant; a DatasetIndex is a value.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,9 @@ struct IndexOptions {
   int max_classes = kDefaultMaxClasses;  // labels read from the data are below it (Options')
   IndexCaches caches;
   RemotePolicy remote;  // shards on HTTP or S3: how they are asked for (the loader's RemoteConfig)
+  // Remote shards' HEAD answers already had, by URL (dataset_identity asks them first), so that
+  // indexing asks no server twice; null: none. Not owned; outlives build_index.
+  const std::map<std::string, RemoteObject>* remote_seen = nullptr;
 };
 
 // Indexes an IDX folder, an image-folder tree, a list file, WebDataset tar shards (see
@@ -115,7 +119,9 @@ struct ShardFields {
 
 // The samples of WebDataset tar shards, local or remote (data/shard_dataset.cpp). Throws
 // DataError for a label or box class not below max_classes.
+// `seen`: HEAD answers already had, by URL (null: none).
 DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFields& fields,
-                          const IndexCaches& caches, const RemotePolicy& remote, int max_classes);
+                          const IndexCaches& caches, const RemotePolicy& remote, int max_classes,
+                          const std::map<std::string, RemoteObject>* seen = nullptr);
 
 }  // namespace stoke::detail

@@ -289,10 +289,11 @@ bool add_tree_versions(std::string& out, const std::string& root) {
 
 // Every shard's version (a local one's file and sidecar, a remote one's size and ETag).
 bool add_shard_versions(std::string& out, const std::vector<std::string>& shards,
-                        const RemotePolicy& policy) {
+                        const RemotePolicy& policy, std::map<std::string, RemoteObject>* seen) {
   for (const std::string& name : shards) {
     if (is_url(name)) {
       const RemoteObject object = remote_stat(name, policy);
+      if (seen != nullptr) (*seen)[name] = object;
       if (object.etag.empty()) return false;
       out += "url " + redact_url(name) + "\t" + std::to_string(object.size) + "\t" + object.etag +
              "\n";
@@ -425,7 +426,8 @@ std::string index_file_name(const std::string& identity) {
   return std::string(name) + kSuffix;
 }
 
-std::optional<std::string> dataset_identity(const std::string& data, const IndexOptions& o) {
+std::optional<std::string> dataset_identity(const std::string& data, const IndexOptions& o,
+                                            std::map<std::string, RemoteObject>* seen) {
   std::string out = "stoke dataset index " + std::to_string(kFormat) + "\n";
   out += "data " + redact_url(data) + "\n";
   out += "options split=" + std::to_string(static_cast<int>(o.split)) + " label=" + o.label_field +
@@ -443,7 +445,7 @@ std::optional<std::string> dataset_identity(const std::string& data, const Index
     return out;
   }
   if (const auto shards = shard_list(data)) {
-    if (!add_shard_versions(out, *shards, o.remote)) return std::nullopt;
+    if (!add_shard_versions(out, *shards, o.remote, seen)) return std::nullopt;
     return out;
   }
   const std::string path = fs::absolute(data, ec).lexically_normal().string();
@@ -536,11 +538,14 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
     m->built_s_ = seconds_since(start) - m->waited_s_;
     return std::shared_ptr<const MappedIndex>(std::move(m));
   };
+  std::map<std::string, RemoteObject> seen;  // (the HEADs asked for the key serve indexing too)
   const std::optional<std::string> identity =
-      options.caches.root.empty() ? std::nullopt : dataset_identity(data, options);
+      options.caches.root.empty() ? std::nullopt : dataset_identity(data, options, &seen);
+  IndexOptions build = options;
+  build.remote_seen = &seen;
   const std::string folder = identity ? index_folder(options.caches.root) : "";
   if (folder.empty())
-    return built_here(private_index(build_index(data, options), options.max_classes));
+    return built_here(private_index(build_index(data, build), options.max_classes));
 
   const std::string name = index_file_name(*identity);
   const std::string path = folder + "/" + name;
@@ -553,7 +558,7 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
   struct stat st {};
   if (lock.get() < 0 || ::fstat(lock.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
       !trusted_cache_file(lock_path, st))
-    return built_here(private_index(build_index(data, options), options.max_classes));
+    return built_here(private_index(build_index(data, build), options.max_classes));
   const auto wait_start = std::chrono::steady_clock::now();
   while (::flock(lock.get(), LOCK_EX) != 0 && errno == EINTR) {
   }
@@ -563,7 +568,7 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
     return found;
   }
   sweep(folder, name);
-  DatasetIndex index = build_index(data, options);
+  DatasetIndex index = build_index(data, build);
   const std::string tmp = path + ".tmp." + cache_random_suffix();
   UniqueFd out(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | kCacheOpenFlags, 0600));
   const bool written =

@@ -105,7 +105,9 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
 // inputs: the options, then one line per input file or folder. std::nullopt when it cannot be
 // named (a path that does not exist, a remote shard without an ETag): such data is indexed into
 // a private file every time.
-std::optional<std::string> dataset_identity(const std::string& data, const IndexOptions& options);
+// `seen` (when given) keeps the remote shards' HEAD answers it asked for, by URL.
+std::optional<std::string> dataset_identity(const std::string& data, const IndexOptions& options,
+                                            std::map<std::string, RemoteObject>* seen = nullptr);
 
 // The shared index file's name for an identity: "<16 hex digits>.stoke-index".
 std::string index_file_name(const std::string& identity);

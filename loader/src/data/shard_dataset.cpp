@@ -287,7 +287,7 @@ struct SampleMembers {
 class ShardIndexer {
  public:
   ShardIndexer(const ShardFields& fields, const IndexCaches& caches, const RemotePolicy& policy,
-               int max_classes)
+               int max_classes, const std::map<std::string, RemoteObject>* seen)
       : label_spec_(fields.label),
         field_(parse_label_field(fields.label)),
         mask_ext_(lowercase(fields.mask)),
@@ -295,7 +295,8 @@ class ShardIndexer {
         boxes_ext_(lowercase(fields.boxes)),
         caches_(caches),
         policy_(policy),
-        max_classes_(max_classes) {
+        max_classes_(max_classes),
+        seen_(seen) {
     index_.kind = DatasetKind::kFiles;
   }
 
@@ -336,7 +337,10 @@ class ShardIndexer {
   void open_remote(const std::string& url, OpenShard& out) {
     out.path = url;
     out.shown = redact_url(url);
-    const RemoteObject object = remote_stat(url, policy_);
+    const auto known =
+        seen_ != nullptr ? seen_->find(url) : std::map<std::string, RemoteObject>::const_iterator();
+    const RemoteObject object =
+        seen_ != nullptr && known != seen_->end() ? known->second : remote_stat(url, policy_);
     out.read_at = [url, policy = policy_](std::uint64_t offset, void* dst, std::size_t n) {
       return remote_read(url, offset, dst, n, policy);
     };
@@ -484,6 +488,7 @@ class ShardIndexer {
   const IndexCaches& caches_;
   const RemotePolicy& policy_;
   const int max_classes_;
+  const std::map<std::string, RemoteObject>* seen_;
   std::optional<std::string> index_folder_;  // made when the first remote shard is indexed
   DatasetIndex index_;
 };
@@ -491,8 +496,9 @@ class ShardIndexer {
 }  // namespace
 
 DatasetIndex index_shards(const std::vector<std::string>& shards, const ShardFields& fields,
-                          const IndexCaches& caches, const RemotePolicy& policy, int max_classes) {
-  ShardIndexer indexer(fields, caches, policy, max_classes);
+                          const IndexCaches& caches, const RemotePolicy& policy, int max_classes,
+                          const std::map<std::string, RemoteObject>* seen) {
+  ShardIndexer indexer(fields, caches, policy, max_classes, seen);
   for (const std::string& name : shards) indexer.add_shard(name);
   return std::move(indexer).finish(shards);
 }
