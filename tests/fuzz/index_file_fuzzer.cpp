@@ -33,21 +33,36 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const stoke::detail::DatasetView view = index->view();
   const std::int64_t n = view.size();
   STOKE_FUZZ_CHECK(n == index->info().size && n > 0);
+  const std::uint8_t* begin = index->bytes() + index->region_offset();
+  const std::uint8_t* end = begin + index->region_size();
+  // (ASan sees no over-read inside the mapping's last page: every span is checked by hand.)
+  const auto inside = [&](const void* p, std::size_t bytes) {
+    const auto* q = static_cast<const std::uint8_t*>(p);
+    return bytes == 0 || (q >= begin && q <= end && bytes <= static_cast<std::size_t>(end - q));
+  };
   std::uint64_t sum = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int32_t label = view.label(i);
     STOKE_FUZZ_CHECK(label >= -1 && label < kMaxClasses, "label " + std::to_string(label));
     if (view.raw()) {
       const std::uint8_t* p = view.raw_pixels(i);
+      STOKE_FUZZ_CHECK(inside(p, view.raw_bytes()), "raw sample " + std::to_string(i));
       for (std::size_t k = 0; k < view.raw_bytes(); ++k) sum += p[k];
       continue;
     }
+    STOKE_FUZZ_CHECK(inside(view.path(i).data(), view.path(i).size()) &&
+                         inside(view.copy(i).data(), view.copy(i).size()) &&
+                         inside(view.member(i).data(), view.member(i).size()) &&
+                         inside(view.boxes(i).data(), view.boxes(i).size_bytes()),
+                     "sample " + std::to_string(i));
     for (char c : view.path(i)) sum += static_cast<unsigned char>(c);
     for (char c : view.copy(i)) sum += static_cast<unsigned char>(c);
     for (char c : view.member(i)) sum += static_cast<unsigned char>(c);
     for (const auto& b : view.boxes(i)) sum += static_cast<std::uint64_t>(b.label);
-    if (view.mask_kind(i) == stoke::detail::kMaskFile)
+    if (view.mask_kind(i) == stoke::detail::kMaskFile) {
+      STOKE_FUZZ_CHECK(inside(view.mask_path(i).data(), view.mask_path(i).size()));
       for (char c : view.mask_path(i)) sum += static_cast<unsigned char>(c);
+    }
   }
   const auto& starts = index->info().shard_starts;
   if (!starts.empty()) {

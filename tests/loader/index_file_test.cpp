@@ -79,7 +79,15 @@ void expect_same(const DatasetIndex& built, const MappedIndex& mapped) {
   EXPECT_EQ(mapped.info().shard_starts, built.shard_starts);
   EXPECT_EQ(mapped.info().class_names, built.class_names);
   EXPECT_EQ(mapped.info().has_boxes, built.has_boxes);
-  EXPECT_EQ(mapped.info().rejected.size(), built.rejected.size());
+  ASSERT_EQ(mapped.info().rejected.size(), built.rejected.size());
+  for (std::size_t i = 0; i < built.rejected.size(); ++i) {
+    EXPECT_EQ(mapped.info().rejected[i].path, built.rejected[i].path);
+    EXPECT_EQ(mapped.info().rejected[i].reason, built.rejected[i].reason);
+  }
+  EXPECT_EQ(mapped.info().shard_notes, built.shard_notes);
+  EXPECT_EQ(mapped.info().box_notes, built.box_notes);
+  EXPECT_EQ(mapped.info().has_masks, built.has_masks);
+  EXPECT_EQ(mapped.info().has_bytes, built.has_bytes);
   for (std::int64_t i = 0; i < want.size(); ++i) {
     ASSERT_EQ(got.label(i), want.label(i)) << i;
     if (want.raw()) {
@@ -93,8 +101,19 @@ void expect_same(const DatasetIndex& built, const MappedIndex& mapped) {
     ASSERT_EQ(got.boxes(i).size(), want.boxes(i).size()) << i;
     for (std::size_t b = 0; b < want.boxes(i).size(); ++b)
       ASSERT_EQ(std::memcmp(&got.boxes(i)[b], &want.boxes(i)[b], sizeof(detail::SampleBox)), 0);
+    ASSERT_EQ(got.copy(i), want.copy(i)) << i;
     ASSERT_EQ(got.mask_kind(i), want.mask_kind(i)) << i;
+    if (want.mask_kind(i) == detail::kMaskFile) {
+      ASSERT_EQ(got.mask_path(i), want.mask_path(i)) << i;
+    }
+    if (want.mask_kind(i) != detail::kNoMask) {
+      ASSERT_EQ(got.mask_range(i).offset, want.mask_range(i).offset) << i;
+      ASSERT_EQ(got.mask_range(i).size, want.mask_range(i).size) << i;
+    }
+    ASSERT_EQ(got.bytes_range(i).offset, want.bytes_range(i).offset) << i;
     ASSERT_EQ(got.bytes_range(i).size, want.bytes_range(i).size) << i;
+    ASSERT_EQ(got.annotated_width(i), want.annotated_width(i)) << i;
+    ASSERT_EQ(got.annotated_height(i), want.annotated_height(i)) << i;
   }
 }
 
@@ -177,6 +196,16 @@ TEST(IndexFile, ADamagedForeignOrTruncatedFileIsNeverRead) {
   EXPECT_EQ(remapped_with(index, field(2, offsetof(FileEntry, box_count)), &boxes, 4), nullptr);
   const std::uint32_t mask = 7;
   EXPECT_EQ(remapped_with(index, field(0, offsetof(FileEntry, mask_kind)), &mask, 4), nullptr);
+  // IDX data (raw) that claims what only file entries have (masks, bytes, boxes) or more than
+  // one channel: its accessors would read entries it has none of.
+  IndexOptions fashion;
+  fashion.split = Split::kTest;
+  const DatasetIndex raw = detail::build_index(tools::kDefaultFashionMnistDir, fashion);
+  ASSERT_NE(remapped_with(raw, 4096, &same, 0), nullptr);
+  const std::uint32_t masks = 2;  // IndexFileHeader::flags, after kind
+  EXPECT_EQ(remapped_with(raw, 76, &masks, 4), nullptr);
+  const std::int32_t channels = 3;
+  EXPECT_EQ(remapped_with(raw, 96, &channels, 4), nullptr);
   // A file cut short (a writer that died without the rename, a full disk).
   const int fd = ::memfd_create("index-test", MFD_CLOEXEC);
   ASSERT_TRUE(detail::write_index_file(fd, index, "id"));
@@ -206,6 +235,15 @@ TEST(IndexFile, TheSecondLoaderMapsTheFileTheFirstWrote) {
   // No cache folder: a private index, every time.
   IndexOptions none;
   EXPECT_EQ(detail::index_dataset(list.string(), none)->origin(), Origin::kPrivate);
+}
+
+TEST(IndexFile, AURLWithCredentialsOrASignatureIsNeverKeyedNorShared) {
+  IndexOptions options;
+  options.caches.root = "/nonexistent";
+  for (const char* url :
+       {"http://user:secret@127.0.0.1:9/train-{0..3}.tar",
+        "https://127.0.0.1:9/a.tar?X-Amz-Signature=0123456789abcdef&X-Amz-Expires=60"})
+    EXPECT_EQ(detail::dataset_identity(url, options), std::nullopt) << url;
 }
 
 TEST(IndexFile, AChangedInputGivesANewIndexNeverTheStaleOne) {
@@ -253,6 +291,16 @@ TEST(IndexFile, AChangedInputGivesANewIndexNeverTheStaleOne) {
   const auto grown = detail::index_dataset(tree, options);
   EXPECT_EQ(grown->origin(), Origin::kBuilt);
   EXPECT_EQ(grown->info().size, 2);
+  // An image left out as empty, then written in place (no folder's times change): its index is
+  // not reused.
+  std::ofstream(dir.path() / "tree/cat/3.jpg").close();
+  EXPECT_EQ(detail::index_dataset(tree, options)->info().rejected.size(), 1u);
+  EXPECT_EQ(detail::index_dataset(tree, options)->origin(), Origin::kFound);
+  std::ofstream(dir.path() / "tree/cat/3.jpg", std::ios::in | std::ios::out) << "z";
+  const auto filled = detail::index_dataset(tree, options);
+  EXPECT_EQ(filled->origin(), Origin::kBuilt);
+  EXPECT_EQ(filled->info().size, 3);
+  EXPECT_TRUE(filled->info().rejected.empty());
 }
 
 // Runs index_dataset in a child process; its origin (or 9 for an error) is the exit status.

@@ -92,14 +92,30 @@ DatasetIndex index_coco(const std::string& json_path, const std::string& image_r
   return index;
 }
 
+}  // namespace
+
+std::vector<fs::path> class_folders(const fs::path& root) {
+  std::vector<std::string> entries;
+  for (const auto& entry : fs::directory_iterator(root)) entries.push_back(entry.path().string());
+  const std::vector<PathStat> stats = stat_paths(entries);  // (one round trip each: at once)
+  std::vector<fs::path> classes;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (stats[i].error == ENOENT) continue;  // (gone, or a dangling link: not a folder)
+    if (stats[i].error != 0)
+      throw ConfigError(root.string() + ": cannot be indexed: " + entries[i] + ": " +
+                        std::strerror(stats[i].error));
+    if (S_ISDIR(stats[i].st.st_mode)) classes.emplace_back(entries[i]);
+  }
+  std::sort(classes.begin(), classes.end());
+  return classes;
+}
+
+namespace {
+
 DatasetIndex index_tree(const fs::path& root) {
   DatasetIndex index;
   index.kind = DatasetKind::kFiles;
-  std::vector<fs::path> classes;
-  for (const auto& entry : fs::directory_iterator(root)) {
-    if (entry.is_directory()) classes.push_back(entry.path());
-  }
-  std::sort(classes.begin(), classes.end());
+  std::vector<fs::path> classes = class_folders(root);
   std::vector<std::string> folders;
   for (const fs::path& c : classes) folders.push_back(c.string());
   std::vector<ClassListing> listings = scan_class_folders(folders, image_name);

@@ -5,6 +5,7 @@
 // Thread-safety: build_index is reentrant; a DatasetIndex is a value.
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -97,6 +98,11 @@ struct IndexOptions {
 // when a label the data states (a shard member, a box class, a list line, an IDX label) is not
 // below options.max_classes (naming where it is and the value).
 DatasetIndex build_index(const std::string& path, const IndexOptions& options = {});
+
+// An image-folder tree's class folders: the folders (links to folders too) directly in `root`,
+// sorted. Throws ConfigError for an entry that cannot be stat'ed (a link loop), and
+// std::filesystem::filesystem_error when `root` cannot be listed.
+std::vector<std::filesystem::path> class_folders(const std::filesystem::path& root);
 
 // The DataError for a number the data gives as a label that is not below max_classes: `where`
 // names the shard member or list line, `what` the number's role ("label", "classes[3]").

@@ -201,23 +201,35 @@ ClassListing listing_of(const ClassWalk& walk) {
 
 }  // namespace
 
+void for_each_on_threads(std::size_t n, const std::function<void(std::size_t)>& work) {
+  std::atomic<std::size_t> next{0};
+  const auto loop = [&] {  // (no malloc from here on: see the header)
+    for (std::size_t i; (i = next.fetch_add(1)) < n;) work(i);
+  };
+  std::vector<std::thread> threads;
+  const std::size_t count = std::min<std::size_t>(kScanThreads, n);
+  threads.reserve(count);
+  try {
+    for (std::size_t t = 1; t < count; ++t) threads.emplace_back(loop);
+  } catch (const std::system_error&) {  // no more threads to be had: fewer work at once
+  }
+  loop();
+  for (std::thread& t : threads) t.join();
+}
+
+std::vector<PathStat> stat_paths(const std::vector<std::string>& paths) {
+  std::vector<PathStat> out(paths.size());
+  for_each_on_threads(paths.size(), [&](std::size_t i) {
+    if (::stat(paths[i].c_str(), &out[i].st) != 0) out[i].error = errno;
+  });
+  return out;
+}
+
 std::vector<ClassListing> scan_class_folders(const std::vector<std::string>& folders,
                                              bool (*is_image)(const char* name)) {
   std::vector<ClassWalk> walks(folders.size());
-  std::atomic<std::size_t> next{0};
-  const auto work = [&] {  // (no malloc from here on: see the header)
-    for (std::size_t i; (i = next.fetch_add(1)) < folders.size();)
-      Walker(folders[i].c_str(), walks[i], is_image).run();
-  };
-  std::vector<std::thread> threads;
-  const std::size_t n = std::min<std::size_t>(kScanThreads, folders.size());
-  threads.reserve(n);
-  try {
-    for (std::size_t t = 1; t < n; ++t) threads.emplace_back(work);
-  } catch (const std::system_error&) {  // no more threads to be had: fewer walk at once
-  }
-  work();
-  for (std::thread& t : threads) t.join();
+  for_each_on_threads(folders.size(),
+                      [&](std::size_t i) { Walker(folders[i].c_str(), walks[i], is_image).run(); });
   std::vector<ClassListing> out;
   out.reserve(folders.size());
   for (ClassWalk& w : walks) {

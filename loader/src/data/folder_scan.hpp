@@ -10,7 +10,10 @@
 //
 // Thread-safety: scan_class_folders is reentrant.
 
+#include <sys/stat.h>
+
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,5 +36,17 @@ struct ClassListing {
 // The listings of `folders`, in their order. `is_image` decides by a file name.
 std::vector<ClassListing> scan_class_folders(const std::vector<std::string>& folders,
                                              bool (*is_image)(const char* name));
+
+// stat(2) of each path (links followed), by up to kScanThreads threads: each result's `error`
+// is 0 or the errno.
+struct PathStat {
+  struct stat st {};
+  int error = 0;
+};
+std::vector<PathStat> stat_paths(const std::vector<std::string>& paths);
+
+// Calls work(i) for every i in [0, n), on up to kScanThreads threads (this one among them).
+// REQUIRES: work allocates nothing (see the header's first paragraph).
+void for_each_on_threads(std::size_t n, const std::function<void(std::size_t)>& work);
 
 }  // namespace stoke::detail

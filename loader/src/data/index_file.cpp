@@ -5,7 +5,9 @@
 #include <malloc.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,10 +18,12 @@
 #include <limits>
 
 #include "common/align.hpp"
+#include "common/build_info.hpp"
 #include "common/text.hpp"
 #include "common/unique_fd.hpp"
 #include "data/cache_folder.hpp"
 #include "data/file_reader.hpp"
+#include "data/folder_scan.hpp"
 #include "data/remote.hpp"
 #include "data/shard_list.hpp"
 #include "stoke/error.hpp"
@@ -180,8 +184,10 @@ bool write_region(int fd, const DatasetIndex& index) {
 bool region_holds(const IndexFileHeader& h, const std::uint8_t* region, int max_classes) {
   const auto n = static_cast<std::uint64_t>(h.size);
   if (h.kind == static_cast<std::uint32_t>(DatasetKind::kRaw)) {
-    if (h.height < 1 || h.width < 1 || h.channels < 1 || h.height > (1 << 16) ||
-        h.width > (1 << 16) || h.channels > 4)
+    // (IDX data: one channel, and nothing a file entry has: the accessors of masks, bytes and
+    // boxes read entries, which raw data has none of)
+    if (h.height < 1 || h.width < 1 || h.channels != 1 || h.height > (1 << 16) ||
+        h.width > (1 << 16) || h.flags != 0 || h.box_total != 0)
       return false;
     const std::uint64_t labels = align_up(n * sizeof(std::int32_t), kIndexAlign);
     const std::uint64_t per = std::uint64_t(h.height) * std::uint64_t(h.width) * h.channels;
@@ -224,11 +230,9 @@ bool meta_holds(const DatasetIndex& info) {
   return true;
 }
 
-// One input's version: "<what> <path>\t<size>\t<mtime>\t<ctime>\t<inode>\t<device>\n". False when
-// it cannot be stat'ed.
-bool add_version(std::string& out, const char* what, const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return false;
+// One input's version: "<what> <path>\t<size>\t<mtime>\t<ctime>\t<inode>\t<device>\n".
+void add_version(std::string& out, const char* what, const std::string& path,
+                 const struct stat& st) {
   char v[160];
   std::snprintf(v, sizeof v, "\t%lld\t%lld.%09ld\t%lld.%09ld\t%llu\t%llu\n",
                 static_cast<long long>(st.st_size), static_cast<long long>(st.st_mtim.tv_sec),
@@ -239,16 +243,50 @@ bool add_version(std::string& out, const char* what, const std::string& path) {
   out += ' ';
   out += path;
   out += v;
+}
+
+// The same, stat'ed here; false when it cannot be.
+bool add_version(std::string& out, const char* what, const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  add_version(out, what, path, st);
   return true;
 }
 
 // The versions of `dir` and every folder below it (not following links below the first): a file
 // added to, removed from or renamed in any of them changes its folder's times. A folder with a
 // link count of 2 has no subfolders (on file systems that count them), so it is not read.
+bool add_folder_versions(std::string& out, const std::string& dir, const struct stat& st,
+                         int depth);
+
+// Whether `dir`'s file system counts a folder's subfolders in its link count (2: none), as
+// ext2/3/4, XFS, tmpfs and NFS (of such a server) do; others (FUSE, CIFS, ISO 9660) may say 2 of
+// any folder.
+bool counts_subfolders(const std::string& dir) {
+  struct statfs fs {};
+  if (::statfs(dir.c_str(), &fs) != 0) return false;
+  switch (static_cast<unsigned long>(fs.f_type)) {
+    case 0xEF53:      // ext2/3/4
+    case 0x58465342:  // XFS
+    case 0x01021994:  // tmpfs
+    case 0x6969:      // NFS
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool add_folder_versions(std::string& out, const std::string& dir, int depth) {
-  if (depth > 64 || !add_version(out, "dir", dir)) return false;
   struct stat st {};
-  if (::stat(dir.c_str(), &st) == 0 && st.st_nlink == 2) return true;
+  if (depth > 64 || ::stat(dir.c_str(), &st) != 0) return false;
+  return add_folder_versions(out, dir, st, depth);
+}
+
+// The same, with `dir`'s stat already had.
+bool add_folder_versions(std::string& out, const std::string& dir, const struct stat& st,
+                         int depth) {
+  add_version(out, "dir", dir, st);
+  if (st.st_nlink == 2 && counts_subfolders(dir)) return true;
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return false;
   std::vector<std::string> subs;
@@ -270,20 +308,19 @@ bool add_folder_versions(std::string& out, const std::string& dir, int depth) {
   return true;
 }
 
-// An image-folder tree: its root, then each class folder (links followed, as the index does)
-// and the folders below it.
+// An image-folder tree: its root, then each class folder (links followed, as the index does;
+// stat'ed at once, each a round trip on a network file system) and the folders below it.
 bool add_tree_versions(std::string& out, const std::string& root) {
   if (!add_version(out, "root", root)) return false;
   std::vector<std::string> classes;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(root, ec)) {
-    std::error_code e2;
-    if (entry.is_directory(e2)) classes.push_back(entry.path().string());
+  try {
+    for (const fs::path& c : class_folders(root)) classes.push_back(c.string());
+  } catch (const std::exception&) {
+    return false;  // (indexing reports it)
   }
-  if (ec) return false;
-  std::sort(classes.begin(), classes.end());
-  for (const std::string& c : classes)
-    if (!add_folder_versions(out, c, 0)) return false;
+  const std::vector<PathStat> stats = stat_paths(classes);
+  for (std::size_t i = 0; i < classes.size(); ++i)
+    if (stats[i].error != 0 || !add_folder_versions(out, classes[i], stats[i].st, 0)) return false;
   return true;
 }
 
@@ -292,6 +329,7 @@ bool add_shard_versions(std::string& out, const std::vector<std::string>& shards
                         const RemotePolicy& policy, std::map<std::string, RemoteObject>* seen) {
   for (const std::string& name : shards) {
     if (is_url(name)) {
+      if (redact_url(name) != printable(name)) return false;  // (see dataset_identity)
       const RemoteObject object = remote_stat(name, policy);
       if (seen != nullptr) (*seen)[name] = object;
       if (object.etag.empty()) return false;
@@ -332,10 +370,39 @@ int raised(int fd) {
   return high;
 }
 
-// The shared index file at `path` when it is one of ours, of this identity and whole.
+// A copy of the file open at `fd` (which it closes) in a memfd of this process's own, or -1.
+int private_copy(int fd, std::uint64_t size) {
+  const int copy = raised(::memfd_create("stoke-index", MFD_CLOEXEC));
+  off_t from = 0;
+  while (copy >= 0 && static_cast<std::uint64_t>(from) < size) {
+    const ssize_t n = ::sendfile(copy, fd, &from, static_cast<std::size_t>(size - from));
+    if (n <= 0 && !(n < 0 && errno == EINTR)) {
+      ::close(copy);
+      ::close(fd);
+      return -1;
+    }
+  }
+  ::close(fd);
+  return copy;
+}
+
+// Whether the files the index left out as empty still are: an image written after indexing
+// (copied in place) changes no folder's times, so its index would keep leaving it out.
+bool empty_files_still_empty(const DatasetIndex& info) {
+  for (const RejectedFile& r : info.rejected) {
+    struct stat st {};
+    if (r.reason == BadInput::kEmpty && ::stat(r.path.c_str(), &st) == 0 && st.st_size != 0)
+      return false;
+  }
+  return true;
+}
+
+// The shared index file at `path` when it is one of ours, of this identity, whole and current.
+// One that another member of a shared cache's group owns is read from a private copy: it could
+// rewrite the file after it is checked.
 std::unique_ptr<MappedIndex> open_shared(const std::string& path, const std::string& identity,
                                          int max_classes, MappedIndex::Origin origin) {
-  const int fd = raised(::open(path.c_str(), O_RDONLY | kCacheOpenFlags));
+  int fd = raised(::open(path.c_str(), O_RDONLY | kCacheOpenFlags));
   struct stat st {};
   if (fd < 0) return nullptr;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
@@ -343,8 +410,12 @@ std::unique_ptr<MappedIndex> open_shared(const std::string& path, const std::str
     ::close(fd);
     return nullptr;
   }
+  if (st.st_uid != ::geteuid() &&
+      (fd = private_copy(fd, static_cast<std::uint64_t>(st.st_size))) < 0)
+    return nullptr;
   std::unique_ptr<MappedIndex> m =
       map_index_file(fd, identity, max_classes, static_cast<int>(origin), path);
+  if (m && !empty_files_still_empty(m->info())) return nullptr;
   if (m) ::utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);  // still in use
   return m;
 }
@@ -428,7 +499,11 @@ std::string index_file_name(const std::string& identity) {
 
 std::optional<std::string> dataset_identity(const std::string& data, const IndexOptions& o,
                                             std::map<std::string, RemoteObject>* seen) {
-  std::string out = "stoke dataset index " + std::to_string(kFormat) + "\n";
+  // (A URL with a user:password or a signature is indexed privately: the index holds the URL
+  // whole, and a key of the redacted one would hand it to another run or user.)
+  if (redact_url(data) != printable(data)) return std::nullopt;
+  std::string out =
+      "stoke dataset index " + std::to_string(kFormat) + " (stoke " + kVersion + ")\n";
   out += "data " + redact_url(data) + "\n";
   out += "options split=" + std::to_string(static_cast<int>(o.split)) + " label=" + o.label_field +
          " mask=" + o.mask_field + " bytes=" + o.bytes_field + " boxes=" + o.box_field +
@@ -553,15 +628,25 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
   if (auto found = open_shared(path, *identity, options.max_classes, Origin::kFound)) return found;
   // Another loader of this machine may be writing it: wait for its lock, then look again.
   const std::string lock_path = folder + "/" + name + ".lock";
-  UniqueFd lock(raised(::open(lock_path.c_str(), O_RDWR | O_CREAT | kCacheOpenFlags,
+  // (Read-only: flock needs no more, and another member of a shared cache's group may open it.)
+  UniqueFd lock(raised(::open(lock_path.c_str(), O_RDONLY | O_CREAT | kCacheOpenFlags,
                               cache_file_mode(cache_shared()))));
   struct stat st {};
   if (lock.get() < 0 || ::fstat(lock.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
       !trusted_cache_file(lock_path, st))
     return built_here(private_index(build_index(data, build), options.max_classes));
   const auto wait_start = std::chrono::steady_clock::now();
-  while (::flock(lock.get(), LOCK_EX) != 0 && errno == EINTR) {
+  int locked = -1;
+  while ((locked = ::flock(lock.get(), LOCK_EX)) != 0 && errno == EINTR) {
   }
+  if (locked != 0)  // (no locks here, an NFS home without lockd): nothing shared is touched
+    return built_here(private_index(build_index(data, build), options.max_classes));
+  // Released by name, not only by closing: a process forked meanwhile (without exec) holds the
+  // same open file, and would hold the lock as long as it lives.
+  struct Unlock {
+    int fd;
+    ~Unlock() { ::flock(fd, LOCK_UN); }
+  } unlock{lock.get()};
   const double waited = seconds_since(wait_start);
   if (auto found = open_shared(path, *identity, options.max_classes, Origin::kFound)) {
     found->waited_s_ = waited;
