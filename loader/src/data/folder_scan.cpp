@@ -225,6 +225,38 @@ std::vector<PathStat> stat_paths(const std::vector<std::string>& paths) {
   return out;
 }
 
+std::vector<int> has_subfolders(const std::vector<std::string>& folders) {
+  std::vector<int> out(folders.size(), -1);
+  for_each_on_threads(folders.size(), [&](std::size_t i) {
+    const int fd = ::open(folders[i].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;
+    alignas(8) char buf[8192];
+    int found = 0;
+    for (long n; found == 0 && (n = ::syscall(SYS_getdents64, fd, buf, sizeof buf)) != 0;) {
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        found = -1;
+        break;
+      }
+      for (long at = 0; at < n && found == 0;) {
+        unsigned short reclen = 0;
+        std::memcpy(&reclen, buf + at + kReclenAt, sizeof reclen);
+        const char* name = buf + at + kNameAt;
+        unsigned type = static_cast<unsigned char>(buf[at + kTypeAt]);
+        at += reclen;
+        if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
+        struct stat st {};
+        if (type == DT_UNKNOWN && ::fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+          type = IFTODT(st.st_mode);
+        if (type == DT_DIR) found = 1;
+      }
+    }
+    ::close(fd);
+    out[i] = found;
+  });
+  return out;
+}
+
 std::vector<ClassListing> scan_class_folders(const std::vector<std::string>& folders,
                                              bool (*is_image)(const char* name)) {
   std::vector<ClassWalk> walks(folders.size());

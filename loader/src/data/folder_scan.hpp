@@ -45,6 +45,10 @@ struct PathStat {
 };
 std::vector<PathStat> stat_paths(const std::vector<std::string>& paths);
 
+// Whether each folder holds a folder (links not followed), read by the threads: 1 yes, 0 no, -1
+// when it cannot be read.
+std::vector<int> has_subfolders(const std::vector<std::string>& folders);
+
 // Calls work(i) for every i in [0, n), on up to kScanThreads threads (this one among them).
 // REQUIRES: work allocates nothing (see the header's first paragraph).
 void for_each_on_threads(std::size_t n, const std::function<void(std::size_t)>& work);

@@ -256,8 +256,8 @@ bool add_version(std::string& out, const char* what, const std::string& path) {
 // The versions of `dir` and every folder below it (not following links below the first): a file
 // added to, removed from or renamed in any of them changes its folder's times. A folder with a
 // link count of 2 has no subfolders (on file systems that count them), so it is not read.
-bool add_folder_versions(std::string& out, const std::string& dir, const struct stat& st,
-                         int depth);
+bool add_folder_versions(std::string& out, const std::string& dir, const struct stat& st, int depth,
+                         bool leaf);
 
 // Whether `dir`'s file system counts a folder's subfolders in its link count (2: none), as
 // ext2/3/4, XFS, tmpfs and NFS (of such a server) do; others (FUSE, CIFS, ISO 9660) may say 2 of
@@ -279,14 +279,15 @@ bool counts_subfolders(const std::string& dir) {
 bool add_folder_versions(std::string& out, const std::string& dir, int depth) {
   struct stat st {};
   if (depth > 64 || ::stat(dir.c_str(), &st) != 0) return false;
-  return add_folder_versions(out, dir, st, depth);
+  return add_folder_versions(out, dir, st, depth, false);
 }
 
 // The same, with `dir`'s stat already had.
-bool add_folder_versions(std::string& out, const std::string& dir, const struct stat& st,
-                         int depth) {
+// `leaf`: known to hold no folder.
+bool add_folder_versions(std::string& out, const std::string& dir, const struct stat& st, int depth,
+                         bool leaf) {
   add_version(out, "dir", dir, st);
-  if (st.st_nlink == 2 && counts_subfolders(dir)) return true;
+  if (leaf) return true;
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return false;
   std::vector<std::string> subs;
@@ -319,8 +320,20 @@ bool add_tree_versions(std::string& out, const std::string& root) {
     return false;  // (indexing reports it)
   }
   const std::vector<PathStat> stats = stat_paths(classes);
+  // Which class folders hold none: by the link count where the file system keeps it so, else
+  // by reading them (at once); the rare ones that do are walked below.
+  const bool counted = counts_subfolders(root);
+  std::vector<std::string> unknown;
   for (std::size_t i = 0; i < classes.size(); ++i)
-    if (stats[i].error != 0 || !add_folder_versions(out, classes[i], stats[i].st, 0)) return false;
+    if (stats[i].error == 0 && !(counted && stats[i].st.st_nlink == 2))
+      unknown.push_back(classes[i]);
+  const std::vector<int> subfolders = has_subfolders(unknown);
+  for (std::size_t i = 0, u = 0; i < classes.size(); ++i) {
+    if (stats[i].error != 0) return false;
+    bool leaf = counted && stats[i].st.st_nlink == 2;
+    if (!leaf) leaf = subfolders[u++] == 0;
+    if (!add_folder_versions(out, classes[i], stats[i].st, 0, leaf)) return false;
+  }
   return true;
 }
 
