@@ -334,6 +334,11 @@ Loader::Loader(Options options, const LoaderEnvironment& env) {
   RemoteConfig remote = resolve_remote(options);
   request.caches = {remote.cache_root, remote.cache_limit > 0};
   request.remote = remote.policy;
+  EventLog early(options.log);  // (the loader's own log does not exist yet)
+  request.progress = [&early](const std::string& line) {
+    early.post(line);
+    early.flush();
+  };
   std::shared_ptr<const MappedIndex> index = index_dataset(options.data, request);
   ResolvedConfig config = resolve(std::move(options), *index, std::move(remote));
   index->release_pages();  // what resolving read: the workers read the page cache's copy

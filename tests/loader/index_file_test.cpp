@@ -386,6 +386,41 @@ TEST(IndexFile, AWriterKilledWhileIndexingLeavesTheNextLoaderToBuildIt) {
   EXPECT_EQ(detail::index_dataset(list.string(), options)->origin(), Origin::kBuilt);
 }
 
+// Long indexing and long waits for another loader's index say so, every progress_every_s.
+TEST(IndexFile, LongIndexingAndLongWaitsAreNotSilent) {
+  test::TempDir dir;
+  const fs::path list = dir.path() / "list.txt";
+  write_list(list, 400000 / test::kSlowdown);
+  IndexOptions options = cached_in(dir);
+  options.progress_every_s = 0.02;
+  test::LogLines lines;
+  const auto sink = lines.sink();
+  options.progress = [sink](const std::string& line) { sink(line); };
+  // Another loader (this test) holds the lock for 300 ms.
+  const fs::path file = index_path(list.string(), options);
+  fs::create_directories(file.parent_path());
+  const int held = ::open((file.string() + ".lock").c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);
+  std::thread release([held] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ::flock(held, LOCK_UN);
+    ::close(held);
+  });
+  const auto index = detail::index_dataset(list.string(), options);
+  release.join();
+  EXPECT_EQ(index->origin(), Origin::kBuilt);
+  EXPECT_GE(index->waited_s(), 0.25);
+  int waiting = 0, indexing = 0;
+  for (const std::string& l : lines.lines()) {
+    waiting += l.starts_with("dataset index: waiting for another loader indexing " + list.string() +
+                             " into " + file.string() + ", ");
+    indexing += l.starts_with("dataset index: indexing " + list.string() + ", ");
+    EXPECT_TRUE(l.ends_with(" s so far")) << l;
+  }
+  EXPECT_GE(waiting, 3);
+  EXPECT_GE(indexing, 1) << "indexing " << index->built_s() << " s said nothing";
+}
+
 // A process's memory from /proc/PID/status: the sum of the fields named (in bytes).
 std::int64_t status_bytes(const std::string& pid, std::initializer_list<const char*> fields) {
   std::ifstream in("/proc/" + pid + "/status");

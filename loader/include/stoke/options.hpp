@@ -232,8 +232,9 @@ struct Options {
 
   std::string worker_path;  // stoke-worker to run; empty = the one installed beside the library
   // Receives one line per notable event (skipped file, worker restart, pool resize, autotune
-  // decision). Called from the consumer's thread or the loader's supervisor thread, one line at
-  // a time, never with a loader lock held. Default: stderr.
+  // decision). Called from the consumer's thread or the loader's supervisor thread (and, while
+  // the constructor indexes or waits for another loader's index, from a thread that says so
+  // every 10 s), one line at a time, never with a loader lock held. Default: stderr.
   std::function<void(std::string_view)> log;
 };
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -89,6 +90,11 @@ struct IndexOptions {
   // Remote shards' HEAD answers already had, by URL (dataset_identity asks them first), so that
   // indexing asks no server twice; null: none. Not owned; outlives build_index.
   const std::map<std::string, RemoteObject>* remote_seen = nullptr;
+  // Where index_dataset (data/index_file.hpp) says, every progress_every_s, that it is still
+  // indexing or still waiting for another loader's index (called from a thread of its own); null:
+  // nowhere.
+  std::function<void(const std::string&)> progress;
+  double progress_every_s = 10;
 };
 
 // Indexes an IDX folder, an image-folder tree, a list file, WebDataset tar shards (see

@@ -12,13 +12,17 @@
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <mutex>
+#include <thread>
 
 #include "common/align.hpp"
 #include "common/build_info.hpp"
+#include "common/number_text.hpp"
 #include "common/text.hpp"
 #include "common/unique_fd.hpp"
 #include "data/cache_folder.hpp"
@@ -467,6 +471,53 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// Says `what` and the time so far through options.progress, every progress_every_s, while it
+// lives: long indexing and long waits are not silent.
+class Ticker {
+ public:
+  Ticker(const IndexOptions& options, std::string what)
+      : progress_(options.progress), every_(options.progress_every_s), what_(std::move(what)) {
+    if (progress_ && every_ > 0) thread_ = std::thread([this] { run(); });
+  }
+  ~Ticker() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  Ticker(const Ticker&) = delete;
+  Ticker& operator=(const Ticker&) = delete;
+
+ private:
+  void run() {
+    const auto start = std::chrono::steady_clock::now();
+    std::unique_lock lock(mutex_);
+    for (int n = 1;; ++n) {
+      const auto at = start + std::chrono::duration<double>(every_ * n);
+      if (wake_.wait_until(lock,
+                           std::chrono::time_point_cast<std::chrono::steady_clock::duration>(at),
+                           [this] { return done_; }))
+        return;
+      try {
+        progress_("dataset index: " + what_ + ", " + decimal_text(seconds_since(start)) +
+                  " s so far");
+      } catch (...) {  // (a log that throws says nothing more)
+        return;
+      }
+    }
+  }
+
+  const std::function<void(const std::string&)> progress_;
+  const double every_;
+  const std::string what_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
 // The index built into a memfd of this process's own.
 std::unique_ptr<MappedIndex> private_index(DatasetIndex index, int max_classes) {
   const int fd = raised(::memfd_create("stoke-index", MFD_CLOEXEC));
@@ -632,8 +683,10 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
   IndexOptions build = options;
   build.remote_seen = &seen;
   const std::string folder = identity ? index_folder(options.caches.root) : "";
-  if (folder.empty())
+  if (folder.empty()) {
+    const Ticker ticker(options, "indexing " + redact_url(data));
     return built_here(private_index(build_index(data, build), options.max_classes));
+  }
 
   const std::string name = index_file_name(*identity);
   const std::string path = folder + "/" + name;
@@ -649,8 +702,12 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
       !trusted_cache_file(lock_path, st))
     return built_here(private_index(build_index(data, build), options.max_classes));
   const auto wait_start = std::chrono::steady_clock::now();
-  int locked = -1;
-  while ((locked = ::flock(lock.get(), LOCK_EX)) != 0 && errno == EINTR) {
+  int locked = ::flock(lock.get(), LOCK_EX | LOCK_NB);
+  if (locked != 0 && errno == EWOULDBLOCK) {
+    const Ticker ticker(
+        options, "waiting for another loader indexing " + redact_url(data) + " into " + path);
+    while ((locked = ::flock(lock.get(), LOCK_EX)) != 0 && errno == EINTR) {
+    }
   }
   if (locked != 0)  // (no locks here, an NFS home without lockd): nothing shared is touched
     return built_here(private_index(build_index(data, build), options.max_classes));
@@ -666,7 +723,10 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
     return found;
   }
   sweep(folder, name);
-  DatasetIndex index = build_index(data, build);
+  DatasetIndex index = [&] {
+    const Ticker ticker(options, "indexing " + redact_url(data));
+    return build_index(data, build);
+  }();
   const std::string tmp = path + ".tmp." + cache_random_suffix();
   UniqueFd out(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | kCacheOpenFlags, 0600));
   const bool written =
