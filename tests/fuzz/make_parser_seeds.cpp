@@ -14,7 +14,9 @@
 //
 //   stoke_fuzz_parser_seedgen tests/fuzz/corpus
 
+#include <fcntl.h>
 #include <png.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -25,9 +27,6 @@
 #include <iterator>
 #include <string>
 #include <vector>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include "data/index_file.hpp"
 #include "data/tar_index.hpp"
@@ -196,23 +195,11 @@ void write_index(const fs::path& path, const stoke::detail::DatasetIndex& index)
 void write_index_files(const fs::path& root) {
   using namespace stoke::detail;
   fs::create_directories(root / "index_file");
-  const auto add = [](DatasetIndex& index, const std::string& path, std::int32_t label) {
-    FileEntry e;
-    e.path_offset = index.paths.size();
-    e.path_length = static_cast<std::uint32_t>(path.size());
-    e.label = label;
-    index.paths += path;
-    index.entries.push_back(e);
-    return &index.entries.back();
-  };
   DatasetIndex list;
   list.kind = DatasetKind::kFiles;
   for (int i = 0; i < 3; ++i) {
-    FileEntry* e = add(list, "/data/img" + std::to_string(i) + ".png", i);
-    e->mask_kind = kMaskFile;
-    e->mask_path_offset = list.paths.size();
-    e->mask_path_length = 12;
-    list.paths += "/data/m" + std::to_string(i) + ".png";
+    FileEntry& e = list.add_file("/data/img" + std::to_string(i) + ".png", i);
+    list.set_mask_file(e, "/data/m" + std::to_string(i) + ".png");
   }
   list.size = 3;
   list.has_masks = true;

@@ -25,7 +25,8 @@ std::string errno_text() {
   return std::strerror(errno);
 }
 
-// A 64-bit FNV-1a hash of `text`, as 16 hex digits: the cache's file names.
+}  // namespace
+
 std::string cache_key(const std::string& text) {
   std::uint64_t h = 1469598103934665603ull;
   for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
@@ -33,8 +34,6 @@ std::string cache_key(const std::string& text) {
   std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(h));
   return name;
 }
-
-}  // namespace
 
 mode_t cache_folder_mode(bool shared) {
   return shared ? 02770 : 0700;
@@ -165,15 +164,18 @@ std::optional<std::string> read_cache_file(const std::string& path, std::uint64_
   return text;
 }
 
-bool write_cache_file(const std::string& path, const std::string& text) {
+bool write_cache_file(const std::string& path, const std::function<bool(int fd)>& write) {
   const std::string tmp = path + ".tmp." + cache_random_suffix();
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | kCacheOpenFlags, 0600));
   if (fd.get() < 0) return false;
-  const bool ok = ::fchmod(fd.get(), cache_file_mode(cache_shared())) == 0 &&
-                  write_fully(fd.get(), text.data(), text.size()) &&
+  const bool ok = ::fchmod(fd.get(), cache_file_mode(cache_shared())) == 0 && write(fd.get()) &&
                   ::rename(tmp.c_str(), path.c_str()) == 0;
   if (!ok) ::unlink(tmp.c_str());
   return ok;
+}
+
+bool write_cache_file(const std::string& path, const std::string& text) {
+  return write_cache_file(path, [&](int fd) { return write_fully(fd, text.data(), text.size()); });
 }
 
 std::string version_key(const std::string& url, std::uint64_t size, const std::string& etag) {

@@ -22,6 +22,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -65,6 +66,12 @@ std::optional<std::string> read_cache_file(const std::string& path, std::uint64_
 // last writer's whole file wins. False when it cannot (a cache that cannot be written is only
 // slower).
 bool write_cache_file(const std::string& path, const std::string& text);
+// The same for a file that `write` writes to the descriptor it is given (false: it could not;
+// the temporary file is then removed). Its temporary file is "<path>.tmp.<random>".
+bool write_cache_file(const std::string& path, const std::function<bool(int fd)>& write);
+
+// A 64-bit FNV-1a hash of `text`, as 16 hex digits: the cache's file names.
+std::string cache_key(const std::string& text);
 
 // The key of one version of a remote object: a hash of its URL as shown (redact_url: no userinfo
 // nor signed query values), size and ETag (the index cache and the shard cache name their files

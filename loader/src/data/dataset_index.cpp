@@ -36,15 +36,6 @@ bool image_name(const char* name) {
                      [&](const char* k) { return std::strcmp(ext, k) == 0; });
 }
 
-void add_file(DatasetIndex& index, const std::string& path, std::int32_t label) {
-  FileEntry e;
-  e.path_offset = index.paths.size();
-  e.path_length = static_cast<std::uint32_t>(path.size());
-  e.label = label;
-  index.paths += path;
-  index.entries.push_back(e);
-}
-
 DatasetIndex index_idx(const std::string& dir, Split split, int max_classes) {
   IdxImages idx = read_idx(dir, split);
   DatasetIndex index;
@@ -76,11 +67,11 @@ DatasetIndex index_coco(const std::string& json_path, const std::string& image_r
   index.kind = DatasetKind::kFiles;
   index.has_boxes = true;
   for (const CocoImage& img : coco.images) {
-    add_file(index, img.path, -1);
-    index.entries.back().box_first = img.first_box;
-    index.entries.back().box_count = static_cast<std::uint32_t>(img.box_count);
-    index.entries.back().annotated_width = img.width;
-    index.entries.back().annotated_height = img.height;
+    FileEntry& e = index.add_file(img.path, -1);
+    e.box_first = img.first_box;
+    e.box_count = static_cast<std::uint32_t>(img.box_count);
+    e.annotated_width = img.width;
+    e.annotated_height = img.height;
   }
   index.boxes = std::move(coco.boxes);
   index.class_names = std::move(coco.class_names);
@@ -129,7 +120,7 @@ DatasetIndex index_tree(const fs::path& root) {
       if (listing.empty[j])
         index.rejected.push_back({folders[label] + "/" + listing.files[j], BadInput::kEmpty});
       else
-        add_file(index, base + listing.files[j], static_cast<std::int32_t>(label));
+        index.add_file(base + listing.files[j], static_cast<std::int32_t>(label));
     }
     listing = ClassListing{};  // (in the index now)
   }
@@ -191,15 +182,8 @@ DatasetIndex index_list(const fs::path& list, int max_classes) {
     if (label >= max_classes)
       throw label_over_bound(list.string() + ":" + std::to_string(line_no), "label",
                              static_cast<std::uint64_t>(label), max_classes);
-    add_file(index, resolve(line.substr(0, tab)), label);
-    if (!mask.empty()) {
-      const std::string mask_path = resolve(mask);
-      FileEntry& e = index.entries.back();
-      e.mask_kind = kMaskFile;
-      e.mask_path_offset = index.paths.size();
-      e.mask_path_length = static_cast<std::uint32_t>(mask_path.size());
-      index.paths += mask_path;
-    }
+    FileEntry& e = index.add_file(resolve(line.substr(0, tab)), label);
+    if (!mask.empty()) index.set_mask_file(e, resolve(mask));
   }
   index.size = static_cast<std::int64_t>(index.entries.size());
   index.has_masks = masks;
@@ -262,6 +246,22 @@ DatasetIndex build_index(const std::string& path, const IndexOptions& options) {
     // text, which holds the names as they are, is shown printable like every stoke error's.
     throw ConfigError(path + ": cannot be indexed: " + e.what());
   }
+}
+
+FileEntry& DatasetIndex::add_file(const std::string& path, std::int32_t label) {
+  FileEntry& e = entries.emplace_back();
+  e.path_offset = paths.size();
+  e.path_length = static_cast<std::uint32_t>(path.size());
+  e.label = label;
+  paths += path;
+  return e;
+}
+
+void DatasetIndex::set_mask_file(FileEntry& e, const std::string& path) {
+  e.mask_kind = kMaskFile;
+  e.mask_path_offset = paths.size();
+  e.mask_path_length = static_cast<std::uint32_t>(path.size());
+  paths += path;
 }
 
 void DatasetIndex::drop_shard_copies() {

@@ -60,6 +60,11 @@ struct DatasetIndex {
   std::vector<RemoteShard> remote_shards;
   std::vector<std::string> box_notes;  // annotations left out (crowd, bad boxes): for the log
 
+  // Appends the entry of a whole file at `path` (its bytes to `paths`) and returns it.
+  FileEntry& add_file(const std::string& path, std::int32_t label);
+  // Gives `e` the mask file at `path` (its bytes to `paths`).
+  void set_mask_file(FileEntry& e, const std::string& path);
+
   // Forgets every remote shard's local copy (the shard cache is off): the workers read each
   // member from its server, whatever a copy's name holds on disk.
   void drop_shard_copies();

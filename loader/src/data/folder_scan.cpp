@@ -72,6 +72,36 @@ struct ClassWalk {
 // then the name and its NUL.
 constexpr std::size_t kReclenAt = 16, kTypeAt = 18, kNameAt = 19;
 
+// Calls f(name, type) for each entry of the folder open at `fd` but "." and "..", its type
+// found by an lstat where the listing gives none (an entry gone meanwhile is passed over), until
+// f returns false. Returns 0, or the errno of a listing that failed. Allocates nothing.
+template <class F>
+int for_each_entry(int fd, F&& f) {
+  alignas(8) char buf[8192];
+  for (;;) {
+    const long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+    if (n == 0) return 0;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    for (long at = 0; at < n;) {
+      unsigned short reclen = 0;
+      std::memcpy(&reclen, buf + at + kReclenAt, sizeof reclen);
+      const char* name = buf + at + kNameAt;
+      unsigned type = static_cast<unsigned char>(buf[at + kTypeAt]);
+      at += reclen;
+      if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
+      if (type == DT_UNKNOWN) {
+        struct stat st {};
+        if (::fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        type = IFTODT(st.st_mode);
+      }
+      if (!f(name, type)) return 0;
+    }
+  }
+}
+
 class Walker {
  public:
   Walker(const char* folder, ClassWalk& out, bool (*is_image)(const char*))
@@ -103,28 +133,18 @@ class Walker {
 
   // The entries of the folder open at `fd`, whose path below the class folder is rel_[0, len).
   void walk(int fd, std::size_t len, int depth) {
-    alignas(8) char buf[8192];
-    for (;;) {
-      const long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
-      if (n == 0) return;
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        rel_[len] = '\0';
-        note(rel_, errno);
-        return;
-      }
-      for (long at = 0; at < n;) {
-        unsigned short reclen = 0;
-        std::memcpy(&reclen, buf + at + kReclenAt, sizeof reclen);
-        const auto type = static_cast<unsigned char>(buf[at + kTypeAt]);
-        entry(fd, buf + at + kNameAt, type, len, depth);
-        at += reclen;
-      }
+    const int err = for_each_entry(fd, [&](const char* name, unsigned type) {
+      entry(fd, name, type, len, depth);
+      return true;
+    });
+    if (err != 0) {
+      rel_[len] = '\0';
+      note(rel_, err);
     }
   }
 
+  // `type`: never DT_UNKNOWN (for_each_entry's).
   void entry(int fd, const char* name, unsigned type, std::size_t len, int depth) {
-    if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) return;
     const std::size_t name_len = std::strlen(name);
     const std::size_t at = len == 0 ? 0 : len + 1;
     if (at + name_len + 1 > sizeof rel_) return note(name, ENAMETOOLONG);
@@ -132,10 +152,6 @@ class Walker {
     std::memcpy(rel_ + at, name, name_len + 1);
     const std::size_t path_len = at + name_len;
     struct stat st {};
-    if (type == DT_UNKNOWN) {
-      if (::fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return;  // (gone meanwhile)
-      type = IFTODT(st.st_mode);
-    }
     if (type == DT_DIR) {
       if (depth + 1 > kMaxDepth) return note(rel_, ELOOP);
       const int sub = ::openat(fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -230,29 +246,13 @@ std::vector<int> has_subfolders(const std::vector<std::string>& folders) {
   for_each_on_threads(folders.size(), [&](std::size_t i) {
     const int fd = ::open(folders[i].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return;
-    alignas(8) char buf[8192];
     int found = 0;
-    for (long n; found == 0 && (n = ::syscall(SYS_getdents64, fd, buf, sizeof buf)) != 0;) {
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        found = -1;
-        break;
-      }
-      for (long at = 0; at < n && found == 0;) {
-        unsigned short reclen = 0;
-        std::memcpy(&reclen, buf + at + kReclenAt, sizeof reclen);
-        const char* name = buf + at + kNameAt;
-        unsigned type = static_cast<unsigned char>(buf[at + kTypeAt]);
-        at += reclen;
-        if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
-        struct stat st {};
-        if (type == DT_UNKNOWN && ::fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-          type = IFTODT(st.st_mode);
-        if (type == DT_DIR) found = 1;
-      }
-    }
+    const int err = for_each_entry(fd, [&](const char*, unsigned type) {
+      found = type == DT_DIR ? 1 : 0;
+      return found == 0;
+    });
     ::close(fd);
-    out[i] = found;
+    out[i] = err != 0 ? -1 : found;
   });
   return out;
 }

@@ -257,12 +257,6 @@ bool add_version(std::string& out, const char* what, const std::string& path) {
   return true;
 }
 
-// The versions of `dir` and every folder below it (not following links below the first): a file
-// added to, removed from or renamed in any of them changes its folder's times. A folder with a
-// link count of 2 has no subfolders (on file systems that count them), so it is not read.
-bool add_folder_versions(std::string& out, const std::string& dir, const struct stat& st, int depth,
-                         bool leaf);
-
 // Whether `dir`'s file system counts a folder's subfolders in its link count (2: none), as
 // ext2/3/4, XFS, tmpfs and NFS (of such a server) do; others (FUSE, CIFS, ISO 9660) may say 2 of
 // any folder.
@@ -280,14 +274,9 @@ bool counts_subfolders(const std::string& dir) {
   }
 }
 
-bool add_folder_versions(std::string& out, const std::string& dir, int depth) {
-  struct stat st {};
-  if (depth > 64 || ::stat(dir.c_str(), &st) != 0) return false;
-  return add_folder_versions(out, dir, st, depth, false);
-}
-
-// The same, with `dir`'s stat already had.
-// `leaf`: known to hold no folder.
+// The versions of `dir` (whose stat is `st`) and every folder below it, not following links: a
+// file added to, removed from or renamed in any of them changes its folder's times. `leaf`: known
+// to hold no folder, so it is not read.
 bool add_folder_versions(std::string& out, const std::string& dir, const struct stat& st, int depth,
                          bool leaf) {
   add_version(out, "dir", dir, st);
@@ -308,8 +297,12 @@ bool add_folder_versions(std::string& out, const std::string& dir, const struct 
   }
   ::closedir(d);
   std::sort(subs.begin(), subs.end());
-  for (const std::string& s : subs)
-    if (!add_folder_versions(out, s, depth + 1)) return false;
+  for (const std::string& sub : subs) {
+    struct stat s {};
+    if (depth >= 64 || ::stat(sub.c_str(), &s) != 0 ||
+        !add_folder_versions(out, sub, s, depth + 1, false))
+      return false;
+  }
   return true;
 }
 
@@ -359,12 +352,6 @@ bool add_shard_versions(std::string& out, const std::vector<std::string>& shards
     if (!add_version(out, "sidecar", path + ".idx")) out += "sidecar " + path + ".idx\tnone\n";
   }
   return true;
-}
-
-std::uint64_t fnv1a(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  return h;
 }
 
 // The shared index folder under `root`, made and checked: "" when it cannot be used (the index
@@ -556,9 +543,7 @@ void MappedIndex::release_pages() const {
 }
 
 std::string index_file_name(const std::string& identity) {
-  char name[17];
-  std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(fnv1a(identity)));
-  return std::string(name) + kSuffix;
+  return cache_key(identity) + kSuffix;
 }
 
 std::optional<std::string> dataset_identity(const std::string& data, const IndexOptions& o,
@@ -682,11 +667,13 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
       options.caches.root.empty() ? std::nullopt : dataset_identity(data, options, &seen);
   IndexOptions build = options;
   build.remote_seen = &seen;
-  const std::string folder = identity ? index_folder(options.caches.root) : "";
-  if (folder.empty()) {
+  const auto indexed = [&] {
     const Ticker ticker(options, "indexing " + redact_url(data));
-    return built_here(private_index(build_index(data, build), options.max_classes));
-  }
+    return build_index(data, build);
+  };
+  const auto privately = [&] { return built_here(private_index(indexed(), options.max_classes)); };
+  const std::string folder = identity ? index_folder(options.caches.root) : "";
+  if (folder.empty()) return privately();
 
   const std::string name = index_file_name(*identity);
   const std::string path = folder + "/" + name;
@@ -700,7 +687,7 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
   struct stat st {};
   if (lock.get() < 0 || ::fstat(lock.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
       !trusted_cache_file(lock_path, st))
-    return built_here(private_index(build_index(data, build), options.max_classes));
+    return privately();
   const auto wait_start = std::chrono::steady_clock::now();
   int locked = ::flock(lock.get(), LOCK_EX | LOCK_NB);
   if (locked != 0 && errno == EWOULDBLOCK) {
@@ -709,8 +696,7 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
     while ((locked = ::flock(lock.get(), LOCK_EX)) != 0 && errno == EINTR) {
     }
   }
-  if (locked != 0)  // (no locks here, an NFS home without lockd): nothing shared is touched
-    return built_here(private_index(build_index(data, build), options.max_classes));
+  if (locked != 0) return privately();  // (no locks here, an NFS home without lockd)
   // Released by name, not only by closing: a process forked meanwhile (without exec) holds the
   // same open file, and would hold the lock as long as it lives.
   struct Unlock {
@@ -723,24 +709,14 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
     return found;
   }
   sweep(folder, name);
-  DatasetIndex index = [&] {
-    const Ticker ticker(options, "indexing " + redact_url(data));
-    return build_index(data, build);
-  }();
-  const std::string tmp = path + ".tmp." + cache_random_suffix();
-  UniqueFd out(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | kCacheOpenFlags, 0600));
-  const bool written =
-      out.get() >= 0 && ::fchmod(out.get(), cache_file_mode(cache_shared())) == 0 &&
-      write_index_file(out.get(), index, *identity) && ::rename(tmp.c_str(), path.c_str()) == 0;
-  if (!written) {
-    ::unlink(tmp.c_str());
+  DatasetIndex index = indexed();
+  if (!write_cache_file(path, [&](int fd) { return write_index_file(fd, index, *identity); })) {
     auto m = private_index(std::move(index), options.max_classes);  // (a full disk: only slower)
     m->waited_s_ = waited;
     return built_here(std::move(m));
   }
-  const int max_classes = options.max_classes;
   forget(index);
-  if (auto built = open_shared(path, *identity, max_classes, Origin::kBuilt)) {
+  if (auto built = open_shared(path, *identity, options.max_classes, Origin::kBuilt)) {
     built->waited_s_ = waited;
     return built_here(std::move(built));
   }

@@ -337,10 +337,7 @@ class ShardIndexer {
   void open_remote(const std::string& url, OpenShard& out) {
     out.path = url;
     out.shown = redact_url(url);
-    const auto known =
-        seen_ != nullptr ? seen_->find(url) : std::map<std::string, RemoteObject>::const_iterator();
-    const RemoteObject object =
-        seen_ != nullptr && known != seen_->end() ? known->second : remote_stat(url, policy_);
+    const RemoteObject object = stat_once(url);
     out.read_at = [url, policy = policy_](std::uint64_t offset, void* dst, std::size_t n) {
       return remote_read(url, offset, dst, n, policy);
     };
@@ -349,6 +346,13 @@ class ShardIndexer {
       out.copy = shard_copy_path(caches_.root, url, object.size, object.etag);
     index_.remote_shards.push_back({index_.shard_starts.size(), url, object.size, out.copy});
     out.table = remote_member_table(url, out.shown, object, out.read_at);
+  }
+
+  // The shard's HEAD answer: the one the caller already had, else asked now.
+  RemoteObject stat_once(const std::string& url) const {
+    if (seen_ != nullptr)
+      if (const auto known = seen_->find(url); known != seen_->end()) return known->second;
+    return remote_stat(url, policy_);
   }
 
   // From the index cache when it has this version of the shard, else from its sidecar or its
