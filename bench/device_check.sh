@@ -22,9 +22,10 @@
 # kernel and loader GPU tests (STOKE_REQUIRE_GPU=1: a skipped GPU test fails); H2D bandwidth
 # from a page-locked arena vs a cudaHostAlloc buffer; the normalize kernel vs a device-to-device
 # copy; a synthetic JPEG corpus; ResNet-50 training fed by stoke and by PyTorch's DataLoader
-# (bench/resnet50_check.py: img/s, data stall); the loader end to end onto cuda:0 with every core
-# as a worker, beside the same run onto a host device; the trainer's GPU ops against their CPU
-# references; stoke-train for 3 epochs on cuda:0 beside cpu:1.
+# (bench/resnet50_check.py: img/s, data stall); the Python module's CUDA arrays in PyTorch
+# (device_check/dlpack_cuda.py: zero copy, the host run's bytes, stream order); the loader end
+# to end onto cuda:0 with every core as a worker, beside the same run onto a host device; the
+# trainer's GPU ops against their CPU references; stoke-train for 3 epochs on cuda:0 beside cpu:1.
 #
 # Dry run: with DEVICE_CHECK_DRY=1, or when nvidia-smi is missing or fails, every GPU step
 # reports "no GPU" at once and the ResNet-50 script only checks its arguments; the machine
@@ -230,6 +231,8 @@ run_step gpu-bin corpus 45 "$bin/stoke-gpu-bench" make-corpus --out "$corpus" \
 run_step gpu-py resnet50_stoke 150 "${resnet[@]}" --loader stoke --dtype bfloat16
 run_step gpu-py resnet50_torch 150 "${resnet[@]}" --loader torch
 run_step gpu-bin gpu_tests 60 env STOKE_REQUIRE_GPU=1 "$bin/stoke_gpu_tests"
+# The Python module's GPU arrays in PyTorch: zero copy, the host device's bytes, stream order.
+run_step gpu-py dlpack_cuda 60 python3 "$tools/dlpack_cuda.py" "$corpus" --workers 4
 run_step gpu-bin nn_gpu_tests 60 env STOKE_REQUIRE_GPU=1 "$bin/stoke_nn_gpu_tests"
 # Like for like: float32 NCHW onto the GPU (normalized there), and onto a host device
 # (normalized by the CPU kernel).

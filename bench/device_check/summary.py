@@ -131,6 +131,25 @@ def resnet_rows(steps):
     return rows
 
 
+def dlpack_row(steps):
+    """The Python module's CUDA arrays in PyTorch (dlpack_cuda.py)."""
+    title = "Python DLPack on cuda:0 (zero copy, host bytes, stream order)"
+    rows = steps.jsons("dlpack_cuda")
+    total = next((r for r in rows if "passed" in r), None)
+    if total is None:
+        skipped = next((r["skipped"] for r in rows if "skipped" in r), None)
+        return (title, skipped or steps.why_not("dlpack_cuda"), "all pass")
+    failed = [f'{r["check"]} {r["kind"]}' for r in rows if r.get("ok") is False]
+    info = [f'{r["equal"]}/{r["batches"]} equal with stream=-1'
+            for r in rows if str(r.get("info", "")).startswith("unsynchronized")]
+    what = f'{total["passed"]} passed, {total["failed"]} failed'
+    if failed:
+        what += " (" + ", ".join(failed) + ")"
+    if info:
+        what += "; unsynchronized control: " + ", ".join(info)
+    return (title, what, "all pass: " + met(total["failed"] == 0 and total["passed"] > 0))
+
+
 def loader_rows(steps):
     rows = []
     for name in ("e2e_cuda", "e2e_host"):
@@ -164,6 +183,7 @@ def main():
             *bandwidth_rows(steps),
             *resnet_rows(steps),
             gtest_row(steps, "gpu_tests", "loader GPU tests"),
+            dlpack_row(steps),
             gtest_row(steps, "nn_gpu_tests", "trainer ops and trainer on the GPU vs CPU reference"),
             *loader_rows(steps)]
     if a.dry:
