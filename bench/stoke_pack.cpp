@@ -1,13 +1,16 @@
 // stoke-pack: writes an image dataset (an image folder, a list file or IDX files) as WebDataset
 // tar shards that stoke, webdataset and any tar reader read: each sample is <key>.<ext> (the
 // image) and <key>.cls (its label), keys numbered in the dataset's index order, with a sidecar
-// <shard>.idx per shard so a reader needs no walk of the headers. Optionally re-encodes each
-// image to a maximum side first, so a dataset of camera photographs is shrunk once instead of
-// decoded at full size every epoch.
+// <shard>.idx per shard so a reader needs no walk of the headers, and a dataset-level index
+// (webdataset's wids JSON: every shard's name, samples and size) so a loader starts without
+// opening any shard. Optionally re-encodes each image to a maximum side first, so a dataset of
+// camera photographs is shrunk once instead of decoded at full size every epoch. Given shards
+// (and --index without --out), it writes their dataset-level index only.
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -22,6 +25,8 @@
 #include "data/dataset_index.hpp"
 #include "data/file_reader.hpp"
 #include "data/remote.hpp"
+#include "data/shard_counts.hpp"
+#include "data/shard_list.hpp"
 #include "data/tar_index.hpp"
 #include "stoke/error.hpp"
 #include "stoke/format.hpp"
@@ -49,6 +54,8 @@ struct Args {
   int quality = 90;
   stoke::Split split = stoke::Split::kTrain;
   bool sidecar = true;
+  std::string index;  // the dataset-level index's path ("": beside the shards, named after them)
+  bool write_index = true;
   bool progress = true;
 };
 
@@ -122,8 +129,12 @@ std::optional<int> parse_args(int argc, char** argv, Args& args) {
   app.add_option("--out", args.out,
                  "the shards' names: a pattern with one %d or %0Nd (N 1..12) in the file name, "
                  "ending .tar, e.g. out/train-%06d.tar")
-      ->type_name("PATTERN")
-      ->required();
+      ->type_name("PATTERN");
+  app.add_option("--index", args.index,
+                 "the dataset-level index to write (wids JSON; stoke reads it as --data): "
+                 "default beside the shards, out/train-%06d.tar giving out/train.wids.json. "
+                 "Without --out, --data names existing shards and only their index is written")
+      ->type_name("PATH");
   app.add_option("--shard-size", args.shard_size,
                  "start a new shard before one would pass this size (e.g. 256MiB, 1GiB, 500MB)")
       ->type_name("BYTES")
@@ -144,8 +155,15 @@ std::optional<int> parse_args(int argc, char** argv, Args& args) {
                          "IDX data: train (default) or test")
       ->type_name("train|test");
   app.add_flag("!--no-sidecar", args.sidecar, "do not write <shard>.idx files");
+  app.add_flag("!--no-index", args.write_index, "do not write the dataset-level index");
   app.add_flag("!--no-progress", args.progress, "no progress line on stderr");
   if (const auto code = stoke::tools::parse(app, argc, argv)) return code;
+  if (args.out.empty()) {
+    if (args.index.empty())
+      return stoke::tools::usage_error(app, "--out",
+                                       "is required (or --index alone, to index existing shards)");
+    return std::nullopt;
+  }
   const ShardPattern pattern = shard_pattern(args.out);
   if (pattern.pattern.empty())
     return stoke::tools::usage_error(
@@ -263,7 +281,70 @@ class ShardWriter {
   stoke::detail::ShardIndex index_;
 };
 
+// The default dataset-level index beside the shards: out/train-%06d.tar -> out/train.wids.json.
+std::string default_index_path(const std::string& out) {
+  const fs::path p(out);
+  std::string stem = p.filename().string();
+  stem.resize(std::min(stem.find('%'), stem.size()));
+  while (!stem.empty() && (stem.back() == '-' || stem.back() == '_' || stem.back() == '.'))
+    stem.pop_back();
+  return (p.parent_path() / ((stem.empty() ? "shards" : stem) + ".wids.json")).string();
+}
+
+// Writes the wids index of `shards` (paths as written, samples, bytes) to `path`, each name
+// relative to the index's folder when it lies under it. Under a temporary name, then renamed.
+void write_index(const std::string& path, std::vector<stoke::detail::ShardCount> shards) {
+  const fs::path folder = fs::absolute(path).parent_path();
+  for (auto& s : shards) {
+    if (stoke::detail::is_url(s.name)) continue;
+    const fs::path relative = fs::absolute(s.name).lexically_normal().lexically_relative(folder);
+    if (!relative.empty() && *relative.begin() != "..") s.name = relative.string();
+  }
+  std::string name = fs::path(path).filename().string();
+  for (const char* suffix : {".wids.json", ".json"})
+    if (name.ends_with(suffix)) {
+      name.resize(name.size() - std::strlen(suffix));
+      break;
+    }
+  fs::create_directories(folder);
+  const std::string partial = path + ".partial";
+  std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+  out << stoke::detail::format_wids_index(name, shards);
+  out.close();
+  if (!out) throw stoke::Error(partial + ": write failed (disk full?)");
+  fs::rename(partial, path);
+}
+
+// --index without --out: the dataset-level index of existing shards.
+int index_only(const Args& args) {
+  const auto started = std::chrono::steady_clock::now();
+  const auto names = stoke::detail::shard_list(args.data);
+  if (!names)
+    throw stoke::ConfigError(args.data + " names no tar shards: give --out to pack it first");
+  stoke::detail::IndexOptions request;
+  request.remote = stoke::detail::remote_policy_from_environment();
+  const DatasetIndex index = stoke::detail::build_index(args.data, request);
+  for (const std::string& note : index.shard_notes) std::cerr << "stoke-pack: " << note << "\n";
+  std::vector<stoke::detail::ShardCount> shards;
+  for (std::size_t i = 0; i < names->size(); ++i) {
+    const std::string& name = (*names)[i];
+    std::error_code ec;
+    const std::uint64_t bytes = stoke::detail::is_url(name) ? 0 : fs::file_size(name, ec);
+    shards.push_back({name,
+                      static_cast<std::uint64_t>(index.shard_starts[i + 1] - index.shard_starts[i]),
+                      ec ? 0 : bytes});
+  }
+  write_index(args.index, shards);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::cout << "indexed " << stoke::tools::with_commas(index.size) << " samples in "
+            << shards.size() << " shard(s) into " << args.index << "; "
+            << stoke::tools::fixed1(seconds) << " s\n";
+  return 0;
+}
+
 int run(const Args& args) {
+  if (args.out.empty()) return index_only(args);
   const auto started = std::chrono::steady_clock::now();
   stoke::detail::IndexOptions request;
   request.split = args.split;
@@ -284,6 +365,7 @@ int run(const Args& args) {
   stoke::tools::CountProgress progress(n, args.progress);
   std::optional<ShardWriter> shard;
   std::vector<std::string> written;
+  std::vector<stoke::detail::ShardCount> counts;  // for the dataset-level index
   std::uint64_t total_bytes = 0;
   std::int64_t packed = 0;
   std::int64_t skipped = 0;
@@ -291,6 +373,8 @@ int run(const Args& args) {
   const auto finish_shard = [&] {
     if (!shard) return;
     total_bytes += shard->bytes() + stoke::detail::kTarEndBytes;
+    counts.push_back({written.back(), static_cast<std::uint64_t>(shard->samples()),
+                      shard->bytes() + stoke::detail::kTarEndBytes});
     shard->close();
     shard.reset();
   };
@@ -348,6 +432,8 @@ int run(const Args& args) {
                                std::to_string(written.size()) + " shard(s)");
   }
   finish_shard();
+  const std::string index_path = args.index.empty() ? default_index_path(args.out) : args.index;
+  if (args.write_index && !counts.empty()) write_index(index_path, counts);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::cout << "packed " << stoke::tools::with_commas(packed) << " samples into " << written.size()
@@ -357,6 +443,7 @@ int run(const Args& args) {
   if (skipped > 0) std::cout << "; skipped " << skipped;
   if (args.max_side > 0)
     std::cout << "; re-encoded " << reencoded << " to at most " << args.max_side;
+  if (args.write_index && !counts.empty()) std::cout << "; index " << index_path;
   std::cout << "; " << stoke::tools::fixed1(seconds) << " s\n";
   return packed > 0 ? 0 : kExitError;
 }

@@ -245,6 +245,9 @@ void resolve_mixing(const ResolvedConfig& r, const DatasetIndex& index, const Da
   const auto see = [&](std::int64_t label, std::int64_t i) {
     if (label > top) top = label, at = i;
   };
+  // (A dataset-level index's shards are not read yet: their labels are held below num_classes
+  // when each one is indexed, and a shard with one over it is a bad_shard.)
+  if (view.lazy()) return;
   for (std::int64_t i = 0; i < view.size(); ++i) see(view.label(i), i);
   if (top >= o.num_classes)
     throw ConfigError("num_classes is " + std::to_string(o.num_classes) + ", but sample " +
@@ -385,6 +388,23 @@ int per_sample_limit(const ResolvedConfig& r, const DatasetView& view, int asked
   return limit;
 }
 
+// A per-sample limit of a dataset-level index's shards, which are read only later: it must be
+// given, and a sample over it keeps what fits (as on_error=skip does).
+int lazy_limit(const ResolvedConfig& r, int asked, const char* option, const char* field,
+               const char* unit) {
+  const std::string data = redact_url(r.options.data);
+  if (asked == 0)
+    throw ConfigError(std::string(option) + " 0 takes the most " + unit + " of any sample, but " +
+                      data + " is a dataset-level index whose shards are read only when their " +
+                      "samples are: set " + option + " to the " + unit + " a sample needs");
+  if (r.options.on_error == OnError::kError)
+    throw ConfigError(std::string("on_error=error would stop at a sample with more ") + unit +
+                      " than " + option + ", which " + data +
+                      "'s shards say only when they are read; use on_error=skip with " + field +
+                      " (a sample keeps its first " + option + ")");
+  return asked;
+}
+
 // max_boxes: the dataset's most, or what was asked, checked against the data and the policy.
 void resolve_boxes(ResolvedConfig& r, const DatasetIndex& index, const DatasetView& view) {
   const Options& o = r.options;
@@ -394,6 +414,10 @@ void resolve_boxes(ResolvedConfig& r, const DatasetIndex& index, const DatasetVi
                         redact_url(o.data) +
                         " has no boxes (boxes come from a COCO annotation file, or shards' "
                         "box_field members)");
+    return;
+  }
+  if (view.lazy()) {
+    r.max_boxes = lazy_limit(r, o.max_boxes, "max_boxes", "box_field", "boxes");
     return;
   }
   static constexpr SampleLimit kBoxes{"max_boxes", "has", "boxes", kSlotBytesPerBox,
@@ -419,6 +443,10 @@ void resolve_bytes(ResolvedConfig& r, const DatasetIndex& index, const DatasetVi
                         redact_url(o.data) +
                         " has no pass-through bytes (set bytes_field to a shard member's "
                         "extension)");
+    return;
+  }
+  if (view.lazy()) {
+    r.max_bytes = lazy_limit(r, o.max_bytes, "max_bytes", "bytes_field", "bytes");
     return;
   }
   // The bytes member: the sample's key (its image member's name less the extension) and

@@ -42,6 +42,11 @@ class SampleNames {
       : data_(std::move(data)), view_(arena.dataset()) {}
   std::string operator()(std::int64_t sample) const {
     if (view_.raw()) return redact_url(data_) + " sample " + std::to_string(sample);
+    if (view_.lazy()) {  // (its member's name is in its shard's index, which a worker read)
+      const auto [shard, row] = view_.shard_of(sample);
+      return redact_url(std::string(view_.shard_path(shard))) + " (sample " +
+             std::to_string(sample) + ", number " + std::to_string(row) + " of the shard)";
+    }
     const std::string_view member = view_.member(sample);
     return redact_url(view_.path(sample)) + (member.empty() ? "" : ":") + std::string(member) +
            " (sample " + std::to_string(sample) + ")";
@@ -51,7 +56,7 @@ class SampleNames {
   std::string reason(std::int64_t sample, std::uint32_t code) const {
     const BadInput r = reason_of(code);
     std::string text = std::string(bad_input_name(r)) + bad_input_hint(r);
-    if (!mask_reason(code) || view_.raw()) return text;
+    if (!mask_reason(code) || view_.raw() || view_.lazy()) return text;
     if (view_.mask_kind(sample) == kMaskFile)
       return text + " (its mask " + std::string(view_.mask_path(sample)) + ")";
     return text + " (its mask member)";

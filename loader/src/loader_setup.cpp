@@ -331,6 +331,7 @@ Loader::Loader(Options options, const LoaderEnvironment& env) {
   request.box_field = options.box_field;
   request.on_error = options.on_error;
   request.max_classes = options.max_classes;
+  request.num_classes = options.num_classes;
   RemoteConfig remote = resolve_remote(options);
   request.caches = {remote.cache_root, remote.cache_limit > 0};
   request.remote = remote.policy;

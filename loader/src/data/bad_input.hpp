@@ -20,6 +20,8 @@ enum class BadInput : std::uint32_t {
   kWrongSize,  // decoded at another size than its annotation's or its image's (boxes, masks)
   kBadMask,    // a mask that is not a one-channel 8- or 16-bit label map, or whose labels do not
                // fit the mask depth
+  kBadShard,   // its shard (named by a dataset-level index) could not be indexed, or holds fewer
+               // samples than the index says
   kCount,
 };
 
@@ -37,9 +39,12 @@ inline bool mask_reason(std::uint32_t code) { return (code & kInMask) != 0; }
 
 // Extra words for messages about `reason`, or "".
 inline const char* bad_input_hint(BadInput reason) noexcept {
-  return reason == BadInput::kUnsupportedFormat
-             ? " (this build has no OpenCV imgcodecs: it decodes JPEG and IDX only)"
-             : "";
+  if (reason == BadInput::kUnsupportedFormat)
+    return " (this build has no OpenCV imgcodecs: it decodes JPEG and IDX only)";
+  if (reason == BadInput::kBadShard)
+    return " (its shard is missing or cannot be indexed, or holds fewer samples than the "
+           "dataset-level index says)";
+  return "";
 }
 
 inline const char* bad_input_name(BadInput reason) noexcept {
@@ -70,6 +75,8 @@ inline const char* bad_input_name(BadInput reason) noexcept {
       return "wrong_size";
     case BadInput::kBadMask:
       return "bad_mask";
+    case BadInput::kBadShard:
+      return "bad_shard";
     case BadInput::kCount:
       break;
   }

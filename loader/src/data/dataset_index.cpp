@@ -6,11 +6,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "common/align.hpp"
 #include "common/text.hpp"
 #include "data/coco.hpp"
 #include "data/folder_scan.hpp"
+#include "data/shard_counts.hpp"
 #include "data/shard_list.hpp"
 #include "stoke/error.hpp"
 #include "stoke/mnist.hpp"
@@ -203,10 +205,56 @@ DataError label_over_bound(const std::string& where, const std::string& what, st
 
 namespace {
 
+// Copies `value` into a NUL-terminated field of LazyShardOptions, or throws naming the option.
+template <std::size_t N>
+void set_field(char (&field)[N], const std::string& value, const char* option) {
+  if (value.size() >= N || value.find('\0') != std::string::npos)
+    throw ConfigError(std::string(option) + " '" + value + "' is longer than a dataset-level " +
+                      "index allows (" + std::to_string(N - 1) + " bytes)");
+  std::memcpy(field, value.data(), value.size());
+}
+
+// A dataset-level index's shards: nothing is read from them now (data/shard_tables.hpp indexes
+// each one when a sample of it is first read).
+DatasetIndex index_counts(const ShardCounts& counts, const IndexOptions& options,
+                          const std::string& path) {
+  DatasetIndex index;
+  index.kind = DatasetKind::kShards;
+  LazyShardOptions& o = index.lazy_options;
+  set_field(o.label_field, options.label_field, "label_field");
+  set_field(o.mask_field, options.mask_field, "mask_field");
+  set_field(o.bytes_field, options.bytes_field, "bytes_field");
+  set_field(o.box_field, options.box_field, "box_field");
+  set_field(o.cache_root, options.caches.root, "the cache folder");
+  o.on_error = static_cast<std::uint32_t>(options.on_error);
+  o.max_classes = options.num_classes > 0 ? std::min(options.max_classes, options.num_classes)
+                                          : options.max_classes;
+  o.shard_copies = options.caches.shard_copies ? 1 : 0;
+  index.shard_starts.push_back(0);
+  for (const ShardCount& c : counts.shards) {
+    ShardRecord& r = index.shard_records.emplace_back();
+    r.start = static_cast<std::uint64_t>(index.size);
+    r.samples = c.samples;
+    r.path_offset = index.paths.size();
+    r.path_length = static_cast<std::uint32_t>(c.name.size());
+    index.paths += c.name;
+    index.size += static_cast<std::int64_t>(c.samples);
+    index.shard_starts.push_back(index.size);
+  }
+  if (index.size == 0) throw ConfigError(path + ": its shards hold no samples");
+  index.has_boxes = !options.box_field.empty();
+  index.has_masks = !options.mask_field.empty();
+  index.has_bytes = !options.bytes_field.empty();
+  return index;
+}
+
 DatasetIndex index_path(const std::string& path, const IndexOptions& options) {
   // (Before shards: shard_list() would read a JSON file as a list of shard names.)
-  if (lowercase(fs::path(path).extension().string()) == ".json")
+  if (lowercase(fs::path(path).extension().string()) == ".json") {
+    if (const std::optional<ShardCounts> counts = read_shard_counts(path))
+      return index_counts(*counts, options, path);
     return index_coco(path, options.image_root, options.on_error);
+  }
   if (const auto shards = shard_list(path))
     return index_shards(
         *shards, {options.label_field, options.mask_field, options.bytes_field, options.box_field},
@@ -270,6 +318,9 @@ void DatasetIndex::drop_shard_copies() {
 }
 
 std::size_t DatasetIndex::arena_bytes() const {
+  if (kind == DatasetKind::kShards)
+    return align_up(sizeof(LazyShardOptions), kIndexAlign) +
+           align_up(shard_records.size() * sizeof(ShardRecord), kIndexAlign) + paths.size();
   if (kind == DatasetKind::kRaw)
     return align_up(labels.size() * sizeof(std::int32_t), kIndexAlign) + pixels.size();
   return align_up(entries.size() * sizeof(FileEntry), kIndexAlign) +
@@ -277,6 +328,14 @@ std::size_t DatasetIndex::arena_bytes() const {
 }
 
 void DatasetIndex::write_to(std::uint8_t* dst) const {
+  if (kind == DatasetKind::kShards) {
+    std::memcpy(dst, &lazy_options, sizeof lazy_options);
+    dst += align_up(sizeof(LazyShardOptions), kIndexAlign);
+    std::memcpy(dst, shard_records.data(), shard_records.size() * sizeof(ShardRecord));
+    dst += align_up(shard_records.size() * sizeof(ShardRecord), kIndexAlign);
+    std::memcpy(dst, paths.data(), paths.size());
+    return;
+  }
   if (kind == DatasetKind::kRaw) {
     std::memcpy(dst, labels.data(), labels.size() * sizeof(std::int32_t));
     std::memcpy(dst + align_up(labels.size() * sizeof(std::int32_t), kIndexAlign), pixels.data(),

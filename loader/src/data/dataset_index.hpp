@@ -59,6 +59,10 @@ struct DatasetIndex {
   // copies are asked for and a cache folder can be named.
   std::vector<RemoteShard> remote_shards;
   std::vector<std::string> box_notes;  // annotations left out (crowd, bad boxes): for the log
+  // kShards (a dataset-level index): its shards (their paths in `paths`) and how each is indexed
+  // when first read.
+  std::vector<ShardRecord> shard_records;
+  LazyShardOptions lazy_options;
 
   // Appends the entry of a whole file at `path` (its bytes to `paths`) and returns it.
   FileEntry& add_file(const std::string& path, std::int32_t label);
@@ -90,6 +94,9 @@ struct IndexOptions {
   std::string box_field;                 // shards: the extension of a sample's boxes member, or ""
   OnError on_error = OnError::kSkip;     // COCO: what a bad box is (data/coco.hpp)
   int max_classes = kDefaultMaxClasses;  // labels read from the data are below it (Options')
+  // A dataset-level index's shards: their labels are below this too when it is not 0 (Options'
+  // num_classes: soft labels have no room for others), checked as each shard is indexed.
+  int num_classes = 0;
   IndexCaches caches;
   RemotePolicy remote;  // shards on HTTP or S3: how they are asked for (the loader's RemoteConfig)
   // Remote shards' HEAD answers already had, by URL (dataset_identity asks them first), so that
@@ -103,8 +110,9 @@ struct IndexOptions {
 };
 
 // Indexes an IDX folder, an image-folder tree, a list file, WebDataset tar shards (see
-// data/shard_list.hpp for the forms) or a COCO annotation file (a path ending in .json; its
-// samples have label -1 and their boxes). Throws ConfigError when the path is missing, cannot be
+// data/shard_list.hpp for the forms), a dataset-level index of shards (a .json file in a form of
+// data/shard_counts.hpp: kShards, its shards indexed when first read) or a COCO annotation file
+// (another .json file; its samples have label -1 and their boxes). Throws ConfigError when the path is missing, cannot be
 // walked, holds no samples, or a list line is malformed (naming the file and line); DataError
 // when a label the data states (a shard member, a box class, a list line, an IDX label) is not
 // below options.max_classes (naming where it is and the value).

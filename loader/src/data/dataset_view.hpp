@@ -11,18 +11,23 @@
 //           (each entry's are [box_first, box_first + box_count)), then the path bytes the
 //           entries point into (absolute paths; the members of one shard share their shard's
 //           path, and a remote shard's URL is followed by the path of its local copy)
+//   kShards: (a dataset-level index's shards, data/shard_counts.hpp: each shard is indexed on
+//           its own the first time one of its samples is read, data/shard_tables.hpp)
+//           LazyShardOptions, then (64-byte aligned) ShardRecord shards[header.box_total], then
+//           the path bytes the records point into
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <utility>
 
 #include "data/file_reader.hpp"
 #include "data/sample_box.hpp"
 
 namespace stoke::detail {
 
-enum class DatasetKind : std::uint32_t { kRaw = 1, kFiles = 2 };
+enum class DatasetKind : std::uint32_t { kRaw = 1, kFiles = 2, kShards = 3 };
 
 // The alignment of the sections after the first (pixels; boxes and path bytes).
 inline constexpr std::size_t kIndexAlign = 64;
@@ -63,13 +68,38 @@ struct FileEntry {
 inline constexpr std::uint32_t kNoMask = 0, kMaskFile = 1, kMaskMember = 2;
 static_assert(sizeof(FileEntry) == 120);
 
+// kShards: one shard of a dataset-level index, samples [start, start + samples) of the dataset.
+struct ShardRecord {
+  std::uint64_t start = 0;
+  std::uint64_t samples = 0;
+  std::uint64_t path_offset = 0;  // into the path bytes: its path or URL
+  std::uint32_t path_length = 0;
+  std::uint32_t reserved = 0;
+};
+static_assert(sizeof(ShardRecord) == 32);
+
+// kShards: how a shard is indexed when it is first read (the IndexOptions the training process
+// was given), so that a worker indexes it as the training process would. Strings are
+// NUL-terminated.
+struct LazyShardOptions {
+  char label_field[256] = {};
+  char mask_field[64] = {};
+  char bytes_field[64] = {};
+  char box_field[64] = {};
+  char cache_root[4096] = {};  // "": no cache folder (each process indexes a shard privately)
+  std::uint32_t on_error = 0;  // OnError
+  std::int32_t max_classes = 0;
+  std::uint32_t shard_copies = 0;  // remote shards' local copies are named (the shard cache)
+  std::uint32_t reserved = 0;
+};
+
 // A written index and what its bytes do not say of themselves.
 struct IndexRegion {
   DatasetKind kind = DatasetKind::kRaw;
   std::int64_t size = 0;                // samples
   const std::uint8_t* bytes = nullptr;  // the index's first byte
   std::size_t raw_bytes = 0;            // kRaw: H x W x C bytes per sample
-  std::size_t box_total = 0;            // kFiles: SampleBoxes after the entries
+  std::size_t box_total = 0;            // kFiles: SampleBoxes after the entries; kShards: shards
   bool copies = true;                   // false: remote shards' local copies are not read
 };
 
@@ -79,6 +109,10 @@ class DatasetView {
 
   std::int64_t size() const { return size_; }
   bool raw() const { return kind_ == DatasetKind::kRaw; }
+  // A dataset-level index's shards: every per-sample accessor below but size() needs the
+  // sample's shard indexed (data/shard_tables.hpp) and its own view.
+  bool lazy() const { return kind_ == DatasetKind::kShards; }
+  // REQUIRES: !lazy()
   std::int32_t label(std::int64_t i) const { return raw() ? raw_labels_[i] : entries_[i].label; }
   // REQUIRES: raw()
   const std::uint8_t* raw_pixels(std::int64_t i) const { return raw_pixels_ + i * raw_bytes_; }
@@ -123,6 +157,16 @@ class DatasetView {
     return {paths_ + entries_[i].name_offset, entries_[i].name_length};
   }
 
+  // REQUIRES: lazy(). The shards, each one's path and samples, and a sample's shard and its
+  // place there (REQUIRES: 0 <= i < size()).
+  std::size_t shard_total() const { return shard_total_; }
+  std::string_view shard_path(std::size_t s) const {
+    return {paths_ + shards_[s].path_offset, shards_[s].path_length};
+  }
+  std::uint64_t shard_samples(std::size_t s) const { return shards_[s].samples; }
+  std::pair<std::size_t, std::int64_t> shard_of(std::int64_t i) const;
+  const LazyShardOptions& lazy_options() const { return *lazy_options_; }
+
  private:
   DatasetKind kind_;
   std::int64_t size_;
@@ -132,6 +176,9 @@ class DatasetView {
   const FileEntry* entries_ = nullptr;
   const SampleBox* boxes_ = nullptr;
   const char* paths_ = nullptr;
+  const ShardRecord* shards_ = nullptr;
+  std::size_t shard_total_ = 0;
+  const LazyShardOptions* lazy_options_ = nullptr;
   bool copies_ = true;
 };
 

@@ -39,8 +39,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kMagic[8] = {'S', 'T', 'O', 'K', 'E', 'I', 'X', '\0'};
-// Version 1: the region is dataset_view.hpp's format with its 120-byte FileEntry.
-constexpr std::uint32_t kFormat = 1;
+// Version 1: the region is dataset_view.hpp's format with its 120-byte FileEntry; 2: kShards.
+constexpr std::uint32_t kFormat = 2;
 constexpr std::uint64_t kRegionOffset = 4096;
 constexpr const char* kSuffix = ".stoke-index";
 
@@ -56,7 +56,7 @@ struct IndexFileHeader {
   std::uint32_t flags = 0;  // kHasBoxes | kHasMasks | kHasBytes
   std::int64_t size = 0;
   std::int32_t height = 0, width = 0, channels = 0, reserved = 0;
-  std::uint64_t box_total = 0;
+  std::uint64_t box_total = 0;  // kFiles: SampleBoxes; kShards: shard records
 };
 constexpr std::uint32_t kHasBoxes = 1, kHasMasks = 2, kHasBytes = 4;
 
@@ -179,9 +179,44 @@ bool write_region(int fd, const DatasetIndex& index) {
   if (index.kind == DatasetKind::kRaw)
     return section(index.labels.data(), index.labels.size() * sizeof(std::int32_t)) &&
            write_fully(fd, index.pixels.data(), index.pixels.size());
+  if (index.kind == DatasetKind::kShards)
+    return section(&index.lazy_options, sizeof index.lazy_options) &&
+           section(index.shard_records.data(), index.shard_records.size() * sizeof(ShardRecord)) &&
+           write_fully(fd, index.paths.data(), index.paths.size());
   return section(index.entries.data(), index.entries.size() * sizeof(FileEntry)) &&
          section(index.boxes.data(), index.boxes.size() * sizeof(SampleBox)) &&
          write_fully(fd, index.paths.data(), index.paths.size());
+}
+
+// A NUL within each of LazyShardOptions' strings.
+template <std::size_t N>
+bool terminated(const char (&field)[N]) {
+  return std::memchr(field, '\0', N) != nullptr;
+}
+
+// kShards: the options' strings end, the shards' starts add up to the samples, and every path
+// lies within the path bytes.
+bool shards_hold(const IndexFileHeader& h, const std::uint8_t* region) {
+  const std::uint64_t head = align_up(sizeof(LazyShardOptions), kIndexAlign);
+  if (h.box_total < 1 || h.box_total > kMaxShards || head > h.region_size) return false;
+  const std::uint64_t records = align_up(h.box_total * sizeof(ShardRecord), kIndexAlign);
+  if (records > h.region_size - head) return false;
+  const std::uint64_t paths = h.region_size - head - records;
+  LazyShardOptions o;
+  std::memcpy(&o, region, sizeof o);
+  if (!terminated(o.label_field) || !terminated(o.mask_field) || !terminated(o.bytes_field) ||
+      !terminated(o.box_field) || !terminated(o.cache_root) || o.max_classes < 1 ||
+      o.on_error > static_cast<std::uint32_t>(OnError::kError) || o.shard_copies > 1)
+    return false;
+  const auto* r = reinterpret_cast<const ShardRecord*>(region + head);
+  std::uint64_t start = 0;
+  for (std::uint64_t s = 0; s < h.box_total; ++s, ++r) {
+    if (r->start != start || r->samples > static_cast<std::uint64_t>(h.size) - start ||
+        r->path_length == 0 || !within(r->path_offset, r->path_length, paths))
+      return false;
+    start += r->samples;
+  }
+  return start == static_cast<std::uint64_t>(h.size);
 }
 
 // Every entry's offsets and lengths within the region's sections, every label below max_classes.
@@ -201,6 +236,7 @@ bool region_holds(const IndexFileHeader& h, const std::uint8_t* region, int max_
       if (l[i] < 0 || l[i] >= max_classes) return false;
     return true;
   }
+  if (h.kind == static_cast<std::uint32_t>(DatasetKind::kShards)) return shards_hold(h, region);
   if (h.kind != static_cast<std::uint32_t>(DatasetKind::kFiles)) return false;
   if (n > h.region_size / sizeof(FileEntry) || h.box_total > h.region_size / sizeof(SampleBox))
     return false;
@@ -558,13 +594,14 @@ std::optional<std::string> dataset_identity(const std::string& data, const Index
          " mask=" + o.mask_field + " bytes=" + o.bytes_field + " boxes=" + o.box_field +
          " on_error=" + std::to_string(static_cast<int>(o.on_error)) +
          " max_classes=" + std::to_string(o.max_classes) +
+         " num_classes=" + std::to_string(o.num_classes) +
          " copies=" + (o.caches.shard_copies ? o.caches.root : std::string()) + "\n";
   if (data.empty()) return std::nullopt;
   std::error_code ec;
   if (lowercase(fs::path(data).extension().string()) == ".json") {
     out += "image_root " +
            (o.image_root.empty() ? std::string() : fs::absolute(o.image_root, ec).string()) + "\n";
-    if (!add_version(out, "coco", fs::absolute(data, ec).lexically_normal().string()))
+    if (!add_version(out, "json", fs::absolute(data, ec).lexically_normal().string()))
       return std::nullopt;
     return out;
   }
@@ -596,7 +633,8 @@ bool write_index_file(int fd, const DatasetIndex& index, const std::string& iden
   h.height = index.height;
   h.width = index.width;
   h.channels = index.channels;
-  h.box_total = index.boxes.size();
+  h.box_total =
+      index.kind == DatasetKind::kShards ? index.shard_records.size() : index.boxes.size();
   h.region_offset = kRegionOffset;
   h.region_size = index.arena_bytes();
   const std::string meta = meta_text(index);

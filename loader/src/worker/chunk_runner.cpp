@@ -32,6 +32,8 @@ ChunkRunner::ChunkRunner(const ArenaView& arena, FileReader* files)
       files_(files != nullptr ? *files : *own_files_),
       dataset_(arena.dataset()),
       decoder_(arena.header().max_pixels) {
+  if (dataset_.lazy())
+    tables_.emplace(dataset_, arena_policy(arena.header()), arena.header().shard_copies != 0);
   jpeg_.set_verify(arena.header().verify_region != 0 ? Verify::kRegion : Verify::kWholeFile);
 }
 
@@ -39,15 +41,24 @@ BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* 
                               const FieldSlots& to) {
   if (current_ != nullptr) current_->store(sample, std::memory_order_relaxed);
   if (poisoned(sample)) return BadInput::kCrashedWorker;
-  augmenter_.set_boxes(dataset_.boxes(sample));  // for box_crop
+  if (tables_) {
+    const ShardTables::Located at = tables_->locate(sample);
+    if (at.error != BadInput::kNone) return at.error;
+    view_ = at.view;
+    row_ = at.row;
+  } else {
+    view_ = &dataset_;
+    row_ = sample;
+  }
+  augmenter_.set_boxes(view_->boxes(row_));  // for box_crop
   try {
     const BadInput r = produce_or_throw(sample, rng, dst);
     if (r != BadInput::kNone) return r;
     if (to.mask != nullptr) {
-      const BadInput m = produce_mask(sample, to.mask);
+      const BadInput m = produce_mask(to.mask);
       if (m != BadInput::kNone) return in_mask(m);
     }
-    return to.bytes == nullptr ? r : produce_bytes(sample, to.bytes, to.byte_count);
+    return to.bytes == nullptr ? r : produce_bytes(to.bytes, to.byte_count);
   } catch (const std::bad_alloc&) {
     return BadInput::kTooLarge;
   } catch (const ImageTooLarge&) {
@@ -70,14 +81,14 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
                    static_cast<std::size_t>(h.raw_width) * h.raw_channels,
                    false};
   } else {
-    const BadInput read = read_sample_file(sample, dataset_.path(sample), dataset_.range(sample));
+    const BadInput read = read_sample_file(view_->path(row_), view_->range(row_));
     if (read != BadInput::kNone) return read;
     const std::span<const std::uint8_t> bytes = file_;
     if (is_jpeg(bytes)) {
       // Decoded lazily: only the region the pipeline reads, at the scale it needs.
       const BadInput r = jpeg_.open(bytes.data(), bytes.size(), h.out_channels, h.max_pixels);
       if (r != BadInput::kNone) return r;
-      if (!annotated_size(sample, jpeg_.width(), jpeg_.height())) return BadInput::kWrongSize;
+      if (!annotated_size(jpeg_.width(), jpeg_.height())) return BadInput::kWrongSize;
       augmenter_.run(arena_.steps(), static_cast<int>(h.step_count), jpeg_, rng, dst, h.out_height,
                      h.out_width, h.out_channels);
       return BadInput::kNone;
@@ -89,7 +100,7 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
     }
     if (r != BadInput::kNone) return r;
     const cv::Mat& m = decoded_.pixels;
-    if (!annotated_size(sample, m.cols, m.rows)) return BadInput::kWrongSize;
+    if (!annotated_size(m.cols, m.rows)) return BadInput::kWrongSize;
     src = ImageRef{m.data, m.rows, m.cols, m.channels(), m.step[0], decoded_.bgr};
   }
   augmenter_.run(arena_.steps(), static_cast<int>(h.step_count), src, rng, dst, h.out_height,
@@ -97,14 +108,14 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
   return BadInput::kNone;
 }
 
-BadInput ChunkRunner::read_sample_file(std::int64_t sample, std::string_view file,
+BadInput ChunkRunner::read_sample_file(std::string_view file,
                                        ByteRange range) {
   const Stopwatch watch(read_ns_);
   BadInput read = BadInput::kMissing;
   // A remote shard's local copy when the shard cache has it (it may never have been fetched,
   // been evicted since, or be unreadable here: then the server's bytes, by a ranged request).
-  if (const std::string_view copy = dataset_.copy(sample);
-      !copy.empty() && file == dataset_.path(sample)) {
+  if (const std::string_view copy = view_->copy(row_);
+      !copy.empty() && file == view_->path(row_)) {
     path_.assign(copy);
     read = read_shard_copy(path_, range, file_);  // never through a planted symlink
   }
@@ -115,12 +126,12 @@ BadInput ChunkRunner::read_sample_file(std::int64_t sample, std::string_view fil
   return read;
 }
 
-BadInput ChunkRunner::produce_bytes(std::int64_t sample, std::uint8_t* dst, std::int32_t* count) {
+BadInput ChunkRunner::produce_bytes(std::uint8_t* dst, std::int32_t* count) {
   const ArenaHeader& h = arena_.header();
-  const ByteRange range = dataset_.bytes_range(sample);
+  const ByteRange range = view_->bytes_range(row_);
   const std::size_t n = std::min<std::size_t>(range.size, h.max_bytes);
   if (n > 0) {
-    const BadInput read = read_sample_file(sample, dataset_.path(sample), {range.offset, n});
+    const BadInput read = read_sample_file(view_->path(row_), {range.offset, n});
     if (read != BadInput::kNone) return read;
     std::memcpy(dst, file_.data(), n);
   }
@@ -129,12 +140,12 @@ BadInput ChunkRunner::produce_bytes(std::int64_t sample, std::uint8_t* dst, std:
   return BadInput::kNone;
 }
 
-BadInput ChunkRunner::produce_mask(std::int64_t sample, std::uint8_t* dst) {
+BadInput ChunkRunner::produce_mask(std::uint8_t* dst) {
   const ArenaHeader& h = arena_.header();
-  const bool own_file = dataset_.mask_kind(sample) == kMaskFile;
+  const bool own_file = view_->mask_kind(row_) == kMaskFile;
   const BadInput read =
-      read_sample_file(sample, own_file ? dataset_.mask_path(sample) : dataset_.path(sample),
-                       dataset_.mask_range(sample));
+      read_sample_file(own_file ? view_->mask_path(row_) : view_->path(row_),
+                       view_->mask_range(row_));
   if (read != BadInput::kNone) return read;
   const OutputMap& map = augmenter_.output_map();
   LabelMap labels;
@@ -199,16 +210,16 @@ BadInput ChunkRunner::decode_mask(const OutputMap& map, LabelMap& out) {
   return BadInput::kNone;
 }
 
-bool ChunkRunner::annotated_size(std::int64_t sample, int width, int height) const {
-  const int w = dataset_.annotated_width(sample), h = dataset_.annotated_height(sample);
+bool ChunkRunner::annotated_size(int width, int height) const {
+  const int w = view_->annotated_width(row_), h = view_->annotated_height(row_);
   return w == 0 || (w == width && h == height);
 }
 
-void ChunkRunner::write_boxes(std::uint32_t slot, std::uint32_t j, std::int64_t sample) {
+void ChunkRunner::write_boxes(std::uint32_t slot, std::uint32_t j) {
   const ArenaHeader& h = arena_.header();
   const std::size_t max = h.max_boxes;
   const BoxRules rules{h.box_min_size, h.box_min_area, h.box_min_visible};
-  const std::span<const SampleBox> source = dataset_.boxes(sample);
+  const std::span<const SampleBox> source = view_->boxes(row_);
   mapped_.resize(max);
   kept_.resize(max);
   const std::size_t n = map_boxes(augmenter_.warps(), augmenter_.map_after_warps(), h.out_width,
@@ -324,13 +335,13 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
       }
       if (!replaced) return fail();
     }
-    labels[j] = dataset_.label(sample);
+    labels[j] = view_->label(row_);
     ids[j] = sample;
     // Through the map `sample` got:
     write_geometry(task.slot, j);
     if (h.max_ops > 0) write_ops(task.slot, j);
     if (h.erase_boxes != 0) arena_.erase_boxes(task.slot)[j] = augmenter_.erase_box();
-    if (h.max_boxes > 0) write_boxes(task.slot, j, sample);
+    if (h.max_boxes > 0) write_boxes(task.slot, j);
   }
   if (current_ != nullptr) current_->store(-1, std::memory_order_relaxed);
   return timed();

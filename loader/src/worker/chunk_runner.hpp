@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <opencv2/core/mat.hpp>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "augment/masks.hpp"
 #include "data/dataset_view.hpp"
 #include "data/file_reader.hpp"
+#include "data/shard_tables.hpp"
 #include "decode/decode.hpp"
 #include "decode/jpeg_region.hpp"
 #include "decode/png_label_map.hpp"
@@ -27,6 +29,8 @@ class ChunkRunner {
   // must outlive the runner), else through a SampleFiles of the runner's own, under the remote
   // deadline the arena carries (ArenaHeader::remote_deadline_s).
   explicit ChunkRunner(const ArenaView& arena, FileReader* files = nullptr);
+  ChunkRunner(const ChunkRunner&) = delete;  // (view_ may point at dataset_)
+  ChunkRunner& operator=(const ChunkRunner&) = delete;
 
   // Writes pixels, labels, boxes and actual sample ids of samples [task.begin, task.begin +
   // task.count) of task.slot. Never throws for bad input; reports it in the Completion. `current`,
@@ -44,22 +48,22 @@ class ChunkRunner {
   BadInput produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst, const FieldSlots& to);
   // produce()'s pixels: read, decode and augment into `dst`; throws for what it cannot.
   BadInput produce_or_throw(std::int64_t sample, SampleRng& rng, std::uint8_t* dst);
-  // The sample's pass-through bytes (cut to max_bytes), and their length.
-  BadInput produce_bytes(std::int64_t sample, std::uint8_t* dst, std::int32_t* count);
-  // The sample's mask, through the maps and warps its pixels just got.
-  BadInput produce_mask(std::int64_t sample, std::uint8_t* dst);
+  // The current sample's pass-through bytes (cut to max_bytes), and their length.
+  BadInput produce_bytes(std::uint8_t* dst, std::int32_t* count);
+  // The current sample's mask, through the maps and warps its pixels just got.
+  BadInput produce_mask(std::uint8_t* dst);
   // The mask file in file_ as labels, of the map's source size: a PNG through libpng (only the
   // rows the crop reads, unless the whole file is checked), else OpenCV.
   BadInput decode_mask(const OutputMap& map, LabelMap& out);
-  // Reads bytes `range` of the sample's shard (its local copy first) or file into file_.
-  BadInput read_sample_file(std::int64_t sample, std::string_view file, ByteRange range);
-  // Whether a decoded width x height is the sample's annotated size (or it has none).
-  bool annotated_size(std::int64_t sample, int width, int height) const;
+  // Reads bytes `range` of the current sample's shard (its local copy first) or file into file_.
+  BadInput read_sample_file(std::string_view file, ByteRange range);
+  // Whether a decoded width x height is the current sample's annotated size (or it has none).
+  bool annotated_size(int width, int height) const;
   // Sample j's geometry in `slot`: the output map its pixels just got, and its source's size.
   void write_geometry(std::uint32_t slot, std::uint32_t j);
   void write_ops(std::uint32_t slot, std::uint32_t j);
-  // Sample j's boxes in `slot`, through the output map its pixels just got.
-  void write_boxes(std::uint32_t slot, std::uint32_t j, std::int64_t sample);
+  // Sample j's boxes (the current sample's) in `slot`, through the output map its pixels just got.
+  void write_boxes(std::uint32_t slot, std::uint32_t j);
   void prefetch_raw(std::int64_t sample) const;
   bool poisoned(std::int64_t sample) const;
 
@@ -67,6 +71,12 @@ class ChunkRunner {
   std::unique_ptr<FileReader> own_files_;  // when the constructor was given none
   FileReader& files_;
   DatasetView dataset_;
+  // A dataset-level index's shards, indexed as their samples are first read (kShards only).
+  std::optional<ShardTables> tables_;
+  // The current sample (the one produce() was last given): its index's view and its place
+  // there (dataset_ and the sample itself, but for kShards).
+  const DatasetView* view_ = &dataset_;
+  std::int64_t row_ = 0;
   Augmenter augmenter_;
   ImageDecoder decoder_;
   DecodedImage decoded_;

@@ -1,0 +1,60 @@
+#pragma once
+// The samples of a dataset-level index's shards (DatasetKind::kShards), read where they are read:
+// the first time a sample of a shard is wanted, the shard is indexed (index_dataset: the
+// machine's shared index file for that shard, built by the first process that needs it, under
+// its lock, and found by every later one), and its index stays mapped for the next samples.
+//
+// Thread-safety: a ShardTables is used by one thread (a worker's chunk runner).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "data/bad_input.hpp"
+#include "data/dataset_index.hpp"
+#include "data/dataset_view.hpp"
+#include "data/index_file.hpp"
+
+namespace stoke::detail {
+
+class ShardTables {
+ public:
+  // `dataset`: a kShards view; `copies`: remote shards' local copies are read (the shard cache).
+  // Keeps at most `keep` shards' indexes mapped, the least recently used going first.
+  ShardTables(const DatasetView& dataset, const RemotePolicy& remote, bool copies,
+              std::size_t keep = 64);
+
+  // Sample i (0 <= i < dataset.size()): its shard's index and its place there, or the reason it
+  // cannot be read (kBadShard: the shard cannot be indexed, or holds fewer samples than the
+  // dataset-level index says). A shard that failed once is not indexed again by this object.
+  struct Located {
+    const DatasetView* view = nullptr;
+    std::int64_t row = 0;
+    BadInput error = BadInput::kNone;
+  };
+  Located locate(std::int64_t i);
+
+  // Shards indexed (or found indexed) by this object, and those that could not be.
+  std::size_t opened() const { return opened_; }
+  std::size_t failed() const { return failed_.size(); }
+
+ private:
+  struct Table {
+    std::shared_ptr<const MappedIndex> index;
+    DatasetView view;
+    std::uint64_t used = 0;
+  };
+
+  DatasetView dataset_;
+  IndexOptions options_;
+  bool copies_;
+  std::size_t keep_;
+  std::unordered_map<std::size_t, Table> tables_;  // by shard
+  std::unordered_set<std::size_t> failed_;
+  std::uint64_t clock_ = 0;
+  std::size_t opened_ = 0;
+};
+
+}  // namespace stoke::detail
