@@ -12,6 +12,9 @@ Datasets (made once under --work, kept for the next run):
   tree-N     an image-folder tree of N files in 1,000 class folders (hard links to real JPEGs,
              so it costs inodes, not bytes)
   shards-N   WebDataset shards of 5,000 samples with their sidecars (real JPEG members)
+  wids-N     a dataset-level index (wids JSON) of N/5,000 shards of 5,000 samples: each shard a
+             hard link to one real shard and its sidecar (so 100 M samples cost one shard's
+             bytes), each indexed by itself the first time a sample of it is read
   coco       a train2017-sized instances file (bench/make_coco_instances.py); indexed only (its
              images are not made), so no first batch
 
@@ -84,8 +87,8 @@ FIELDS = ("VmRSS", "VmHWM", "RssAnon", "RssShmem", "RssFile")
 def rank_main(a):
     import stoke  # noqa: the interpreter --python named
     kw = dict(batch=64, workers=a.workers, size=32, seed=0, cache_dir=a.cache)
-    if a.data.endswith(".json"):
-        kw["on_error"] = "skip"
+    if a.data.endswith(".json") and not a.data.endswith(".wids.json"):
+        kw["on_error"] = "skip"  # (COCO: its images are not made)
     base = status("self", FIELDS)
     t0 = time.perf_counter()
     loader = stoke.Loader(a.data, **kw)
@@ -179,6 +182,30 @@ def make_shards(folder, n, images, per_shard=5000):
     return os.path.join(folder, f"train-{{000000..{(n - 1) // per_shard:06d}}}.tar")
 
 
+def make_wids(folder, n, images, per_shard=5000):
+    """N samples as hard links to one real shard of `per_shard`, and their wids index."""
+    index = os.path.join(folder, "train.wids.json")
+    if os.path.exists(index):
+        return index
+    real = make_shards(os.path.join(os.path.dirname(folder), f"shards-{per_shard}"), per_shard,
+                       images, per_shard)
+    real = real.replace("{000000..000000}", "000000")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    shards = []
+    for s in range((n + per_shard - 1) // per_shard):
+        name = f"train-{s:06d}.tar"
+        os.link(real, os.path.join(folder, name))
+        os.link(real + ".idx", os.path.join(folder, name + ".idx"))
+        shards.append({"url": name, "nsamples": min(per_shard, n - s * per_shard),
+                       "filesize": os.path.getsize(real)})
+    with open(index + ".partial", "w") as f:
+        json.dump({"__kind__": "wids-shard-index-v1", "wids_version": 1, "name": "train",
+                   "shardlist": shards}, f)
+    os.rename(index + ".partial", index)
+    return index
+
+
 def dataset(spec, work, images):
     kind = spec.split("-")[0]
     if kind == "coco":
@@ -196,6 +223,8 @@ def dataset(spec, work, images):
         make_tree(path, n, images)
     elif kind == "shards":
         path = make_shards(os.path.join(work, spec), n, images)
+    elif kind == "wids":
+        path = make_wids(os.path.join(work, spec), n, images)
     else:
         sys.exit(f"index_scale: unknown dataset {spec}")
     return path, n
@@ -283,15 +312,17 @@ def main():
             first = ranks(a, data, cache, r, batches)     # all start at once: one indexes
             again = ranks(a, data, cache, r, batches)     # the file exists: a restart
             one = min(first, key=lambda x: -x["startup_s"])  # the rank that indexed
-            index_file = sum(os.path.getsize(os.path.join(cache, "datasets", f))
-                             for f in os.listdir(os.path.join(cache, "datasets"))
-                             if f.endswith(".stoke-index"))
+            index_files = [os.path.getsize(os.path.join(cache, "datasets", f))
+                           for f in os.listdir(os.path.join(cache, "datasets"))
+                           if f.endswith(".stoke-index")]
+            index_file = sum(index_files)
             row = {"dataset": spec, "samples": n, "ranks": r, "cold": cold,
                    "first_startup_s": max(x["startup_s"] for x in first),
                    "other_startup_s": max(x["startup_s"] for x in again),
                    "first_batch_s": max((x["first_batch_s"] or 0) for x in again),
+                   "first_rank_first_batch_s": max((x["first_batch_s"] or 0) for x in first),
                    "indexing_peak_mib": max(x["peak_bytes"] for x in first) / 1048576,
-                   "index_file_mib": index_file / 1048576}
+                   "index_file_mib": index_file / 1048576, "index_files": len(index_files)}
             if base:
                 b, bn = base
                 x = again[0]
@@ -310,7 +341,7 @@ def main():
             print(json.dumps(row), flush=True)
     one_rank = {r["dataset"]: r.get("machine_index_mib") for r in rows if r["ranks"] == 1}
     print("\n| dataset | samples | ranks | start-up, first rank (indexes) | start-up, other ranks "
-          "and restart | first batch | training process B/sample | worker's own B/sample | "
+          "and restart | first batch (first rank / others) | training process B/sample | worker's own B/sample | "
           "index memory of the machine (vs 1 rank) | index file | indexing peak |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
@@ -319,7 +350,8 @@ def main():
         machine = r.get("machine_index_mib")
         ratio = machine / one_rank[r["dataset"]] if machine and one_rank.get(r["dataset"]) else None
         print(f"| {r['dataset']} | {r['samples']:,} | {r['ranks']} | {r['first_startup_s']:.2f} s "
-              f"| {r['other_startup_s']:.3f} s | {r['first_batch_s']:.3f} s | "
+              f"| {r['other_startup_s']:.3f} s | {r['first_rank_first_batch_s']:.3f} / "
+              f"{r['first_batch_s']:.3f} s | "
               f"{'-' if per is None else f'{per:.1f}'} | {'-' if wper is None else f'{wper:.2f}'} "
               f"| {'-' if machine is None else f'{machine:.0f} MiB'}"
               f"{'' if ratio is None else f' ({ratio:.2f}x)'} | {r['index_file_mib']:.0f} MiB "

@@ -26,6 +26,7 @@
 #include <iostream>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "data/index_file.hpp"
@@ -242,6 +243,22 @@ void write_index_files(const fs::path& root) {
   raw.labels = {0, 9, 4};
   raw.pixels = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
   write_index(root / "index_file" / "idx_pixels", raw);
+
+  DatasetIndex lazy;  // a dataset-level index's shards (one of them empty)
+  lazy.kind = DatasetKind::kShards;
+  std::snprintf(lazy.lazy_options.label_field, sizeof lazy.lazy_options.label_field, "cls");
+  std::snprintf(lazy.lazy_options.cache_root, sizeof lazy.lazy_options.cache_root, "/cache");
+  lazy.lazy_options.max_classes = 1000;
+  lazy.shard_starts = {0};
+  for (const auto& [name, n] : std::vector<std::pair<std::string, std::uint64_t>>{
+           {"/data/train-0.tar", 5}, {"/data/train-1.tar", 0}, {"s3://b/train-2.tar", 3}}) {
+    lazy.shard_records.push_back({static_cast<std::uint64_t>(lazy.size), n, lazy.paths.size(),
+                                  static_cast<std::uint32_t>(name.size()), 0});
+    lazy.paths += name;
+    lazy.size += static_cast<std::int64_t>(n);
+    lazy.shard_starts.push_back(lazy.size);
+  }
+  write_index(root / "index_file" / "dataset_level_shards", lazy);
 }
 
 int main(int argc, char** argv) {
