@@ -41,6 +41,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return bytes == 0 || (q >= begin && q <= end && bytes <= static_cast<std::size_t>(end - q));
   };
   std::uint64_t sum = 0;
+  if (view.lazy()) {  // (a dataset-level index's shards: up to 2^40 samples, checked by shard)
+    const auto& starts = index->info().shard_starts;
+    STOKE_FUZZ_CHECK(starts.size() == view.shard_total() + 1);
+    for (std::size_t s = 0; s < view.shard_total(); ++s) {
+      STOKE_FUZZ_CHECK(inside(view.shard_path(s).data(), view.shard_path(s).size()));
+      for (char c : view.shard_path(s)) sum += static_cast<unsigned char>(c);
+      const std::uint64_t k = view.shard_samples(s);
+      STOKE_FUZZ_CHECK(starts[s + 1] - starts[s] == static_cast<std::int64_t>(k));
+      if (k == 0) continue;
+      for (const std::int64_t i : {starts[s], starts[s + 1] - 1}) {
+        const auto [shard, row] = view.shard_of(i);
+        STOKE_FUZZ_CHECK(shard == s && row == i - starts[s], "sample " + std::to_string(i));
+      }
+    }
+    return sum == 0xdeadbeef ? 1 : 0;
+  }
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int32_t label = view.label(i);
     STOKE_FUZZ_CHECK(label >= -1 && label < kMaxClasses, "label " + std::to_string(label));

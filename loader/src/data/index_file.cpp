@@ -257,6 +257,19 @@ bool region_holds(const IndexFileHeader& h, const std::uint8_t* region, int max_
   return true;
 }
 
+// kShards: the plan's shard starts (in the meta section) are the records' (the workers'), so
+// both place every sample in the same shard.
+bool starts_match_records(const DatasetIndex& info, const std::uint8_t* region,
+                          std::uint64_t shards) {
+  if (info.kind != DatasetKind::kShards) return true;
+  if (info.shard_starts.size() != shards + 1) return false;
+  const auto* r = reinterpret_cast<const ShardRecord*>(
+      region + align_up(sizeof(LazyShardOptions), kIndexAlign));
+  for (std::uint64_t s = 0; s < shards; ++s)
+    if (static_cast<std::uint64_t>(info.shard_starts[s]) != r[s].start) return false;
+  return true;
+}
+
 // The shard starts and remote shards agree with the samples.
 bool meta_holds(const DatasetIndex& info) {
   const std::vector<std::int64_t>& s = info.shard_starts;
@@ -684,7 +697,9 @@ std::unique_ptr<MappedIndex> map_index_file(int fd, const std::string& identity,
   info.has_masks = (h.flags & kHasMasks) != 0;
   info.has_bytes = (h.flags & kHasBytes) != 0;
   MetaReader reader(out.map_ + h.meta_offset, h.meta_size);
-  if (!read_meta(reader, info) || !meta_holds(info)) return nullptr;
+  if (!read_meta(reader, info) || !meta_holds(info) ||
+      !starts_match_records(info, out.map_ + h.region_offset, h.box_total))
+    return nullptr;
   out.region_offset_ = h.region_offset;
   out.region_size_ = h.region_size;
   out.box_total_ = h.box_total;
