@@ -186,7 +186,7 @@ std::optional<std::int32_t> sample_label(const LabelField& field, const ShardInd
   const char* wanted = field.kind == LabelField::kCls ? "cls" : "json";
   for (std::size_t m : sample.members) {
     const TarMember& member = table.members[m];
-    if (lowercase(split_member_name(member.name).second) != wanted) continue;
+    if (!same_extension(split_member_view(member.name).second, wanted)) continue;
     std::string text = member.value;
     if (text.empty() || field.kind == LabelField::kJson) {
       std::optional<std::string> read = member_bytes(member, read_at, std::uint64_t{1} << 20);
@@ -393,7 +393,7 @@ class ShardIndexer {
     SampleMembers m;
     for (std::size_t k : sample.members) {
       const TarMember* member = &table.members[k];
-      const std::string ext = lowercase(split_member_name(member->name).second);
+      const std::string ext = lowercase(std::string(split_member_view(member->name).second));
       if (!boxes_ext_.empty() && ext == boxes_ext_) m.boxes = member;
       if (!mask_ext_.empty() && ext == mask_ext_)
         m.mask = member;

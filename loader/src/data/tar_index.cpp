@@ -1,6 +1,7 @@
 #include "data/tar_index.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cstring>
@@ -138,7 +139,7 @@ bool all_zero(const std::uint8_t* block) {
   return std::all_of(block, block + kBlock, [](std::uint8_t b) { return b == 0; });
 }
 
-bool is_label_extension(const std::string& ext) {
+bool is_label_extension(std::string_view ext) {
   return ext == "cls";
 }
 
@@ -163,6 +164,7 @@ std::string escape(const std::string& s) {
 }
 
 std::optional<std::string> unescape(std::string_view s) {
+  if (s.find('%') == std::string_view::npos) return std::string(s);  // (nearly every field)
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (s[i] != '%') {
@@ -186,12 +188,25 @@ std::optional<std::string> unescape(std::string_view s) {
 
 }  // namespace
 
-std::pair<std::string, std::string> split_member_name(const std::string& name) {
+std::pair<std::string_view, std::string_view> split_member_view(std::string_view name) {
   const std::size_t slash = name.rfind('/');
-  const std::size_t base = slash == std::string::npos ? 0 : slash + 1;
+  const std::size_t base = slash == std::string_view::npos ? 0 : slash + 1;
   const std::size_t dot = name.find('.', base);
-  if (dot == std::string::npos || dot == base || dot + 1 == name.size()) return {name, ""};
+  if (dot == std::string_view::npos || dot == base || dot + 1 == name.size()) return {name, {}};
   return {name.substr(0, dot), name.substr(dot + 1)};
+}
+
+std::pair<std::string, std::string> split_member_name(const std::string& name) {
+  const auto [key, ext] = split_member_view(name);
+  return {std::string(key), std::string(ext)};
+}
+
+bool same_extension(std::string_view a, std::string_view b) {
+  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
 }
 
 ShardIndex walk_tar(const ReadAt& read_at, std::uint64_t shard_bytes) {
@@ -270,7 +285,7 @@ ShardIndex walk_tar(const ReadAt& read_at, std::uint64_t shard_bytes) {
       }
       m.offset = data;
       m.size = data_size;
-      if (m.size <= kMaxInlineValue && is_label_extension(split_member_name(m.name).second)) {
+      if (m.size <= kMaxInlineValue && is_label_extension(split_member_view(m.name).second)) {
         const std::uint8_t* body = window.at(data, static_cast<std::size_t>(m.size));
         if (body != nullptr)
           m.value = trim(std::string(reinterpret_cast<const char*>(body), m.size));
@@ -286,16 +301,16 @@ ShardIndex walk_tar(const ReadAt& read_at, std::uint64_t shard_bytes) {
 
 std::vector<ShardSample> group_samples(const ShardIndex& index) {
   std::vector<ShardSample> samples;
-  std::vector<std::string> extensions;  // of the current sample
+  std::vector<std::string_view> extensions;  // of the current sample (views into its names)
   for (std::size_t i = 0; i < index.members.size(); ++i) {
-    auto [key, raw_ext] = split_member_name(index.members[i].name);
-    if (raw_ext.empty()) continue;  // WebDataset ignores members without an extension
-    const std::string ext = lowercase(std::move(raw_ext));
+    const auto [key, ext] = split_member_view(index.members[i].name);
+    if (ext.empty()) continue;  // WebDataset ignores members without an extension
     // A new key starts a sample; so does an extension the current sample already has (two
-    // members that would both be its ".jpg").
+    // members that would both be its ".jpg"), compared in lower case.
     if (samples.empty() || samples.back().key != key ||
-        std::find(extensions.begin(), extensions.end(), ext) != extensions.end()) {
-      samples.push_back({key, {}});
+        std::any_of(extensions.begin(), extensions.end(),
+                    [&](std::string_view e) { return same_extension(e, ext); })) {
+      samples.push_back({std::string(key), {}});
       extensions.clear();
     }
     samples.back().members.push_back(i);
@@ -387,6 +402,7 @@ std::optional<ShardIndex> parse_sidecar(const std::string& text, std::uint64_t s
     return std::nullopt;
   ShardIndex index;
   index.shard_bytes = shard_bytes;
+  index.members.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')));
   std::size_t at = first_end == std::string::npos ? text.size() : first_end + 1;
   for (int line_no = 2; at < text.size(); ++line_no) {
     const std::size_t eol = std::min(text.find('\n', at), text.size());
@@ -398,19 +414,21 @@ std::optional<ShardIndex> parse_sidecar(const std::string& text, std::uint64_t s
                          ": expected 'name<TAB>offset<TAB>size[<TAB>value]', got '" +
                          std::string(line) + "' (delete the file to rebuild it)");
     };
-    std::vector<std::string_view> fields;
+    std::array<std::string_view, 4> fields;
+    std::size_t count = 0;
     for (std::size_t from = 0;;) {
       const std::size_t tab = line.find('\t', from);
-      fields.push_back(
-          line.substr(from, tab == std::string_view::npos ? line.size() - from : tab - from));
+      if (count == fields.size()) throw fail();
+      fields[count++] =
+          line.substr(from, tab == std::string_view::npos ? line.size() - from : tab - from);
       if (tab == std::string_view::npos) break;
       from = tab + 1;
     }
-    if (fields.size() < 3 || fields.size() > 4) throw fail();
+    if (count < 3) throw fail();
     TarMember m;
-    const auto name = unescape(fields[0]);
+    auto name = unescape(fields[0]);
     if (!name || name->empty()) throw fail();
-    m.name = *name;
+    m.name = std::move(*name);
     for (auto [field, out] : {std::pair{fields[1], &m.offset}, std::pair{fields[2], &m.size}}) {
       const auto [fend, fec] = std::from_chars(field.data(), field.data() + field.size(), *out);
       if (fec != std::errc() || fend != field.data() + field.size()) throw fail();
@@ -418,10 +436,10 @@ std::optional<ShardIndex> parse_sidecar(const std::string& text, std::uint64_t s
     // Within the shard, after its first header (checked so that no offset and size can wrap).
     if (m.offset < kBlock || m.offset > shard_bytes || m.size > shard_bytes - m.offset)
       throw fail();
-    if (fields.size() == 4) {
-      const auto value = unescape(fields[3]);
+    if (count == 4) {
+      auto value = unescape(fields[3]);
       if (!value) throw fail();
-      m.value = *value;
+      m.value = std::move(*value);
     }
     index.members.push_back(std::move(m));
   }

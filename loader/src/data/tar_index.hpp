@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace stoke::detail {
@@ -47,6 +48,10 @@ ShardIndex walk_tar(const ReadAt& read_at, std::uint64_t shard_bytes);
 // WebDataset's split of a member name into (key, extension): "a/b.seg.png" -> ("a/b",
 // "seg.png"). No extension: the whole name and "".
 std::pair<std::string, std::string> split_member_name(const std::string& name);
+// The same split as views into `name` (no copies: the indexing of a shard calls it per member).
+std::pair<std::string_view, std::string_view> split_member_view(std::string_view name);
+// Whether two extensions are the same with ASCII letters compared in lower case.
+bool same_extension(std::string_view a, std::string_view b);
 
 // One sample of a shard: the members sharing a key.
 struct ShardSample {
