@@ -10,6 +10,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -478,15 +479,26 @@ std::unique_ptr<MappedIndex> open_shared(const std::string& path, const std::str
 void sweep(const std::string& folder, const std::string& name) {
   const auto now = std::chrono::system_clock::now();
   const auto keep = std::chrono::hours(24 * kIndexFileKeepDays);
+  // Old files are looked for at most every 10 minutes by a process: one that indexes a
+  // dataset-level index's shards one by one writes thousands of files here, and would stat
+  // them all for each. (Temporary files of `name` are looked for every time: names alone.)
+  static std::atomic<std::int64_t> last_expiry{0};  // (minutes since the epoch)
+  const std::int64_t minute =
+      std::chrono::duration_cast<std::chrono::minutes>(now.time_since_epoch()).count();
+  std::int64_t last = last_expiry.load();
+  const bool expire =
+      minute - last >= 10 && last_expiry.compare_exchange_strong(last, minute);
   DIR* d = ::opendir(folder.c_str());
   if (d == nullptr) return;
+  const std::string tmp_prefix = name + ".tmp.";
   while (const dirent* e = ::readdir(d)) {
-    const std::string file = e->d_name;
-    const std::string path = folder + "/" + file;
-    if (file.starts_with(name + ".tmp.")) {
-      ::unlink(path.c_str());
+    const std::string_view file = e->d_name;
+    if (file.starts_with(tmp_prefix)) {
+      ::unlink((folder + "/" + std::string(file)).c_str());
       continue;
     }
+    if (!expire) continue;
+    const std::string path = folder + "/" + std::string(file);
     struct stat st {};
     if (!file.ends_with(kSuffix) || ::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
       continue;
