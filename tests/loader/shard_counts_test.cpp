@@ -231,6 +231,42 @@ TEST(DatasetLevelIndex, AShardMissingOrShorterThanItsIndexSaysIsABadShard) {
   EXPECT_THROW(test::collect(strict), DataError);
 }
 
+// A shard rewritten after its table was made gets a new table (its version keys it), never
+// the stale one: the same index's loader then delivers the new shard's samples.
+TEST(DatasetLevelIndex, AShardRewrittenAfterItWasIndexedIsIndexedAgain) {
+  test::TempDir dir;
+  const std::string index = packed_shards(dir);
+  const Options o = lazy_options(dir, index, 1);
+  {
+    Loader before(o);
+    test::collect(before);
+  }
+  // train-0000.tar again, from the other end of the folder: shard 2's 16 images and 24 of
+  // shard 1's, so its members and labels change while the index's count (40) still holds.
+  const fs::path out = dir.path() / "out";
+  const fs::path again = dir.path() / "again";
+  run(std::string(STOKE_PACK) + " --no-progress --no-index --data " + test::testdata("jpeg") +
+      " --out " + (again / "x-%d.tar").string() + " --shard-samples 56 > /dev/null");
+  const fs::path shard0 = out / "train-0000.tar";
+  fs::remove(shard0.string() + ".idx");
+  // (The second shard of x-%d holds samples 56..95: 40 of them, written as train-0000.)
+  fs::copy_file(again / "x-1.tar", shard0, fs::copy_options::overwrite_existing);
+  Options fresh = o;
+  fresh.shuffle = false;
+  fresh.batch = 40;
+  Loader after(fresh);
+  const test::Delivered got = test::collect(after, 1);
+  Options folder = fresh;
+  folder.data = test::testdata("jpeg");
+  folder.cache_dir.clear();
+  folder.batch = 96;
+  Loader whole(folder);
+  const test::Delivered all = test::collect(whole, 1);
+  ASSERT_EQ(got.labels.size(), 40u);
+  for (std::size_t i = 0; i < 40; ++i) EXPECT_EQ(got.labels[i], all.labels[56 + i]) << i;
+  EXPECT_EQ(index_files(dir), 5u);  // the 4 tables of before, and the new shard's
+}
+
 TEST(DatasetLevelIndex, PerSampleLimitsMustBeGivenSinceNoShardIsReadFirst) {
   test::TempDir dir;
   Options o = lazy_options(dir, packed_shards(dir), 1);
