@@ -66,6 +66,29 @@ TEST(RemoteShards, FromNginxTheSameBatchesAsFromLocalDisk) {
   EXPECT_TRUE(entries() == written) << "an index read from the cache was written again";
 }
 
+// A dataset-level index naming shards on nginx (a wids JSON on local disk): the same batches as
+// the shards on local disk, each shard indexed over the network by the worker that first reads
+// it (the third without its sidecar, so by a walk of its headers), and its samples read by
+// ranged GETs.
+TEST(RemoteShards, ADatasetLevelIndexOfShardsOnNginxDeliversWhatTheShardsDeliver) {
+  STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
+  test::TempDir dir;
+  const fs::path www = pack_shards(dir);
+  test::Nginx nginx(www, dir.path() / "nginx");
+  ASSERT_TRUE(nginx.started()) << "nginx did not start: see " << dir.str() << "/nginx";
+  Loader local(shard_options((www / "train-{0..2}.tar").string(), dir));
+  const test::Delivered expected = test::collect(local);
+  const fs::path index = dir.path() / "remote.wids.json";
+  std::ofstream(index) << R"({"__kind__": "wids-shard-index-v1", "shardlist": [)"
+                       << R"({"url": ")" << nginx.url() << R"(/train-0.tar", "nsamples": 40}, )"
+                       << R"({"url": ")" << nginx.url() << R"(/train-1.tar", "nsamples": 40}, )"
+                       << R"({"url": ")" << nginx.url() << R"(/train-2.tar", "nsamples": 16}]})";
+  Loader remote(shard_options(index.string(), dir));
+  EXPECT_EQ(remote.dataset_size(), 96);
+  EXPECT_TRUE(test::collect(remote) == expected);
+  EXPECT_EQ(remote.stats().skipped, 0);
+}
+
 // Two loaders made at the same time on one index cache folder (ranks of one machine, here two
 // threads): both index the shards, the cache ends with one whole entry per shard and no
 // temporary file, and a third loader indexing from the cache delivers the same batches.
