@@ -87,6 +87,16 @@ TEST(RemoteShards, ADatasetLevelIndexOfShardsOnNginxDeliversWhatTheShardsDeliver
   EXPECT_EQ(remote.dataset_size(), 96);
   EXPECT_TRUE(test::collect(remote) == expected);
   EXPECT_EQ(remote.stats().skipped, 0);
+  // The index on the server too, naming its shards relative to itself (as stoke-pack writes).
+  std::ofstream(www / "sizes.json") << R"({"train-0.tar": 40, "train-1.tar": 40, "train-2.tar": 16})";
+  Loader served(shard_options(nginx.url() + "/sizes.json", dir));
+  EXPECT_TRUE(test::collect(served) == expected);
+  try {
+    Loader missing(shard_options(nginx.url() + "/nothing.json", dir));
+    ADD_FAILURE() << "a missing index was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), nginx.url() + "/nothing.json: not found on its server (404)");
+  }
 }
 
 // Two loaders made at the same time on one index cache folder (ranks of one machine, here two

@@ -251,6 +251,13 @@ DatasetIndex index_counts(const ShardCounts& counts, const IndexOptions& options
 DatasetIndex index_path(const std::string& path, const IndexOptions& options) {
   // (Before shards: shard_list() would read a JSON file as a list of shard names.)
   if (lowercase(fs::path(path).extension().string()) == ".json") {
+    if (is_url(path)) {
+      if (const std::optional<ShardCounts> counts = fetch_shard_counts(path, options.remote))
+        return index_counts(*counts, options, redact_url(path));
+      throw ConfigError(redact_url(path) +
+                        ": not a dataset-level index of shards (a wids index or a sizes.json); "
+                        "a COCO annotation file is read from local disk");
+    }
     if (const std::optional<ShardCounts> counts = read_shard_counts(path))
       return index_counts(*counts, options, path);
     return index_coco(path, options.image_root, options.on_error);

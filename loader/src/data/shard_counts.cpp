@@ -5,7 +5,10 @@
 #include <istream>
 #include <streambuf>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
+#include "common/text.hpp"
+#include "data/remote.hpp"
 #include "data/shard_list.hpp"
 #include "stoke/error.hpp"
 
@@ -180,7 +183,8 @@ class CountsStream final : public nlohmann::json_sax<json> {
     if (total_ > kMaxDatasetSamples)
       fail(where, "more than " + std::to_string(kMaxDatasetSamples) + " samples in all");
     if (!is_url(s.name) && s.name.front() != '/' && !base_.empty())
-      s.name = (fs::path(base_) / s.name).lexically_normal().string();
+      s.name = is_url(base_) ? base_ + "/" + s.name  // (a URL's "//" must stay as it is)
+                             : (fs::path(base_) / s.name).lexically_normal().string();
     counts_.shards.push_back(std::move(s));
   }
 
@@ -244,6 +248,16 @@ std::optional<ShardCounts> read_shard_counts(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path + ": cannot be read");
   return parse_shard_counts(in, fs::absolute(path).parent_path().string(), path);
+}
+
+std::optional<ShardCounts> fetch_shard_counts(const std::string& url, const RemotePolicy& policy) {
+  std::string text;
+  const std::string shown = redact_url(url);
+  if (!remote_get_if_exists(url, text, kMaxShardListBytes, policy))
+    throw ConfigError(shown + ": not found on its server (404)");
+  std::istringstream in(std::move(text));
+  const std::size_t slash = url.rfind('/');
+  return parse_shard_counts(in, url.substr(0, slash), shown);
 }
 
 std::string format_wids_index(const std::string& name, const std::vector<ShardCount>& shards) {

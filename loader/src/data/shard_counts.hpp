@@ -7,8 +7,9 @@
 //      "shardlist": [{"url": "train-000000.tar", "nsamples": 5000, "filesize": 123456}, ...]}
 //   sizes.json (OpenCLIP's): {"train-000000.tar": 5000, "train-000001.tar": 5000, ...}
 //
-// Relative shard names are relative to the JSON file's folder; absolute paths and URLs (http://,
-// https://, s3://) stay as they are. Other keys are ignored.
+// Relative shard names are relative to the JSON file's folder (or, for an index on a server,
+// its URL's); absolute paths and URLs (http://, https://, s3://) stay as they are. Other keys are
+// ignored.
 //
 // Thread-safety: functions are reentrant.
 
@@ -17,6 +18,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "data/remote.hpp"
 
 namespace stoke::detail {
 
@@ -52,6 +55,12 @@ std::optional<ShardCounts> parse_shard_counts(std::istream& in, const std::strin
 // parse_shard_counts of the file at `path` (a ".json" data path): std::nullopt when it is other
 // JSON. Throws ConfigError when the file cannot be read, and what parse_shard_counts throws.
 std::optional<ShardCounts> read_shard_counts(const std::string& path);
+
+// parse_shard_counts of the object at `url` (http(s):// or s3://), its relative names resolved
+// under the URL's folder: std::nullopt when it is other JSON. Throws ConfigError when it does not
+// exist (naming the URL without its secrets), Error when it cannot be fetched within `policy`'s
+// deadline or is over kMaxShardListBytes, and what parse_shard_counts throws.
+std::optional<ShardCounts> fetch_shard_counts(const std::string& url, const RemotePolicy& policy);
 
 // A wids index of `shards` (names as given, e.g. relative to the index's folder), as stoke-pack
 // writes it.
