@@ -40,14 +40,25 @@ fs::path pack_shards(const test::TempDir& dir, int samples = 40) {
   return www;
 }
 
+// pack_shards' shards served by nginx from dir/www, and what a loader reading them from local
+// disk delivers.
+struct ServedShards {
+  test::TempDir dir;
+  fs::path www = pack_shards(dir);
+  test::Nginx nginx{www, dir.path() / "nginx"};
+  test::Delivered local() {
+    Loader loader(shard_options((www / "train-{0..2}.tar").string(), dir));
+    return test::collect(loader);
+  }
+};
+
 TEST(RemoteShards, FromNginxTheSameBatchesAsFromLocalDisk) {
   STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
-  test::TempDir dir;
-  const fs::path www = pack_shards(dir);
-  test::Nginx nginx(www, dir.path() / "nginx");
+  ServedShards served;
+  const test::TempDir& dir = served.dir;
+  const test::Nginx& nginx = served.nginx;
   ASSERT_TRUE(nginx.started()) << "nginx did not start: see " << dir.str() << "/nginx";
-  Loader local(shard_options((www / "train-{0..2}.tar").string(), dir));
-  const test::Delivered expected = test::collect(local);
+  const test::Delivered expected = served.local();
   // The cache's entries and when they were written, by name.
   const auto entries = [&] {
     std::map<std::string, fs::file_time_type> out;
@@ -72,12 +83,12 @@ TEST(RemoteShards, FromNginxTheSameBatchesAsFromLocalDisk) {
 // ranged GETs.
 TEST(RemoteShards, ADatasetLevelIndexOfShardsOnNginxDeliversWhatTheShardsDeliver) {
   STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
-  test::TempDir dir;
-  const fs::path www = pack_shards(dir);
-  test::Nginx nginx(www, dir.path() / "nginx");
+  ServedShards shards;
+  const test::TempDir& dir = shards.dir;
+  const test::Nginx& nginx = shards.nginx;
+  const fs::path& www = shards.www;
   ASSERT_TRUE(nginx.started()) << "nginx did not start: see " << dir.str() << "/nginx";
-  Loader local(shard_options((www / "train-{0..2}.tar").string(), dir));
-  const test::Delivered expected = test::collect(local);
+  const test::Delivered expected = shards.local();
   const fs::path index = dir.path() / "remote.wids.json";
   std::ofstream(index) << R"({"__kind__": "wids-shard-index-v1", "shardlist": [)"
                        << R"({"url": ")" << nginx.url() << R"(/train-0.tar", "nsamples": 40}, )"
