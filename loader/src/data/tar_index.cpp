@@ -303,7 +303,9 @@ std::vector<ShardSample> group_samples(const ShardIndex& index) {
   std::vector<ShardSample> samples;
   std::vector<std::string_view> extensions;  // of the current sample (views into its names)
   for (std::size_t i = 0; i < index.members.size(); ++i) {
-    const auto [key, ext] = split_member_view(index.members[i].name);
+    const std::pair<std::string_view, std::string_view> split =
+        split_member_view(index.members[i].name);
+    const std::string_view key = split.first, ext = split.second;  // (a lambda uses ext)
     if (ext.empty()) continue;  // WebDataset ignores members without an extension
     // A new key starts a sample; so does an extension the current sample already has (two
     // members that would both be its ".jpg"), compared in lower case.
