@@ -138,9 +138,10 @@ void add_loader_flags(CLI::App& app, Args& a) {
   using stoke::tools::add_word;
   auto& o = a.options;
   app.add_option("--data", o.data,
-                 "image folder root/<class>/<image>, list file (path<TAB>label), IDX folder, or "
+                 "image folder root/<class>/<image>, list file (path<TAB>label), IDX folder, "
                  "WebDataset tar shards (train-{000000..000031}.tar, comma-separated, or a list "
-                 "file of shards)")
+                 "file of shards), a dataset-level index of shards (train.wids.json, sizes.json; "
+                 "local or a URL), or a COCO annotation file (instances.json)")
       ->type_name("PATH")
       ->capture_default_str();
   add_word(app, "--split", o.split, stoke::parse_split, "IDX split: train (default) or test");

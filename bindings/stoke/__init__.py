@@ -97,7 +97,10 @@ class Loader(_stoke.Loader):
         data: an image-folder tree (root/<class>/<image>), a list file (path<TAB>label per
             line), a folder of MNIST-style IDX files (plain or .gz), or WebDataset tar shards:
             ``"train-{000000..000031}.tar"`` (brace ranges), several separated by commas, or a
-            list file naming one shard per line (``stoke-pack`` writes them); or a COCO
+            list file naming one shard per line (``stoke-pack`` writes them); a dataset-level
+            index of shards (``"train.wids.json"``, webdataset's wids index, which ``stoke-pack``
+            writes, or OpenCLIP's ``"sizes.json"``, local or a URL): planned from its counts,
+            each shard indexed when first read (docs/USAGE.md, "A dataset-level index"); or a COCO
             annotation file (``"instances_train2017.json"``): its images with their boxes
             (``batch.boxes``; see "Detection and segmentation" in docs/USAGE.md).
         image_root: COCO data: the folder its ``file_name``s are relative to (default: the

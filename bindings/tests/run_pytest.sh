@@ -18,7 +18,7 @@ mkdir -p "$work/wheels"
 pip_q="-m pip install -q --disable-pip-version-check"
 
 /usr/bin/python3 -m venv --system-site-packages "$work/torch"
-"$work/torch/bin/python" $pip_q nanobind scikit-build-core pytest webdataset
+"$work/torch/bin/python" $pip_q nanobind scikit-build-core pytest webdataset wids
 echo "building the stoke wheel"
 "$work/torch/bin/python" -m pip wheel -q --disable-pip-version-check --no-build-isolation \
   --no-deps -w "$work/wheels" "$src"
@@ -30,7 +30,7 @@ echo "building the stoke wheel"
 # From outside the source tree, so `import stoke` finds the installed package.
 cd "$work"
 echo "== suite (NumPy, PyTorch)"
-STOKE_PYTEST_TORCH=1 STOKE_PYTEST_TORCHVISION=1 "$work/torch/bin/python" -m pytest -q -p no:cacheprovider "$src/bindings/tests"
+STOKE_PYTEST_TORCH=1 STOKE_PYTEST_TORCHVISION=1 STOKE_PYTEST_WIDS=1 "$work/torch/bin/python" -m pytest -q -p no:cacheprovider "$src/bindings/tests"
 echo "== Keras on JAX"
 STOKE_PYTEST_KERAS=1 KERAS_BACKEND=jax JAX_PLATFORMS=cpu "$work/keras/bin/python" -m pytest -q -p no:cacheprovider \
   -k keras "$src/bindings/tests"

@@ -727,6 +727,15 @@ def test_stoke_pack_shards_are_read_alike_by_webdataset_and_by_stoke(tmp_path):
     from_idx = stoke_labels(FASHION, split="test")
     assert from_idx == labels
     assert stoke_labels(str(tmp_path / "fm-{000000..000003}.tar"), size=28) == labels
+    # The dataset-level index stoke-pack wrote beside them: stoke plans from it (the same
+    # labels in the same order), and webdataset's own wids reads it as its shard index.
+    index = str(tmp_path / "fm.wids.json")
+    assert stoke_labels(index, size=28) == labels
+    wids = need("wids")
+    listed = wids.ShardListDataset(index)
+    assert len(listed) == 10000
+    for i in (0, 2499, 2500, 9999):
+        assert listed[i]["__key__"] == f"{i:06d}" and int(listed[i][".cls"]) == labels[i]
 
 
 def _servers():

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "stoke/error.hpp"
@@ -266,6 +267,27 @@ TEST(DatasetLevelIndex, AShardRewrittenAfterItWasIndexedIsIndexedAgain) {
   ASSERT_EQ(got.labels.size(), 40u);
   for (std::size_t i = 0; i < 40; ++i) EXPECT_EQ(got.labels[i], all.labels[56 + i]) << i;
   EXPECT_EQ(index_files(dir), 5u);  // the 4 tables of before, and the new shard's
+}
+
+// Without a cache folder each worker indexes the shards it reads privately: the same batches,
+// and the log says what that costs and how to avoid it.
+TEST(DatasetLevelIndex, WithoutACacheFolderEachWorkerIndexesForItselfAndTheLogSaysSo) {
+  test::TempDir dir;
+  const std::string index = packed_shards(dir);
+  Options o = lazy_options(dir, (dir.path() / "out/train-{0000..0002}.tar").string(), 2);
+  Loader eager(o);
+  const test::Delivered want = test::collect(eager);
+  const test::ScopedEnv no_stoke("STOKE_CACHE_DIR", std::nullopt);
+  const test::ScopedEnv no_xdg("XDG_CACHE_HOME", std::nullopt);
+  const test::ScopedEnv no_home("HOME", std::nullopt);
+  test::LogLines log;
+  o.data = index;
+  o.cache_dir.clear();
+  o.log = log.sink();
+  Loader lazy(o);
+  EXPECT_TRUE(test::collect(lazy) == want);
+  EXPECT_TRUE(log.contains("dataset-level index without a cache folder: each worker indexes the "
+                           "shards it reads for itself"));
 }
 
 // Exact resume: a loader resumed from a state saved mid-epoch delivers what the uninterrupted
