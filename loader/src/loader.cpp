@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "data/shard_tables.hpp"
 #include "loader_impl.hpp"
 
 namespace stoke {
@@ -99,6 +100,8 @@ Batch Loader::Impl::deliver(int slot, Clock::time_point entered) {
   for (int j = 0; j < options_.batch; ++j) {
     if (bad[j] == 0) continue;
     core_->metrics.skipped(reason_of(bad[j]));
+    if (diagnosis_ && reason_of(bad[j]) == detail::BadInput::kBadShard)
+      diagnosis_->diagnose(planned[j]);
     log_.post("skipped " + core_->names(planned[j]) + ": " +
               core_->names.reason(planned[j], bad[j]) + " (replaced by sample " +
               std::to_string(core_->view.ids(u)[j]) + ")");

@@ -38,6 +38,7 @@ namespace detail {
 using Clock = std::chrono::steady_clock;
 struct LoaderEnvironment;
 struct ShardCachePlan;
+class ShardDiagnosis;
 }  // namespace detail
 
 using detail::Clock;
@@ -101,6 +102,7 @@ class Loader::Impl {
   std::unique_ptr<detail::Stager> stager_;               // when core_->staging is set
   std::string shard_cache_ = "off (no remote shards)";   // for Stats::shard_cache
   std::unique_ptr<detail::ShardPrefetcher> prefetcher_;  // remote shards with a cache
+  std::unique_ptr<detail::ShardDiagnosis> diagnosis_;    // a dataset-level index's bad shards
 };
 
 }  // namespace stoke

@@ -13,6 +13,7 @@
 #include "common/build_info.hpp"
 #include "common/number_text.hpp"
 #include "data/shard_cache.hpp"
+#include "data/shard_tables.hpp"
 #include "loader_environment.hpp"
 #include "loader_impl.hpp"
 #include "shard_cache_plan.hpp"
@@ -85,6 +86,9 @@ Loader::Impl::Impl(ResolvedConfig config, std::shared_ptr<const MappedIndex> map
   const ShardCachePlan shard_cache =
       plan_shard_cache(index.remote_shards, config_.plan, config_.remote);
   if (const std::string line = index_line(*mapped); !line.empty()) log_.post(line);
+  if (index.kind == DatasetKind::kShards)
+    diagnosis_ = std::make_unique<ShardDiagnosis>(
+        mapped->view(), config_.remote.policy, [this](std::string line) { log_.post(line); });
   if (index.kind == DatasetKind::kShards && mapped->view().lazy_options().cache_root[0] == '\0')
     log_.post("dataset-level index without a cache folder: each worker indexes the shards it "
               "reads for itself, and again after it has dropped them (it keeps 64); set "
@@ -301,6 +305,7 @@ Loader::Impl::~Impl() {
     prefetcher_.reset();
   }
   if (done_fd_ >= 0) ::close(done_fd_);
+  diagnosis_.reset();  // (its findings are logged below)
   flush_log();
   // Batches still held keep core_ (and the arena mapping) alive; nothing else refers to us.
 }

@@ -217,15 +217,28 @@ TEST(DatasetLevelIndex, AShardMissingOrShorterThanItsIndexSaysIsABadShard) {
   test::LogLines log;
   Options o = lazy_options(dir, (dir.path() / "out/sizes.json").string(), 2);
   o.log = log.sink();
-  Loader loader(o);
-  EXPECT_EQ(loader.dataset_size(), 105);
-  const test::Delivered got = test::collect(loader);
-  const Stats s = loader.stats();
-  EXPECT_EQ(got.ids.size(), 105u + static_cast<std::size_t>(got.padded));
-  EXPECT_EQ(s.skipped_by_reason.at("bad_shard"), 9);  // 5 past train-0001's end, 4 of gone.tar
-  EXPECT_TRUE(log.contains((dir.path() / "out/gone.tar").string() + " (sample 85, number 0 of "
-                                                                    "the shard): bad_shard"))
+  {
+    Loader loader(o);
+    EXPECT_EQ(loader.dataset_size(), 105);
+    const test::Delivered got = test::collect(loader);
+    const Stats s = loader.stats();
+    EXPECT_EQ(got.ids.size(), 105u + static_cast<std::size_t>(got.padded));
+    EXPECT_EQ(s.skipped_by_reason.at("bad_shard"), 9);  // 5 past train-0001's end, 4 of gone.tar
+  }
+  const std::string out = (dir.path() / "out").string();
+  EXPECT_TRUE(log.contains(out + "/gone.tar (sample 85, number 0 of the shard): bad_shard"))
       << log.lines().back();
+  // Why, found by the training process (it was not told): once for each shard.
+  EXPECT_TRUE(log.contains("bad_shard: " + out + "/train-0001.tar holds 40 samples, the "
+                           "dataset-level index says 45: its samples from number 40 on are "
+                           "skipped"));
+  EXPECT_TRUE(log.contains("bad_shard: " + out + "/gone.tar cannot be indexed: " + out +
+                           "/gone.tar: No such file"))
+      << [&] {
+           std::string all;
+           for (const std::string& l : log.lines()) all += l + "\n";
+           return all;
+         }();
 
   o.on_error = OnError::kError;
   o.log = nullptr;

@@ -6,18 +6,29 @@
 //
 // Thread-safety: a ShardTables is used by one thread (a worker's chunk runner).
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
+#include "common/mutex.hpp"
 #include "data/bad_input.hpp"
 #include "data/dataset_index.hpp"
 #include "data/dataset_view.hpp"
 #include "data/index_file.hpp"
+#include "data/remote.hpp"
 
 namespace stoke::detail {
+
+// How a shard of a dataset-level index is indexed: as the training process was asked to
+// (`options`, as the index file carries them), reading remote shards under `remote`.
+IndexOptions shard_index_options(const LazyShardOptions& options, const RemotePolicy& remote);
 
 class ShardTables {
  public:
@@ -55,6 +66,39 @@ class ShardTables {
   std::unordered_set<std::size_t> failed_;
   std::uint64_t clock_ = 0;
   std::size_t opened_ = 0;
+};
+
+// Why a shard of a dataset-level index was bad: a worker reports only bad_shard, so the first
+// time the consumer is handed such a sample of a shard, a thread of the training process indexes
+// that shard again and posts what it finds: the error that stops indexing it (a missing file, a
+// label over max_classes, ...), or how many samples it holds against the index's count. At most
+// kMaxDiagnosed shards are looked at (the rest are bad for the same reasons, as a rule).
+//
+// Thread-safety: diagnose() from any thread, with any lock held (it starts a thread and
+// returns); the destructor cancels remote transfers and joins the threads.
+class ShardDiagnosis {
+ public:
+  static constexpr std::size_t kMaxDiagnosed = 8;
+
+  // `dataset`: a kShards view; `post` gets each finding as one line.
+  ShardDiagnosis(const DatasetView& dataset, const RemotePolicy& remote,
+                 std::function<void(std::string)> post);
+  ~ShardDiagnosis();
+  ShardDiagnosis(const ShardDiagnosis&) = delete;
+  ShardDiagnosis& operator=(const ShardDiagnosis&) = delete;
+
+  void diagnose(std::int64_t sample) EXCLUDES(mutex_);
+
+ private:
+  void run(std::size_t shard) const;
+
+  const DatasetView dataset_;
+  IndexOptions options_;
+  const std::function<void(std::string)> post_;
+  std::atomic<bool> cancel_{false};
+  Mutex mutex_;
+  std::unordered_set<std::size_t> seen_ GUARDED_BY(mutex_);
+  std::vector<std::thread> threads_ GUARDED_BY(mutex_);
 };
 
 }  // namespace stoke::detail
