@@ -5,14 +5,19 @@
 
 #include "data/shard_counts.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
 
+#include "data/dataset_index.hpp"
+#include "data/index_file.hpp"
 #include "stoke/error.hpp"
 #include "stoke/loader.hpp"
 #include "test_support.hpp"
@@ -78,6 +83,7 @@ TEST(ShardCounts, OtherJsonIsNotAnIndex) {
   EXPECT_FALSE(parse(R"({"description": "x", "version": "1.0", "images": []})"));
   EXPECT_FALSE(parse(R"([1, 2, 3])"));
   EXPECT_FALSE(parse(R"({"a": "b", "c": -1})"));
+  EXPECT_FALSE(parse(R"({"version": 1, "images": [], "annotations": []})"));  // not a .tar first
   // (Stopped at the first member: what follows is never read, broken or not.)
   EXPECT_FALSE(parse(R"({"images": [)" + std::string(100, '[')));
 }
@@ -322,6 +328,54 @@ TEST(DatasetLevelIndex, ResumesExactlyMidEpoch) {
   EXPECT_TRUE(std::equal(rest.labels.begin(), rest.labels.end(), all.labels.begin() + 32));
   EXPECT_TRUE(std::equal(rest.pixels.begin(), rest.pixels.end(),
                          all.pixels.begin() + 32 * 48 * 48 * 3));
+}
+
+// A shard's name that points at something else than a tar shard (here an image folder, which
+// would index as a dataset of its own) is a bad shard, and the log says what it is.
+TEST(DatasetLevelIndex, AShardThatIsNotATarShardIsABadShard) {
+  test::TempDir dir;
+  const std::string index = packed_shards(dir);
+  const fs::path sizes = dir.path() / "out/sizes.json";
+  std::ofstream(sizes) << R"({"train-0000.tar": 40, ")" << test::testdata("jpeg") << R"(": 3})";
+  test::LogLines log;
+  Options o = lazy_options(dir, sizes.string(), 1);
+  o.log = log.sink();
+  {
+    Loader loader(o);
+    test::collect(loader);
+    EXPECT_EQ(loader.stats().skipped_by_reason.at("bad_shard"), 3);
+  }
+  EXPECT_TRUE(log.contains("bad_shard: " + test::testdata("jpeg") +
+                           " is not a tar shard (a dataset-level index names tar shards only)"));
+}
+
+// A machine file whose identity matches but whose shard options do not (copied from another
+// loader's and edited: another cache folder for the workers, a lifted label bound) is rebuilt,
+// never read.
+TEST(DatasetLevelIndex, AFileCarryingOtherShardOptionsIsRebuilt) {
+  test::TempDir dir;
+  const std::string index = packed_shards(dir);
+  detail::IndexOptions o;
+  o.caches.root = (dir.path() / "cache").string();
+  o.max_classes = 1000;
+  const auto identity = detail::dataset_identity(index, o);
+  ASSERT_TRUE(identity);
+  detail::DatasetIndex planted = detail::build_index(index, o);
+  std::snprintf(planted.lazy_options.cache_root, sizeof planted.lazy_options.cache_root, "%s",
+                "/tmp/elsewhere");
+  planted.lazy_options.max_classes = 1000;
+  const fs::path file = dir.path() / "cache/datasets" / detail::index_file_name(*identity);
+  fs::create_directories(file.parent_path());
+  {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(detail::write_index_file(fd, planted, *identity));
+    ::close(fd);
+  }
+  const auto mapped = detail::index_dataset(index, o);
+  EXPECT_EQ(mapped->origin(), detail::MappedIndex::Origin::kBuilt);
+  EXPECT_EQ(std::string(mapped->view().lazy_options().cache_root), o.caches.root);
+  EXPECT_EQ(detail::index_dataset(index, o)->origin(), detail::MappedIndex::Origin::kFound);
 }
 
 TEST(DatasetLevelIndex, PerSampleLimitsMustBeGivenSinceNoShardIsReadFirst) {

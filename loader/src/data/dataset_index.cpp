@@ -208,19 +208,18 @@ namespace {
 // Copies `value` into a NUL-terminated field of LazyShardOptions, or throws naming the option.
 template <std::size_t N>
 void set_field(char (&field)[N], const std::string& value, const char* option) {
-  if (value.size() >= N || value.find('\0') != std::string::npos)
+  if (value.find('\0') != std::string::npos)
+    throw ConfigError(std::string(option) + " holds a NUL byte");
+  if (value.size() >= N)
     throw ConfigError(std::string(option) + " '" + value + "' is longer than a dataset-level " +
                       "index allows (" + std::to_string(N - 1) + " bytes)");
   std::memcpy(field, value.data(), value.size());
 }
 
-// A dataset-level index's shards: nothing is read from them now (data/shard_tables.hpp indexes
-// each one when a sample of it is first read).
-DatasetIndex index_counts(const ShardCounts& counts, const IndexOptions& options,
-                          const std::string& path) {
-  DatasetIndex index;
-  index.kind = DatasetKind::kShards;
-  LazyShardOptions& o = index.lazy_options;
+}  // namespace
+
+LazyShardOptions lazy_shard_options(const IndexOptions& options) {
+  LazyShardOptions o;
   set_field(o.label_field, options.label_field, "label_field");
   set_field(o.mask_field, options.mask_field, "mask_field");
   set_field(o.bytes_field, options.bytes_field, "bytes_field");
@@ -230,6 +229,18 @@ DatasetIndex index_counts(const ShardCounts& counts, const IndexOptions& options
   o.max_classes = options.num_classes > 0 ? std::min(options.max_classes, options.num_classes)
                                           : options.max_classes;
   o.shard_copies = options.caches.shard_copies ? 1 : 0;
+  return o;
+}
+
+namespace {
+
+// A dataset-level index's shards: nothing is read from them now (data/shard_tables.hpp indexes
+// each one when a sample of it is first read).
+DatasetIndex index_counts(const ShardCounts& counts, const IndexOptions& options,
+                          const std::string& path) {
+  DatasetIndex index;
+  index.kind = DatasetKind::kShards;
+  index.lazy_options = lazy_shard_options(options);
   index.shard_starts.push_back(0);
   for (const ShardCount& c : counts.shards) {
     ShardRecord& r = index.shard_records.emplace_back();

@@ -109,6 +109,10 @@ struct IndexOptions {
   double progress_every_s = 10;
 };
 
+// What a dataset-level index's file carries of `options`: how a worker indexes each shard.
+// Throws ConfigError for a field too long for it, or holding a NUL.
+LazyShardOptions lazy_shard_options(const IndexOptions& options);
+
 // Indexes an IDX folder, an image-folder tree, a list file, WebDataset tar shards (see
 // data/shard_list.hpp for the forms), a dataset-level index of shards (a .json file in a form of
 // data/shard_counts.hpp: kShards, its shards indexed when first read) or a COCO annotation file

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -197,7 +198,7 @@ bool terminated(const char (&field)[N]) {
 
 // kShards: the options' strings end, the shards' starts add up to the samples, and every path
 // lies within the path bytes.
-bool shards_hold(const IndexFileHeader& h, const std::uint8_t* region) {
+bool shards_hold(const IndexFileHeader& h, const std::uint8_t* region, int max_classes) {
   const std::uint64_t head = align_up(sizeof(LazyShardOptions), kIndexAlign);
   if (h.box_total < 1 || h.box_total > kMaxShards || head > h.region_size) return false;
   const std::uint64_t records = align_up(h.box_total * sizeof(ShardRecord), kIndexAlign);
@@ -207,6 +208,7 @@ bool shards_hold(const IndexFileHeader& h, const std::uint8_t* region) {
   std::memcpy(&o, region, sizeof o);
   if (!terminated(o.label_field) || !terminated(o.mask_field) || !terminated(o.bytes_field) ||
       !terminated(o.box_field) || !terminated(o.cache_root) || o.max_classes < 1 ||
+      o.max_classes > max_classes ||
       o.on_error > static_cast<std::uint32_t>(OnError::kError) || o.shard_copies > 1)
     return false;
   const auto* r = reinterpret_cast<const ShardRecord*>(region + head);
@@ -237,7 +239,8 @@ bool region_holds(const IndexFileHeader& h, const std::uint8_t* region, int max_
       if (l[i] < 0 || l[i] >= max_classes) return false;
     return true;
   }
-  if (h.kind == static_cast<std::uint32_t>(DatasetKind::kShards)) return shards_hold(h, region);
+  if (h.kind == static_cast<std::uint32_t>(DatasetKind::kShards))
+    return shards_hold(h, region, max_classes);
   if (h.kind != static_cast<std::uint32_t>(DatasetKind::kFiles)) return false;
   if (n > h.region_size / sizeof(FileEntry) || h.box_total > h.region_size / sizeof(SampleBox))
     return false;
@@ -454,8 +457,18 @@ bool empty_files_still_empty(const DatasetIndex& info) {
 // The shared index file at `path` when it is one of ours, of this identity, whole and current.
 // One that another member of a shared cache's group owns is read from a private copy: it could
 // rewrite the file after it is checked.
+// kShards: the options the file carries are the ones this loader would write. (A file copied
+// whole from another loader's, identity and all, could otherwise lift the label bound or point
+// the workers' indexing at another folder.)
+bool lazy_options_hold(const MappedIndex& m, const IndexOptions& options) {
+  if (m.info().kind != DatasetKind::kShards) return true;
+  const LazyShardOptions want = lazy_shard_options(options);
+  return std::memcmp(&want, m.bytes() + m.region_offset(), sizeof want) == 0;
+}
+
 std::unique_ptr<MappedIndex> open_shared(const std::string& path, const std::string& identity,
-                                         int max_classes, MappedIndex::Origin origin) {
+                                         const IndexOptions& options, MappedIndex::Origin origin) {
+  const int max_classes = options.max_classes;
   int fd = raised(::open(path.c_str(), O_RDONLY | kCacheOpenFlags));
   struct stat st {};
   if (fd < 0) return nullptr;
@@ -469,7 +482,7 @@ std::unique_ptr<MappedIndex> open_shared(const std::string& path, const std::str
     return nullptr;
   std::unique_ptr<MappedIndex> m =
       map_index_file(fd, identity, max_classes, static_cast<int>(origin), path);
-  if (m && !empty_files_still_empty(m->info())) return nullptr;
+  if (m && (!empty_files_still_empty(m->info()) || !lazy_options_hold(*m, options))) return nullptr;
   if (m) ::utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);  // still in use
   return m;
 }
@@ -482,12 +495,17 @@ void sweep(const std::string& folder, const std::string& name) {
   // Old files are looked for at most every 10 minutes by a process: one that indexes a
   // dataset-level index's shards one by one writes thousands of files here, and would stat
   // them all for each. (Temporary files of `name` are looked for every time: names alone.)
-  static std::atomic<std::int64_t> last_expiry{0};  // (minutes since the epoch)
+  static std::mutex expiry_mutex;
+  static std::map<std::string, std::int64_t> last_expiry;  // by folder: minutes since the epoch
   const std::int64_t minute =
       std::chrono::duration_cast<std::chrono::minutes>(now.time_since_epoch()).count();
-  std::int64_t last = last_expiry.load();
-  const bool expire =
-      minute - last >= 10 && last_expiry.compare_exchange_strong(last, minute);
+  bool expire = false;
+  {
+    const std::lock_guard lock(expiry_mutex);
+    std::int64_t& last = last_expiry[folder];
+    expire = minute - last >= 10;
+    if (expire) last = minute;
+  }
   DIR* d = ::opendir(folder.c_str());
   if (d == nullptr) return;
   const std::string tmp_prefix = name + ".tmp.";
@@ -743,7 +761,7 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
   const std::string name = index_file_name(*identity);
   const std::string path = folder + "/" + name;
   using Origin = MappedIndex::Origin;
-  if (auto found = open_shared(path, *identity, options.max_classes, Origin::kFound)) return found;
+  if (auto found = open_shared(path, *identity, options, Origin::kFound)) return found;
   // Another loader of this machine may be writing it: wait for its lock, then look again.
   const std::string lock_path = folder + "/" + name + ".lock";
   // (Read-only: flock needs no more, and another member of a shared cache's group may open it.)
@@ -769,7 +787,7 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
     ~Unlock() { ::flock(fd, LOCK_UN); }
   } unlock{lock.get()};
   const double waited = seconds_since(wait_start);
-  if (auto found = open_shared(path, *identity, options.max_classes, Origin::kFound)) {
+  if (auto found = open_shared(path, *identity, options, Origin::kFound)) {
     found->waited_s_ = waited;
     return found;
   }
@@ -781,7 +799,7 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
     return built_here(std::move(m));
   }
   forget(index);
-  if (auto built = open_shared(path, *identity, options.max_classes, Origin::kBuilt)) {
+  if (auto built = open_shared(path, *identity, options, Origin::kBuilt)) {
     built->waited_s_ = waited;
     return built_here(std::move(built));
   }

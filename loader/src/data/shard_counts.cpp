@@ -10,6 +10,7 @@
 #include "common/text.hpp"
 #include "data/remote.hpp"
 #include "data/shard_list.hpp"
+#include "data/tar_index.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {
@@ -131,7 +132,9 @@ class CountsStream final : public nlohmann::json_sax<json> {
   bool scalar(std::optional<std::uint64_t> v) {
     if (depth_ == 1) {
       if (state_ == State::kUndecided) {
-        if (!v) return ++undecided_ <= kMaxUndecidedMembers || stop();
+        // A sizes.json's first member is a shard's count: "train-000000.tar": 5000. (Another
+        // number first, such as a COCO file's "version": 1, decides nothing.)
+        if (!v || !names_a_tar(member_)) return ++undecided_ <= kMaxUndecidedMembers || stop();
         state_ = State::kSizes;
       }
       if (state_ == State::kSizes) {
@@ -186,6 +189,10 @@ class CountsStream final : public nlohmann::json_sax<json> {
       s.name = is_url(base_) ? base_ + "/" + s.name  // (a URL's "//" must stay as it is)
                              : (fs::path(base_) / s.name).lexically_normal().string();
     counts_.shards.push_back(std::move(s));
+  }
+
+  static bool names_a_tar(const std::string& name) {
+    return name.size() > 4 && same_extension(std::string_view(name).substr(name.size() - 4), ".tar");
   }
 
   bool stop() {

@@ -29,9 +29,17 @@ ShardTables::ShardTables(const DatasetView& dataset, const RemotePolicy& remote,
       copies_(copies),
       keep_(std::max<std::size_t>(keep, 1)) {}
 
+bool is_one_shard(const DatasetIndex& info) {
+  return info.kind == DatasetKind::kFiles && info.shard_starts.size() == 2;
+}
+
 ShardTables::Located ShardTables::locate(std::int64_t i) {
   const auto [shard, row] = dataset_.shard_of(i);
-  if (failed_.contains(shard)) return {nullptr, 0, BadInput::kBadShard};
+  const auto now = std::chrono::steady_clock::now();
+  if (const auto failed = failed_.find(shard); failed != failed_.end()) {
+    if (now - failed->second < kRetryAfter) return {nullptr, 0, BadInput::kBadShard};
+    failed_.erase(failed);
+  }
   auto it = tables_.find(shard);
   if (it == tables_.end()) {
     if (tables_.size() >= keep_) {
@@ -43,8 +51,11 @@ ShardTables::Located ShardTables::locate(std::int64_t i) {
     std::shared_ptr<const MappedIndex> index;
     try {
       index = index_dataset(std::string(dataset_.shard_path(shard)), options_);
-    } catch (const Error&) {  // (a missing or damaged shard, a label over max_classes)
-      failed_.insert(shard);
+    } catch (...) {  // (a missing or damaged shard, a label over max_classes, no memory)
+      index = nullptr;
+    }
+    if (index == nullptr || !is_one_shard(index->info())) {
+      failed_[shard] = now;
       return {nullptr, 0, BadInput::kBadShard};
     }
     ++opened_;
@@ -82,20 +93,30 @@ void ShardDiagnosis::diagnose(std::int64_t sample) {
 }
 
 void ShardDiagnosis::run(std::size_t shard) const {
+  try {
+    finding(shard);
+  } catch (...) {  // (a thread of its own: nothing may escape it; the finding is only lost)
+  }
+}
+
+void ShardDiagnosis::finding(std::size_t shard) const {
   const std::string path(dataset_.shard_path(shard));
   const std::string shown = redact_url(path);
   const std::uint64_t declared = dataset_.shard_samples(shard);
   try {
     const auto index = index_dataset(path, options_);
     const auto held = static_cast<std::uint64_t>(index->info().size);
-    if (held < declared)
+    if (!is_one_shard(index->info()))
+      post_("bad_shard: " + shown + " is not a tar shard (a dataset-level index names tar "
+            "shards only)");
+    else if (held < declared)
       post_("bad_shard: " + shown + " holds " + std::to_string(held) +
             " samples, the dataset-level index says " + std::to_string(declared) +
             ": its samples from number " + std::to_string(held) + " on are skipped");
     else
       post_("bad_shard: " + shown + " could not be indexed by a worker, but is now (" +
             std::to_string(held) + " samples): a passing failure");
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     if (!cancel_) post_("bad_shard: " + shown + " cannot be indexed: " + e.what());
   }
 }

@@ -7,6 +7,7 @@
 // Thread-safety: a ShardTables is used by one thread (a worker's chunk runner).
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -26,6 +27,10 @@
 
 namespace stoke::detail {
 
+// Whether `info` is what indexing one tar shard gives (not an image folder, IDX files or another
+// dataset-level index that a shard's name might point at).
+bool is_one_shard(const DatasetIndex& info);
+
 // How a shard of a dataset-level index is indexed: as the training process was asked to
 // (`options`, as the index file carries them), reading remote shards under `remote`.
 IndexOptions shard_index_options(const LazyShardOptions& options, const RemotePolicy& remote);
@@ -39,7 +44,8 @@ class ShardTables {
 
   // Sample i (0 <= i < dataset.size()): its shard's index and its place there, or the reason it
   // cannot be read (kBadShard: the shard cannot be indexed, or holds fewer samples than the
-  // dataset-level index says). A shard that failed once is not indexed again by this object.
+  // dataset-level index says, or is not a tar shard). A shard that failed is not indexed again
+  // by this object for kRetryAfter.
   struct Located {
     const DatasetView* view = nullptr;
     std::int64_t row = 0;
@@ -47,9 +53,12 @@ class ShardTables {
   };
   Located locate(std::int64_t i);
 
-  // Shards indexed (or found indexed) by this object, and those that could not be.
+  // Shards indexed (or found indexed) by this object, and those that could not be lately.
   std::size_t opened() const { return opened_; }
   std::size_t failed() const { return failed_.size(); }
+
+  // A shard that could not be indexed is tried again after this long (a server may be back).
+  static constexpr std::chrono::seconds kRetryAfter{30};
 
  private:
   struct Table {
@@ -63,7 +72,7 @@ class ShardTables {
   bool copies_;
   std::size_t keep_;
   std::unordered_map<std::size_t, Table> tables_;  // by shard
-  std::unordered_set<std::size_t> failed_;
+  std::unordered_map<std::size_t, std::chrono::steady_clock::time_point> failed_;  // since when
   std::uint64_t clock_ = 0;
   std::size_t opened_ = 0;
 };
@@ -91,6 +100,7 @@ class ShardDiagnosis {
 
  private:
   void run(std::size_t shard) const;
+  void finding(std::size_t shard) const;
 
   const DatasetView dataset_;
   IndexOptions options_;

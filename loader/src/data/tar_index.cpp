@@ -404,7 +404,6 @@ std::optional<ShardIndex> parse_sidecar(const std::string& text, std::uint64_t s
     return std::nullopt;
   ShardIndex index;
   index.shard_bytes = shard_bytes;
-  index.members.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')));
   std::size_t at = first_end == std::string::npos ? text.size() : first_end + 1;
   for (int line_no = 2; at < text.size(); ++line_no) {
     const std::size_t eol = std::min(text.find('\n', at), text.size());
