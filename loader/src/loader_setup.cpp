@@ -88,7 +88,7 @@ Loader::Impl::Impl(ResolvedConfig config, std::shared_ptr<const MappedIndex> map
   if (const std::string line = index_line(*mapped); !line.empty()) log_.post(line);
   if (index.kind == DatasetKind::kShards)
     diagnosis_ = std::make_unique<ShardDiagnosis>(
-        mapped->view(), config_.remote.policy, [this](std::string line) { log_.post(line); });
+        mapped->view(), config_.remote.policy, [this](std::string line) { log_.post(std::move(line)); });
   if (index.kind == DatasetKind::kShards && mapped->view().lazy_options().cache_root[0] == '\0')
     log_.post("dataset-level index without a cache folder: each worker indexes the shards it "
               "reads for itself, and again after it has dropped them (it keeps 64); set "

@@ -454,9 +454,6 @@ bool empty_files_still_empty(const DatasetIndex& info) {
   return true;
 }
 
-// The shared index file at `path` when it is one of ours, of this identity, whole and current.
-// One that another member of a shared cache's group owns is read from a private copy: it could
-// rewrite the file after it is checked.
 // kShards: the options the file carries are the ones this loader would write. (A file copied
 // whole from another loader's, identity and all, could otherwise lift the label bound or point
 // the workers' indexing at another folder.)
@@ -466,9 +463,11 @@ bool lazy_options_hold(const MappedIndex& m, const IndexOptions& options) {
   return std::memcmp(&want, m.bytes() + m.region_offset(), sizeof want) == 0;
 }
 
+// The shared index file at `path` when it is one of ours, of this identity, whole and current.
+// One that another member of a shared cache's group owns is read from a private copy: it could
+// rewrite the file after it is checked.
 std::unique_ptr<MappedIndex> open_shared(const std::string& path, const std::string& identity,
                                          const IndexOptions& options, MappedIndex::Origin origin) {
-  const int max_classes = options.max_classes;
   int fd = raised(::open(path.c_str(), O_RDONLY | kCacheOpenFlags));
   struct stat st {};
   if (fd < 0) return nullptr;
@@ -481,7 +480,7 @@ std::unique_ptr<MappedIndex> open_shared(const std::string& path, const std::str
       (fd = private_copy(fd, static_cast<std::uint64_t>(st.st_size))) < 0)
     return nullptr;
   std::unique_ptr<MappedIndex> m =
-      map_index_file(fd, identity, max_classes, static_cast<int>(origin), path);
+      map_index_file(fd, identity, options.max_classes, static_cast<int>(origin), path);
   if (m && (!empty_files_still_empty(m->info()) || !lazy_options_hold(*m, options))) return nullptr;
   if (m) ::utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);  // still in use
   return m;

@@ -58,7 +58,6 @@ ShardTables::Located ShardTables::locate(std::int64_t i) {
       failed_[shard] = now;
       return {nullptr, 0, BadInput::kBadShard};
     }
-    ++opened_;
     const DatasetView view = index->view(copies_);
     it = tables_.emplace(shard, Table{std::move(index), view, 0}).first;
   }

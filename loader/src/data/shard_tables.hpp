@@ -53,10 +53,6 @@ class ShardTables {
   };
   Located locate(std::int64_t i);
 
-  // Shards indexed (or found indexed) by this object, and those that could not be lately.
-  std::size_t opened() const { return opened_; }
-  std::size_t failed() const { return failed_.size(); }
-
   // A shard that could not be indexed is tried again after this long (a server may be back).
   static constexpr std::chrono::seconds kRetryAfter{30};
 
@@ -74,7 +70,6 @@ class ShardTables {
   std::unordered_map<std::size_t, Table> tables_;  // by shard
   std::unordered_map<std::size_t, std::chrono::steady_clock::time_point> failed_;  // since when
   std::uint64_t clock_ = 0;
-  std::size_t opened_ = 0;
 };
 
 // Why a shard of a dataset-level index was bad: a worker reports only bad_shard, so the first
