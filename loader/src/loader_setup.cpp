@@ -87,12 +87,14 @@ Loader::Impl::Impl(ResolvedConfig config, std::shared_ptr<const MappedIndex> map
       plan_shard_cache(index.remote_shards, config_.plan, config_.remote);
   if (const std::string line = index_line(*mapped); !line.empty()) log_.post(line);
   if (index.kind == DatasetKind::kShards)
-    diagnosis_ = std::make_unique<ShardDiagnosis>(
-        mapped->view(), config_.remote.policy, [this](std::string line) { log_.post(std::move(line)); });
+    diagnosis_ =
+        std::make_unique<ShardDiagnosis>(mapped->view(), config_.remote.policy,
+                                         [this](std::string line) { log_.post(std::move(line)); });
   if (index.kind == DatasetKind::kShards && mapped->view().lazy_options().cache_root[0] == '\0')
-    log_.post("dataset-level index without a cache folder: each worker indexes the shards it "
-              "reads for itself, and again after it has dropped them (it keeps 64); set "
-              "cache_dir (or STOKE_CACHE_DIR) so that each shard is indexed once a machine");
+    log_.post(
+        "dataset-level index without a cache folder: each worker indexes the shards it "
+        "reads for itself, and again after it has dropped them (it keeps 64); set "
+        "cache_dir (or STOKE_CACHE_DIR) so that each shard is indexed once a machine");
   // Without a shard cache the workers read the servers.
   lay_out_arena(mapped, !shard_cache.cached.empty(), created, env);
   for (const RejectedFile& r : index.rejected) {  // (resolve() refused them under kError)

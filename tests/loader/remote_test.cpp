@@ -99,7 +99,8 @@ TEST(RemoteShards, ADatasetLevelIndexOfShardsOnNginxDeliversWhatTheShardsDeliver
   EXPECT_TRUE(test::collect(remote) == expected);
   EXPECT_EQ(remote.stats().skipped, 0);
   // The index on the server too, naming its shards relative to itself (as stoke-pack writes).
-  std::ofstream(www / "sizes.json") << R"({"train-0.tar": 40, "train-1.tar": 40, "train-2.tar": 16})";
+  std::ofstream(www / "sizes.json")
+      << R"({"train-0.tar": 40, "train-1.tar": 40, "train-2.tar": 16})";
   Loader served(shard_options(nginx.url() + "/sizes.json", dir));
   EXPECT_TRUE(test::collect(served) == expected);
   try {

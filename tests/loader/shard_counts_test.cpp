@@ -95,8 +95,9 @@ TEST(ShardCounts, AMalformedIndexIsRefusedSayingWhatIsWrong) {
             std::string::npos);
   EXPECT_NE(refusal(R"({"a.tar": 5, "b.tar": {"n": 1}})").find("\"b.tar\": expected a sample"),
             std::string::npos);
-  EXPECT_NE(refusal(R"({"shardlist": [{"url": "a.tar"}]})").find("shardlist[0]: has no \"nsamples\""),
-            std::string::npos);
+  EXPECT_NE(
+      refusal(R"({"shardlist": [{"url": "a.tar"}]})").find("shardlist[0]: has no \"nsamples\""),
+      std::string::npos);
   EXPECT_NE(refusal(R"({"shardlist": [{"url": "a.tar", "nsamples": 1}, {"nsamples": 2}]})")
                 .find("shardlist[1]: has no \"url\""),
             std::string::npos);
@@ -235,7 +236,8 @@ TEST(DatasetLevelIndex, AShardMissingOrShorterThanItsIndexSaysIsABadShard) {
   EXPECT_TRUE(log.contains(out + "/gone.tar (sample 85, number 0 of the shard): bad_shard"))
       << log.lines().back();
   // Why, found by the training process (it was not told): once for each shard.
-  EXPECT_TRUE(log.contains("bad_shard: " + out + "/train-0001.tar holds 40 samples, the "
+  EXPECT_TRUE(log.contains("bad_shard: " + out +
+                           "/train-0001.tar holds 40 samples, the "
                            "dataset-level index says 45: its samples from number 40 on are "
                            "skipped"));
   EXPECT_TRUE(log.contains("bad_shard: " + out + "/gone.tar cannot be indexed: " + out +
@@ -305,8 +307,9 @@ TEST(DatasetLevelIndex, WithoutACacheFolderEachWorkerIndexesForItselfAndTheLogSa
   o.log = log.sink();
   Loader lazy(o);
   EXPECT_TRUE(test::collect(lazy) == want);
-  EXPECT_TRUE(log.contains("dataset-level index without a cache folder: each worker indexes the "
-                           "shards it reads for itself"));
+  EXPECT_TRUE(
+      log.contains("dataset-level index without a cache folder: each worker indexes the "
+                   "shards it reads for itself"));
 }
 
 // Exact resume: a loader resumed from a state saved mid-epoch delivers what the uninterrupted
@@ -326,8 +329,8 @@ TEST(DatasetLevelIndex, ResumesExactlyMidEpoch) {
   ASSERT_EQ(rest.ids.size() + 32, all.ids.size());
   EXPECT_TRUE(std::equal(rest.ids.begin(), rest.ids.end(), all.ids.begin() + 32));
   EXPECT_TRUE(std::equal(rest.labels.begin(), rest.labels.end(), all.labels.begin() + 32));
-  EXPECT_TRUE(std::equal(rest.pixels.begin(), rest.pixels.end(),
-                         all.pixels.begin() + 32 * 48 * 48 * 3));
+  EXPECT_TRUE(
+      std::equal(rest.pixels.begin(), rest.pixels.end(), all.pixels.begin() + 32 * 48 * 48 * 3));
 }
 
 // A shard's name that points at something else than a tar shard (here an image folder, which

@@ -116,10 +116,10 @@ LazyShardOptions lazy_shard_options(const IndexOptions& options);
 // Indexes an IDX folder, an image-folder tree, a list file, WebDataset tar shards (see
 // data/shard_list.hpp for the forms), a dataset-level index of shards (a .json file in a form of
 // data/shard_counts.hpp: kShards, its shards indexed when first read) or a COCO annotation file
-// (another .json file; its samples have label -1 and their boxes). Throws ConfigError when the path is missing, cannot be
-// walked, holds no samples, or a list line is malformed (naming the file and line); DataError
-// when a label the data states (a shard member, a box class, a list line, an IDX label) is not
-// below options.max_classes (naming where it is and the value).
+// (another .json file; its samples have label -1 and their boxes). Throws ConfigError when the path
+// is missing, cannot be walked, holds no samples, or a list line is malformed (naming the file and
+// line); DataError when a label the data states (a shard member, a box class, a list line, an IDX
+// label) is not below options.max_classes (naming where it is and the value).
 DatasetIndex build_index(const std::string& path, const IndexOptions& options = {});
 
 // An image-folder tree's class folders: the folders (links to folders too) directly in `root`,

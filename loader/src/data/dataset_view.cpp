@@ -36,10 +36,8 @@ std::pair<std::size_t, std::int64_t> DatasetView::shard_of(std::int64_t i) const
   // next one does (the region's check ensures the starts add up).
   const auto at = static_cast<std::uint64_t>(i);
   const ShardRecord* end = shards_ + shard_total_;
-  const ShardRecord* r =
-      std::upper_bound(shards_, end, at, [](std::uint64_t v, const ShardRecord& s) {
-        return v < s.start;
-      });
+  const ShardRecord* r = std::upper_bound(
+      shards_, end, at, [](std::uint64_t v, const ShardRecord& s) { return v < s.start; });
   --r;
   return {static_cast<std::size_t>(r - shards_), static_cast<std::int64_t>(at - r->start)};
 }

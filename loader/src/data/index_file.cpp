@@ -208,8 +208,8 @@ bool shards_hold(const IndexFileHeader& h, const std::uint8_t* region, int max_c
   std::memcpy(&o, region, sizeof o);
   if (!terminated(o.label_field) || !terminated(o.mask_field) || !terminated(o.bytes_field) ||
       !terminated(o.box_field) || !terminated(o.cache_root) || o.max_classes < 1 ||
-      o.max_classes > max_classes ||
-      o.on_error > static_cast<std::uint32_t>(OnError::kError) || o.shard_copies > 1)
+      o.max_classes > max_classes || o.on_error > static_cast<std::uint32_t>(OnError::kError) ||
+      o.shard_copies > 1)
     return false;
   const auto* r = reinterpret_cast<const ShardRecord*>(region + head);
   std::uint64_t start = 0;

@@ -3,9 +3,9 @@
 #include <filesystem>
 #include <fstream>
 #include <istream>
-#include <streambuf>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <streambuf>
 
 #include "common/text.hpp"
 #include "data/remote.hpp"
@@ -68,9 +68,10 @@ class CountsStream final : public nlohmann::json_sax<json> {
           (member_ == "__kind__" || member_ == "wids_version" || member_ == "shardlist"))
         state_ = State::kWids;
     } else if (in_entry()) {
-      field_ = k == "url" ? Field::kUrl : k == "nsamples" ? Field::kSamples
-               : k == "filesize"                          ? Field::kBytes
-                                                          : Field::kOther;
+      field_ = k == "url"        ? Field::kUrl
+               : k == "nsamples" ? Field::kSamples
+               : k == "filesize" ? Field::kBytes
+                                 : Field::kOther;
     }
     return true;
   }
@@ -192,7 +193,8 @@ class CountsStream final : public nlohmann::json_sax<json> {
   }
 
   static bool names_a_tar(const std::string& name) {
-    return name.size() > 4 && same_extension(std::string_view(name).substr(name.size() - 4), ".tar");
+    return name.size() > 4 &&
+           same_extension(std::string_view(name).substr(name.size() - 4), ".tar");
   }
 
   bool stop() {

@@ -43,10 +43,9 @@ ShardTables::Located ShardTables::locate(std::int64_t i) {
   auto it = tables_.find(shard);
   if (it == tables_.end()) {
     if (tables_.size() >= keep_) {
-      tables_.erase(std::min_element(tables_.begin(), tables_.end(), [](const auto& a,
-                                                                         const auto& b) {
-        return a.second.used < b.second.used;
-      }));
+      tables_.erase(std::min_element(
+          tables_.begin(), tables_.end(),
+          [](const auto& a, const auto& b) { return a.second.used < b.second.used; }));
     }
     std::shared_ptr<const MappedIndex> index;
     try {
@@ -106,8 +105,8 @@ void ShardDiagnosis::finding(std::size_t shard) const {
     const auto index = index_dataset(path, options_);
     const auto held = static_cast<std::uint64_t>(index->info().size);
     if (!is_one_shard(index->info()))
-      post_("bad_shard: " + shown + " is not a tar shard (a dataset-level index names tar "
-            "shards only)");
+      post_("bad_shard: " + shown +
+            " is not a tar shard (a dataset-level index names tar shards only)");
     else if (held < declared)
       post_("bad_shard: " + shown + " holds " + std::to_string(held) +
             " samples, the dataset-level index says " + std::to_string(declared) +

@@ -67,8 +67,9 @@ class ShardTables {
   IndexOptions options_;
   bool copies_;
   std::size_t keep_;
-  std::unordered_map<std::size_t, Table> tables_;  // by shard
-  std::unordered_map<std::size_t, std::chrono::steady_clock::time_point> failed_;  // since when
+  // By shard: the indexes mapped, and since when each one that could not be indexed failed.
+  std::unordered_map<std::size_t, Table> tables_;
+  std::unordered_map<std::size_t, std::chrono::steady_clock::time_point> failed_;
   std::uint64_t clock_ = 0;
 };
 

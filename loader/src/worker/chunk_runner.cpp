@@ -108,14 +108,12 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
   return BadInput::kNone;
 }
 
-BadInput ChunkRunner::read_sample_file(std::string_view file,
-                                       ByteRange range) {
+BadInput ChunkRunner::read_sample_file(std::string_view file, ByteRange range) {
   const Stopwatch watch(read_ns_);
   BadInput read = BadInput::kMissing;
   // A remote shard's local copy when the shard cache has it (it may never have been fetched,
   // been evicted since, or be unreadable here: then the server's bytes, by a ranged request).
-  if (const std::string_view copy = view_->copy(row_);
-      !copy.empty() && file == view_->path(row_)) {
+  if (const std::string_view copy = view_->copy(row_); !copy.empty() && file == view_->path(row_)) {
     path_.assign(copy);
     read = read_shard_copy(path_, range, file_);  // never through a planted symlink
   }
@@ -143,9 +141,8 @@ BadInput ChunkRunner::produce_bytes(std::uint8_t* dst, std::int32_t* count) {
 BadInput ChunkRunner::produce_mask(std::uint8_t* dst) {
   const ArenaHeader& h = arena_.header();
   const bool own_file = view_->mask_kind(row_) == kMaskFile;
-  const BadInput read =
-      read_sample_file(own_file ? view_->mask_path(row_) : view_->path(row_),
-                       view_->mask_range(row_));
+  const BadInput read = read_sample_file(own_file ? view_->mask_path(row_) : view_->path(row_),
+                                         view_->mask_range(row_));
   if (read != BadInput::kNone) return read;
   const OutputMap& map = augmenter_.output_map();
   LabelMap labels;

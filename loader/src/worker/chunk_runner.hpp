@@ -5,8 +5,8 @@
 
 #include <atomic>
 #include <memory>
-#include <optional>
 #include <opencv2/core/mat.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
