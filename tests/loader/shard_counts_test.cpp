@@ -129,26 +129,31 @@ TEST(ShardCounts, AMalformedIndexIsRefusedSayingWhatIsWrong) {
   EXPECT_NE(refusal(many).find("more than 1099511627776 samples in all"), std::string::npos);
 }
 
+// testdata/jpeg packed by stoke-pack into 3 shards (40, 40 and 16 samples), out/train-N.tar,
+// with their wids index: its path.
+std::string packed_shards(const test::TempDir& dir) {
+  test::pack_jpeg_shards(dir.path() / "out", 40);
+  return (dir.path() / "out/train.wids.json").string();
+}
+
 // What stoke-pack writes is a wids index of the shards it wrote, read back as written; given
 // existing shards (and --index alone), it writes the same.
 TEST(ShardCounts, StokePackWritesTheIndexOfItsShards) {
   test::TempDir dir;
-  run(std::string(STOKE_PACK) + " --no-progress --data " + test::testdata("jpeg") + " --out " +
-      (dir.path() / "out/train-%04d.tar").string() + " --shard-samples 40 > /dev/null");
-  const fs::path index = dir.path() / "out/train.wids.json";
+  const fs::path index = packed_shards(dir);
   const auto counts = detail::read_shard_counts(index.string());
   ASSERT_TRUE(counts);
   EXPECT_EQ(counts->form, ShardCounts::Form::kWids);
   ASSERT_EQ(counts->shards.size(), 3u);
   for (int s = 0; s < 3; ++s) {
-    const fs::path shard = dir.path() / ("out/train-000" + std::to_string(s) + ".tar");
+    const fs::path shard = dir.path() / ("out/train-" + std::to_string(s) + ".tar");
     EXPECT_EQ(counts->shards[s].name, shard.string());
     EXPECT_EQ(counts->shards[s].samples, s < 2 ? 40u : 16u);
     EXPECT_EQ(counts->shards[s].bytes, fs::file_size(shard));
   }
-  EXPECT_NE(read_file(index).find("\"url\": \"train-0000.tar\""), std::string::npos);  // relative
+  EXPECT_NE(read_file(index).find("\"url\": \"train-0.tar\""), std::string::npos);  // relative
   run(std::string(STOKE_PACK) + " --no-progress --data " +
-      (dir.path() / "out/train-{0000..0002}.tar").string() + " --index " +
+      (dir.path() / "out/train-{0..2}.tar").string() + " --index " +
       (dir.path() / "again.json").string() + " > " + (dir.path() / "said.txt").string());
   EXPECT_EQ(read_file(dir.path() / "said.txt").rfind("indexed 96 samples in 3 shard(s) into ", 0),
             0u);
@@ -160,13 +165,6 @@ TEST(ShardCounts, StokePackWritesTheIndexOfItsShards) {
     EXPECT_EQ(again->shards[s].samples, counts->shards[s].samples);
     EXPECT_EQ(again->shards[s].bytes, counts->shards[s].bytes);
   }
-}
-
-// testdata/jpeg packed into 3 shards with their wids index, under `dir`/out.
-std::string packed_shards(const test::TempDir& dir) {
-  run(std::string(STOKE_PACK) + " --no-progress --data " + test::testdata("jpeg") + " --out " +
-      (dir.path() / "out/train-%04d.tar").string() + " --shard-samples 40 > /dev/null");
-  return (dir.path() / "out/train.wids.json").string();
 }
 
 Options lazy_options(const test::TempDir& dir, const std::string& data, int workers) {
@@ -191,7 +189,7 @@ std::size_t index_files(const test::TempDir& dir) {
 TEST(DatasetLevelIndex, DeliversWhatItsShardsDeliverReadingNoShardAtStartUp) {
   test::TempDir dir;
   const std::string index = packed_shards(dir);
-  const std::string pattern = (dir.path() / "out/train-{0000..0002}.tar").string();
+  const std::string pattern = (dir.path() / "out/train-{0..2}.tar").string();
   Options eager = lazy_options(dir, pattern, 2);
   Loader a(eager);
   const test::Delivered want = test::collect(a);
@@ -208,7 +206,7 @@ TEST(DatasetLevelIndex, DeliversWhatItsShardsDeliverReadingNoShardAtStartUp) {
   EXPECT_EQ(later.dataset_size(), 1000005);
 
   std::ofstream(dir.path() / "out/sizes.json")
-      << R"({"train-0000.tar": 40, "train-0001.tar": 40, "train-0002.tar": 16})";
+      << R"({"train-0.tar": 40, "train-1.tar": 40, "train-2.tar": 16})";
   Loader c(lazy_options(dir, (dir.path() / "out/sizes.json").string(), 1));
   EXPECT_TRUE(test::collect(c) == want);
 }
@@ -220,7 +218,7 @@ TEST(DatasetLevelIndex, AShardMissingOrShorterThanItsIndexSaysIsABadShard) {
   test::TempDir dir;
   packed_shards(dir);
   std::ofstream(dir.path() / "out/sizes.json")
-      << R"({"train-0000.tar": 40, "train-0001.tar": 45, "gone.tar": 4, "train-0002.tar": 16})";
+      << R"({"train-0.tar": 40, "train-1.tar": 45, "gone.tar": 4, "train-2.tar": 16})";
   test::LogLines log;
   Options o = lazy_options(dir, (dir.path() / "out/sizes.json").string(), 2);
   o.log = log.sink();
@@ -230,14 +228,14 @@ TEST(DatasetLevelIndex, AShardMissingOrShorterThanItsIndexSaysIsABadShard) {
     const test::Delivered got = test::collect(loader);
     const Stats s = loader.stats();
     EXPECT_EQ(got.ids.size(), 105u + static_cast<std::size_t>(got.padded));
-    EXPECT_EQ(s.skipped_by_reason.at("bad_shard"), 9);  // 5 past train-0001's end, 4 of gone.tar
+    EXPECT_EQ(s.skipped_by_reason.at("bad_shard"), 9);  // 5 past train-1's end, 4 of gone.tar
   }
   const std::string out = (dir.path() / "out").string();
   EXPECT_TRUE(log.contains(out + "/gone.tar (sample 85, number 0 of the shard): bad_shard"))
       << log.lines().back();
   // Why, found by the training process (it was not told): once for each shard.
   EXPECT_TRUE(log.contains("bad_shard: " + out +
-                           "/train-0001.tar holds 40 samples, the "
+                           "/train-1.tar holds 40 samples, the "
                            "dataset-level index says 45: its samples from number 40 on are "
                            "skipped"));
   EXPECT_TRUE(log.contains("bad_shard: " + out + "/gone.tar cannot be indexed: " + out +
@@ -264,15 +262,15 @@ TEST(DatasetLevelIndex, AShardRewrittenAfterItWasIndexedIsIndexedAgain) {
     Loader before(o);
     test::collect(before);
   }
-  // train-0000.tar again, from the other end of the folder: shard 2's 16 images and 24 of
+  // train-0.tar again, from the other end of the folder: shard 2's 16 images and 24 of
   // shard 1's, so its members and labels change while the index's count (40) still holds.
   const fs::path out = dir.path() / "out";
   const fs::path again = dir.path() / "again";
   run(std::string(STOKE_PACK) + " --no-progress --no-index --data " + test::testdata("jpeg") +
       " --out " + (again / "x-%d.tar").string() + " --shard-samples 56 > /dev/null");
-  const fs::path shard0 = out / "train-0000.tar";
+  const fs::path shard0 = out / "train-0.tar";
   fs::remove(shard0.string() + ".idx");
-  // (The second shard of x-%d holds samples 56..95: 40 of them, written as train-0000.)
+  // (The second shard of x-%d holds samples 56..95: 40 of them, written as train-0.)
   fs::copy_file(again / "x-1.tar", shard0, fs::copy_options::overwrite_existing);
   Options fresh = o;
   fresh.shuffle = false;
@@ -295,7 +293,7 @@ TEST(DatasetLevelIndex, AShardRewrittenAfterItWasIndexedIsIndexedAgain) {
 TEST(DatasetLevelIndex, WithoutACacheFolderEachWorkerIndexesForItselfAndTheLogSaysSo) {
   test::TempDir dir;
   const std::string index = packed_shards(dir);
-  Options o = lazy_options(dir, (dir.path() / "out/train-{0000..0002}.tar").string(), 2);
+  Options o = lazy_options(dir, (dir.path() / "out/train-{0..2}.tar").string(), 2);
   Loader eager(o);
   const test::Delivered want = test::collect(eager);
   const test::ScopedEnv no_stoke("STOKE_CACHE_DIR", std::nullopt);
@@ -339,7 +337,7 @@ TEST(DatasetLevelIndex, AShardThatIsNotATarShardIsABadShard) {
   test::TempDir dir;
   const std::string index = packed_shards(dir);
   const fs::path sizes = dir.path() / "out/sizes.json";
-  std::ofstream(sizes) << R"({"train-0000.tar": 40, ")" << test::testdata("jpeg") << R"(": 3})";
+  std::ofstream(sizes) << R"({"train-0.tar": 40, ")" << test::testdata("jpeg") << R"(": 3})";
   test::LogLines log;
   Options o = lazy_options(dir, sizes.string(), 1);
   o.log = log.sink();
