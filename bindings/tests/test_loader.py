@@ -788,8 +788,9 @@ def test_shards_over_http_and_s3_take_the_same_keywords_and_give_the_same_batche
         assert got == expected
         assert stats["shard_cache"].startswith("on: " + str(tmp_path / "shard-cache" / "shards"))
         assert stats["cache_bytes_fetched"] == shard_bytes
-        # (The next epoch's uses may already be counted, as hits, once the last batch is out.)
-        assert stats["cache_misses"] == 4 and stats["cache_hits"] in (0, 4)
+        # (The next epoch's uses may already be counted, as hits, once the last batch is out:
+        # any number of the 4 shards, as far as the workers have read ahead when stats() runs.)
+        assert stats["cache_misses"] == 4 and 0 <= stats["cache_hits"] <= 4
         got, stats = digest(url + "/fm-{000000..000003}.tar", cache_limit=0)
         assert got == expected
         assert stats["shard_cache"].startswith("off (cache_limit 0)")
