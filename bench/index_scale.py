@@ -316,13 +316,18 @@ def main():
                            for f in os.listdir(os.path.join(cache, "datasets"))
                            if f.endswith(".stoke-index")]
             index_file = sum(index_files)
+            # The epochs' orders the ranks map (one file a machine per epoch, 4 B a sample).
+            orders = os.path.join(cache, "orders")
+            order_files = sum(os.path.getsize(os.path.join(orders, f)) for f in os.listdir(orders)
+                              if f.endswith(".stoke-order")) if os.path.isdir(orders) else 0
             row = {"dataset": spec, "samples": n, "ranks": r, "cold": cold,
                    "first_startup_s": max(x["startup_s"] for x in first),
                    "other_startup_s": max(x["startup_s"] for x in again),
                    "first_batch_s": max((x["first_batch_s"] or 0) for x in again),
                    "first_rank_first_batch_s": max((x["first_batch_s"] or 0) for x in first),
                    "indexing_peak_mib": max(x["peak_bytes"] for x in first) / 1048576,
-                   "index_file_mib": index_file / 1048576, "index_files": len(index_files)}
+                   "index_file_mib": index_file / 1048576, "index_files": len(index_files),
+                   "order_files_mib": order_files / 1048576}
             if base:
                 b, bn = base
                 x = again[0]
@@ -334,25 +339,27 @@ def main():
                         (x["workers"][0]["own_bytes"] - b["workers"][0]["own_bytes"]) / (n - bn))
                     row["worker_file_mib"] = x["workers"][0]["file_bytes"] / 1048576
                 # What the index costs the machine: every rank's own memory beyond a loader of
-                # the small twin's, and the index file's pages once (the page cache's).
+                # the small twin's, and the index and order files' pages once (the page cache's).
                 row["machine_index_mib"] = (sum(own(y) - own(b) for y in again) +
-                                            index_file) / 1048576
+                                            index_file + order_files) / 1048576
             rows.append(row)
             print(json.dumps(row), flush=True)
     one_rank = {r["dataset"]: r.get("machine_index_mib") for r in rows if r["ranks"] == 1}
     print("\n| dataset | samples | ranks | start-up, first rank (indexes) | start-up, other ranks "
-          "and restart | first batch (first rank / others) | training process B/sample | worker's own B/sample | "
+          "and restart | first batch (first rank / others) | training process B/sample (own) | worker's own B/sample | "
           "index memory of the machine (vs 1 rank) | index file | indexing peak |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         per = r.get("process_b_per_sample")
+        own_per = r.get("process_own_b_per_sample")
         wper = r.get("worker_own_b_per_sample")
         machine = r.get("machine_index_mib")
         ratio = machine / one_rank[r["dataset"]] if machine and one_rank.get(r["dataset"]) else None
         print(f"| {r['dataset']} | {r['samples']:,} | {r['ranks']} | {r['first_startup_s']:.2f} s "
               f"| {r['other_startup_s']:.3f} s | {r['first_rank_first_batch_s']:.3f} / "
               f"{r['first_batch_s']:.3f} s | "
-              f"{'-' if per is None else f'{per:.1f}'} | {'-' if wper is None else f'{wper:.2f}'} "
+              f"{'-' if per is None else f'{per:.1f}'}{'' if own_per is None else f' ({own_per:.1f})'} "
+              f"| {'-' if wper is None else f'{wper:.2f}'} "
               f"| {'-' if machine is None else f'{machine:.0f} MiB'}"
               f"{'' if ratio is None else f' ({ratio:.2f}x)'} | {r['index_file_mib']:.0f} MiB "
               f"| {r['indexing_peak_mib']:.0f} MiB |")

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <string>
 
+#include "data/cache_folder.hpp"
 #include "data/sample_rng.hpp"
 #include "stoke/error.hpp"
 
@@ -129,8 +130,14 @@ std::vector<ShardWindow> EpochPlan::shard_windows(std::int64_t epoch) const {
 }
 
 std::vector<std::int64_t> EpochPlan::order(std::int64_t epoch) {
-  const std::vector<std::uint32_t>& a = array_order(epoch);
-  return {a.begin(), a.end()};
+  std::vector<std::int64_t> out(static_cast<std::size_t>(config_.samples));
+  if (!config_.shuffle) {
+    std::iota(out.begin(), out.end(), std::int64_t{0});
+    return out;
+  }
+  const std::span<const std::uint32_t> a = array_order(epoch);
+  std::copy(a.begin(), a.end(), out.begin());
+  return out;
 }
 
 // The same Fisher-Yates swaps on 32-bit entries as on 64-bit ones: the same permutation, in half
@@ -143,14 +150,41 @@ SampleRng EpochPlan::window_shuffle(std::int64_t epoch, std::size_t k, std::size
   return SampleRng(config_.seed, kShuffleStream, epoch, stream);
 }
 
-const std::vector<std::uint32_t>& EpochPlan::array_order(std::int64_t epoch) {
+bool EpochPlan::order_shared(std::int64_t epoch) {
+  if (!config_.shuffle || permuted()) return false;
+  array_order(epoch);
   for (int i = 0; i < 2; ++i) {
-    if (cached_epoch_[i] == epoch) return cached_order_[i];
+    if (cached_epoch_[i] == epoch) return cached_order_[i].shared();
+  }
+  return false;
+}
+
+std::string EpochPlan::order_name(std::int64_t epoch) const {
+  std::string what = "stoke order ";
+  for (const std::int64_t v :
+       {std::int64_t{kOrderFileVersion}, config_.samples, static_cast<std::int64_t>(config_.seed),
+        epoch, std::int64_t{config_.shuffle_window}}) {
+    what += std::to_string(v);
+    what += ' ';
+  }
+  what += "shard_starts";
+  for (const std::int64_t s : config_.shard_starts) {
+    what += ' ';
+    what += std::to_string(s);
+  }
+  return cache_key(what);
+}
+
+std::span<const std::uint32_t> EpochPlan::array_order(std::int64_t epoch) {
+  for (int i = 0; i < 2; ++i) {
+    if (cached_epoch_[i] == epoch) return cached_order_[i].entries();
   }
   const int slot = next_cache_;
   next_cache_ ^= 1;
-  auto& order = cached_order_[slot];
-  order.resize(static_cast<std::size_t>(config_.samples));
+  cached_epoch_[slot] = -1;
+  cached_order_[slot] = OrderBuffer();  // the old epoch's memory goes before the new one's
+  OrderBuffer buffer(static_cast<std::size_t>(config_.samples));
+  const std::span<std::uint32_t> order = buffer.writable();
   std::iota(order.begin(), order.end(), std::uint32_t{0});
   const std::vector<ShardWindow> windows = shard_windows(epoch);
   if (config_.shuffle && windows.size() <= 1) {
@@ -170,8 +204,14 @@ const std::vector<std::uint32_t>& EpochPlan::array_order(std::int64_t epoch) {
       shuffle_range(window_begin, out, rng);
     }
   }
+  if (!config_.order_folder.empty()) {
+    buffer.share(config_.order_folder, order_name(epoch));
+    // Two epochs back: no rank of the machine reads it again (each keeps the last two).
+    if (epoch >= 2) remove_order_file(config_.order_folder, order_name(epoch - 2));
+  }
+  cached_order_[slot] = std::move(buffer);
   cached_epoch_[slot] = epoch;
-  return order;
+  return cached_order_[slot].entries();
 }
 
 std::array<EpochPlan::OrderSpan, 2> EpochPlan::order_spans(std::int64_t epoch,
@@ -217,8 +257,8 @@ const EpochPlan::PermutedEpoch& EpochPlan::permuted_epoch(std::int64_t epoch) {
 }
 
 std::int64_t EpochPlan::sample_at(std::int64_t epoch, std::int64_t p) {
-  if (!permuted()) return array_order(epoch)[static_cast<std::size_t>(p)];
   if (!config_.shuffle) return p;  // the identity, shards or not
+  if (!permuted()) return array_order(epoch)[static_cast<std::size_t>(p)];
   const PermutedEpoch& e = permuted_epoch(epoch);
   const auto w = std::upper_bound(e.windows.begin(), e.windows.end(), p,
                                   [](std::int64_t v, const ShardWindow& x) { return v < x.end; });
@@ -234,9 +274,11 @@ std::int64_t EpochPlan::sample_at(std::int64_t epoch, std::int64_t p) {
 
 std::int64_t EpochPlan::batch(std::int64_t epoch, std::int64_t index, std::span<std::int64_t> ids,
                               std::span<std::uint8_t> valid) {
-  const std::vector<std::uint32_t>* array = permuted() ? nullptr : &array_order(epoch);
-  const auto sample = [&](std::int64_t p) {
-    return array != nullptr ? (*array)[static_cast<std::size_t>(p)] : sample_at(epoch, p);
+  const bool by_array = config_.shuffle && !permuted();
+  const std::span<const std::uint32_t> array =
+      by_array ? array_order(epoch) : std::span<const std::uint32_t>();
+  const auto sample = [&](std::int64_t p) -> std::int64_t {
+    return by_array ? array[static_cast<std::size_t>(p)] : sample_at(epoch, p);
   };
   const std::int64_t n = config_.samples;
   const std::int64_t first = first_position(epoch, index);

@@ -42,17 +42,20 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "data/keyed_permutation.hpp"
 #include "data/sample_rng.hpp"
+#include "data/shared_order.hpp"
 #include "stoke/options.hpp"
 
 namespace stoke::detail {
 
 // Where the epoch's order stops being an array (PlanConfig::permuted_from): below 2^22 samples
 // (4,194,304: ImageNet-1k and smaller) it is the Fisher-Yates shuffle of an array, two epochs of
-// which the plan keeps (4 bytes a sample each); from there on each order position's sample is
+// which the plan keeps (4 bytes a sample each, in one file a machine when PlanConfig's
+// order_folder is set; none without shuffling, where the order is the identity); from there on each order position's sample is
 // computed when asked, with data/keyed_permutation.hpp, in O(1) memory (O(shards) for shards).
 // Both are a function of (seed, epoch) alone; they are different permutations, so a dataset
 // that crosses the limit gets another order (documented in docs/USAGE.md).
@@ -82,6 +85,10 @@ struct PlanConfig {
   // From this many samples on, the epoch's order is a keyed bijection (below) instead of a
   // shuffled array: no N-sized memory.
   std::int64_t permuted_from = kPermutedOrderFrom;
+  // Where the machine's copies of array orders live (data/shared_order.hpp: order_folder()):
+  // every rank of the machine maps one copy of each epoch's order instead of holding its own.
+  // "": each plan keeps its own.
+  std::string order_folder = {};
 };
 
 // Throws ConfigError (with a suggested fix) when the configuration cannot produce batches.
@@ -145,6 +152,9 @@ class EpochPlan {
   // The epoch's sample order before padding (a permutation of 0..N-1), copied out of the cache
   // (for tests and tools; batch() reads the cache itself). REQUIRES: !permuted().
   std::vector<std::int64_t> order(std::int64_t epoch);
+  // Whether the epoch's order is the machine's file (data/shared_order.hpp) rather than this
+  // plan's memory; false when it is not an array (permuted, or not shuffled). Computes it.
+  bool order_shared(std::int64_t epoch);
   // The sample at position p (0..N-1) of the epoch's order, either way.
   std::int64_t sample_at(std::int64_t epoch, std::int64_t p);
   bool permuted() const {
@@ -167,9 +177,13 @@ class EpochPlan {
   // The generator that shuffles window k of `windows` of the epoch's order (the array's
   // Fisher-Yates and the permuted order's key alike).
   SampleRng window_shuffle(std::int64_t epoch, std::size_t k, std::size_t windows) const;
-  // The array orders of the last two epochs asked for (!permuted(): 4 bytes a sample each).
-  const std::vector<std::uint32_t>& array_order(std::int64_t epoch);
-  std::vector<std::uint32_t> cached_order_[2];
+  // The array orders of the last two epochs asked for (!permuted() and shuffled: 4 bytes a
+  // sample each, in the machine's files when config_.order_folder is set).
+  std::span<const std::uint32_t> array_order(std::int64_t epoch);
+  // The name of an epoch's order among the machine's files (data/shared_order.hpp): a hash of
+  // what the order is a function of.
+  std::string order_name(std::int64_t epoch) const;
+  OrderBuffer cached_order_[2];
   int next_cache_ = 0;
 
   // A permuted epoch (permuted()): its windows (one for every sample when not shards, or under
