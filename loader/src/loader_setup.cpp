@@ -13,6 +13,7 @@
 #include "common/build_info.hpp"
 #include "common/number_text.hpp"
 #include "data/shard_cache.hpp"
+#include "data/shard_list.hpp"
 #include "data/shard_tables.hpp"
 #include "loader_environment.hpp"
 #include "loader_impl.hpp"
@@ -51,6 +52,23 @@ std::string index_line(const MappedIndex& index) {
          " s in this process's memory (no cache folder to share it through)";
 }
 
+// The remote shards the shard cache may keep (shard_cache_plan.hpp): the index's, or every shard
+// a dataset-level index names by URL, unresolved when their copies are asked for (a cache
+// folder, cache_limit > 0): the prefetcher looks each one up as the plan nears it.
+std::vector<RemoteShard> remote_shards_of(const MappedIndex& mapped) {
+  const DatasetIndex& index = mapped.info();
+  if (index.kind != DatasetKind::kShards) return index.remote_shards;
+  const DatasetView view = mapped.view();
+  const LazyShardOptions& o = view.lazy_options();
+  const bool copies = o.shard_copies != 0 && o.cache_root[0] != '\0';
+  std::vector<RemoteShard> out;
+  for (std::size_t s = 0; s < view.shard_total(); ++s) {
+    std::string url(view.shard_path(s));
+    if (is_url(url)) out.push_back({s, std::move(url), 0, "", copies});
+  }
+  return out;
+}
+
 // What the shard prefetcher sees of this loader (shard_prefetcher.hpp): LoaderCore's position,
 // plan, wake-ups and error, behind its lock.
 class CorePrefetchHost final : public PrefetchHost {
@@ -84,7 +102,7 @@ Loader::Impl::Impl(ResolvedConfig config, std::shared_ptr<const MappedIndex> map
       log_(options_.log, [this](std::exception_ptr e) { log_failed(std::move(e)); }) {
   const DatasetIndex& index = mapped->info();
   const ShardCachePlan shard_cache =
-      plan_shard_cache(index.remote_shards, config_.plan, config_.remote);
+      plan_shard_cache(remote_shards_of(*mapped), config_.plan, config_.remote);
   if (const std::string line = index_line(*mapped); !line.empty()) log_.post(line);
   if (index.kind == DatasetKind::kShards)
     diagnosis_ =

@@ -16,8 +16,10 @@ ShardCachePlan plan_shard_cache(const std::vector<RemoteShard>& remote, const Pl
     return out;
   }
   std::vector<RemoteShard> cached;
+  std::size_t unresolved = 0;
   for (const RemoteShard& r : remote) {
-    if (!r.copy.empty()) cached.push_back(r);
+    if (!r.copy.empty() || r.unresolved) cached.push_back(r);
+    if (r.unresolved) ++unresolved;
   }
   if (cached.empty()) {
     out.summary = config.cache_limit == 0
@@ -30,6 +32,16 @@ ShardCachePlan plan_shard_cache(const std::vector<RemoteShard>& remote, const Pl
   std::size_t per_window = 0;  // the plan's windows hold the same counts of shards every epoch
   for (const ShardWindow& w : EpochPlan(plan).shard_windows(0))
     per_window = std::max(per_window, w.shards.size());
+  // A dataset-level index's shards are not sized until the prefetcher nears them: a window that
+  // holds all of them (a full shuffle) cannot be known to fit.
+  if (unresolved > 0 && cached.size() > 1 && per_window >= cached.size()) {
+    out.summary = "off: shuffle_window " + std::to_string(plan.shuffle_window) +
+                  " reads every shard of the dataset-level index at once, and their sizes are "
+                  "not known before they are read; workers read byte ranges from the server "
+                  "(set shuffle_window to a few shards to cache them)";
+    out.log_line = "shard cache: " + out.summary;
+    return out;
+  }
   std::vector<std::uint64_t> sizes;
   for (const RemoteShard& r : cached) sizes.push_back(r.size);
   std::sort(sizes.begin(), sizes.end(), std::greater<>());
@@ -49,6 +61,10 @@ ShardCachePlan plan_shard_cache(const std::vector<RemoteShard>& remote, const Pl
       "on: " + shard_store_folder(config.cache_root) + ", limit " + bytes_text(config.cache_limit);
   out.log_line = "shard cache " + out.summary + "; " + std::to_string(cached.size()) + " of " +
                  std::to_string(remote.size()) + " remote shard(s) can be cached";
+  if (unresolved > 0)
+    out.log_line += " (" + std::to_string(unresolved) +
+                    " of a dataset-level index, each looked up on its server as the plan nears "
+                    "it)";
   out.cached = std::move(cached);
   return out;
 }

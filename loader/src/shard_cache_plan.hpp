@@ -33,7 +33,11 @@ struct ShardCachePlan {
 // shards a shuffle window reads: a batch reads one window's shards, or the next one's too at a
 // window's edge (and, with small shards or padding that wraps, several), so a smaller limit
 // would evict copies before their batches are done. (A batch that alone needs more is fetched
-// past the limit, with a line in the log: the prefetcher's.)
+// past the limit, with a line in the log: the prefetcher's.) The shards of a dataset-level index
+// (RemoteShard::unresolved) are cached when copies are asked for and a shuffle window holds
+// fewer than all of them: their sizes and versions are not known yet, so the limit is not
+// checked against them here (the prefetcher fetches a batch's shards past the limit, and says
+// so, when they prove larger).
 ShardCachePlan plan_shard_cache(const std::vector<RemoteShard>& remote, const PlanConfig& plan,
                                 const RemoteConfig& config);
 

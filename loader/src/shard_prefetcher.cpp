@@ -5,6 +5,7 @@
 
 #include "common/number_text.hpp"
 #include "common/text.hpp"
+#include "data/remote.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {
@@ -14,6 +15,10 @@ namespace {
 // How often the coordinator looks at the consumer's position when no fetch ends meanwhile.
 // (A poll of the loader's state, not a deadline: real time.)
 constexpr auto kPoll = std::chrono::milliseconds(5);
+// How many shards a walk looks at past the first one it cannot size, for more to look up.
+constexpr std::size_t kBlindLook = 4096;
+// Failed look-ups logged (the rest are alike, as a rule: a server that is down).
+constexpr int kLookupErrorsLogged = 8;
 
 }  // namespace
 
@@ -43,12 +48,15 @@ ShardPrefetcher::ShardPrefetcher(std::unique_ptr<PrefetchHost> host,
       policy_(policy) {
   policy_.cancel = &stop_;
   remote_of_.assign(shape_.shards, -1);
-  for (std::size_t r = 0; r < shards_.size(); ++r) {
-    remote_of_[shards_[r].shard] = static_cast<int>(r);
-    by_copy_[shards_[r].copy] = r;
-  }
   // (Clang's thread-safety analysis does not look inside constructors: no other thread yet.)
   state_.assign(shards_.size(), State::kAbsent);
+  for (std::size_t r = 0; r < shards_.size(); ++r) {
+    remote_of_[shards_[r].shard] = static_cast<int>(r);
+    if (shards_[r].unresolved)
+      state_[r] = State::kUnresolved;
+    else
+      by_copy_[shards_[r].copy] = r;
+  }
   counted_epoch_.assign(shards_.size(), -1);
   errors_.resize(shards_.size());
   failed_at_.resize(shards_.size());
@@ -59,6 +67,10 @@ ShardPrefetcher::ShardPrefetcher(std::unique_ptr<PrefetchHost> host,
   try {
     threads_.emplace_back([this] { coordinate(); });
     for (int i = 0; i < kFetchThreads; ++i) threads_.emplace_back([this] { download(); });
+    const bool lookups = std::any_of(shards_.begin(), shards_.end(),
+                                     [](const RemoteShard& s) { return s.unresolved; });
+    for (int i = 0; lookups && i < kResolveThreads; ++i)
+      threads_.emplace_back([this] { resolve(); });
   } catch (...) {
     stop_ = true;
     cv_.notify_all();
@@ -201,6 +213,68 @@ void ShardPrefetcher::download() {
   }
 }
 
+void ShardPrefetcher::resolve() {
+  try {
+    for (;;) {
+      std::size_t r = 0;
+      std::string url;
+      {
+        MutexLock lock(mutex_);
+        while (!stop_ && lookups_.empty()) cv_.wait(lock);
+        if (stop_) return;
+        r = lookups_.front();
+        lookups_.pop_front();
+        url = shards_[r].url;
+      }
+      RemoteObject object;
+      std::string error;
+      try {
+        object = remote_stat(url, policy_);
+      } catch (const Error& e) {
+        error = e.what();
+      }
+      bool log_no_etag = false;
+      bool log_error = false;
+      {
+        MutexLock lock(mutex_);
+        --resolving_;
+        if (stop_) return;
+        if (!error.empty()) {
+          // As without the cache: the workers read it from the server, and a shard that cannot
+          // be had is a bad shard there (its samples skipped and named), not the loader's end.
+          state_[r] = State::kUncached;
+          log_error = lookup_errors_logged_ < kLookupErrorsLogged;
+          lookup_errors_logged_ += log_error ? 1 : 0;
+        } else if (object.etag.empty()) {
+          state_[r] = State::kUncached;  // no version to name a copy by
+          log_no_etag = !no_etag_logged_;
+          no_etag_logged_ = true;
+        } else {
+          shards_[r].size = object.size;
+          shards_[r].copy = store_->copy_path(url, object.size, object.etag);
+          by_copy_[shards_[r].copy] = r;
+          state_[r] = State::kAbsent;
+        }
+        changed_ = true;
+      }
+      if (log_no_etag)
+        log_.post("shard cache: " + redact_url(url) +
+                  " has no ETag on its server (no version to name a copy by): the workers read "
+                  "such shards from the server");
+      if (log_error)
+        log_.post("shard cache: cannot look up " + redact_url(url) + ": " + error +
+                  "; the workers read it from the server");
+      if (!error.empty()) {
+        MutexLock published(published_mutex_);
+        stats_.fetch_failures += 1;
+      }
+      cv_.notify_all();
+    }
+  } catch (...) {
+    fail_loader(std::current_exception());
+  }
+}
+
 void ShardPrefetcher::fetch_one(std::size_t r, std::optional<ShardStore::Reservation> room) {
   const RemoteShard& shard = shards_[r];
   std::uint64_t got = 0;
@@ -323,8 +397,13 @@ std::optional<std::string> ShardPrefetcher::step(std::int64_t next_seq) {
   std::set<WindowRef> seen;
   std::uint64_t bytes = 0;
   std::int64_t hi = hi_;
+  // Past the first shard not yet looked up, nothing more is wanted (its size is unknown): the
+  // walk only queues look-ups, in the order it meets the shards, until kResolveAhead are queued.
+  bool blind = false;
+  std::size_t blind_looked = 0;  // shards looked at past that one: bounded, on huge plans
   for (std::int64_t seq = next_seq; seq < horizon; ++seq) {
     if (seq > hi && order.size() == shards_.size()) break;
+    if (blind && (resolving_ >= kResolveAhead || blind_looked > kBlindLook)) break;
     batch_windows(seq, refs);
     const bool must = seq <= hi;
     bool full = false;
@@ -334,6 +413,20 @@ std::optional<std::string> ShardPrefetcher::step(std::int64_t next_seq) {
         const int ri = remote_of_[s];
         if (ri < 0 || wanted[static_cast<std::size_t>(ri)]) continue;
         const auto r = static_cast<std::size_t>(ri);
+        if (state_[r] == State::kUnresolved || state_[r] == State::kResolving) {
+          blind = true;
+          if (state_[r] == State::kUnresolved && resolving_ < kResolveAhead) {
+            state_[r] = State::kResolving;
+            lookups_.push_back(r);
+            ++resolving_;
+            cv_.notify_all();
+          }
+          continue;
+        }
+        if (blind) {
+          ++blind_looked;
+          continue;
+        }
         if (!must && bytes + shards_[r].size > store_->limit()) {
           full = true;
           break;

@@ -19,6 +19,14 @@
 // consumer's next batch was held back by the gate is measured (fetch_wait_s) instead of hidden
 // in decode times.
 //
+// Shards of a dataset-level index (RemoteShard::unresolved) come without a size or a version:
+// the walk asks kResolveThreads threads to look them up (a HEAD: size and ETag, hence the copy's
+// name) in the order it meets them, at most kResolveAhead at a time. The walk wants no shard past
+// the first it cannot size yet, so the limit holds; once a shard is looked up it is like any
+// other. A server that sends no ETag, or a look-up that fails (past the remote deadline), leaves
+// that shard to the workers' ranged reads (uncached): a shard that cannot be had is then a bad
+// shard, as without the cache.
+//
 // Failures: a fetch that fails past the remote deadline (data/remote.hpp) marks its shard
 // failed; when the consumer reaches the first batch that needs it, the loader stops with an
 // Error naming the URL and the last status (a loader error, not skipped samples); a failure
@@ -114,6 +122,8 @@ class PrefetchHost {
 class ShardPrefetcher {
  public:
   static constexpr int kFetchThreads = 4;
+  static constexpr int kResolveThreads = 2;
+  static constexpr int kResolveAhead = 16;
 
   // Starts fetching for the consumer's position in `host`, each fetch under `policy` (the
   // loader's RemoteConfig's), its deadlines on `time`; the ready range reaches at most
@@ -135,8 +145,17 @@ class ShardPrefetcher {
 
  private:
   using Clock = TimeSource::Clock;
-  // kUncached: its copy cannot be written here; the workers read it from the server.
-  enum class State : std::uint8_t { kAbsent, kFetching, kLocal, kFailed, kUncached };
+  // kUncached: its copy cannot be written here (or it can have none: no ETag); the workers read
+  // it from the server. kUnresolved, kResolving: its size and copy are not known yet.
+  enum class State : std::uint8_t {
+    kAbsent,
+    kFetching,
+    kLocal,
+    kFailed,
+    kUncached,
+    kUnresolved,
+    kResolving
+  };
 
   // A shuffle window of an epoch.
   struct WindowRef {
@@ -162,6 +181,8 @@ class ShardPrefetcher {
   // last reading of this generation lacks. Coordinator only.
   void read_plan(const Position& at, const EpochPlan& plan);
   void download() EXCLUDES(mutex_, published_mutex_);
+  // Looks up the unresolved shards the walk queued: their sizes and copies.
+  void resolve() EXCLUDES(mutex_, published_mutex_);
   // Downloads shard r into its reservation, or waits for another loader's download of it.
   void fetch_one(std::size_t r, std::optional<ShardStore::Reservation> room)
       EXCLUDES(mutex_, published_mutex_);
@@ -195,13 +216,15 @@ class ShardPrefetcher {
   const std::int64_t bpe_;
   const std::int64_t slot_capacity_;
   const TimeSource& time_;
-  const std::vector<RemoteShard> shards_;  // the remote shards with copies ("r" indexes these)
+  // The remote shards with copies ("r" indexes these). An unresolved one's size and copy are
+  // written once, by resolve() under mutex_, before its state leaves kResolving; only read after.
+  std::vector<RemoteShard> shards_;
   const std::unique_ptr<ShardStore> store_;
   EventLog& log_;
   std::atomic<bool> stop_{false};
   RemotePolicy policy_;         // its cancel flag is stop_
   std::vector<int> remote_of_;  // by shard index: its r, or -1 (a local shard, or no copy)
-  std::unordered_map<std::string, std::size_t> by_copy_;  // copy path -> r
+  std::unordered_map<std::string, std::size_t> by_copy_ GUARDED_BY(mutex_);  // copy path -> r
 
   // The plan's answers for the batches ahead (read_plan()), valid for plan_generation_: the
   // coordinator's alone (it writes them under the loader's lock and reads them in its steps).
@@ -218,6 +241,10 @@ class ShardPrefetcher {
   std::vector<std::string> errors_ GUARDED_BY(mutex_);           // kFailed shards' errors
   std::vector<Clock::time_point> failed_at_ GUARDED_BY(mutex_);  // (time_'s)
   std::deque<std::size_t> queue_ GUARDED_BY(mutex_);             // r to fetch, in the order needed
+  std::deque<std::size_t> lookups_ GUARDED_BY(mutex_);  // r to look up, in the order met
+  int resolving_ GUARDED_BY(mutex_) = 0;                // queued and under way
+  bool no_etag_logged_ GUARDED_BY(mutex_) = false;
+  int lookup_errors_logged_ GUARDED_BY(mutex_) = 0;
   // By r: the room reserved for a queued fetch (none: another loader is downloading it).
   std::vector<std::optional<ShardStore::Reservation>> rooms_ GUARDED_BY(mutex_);
   // When to step again though nothing changed: other loaders' downloads held the room.
@@ -243,7 +270,7 @@ class ShardPrefetcher {
   ShardCacheStats stats_ GUARDED_BY(published_mutex_);
 
   TimeSource::Listener jumps_;        // wakes the coordinator when time_ jumps
-  std::vector<std::thread> threads_;  // the coordinator, then the downloaders
+  std::vector<std::thread> threads_;  // the coordinator, the downloaders, the look-ups
 };
 
 }  // namespace stoke::detail

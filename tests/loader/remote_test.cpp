@@ -94,15 +94,67 @@ TEST(RemoteShards, ADatasetLevelIndexOfShardsOnNginxDeliversWhatTheShardsDeliver
                        << R"({"url": ")" << nginx.url() << R"(/train-0.tar", "nsamples": 40}, )"
                        << R"({"url": ")" << nginx.url() << R"(/train-1.tar", "nsamples": 40}, )"
                        << R"({"url": ")" << nginx.url() << R"(/train-2.tar", "nsamples": 16}]})";
-  Loader remote(shard_options(index.string(), dir));
-  EXPECT_EQ(remote.dataset_size(), 96);
-  EXPECT_TRUE(test::collect(remote) == expected);
-  EXPECT_EQ(remote.stats().skipped, 0);
-  // The index on the server too, naming its shards relative to itself (as stoke-pack writes).
+  std::uintmax_t shard_bytes = 0;
+  for (int i = 0; i < 3; ++i)
+    shard_bytes += fs::file_size(www / ("train-" + std::to_string(i) + ".tar"));
+  {
+    Loader remote(shard_options(index.string(), dir));
+    EXPECT_EQ(remote.dataset_size(), 96);
+    EXPECT_TRUE(test::collect(remote) == expected);
+    const Stats stats = remote.stats();
+    EXPECT_EQ(stats.skipped, 0);
+    // The shard cache fetched each shard whole, once (each looked up on the server first), and
+    // the workers read the copies.
+    EXPECT_EQ(stats.shard_cache, "on: " + (dir.path() / "cache/shards").string() + ", limit 16 GiB");
+    EXPECT_EQ(static_cast<std::uintmax_t>(stats.cache_bytes_fetched), shard_bytes);
+    EXPECT_EQ(stats.cache_misses, 3);
+  }
+  std::uintmax_t copies = 0;
+  for (const auto& e : fs::directory_iterator(dir.path() / "cache/shards"))
+    if (e.path().extension() == ".tar") copies += fs::file_size(e.path());
+  EXPECT_EQ(copies, shard_bytes);
+  // The index on the server too, naming its shards relative to itself (as stoke-pack writes):
+  // the same URLs, so the same copies, fetched no more.
   std::ofstream(www / "sizes.json")
       << R"({"train-0.tar": 40, "train-1.tar": 40, "train-2.tar": 16})";
   Loader served(shard_options(nginx.url() + "/sizes.json", dir));
   EXPECT_TRUE(test::collect(served) == expected);
+  EXPECT_EQ(served.stats().cache_bytes_fetched, 0);
+  EXPECT_EQ(served.stats().cache_misses, 0);
+  // A shard missing from its server is a bad shard, as without the cache: its look-up fails,
+  // the workers try the server, and its samples are skipped; the other shards are cached.
+  const fs::path gone = dir.path() / "gone.wids.json";
+  std::ofstream(gone) << R"({"__kind__": "wids-shard-index-v1", "shardlist": [)"
+                      << R"({"url": ")" << nginx.url() << R"(/train-0.tar", "nsamples": 40}, )"
+                      << R"({"url": ")" << nginx.url() << R"(/gone.tar", "nsamples": 16}, )"
+                      << R"({"url": ")" << nginx.url() << R"(/train-2.tar", "nsamples": 16}]})";
+  {
+    test::LogLines log;
+    Options o = shard_options(gone.string(), dir);
+    o.log = log.sink();
+    Loader l(o);
+    test::collect(l);
+    EXPECT_EQ(l.stats().skipped, 16);
+    EXPECT_TRUE(log.contains("shard cache: cannot look up " + nginx.url() +
+                             "/gone.tar: "));
+    EXPECT_EQ(l.stats().cache_bytes_fetched, 0);  // (train-0 and train-2 were cached above)
+  }
+  // Under a full shuffle every batch reads every shard, whose sizes are not known: no cache.
+  Options all = shard_options(index.string(), dir);
+  all.shuffle_window = 0;
+  Loader unwindowed(all);
+  EXPECT_EQ(unwindowed.stats().shard_cache,
+            "off: shuffle_window 0 reads every shard of the dataset-level index at once, and their "
+            "sizes are not known before they are read; workers read byte ranges from the server "
+            "(set shuffle_window to a few shards to cache them)");
+  // (Another order, the same samples, read from the server.)
+  const test::Delivered read = test::collect(unwindowed);
+  std::vector<std::int64_t> ids = read.ids, want = expected.ids;
+  std::sort(ids.begin(), ids.end());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(ids, want);
+  EXPECT_EQ(unwindowed.stats().skipped, 0);
+  EXPECT_EQ(unwindowed.stats().cache_bytes_fetched, 0);
   try {
     Loader missing(shard_options(nginx.url() + "/nothing.json", dir));
     ADD_FAILURE() << "a missing index was accepted";
@@ -521,6 +573,22 @@ TEST_F(SeaweedFixture, TheSameBatchesAsFromLocalDiskAndAnExactResume) {
   EXPECT_TRUE(std::equal(tail.pixels.begin(), tail.pixels.end(), expected.pixels.begin() + split));
   EXPECT_TRUE(std::equal(tail.ids.begin(), tail.ids.end(),
                          expected.ids.begin() + static_cast<std::ptrdiff_t>(head.ids.size())));
+
+  // A dataset-level index in the bucket, naming the shards beside it: the same batches, each
+  // shard looked up (a signed HEAD) and fetched whole into a cache folder of its own.
+  const fs::path sizes = dir_.path() / "sizes.json";
+  std::ofstream(sizes) << R"({"train-0.tar": 40, "train-1.tar": 40, "train-2.tar": 16})";
+  run(s3_->curl("-T " + sizes.string() + " " + s3_->endpoint() +
+                "/stoke-test/data/sizes.json > /dev/null"));
+  Options indexed = shard_options("s3://stoke-test/data/sizes.json", dir_);
+  indexed.cache_dir = (dir_.path() / "indexed-cache").string();
+  Loader by_index(indexed);
+  EXPECT_TRUE(test::collect(by_index) == expected);
+  std::uintmax_t shard_bytes = 0;
+  for (int i = 0; i < 3; ++i)
+    shard_bytes += fs::file_size(www_ / ("train-" + std::to_string(i) + ".tar"));
+  EXPECT_EQ(static_cast<std::uintmax_t>(by_index.stats().cache_bytes_fetched), shard_bytes);
+  EXPECT_EQ(by_index.stats().cache_misses, 3);
 }
 
 // The S3 server is killed mid-epoch while a shard is still to be fetched, and started again

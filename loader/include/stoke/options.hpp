@@ -104,7 +104,8 @@ struct Options {
   // the folder's group (02770, 0640); a folder another user owns, or others may write, is a
   // ConfigError. The limit must hold a shuffle window's shards (all
   // shards when shuffle_window is 0), else the loader reads from the server and says why in its
-  // log.
+  // log. A dataset-level index's shards are sized only as the plan nears them (a HEAD each), so
+  // for them the cache needs a shuffle window smaller than all the shards.
   std::string cache_dir;
   std::uint64_t cache_limit = std::uint64_t{16} << 30;
 

@@ -27,6 +27,10 @@ struct RemoteShard {
   std::string url;
   std::uint64_t size = 0;
   std::string copy;  // its local copy's path (data/shard_cache.hpp); "" when it can have none
+  // A shard of a dataset-level index (DatasetKind::kShards): not looked at when the loader
+  // starts, so its size and copy are unknown (0 and ""); the shard prefetcher looks it up (a
+  // HEAD) as the plan nears it.
+  bool unresolved = false;
 };
 
 struct RejectedFile {

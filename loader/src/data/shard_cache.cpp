@@ -116,6 +116,11 @@ std::string shard_copy_path(const std::string& root, const std::string& url, std
   return shard_store_folder(root) + "/" + version_key(url, size, etag) + ".tar";
 }
 
+std::string ShardStore::copy_path(const std::string& url, std::uint64_t size,
+                                  const std::string& etag) const {
+  return folder_ + "/" + version_key(url, size, etag) + ".tar";
+}
+
 // The folder's lock, held for as long as this lives. A symbolic link (or anything but a regular
 // file of a trusted owner) at the lock's name is a ShardCacheFolderError, never followed.
 class ShardStore::FolderLock {
