@@ -85,10 +85,11 @@ TEST(RemoteShards, ADatasetLevelIndexOfShardsOnNginxDeliversWhatTheShardsDeliver
   STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
   ServedShards shards;
   const test::TempDir& dir = shards.dir;
-  const test::Nginx& nginx = shards.nginx;
+  test::Nginx& nginx = shards.nginx;
   const fs::path& www = shards.www;
   ASSERT_TRUE(nginx.started()) << "nginx did not start: see " << dir.str() << "/nginx";
-  const test::Delivered expected = shards.local();
+  Loader local(shard_options((www / "train-{0..2}.tar").string(), dir));
+  const test::Delivered expected = test::collect(local);
   const fs::path index = dir.path() / "remote.wids.json";
   std::ofstream(index) << R"({"__kind__": "wids-shard-index-v1", "shardlist": [)"
                        << R"({"url": ")" << nginx.url() << R"(/train-0.tar", "nsamples": 40}, )"
@@ -97,18 +98,15 @@ TEST(RemoteShards, ADatasetLevelIndexOfShardsOnNginxDeliversWhatTheShardsDeliver
   std::uintmax_t shard_bytes = 0;
   for (int i = 0; i < 3; ++i)
     shard_bytes += fs::file_size(www / ("train-" + std::to_string(i) + ".tar"));
-  {
-    Loader remote(shard_options(index.string(), dir));
-    EXPECT_EQ(remote.dataset_size(), 96);
-    EXPECT_TRUE(test::collect(remote) == expected);
-    const Stats stats = remote.stats();
-    EXPECT_EQ(stats.skipped, 0);
-    // The shard cache fetched each shard whole, once (each looked up on the server first), and
-    // the workers read the copies.
-    EXPECT_EQ(stats.shard_cache, "on: " + (dir.path() / "cache/shards").string() + ", limit 16 GiB");
-    EXPECT_EQ(static_cast<std::uintmax_t>(stats.cache_bytes_fetched), shard_bytes);
-    EXPECT_EQ(stats.cache_misses, 3);
-  }
+  Loader remote(shard_options(index.string(), dir));
+  EXPECT_EQ(remote.dataset_size(), 96);
+  EXPECT_TRUE(test::collect(remote) == expected);
+  const Stats stats = remote.stats();
+  EXPECT_EQ(stats.skipped, 0);
+  // The shard cache fetched each shard whole, once (each looked up on the server first).
+  EXPECT_EQ(stats.shard_cache, "on: " + (dir.path() / "cache/shards").string() + ", limit 16 GiB");
+  EXPECT_EQ(static_cast<std::uintmax_t>(stats.cache_bytes_fetched), shard_bytes);
+  EXPECT_EQ(stats.cache_misses, 3);
   std::uintmax_t copies = 0;
   for (const auto& e : fs::directory_iterator(dir.path() / "cache/shards"))
     if (e.path().extension() == ".tar") copies += fs::file_size(e.path());
@@ -161,6 +159,12 @@ TEST(RemoteShards, ADatasetLevelIndexOfShardsOnNginxDeliversWhatTheShardsDeliver
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()), nginx.url() + "/nothing.json: not found on its server (404)");
   }
+  // The server goes away: the first loader's next epoch is read from the copies alone (its
+  // workers keep the shards' tables, its prefetcher their look-ups).
+  nginx.stop();
+  EXPECT_TRUE(test::collect(remote) == test::collect(local));
+  EXPECT_EQ(remote.stats().skipped, 0);
+  EXPECT_EQ(remote.stats().cache_misses, 3);
 }
 
 // Two loaders made at the same time on one index cache folder (ranks of one machine, here two
@@ -327,11 +331,12 @@ TEST(RemoteShards, TheShardCacheFetchesEachShardOnceAndWorkersReadTheLocalCopies
   EXPECT_EQ(static_cast<std::uintmax_t>(s.cache_bytes_fetched), shard_bytes(www, {0, 1, 2}));
   EXPECT_EQ(s.cache_misses, 3);
   // Once the consumer has the epoch's last batch, the next epoch's uses may be counted already.
-  EXPECT_TRUE(s.cache_hits == 0 || s.cache_hits == 3) << s.cache_hits;
+  // (Any number of the 3, as far as the workers have read ahead when stats() runs.)
+  EXPECT_TRUE(s.cache_hits >= 0 && s.cache_hits <= 3) << s.cache_hits;
   nginx.stop();
   EXPECT_TRUE(test::collect(remote) == epoch1);
   s = remote.stats();
-  EXPECT_TRUE(s.cache_hits == 3 || s.cache_hits == 6) << s.cache_hits;
+  EXPECT_TRUE(s.cache_hits >= 3 && s.cache_hits <= 6) << s.cache_hits;
   EXPECT_EQ(s.cache_misses, 3);
   EXPECT_EQ(s.skipped, 0);
 }
