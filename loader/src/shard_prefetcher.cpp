@@ -17,6 +17,9 @@ namespace {
 constexpr auto kPoll = std::chrono::milliseconds(5);
 // How many shards a walk looks at past the first one it cannot size, for more to look up.
 constexpr std::size_t kBlindLook = 4096;
+// How many batches ahead the walk first plans: it doubles (up to two epochs) while walks reach
+// its end, so huge epochs cost memory for the batches the cache's limit can reach, not all.
+constexpr std::int64_t kFirstReach = 1024;
 // Failed look-ups logged (the rest are alike, as a rule: a server that is down).
 constexpr int kLookupErrorsLogged = 8;
 
@@ -41,6 +44,7 @@ ShardPrefetcher::ShardPrefetcher(std::unique_ptr<PrefetchHost> host,
       shape_(shape_of(*host_)),
       bpe_(shape_.batches_per_epoch),
       slot_capacity_(slot_capacity),
+      reach_(std::max<std::int64_t>(kFirstReach, slot_capacity + 2)),
       time_(time),
       shards_(std::move(shards)),
       store_(std::move(store)),
@@ -130,7 +134,7 @@ void ShardPrefetcher::fail_loader(std::exception_ptr error) {
 
 void ShardPrefetcher::read_plan(const Position& at, const EpochPlan& plan) {
   const std::int64_t from = at.next_seq;
-  const std::int64_t last = at.next_seq + 2 * bpe_;  // the walk's horizon, itself included
+  const std::int64_t last = at.next_seq + reach();  // the walk's horizon, itself included
   const auto known = static_cast<std::int64_t>(firsts_.size());
   if (at.generation != plan_generation_ || from < firsts_from_ || from > firsts_from_ + known) {
     plan_generation_ = at.generation;  // (a reposition: what was planned may have changed)
@@ -389,7 +393,7 @@ std::optional<std::string> ShardPrefetcher::step(std::int64_t next_seq) {
   // ready are always wanted whole. The ready range grows over batches whose shards are all on
   // disk, within the walk (and within what the arena's slots can hold ahead), so every ready
   // batch's shards are wanted: kept from eviction.
-  const std::int64_t horizon = next_seq + 2 * bpe_;
+  const std::int64_t horizon = next_seq + reach();
   const std::int64_t ready_horizon = std::min<std::int64_t>(horizon, next_seq + slot_capacity_ + 1);
   std::vector<WindowRef> refs;
   std::vector<char> wanted(shards_.size(), 0);
@@ -401,7 +405,8 @@ std::optional<std::string> ShardPrefetcher::step(std::int64_t next_seq) {
   // walk only queues look-ups, in the order it meets the shards, until kResolveAhead are queued.
   bool blind = false;
   std::size_t blind_looked = 0;  // shards looked at past that one: bounded, on huge plans
-  for (std::int64_t seq = next_seq; seq < horizon; ++seq) {
+  std::int64_t seq = next_seq;
+  for (; seq < horizon; ++seq) {
     if (seq > hi && order.size() == shards_.size()) break;
     if (blind && (resolving_ >= kResolveAhead || blind_looked > kBlindLook)) break;
     batch_windows(seq, refs);
@@ -446,6 +451,12 @@ std::optional<std::string> ShardPrefetcher::step(std::int64_t next_seq) {
   if (hi != hi_) {
     hi_ = hi;
     publish_range();
+  }
+  // The walk ran out of planned batches before the limit (or the shards) stopped it: the next
+  // step plans twice as far, up to two epochs.
+  if (seq >= horizon && reach_ < 2 * bpe_) {
+    reach_ = std::min(2 * bpe_, 2 * reach_);
+    changed_ = true;
   }
 
   // The consumer waits for a batch with a shard that could not be had: the loader stops with

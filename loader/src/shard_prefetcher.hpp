@@ -58,6 +58,7 @@
 // published_mutex_; the coordinator calls PrefetchHost::read (which takes the loader's lock)
 // only while it holds neither of its own.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -176,8 +177,8 @@ class ShardPrefetcher {
   static PlanShape shape_of(PrefetchHost& host);
 
   void coordinate() EXCLUDES(mutex_, published_mutex_);
-  // Inside PrefetchHost::read: the first positions of batches [at.next_seq, at.next_seq + 2
-  // epochs] and the shuffle windows of their epochs, from the slot table's plan; only what the
+  // Inside PrefetchHost::read: the first positions of batches [at.next_seq, at.next_seq +
+  // reach()] and the shuffle windows of their epochs, from the slot table's plan; only what the
   // last reading of this generation lacks. Coordinator only.
   void read_plan(const Position& at, const EpochPlan& plan);
   void download() EXCLUDES(mutex_, published_mutex_);
@@ -215,6 +216,10 @@ class ShardPrefetcher {
   const PlanShape shape_;
   const std::int64_t bpe_;
   const std::int64_t slot_capacity_;
+  // How many batches past the consumer's the plan is read and walked (the coordinator's alone):
+  // grows while walks reach its end, up to two epochs.
+  std::int64_t reach_;
+  std::int64_t reach() const { return std::min(2 * bpe_, reach_); }
   const TimeSource& time_;
   // The remote shards with copies ("r" indexes these). An unresolved one's size and copy are
   // written once, by resolve() under mutex_, before its state leaves kResolving; only read after.

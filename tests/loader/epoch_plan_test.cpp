@@ -579,5 +579,40 @@ TEST(EpochPlan, AHundredMillionSamplesNeedNoArray) {
   EXPECT_EQ(seen.size(), 3u * 256);  // distinct positions, distinct samples
 }
 
+// 100 M samples (the permuted order): a job saved mid-epoch by 4 ranks of 8 devices and resumed
+// by 7 ranks of 3 continues at the saved position with the same samples, pads its last batch
+// from the order's start, and plays the next epoch plainly.
+TEST(EpochPlan, AHundredMillionSamplesResumeElasticallyAtTheSavedPosition) {
+  const std::int64_t n = 100'000'000;
+  PlanConfig saved{n, 256, 8, 0, 4, 11, true, LastBatch::kPad, {}, 0};
+  EpochPlan before(saved);
+  ASSERT_TRUE(before.permuted());
+  const std::int64_t position = before.position(5, 50'000);  // 50,000 global batches of 1,024
+  ASSERT_EQ(position, 51'200'000);
+  PlanConfig c{n, 96, 3, 0, 7, 11, true, LastBatch::kPad, {}, 0};
+  c.resume_epoch = 5;
+  c.resume_position = position;
+  std::vector<std::int64_t> ids(96);
+  std::vector<std::uint8_t> valid(96);
+  for (int rank : {0, 3, 6}) {
+    c.rank = rank;
+    EpochPlan after(c);
+    const std::int64_t first = after.resume_first();
+    const std::int64_t bpe = after.batches_per_epoch();
+    EXPECT_EQ(after.position(5, first), position);
+    EXPECT_EQ(bpe - first, (n - position + 671) / 672);  // what is left, in global batches of 672
+    for (const std::int64_t k : {first, first + 1, (first + bpe) / 2, bpe - 1}) {
+      const std::int64_t at = after.batch(5, k, ids, valid);
+      EXPECT_EQ(at, position + (k - first) * 672 + rank * 96);
+      for (int j = 0; j < 96; ++j) {
+        ASSERT_EQ(ids[j], before.sample_at(5, (at + j) % n)) << "batch " << k << " sample " << j;
+        ASSERT_EQ(valid[j], at + j < n ? 1 : 0);
+      }
+    }
+    after.batch(6, 0, ids, valid);  // the next epoch: plain
+    for (int j = 0; j < 96; ++j) ASSERT_EQ(ids[j], before.sample_at(6, rank * 96 + j));
+  }
+}
+
 }  // namespace
 }  // namespace stoke::detail

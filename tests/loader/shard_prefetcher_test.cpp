@@ -124,8 +124,8 @@ class ShardPrefetcherTest : public ::testing::Test {
   void hide(int i) { fs::rename(www_ / name(i), aside_ / name(i)); }
   void restore(int i) { fs::rename(aside_ / name(i), www_ / name(i)); }
 
-  void start(std::uint64_t limit) {
-    auto host = std::make_unique<FakeHost>(plan_of_three_shards());
+  void start(std::uint64_t limit, const detail::PlanConfig& plan = plan_of_three_shards()) {
+    auto host = std::make_unique<FakeHost>(plan);
     host_ = host.get();
     detail::RemotePolicy policy;
     policy.deadline_s = std::chrono::duration<double>(kDeadline).count();
@@ -216,6 +216,48 @@ TEST_F(ShardPrefetcherTest, ABatchWaitingForRoomPastTheDeadlineIsFetchedPastTheL
   const double waited = prefetcher_->stats().fetch_wait_s;
   EXPECT_GT(waited, std::chrono::duration<double>(kDeadline).count());
   EXPECT_LE(waited, std::chrono::duration<double>(moved).count());
+  EXPECT_EQ(host_->error(), "");
+}
+
+// A dataset-level index's shards come unresolved (no size, no copy): each is looked up (HEAD) as
+// the walk nears it and then fetched whole into the copy its version names; shard 1, missing
+// from the server, is left to the workers (uncached: its batch is not held back) and said once.
+TEST_F(ShardPrefetcherTest, UnresolvedShardsAreLookedUpThenFetchedAndAMissingOneIsLeftToTheWorkers) {
+  for (auto& s : shards_) {
+    s.size = 0;
+    s.copy.clear();
+    s.unresolved = true;
+  }
+  hide(1);
+  start(std::uint64_t{1} << 30);
+  ASSERT_TRUE(eventually([&] { return ready(0) && ready(1) && ready(2); })) << host_->error();
+  EXPECT_EQ(host_->error(), "");
+  const detail::ShardCacheStats s = prefetcher_->stats();
+  EXPECT_EQ(s.bytes_fetched, 2 * kShardBytes);
+  EXPECT_EQ(s.fetch_failures, 1);  // the look-up
+  std::vector<std::uintmax_t> copies;
+  for (const auto& e : fs::directory_iterator(dir_.path() / "cache/shards"))
+    if (e.path().extension() == ".tar") copies.push_back(fs::file_size(e.path()));
+  EXPECT_EQ(copies, (std::vector<std::uintmax_t>{kShardBytes, kShardBytes}));
+  log_.flush();
+  EXPECT_TRUE(lines_.contains("shard cache: cannot look up " + shards_[1].url + ": "));
+  EXPECT_TRUE(lines_.contains("; the workers read it from the server"));
+}
+
+// An epoch of 3,000 batches (one sample each; shard 2's first at batch 2,000), a limit that
+// holds every shard: the walk plans 1,024 batches ahead at first and twice as far each time it
+// reaches that end, so shard 2 is fetched while the consumer is still at batch 0.
+TEST_F(ShardPrefetcherTest, TheWalkPlansFurtherWhileTheLimitHasRoom) {
+  detail::PlanConfig plan;
+  plan.samples = 3000;
+  plan.batch = 1;
+  plan.shuffle = false;
+  plan.shard_starts = {0, 1000, 2000, 3000};
+  start(std::uint64_t{1} << 30, plan);
+  ASSERT_TRUE(eventually([&] {
+    return prefetcher_->stats().bytes_fetched == static_cast<std::uint64_t>(kShards * kShardBytes);
+  })) << prefetcher_->stats().bytes_fetched;
+  EXPECT_TRUE(ready(0));
   EXPECT_EQ(host_->error(), "");
 }
 
