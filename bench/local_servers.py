@@ -128,6 +128,10 @@ class SeaweedServer:
                 continue
             curl_s3(["-T", os.path.join(folder, f), f"{self.endpoint}/{bucket}/{prefix}{f}"])
 
+    def put_file(self, bucket, key, path):
+        """Uploads the file at `path` as bucket/key (the bucket exists already)."""
+        curl_s3(["-T", path, f"{self.endpoint}/{bucket}/{key}"])
+
     def env(self, base=None):
         """The environment stoke reads S3 settings from, pointing at this server."""
         return dict(base if base is not None else os.environ, AWS_ENDPOINT_URL=self.endpoint,

@@ -7,6 +7,7 @@ SeaweedFS over S3, on 127.0.0.1, measured in one run.
                         [--shuffle-window 4] [--cache-limit 16GiB]
                         [--stoke-bench build/default/bin/stoke-bench]
                         [--weed build/servers/bin/weed] [--json-out FILE]
+                        [--dataset-level-index [--stoke-pack build/default/bin/stoke-pack]]
 
 Each DIR holds one corpus's shards (stoke-pack --out DIR/train-%06d.tar) and their sidecars;
 NAME labels it in the table (default: the folder's name), and --args NAME="..." adds
@@ -20,6 +21,11 @@ first epoch starts cold and the second finds the cache warm). Reports, per corpu
 the median samples/s of --repeat rounds for each epoch and over the run, the ratio to local
 disk, the cache's bytes fetched and fetch wait, and whether the batches' checksums agree (they
 must: the same shards, the same seed).
+
+--dataset-level-index adds two sources: the same shards given by a dataset-level index on each
+server (a wids JSON beside them on nginx, a sizes.json in the bucket; the counts come from
+`stoke-pack --data SHARDS --index`), so no shard is looked at when the loader starts and the
+shard cache looks each one up as the plan nears it. Their batches must be the same too.
 
 Uses only the standard library; nginx (Debian's nginx-light) and weed (setup.sh installs it
 into build/servers) must be installed.
@@ -40,6 +46,7 @@ from local_servers import NginxServer, SeaweedServer  # noqa: E402
 
 BUCKET = "bench"
 SOURCES = ("local disk", "nginx (HTTP)", "SeaweedFS (S3)")
+INDEXED = ("nginx, dataset-level index", "S3, dataset-level index")
 
 
 def brace_pattern(folder):
@@ -61,6 +68,26 @@ def run_bench(a, data, extra, env, cache_dir):
     return json.loads(out.strip().splitlines()[-1])
 
 
+def dataset_level_indexes(a, name, folder, www, work):
+    """Writes www/NAME.wids.json (its shards named NAME/train-N.tar, beside it on nginx) and
+    returns the path of a sizes.json naming them train-N.tar (for the bucket)."""
+    counts_file = os.path.join(work, f"{name}.counts.wids.json")
+    subprocess.run([a.stoke_pack, "--no-progress", "--data",
+                    os.path.join(folder, brace_pattern(folder)), "--index", counts_file],
+                   check=True, stdout=subprocess.DEVNULL)
+    with open(counts_file) as f:
+        shards = json.load(f)["shardlist"]
+    wids = {"__kind__": "wids-shard-index-v1", "wids_version": 1,
+            "shardlist": [{"url": f"{name}/{os.path.basename(s['url'])}",
+                           "nsamples": s["nsamples"]} for s in shards]}
+    with open(os.path.join(www, f"{name}.wids.json"), "w") as f:
+        json.dump(wids, f)
+    sizes = os.path.join(work, f"{name}.sizes.json")
+    with open(sizes, "w") as f:
+        json.dump({os.path.basename(s["url"]): s["nsamples"] for s in shards}, f)
+    return sizes
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shards", action="append", required=True, metavar="[NAME=]DIR")
@@ -74,7 +101,10 @@ def main():
     p.add_argument("--stoke-bench", default="build/default/bin/stoke-bench")
     p.add_argument("--weed", default="build/servers/bin/weed")
     p.add_argument("--json-out")
+    p.add_argument("--dataset-level-index", action="store_true")
+    p.add_argument("--stoke-pack", default="build/default/bin/stoke-pack")
     a = p.parse_args()
+    sources = SOURCES + (INDEXED if a.dataset_level_index else ())
     corpora = {}
     for spec in a.shards:
         name, _, folder = spec.rpartition("=")
@@ -88,7 +118,7 @@ def main():
         extra[name] = shlex.split(flags)
 
     work = tempfile.mkdtemp(prefix="stoke-remote-bench-")
-    runs = {(c, s): [] for c in corpora for s in SOURCES}
+    runs = {(c, s): [] for c in corpora for s in sources}
     try:
         www = os.path.join(work, "www")
         os.makedirs(www)
@@ -99,15 +129,22 @@ def main():
             buckets = {name: f"{BUCKET}-{i}" for i, name in enumerate(corpora)}
             for name, folder in corpora.items():
                 s3.put_folder(buckets[name], folder)
+            indexes = {}
+            if a.dataset_level_index:
+                for name, folder in corpora.items():
+                    indexes[name] = dataset_level_indexes(a, name, folder, www, work)
+                    s3.put_file(buckets[name], "sizes.json", indexes[name])
             env = s3.env()
-            keys = [(c, s) for c in corpora for s in SOURCES]
+            keys = [(c, s) for c in corpora for s in sources]
             for r in range(a.repeat):
                 shift = r % len(keys)
                 for c, s in keys[shift:] + keys[:shift]:
                     pattern = brace_pattern(corpora[c])
                     data = {"local disk": os.path.join(corpora[c], pattern),
                             "nginx (HTTP)": f"{http}/{c}/{pattern}",
-                            "SeaweedFS (S3)": f"s3://{buckets[c]}/{pattern}"}[s]
+                            "SeaweedFS (S3)": f"s3://{buckets[c]}/{pattern}",
+                            INDEXED[0]: f"{http}/{c}.wids.json",
+                            INDEXED[1]: f"s3://{buckets[c]}/sizes.json"}[s]
                     cache = tempfile.mkdtemp(dir=work, prefix="cache-")
                     row = run_bench(a, data, extra[c], env, cache)
                     shutil.rmtree(cache, ignore_errors=True)
@@ -127,7 +164,7 @@ def main():
         base = [statistics.median(r["samples_per_s_per_epoch"][e] for r in runs[(c, "local disk")])
                 for e in range(a.epochs)]
         checksums = set()
-        for s in SOURCES:
+        for s in sources:
             rs = runs[(c, s)]
             checksums |= {r["checksum"] for r in rs}
             total = statistics.median(r["samples_per_s"] for r in rs)
