@@ -246,8 +246,8 @@ class ShardPrefetcher {
   std::vector<std::string> errors_ GUARDED_BY(mutex_);           // kFailed shards' errors
   std::vector<Clock::time_point> failed_at_ GUARDED_BY(mutex_);  // (time_'s)
   std::deque<std::size_t> queue_ GUARDED_BY(mutex_);             // r to fetch, in the order needed
-  std::deque<std::size_t> lookups_ GUARDED_BY(mutex_);  // r to look up, in the order met
-  int resolving_ GUARDED_BY(mutex_) = 0;                // queued and under way
+  std::deque<std::size_t> lookups_ GUARDED_BY(mutex_);           // r to look up, in the order met
+  int resolving_ GUARDED_BY(mutex_) = 0;                         // queued and under way
   bool no_etag_logged_ GUARDED_BY(mutex_) = false;
   int lookup_errors_logged_ GUARDED_BY(mutex_) = 0;
   // By r: the room reserved for a queued fetch (none: another loader is downloading it).

@@ -133,8 +133,7 @@ TEST(RemoteShards, ADatasetLevelIndexOfShardsOnNginxDeliversWhatTheShardsDeliver
     Loader l(o);
     test::collect(l);
     EXPECT_EQ(l.stats().skipped, 16);
-    EXPECT_TRUE(log.contains("shard cache: cannot look up " + nginx.url() +
-                             "/gone.tar: "));
+    EXPECT_TRUE(log.contains("shard cache: cannot look up " + nginx.url() + "/gone.tar: "));
     EXPECT_EQ(l.stats().cache_bytes_fetched, 0);  // (train-0 and train-2 were cached above)
   }
   // Under a full shuffle every batch reads every shard, whose sizes are not known: no cache.

@@ -222,7 +222,8 @@ TEST_F(ShardPrefetcherTest, ABatchWaitingForRoomPastTheDeadlineIsFetchedPastTheL
 // A dataset-level index's shards come unresolved (no size, no copy): each is looked up (HEAD) as
 // the walk nears it and then fetched whole into the copy its version names; shard 1, missing
 // from the server, is left to the workers (uncached: its batch is not held back) and said once.
-TEST_F(ShardPrefetcherTest, UnresolvedShardsAreLookedUpThenFetchedAndAMissingOneIsLeftToTheWorkers) {
+TEST_F(ShardPrefetcherTest,
+       UnresolvedShardsAreLookedUpThenFetchedAndAMissingOneIsLeftToTheWorkers) {
   for (auto& s : shards_) {
     s.size = 0;
     s.copy.clear();

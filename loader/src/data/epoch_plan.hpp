@@ -55,10 +55,11 @@ namespace stoke::detail {
 // Where the epoch's order stops being an array (PlanConfig::permuted_from): below 2^22 samples
 // (4,194,304: ImageNet-1k and smaller) it is the Fisher-Yates shuffle of an array, two epochs of
 // which the plan keeps (4 bytes a sample each, in one file a machine when PlanConfig's
-// order_folder is set; none without shuffling, where the order is the identity); from there on each order position's sample is
-// computed when asked, with data/keyed_permutation.hpp, in O(1) memory (O(shards) for shards).
-// Both are a function of (seed, epoch) alone; they are different permutations, so a dataset
-// that crosses the limit gets another order (documented in docs/USAGE.md).
+// order_folder is set; none without shuffling, where the order is the identity); from there on
+// each order position's sample is computed when asked, with data/keyed_permutation.hpp, in O(1)
+// memory (O(shards) for shards). Both are a function of (seed, epoch) alone; they are different
+// permutations, so a dataset that crosses the limit gets another order (documented in
+// docs/USAGE.md).
 inline constexpr std::int64_t kPermutedOrderFrom = std::int64_t{1} << 22;
 // An array order's entries are 32-bit: past this many samples the order is permuted whatever
 // permuted_from says.

@@ -113,8 +113,7 @@ class ShardStore {
   std::uint64_t limit() const { return limit_; }
 
   // The path of the copy of this version of a shard in this folder (shard_copy_path()).
-  std::string copy_path(const std::string& url, std::uint64_t size,
-                        const std::string& etag) const;
+  std::string copy_path(const std::string& url, std::uint64_t size, const std::string& etag) const;
 
   // Whether the copy at `path` is there (a file stoke renamed into place, as the header says);
   // when it is, marks it used now (the LRU order).

@@ -104,9 +104,13 @@ OrderBuffer::OrderBuffer(std::size_t count) : count_(count) {
   entries_ = static_cast<const std::uint32_t*>(map_);
 }
 
-OrderBuffer::~OrderBuffer() { release(); }
+OrderBuffer::~OrderBuffer() {
+  release();
+}
 
-OrderBuffer::OrderBuffer(OrderBuffer&& other) noexcept { *this = std::move(other); }
+OrderBuffer::OrderBuffer(OrderBuffer&& other) noexcept {
+  *this = std::move(other);
+}
 
 OrderBuffer& OrderBuffer::operator=(OrderBuffer&& other) noexcept {
   if (this != &other) {
@@ -138,8 +142,8 @@ bool OrderBuffer::adopt(int raw_fd) {
   void* map = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd.get(), 0);
   if (map == MAP_FAILED) return false;
   const OrderFileHeader want = header_for(count_);
-  const auto* file_entries = reinterpret_cast<const std::uint32_t*>(
-      static_cast<const char*>(map) + sizeof(OrderFileHeader));
+  const auto* file_entries = reinterpret_cast<const std::uint32_t*>(static_cast<const char*>(map) +
+                                                                    sizeof(OrderFileHeader));
   if (std::memcmp(map, &want, sizeof want) != 0 ||
       std::memcmp(file_entries, entries_, count_ * sizeof(std::uint32_t)) != 0) {
     ::munmap(map, bytes);

@@ -22,11 +22,11 @@
 namespace stoke::detail {
 
 struct OrderFileHeader {
-  char magic[8];              // "STOKEORD"
-  std::uint32_t version;      // kOrderFileVersion
-  std::uint32_t header_bytes; // sizeof(OrderFileHeader)
-  std::uint64_t count;        // entries
-  std::uint8_t reserved[40];  // zero
+  char magic[8];               // "STOKEORD"
+  std::uint32_t version;       // kOrderFileVersion
+  std::uint32_t header_bytes;  // sizeof(OrderFileHeader)
+  std::uint64_t count;         // entries
+  std::uint8_t reserved[40];   // zero
 };
 static_assert(sizeof(OrderFileHeader) == 64);
 
