@@ -34,7 +34,8 @@ ShardCachePlan plan_shard_cache(const std::vector<RemoteShard>& remote, const Pl
     per_window = std::max(per_window, w.shards.size());
   // A dataset-level index's shards are not sized until the prefetcher nears them: a window that
   // holds all of them (a full shuffle) cannot be known to fit.
-  if (unresolved > 0 && cached.size() > 1 && per_window >= cached.size()) {
+  const std::size_t shards = plan.shard_starts.empty() ? 0 : plan.shard_starts.size() - 1;
+  if (unresolved > 0 && shards > 1 && per_window >= shards) {
     out.summary = "off: shuffle_window " + std::to_string(plan.shuffle_window) +
                   " reads every shard of the dataset-level index at once, and their sizes are "
                   "not known before they are read; workers read byte ranges from the server "

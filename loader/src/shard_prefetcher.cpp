@@ -62,6 +62,7 @@ ShardPrefetcher::ShardPrefetcher(std::unique_ptr<PrefetchHost> host,
       by_copy_[shards_[r].copy] = r;
   }
   counted_epoch_.assign(shards_.size(), -1);
+  lookup_failed_.assign(shards_.size(), 0);
   errors_.resize(shards_.size());
   failed_at_.resize(shards_.size());
   rooms_.resize(shards_.size());
@@ -247,6 +248,8 @@ void ShardPrefetcher::resolve() {
           // As without the cache: the workers read it from the server, and a shard that cannot
           // be had is a bad shard there (its samples skipped and named), not the loader's end.
           state_[r] = State::kUncached;
+          lookup_failed_[r] = 1;
+          failed_at_[r] = time_.now();
           log_error = lookup_errors_logged_ < kLookupErrorsLogged;
           lookup_errors_logged_ += log_error ? 1 : 0;
         } else if (object.etag.empty()) {
@@ -379,6 +382,12 @@ void ShardPrefetcher::count_use(std::size_t r, std::int64_t epoch) {
 }
 
 void ShardPrefetcher::narrow(const Position& at) {
+  if (at.generation != generation_) {
+    // A reposition: the look-ups queued for the old position wait no more (those under way end).
+    for (std::size_t r : lookups_) state_[r] = State::kUnresolved;
+    resolving_ -= static_cast<int>(lookups_.size());
+    lookups_.clear();
+  }
   if (at.generation != generation_ || at.next_seq < lo_ || at.next_seq > hi_) hi_ = at.next_seq;
   lo_ = at.next_seq;
   generation_ = at.generation;
@@ -418,6 +427,13 @@ std::optional<std::string> ShardPrefetcher::step(std::int64_t next_seq) {
         const int ri = remote_of_[s];
         if (ri < 0 || wanted[static_cast<std::size_t>(ri)]) continue;
         const auto r = static_cast<std::size_t>(ri);
+        // A look-up that failed is tried again once the deadline has passed (the server may be
+        // back), unless a ready batch reads the shard (from the server, meanwhile).
+        if (!must && state_[r] == State::kUncached && lookup_failed_[r] &&
+            seconds_since(failed_at_[r]) >= policy_.deadline_s) {
+          lookup_failed_[r] = 0;
+          state_[r] = State::kUnresolved;
+        }
         if (state_[r] == State::kUnresolved || state_[r] == State::kResolving) {
           blind = true;
           if (state_[r] == State::kUnresolved && resolving_ < kResolveAhead) {
@@ -452,9 +468,9 @@ std::optional<std::string> ShardPrefetcher::step(std::int64_t next_seq) {
     hi_ = hi;
     publish_range();
   }
-  // The walk ran out of planned batches before the limit (or the shards) stopped it: the next
-  // step plans twice as far, up to two epochs.
-  if (seq >= horizon && reach_ < 2 * bpe_) {
+  // The walk ran out of planned batches before the limit (or the shards) stopped it, and not for
+  // want of sizes: the next step plans twice as far, up to two epochs.
+  if (seq >= horizon && !blind && reach_ < 2 * bpe_) {
     reach_ = std::min(2 * bpe_, 2 * reach_);
     changed_ = true;
   }

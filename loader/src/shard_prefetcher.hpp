@@ -25,7 +25,8 @@
 // the first it cannot size yet, so the limit holds; once a shard is looked up it is like any
 // other. A server that sends no ETag, or a look-up that fails (past the remote deadline), leaves
 // that shard to the workers' ranged reads (uncached): a shard that cannot be had is then a bad
-// shard, as without the cache.
+// shard, as without the cache. A failed look-up is tried again once the deadline has passed
+// since, when the walk meets the shard again; a reposition drops the look-ups still queued.
 //
 // Failures: a fetch that fails past the remote deadline (data/remote.hpp) marks its shard
 // failed; when the consumer reaches the first batch that needs it, the loader stops with an
@@ -250,6 +251,9 @@ class ShardPrefetcher {
   int resolving_ GUARDED_BY(mutex_) = 0;                         // queued and under way
   bool no_etag_logged_ GUARDED_BY(mutex_) = false;
   int lookup_errors_logged_ GUARDED_BY(mutex_) = 0;
+  // By r: kUncached because its look-up failed (at failed_at_): looked up again after the
+  // deadline.
+  std::vector<char> lookup_failed_ GUARDED_BY(mutex_);
   // By r: the room reserved for a queued fetch (none: another loader is downloading it).
   std::vector<std::optional<ShardStore::Reservation>> rooms_ GUARDED_BY(mutex_);
   // When to step again though nothing changed: other loaders' downloads held the room.

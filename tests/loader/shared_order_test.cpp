@@ -75,12 +75,21 @@ TEST(SharedOrder, RanksOfAMachineMapOneFileHoldingTheOrderEachWouldHaveComputed)
     ASSERT_EQ(::stat((folder + "/" + f).c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0600u);
   }
-  // Epoch 2 makes epoch 0's file go: each rank keeps only the last two.
-  const std::vector<std::int64_t> want2 = alone.order(2);
+  // Epoch 2 makes epoch 0's file go: each rank keeps only the last two. Rank 1 still maps
+  // epoch 0's: its mapping stays whole.
+  const std::vector<std::int64_t> want0 = alone.order(0), want2 = alone.order(2);
   EXPECT_EQ(ranks[0].order(2), want2);
   EXPECT_EQ(order_files(folder).size(), 2u);
-  EXPECT_EQ(ranks[1].order(2), want2);  // (ranks 1.. still map epoch 0's: theirs stay whole)
-  EXPECT_EQ(ranks[1].order(0), alone.order(0));
+  EXPECT_TRUE(ranks[1].order_shared(0));
+  EXPECT_EQ(ranks[1].order(0), want0);
+  EXPECT_EQ(order_files(folder).size(), 2u);  // (cached: not computed, nor written, again)
+}
+
+TEST(SharedOrder, OnlyLocalFileSystemsShareOrders) {
+  test::TempDir dir;
+  EXPECT_TRUE(local_file_system(dir.str()));  // (ext4 or tmpfs here)
+  EXPECT_FALSE(local_file_system("/proc"));
+  EXPECT_FALSE(local_file_system(dir.str() + "/missing"));
 }
 
 TEST(SharedOrder, AFileThatIsNotThisOrderIsReplacedAndNeverRead) {
@@ -109,6 +118,21 @@ TEST(SharedOrder, AFileThatIsNotThisOrderIsReplacedAndNeverRead) {
     EXPECT_TRUE(reader.order_shared(0));  // its own file, written in place of the wrong one
     EXPECT_EQ(fs::file_size(file), 64u + 4'000u);
   }
+  // A file with another link (a hard link planted to a file elsewhere) is not read either: it
+  // is replaced, and the other name keeps its bytes.
+  const std::string elsewhere = cache.str() + "/elsewhere";
+  {
+    std::ifstream in(file, std::ios::binary);
+    std::ofstream(elsewhere, std::ios::binary) << in.rdbuf();
+  }
+  fs::remove(file);
+  fs::create_hard_link(elsewhere, file);
+  ASSERT_EQ(fs::hard_link_count(file), 2u);
+  EpochPlan hard(shuffled(1'000, folder));
+  EXPECT_EQ(hard.order(0), want);
+  EXPECT_TRUE(hard.order_shared(0));
+  EXPECT_EQ(fs::hard_link_count(file), 1u);
+  EXPECT_EQ(fs::hard_link_count(elsewhere), 1u);
   // A symbolic link by that name is not followed: its target is left alone and unread.
   const std::string target = cache.str() + "/target";
   std::ofstream(target) << "not an order";

@@ -3,8 +3,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>  // renameat2
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -82,6 +84,25 @@ int open_order_file(const std::string& path) {
 
 }  // namespace
 
+bool local_file_system(const std::string& path) {
+  struct statfs fs {};
+  if (::statfs(path.c_str(), &fs) != 0) return false;
+  constexpr unsigned long kZfs = 0x2FC12FC1;  // (not in linux/magic.h)
+  switch (static_cast<unsigned long>(fs.f_type)) {
+    case EXT4_SUPER_MAGIC:  // ext2, ext3 and ext4
+    case XFS_SUPER_MAGIC:
+    case BTRFS_SUPER_MAGIC:
+    case F2FS_SUPER_MAGIC:
+    case TMPFS_MAGIC:
+    case RAMFS_MAGIC:
+    case OVERLAYFS_SUPER_MAGIC:
+    case kZfs:
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::string order_folder(const std::string& cache_root) {
   if (cache_root.empty()) return "";
   const std::string folder = cache_root + "/orders";
@@ -90,6 +111,7 @@ std::string order_folder(const std::string& cache_root) {
   } catch (const ConfigError&) {
     return "";
   }
+  if (!local_file_system(folder)) return "";
   sweep(folder);
   return folder;
 }
@@ -175,21 +197,21 @@ bool OrderBuffer::share(const std::string& folder, const std::string& name) {
     ::unlink(tmp.c_str());
     return false;
   }
-  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) != 0) {
-    // EEXIST: another rank's came first; use it when it is this order. Otherwise (or where the
-    // file system cannot refuse to replace) ours replaces it.
-    if (errno == EEXIST) {
-      if (const int found = open_order_file(path); found >= 0 && adopt(found)) {
-        ::unlink(tmp.c_str());
-        return true;
-      }
-    }
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  // A file there already is used when it is this order (another rank's came first); one that is
+  // not (stale, planted, another user's) is removed, and ours goes in its place unless another
+  // rank's came meanwhile: of ranks that write at once, one file stands.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0)
+      return adopt(fd.release());
+    if (errno != EEXIST) break;  // (a file system that cannot refuse to replace: not shared)
+    if (const int found = open_order_file(path); found >= 0 && adopt(found)) {
       ::unlink(tmp.c_str());
-      return false;
+      return true;
     }
+    if (attempt == 0) ::unlink(path.c_str());  // (a symbolic link itself, never its target)
   }
-  return adopt(fd.release());
+  ::unlink(tmp.c_str());
+  return false;
 }
 
 void remove_order_file(const std::string& folder, const std::string& name) {

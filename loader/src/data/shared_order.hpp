@@ -7,7 +7,7 @@
 // it writes one (a temporary file, then a rename that does not replace: of ranks that write at
 // once, one file stands and the others map it). A file that is not byte for byte what this
 // process computed (planted, stale, damaged) is replaced and never read: sharing saves memory,
-// it never decides an order.
+// it never decides an order. Only on local file systems (local_file_system()).
 //
 // File format (native byte order): a 64-byte OrderFileHeader, then `count` uint32 entries.
 //
@@ -33,8 +33,15 @@ static_assert(sizeof(OrderFileHeader) == 64);
 inline constexpr std::uint32_t kOrderFileVersion = 1;
 inline constexpr const char* kOrderFileSuffix = ".stoke-order";
 
-// The orders folder under the cache root (made and checked), or "" when there is no cache root
-// or the folder cannot be used: orders are then each process's own.
+// Whether `path` is on a file system of this machine's own (ext4, XFS, Btrfs, F2FS, ZFS, tmpfs,
+// overlayfs). On a network file system (NFS, SMB, Lustre, a FUSE mount) another host may
+// delete a file under a process's mapping of it, and the process faults when it next reads a
+// page: orders are not shared there.
+bool local_file_system(const std::string& path);
+
+// The orders folder under the cache root (made and checked), or "" when there is no cache root,
+// the folder cannot be used or is not on a local file system: orders are then each process's
+// own.
 std::string order_folder(const std::string& cache_root);
 
 // `count` uint32 entries: memory of this process's own (anonymous pages, given back to the
@@ -57,8 +64,10 @@ class OrderBuffer {
   bool shared() const { return shared_; }
 
   // Trades this process's entries for the machine's file `folder`/`name`.stoke-order holding
-  // the same ones, writing it when it is missing or differs. False, and the entries stay this
-  // process's, when it cannot (a full disk, a read-only folder, a file of another user's).
+  // the same ones, writing it when it is missing or differs (a differing file is removed; one
+  // of another user's too, where a group-shared folder lets it). False, and the entries stay
+  // this process's, when it cannot (a full disk, a read-only folder, a file system that cannot
+  // rename without replacing, another rank's differing file put there meanwhile).
   // REQUIRES: !shared(); `folder` from order_folder().
   bool share(const std::string& folder, const std::string& name);
 
