@@ -263,6 +263,10 @@ void ShardPrefetcher::resolve() {
           state_[r] = State::kAbsent;
         }
         changed_ = true;
+        if (!error.empty()) {  // (counted before any step can publish what follows from it)
+          MutexLock published(published_mutex_);
+          stats_.fetch_failures += 1;
+        }
       }
       if (log_no_etag)
         log_.post("shard cache: " + redact_url(url) +
@@ -271,10 +275,6 @@ void ShardPrefetcher::resolve() {
       if (log_error)
         log_.post("shard cache: cannot look up " + redact_url(url) + ": " + error +
                   "; the workers read it from the server");
-      if (!error.empty()) {
-        MutexLock published(published_mutex_);
-        stats_.fetch_failures += 1;
-      }
       cv_.notify_all();
     }
   } catch (...) {

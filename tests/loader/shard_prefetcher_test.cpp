@@ -241,7 +241,11 @@ TEST_F(ShardPrefetcherTest,
   for (const auto& e : fs::directory_iterator(dir_.path() / "cache/shards"))
     if (e.path().extension() == ".tar") copies.push_back(fs::file_size(e.path()));
   EXPECT_EQ(copies, (std::vector<std::uintmax_t>{kShardBytes, kShardBytes}));
-  log_.flush();
+  // (The look-up's thread says so just after it has marked the shard.)
+  ASSERT_TRUE(eventually([&] {
+    log_.flush();
+    return lines_.contains("shard cache: cannot look up " + shards_[1].url + ": ");
+  }));
   int said = 0;
   for (const std::string& line : lines_.lines()) {
     if (line.starts_with("shard cache: cannot look up " + shards_[1].url + ": ") &&
@@ -284,7 +288,8 @@ TEST_F(ShardPrefetcherTest, TheWalkPlansFurtherWhileTheLimitHasRoom) {
   ASSERT_TRUE(eventually([&] {
     return prefetcher_->stats().bytes_fetched == static_cast<std::uint64_t>(kShards * kShardBytes);
   })) << prefetcher_->stats().bytes_fetched;
-  EXPECT_TRUE(ready(0));
+  // (The ready range follows at the coordinator's next step, after the fetch's end is counted.)
+  EXPECT_TRUE(eventually([&] { return ready(0); }));
   EXPECT_EQ(host_->error(), "");
 }
 
