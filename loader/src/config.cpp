@@ -511,10 +511,10 @@ ResolvedConfig resolve(Options o, const MappedIndex& mapped, RemoteConfig remote
   }
   r.plan.shard_starts = index.shard_starts;
   r.plan.shuffle_window = r.options.shuffle_window;
-  r.batches_per_epoch = EpochPlan(r.plan).batches_per_epoch();  // validates the plan
+  const EpochPlan plan(r.plan);  // validates the plan
+  r.batches_per_epoch = plan.batches_per_epoch();
   // A shuffled array order is kept once per machine, in the cache folder, when there is one.
-  if (r.plan.shuffle && !EpochPlan(r.plan).permuted())
-    r.plan.order_folder = order_folder(r.remote.cache_root);
+  if (r.plan.shuffle && !plan.permuted()) r.plan.order_folder = order_folder(r.remote.cache_root);
   resolve_pool(r);
   if (index.kind == DatasetKind::kRaw)
     r.pipeline.validate(index.height, index.width);

@@ -54,12 +54,15 @@ ShardPrefetcher::ShardPrefetcher(std::unique_ptr<PrefetchHost> host,
   remote_of_.assign(shape_.shards, -1);
   // (Clang's thread-safety analysis does not look inside constructors: no other thread yet.)
   state_.assign(shards_.size(), State::kAbsent);
+  bool lookups = false;  // (look-up threads are started only for unresolved shards)
   for (std::size_t r = 0; r < shards_.size(); ++r) {
     remote_of_[shards_[r].shard] = static_cast<int>(r);
-    if (shards_[r].unresolved)
+    if (shards_[r].unresolved) {
       state_[r] = State::kUnresolved;
-    else
+      lookups = true;
+    } else {
       by_copy_[shards_[r].copy] = r;
+    }
   }
   counted_epoch_.assign(shards_.size(), -1);
   lookup_failed_.assign(shards_.size(), 0);
@@ -72,8 +75,6 @@ ShardPrefetcher::ShardPrefetcher(std::unique_ptr<PrefetchHost> host,
   try {
     threads_.emplace_back([this] { coordinate(); });
     for (int i = 0; i < kFetchThreads; ++i) threads_.emplace_back([this] { download(); });
-    const bool lookups = std::any_of(shards_.begin(), shards_.end(),
-                                     [](const RemoteShard& s) { return s.unresolved; });
     for (int i = 0; lookups && i < kResolveThreads; ++i)
       threads_.emplace_back([this] { resolve(); });
   } catch (...) {

@@ -187,10 +187,10 @@ std::span<const std::uint32_t> EpochPlan::array_order(std::int64_t epoch) {
   const std::span<std::uint32_t> order = buffer.writable();
   std::iota(order.begin(), order.end(), std::uint32_t{0});
   const std::vector<ShardWindow> windows = shard_windows(epoch);
-  if (config_.shuffle && windows.size() <= 1) {
+  if (windows.size() <= 1) {
     SampleRng rng = window_shuffle(epoch, 0, windows.size());
     shuffle_range(order.begin(), order.end(), rng);
-  } else if (config_.shuffle) {
+  } else {
     const auto& starts = config_.shard_starts;
     auto out = order.begin();
     for (std::size_t k = 0; k < windows.size(); ++k) {

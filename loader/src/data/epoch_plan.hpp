@@ -178,8 +178,9 @@ class EpochPlan {
   // The generator that shuffles window k of `windows` of the epoch's order (the array's
   // Fisher-Yates and the permuted order's key alike).
   SampleRng window_shuffle(std::int64_t epoch, std::size_t k, std::size_t windows) const;
-  // The array orders of the last two epochs asked for (!permuted() and shuffled: 4 bytes a
-  // sample each, in the machine's files when config_.order_folder is set).
+  // The array orders of the last two epochs asked for (4 bytes a sample each, in the machine's
+  // files when config_.order_folder is set). REQUIRES: !permuted() and config_.shuffle (an
+  // unshuffled order is the identity, and no array).
   std::span<const std::uint32_t> array_order(std::int64_t epoch);
   // The name of an epoch's order among the machine's files (data/shared_order.hpp): a hash of
   // what the order is a function of.

@@ -111,14 +111,24 @@ std::string shard_store_folder(const std::string& root) {
   return root + "/shards";
 }
 
+namespace {
+
+// A copy's path in the shard store's folder: <key>.tar (the header's layout).
+std::string copy_in(const std::string& folder, const std::string& url, std::uint64_t size,
+                    const std::string& etag) {
+  return folder + "/" + version_key(url, size, etag) + ".tar";
+}
+
+}  // namespace
+
 std::string shard_copy_path(const std::string& root, const std::string& url, std::uint64_t size,
                             const std::string& etag) {
-  return shard_store_folder(root) + "/" + version_key(url, size, etag) + ".tar";
+  return copy_in(shard_store_folder(root), url, size, etag);
 }
 
 std::string ShardStore::copy_path(const std::string& url, std::uint64_t size,
                                   const std::string& etag) const {
-  return folder_ + "/" + version_key(url, size, etag) + ".tar";
+  return copy_in(folder_, url, size, etag);
 }
 
 // The folder's lock, held for as long as this lives. A symbolic link (or anything but a regular

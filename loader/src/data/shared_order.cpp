@@ -2,8 +2,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <stdio.h>  // renameat2
 #include <linux/magic.h>
+#include <stdio.h>  // renameat2
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -18,6 +18,7 @@
 
 #include "common/unique_fd.hpp"
 #include "data/cache_folder.hpp"
+#include "data/file_reader.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {
@@ -57,18 +58,6 @@ void sweep(const std::string& folder) {
     if (now - modified > (temporary ? kTemporaryKeep : kOrderFileKeep)) ::unlink(path.c_str());
   }
   ::closedir(d);
-}
-
-bool write_all(int fd, const void* data, std::size_t bytes) {
-  const auto* p = static_cast<const char*>(data);
-  while (bytes > 0) {
-    const ssize_t n = ::write(fd, p, bytes);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    bytes -= static_cast<std::size_t>(n);
-  }
-  return true;
 }
 
 // Opens the machine's order file at `path` when it is a regular file of this user's, with one
@@ -192,8 +181,8 @@ bool OrderBuffer::share(const std::string& folder, const std::string& name) {
                      cache_file_mode(cache_shared())));
   if (!fd) return false;
   const OrderFileHeader header = header_for(count_);
-  if (!write_all(fd.get(), &header, sizeof header) ||
-      !write_all(fd.get(), entries_, count_ * sizeof(std::uint32_t))) {
+  if (!write_fully(fd.get(), &header, sizeof header) ||
+      !write_fully(fd.get(), entries_, count_ * sizeof(std::uint32_t))) {
     ::unlink(tmp.c_str());
     return false;
   }
