@@ -66,7 +66,7 @@
 #include "augment/op_sequence.hpp"
 #include "augment/photometric.hpp"
 #include "augment/photometric_steps.hpp"
-#include "data/sample_rng.hpp"
+#include "plan/sample_rng.hpp"
 #include "decode/decode.hpp"
 #include "decode/jpeg_common.hpp"
 #include "decode/jpeg_region.hpp"

@@ -4,10 +4,11 @@ may include which").
 
 The folders form layers, lowest first:
 
-    common < data < decode < augment < ipc < worker < device < tuning < root
+    common < remote < data < plan < decode < augment < ipc < worker
+        < device < tuning < api < consumer < prefetch < supervision < root
 
 A file may include a header of its own folder, of a lower layer, or a public header
-(`stoke/...`). The first six folders are worker-side (stoke_core, which stoke-worker links), the
+(`stoke/...`). The first eight folders are worker-side (stoke_core, which stoke-worker links), the
 rest loader-side: a worker-side file never includes a loader-side header, and the message says
 so on its own, since such an include also breaks the link boundary. Headers of other targets are
 placed in a layer by name (OTHER_TARGETS). An include that resolves to no file of loader/src and
@@ -30,8 +31,9 @@ import sys
 import tempfile
 
 ROOT = "root"  # the files directly in loader/src
-LAYERS = ["common", "data", "decode", "augment", "ipc", "worker", "device", "tuning", ROOT]
-WORKER_SIDE = {"common", "data", "decode", "augment", "ipc", "worker"}
+LAYERS = ["common", "remote", "data", "plan", "decode", "augment", "ipc", "worker",
+          "device", "tuning", "api", "consumer", "prefetch", "supervision", ROOT]
+WORKER_SIDE = {"common", "remote", "data", "plan", "decode", "augment", "ipc", "worker"}
 # Headers that live outside loader/src but are included by bare name, and the lowest layer that
 # may include them: the CUDA status check (kernels/src/cuda_check, its own INTERFACE target) is
 # for the CUDA backend, which is loader-side; the AVX2 dispatch (kernels/src/cpu_features) is
@@ -88,7 +90,7 @@ def broken_rule(own, target):
     if own in WORKER_SIDE and target not in WORKER_SIDE:
         return (f"{shown(own)} is worker-side (stoke_core, linked into stoke-worker) and may "
                 f"not include a loader-side header ({shown(target)}); worker-side folders never "
-                "include device/, tuning/ or the root")
+                "include device/, tuning/, api/, consumer/, prefetch/, supervision/ or the root")
     return (f"{shown(own)} may not include {shown(target)}, a higher layer; a folder includes "
             f"only its own, lower layers and stoke/ ({ORDER})")
 
@@ -146,9 +148,10 @@ def check_targets(cmake_path):
             line = text.count("\n", 0, m.start(2) + source.start()) + 1
             where = f"{cmake_path}:{line}: src/{source.group(1)} in {target}"
             if worker_side:
+                worker_folders = ", ".join(f"{name}/" for name in LAYERS if name in WORKER_SIDE)
                 problems.append(f"{where}: {target} is worker-side and compiles only "
-                                f"common/, data/, decode/, augment/, ipc/ and worker/; "
-                                f"{shown(layer)} is the loader's (stoke_loader)")
+                                f"{worker_folders}; {shown(layer)} is the loader's "
+                                "(stoke_loader)")
             else:
                 problems.append(f"{where}: {shown(layer)} is worker-side: its sources belong "
                                 "to stoke_core, which stoke-worker links")
@@ -221,8 +224,17 @@ INCLUDE_CASES = [
      ["device/bad.cpp:1:", "device/ may not include tuning/"]),
     ("ipc/ including the CUDA status check", {"ipc/bad.hpp": '#include "cuda_check.hpp"\n'},
      ["ipc/bad.hpp:1:", "ipc/ is worker-side"]),
-    ("a folder in no layer", {"remote/fetch.cpp": '#include "data/view.hpp"\n'},
-     ["remote/: a folder in no layer"]),
+    ("a folder in no layer", {"network/fetch.cpp": '#include "data/view.hpp"\n'},
+     ["network/: a folder in no layer"]),
+    ("remote/ including data/", {"remote/bad.cpp": '#include "data/view.hpp"\n'},
+     ["remote/bad.cpp:1:", "remote/ may not include data/, a higher layer"]),
+    ("consumer/ including supervision/",
+     {"supervision/pool.hpp": "#pragma once\n",
+      "consumer/bad.cpp": '#include "supervision/pool.hpp"\n'},
+     ["consumer/bad.cpp:1:", "consumer/ may not include supervision/"]),
+    ("plan/ including api/", {"api/config.hpp": "#pragma once\n",
+                              "plan/bad.hpp": '#include "api/config.hpp"\n'},
+     ["plan/bad.hpp:1:", "plan/ is worker-side", "(api/)"]),
     ("an include that names nothing known", {"common/bad.hpp": '#include "nowhere.hpp"\n'},
      ["common/bad.hpp:1:", "cannot tell which folder it is in"]),
 ]

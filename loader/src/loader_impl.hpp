@@ -20,15 +20,15 @@
 #include <vector>
 
 #include "common/time_source.hpp"
-#include "config.hpp"
+#include "api/config.hpp"
 #include "data/dataset_index.hpp"
-#include "event_log.hpp"
-#include "loader_core.hpp"
-#include "loader_metrics.hpp"
-#include "shard_prefetcher.hpp"
-#include "stager.hpp"
+#include "consumer/event_log.hpp"
+#include "consumer/loader_core.hpp"
+#include "consumer/loader_metrics.hpp"
+#include "prefetch/shard_prefetcher.hpp"
+#include "consumer/stager.hpp"
 #include "stoke/loader.hpp"
-#include "supervisor.hpp"
+#include "supervision/supervisor.hpp"
 #include "tuning/gpu_activity.hpp"
 #include "worker/chunk_runner.hpp"
 

@@ -17,10 +17,10 @@
 #include "data/shard_tables.hpp"
 #include "loader_environment.hpp"
 #include "loader_impl.hpp"
-#include "shard_cache_plan.hpp"
+#include "prefetch/shard_cache_plan.hpp"
 #include "stoke/loader.hpp"
 #include "worker/worker_locate.hpp"
-#include "worker_pool.hpp"
+#include "supervision/worker_pool.hpp"
 
 namespace stoke {
 

@@ -1,6 +1,6 @@
 // libFuzzer target: raw bytes -> ImageDecoder::decode_buffer -> Augmenter::run (the general
 // path), and for JPEG input also JpegRegionSource -> Augmenter::run (the region-decode fast path
-// a stoke-worker takes for JPEG files; see loader/src/chunk_runner.cpp).
+// a stoke-worker takes for JPEG files; see loader/src/worker/chunk_runner.cpp).
 //
 // Input layout (so that a mutation can change the pipeline or the random draws without touching
 // the image, and the image without touching them):
@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "augment/augment.hpp"
-#include "data/sample_rng.hpp"
+#include "plan/sample_rng.hpp"
 #include "decode/decode.hpp"
 #include "decode/jpeg_region.hpp"
 #include "stoke/pipeline.hpp"

@@ -1,4 +1,4 @@
-// libFuzzer target: bytes -> response header lines -> HttpHeaders (loader/src/data/http_headers),
+// libFuzzer target: bytes -> response header lines -> HttpHeaders (loader/src/remote/http_headers),
 // the reader of what an HTTP or S3 server answers. The input is split after every '\n', as
 // libcurl hands header lines over one at a time (a line may also come without its end).
 //
@@ -18,7 +18,7 @@
 #include <optional>
 #include <string_view>
 
-#include "data/http_headers.hpp"
+#include "remote/http_headers.hpp"
 
 namespace {
 

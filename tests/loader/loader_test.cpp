@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <set>
 
-#include "data/epoch_plan.hpp"
+#include "plan/epoch_plan.hpp"
 #include "test_support.hpp"
 
 namespace stoke {

@@ -480,7 +480,7 @@ bool Augmenter::resize_region(Window& w, int height, int width) {
   // filter does the rest: a
   // DCT-scaled image is sharper than an area-averaged one, and letting the area filter have
   // the final factor keeps the fast path within a level or two of the general one on fine
-  // textures (measured: tests/loader/jpeg_region_test.cpp, stoke-decode-benchmarks --sweep).
+  // textures (measured: tests/loader/decode/jpeg_region_test.cpp, stoke-decode-benchmarks --sweep).
   const bool area = w.width >= 2 * width && w.height >= 2 * height;
   const ResampleFilter filter = area ? ResampleFilter::kArea : ResampleFilter::kLinear;
   const double oversample = area ? area_oversample_ : 1.0;

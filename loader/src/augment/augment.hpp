@@ -36,7 +36,7 @@
 #include "augment/resample.hpp"
 #include "data/image_source.hpp"
 #include "data/sample_box.hpp"
-#include "data/sample_rng.hpp"
+#include "plan/sample_rng.hpp"
 #include "stoke/kernels/erase.hpp"
 #include "stoke/pipeline.hpp"
 

@@ -12,7 +12,7 @@
 
 #include "augment/augment_step.hpp"
 #include "augment/photometric.hpp"
-#include "data/sample_rng.hpp"
+#include "plan/sample_rng.hpp"
 
 namespace stoke::detail {
 

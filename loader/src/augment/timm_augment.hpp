@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "augment/augment_step.hpp"
-#include "data/sample_rng.hpp"
+#include "plan/sample_rng.hpp"
 #include "stoke/pipeline.hpp"
 
 namespace stoke::detail {

@@ -7,7 +7,7 @@
 #include <cerrno>
 
 #include "common/unique_fd.hpp"
-#include "data/remote.hpp"
+#include "remote/remote.hpp"
 #include "data/shard_list.hpp"
 #include "stoke/error.hpp"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "data/bad_input.hpp"
-#include "data/remote.hpp"
+#include "remote/remote.hpp"
 
 namespace stoke::detail {
 
@@ -63,7 +63,7 @@ class PosixFileReader final : public FileReader {
 };
 
 // Sample bytes: local files (PosixFileReader) and, for http://, https:// and s3:// paths, ranged
-// GETs of shard members under `policy` (data/remote.hpp); a remote read that fails past its
+// GETs of shard members under `policy` (remote/remote.hpp); a remote read that fails past its
 // deadline is kUnreadable. Thread-safe.
 class SampleFiles final : public FileReader {
  public:

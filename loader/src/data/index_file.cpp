@@ -30,7 +30,7 @@
 #include "data/cache_folder.hpp"
 #include "data/file_reader.hpp"
 #include "data/folder_scan.hpp"
-#include "data/remote.hpp"
+#include "remote/remote.hpp"
 #include "data/shard_list.hpp"
 #include "stoke/error.hpp"
 #include "stoke/mnist.hpp"

@@ -48,7 +48,7 @@
 #include "data/bad_input.hpp"
 #include "data/cache_folder.hpp"
 #include "data/file_reader.hpp"
-#include "data/remote.hpp"
+#include "remote/remote.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {

@@ -8,7 +8,7 @@
 #include <streambuf>
 
 #include "common/text.hpp"
-#include "data/remote.hpp"
+#include "remote/remote.hpp"
 #include "data/shard_list.hpp"
 #include "data/tar_index.hpp"
 #include "stoke/error.hpp"

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "data/remote.hpp"
+#include "remote/remote.hpp"
 
 namespace stoke::detail {
 

@@ -19,7 +19,7 @@
 #include "common/text.hpp"
 #include "data/dataset_index.hpp"
 #include "data/file_reader.hpp"
-#include "data/remote.hpp"
+#include "remote/remote.hpp"
 #include "data/shard_cache.hpp"
 #include "data/shard_list.hpp"
 #include "data/tar_index.hpp"

@@ -23,7 +23,7 @@
 #include "data/dataset_index.hpp"
 #include "data/dataset_view.hpp"
 #include "data/index_file.hpp"
-#include "data/remote.hpp"
+#include "remote/remote.hpp"
 
 namespace stoke::detail {
 
