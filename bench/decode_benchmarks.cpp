@@ -65,11 +65,11 @@
 #include "augment/geometric_ops.hpp"
 #include "augment/op_sequence.hpp"
 #include "augment/photometric.hpp"
-#include "augment/photometric_steps.hpp"
-#include "plan/sample_rng.hpp"
+#include "augment/steps/step_def.hpp"
 #include "decode/decode.hpp"
 #include "decode/jpeg_common.hpp"
 #include "decode/jpeg_region.hpp"
+#include "plan/sample_rng.hpp"
 #include "stoke/names.hpp"
 #include "stoke/pipeline.hpp"
 #include "stoke/tools/cli.hpp"
@@ -178,7 +178,7 @@ void augment_each(benchmark::State& state, Open open) {
   Augmenter augmenter;
   augmenter.set_area_oversample(fast_path_flags().k, fast_path_flags().floor);
   auto out = output_buffer();
-  const std::vector<stoke::detail::AugmentStep> steps = stoke::detail::augment_steps(pipeline());
+  const std::vector<stoke::Step> steps = pipeline().steps();
   std::size_t i = 0;
   for (auto _ : state) {
     const auto& f = corpus()[i % corpus().size()];
@@ -245,7 +245,7 @@ bool progressive(const std::vector<std::uint8_t>& f) {
 struct SweepPipeline {
   const char* name;
   stoke::Pipeline pipeline;
-  std::vector<stoke::detail::AugmentStep> steps = stoke::detail::augment_steps(pipeline);
+  std::vector<stoke::Step> steps = pipeline.steps();
   std::size_t bytes() const {
     return static_cast<std::size_t>(pipeline.output_height()) * pipeline.output_width() *
            pipeline.output_channels();
@@ -553,7 +553,7 @@ void BM_AugMix(benchmark::State& state, const char* text) {
   cv::Mat work = source.clone();
   const stoke::detail::Pixels px{work.data, work.rows, work.cols, 3, work.step[0]};
   const stoke::Pipeline p = stoke::make_pipeline(224, 224, 3, stoke::parse_steps(text));
-  const stoke::detail::AugmentStep step = stoke::detail::to_augment_step(p.steps().back());
+  const stoke::Step step = p.steps().back();
   stoke::detail::PhotometricScratch scratch;
   std::vector<stoke::AppliedOp> ops;
   std::int64_t position = 0;
@@ -594,7 +594,7 @@ void BM_TimmStep(benchmark::State& state, const char* config) {
   stoke::detail::PhotometricScratch scratch;
   stoke::Pipeline p(224, 224, 3);
   p.timm_augment(config, stoke::TimmInterpolation::kBicubic);
-  const stoke::detail::AugmentStep step = stoke::detail::to_augment_step(p.steps().back());
+  const stoke::Step step = p.steps().back();
   std::vector<stoke::AppliedOp> ops;
   std::int64_t i = 0;
   for (auto _ : state) {

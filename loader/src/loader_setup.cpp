@@ -194,12 +194,11 @@ void Loader::Impl::lay_out_arena(std::shared_ptr<const MappedIndex> mapped, bool
   setup.data = options_.data;
   setup.staging = staging_maker(env);
   setup.index = std::move(mapped);
-  std::vector<AugmentStep> steps = augment_steps(config_.pipeline);
-  if (erasing) steps.back().erase_pixels = erase_pixels ? 1 : 0;
+  const std::vector<Step>& steps = config_.pipeline.steps();
   core_ = std::make_shared<LoaderCore>(
       h,
       [&](std::uint8_t* base) {
-        std::memcpy(base + h.steps_offset, steps.data(), sizeof(AugmentStep) * steps.size());
+        std::memcpy(base + h.steps_offset, steps.data(), sizeof(Step) * steps.size());
       },
       setup);
 }

@@ -120,7 +120,7 @@ void check_fast_path(Fixture& f, const std::uint8_t* image, std::size_t n, const
   const std::size_t out_bytes = static_cast<std::size_t>(oh) * ow * oc;
   std::unique_ptr<std::uint8_t[]> out(new std::uint8_t[out_bytes]);
   std::unique_ptr<std::uint8_t[]> again(new std::uint8_t[out_bytes]);
-  const std::vector<stoke::detail::AugmentStep> steps = stoke::detail::augment_steps(pipeline);
+  const std::vector<stoke::Step> steps = pipeline.steps();
   // The fast path plans the pipeline's geometry from the header before decoding: a step that
   // would need an absurd intermediate image (ImageTooLarge) rejects the file as too_large before
   // a corrupt scan is reached, where the whole-image decoder, decoding first, says corrupt.
@@ -221,7 +221,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Exactly sized heap buffers: ASan flags any write past the batch slot.
   std::unique_ptr<std::uint8_t[]> out(new std::uint8_t[out_bytes]);
   std::unique_ptr<std::uint8_t[]> again(new std::uint8_t[out_bytes]);
-  const std::vector<stoke::detail::AugmentStep> steps = stoke::detail::augment_steps(pipeline);
+  const std::vector<stoke::Step> steps = pipeline.steps();
   try {
     SampleRng rng(kSeed, stoke::detail::kSampleStream, 0, position);
     f.augmenter.run(steps.data(), static_cast<int>(steps.size()), src, rng, out.get(), oh, ow, oc);

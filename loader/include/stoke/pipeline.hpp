@@ -239,7 +239,8 @@ struct TimmAugment {
   float translate_pct = 0.45f;
 };
 
-// One step, as Pipeline::steps() describes it.
+// One step, as Pipeline::steps() describes it. It is also the record the loader copies into the
+// shared arena for its workers, so it stays trivially copyable (fixed-width fields, no pointers).
 struct Step {
   StepKind kind{};
   std::int32_t size = 0;
@@ -446,6 +447,16 @@ struct StepSpec {
 // The pipeline of `steps` at height x width x channels. Throws ConfigError naming the step when
 // a name is unknown, a count of numbers is wrong, or a side is not a whole number.
 Pipeline make_pipeline(int height, int width, int channels, const std::vector<StepSpec>& steps);
+
+// The text vocabulary that make_pipeline reads: each step's name ("random_solarize") and the
+// numbers or words it takes ("(threshold[, probability])"), family by family: geometric,
+// photometric, policies, timm, erasing, affine. Python's stoke.pipeline_steps() and
+// stoke-bench --help show the same.
+struct StepFormInfo {
+  std::string name;
+  std::string usage;
+};
+std::vector<StepFormInfo> step_forms();
 
 // Steps from text: "scale_jitter 480 800 | box_crop 512 512 0.5 | horizontal_flip", steps
 // separated by '|', each a name and its numbers ("timm_augment rand-m9-mstd0.5-inc1

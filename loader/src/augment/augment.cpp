@@ -14,7 +14,7 @@
 #include "augment/augmix.hpp"
 #include "augment/boxes.hpp"
 #include "augment/op_sequence.hpp"
-#include "augment/photometric_steps.hpp"
+#include "augment/steps/step_def.hpp"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -102,7 +102,7 @@ void copy_mirrored(std::uint8_t* dst, const std::uint8_t* src, int n, int c) {
 
 }  // namespace
 
-void Augmenter::run(const AugmentStep* steps, int step_count, ImageSource& source, SampleRng& rng,
+void Augmenter::run(const Step* steps, int step_count, ImageSource& source, SampleRng& rng,
                     std::uint8_t* dst, int out_height, int out_width, int out_channels) {
   applied_.clear();
   erase_ = kernels::EraseBox{};
@@ -129,57 +129,8 @@ void Augmenter::run(const AugmentStep* steps, int step_count, ImageSource& sourc
   w.height = source.height();
   for (int i = 0; i < step_count; ++i) {
     step_index_ = i;
-    const AugmentStep& s = steps[i];
-    switch (s.step_kind()) {
-      case StepKind::kResizeShorter: {
-        const double scale = static_cast<double>(s.size) / std::min(w.height, w.width);
-        // A 1-pixel-high strip scaled up to `size` would ask for gigabytes (and overflow int).
-        if (std::max(w.height, w.width) * scale > kMaxIntermediateSide) throw ImageTooLarge();
-        if (w.height <= w.width)
-          resize_to(w, s.size, static_cast<int>(w.width * scale));
-        else
-          resize_to(w, static_cast<int>(w.height * scale), s.size);
-        break;
-      }
-      case StepKind::kResize:
-        resize_to(w, s.height, s.width);
-        break;
-      case StepKind::kCenterCrop:
-        crop(w, static_cast<int>(std::nearbyint((w.width - s.width) / 2.0)),
-             static_cast<int>(std::nearbyint((w.height - s.height) / 2.0)), s.width, s.height);
-        break;
-      case StepKind::kRandomResizedCrop:
-        random_resized_crop(w, s, rng, false);
-        break;
-      case StepKind::kBoxCrop:
-        random_resized_crop(w, s, rng, true);
-        break;
-      case StepKind::kHorizontalFlip:
-        if (rng.bernoulli(s.probability)) w.flip = !w.flip;
-        break;
-      case StepKind::kVerticalFlip:
-        if (rng.bernoulli(s.probability)) w.vflip = !w.vflip;
-        break;
-      case StepKind::kScaleJitter:
-        scale_jitter(w, s, rng);
-        break;
-      case StepKind::kPadRandomCrop: {
-        const int span_x = w.width + 2 * s.pad - s.width;
-        const int span_y = w.height + 2 * s.pad - s.height;
-        const int x =
-            span_x >= 0 ? static_cast<int>(rng.below(span_x + 1)) - s.pad : span_x / 2 - s.pad;
-        const int y =
-            span_y >= 0 ? static_cast<int>(rng.below(span_y + 1)) - s.pad : span_y / 2 - s.pad;
-        crop(w, x, y, s.width, s.height);
-        break;
-      }
-      case StepKind::kRandomErasing:
-        draw_erasing(s, rng);
-        break;
-      default:
-        if (works_in_place(s.step_kind())) photometric(w, s, rng);
-        break;
-    }
+    const Step& s = steps[i];
+    (this->*step_def(s.kind).apply)(w, s, rng);
   }
   step_index_ = step_count;
   // Validation guarantees the window has the output size here. Output column x reads the
@@ -203,74 +154,14 @@ void Augmenter::run(const AugmentStep* steps, int step_count, ImageSource& sourc
                    static_cast<std::size_t>(out_width) * out_channels};
   if (deferred_from_ != kNotDeferred)
     apply_ops(std::span(applied_).subspan(deferred_from_), out, photometric_);
-  if (step_count > 0 && steps[step_count - 1].step_kind() == StepKind::kRandomErasing)
-    finish_erasing(steps[step_count - 1], dst);
+  if (step_count > 0 && steps[step_count - 1].kind == StepKind::kRandomErasing) finish_erasing(dst);
 }
 
-void Augmenter::draw_erasing(const AugmentStep& s, SampleRng& rng) {
-  if (!rng.bernoulli(s.probability)) return;
-  const int height = out_height_, width = out_width_;  // validation: the step is the last
-  const double area = static_cast<double>(height) * width;
-  const double log_lo = std::log(static_cast<double>(s.ratio_min));
-  const double log_hi = std::log(static_cast<double>(s.ratio_max));
-  for (int attempt = 0; attempt < 10; ++attempt) {
-    const double target = area * rng.uniform(s.scale_min, s.scale_max);
-    const double aspect = std::exp(rng.uniform(log_lo, log_hi));
-    const int h = static_cast<int>(std::nearbyint(std::sqrt(target * aspect)));
-    const int w = static_cast<int>(std::nearbyint(std::sqrt(target / aspect)));
-    if (!(h < height && w < width)) continue;
-    erase_.top = static_cast<int>(rng.below(static_cast<std::uint64_t>(height - h + 1)));
-    erase_.left = static_cast<int>(rng.below(static_cast<std::uint64_t>(width - w + 1)));
-    erase_.height = h;
-    erase_.width = w;
-    const auto fill = static_cast<EraseFill>(s.erase_fill);
-    if (fill == EraseFill::kConstant) {
-      erase_.mode = kernels::EraseMode::kConstant;
-      for (int c = 0; c < 3; ++c) erase_.value[c] = s.erase_value[c];
-    } else {
-      erase_.mode = fill == EraseFill::kPixelNoise ? kernels::EraseMode::kPixelNoise
-                                                   : kernels::EraseMode::kChannelNoise;
-      const std::uint64_t key = rng.next() & 0xffffffffffffull;  // 48 bits: the record's three
-      erase_.key_lo = static_cast<std::uint32_t>(key);
-      erase_.key_hi = static_cast<std::uint32_t>(key >> 32);
-    }
-    // A rectangle of no area (a tiny scale) erases nothing, as torchvision's empty slice.
-    if (h == 0 || w == 0) erase_ = kernels::EraseBox{};
-    return;
-  }
-}
-
-void Augmenter::finish_erasing(const AugmentStep& s, std::uint8_t* dst) {
-  const kernels::EraseBox& b = erase_;
-  if (b.mode == kernels::EraseMode::kNone) return;
-  ColorOpArgs op;
-  op.args[0] = static_cast<float>(b.top);
-  op.args[1] = static_cast<float>(b.left);
-  op.args[2] = static_cast<float>(b.height);
-  op.args[3] = static_cast<float>(b.width);
-  if (b.mode == kernels::EraseMode::kConstant) {
-    op.op = ImageOp::kErase;
-    for (int k = 0; k < 3; ++k) op.args[4 + k] = b.value[k];
-  } else {
-    op.op = b.mode == kernels::EraseMode::kPixelNoise ? ImageOp::kEraseNoise
-                                                      : ImageOp::kEraseChannelNoise;
-    const std::uint64_t key = static_cast<std::uint64_t>(b.key_hi) << 32 | b.key_lo;
-    for (int k = 0; k < 3; ++k) op.args[4 + k] = static_cast<float>((key >> (16 * k)) & 0xffff);
-  }
-  // A uint8 output takes the levels now (config refuses noise there).
-  if (s.erase_pixels != 0)
-    apply_color_op(op,
-                   Pixels{dst, out_height_, out_width_, out_channels_,
-                          static_cast<std::size_t>(out_width_) * out_channels_},
-                   photometric_);
-  applied_.push_back(op);
-}
-
-void Augmenter::photometric(Window& w, const AugmentStep& s, SampleRng& rng) {
+void Augmenter::apply_in_place(Window& w, const Step& s, SampleRng& rng) {
   const std::size_t first = applied_.size();
   draw_pixel_ops(s, rng, w.height, w.width, applied_);
   if (applied_.size() == first) return;
-  const bool warp = s.step_kind() == StepKind::kRandomAffine;  // one op, always drawn
+  const bool warp = s.kind == StepKind::kRandomAffine;  // one op, always drawn
   if (deferred_from_ == kNotDeferred && !nothing_moves_after()) {
     apply_now(w, first, warp);
     return;
@@ -348,9 +239,9 @@ bool moves_pixels_in_place(StepKind k) {
 bool Augmenter::nothing_moves_after() const {
   // Past the last step (the output's own write) nothing follows.
   if (step_index_ >= step_count_) return true;
-  bool warped = moves_pixels_in_place(steps_[step_index_].step_kind());
+  bool warped = moves_pixels_in_place(steps_[step_index_].kind);
   for (int j = step_index_ + 1; j < step_count_; ++j) {
-    const StepKind k = steps_[j].step_kind();
+    const StepKind k = steps_[j].kind;
     if (k == StepKind::kRandomErasing) continue;  // on the output, after everything
     if (k == StepKind::kHorizontalFlip || k == StepKind::kVerticalFlip) {
       if (warped) return false;
@@ -370,48 +261,6 @@ void Augmenter::crop(Window& w, int x, int y, int width, int height) const {
   w.height = height;
 }
 
-// torchvision's RandomResizedCrop.get_params, drawing from the sample's generator.
-void Augmenter::random_resized_crop(Window& w, const AugmentStep& s, SampleRng& rng,
-                                    bool keep_box) {
-  const double area = static_cast<double>(w.width) * w.height;
-  const double log_lo = std::log(static_cast<double>(s.ratio_min));
-  const double log_hi = std::log(static_cast<double>(s.ratio_max));
-  int cw = 0, ch = 0, cx = 0, cy = 0;
-  bool found = false;
-  for (int attempt = 0; attempt < 10 && !found; ++attempt) {
-    const double target = area * rng.uniform(s.scale_min, s.scale_max);
-    const double aspect = std::exp(rng.uniform(log_lo, log_hi));
-    cw = static_cast<int>(std::nearbyint(std::sqrt(target * aspect)));
-    ch = static_cast<int>(std::nearbyint(std::sqrt(target / aspect)));
-    if (cw > 0 && cw <= w.width && ch > 0 && ch <= w.height) {
-      cy = static_cast<int>(rng.below(w.height - ch + 1));
-      cx = static_cast<int>(rng.below(w.width - cw + 1));
-      found = !keep_box || keeps_a_box(w, cx, cy, cw, ch, s.min_visible);
-    }
-  }
-  if (!found && keep_box) {  // no window kept a box: the whole image
-    cx = cy = 0;
-    cw = w.width;
-    ch = w.height;
-  } else if (!found) {  // fall back to a centre crop at the nearest allowed aspect ratio
-    const double in_ratio = static_cast<double>(w.width) / w.height;
-    if (in_ratio < s.ratio_min) {
-      cw = w.width;
-      ch = static_cast<int>(std::nearbyint(cw / static_cast<double>(s.ratio_min)));
-    } else if (in_ratio > s.ratio_max) {
-      ch = w.height;
-      cw = static_cast<int>(std::nearbyint(ch * static_cast<double>(s.ratio_max)));
-    } else {
-      cw = w.width;
-      ch = w.height;
-    }
-    cy = (w.height - ch) / 2;
-    cx = (w.width - cw) / 2;
-  }
-  crop(w, cx, cy, std::max(cw, 1), std::max(ch, 1));
-  resize_to(w, s.height, s.width);
-}
-
 bool Augmenter::keeps_a_box(const Window& w, int x, int y, int width, int height,
                             double fraction) const {
   if (boxes_.empty()) return true;
@@ -429,16 +278,6 @@ bool Augmenter::keeps_a_box(const Window& w, int x, int y, int width, int height
     if (area > 0 && iw > 0 && ih > 0 && iw * ih >= fraction * area) return true;
   }
   return false;
-}
-
-void Augmenter::scale_jitter(Window& w, const AugmentStep& s, SampleRng& rng) {
-  const int side =
-      s.size + static_cast<int>(rng.below(static_cast<std::uint64_t>(s.size_max - s.size) + 1));
-  const int reference = s.longer_side ? std::max(w.height, w.width) : std::min(w.height, w.width);
-  const double scale = static_cast<double>(side) / reference;
-  if (std::max(w.height, w.width) * scale > kMaxIntermediateSide) throw ImageTooLarge();
-  resize_to(w, std::max(1, static_cast<int>(std::lround(w.height * scale))),
-            std::max(1, static_cast<int>(std::lround(w.width * scale))));
 }
 
 // Resizes the window's pixels (ignoring a pending flip, which commutes with resizing).
@@ -507,15 +346,15 @@ bool Augmenter::resize_region(Window& w, int height, int width) {
     SampleRng ahead = *rng_;
     bool flip = w.flip;
     for (int j = step_index_ + 1; j < step_count_; ++j) {
-      const AugmentStep& later = steps_[j];
-      if (later.step_kind() == StepKind::kRandomErasing) break;  // the last step; moves nothing
-      if (works_in_place(later.step_kind())) {
+      const Step& later = steps_[j];
+      if (later.kind == StepKind::kRandomErasing) break;  // the last step; moves nothing
+      if (works_in_place(later.kind)) {
         lookahead_.clear();
         draw_pixel_ops(later, ahead, height, width, lookahead_);
         continue;
       }
       const bool drawn = ahead.bernoulli(later.probability);  // every flip draws
-      if (drawn && later.step_kind() == StepKind::kHorizontalFlip) flip = !flip;
+      if (drawn && later.kind == StepKind::kHorizontalFlip) flip = !flip;
     }
     resample(r.image, fx, fy, fw, fh, dst_, width, height, flip, filter, resample_);
     written_ = true;

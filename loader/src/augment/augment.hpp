@@ -7,9 +7,9 @@
 // materialize pixels, and the final write applies crop, padding, flip and channel order in one
 // pass, straight into the slot.
 //
-// Photometric steps (photometric_steps.hpp) draw their ops when their turn comes. Those after the
-// last step that moves pixels (only flips may follow; the ops commute with flips) run in place
-// on the written output, so that a recipe's colour ops cost one pass over the output image;
+// In-place steps (their records' draws: augment/steps/) draw their ops when their turn comes. Those
+// after the last step that moves pixels (only flips may follow; the ops commute with flips) run in
+// place on the written output, so that a recipe's colour ops cost one pass over the output image;
 // those before it run on the window's pixels at that point, as torchvision would. random_affine
 // is drawn the same way but warps: it runs on the written output only when no flip follows it
 // (a warp does not commute with a flip), and a warp that runs on the window's pixels first
@@ -31,7 +31,6 @@
 #include <span>
 #include <vector>
 
-#include "augment/augment_step.hpp"
 #include "augment/photometric.hpp"
 #include "augment/resample.hpp"
 #include "data/image_source.hpp"
@@ -92,11 +91,23 @@ struct Warp {
 
 class Augmenter {
  public:
+  // The image as the steps so far left it: a region of the source (see the top of this file).
+  struct Window {
+    ImageRef src;                               // valid once `lazy` is null
+    ImageSource* lazy = nullptr;                // not decoded yet; coordinates are in its pixels
+    int x0 = 0, y0 = 0, width = 0, height = 0;  // in source pixels; may exceed the source
+    bool flip = false;   // mirrored left-right: its own x runs right to left in the image
+    bool vflip = false;  // mirrored top-bottom: its own y runs upward
+
+    int source_width() const { return lazy != nullptr ? lazy->width() : src.width; }
+    int source_height() const { return lazy != nullptr ? lazy->height() : src.height; }
+  };
+
   // REQUIRES: out_channels is 1 or 3; dst holds out_height * out_width * out_channels bytes.
   // Throws BadImage when the source finds its pixels bad, ImageTooLarge for absurd steps.
-  void run(const AugmentStep* steps, int step_count, ImageSource& source, SampleRng& rng,
+  void run(const Step* steps, int step_count, ImageSource& source, SampleRng& rng,
            std::uint8_t* dst, int out_height, int out_width, int out_channels);
-  void run(const AugmentStep* steps, int step_count, const ImageRef& source, SampleRng& rng,
+  void run(const Step* steps, int step_count, const ImageRef& source, SampleRng& rng,
            std::uint8_t* dst, int out_height, int out_width, int out_channels) {
     PlainSource plain(source);
     run(steps, step_count, plain, rng, dst, out_height, out_width, out_channels);
@@ -119,9 +130,30 @@ class Augmenter {
   // (Batch::applied_ops()).
   std::span<const ColorOpArgs> applied_ops() const { return applied_; }
   // The last run()'s random_erasing rectangle (mode kNone: nothing erased), in output pixels.
-  // Already applied to the pixels when the step says so (erase_pixels); otherwise for the
-  // batch's normalize to apply.
+  // Already applied to the pixels under set_erase_pixels(true) (a uint8 output); otherwise for
+  // the batch's normalize to apply.
   const kernels::EraseBox& erase_box() const { return erase_; }
+
+  // What each step does at its turn, one member per kind: the step's record
+  // (augment/steps/step_def.hpp, StepDef::apply) names it, and run() calls them in order. Each
+  // is defined beside its record in augment/steps/; in-place steps (photometric, policies,
+  // random_affine) share apply_in_place, which draws the record's ops and runs them now or
+  // leaves them for the written output; random_erasing draws its rectangle on the output.
+  void apply_resize_shorter(Window& w, const Step& s, SampleRng& rng);
+  void apply_resize(Window& w, const Step& s, SampleRng& rng);
+  void apply_center_crop(Window& w, const Step& s, SampleRng& rng);
+  void apply_random_resized_crop(Window& w, const Step& s, SampleRng& rng);
+  void apply_box_crop(Window& w, const Step& s, SampleRng& rng);
+  void apply_horizontal_flip(Window& w, const Step& s, SampleRng& rng);
+  void apply_vertical_flip(Window& w, const Step& s, SampleRng& rng);
+  void apply_pad_random_crop(Window& w, const Step& s, SampleRng& rng);
+  void apply_scale_jitter(Window& w, const Step& s, SampleRng& rng);
+  void apply_in_place(Window& w, const Step& s, SampleRng& rng);
+  void apply_erasing(Window& w, const Step& s, SampleRng& rng);
+
+  // Whether random_erasing writes its rectangle into the uint8 output (true), or leaves it to
+  // the batch's normalize (false: a float output, whose slots hold erase boxes).
+  void set_erase_pixels(bool on) { erase_pixels_ = on; }
 
   // The DCT-scale margin and floor above, for the sweep that chooses them (benchmarks and
   // tests only; a floor of 0 leaves the margin alone).
@@ -131,32 +163,17 @@ class Augmenter {
   }
 
  private:
-  struct Window {
-    ImageRef src;                               // valid once `lazy` is null
-    ImageSource* lazy = nullptr;                // not decoded yet; coordinates are in its pixels
-    int x0 = 0, y0 = 0, width = 0, height = 0;  // in source pixels; may exceed the source
-    bool flip = false;   // mirrored left-right: its own x runs right to left in the image
-    bool vflip = false;  // mirrored top-bottom: its own y runs upward
-
-    int source_width() const { return lazy != nullptr ? lazy->width() : src.width; }
-    int source_height() const { return lazy != nullptr ? lazy->height() : src.height; }
-  };
-
   void crop(Window& w, int x, int y, int width, int height) const;
   // The window's pixels became an image of height x width of their own (a resize): the map
   // follows, and the window is all of that image.
   void resized(Window& w, int height, int width);
   // random_resized_crop, and box_crop when `keep_box`.
-  void random_resized_crop(Window& w, const AugmentStep& s, SampleRng& rng, bool keep_box);
+  void random_resized_crop(Window& w, const Step& s, SampleRng& rng, bool keep_box);
   // Whether at least `fraction` of some box's area lies inside the window's own crop
   // (x, y, width, height); true when the sample has no boxes.
   bool keeps_a_box(const Window& w, int x, int y, int width, int height, double fraction) const;
-  void scale_jitter(Window& w, const AugmentStep& s, SampleRng& rng);
-  // Draws random_erasing's rectangle on the output (torchvision's RandomErasing.make_params)
-  // into erase_.
-  void draw_erasing(const AugmentStep& s, SampleRng& rng);
   // Writes erase_'s levels into the output's pixels, and records it in applied_.
-  void finish_erasing(const AugmentStep& s, std::uint8_t* dst);
+  void finish_erasing(std::uint8_t* dst);
   // Mirrors the written output top-bottom (a vertical flip is applied last: it commutes with
   // every other step once crops read the mirrored window, as crop() makes them).
   void mirror_rows(std::uint8_t* dst, int out_channels) const;
@@ -166,8 +183,6 @@ class Augmenter {
   // Decodes only the window's region of a lazy source, resized to height x width. False when
   // the source or the window does not allow it.
   bool resize_region(Window& w, int height, int width);
-  // Draws step s's ops; runs them now, or leaves them for the written output.
-  void photometric(Window& w, const AugmentStep& s, SampleRng& rng);
   // Runs applied_[first..] on the window's pixels, which become an image of their own; with
   // `warp` (random_affine's op), mirrored first as the window's flips say, and a warp stage ends.
   void apply_now(Window& w, std::size_t first, bool warp);
@@ -188,13 +203,14 @@ class Augmenter {
   bool nothing_moves_after() const;
 
   // The current run(), for resize_region's direct write.
-  const AugmentStep* steps_ = nullptr;
+  const Step* steps_ = nullptr;
   int step_count_ = 0;
   int step_index_ = 0;
   SampleRng* rng_ = nullptr;
   std::uint8_t* dst_ = nullptr;
   int out_height_ = 0, out_width_ = 0, out_channels_ = 0;
   bool written_ = false;  // dst already holds the output
+  bool erase_pixels_ = false;
   // The current stage's start (the source, or the last warp's image) in the current image's
   // coordinates (what the window's x0, y0 refer to): (ax_ * x + bx_, ay_ * y + by_); that
   // start's size.

@@ -197,15 +197,15 @@ void append_primitive(PolicyOp op, double m, float fill, std::vector<AppliedOp>&
   }
 }
 
-void take(PolicyOp op, int bin, bool negative, const AugmentStep& s, int bins, int height,
-          int width, std::vector<AppliedOp>& out, std::vector<PolicyDraw>* draws) {
+void take(PolicyOp op, int bin, bool negative, const Step& s, int bins, int height, int width,
+          std::vector<AppliedOp>& out, std::vector<PolicyDraw>* draws) {
   if (draws != nullptr) draws->push_back({op, bin, negative});
   append_policy_op(s, {op, bin, negative}, bins, height, width, out);
 }
 
 // One op of the wide table: its index, then (when it has magnitudes) its bin, then (when
 // signed) its sign: `rand() <= 0.5` negates, as torchvision's `torch.rand(()) <= 0.5`.
-void draw_wide(const AugmentStep& s, SampleRng& rng, int fixed_bin, int height, int width,
+void draw_wide(const Step& s, SampleRng& rng, int fixed_bin, int height, int width,
                std::vector<AppliedOp>& out, std::vector<PolicyDraw>* draws) {
   const PolicyOp op = kWideOps[rng.below(kWideOps.size())];
   int bin = -1;
@@ -217,37 +217,7 @@ void draw_wide(const AugmentStep& s, SampleRng& rng, int fixed_bin, int height, 
   take(op, bin, negative, s, s.magnitude_bins, height, width, out, draws);
 }
 
-// AugMix._forward's draws: m ~ Dirichlet([alpha, alpha]), the chains' weights
-// Dirichlet([alpha] * width) * m[1] (float32, as torch multiplies them), then per chain its depth
-// (chain_depth, or torch.randint(1, 4)) and per op: one of the space, a bin below severity
-// (torch.randint(severity)) when it has magnitudes, a sign when signed (`rand() <= 0.5`).
-void draw_augmix(const AugmentStep& s, SampleRng& rng, int height, int width,
-                 std::vector<AppliedOp>& out, std::vector<PolicyDraw>* draws) {
-  std::array<double, 2> m{};
-  rng.dirichlet(s.alpha, m);
-  std::array<double, kMaxAugMixChains> mix{};
-  const std::span<double> weights(
-      mix.data(),
-      std::clamp<std::size_t>(static_cast<std::size_t>(s.mixture_width), 1, mix.size()));
-  rng.dirichlet(s.alpha, weights);
-  out.push_back(augmix_head(s, static_cast<float>(m[0])));
-  const float m1 = static_cast<float>(m[1]);
-  const std::span<const PolicyOp> space = augmix_ops(s.all_ops != 0);
-  for (const double d : weights) {
-    const int depth = s.chain_depth > 0 ? s.chain_depth : 1 + static_cast<int>(rng.below(3));
-    const std::size_t head = out.size();
-    out.push_back(augmix_chain(static_cast<float>(d) * m1, 0));
-    for (int i = 0; i < depth; ++i) {
-      const PolicyOp op = space[rng.below(space.size())];
-      const int bin = has_magnitude(op) ? static_cast<int>(rng.below(s.severity)) : -1;
-      const bool negative = is_signed(op) && rng.uniform() <= 0.5;
-      take(op, bin, negative, s, kAugMixBins, height, width, out, draws);
-    }
-    out[head].args[1] = static_cast<float>(out.size() - head - 1);
-  }
-}
-
-const std::array<Policy, 25>& policies(const AugmentStep& s) {
+const std::array<Policy, 25>& policies(const Step& s) {
   switch (static_cast<AutoAugmentPolicy>(s.policy)) {
     case AutoAugmentPolicy::kCifar10:
       return kCifar10;
@@ -294,10 +264,9 @@ double policy_magnitude(StepKind kind, PolicyOp op, int bin, int bins, int heigh
   }
 }
 
-void append_policy_op(const AugmentStep& s, const PolicyDraw& draw, int bins, int height, int width,
+void append_policy_op(const Step& s, const PolicyDraw& draw, int bins, int height, int width,
                       std::vector<AppliedOp>& out) {
-  double m =
-      draw.bin >= 0 ? policy_magnitude(s.step_kind(), draw.op, draw.bin, bins, height, width) : 0.0;
+  double m = draw.bin >= 0 ? policy_magnitude(s.kind, draw.op, draw.bin, bins, height, width) : 0.0;
   if (draw.negative) m = -m;
   append_primitive(draw.op, m, s.fill, out);
 }
@@ -306,7 +275,7 @@ std::span<const PolicyOp> augmix_ops(bool all_ops) {
   return {kAugMixOps.data(), all_ops ? kAugMixOps.size() : kAugMixPartialOps};
 }
 
-AppliedOp augmix_head(const AugmentStep& s, float m0) {
+AppliedOp augmix_head(const Step& s, float m0) {
   return {ImageOp::kAugMix,
           {m0, static_cast<float>(s.mixture_width), static_cast<float>(s.interpolation), s.fill}};
 }
@@ -315,31 +284,55 @@ AppliedOp augmix_chain(float weight, int ops) {
   return {ImageOp::kAugMixChain, {weight, static_cast<float>(ops)}};
 }
 
-void draw_policy(const AugmentStep& s, SampleRng& rng, int height, int width,
-                 std::vector<AppliedOp>& out, std::vector<PolicyDraw>* draws) {
-  switch (s.step_kind()) {
-    case StepKind::kTrivialAugmentWide:
-      draw_wide(s, rng, -1, height, width, out, draws);
-      return;
-    case StepKind::kRandAugment:
-      for (int i = 0; i < s.num_ops; ++i) draw_wide(s, rng, s.magnitude, height, width, out, draws);
-      return;
-    case StepKind::kAugMix:
-      draw_augmix(s, rng, height, width, out, draws);
-      return;
-    case StepKind::kAutoAugment: {
-      const auto& table = policies(s);
-      const Policy& chosen = table[rng.below(table.size())];
-      for (const SubPolicy& sub : chosen) {
-        if (!(rng.uniform() <= sub.probability)) continue;
-        const bool negative = is_signed(sub.op) && rng.uniform() <= 0.5;
-        take(sub.op, has_magnitude(sub.op) ? sub.bin : -1, negative, s, kAutoAugmentBins, height,
-             width, out, draws);
-      }
-      return;
+// AugMix._forward's draws: m ~ Dirichlet([alpha, alpha]), the chains' weights
+// Dirichlet([alpha] * width) * m[1] (float32, as torch multiplies them), then per chain its depth
+// (chain_depth, or torch.randint(1, 4)) and per op: one of the space, a bin below severity
+// (torch.randint(severity)) when it has magnitudes, a sign when signed (`rand() <= 0.5`).
+void draw_augmix(const Step& s, SampleRng& rng, int height, int width, std::vector<AppliedOp>& out,
+                 std::vector<PolicyDraw>* draws) {
+  std::array<double, 2> m{};
+  rng.dirichlet(s.alpha, m);
+  std::array<double, kMaxAugMixChains> mix{};
+  const std::span<double> weights(
+      mix.data(),
+      std::clamp<std::size_t>(static_cast<std::size_t>(s.mixture_width), 1, mix.size()));
+  rng.dirichlet(s.alpha, weights);
+  out.push_back(augmix_head(s, static_cast<float>(m[0])));
+  const float m1 = static_cast<float>(m[1]);
+  const std::span<const PolicyOp> space = augmix_ops(s.all_ops != 0);
+  for (const double d : weights) {
+    const int depth = s.chain_depth > 0 ? s.chain_depth : 1 + static_cast<int>(rng.below(3));
+    const std::size_t head = out.size();
+    out.push_back(augmix_chain(static_cast<float>(d) * m1, 0));
+    for (int i = 0; i < depth; ++i) {
+      const PolicyOp op = space[rng.below(space.size())];
+      const int bin = has_magnitude(op) ? static_cast<int>(rng.below(s.severity)) : -1;
+      const bool negative = is_signed(op) && rng.uniform() <= 0.5;
+      take(op, bin, negative, s, kAugMixBins, height, width, out, draws);
     }
-    default:
-      return;
+    out[head].args[1] = static_cast<float>(out.size() - head - 1);
+  }
+}
+
+void draw_trivial_augment_wide(const Step& s, SampleRng& rng, int height, int width,
+                               std::vector<AppliedOp>& out, std::vector<PolicyDraw>* draws) {
+  draw_wide(s, rng, -1, height, width, out, draws);
+}
+
+void draw_rand_augment(const Step& s, SampleRng& rng, int height, int width,
+                       std::vector<AppliedOp>& out, std::vector<PolicyDraw>* draws) {
+  for (int i = 0; i < s.num_ops; ++i) draw_wide(s, rng, s.magnitude, height, width, out, draws);
+}
+
+void draw_auto_augment(const Step& s, SampleRng& rng, int height, int width,
+                       std::vector<AppliedOp>& out, std::vector<PolicyDraw>* draws) {
+  const auto& table = policies(s);
+  const Policy& chosen = table[rng.below(table.size())];
+  for (const SubPolicy& sub : chosen) {
+    if (!(rng.uniform() <= sub.probability)) continue;
+    const bool negative = is_signed(sub.op) && rng.uniform() <= 0.5;
+    take(sub.op, has_magnitude(sub.op) ? sub.bin : -1, negative, s, kAutoAugmentBins, height, width,
+         out, draws);
   }
 }
 

@@ -12,7 +12,6 @@
 #include <span>
 #include <vector>
 
-#include "augment/augment_step.hpp"
 #include "plan/sample_rng.hpp"
 #include "stoke/pipeline.hpp"
 
@@ -45,12 +44,20 @@ struct PolicyDraw {
   bool negative = false;
 };
 
-// Draws policy step `s` for one sample of height x width: its ops in order (none for an
-// Identity or an AutoAugment sub-policy op whose coin says no), appended to `draws` when it is
-// not null, and their primitive ops appended to `out` (for AugMix, within its record: a kAugMix,
-// then each chain's kAugMixChain and ops). REQUIRES: is_policy(s.step_kind()).
-void draw_policy(const AugmentStep& s, SampleRng& rng, int height, int width,
-                 std::vector<AppliedOp>& out, std::vector<PolicyDraw>* draws = nullptr);
+// Each policy step's draws for one sample of height x width (its record's draw:
+// augment/steps/policy_steps.cpp): its ops in order (none for an Identity or an AutoAugment
+// sub-policy op whose coin says no), appended to `draws` when it is not null, and their
+// primitive ops appended to `out` (for AugMix, within its record: a kAugMix, then each chain's
+// kAugMixChain and ops). REQUIRES: s.kind is the policy of the function's name.
+void draw_trivial_augment_wide(const Step& s, SampleRng& rng, int height, int width,
+                               std::vector<AppliedOp>& out,
+                               std::vector<PolicyDraw>* draws = nullptr);
+void draw_rand_augment(const Step& s, SampleRng& rng, int height, int width,
+                       std::vector<AppliedOp>& out, std::vector<PolicyDraw>* draws = nullptr);
+void draw_auto_augment(const Step& s, SampleRng& rng, int height, int width,
+                       std::vector<AppliedOp>& out, std::vector<PolicyDraw>* draws = nullptr);
+void draw_augmix(const Step& s, SampleRng& rng, int height, int width, std::vector<AppliedOp>& out,
+                 std::vector<PolicyDraw>* draws = nullptr);
 
 // The magnitude torchvision's table gives `op` at `bin` of `bins` for a height x width image
 // (before its sign), for step kind `kind`; 0 for the ops without magnitudes.
@@ -58,7 +65,7 @@ double policy_magnitude(StepKind kind, PolicyOp op, int bin, int bins, int heigh
 
 // Appends the primitive op that torchvision applies for `draw` of step `s` (`bins` magnitude
 // bins) on a height x width image; nothing for Identity.
-void append_policy_op(const AugmentStep& s, const PolicyDraw& draw, int bins, int height, int width,
+void append_policy_op(const Step& s, const PolicyDraw& draw, int bins, int height, int width,
                       std::vector<AppliedOp>& out);
 
 // AugMix's ops in torchvision's order (_AUGMENTATION_SPACE with all_ops, else
@@ -69,7 +76,7 @@ inline constexpr int kAugMixBins = 10;
 // The ops that open an AugMix record and each chain in it (ImageOp::kAugMix, kAugMixChain):
 // the image's weight m0 and step `s`'s width, interpolation and fill; a chain's weight and the
 // number of its ops.
-AppliedOp augmix_head(const AugmentStep& s, float m0);
+AppliedOp augmix_head(const Step& s, float m0);
 AppliedOp augmix_chain(float weight, int ops);
 
 }  // namespace stoke::detail

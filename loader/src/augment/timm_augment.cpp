@@ -61,14 +61,14 @@ AppliedOp pil_call(ImageOp op, double value) {
   return {op, {static_cast<float>(value)}};
 }
 
-AppliedOp warp(ImageOp op, double value, int filter, const AugmentTimm& t) {
+AppliedOp warp(ImageOp op, double value, int filter, const TimmAugment& t) {
   return {op,
           {static_cast<float>(value), static_cast<float>(filter), static_cast<float>(t.fill[0]),
            static_cast<float>(t.fill[1]), static_cast<float>(t.fill[2])}};
 }
 
 // AugmentOp.__call__ after its coin: the magnitude, the level function, the op's arguments.
-void apply_op(const AugmentTimm& t, TimmOp op, SampleRng& rng, std::vector<AppliedOp>& out,
+void apply_op(const TimmAugment& t, TimmOp op, SampleRng& rng, std::vector<AppliedOp>& out,
               std::vector<TimmDraw>* draws) {
   double m = t.magnitude;
   if (t.magnitude_std > 0) {
@@ -87,8 +87,8 @@ void apply_op(const AugmentTimm& t, TimmOp op, SampleRng& rng, std::vector<Appli
   };
   int filter = 0;
   const auto pick_filter = [&] {  // _interpolation: random.choice of (BILINEAR, BICUBIC)
-    filter = t.interpolation != static_cast<int>(TimmInterpolation::kRandom)
-                 ? t.interpolation
+    filter = t.interpolation != TimmInterpolation::kRandom
+                 ? static_cast<int>(t.interpolation)
                  : (rng.below(2) == 0 ? static_cast<int>(TimmInterpolation::kBilinear)
                                       : static_cast<int>(TimmInterpolation::kBicubic));
     return filter;
@@ -171,7 +171,7 @@ void apply_op(const AugmentTimm& t, TimmOp op, SampleRng& rng, std::vector<Appli
   if (draws != nullptr) draws->push_back({op, m, negative, filter});
 }
 
-void draw_rand_augment(const AugmentStep& s, SampleRng& rng, std::vector<AppliedOp>& out,
+void draw_rand_augment(const Step& s, SampleRng& rng, std::vector<AppliedOp>& out,
                        std::vector<TimmDraw>* draws) {
   const std::vector<TimmOp> ops = timm_ops(s);
   // np.random.choice(ops, n, replace=True): every choice first, then the ops in turn.
@@ -186,9 +186,9 @@ void draw_rand_augment(const AugmentStep& s, SampleRng& rng, std::vector<Applied
 }
 
 // AugMixAugment.__call__: float32 Dirichlet weights and Beta m, then one chain per weight.
-void draw_augmix(const AugmentStep& s, SampleRng& rng, std::vector<AppliedOp>& out,
+void draw_augmix(const Step& s, SampleRng& rng, std::vector<AppliedOp>& out,
                  std::vector<TimmDraw>* draws) {
-  const AugmentTimm& t = s.timm;
+  const TimmAugment& t = s.timm;
   const std::vector<TimmOp> ops = timm_ops(s);
   std::array<double, 16> g{};
   const std::size_t width = static_cast<std::size_t>(std::clamp(t.width, 1, 16));
@@ -226,9 +226,8 @@ void blended_weights(std::span<float> weights, float m) {
   }
 }
 
-std::vector<TimmOp> timm_ops(const AugmentStep& s) {
-  if (s.step_kind() == StepKind::kTimmAugMix)
-    return {kAugMixTransforms.begin(), kAugMixTransforms.end()};
+std::vector<TimmOp> timm_ops(const Step& s) {
+  if (s.kind == StepKind::kTimmAugMix) return {kAugMixTransforms.begin(), kAugMixTransforms.end()};
   if (s.timm.increasing != 0)
     return {kRandIncreasingTransforms.begin(), kRandIncreasingTransforms.end()};
   return {kRandTransforms.begin(), kRandTransforms.end()};
@@ -262,9 +261,9 @@ double gamma(SampleRng& rng, double alpha) {
   }
 }
 
-void draw_timm(const AugmentStep& s, SampleRng& rng, std::vector<AppliedOp>& out,
+void draw_timm(const Step& s, SampleRng& rng, std::vector<AppliedOp>& out,
                std::vector<TimmDraw>* draws) {
-  if (s.step_kind() == StepKind::kTimmAugMix)
+  if (s.kind == StepKind::kTimmAugMix)
     draw_augmix(s, rng, out, draws);
   else
     draw_rand_augment(s, rng, out, draws);

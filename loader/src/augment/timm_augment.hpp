@@ -16,7 +16,6 @@
 #include <span>
 #include <vector>
 
-#include "augment/augment_step.hpp"
 #include "plan/sample_rng.hpp"
 #include "stoke/pipeline.hpp"
 
@@ -60,8 +59,8 @@ struct TimmDraw {
 // Draws timm step `s` for one sample and appends its ops to `out` (and what was drawn to
 // `draws`, when not null: the ops that applied, in order). The draws do not depend on the
 // image's size: the Rel translations are fractions of it. REQUIRES:
-// is_timm_augment(s.step_kind()).
-void draw_timm(const AugmentStep& s, SampleRng& rng, std::vector<AppliedOp>& out,
+// is_timm_augment(s.kind).
+void draw_timm(const Step& s, SampleRng& rng, std::vector<AppliedOp>& out,
                std::vector<TimmDraw>* draws = nullptr);
 
 // AugMixAugment._calc_blended_weights in numpy's float32, in place: each weight times m, then
@@ -69,7 +68,7 @@ void draw_timm(const AugmentStep& s, SampleRng& rng, std::vector<AppliedOp>& out
 void blended_weights(std::span<float> weights, float m);
 
 // The op table of step `s` (timm's order).
-std::vector<TimmOp> timm_ops(const AugmentStep& s);
+std::vector<TimmOp> timm_ops(const Step& s);
 
 // Samplers of the distributions timm draws from, on the sample's generator: a standard normal
 // (random.gauss's), Gamma(alpha, 1), and from them Dirichlet and Beta (numpy's).

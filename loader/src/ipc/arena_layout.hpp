@@ -11,7 +11,7 @@
 //   (the dataset index is not in the arena: it is the region [header.index_offset,
 //   + header.index_size) of the index file (data/index_file.hpp), which a worker is given as fd
 //   5 and maps read-only; read through DatasetView, data/dataset_view.hpp)
-//   header.steps_offset    AugmentStep[header.step_count] (augment/augment_step.hpp)
+//   header.steps_offset    Step[header.step_count] (stoke/pipeline.hpp: the public record itself)
 //   header.workers_offset  WorkerRecord[header.worker_capacity]
 //   header.poison_offset   int64[header.poison_capacity] samples no worker survives, preceded
 //                          by their count (an atomic uint32 in a uint64 word)
@@ -61,7 +61,6 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "augment/augment_step.hpp"
 #include "common/align.hpp"
 #include "data/bad_input.hpp"
 #include "data/dataset_view.hpp"
@@ -69,17 +68,19 @@
 #include "ipc/spsc_ring.hpp"
 #include "stoke/kernels/erase.hpp"
 #include "stoke/kernels/mix.hpp"
+#include "stoke/pipeline.hpp"
 
 namespace stoke::detail {
 
 inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKARENA"
 // 2: SharedSemaphore (sem_t) in WorkerRecord; 3: ArenaHeader::verify_region; 4: FileEntry member
 // ranges; 5: FileEntry::copy_length (a remote shard's local copy after its URL); 6: boxes (in the
-// index and the slots), geometry; 7: ArenaHeader::remote_deadline_s; 8: AugmentStep of 128
-// bytes (photometric steps), the slots' applied ops; 9: AugmentStep of 224 bytes (random
-// erasing, timm's policies), the slots' erase boxes; 10: AugmentStep of 288 bytes
-// (random_affine's ranges, AugMix's settings); 11: the slots' mix samples and soft labels
-inline constexpr std::uint32_t kLayoutVersion = 12;
+// index and the slots), geometry; 7: ArenaHeader::remote_deadline_s; 8: Step of 128
+// bytes (photometric steps), the slots' applied ops; 9: Step of 224 bytes (random
+// erasing, timm's policies), the slots' erase boxes; 10: Step of 288 bytes
+// (random_affine's ranges, AugMix's settings); 11: the slots' mix samples and soft labels; 12:
+// the index file; 13: the public stoke::Step itself as the step record (no mirror of it)
+inline constexpr std::uint32_t kLayoutVersion = 13;
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
 
@@ -221,6 +222,9 @@ struct ArenaHeader {
 
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 static_assert(sizeof(AppliedOp) == 32 && std::is_trivially_copyable_v<AppliedOp>);
+// The pipeline's steps are copied into the arena as the public records they are: a worker of the
+// same layout version (and build: the version handshake) reads exactly what the loader wrote.
+static_assert(std::is_trivially_copyable_v<Step> && std::is_standard_layout_v<Step>);
 
 // Typed access to an arena mapped at `base`. Thread-safety: as the fields it points to.
 class ArenaView {
@@ -240,9 +244,7 @@ class ArenaView {
                     static_cast<std::size_t>(h.raw_height) * h.raw_width * h.raw_channels,
                     static_cast<std::size_t>(h.box_total), h.shard_copies != 0});
   }
-  const AugmentStep* steps() const {
-    return reinterpret_cast<const AugmentStep*>(base_ + header().steps_offset);
-  }
+  const Step* steps() const { return reinterpret_cast<const Step*>(base_ + header().steps_offset); }
   WorkerRecord& worker(std::uint32_t i) const {
     return *reinterpret_cast<WorkerRecord*>(base_ + header().workers_offset +
                                             i * header().worker_stride);

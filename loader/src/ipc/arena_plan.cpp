@@ -47,7 +47,7 @@ ArenaHeader plan_arena(const ArenaPlanInput& in) {
   h.slot_stride = align_up(h.ops_offset + sizeof(AppliedOp) * in.max_ops * b, kPage);
 
   h.steps_offset = kPage;
-  h.workers_offset = align_up(h.steps_offset + sizeof(AugmentStep) * h.step_count, kPage);
+  h.workers_offset = align_up(h.steps_offset + sizeof(Step) * h.step_count, kPage);
   // Poison list: a count word, then the dataset indices.
   h.poison_capacity = in.poison_capacity;
   h.poison_offset = align_up(h.workers_offset + h.worker_stride * h.worker_capacity, kPage) +

@@ -35,6 +35,9 @@ ChunkRunner::ChunkRunner(const ArenaView& arena, FileReader* files)
   if (dataset_.lazy())
     tables_.emplace(dataset_, arena_policy(arena.header()), arena.header().shard_copies != 0);
   jpeg_.set_verify(arena.header().verify_region != 0 ? Verify::kRegion : Verify::kWholeFile);
+  // A float output's erasing is its normalize's (the slots then hold erase boxes); a uint8
+  // output's is the worker's.
+  augmenter_.set_erase_pixels(arena.header().erase_boxes == 0);
 }
 
 BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst,

@@ -27,7 +27,7 @@ ImageRef ref(const cv::Mat& m, bool bgr = false) {
 cv::Mat run(const Pipeline& p, const cv::Mat& src, SampleRng rng, bool bgr = false) {
   cv::Mat out(p.output_height(), p.output_width(), CV_8UC(p.output_channels()));
   Augmenter a;
-  const std::vector<AugmentStep> steps = augment_steps(p);
+  const std::vector<Step> steps = p.steps();
   a.run(steps.data(), static_cast<int>(steps.size()), ref(src, bgr), rng, out.data, out.rows,
         out.cols, out.channels());
   return out;

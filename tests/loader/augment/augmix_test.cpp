@@ -87,17 +87,17 @@ const MixGolden& golden() {
   return g;
 }
 
-AugmentStep step_of(const Pipeline& p) {
-  return to_augment_step(p.steps().back());
+Step step_of(const Pipeline& p) {
+  return p.steps().back();
 }
 
-// The record draw_policy would make for the case's draws: the head, then each chain's weight
-// (its Dirichlet draw times m1 in float32, as draw_policy and torchvision compute it) and ops.
+// The record draw_augmix would make for the case's draws: the head, then each chain's weight
+// (its Dirichlet draw times m1 in float32, as draw_augmix and torchvision compute it) and ops.
 std::vector<AppliedOp> record_of(const MixCase& c, int height, int width) {
   Pipeline p(height, width, 3);
   p.augmix(c.severity, static_cast<int>(c.chains.size()), -1, c.alpha, c.all_ops, c.interpolation,
            c.fill);
-  const AugmentStep s = step_of(p);
+  const Step s = step_of(p);
   std::vector<AppliedOp> record = {augmix_head(s, c.m0)};
   for (const MixChain& chain : c.chains) {
     record.push_back(augmix_chain(chain.weight * c.m1, static_cast<int>(chain.ops.size())));
@@ -263,7 +263,7 @@ struct AugMixTally {
 };
 
 AugMixTally tally(const Pipeline& p, int samples) {
-  const AugmentStep s = step_of(p);
+  const Step s = step_of(p);
   AugMixTally t;
   std::vector<AppliedOp> out;
   std::vector<PolicyDraw> draws;
@@ -271,7 +271,7 @@ AugMixTally tally(const Pipeline& p, int samples) {
     SampleRng rng(17, kSampleStream, 0, i);
     out.clear();
     draws.clear();
-    draw_policy(s, rng, 64, 64, out, &draws);
+    draw_augmix(s, rng, 64, 64, out, &draws);
     ++t.samples;
     EXPECT_EQ(out[0].op, ImageOp::kAugMix);
     EXPECT_EQ(out[0].args[1], static_cast<float>(s.mixture_width));
@@ -366,12 +366,12 @@ TEST(AugMix, RecordsItsSettingsChainsAndPrimitives) {
   Pipeline p(64, 64, 3);
   p.augmix(3, 4, -1, 1.f, true, Interpolation::kNearest, 128.f);
   EXPECT_EQ(p.max_applied_ops(), 1 + 4 * (1 + 3));
-  const AugmentStep s = step_of(p);
+  const Step s = step_of(p);
   std::size_t longest = 0;
   for (int i = 0; i < 2000; ++i) {
     SampleRng rng(5, kSampleStream, 0, i);
     std::vector<AppliedOp> out;
-    draw_policy(s, rng, 64, 64, out);
+    draw_augmix(s, rng, 64, 64, out);
     longest = std::max(longest, out.size());
     ASSERT_LE(out.size(), static_cast<std::size_t>(p.max_applied_ops()));
     EXPECT_EQ(out[0].args[2], 0.f);    // nearest
@@ -478,7 +478,7 @@ TEST(AugMix, TheAugmenterMixesTheOutputAsItsRecordSays) {
   Pipeline plain(kH, kW, 3), mixed(kH, kW, 3);
   plain.resize(kH, kW);
   mixed.resize(kH, kW).augmix();
-  const std::vector<AugmentStep> a = augment_steps(plain), b = augment_steps(mixed);
+  const std::vector<Step> a = plain.steps(), b = mixed.steps();
   Augmenter augmenter;
   PhotometricScratch scratch;
   int changed = 0;

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "augment/augment.hpp"
-#include "augment/augment_step.hpp"
-#include "plan/sample_rng.hpp"
 #include "decode/jpeg_region.hpp"
+#include "plan/sample_rng.hpp"
+#include "stoke/pipeline.hpp"
 
 namespace stoke::detail {
 namespace {
@@ -96,7 +96,7 @@ std::vector<Case> cases() {
 // dropped exactly when the rectangle is (nearly) gone.
 void check(const Pipeline& p, const std::function<ImageSource&()>& source,
            const std::string& what) {
-  const std::vector<AugmentStep> steps = augment_steps(p);
+  const std::vector<Step> steps = p.steps();
   Augmenter a;
   cv::Mat out(p.output_height(), p.output_width(), CV_8UC1);
   int seen = 0;
@@ -154,7 +154,7 @@ INSTANTIATE_TEST_SUITE_P(Steps, BoxesFollowThePixels, ::testing::ValuesIn(cases(
 TEST(BoxCrop, EveryWindowKeepsHalfOfABoxOrIsTheWholeImage) {
   const cv::Mat src = scene();
   const auto visible = [&](const Pipeline& p, int pos, bool& whole) {
-    const std::vector<AugmentStep> steps = augment_steps(p);
+    const std::vector<Step> steps = p.steps();
     Augmenter a;
     a.set_boxes({&kRect, 1});
     cv::Mat out(64, 64, CV_8UC1);

@@ -1,8 +1,6 @@
 // The photometric steps: their vocabulary, their draws (torchvision's ColorJitter order and
 // ranges, the random_* coins) and where the augmenter runs them (on the written output when
 // nothing moves pixels after them, else on the image at that point).
-#include "augment/photometric_steps.hpp"
-
 #include <gtest/gtest.h>
 
 #include <array>
@@ -13,6 +11,7 @@
 #include <vector>
 
 #include "augment/augment.hpp"
+#include "augment/steps/step_def.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {
@@ -114,7 +113,7 @@ TEST(PhotometricSteps, PoliciesComeAfterEveryCropResizeAndFlip) {
 }
 
 std::vector<ColorOpArgs> draws(const Pipeline& p, std::int64_t position) {
-  const AugmentStep s = to_augment_step(p.steps().front());
+  const Step s = p.steps().front();
   SampleRng rng(5, kSampleStream, 0, position);
   std::vector<ColorOpArgs> out;
   draw_pixel_ops(s, rng, 8, 8, out);
@@ -217,7 +216,7 @@ struct Produced {
 
 Produced run(const Pipeline& p, const cv::Mat& src, std::int64_t position) {
   Produced r{cv::Mat(p.output_height(), p.output_width(), CV_8UC3), {}};
-  const std::vector<AugmentStep> steps = augment_steps(p);
+  const std::vector<Step> steps = p.steps();
   Augmenter a;
   SampleRng rng(11, kSampleStream, 0, position);
   a.run(steps.data(), static_cast<int>(steps.size()),

@@ -14,8 +14,21 @@
 namespace stoke::detail {
 namespace {
 
-AugmentStep step(const Pipeline& p) {
-  return to_augment_step(p.steps().back());
+Step step(const Pipeline& p) {
+  return p.steps().back();
+}
+
+// The draws of torchvision's policy `s` for one sample, through the function its record names.
+void draw_policy(const Step& s, SampleRng& rng, int height, int width, std::vector<AppliedOp>& out,
+                 std::vector<PolicyDraw>* draws = nullptr) {
+  if (s.kind == StepKind::kTrivialAugmentWide)
+    draw_trivial_augment_wide(s, rng, height, width, out, draws);
+  else if (s.kind == StepKind::kRandAugment)
+    draw_rand_augment(s, rng, height, width, out, draws);
+  else if (s.kind == StepKind::kAutoAugment)
+    draw_auto_augment(s, rng, height, width, out, draws);
+  else
+    FAIL() << "not one of torchvision's policies: " << static_cast<int>(s.kind);
 }
 
 double chi_square(const std::vector<long>& counts, double expected_each) {
@@ -79,7 +92,7 @@ struct Tally {
   long signed_draws = 0, negative = 0, total = 0;
 };
 
-Tally tally(const AugmentStep& s, int samples) {
+Tally tally(const Step& s, int samples) {
   Tally t;
   std::vector<AppliedOp> out;
   std::vector<PolicyDraw> draws;
@@ -173,7 +186,7 @@ TEST(Policies, AutoAugmentAppliesEachSubPolicyOpWithItsProbability) {
 TEST(Policies, EachDrawBecomesTorchvisionsPrimitive) {
   Pipeline p(176, 176, 3);
   p.trivial_augment_wide(31, 128.f);
-  const AugmentStep s = step(p);
+  const Step s = step(p);
   std::map<PolicyOp, int> seen;
   for (int i = 0; i < 3000; ++i) {
     SampleRng rng(4, kSampleStream, 0, i);

@@ -22,7 +22,7 @@
 #include "augment/geometric_ops.hpp"
 #include "augment/masks.hpp"
 #include "augment/photometric.hpp"
-#include "augment/photometric_steps.hpp"
+#include "augment/steps/step_def.hpp"
 #include "golden_file.hpp"
 #include "stoke/error.hpp"
 
@@ -375,7 +375,7 @@ TEST(RandomAffineStep, MayStandBeforeAndAfterCropsResizesFlipsAndPolicies) {
 }
 
 std::vector<AppliedOp> draws(const Pipeline& p, std::int64_t position, int height, int width) {
-  const AugmentStep s = to_augment_step(p.steps().back());
+  const Step s = p.steps().back();
   SampleRng rng(7, kSampleStream, 0, position);
   std::vector<AppliedOp> out;
   draw_pixel_ops(s, rng, height, width, out);
@@ -468,7 +468,7 @@ struct Produced {
 
 Produced run(const Pipeline& p, const cv::Mat& src, std::int64_t position) {
   Produced r{cv::Mat(p.output_height(), p.output_width(), CV_8UC3), {}, {}, {}, {}};
-  const std::vector<AugmentStep> steps = augment_steps(p);
+  const std::vector<Step> steps = p.steps();
   Augmenter a;
   SampleRng rng(13, kSampleStream, 0, position);
   a.run(steps.data(), static_cast<int>(steps.size()),
@@ -571,7 +571,7 @@ TEST(RandomAffineStep, BoxesFollowTheWarpedPixels) {
                                         .scale_max = 1.0f,
                                         .shear_x_min = -10,
                                         .shear_x_max = 10});
-  const std::vector<AugmentStep> steps = augment_steps(p);
+  const std::vector<Step> steps = p.steps();
   int checked = 0;
   for (std::int64_t pos = 0; pos < 120; ++pos) {
     Augmenter a;

@@ -21,11 +21,11 @@
 namespace stoke::detail {
 namespace {
 
-AugmentStep step_of(const std::string& config,
-                    TimmInterpolation interpolation = TimmInterpolation::kRandom) {
+Step step_of(const std::string& config,
+             TimmInterpolation interpolation = TimmInterpolation::kRandom) {
   Pipeline p(32, 32, 3);
   p.timm_augment(config, interpolation);
-  return to_augment_step(p.steps().back());
+  return p.steps().back();
 }
 
 std::string error_of(const std::string& text, int channels = 3) {
@@ -204,7 +204,7 @@ TEST(TimmAugment, MaxAppliedOpsCoversEveryDraw) {
   for (const char* config : {"rand-m9-n3", "augmix-m5-w3", "augmix-w4-d2-b1"}) {
     Pipeline one(32, 32, 3);
     one.timm_augment(config);
-    const AugmentStep s = to_augment_step(one.steps().back());
+    const Step s = one.steps().back();
     std::size_t longest = 0;
     for (int i = 0; i < 20000; ++i) {
       SampleRng rng(3, kSampleStream, 0, i);
@@ -234,11 +234,11 @@ TEST(TimmAugment, BlendedWeightsAreTimmsFloat32) {
 }
 
 // timm's level functions, written here from timm.data.auto_augment for the check below.
-AppliedOp timm_call(TimmOp op, double m, bool negative, int filter, const AugmentStep& s) {
+AppliedOp timm_call(TimmOp op, double m, bool negative, int filter, const Step& s) {
   const double level = m / 10.0;
   const double sign = negative ? -1.0 : 1.0;
   const auto f = [](double v) { return static_cast<float>(v); };
-  const AugmentTimm& t = s.timm;
+  const TimmAugment& t = s.timm;
   const auto warp = [&](ImageOp o, double v) {
     return AppliedOp{o, {f(v), f(filter), f(t.fill[0]), f(t.fill[1]), f(t.fill[2])}};
   };
@@ -305,7 +305,7 @@ TEST(TimmAugment, EachDrawBecomesTimmsCall) {
   for (const char* config : {"rand-m9-mstd0.5-inc1", "rand-m7-mstd101", "augmix-m5-w3"}) {
     Pipeline p(32, 32, 3);
     p.timm_augment(config, TimmInterpolation::kRandom, {7, 8, 9});
-    const AugmentStep s = to_augment_step(p.steps().back());
+    const Step s = p.steps().back();
     std::map<TimmOp, int> seen;
     for (int i = 0; i < 5000; ++i) {
       SampleRng rng(11, kSampleStream, 0, i);
@@ -364,7 +364,7 @@ const char* timm_name(TimmOp op) {
 
 using Counts = std::map<std::string, double>;
 
-Counts stoke_counts(const AugmentStep& s, int samples) {
+Counts stoke_counts(const Step& s, int samples) {
   Counts c;
   for (int i = 0; i < samples; ++i) {
     SampleRng rng(2026, kSampleStream, 1, i);
@@ -376,7 +376,7 @@ Counts stoke_counts(const AugmentStep& s, int samples) {
       c["op " + std::string(timm_name(d.op)) + " " + sign + " " + std::to_string(d.filter) + " " +
         std::to_string(static_cast<int>(std::floor(4 * d.magnitude)))] += 1;
     }
-    if (s.step_kind() == StepKind::kTimmRandAugment) {
+    if (s.kind == StepKind::kTimmRandAugment) {
       c["applied " + std::to_string(draws.size())] += 1;
       continue;
     }

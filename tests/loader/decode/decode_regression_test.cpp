@@ -51,7 +51,7 @@ TEST(DecodeRegression, AStripImageScaledUpByResizeShorterIsRefusedBeforeAllocati
     const ImageRef src{m.data, m.rows, m.cols, 3, m.step[0], out.bgr};
     SampleRng rng(0, kSampleStream, 0, 0);
     Augmenter a;
-    const std::vector<AugmentStep> steps = augment_steps(p);
+    const std::vector<Step> steps = p.steps();
     EXPECT_THROW(
         a.run(steps.data(), static_cast<int>(steps.size()), src, rng, dst.data(), size, size, 3),
         ImageTooLarge)

@@ -74,7 +74,7 @@ Outputs both_paths(const Bytes& jpeg, const Pipeline& p, std::int64_t position) 
   const int oh = p.output_height(), ow = p.output_width(), oc = p.output_channels();
   Outputs out{std::vector<std::uint8_t>(static_cast<std::size_t>(oh) * ow * oc),
               std::vector<std::uint8_t>(static_cast<std::size_t>(oh) * ow * oc)};
-  const std::vector<AugmentStep> steps = augment_steps(p);
+  const std::vector<Step> steps = p.steps();
   JpegRegionSource source;
   EXPECT_EQ(source.open(jpeg.data(), jpeg.size(), oc, kDefaultMaxPixels), BadInput::kNone);
   SampleRng a(3, kSampleStream, 0, position);

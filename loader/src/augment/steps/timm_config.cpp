@@ -1,4 +1,4 @@
-#include "api/timm_config.hpp"
+#include "augment/steps/timm_config.hpp"
 
 #include <algorithm>
 #include <cctype>
