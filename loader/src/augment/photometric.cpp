@@ -13,14 +13,8 @@
 #include "cpu_features.hpp"
 
 // Every value below is rounded where torch rounds it. torch stores each op's float32 result, so
-// a product that it stores before adding must not become a fused multiply-add here; the adds it
-// does fuse are written as std::fma. GCC fuses a product into a later add whenever the target
-// has FMA (aarch64, -march=native), even across statements and in ISO mode, hence the pragmas.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// a product that it stores before adding is not fused here (the exact-float rule,
+// cmake/StokeExactFloat.cmake); the adds it does fuse are written as std::fma.
 
 namespace stoke::detail {
 namespace {

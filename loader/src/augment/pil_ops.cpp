@@ -16,13 +16,8 @@
 #endif
 
 // Pillow's wheels are built for baseline x86-64, where the compiler has no fused multiply-add
-// to contract into, so every product below is rounded before its add; GCC would fuse them on a
-// target with FMA (aarch64, -march=native), even across statements, hence the pragmas.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// to contract into, so every product below is rounded before its add (the exact-float rule,
+// cmake/StokeExactFloat.cmake).
 
 namespace stoke::detail {
 namespace {

@@ -16,11 +16,11 @@
 #include "cpu_features.hpp"
 
 // The functions given to each_byte round every product where their own file says (both files
-// keep products apart from their adds); GCC contracts in the function they are inlined into,
-// so these loops carry the same setting.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC push_options
-#pragma GCC optimize("fp-contract=off")
+// keep products apart from their adds); the compiler contracts in the function they are inlined
+// into, so a file that includes this is compiled under the same rule (the exact-float rule,
+// cmake/StokeExactFloat.cmake).
+#if !defined(STOKE_EXACT_FLOAT)
+#error "augment/pixel_loops.hpp: list the file that includes it in cmake/StokeExactFloat.cmake"
 #endif
 
 namespace stoke::detail::pixels {
@@ -119,7 +119,3 @@ struct ChannelRanges {
 ChannelRanges channel_ranges(const Pixels& im);
 
 }  // namespace stoke::detail::pixels
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC pop_options
-#endif
