@@ -17,6 +17,7 @@ set(STOKE_EXACT_FLOAT_SOURCES
   loader/src/augment/op_sequence.cpp
   loader/src/augment/photometric.cpp
   loader/src/augment/pil_ops.cpp
+  loader/src/augment/pil_warps.cpp
   loader/src/augment/pixel_loops.cpp
   loader/src/augment/timm_augment.cpp
   loader/src/consumer/batch_mixer.cpp

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "augment/op_sequence.hpp"
+#include "augment/pil_warps.hpp"
 #include "golden_file.hpp"
 
 namespace stoke::detail {
