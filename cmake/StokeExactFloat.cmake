@@ -15,7 +15,8 @@ set(STOKE_EXACT_FLOAT_SOURCES
   loader/src/augment/augmix.cpp
   loader/src/augment/geometric_ops.cpp
   loader/src/augment/op_sequence.cpp
-  loader/src/augment/photometric.cpp
+  loader/src/augment/photometric_color.cpp
+  loader/src/augment/photometric_filters.cpp
   loader/src/augment/pil_ops.cpp
   loader/src/augment/pil_warps.cpp
   loader/src/augment/pixel_loops.cpp

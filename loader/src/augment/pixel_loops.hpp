@@ -1,9 +1,10 @@
 #pragma once
-// The loops photometric.cpp (torchvision's ops) and pil_ops.cpp (Pillow's) share: over pixels,
-// over bytes, through a table per byte or per channel, per-channel histograms and ranges, and
-// the row walk of the AVX2 per-pixel loops (cpu_features.hpp: each an 8-pixel loop beside the
-// baseline one, the same operations in the same order, so the same bytes). each_byte runs an
-// AVX2 compilation of its loop where the CPU has one: 32 bytes a step instead of SSE2's 16.
+// The loops photometric_color.cpp (torchvision's ops) and pil_ops.cpp (Pillow's) share: over
+// pixels, over bytes, through a table per byte or per channel, per-channel histograms and
+// ranges, and the row walk of the AVX2 per-pixel loops (cpu_features.hpp: each an 8-pixel loop
+// beside the baseline one, the same operations in the same order, so the same bytes). each_byte
+// runs an AVX2 compilation of its loop where the CPU has one: 32 bytes a step instead of SSE2's
+// 16.
 //
 // Thread-safety: functions of their arguments.
 

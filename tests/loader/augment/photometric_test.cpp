@@ -92,11 +92,11 @@ class PhotometricGolden : public ::testing::TestWithParam<ColorOp> {};
 
 // The bytes where stoke and torch part on this file, each by one. torch adds contrast's mean, a
 // scalar, with a fused multiply-add in its vector loop but with a rounded product for a few of
-// the values its remainder loop meets (photometric.cpp, contrast); stoke fuses everywhere. The
-// script builds one case to meet it (contrast at 0.38007334 on the 17x23 image), where two such
-// values differ. Every other op, and contrast everywhere else, is exact: the cases are small
-// enough that torch's sums are exact, and photometric.cpp follows its backends' accumulation
-// orders (notes on the grey mean and the blur there).
+// the values its remainder loop meets (photometric_color.cpp, contrast); stoke fuses everywhere.
+// The script builds one case to meet it (contrast at 0.38007334 on the 17x23 image), where two
+// such values differ. Every other op, and contrast everywhere else, is exact: the cases are small
+// enough that torch's sums are exact, and photometric_color.cpp and photometric_filters.cpp
+// follow its backends' accumulation orders (notes on the grey mean and the blur there).
 std::size_t expected_differing_bytes(ColorOp op) {
   return op == ColorOp::kContrast ? 2 : 0;
 }
