@@ -7,17 +7,13 @@
 #include <string>
 
 #include "cpu_features.hpp"
+#include "erase_noise.hpp"
 #include "float_chunk_checks.hpp"
 #include "normalize_coeffs.hpp"
 #include "parallel_for.hpp"
 
-// The noise is worked out with the device's exact operation sequence: nothing may be fused.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
-#include "erase_noise.hpp"
+// The noise is worked out with the device's exact operation sequence: nothing is fused (the
+// exact-float rule, cmake/StokeExactFloat.cmake, which erase_noise.hpp's functions need here).
 
 namespace stoke::kernels {
 namespace {

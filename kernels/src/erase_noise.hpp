@@ -2,9 +2,15 @@
 // Private: erase_noise's arithmetic, compiled both by the host compiler (erase.cpp) and by nvcc
 // for the device (erase.cu), so the two produce the same bits. Every float operation is one of
 // the correctly rounded IEEE ones (add, multiply, fused multiply-add, divide, square root), each
-// spelled out so neither compiler may fuse or reorder it; log and cos are polynomials of those.
+// spelled out so neither compiler may fuse or reorder it (on the host, a file that includes this
+// is compiled under the exact-float rule, cmake/StokeExactFloat.cmake); log and cos are
+// polynomials of those.
 
 #include <cstdint>
+
+#if !defined(__CUDACC__) && !defined(STOKE_EXACT_FLOAT)
+#error "erase_noise.hpp: list the file that includes it in cmake/StokeExactFloat.cmake"
+#endif
 
 #if defined(__CUDACC__)
 #define STOKE_HOST_DEVICE __host__ __device__

@@ -11,12 +11,8 @@
 #include "parallel_for.hpp"
 
 // MixUp's products and sum are rounded one by one, as torch's separate mul_ and add_ are and
-// as the GPU kernel's __fmul_rn/__fadd_rn are: nothing may be fused.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// as the GPU kernel's __fmul_rn/__fadd_rn are: nothing is fused (the exact-float rule,
+// cmake/StokeExactFloat.cmake).
 
 namespace stoke::kernels {
 namespace {

@@ -22,12 +22,8 @@
 #include "../cuda_test_support.hpp"
 #endif
 
-// The expectations round each product on its own, as the kernels must.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// The expectations round each product on its own, as the kernels must (the exact-float rule,
+// cmake/StokeExactFloat.cmake).
 
 namespace stoke::kernels {
 namespace {

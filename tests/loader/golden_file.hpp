@@ -1,7 +1,11 @@
 #pragma once
-// Reading the golden files that tests/loader/make_*_golden.py write from torchvision's outputs:
-// the file's bytes, then its little-endian fields. A read past the end sets failed() and returns
-// zeros, so a parser reads on and checks once.
+// Reading the golden files that tests/loader/make_*_golden.py write from the references' outputs
+// (torchvision's, Pillow's, timm's): the file's bytes, then its little-endian fields, or its text
+// lines. A read past the end sets failed() and returns zeros, so a parser reads on and checks
+// once. golden_harness.hpp runs the image ops' cases.
+//
+// Thread-safety: a FieldReader belongs to one thread; the functions are functions of their
+// arguments and the files.
 
 #include <cstddef>
 #include <cstdint>
@@ -27,6 +31,21 @@ inline std::vector<std::uint8_t> read_golden_file(const std::string& path, std::
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
+// The lines of the text golden file `name` that are neither empty nor a '#' comment; `error`
+// names the path when it cannot be opened.
+inline std::vector<std::string> read_golden_lines(const std::string& name, std::string& error) {
+  const std::string path = golden_path(name);
+  std::ifstream f(path);
+  if (!f) {
+    error = path + ": cannot be opened";
+    return {};
+  }
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(f, line);)
+    if (!line.empty() && line[0] != '#') lines.push_back(line);
+  return lines;
+}
+
 class FieldReader {
  public:
   explicit FieldReader(const std::vector<std::uint8_t>& data) : data_(data) {}
@@ -36,9 +55,19 @@ class FieldReader {
     for (int i = 3; i >= 0; --i) v = (v << 8) | data_[pos_ - 4 + static_cast<std::size_t>(i)];
     return v;
   }
+  std::uint64_t u64() {
+    const std::uint64_t lo = u32();
+    return lo | (std::uint64_t{u32()} << 32);
+  }
   float f32() {
     const std::uint32_t bits = u32();
     float v;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+  }
+  double f64() {
+    const std::uint64_t bits = u64();
+    double v;
     std::memcpy(&v, &bits, sizeof v);
     return v;
   }
@@ -83,12 +112,32 @@ inline std::string read_golden_label(FieldReader& in) {
   return {label.begin(), label.end()};
 }
 
+// An image-op golden file: its images and its cases. A Case has `image`, the index of the image
+// it runs on, and `expected`, the reference's bytes of that image after the op (tight rows).
+template <class Case>
+struct ImageCases {
+  std::vector<GoldenImage> images;
+  std::vector<Case> cases;
+  std::string error;  // why the file could not be read; empty when it was
+};
+
+// The end of every case: c.image names an image, and c.expected, its bytes after the op, follow.
+// Whether the case was whole.
+template <class Case>
+bool read_expected(FieldReader& in, const std::vector<GoldenImage>& images, Case& c) {
+  if (in.failed() || c.image >= images.size()) return false;
+  c.expected = in.bytes(images[c.image].bytes.size());
+  return !in.failed();
+}
+
 // The image-op golden files' layout: `magic`, version 1, a count and the images, a count and the
-// cases, nothing after. G has `images`, `cases` and `error`; read_case(in, images, c) reads one
-// case and says whether it was whole and names an image. `what` names the file in the errors.
-template <class G, class ReadCase>
+// cases, then what read_rest(in, g) reads (nothing, by default; it returns why it failed, or ""),
+// nothing after. G has `images`, `cases` and `error` (an ImageCases, or a struct built on one);
+// read_case(in, images, c) reads one case and says whether it was whole and names an image.
+// `what` names the file in the errors.
+template <class G, class ReadCase, class ReadRest>
 G parse_image_cases(const std::vector<std::uint8_t>& data, const char (&magic)[5],
-                    const std::string& what, ReadCase read_case) {
+                    const std::string& what, ReadCase read_case, ReadRest read_rest) {
   G g;
   const auto fail = [](const std::string& why) {
     G failed{};
@@ -104,8 +153,16 @@ G parse_image_cases(const std::vector<std::uint8_t>& data, const char (&magic)[5
   g.cases.resize(in.u32() & 0xffff);
   for (auto& c : g.cases)
     if (!read_case(in, g.images, c)) return fail("a case is truncated or names no image");
+  if (const std::string why = read_rest(in, g); !why.empty()) return fail(why);
   if (!in.at_end()) return fail("followed by extra bytes");
   return g;
+}
+
+template <class G, class ReadCase>
+G parse_image_cases(const std::vector<std::uint8_t>& data, const char (&magic)[5],
+                    const std::string& what, ReadCase read_case) {
+  return parse_image_cases<G>(data, magic, what, read_case,
+                              [](FieldReader&, G&) { return std::string(); });
 }
 
 // The golden file `name` read and handed to `parse` (a function of its bytes returning a G), or a
@@ -125,19 +182,13 @@ G load_golden(const std::string& name, Parse parse) {
   return parsed;
 }
 
-// What a run on rows padded by `pad` bytes of `fill` got wrong against the same run on tight
-// rows ("" when nothing): `tight` holds `rows` rows of `line` bytes, `padded` rows of line + pad.
-inline std::string padding_mismatch(const std::vector<std::uint8_t>& tight,
-                                    const std::vector<std::uint8_t>& padded, int rows,
-                                    std::size_t line, std::size_t pad, std::uint8_t fill) {
-  for (int y = 0; y < rows; ++y) {
-    const std::uint8_t* r = padded.data() + static_cast<std::size_t>(y) * (line + pad);
-    if (std::memcmp(r, tight.data() + static_cast<std::size_t>(y) * line, line) != 0)
-      return "row " + std::to_string(y);
-    for (std::size_t i = 0; i < pad; ++i)
-      if (r[line + i] != fill) return "row " + std::to_string(y) + ": padding written";
-  }
-  return "";
+// load_golden of an image-op golden file laid out as parse_image_cases reads it.
+template <class Case, class ReadCase>
+ImageCases<Case> load_image_cases(const std::string& name, const char (&magic)[5],
+                                  const std::string& what, ReadCase read_case) {
+  return load_golden<ImageCases<Case>>(name, [&](const std::vector<std::uint8_t>& data) {
+    return parse_image_cases<ImageCases<Case>>(data, magic, what, read_case);
+  });
 }
 
 }  // namespace stoke::test

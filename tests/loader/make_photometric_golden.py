@@ -247,7 +247,7 @@ def contrast_edge(img, values=None):
 
 def remainder_loop_values(img):
     """The channel-first values of `img` that torch's add of a scalar computes with a rounded
-    product (photometric.cpp, contrast): of the last n % 32 values, past a whole vector of 16,
+    product (photometric_color.cpp, contrast): of the last n % 32 values, past a whole vector of 16,
     the first stays fused and the next four (or eight, or twelve) do not. One thread's range."""
     chw = img.transpose(2, 0, 1).ravel()
     rest = chw.size % 32 % 16

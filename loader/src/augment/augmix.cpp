@@ -5,12 +5,7 @@
 #include <cstring>
 
 // torch rounds each product before its add (two kernels: the multiply, then add_), so neither
-// may become a fused multiply-add here.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// is fused here (the exact-float rule, cmake/StokeExactFloat.cmake).
 
 namespace stoke::detail {
 namespace {

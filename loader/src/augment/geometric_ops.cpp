@@ -14,14 +14,9 @@
 #include <immintrin.h>
 #endif
 
-// Every float32 value below is rounded where torch rounds it, so no product may be fused into a
-// later add (GCC fuses whenever the target has FMA, even across statements); the fused
-// multiply-adds torch does are written out: source_coordinate's, and the bilinear blend's.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// Every float32 value below is rounded where torch rounds it, so no product is fused into a
+// later add (the exact-float rule, cmake/StokeExactFloat.cmake); the fused multiply-adds torch
+// does are written out: source_coordinate's, and the bilinear blend's.
 
 namespace stoke::detail {
 namespace {

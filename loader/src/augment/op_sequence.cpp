@@ -6,12 +6,8 @@
 #include "augment/augmix.hpp"
 #include "augment/pil_ops.hpp"
 
-// numpy's float32 `mixed += w * img` rounds the product, then the sum: never fused.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// numpy's float32 `mixed += w * img` rounds the product, then the sum: never fused (the
+// exact-float rule, cmake/StokeExactFloat.cmake).
 
 namespace stoke::detail {
 namespace {

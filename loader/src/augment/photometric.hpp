@@ -9,7 +9,8 @@
 //
 // Byte for byte, but for rare bytes that differ by one: tests/data/photometric_golden.bin holds
 // torch 2.15's outputs on x86 with AVX-512. Where torch does not compute one thing everywhere,
-// stoke follows one choice (photometric.cpp gives how often a byte moves):
+// stoke follows one choice (photometric_color.cpp and photometric_filters.cpp give how often a
+// byte moves):
 //  - contrast's mean on images of more than 65,793 pixels, whose float32 sum torch takes in an
 //    order set by its vector width and thread count; stoke's sum is correctly rounded;
 //  - contrast's blend of the last few values of each thread's range, where torch's remainder
@@ -72,7 +73,8 @@ struct PhotometricScratch {
   std::vector<float> mix_sum;
 };
 
-// Applies `op` to `image` in place; the geometric ops (kAffine, kAffineAtOrigin, kRotate, kShear,
+// Applies `op` to `image` in place; torchvision's colour ops and filters are
+// photometric_ops.hpp's; the geometric ops (kAffine, kAffineAtOrigin, kRotate, kShear,
 // kAffineBilinear) are geometric_ops.hpp's, kAffine, kAffineAtOrigin, kRotate and kShear sampling
 // with `interpolation`; timm's (kPil*) are pil_ops.hpp's; AugMix's records (kAugMix,
 // kAugMixChain, kTimmAugMixChain, kTimmAugMixBlend) are op_sequence.hpp's and augmix.hpp's, and

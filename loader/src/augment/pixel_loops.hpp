@@ -1,9 +1,10 @@
 #pragma once
-// The loops photometric.cpp (torchvision's ops) and pil_ops.cpp (Pillow's) share: over pixels,
-// over bytes, through a table per byte or per channel, per-channel histograms and ranges, and
-// the row walk of the AVX2 per-pixel loops (cpu_features.hpp: each an 8-pixel loop beside the
-// baseline one, the same operations in the same order, so the same bytes). each_byte runs an
-// AVX2 compilation of its loop where the CPU has one: 32 bytes a step instead of SSE2's 16.
+// The loops photometric_color.cpp (torchvision's ops) and pil_ops.cpp (Pillow's) share: over
+// pixels, over bytes, through a table per byte or per channel, per-channel histograms and
+// ranges, and the row walk of the AVX2 per-pixel loops (cpu_features.hpp: each an 8-pixel loop
+// beside the baseline one, the same operations in the same order, so the same bytes). each_byte
+// runs an AVX2 compilation of its loop where the CPU has one: 32 bytes a step instead of SSE2's
+// 16.
 //
 // Thread-safety: functions of their arguments.
 
@@ -16,11 +17,11 @@
 #include "cpu_features.hpp"
 
 // The functions given to each_byte round every product where their own file says (both files
-// keep products apart from their adds); GCC contracts in the function they are inlined into,
-// so these loops carry the same setting.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC push_options
-#pragma GCC optimize("fp-contract=off")
+// keep products apart from their adds); the compiler contracts in the function they are inlined
+// into, so a file that includes this is compiled under the same rule (the exact-float rule,
+// cmake/StokeExactFloat.cmake).
+#if !defined(STOKE_EXACT_FLOAT)
+#error "augment/pixel_loops.hpp: list the file that includes it in cmake/StokeExactFloat.cmake"
 #endif
 
 namespace stoke::detail::pixels {
@@ -119,7 +120,3 @@ struct ChannelRanges {
 ChannelRanges channel_ranges(const Pixels& im);
 
 }  // namespace stoke::detail::pixels
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC pop_options
-#endif

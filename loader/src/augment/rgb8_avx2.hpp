@@ -1,6 +1,6 @@
 #pragma once
 // Eight interleaved RGB pixels (24 bytes) to and from three vectors, one channel each, for the
-// per-pixel loops that photometric.cpp and pil_ops.cpp compile for AVX2
+// per-pixel loops that photometric_color.cpp and pil_ops.cpp compile for AVX2
 // (cpu_features.hpp): loads read exactly the 24 bytes, stores write exactly them.
 //
 // Thread-safety: pure functions.

@@ -7,12 +7,7 @@
 #include <span>
 
 // timm's level arithmetic is Python's double arithmetic, and AugMix's blended weights numpy's
-// float32: every operation rounded on its own.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// float32: every operation rounded on its own (cmake/StokeExactFloat.cmake lists this file).
 
 namespace stoke::detail {
 namespace {

@@ -6,12 +6,7 @@
 #include "plan/sample_rng.hpp"
 
 // The weights and soft labels are rounded product by product, as torch's mul and add are:
-// nothing may be fused.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// nothing is fused (the exact-float rule, cmake/StokeExactFloat.cmake).
 
 namespace stoke::detail {
 

@@ -9,7 +9,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <iostream>
 #include <numbers>
@@ -19,7 +18,7 @@
 #include "augment/augment.hpp"
 #include "augment/op_sequence.hpp"
 #include "augment/policies.hpp"
-#include "golden_file.hpp"
+#include "golden_harness.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {
@@ -46,12 +45,6 @@ struct MixCase {
   std::vector<std::uint8_t> expected;
 };
 
-struct MixGolden {
-  std::vector<GoldenImage> images;
-  std::vector<MixCase> cases;
-  std::string error;  // why the file could not be read; empty when it was
-};
-
 bool read_case(FieldReader& in, const std::vector<GoldenImage>& images, MixCase& c) {
   c.image = in.u32();
   c.interpolation = in.u32() == 1 ? Interpolation::kBilinear : Interpolation::kNearest;
@@ -73,17 +66,12 @@ bool read_case(FieldReader& in, const std::vector<GoldenImage>& images, MixCase&
     }
   }
   c.label = test::read_golden_label(in);
-  if (in.failed() || c.image >= images.size()) return false;
-  c.expected = in.bytes(images[c.image].bytes.size());
-  return !in.failed();
+  return test::read_expected(in, images, c);
 }
 
-MixGolden parse(const std::vector<std::uint8_t>& data) {
-  return test::parse_image_cases<MixGolden>(data, "STAM", "AugMix", read_case);
-}
-
-const MixGolden& golden() {
-  static const MixGolden g = test::load_golden<MixGolden>("augmix_golden.bin", parse);
+const test::ImageCases<MixCase>& golden() {
+  static const auto g =
+      test::load_image_cases<MixCase>("augmix_golden.bin", "STAM", "AugMix", read_case);
   return g;
 }
 
@@ -108,32 +96,22 @@ std::vector<AppliedOp> record_of(const MixCase& c, int height, int width) {
 }
 
 TEST(AugMix, MixesAsTorchvisionDoesGivenTheSameDraws) {
-  const MixGolden& g = golden();
-  ASSERT_TRUE(g.error.empty()) << g.error;
+  ASSERT_TRUE(golden().error.empty()) << golden().error;
   PhotometricScratch scratch;  // shared by every case, as a worker shares it
-  std::size_t bytes = 0, differing = 0;
-  for (const MixCase& c : g.cases) {
-    const GoldenImage& im = g.images[c.image];
-    const std::vector<AppliedOp> record = record_of(c, im.height, im.width);
-    std::vector<std::uint8_t> out = im.bytes;
-    const std::size_t spans = augmix(record,
-                                     Pixels{out.data(), im.height, im.width, im.channels,
-                                            static_cast<std::size_t>(im.width * im.channels)},
-                                     scratch);
-    EXPECT_EQ(spans, record.size()) << c.label;
-    std::size_t wrong = 0;
-    for (std::size_t i = 0; i < out.size(); ++i) wrong += out[i] != c.expected[i];
-    bytes += out.size();
-    differing += wrong;
-    EXPECT_EQ(wrong, 0u) << c.label << " on image " << c.image << " (" << im.height << "x"
-                         << im.width << "x" << im.channels << ")";
-  }
-  EXPECT_GT(g.cases.size(), 100u);
-  std::cout << g.cases.size() << " cases, " << bytes << " bytes, " << differing << " differ\n";
+  const test::ImageOpGolden<MixCase> mixes(
+      golden(), "torchvision",
+      [&scratch](const MixCase& c, const Pixels& px) {
+        const std::vector<AppliedOp> record = record_of(c, px.height, px.width);
+        EXPECT_EQ(augmix(record, px, scratch), record.size()) << c.label;
+      },
+      [](const MixCase& c) { return c.label; });
+  const test::GoldenTally t = mixes.expect_matches(test::kEveryCase);
+  EXPECT_GT(t.cases, 100);
+  std::cout << t << "\n";
 }
 
 TEST(AugMix, GoldenFileCoversBothInterpolationsEveryFillEveryOpAndEverySeverity) {
-  const MixGolden& g = golden();
+  const test::ImageCases<MixCase>& g = golden();
   ASSERT_TRUE(g.error.empty()) << g.error;
   bool nearest = false, bilinear = false, no_fill = false, fill_0 = false, fill_128 = false;
   bool partial = false, gray = false, rgb = false;

@@ -6,14 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "augment/geometric_ops.hpp"
 #include "augment/photometric.hpp"
-#include "golden_file.hpp"
+#include "golden_harness.hpp"
 
 namespace stoke::detail {
 namespace {
@@ -29,40 +28,25 @@ struct BilinearCase {
   std::vector<std::uint8_t> expected;
 };
 
-struct BilinearGolden {
-  std::vector<GoldenImage> images;
-  std::vector<BilinearCase> cases;
-  std::string error;  // why the file could not be read; empty when it was
-};
-
 bool read_case(FieldReader& in, const std::vector<GoldenImage>& images, BilinearCase& c) {
   c.image = in.u32();
   c.op.op = static_cast<ImageOp>(in.u32());
   c.interpolation = in.u32() == 0 ? Interpolation::kNearest : Interpolation::kBilinear;
   for (float& a : c.op.args) a = in.f32();
   c.label = test::read_golden_label(in);
-  if (in.failed() || c.image >= images.size()) return false;
-  c.expected = in.bytes(images[c.image].bytes.size());
-  return !in.failed();
+  return test::read_expected(in, images, c);
 }
 
-BilinearGolden parse(const std::vector<std::uint8_t>& data) {
-  return test::parse_image_cases<BilinearGolden>(data, "STGB", "bilinear", read_case);
-}
-
-const BilinearGolden& golden() {
-  static const BilinearGolden g = test::load_golden<BilinearGolden>("bilinear_golden.bin", parse);
+const test::ImageCases<BilinearCase>& golden() {
+  static const auto g =
+      test::load_image_cases<BilinearCase>("bilinear_golden.bin", "STGB", "bilinear", read_case);
   return g;
 }
 
 std::string describe(const BilinearCase& c) {
-  const GoldenImage& im = golden().images[c.image];
-  std::string args;
-  for (float a : c.op.args) args += (args.empty() ? "" : ", ") + std::to_string(a);
-  return std::string(image_op_name(c.op.op)) +
-         (c.interpolation == Interpolation::kNearest ? " nearest(" : " bilinear(") + args + ") [" +
-         c.label + "] on image " + std::to_string(c.image) + " (" + std::to_string(im.height) +
-         "x" + std::to_string(im.width) + "x" + std::to_string(im.channels) + ")";
+  return test::op_text(c.op) +
+         (c.interpolation == Interpolation::kNearest ? " nearest [" : " bilinear [") + c.label +
+         "]";
 }
 
 void apply(const BilinearCase& c, const Pixels& px, std::vector<std::uint8_t>& copy) {
@@ -80,34 +64,18 @@ void apply(const BilinearCase& c, const Pixels& px, std::vector<std::uint8_t>& c
   }
 }
 
-// Runs a case on its image laid out with `pad` bytes after each row, filled with `fill`.
-std::vector<std::uint8_t> run(const BilinearCase& c, std::size_t pad, std::uint8_t fill,
-                              std::vector<std::uint8_t>& copy) {
-  const GoldenImage& im = golden().images[c.image];
-  const std::size_t line = static_cast<std::size_t>(im.width * im.channels);
-  std::vector<std::uint8_t> buf((line + pad) * static_cast<std::size_t>(im.height), fill);
-  for (int y = 0; y < im.height; ++y)
-    std::memcpy(buf.data() + static_cast<std::size_t>(y) * (line + pad),
-                im.bytes.data() + static_cast<std::size_t>(y) * line, line);
-  apply(c, Pixels{buf.data(), im.height, im.width, im.channels, line + pad}, copy);
-  return buf;
+// The cases with the op call; `copy` is shared by every case, as a worker shares it.
+test::ImageOpGolden<BilinearCase> bilinear_golden(std::vector<std::uint8_t>& copy) {
+  return {golden(), "torchvision",
+          [&copy](const BilinearCase& c, const Pixels& px) { apply(c, px, copy); }, describe};
 }
 
 TEST(GeometricBilinear, MatchesTorchvisionByteForByte) {
-  const BilinearGolden& g = golden();
-  ASSERT_TRUE(g.error.empty()) << g.error;
-  std::vector<std::uint8_t> copy;  // shared by every case, as a worker shares it
-  std::size_t bytes = 0, differing = 0;
-  for (const BilinearCase& c : g.cases) {
-    const std::vector<std::uint8_t> out = run(c, 0, 0, copy);
-    bytes += out.size();
-    std::size_t wrong = 0;
-    for (std::size_t i = 0; i < out.size(); ++i) wrong += out[i] != c.expected[i];
-    differing += wrong;
-    EXPECT_EQ(wrong, 0u) << describe(c);
-  }
-  EXPECT_GT(g.cases.size(), 100u);
-  std::cout << g.cases.size() << " cases, " << bytes << " bytes, " << differing << " differ\n";
+  ASSERT_TRUE(golden().error.empty()) << golden().error;
+  std::vector<std::uint8_t> copy;
+  const test::GoldenTally t = bilinear_golden(copy).expect_matches(test::kEveryCase);
+  EXPECT_GT(t.cases, 100);
+  std::cout << t << "\n";
 }
 
 bool has_label(const std::string& label, const char* part) {
@@ -115,7 +83,7 @@ bool has_label(const std::string& label, const char* part) {
 }
 
 TEST(GeometricBilinear, GoldenFileCoversEveryOpBothKindsOfFillAndTheSearchedDraws) {
-  const BilinearGolden& g = golden();
+  const test::ImageCases<BilinearCase>& g = golden();
   ASSERT_TRUE(g.error.empty()) << g.error;
   bool gray = false, rgb = false, single_pixel = false, no_fill = false, fill = false;
   bool nearest_no_fill = false, ties = false;
@@ -143,26 +111,13 @@ TEST(GeometricBilinear, GoldenFileCoversEveryOpBothKindsOfFillAndTheSearchedDraw
     EXPECT_GT(ops[static_cast<std::size_t>(op)], 0) << image_op_name(op);
 }
 
-// Each case again with 5 bytes after every row: the image gets the bytes it gets without them,
-// and the padding keeps its own.
+// Each case again with 5 bytes after every row: the image gets torchvision's bytes, and the
+// padding keeps its own.
 TEST(GeometricBilinear, LeavesRowPaddingUntouched) {
-  const BilinearGolden& g = golden();
-  ASSERT_TRUE(g.error.empty()) << g.error;
+  ASSERT_TRUE(golden().error.empty()) << golden().error;
   std::vector<std::uint8_t> copy;
-  constexpr std::size_t kPad = 5;
-  constexpr std::uint8_t kFill = 0xa5;
-  for (const BilinearCase& c : g.cases) {
-    const GoldenImage& im = g.images[c.image];
-    const std::size_t line = static_cast<std::size_t>(im.width * im.channels);
-    const std::vector<std::uint8_t> out = run(c, kPad, kFill, copy);
-    for (int y = 0; y < im.height; ++y) {
-      const std::uint8_t* r = out.data() + static_cast<std::size_t>(y) * (line + kPad);
-      ASSERT_EQ(0, std::memcmp(r, c.expected.data() + static_cast<std::size_t>(y) * line, line))
-          << describe(c) << ", row " << y;
-      for (std::size_t i = 0; i < kPad; ++i)
-        ASSERT_EQ(r[line + i], kFill) << describe(c) << ", row " << y << ": padding written";
-    }
-  }
+  bilinear_golden(copy).expect_padding_kept(test::kEveryCase, 5, 0xa5,
+                                            test::PaddedRows::kLikeTheReference);
 }
 
 // A translation by a whole number of pixels samples on the grid: every weight is 0 or 1, so the

@@ -9,23 +9,14 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "augment/photometric.hpp"
-#include "golden_file.hpp"
+#include "golden_harness.hpp"
 
-namespace stoke {
-
-// GoogleTest shows a parameter that fails by its name, not its bytes (found by argument-dependent
-// lookup, hence this namespace).
-static void PrintTo(ImageOp op, std::ostream* os) {
-  *os << image_op_name(op);
-}
-
-namespace detail {
+namespace stoke::detail {
 namespace {
 
 using test::FieldReader;
@@ -38,89 +29,50 @@ struct GoldenCase {
   std::vector<std::uint8_t> expected;
 };
 
-struct Golden {
-  std::vector<GoldenImage> images;
-  std::vector<GoldenCase> cases;
-  std::string error;  // why the file could not be read; empty when it was
-};
-
 bool read_case(FieldReader& in, const std::vector<GoldenImage>& images, GoldenCase& c) {
   c.image = in.u32();
   c.op.op = static_cast<ImageOp>(in.u32());
   for (float& a : c.op.args) a = in.f32();
   c.label = test::read_golden_label(in);
-  if (in.failed() || c.image >= images.size()) return false;
-  c.expected = in.bytes(images[c.image].bytes.size());
-  return !in.failed();
+  return test::read_expected(in, images, c);
 }
 
-Golden parse(const std::vector<std::uint8_t>& data) {
-  return test::parse_image_cases<Golden>(data, "STGG", "geometric", read_case);
-}
-
-const Golden& golden() {
-  static const Golden g = test::load_golden<Golden>("geometric_golden.bin", parse);
+const test::ImageCases<GoldenCase>& golden() {
+  static const auto g =
+      test::load_image_cases<GoldenCase>("geometric_golden.bin", "STGG", "geometric", read_case);
   return g;
 }
 
-std::string describe(const GoldenCase& c) {
-  const GoldenImage& im = golden().images[c.image];
-  std::string args;
-  for (float a : c.op.args) args += (args.empty() ? "" : ", ") + std::to_string(a);
-  return std::string(image_op_name(c.op.op)) + "(" + args + ") [" + c.label + "] on image " +
-         std::to_string(c.image) + " (" + std::to_string(im.height) + "x" +
-         std::to_string(im.width) + "x" + std::to_string(im.channels) + ")";
-}
-
-// Runs a case on its image laid out with `pad` bytes after each row, filled with `fill`.
-std::vector<std::uint8_t> run(const GoldenCase& c, std::size_t pad, std::uint8_t fill,
-                              PhotometricScratch& scratch) {
-  const GoldenImage& im = golden().images[c.image];
-  const std::size_t line = static_cast<std::size_t>(im.width * im.channels);
-  std::vector<std::uint8_t> buf((line + pad) * static_cast<std::size_t>(im.height), fill);
-  for (int y = 0; y < im.height; ++y)
-    std::memcpy(buf.data() + static_cast<std::size_t>(y) * (line + pad),
-                im.bytes.data() + static_cast<std::size_t>(y) * line, line);
-  apply_color_op(c.op, Pixels{buf.data(), im.height, im.width, im.channels, line + pad}, scratch);
-  return buf;
+// The cases with the op call; `scratch` is shared by every case, as a worker shares it.
+test::ImageOpGolden<GoldenCase> geometric_golden(PhotometricScratch& scratch) {
+  return {golden(), "torchvision",
+          [&scratch](const GoldenCase& c, const Pixels& px) { apply_color_op(c.op, px, scratch); },
+          [](const GoldenCase& c) { return test::op_text(c.op) + " [" + c.label + "]"; }};
 }
 
 class GeometricGolden : public ::testing::TestWithParam<ImageOp> {};
 
 TEST_P(GeometricGolden, MatchesTorchvisionByteForByte) {
-  const Golden& g = golden();
-  ASSERT_TRUE(g.error.empty()) << g.error;
-  PhotometricScratch scratch;  // shared by every case, as a worker shares it
-  int cases = 0;
-  std::size_t bytes = 0, differing = 0;
-  for (const GoldenCase& c : g.cases) {
-    if (c.op.op != GetParam()) continue;
-    const std::vector<std::uint8_t> out = run(c, 0, 0, scratch);
-    ++cases;
-    bytes += out.size();
-    std::size_t wrong = 0;
-    for (std::size_t i = 0; i < out.size(); ++i) wrong += out[i] != c.expected[i];
-    differing += wrong;
-    EXPECT_EQ(wrong, 0u) << describe(c);
-  }
-  EXPECT_GT(cases, 0);
-  std::cout << image_op_name(GetParam()) << ": " << cases << " cases, " << bytes << " bytes, "
-            << differing << " differ\n";
+  ASSERT_TRUE(golden().error.empty()) << golden().error;
+  PhotometricScratch scratch;
+  const ImageOp op = GetParam();
+  const test::GoldenTally t =
+      geometric_golden(scratch).expect_matches([op](const GoldenCase& c) { return c.op.op == op; });
+  EXPECT_GT(t.cases, 0);
+  std::cout << image_op_name(op) << ": " << t << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Geometric, GeometricGolden,
                          ::testing::Values(ImageOp::kAffine, ImageOp::kAffineAtOrigin,
                                            ImageOp::kRotate),
-                         [](const ::testing::TestParamInfo<ImageOp>& param) {
-                           return std::string(image_op_name(param.param));
-                         });
+                         test::ImageOpName());
 
 bool has_label(const std::string& label, const char* part) {
   return label.find(part) != std::string::npos;
 }
 
 TEST(Geometric, GoldenFileCoversThePoliciesTheTiesAndBothFills) {
-  const Golden& g = golden();
+  const test::ImageCases<GoldenCase>& g = golden();
   ASSERT_TRUE(g.error.empty()) << g.error;
   bool gray = false, rgb = false, single_pixel = false, width_97 = false, height_97 = false;
   bool trivial = false, rand = false, random = false, fill_0 = false, fill_128 = false;
@@ -148,18 +100,10 @@ TEST(Geometric, GoldenFileCoversThePoliciesTheTiesAndBothFills) {
 // Each case again with 5 bytes after every row: the image gets the bytes it gets without them,
 // and the padding keeps its own.
 TEST(Geometric, LeavesRowPaddingUntouched) {
-  const Golden& g = golden();
-  ASSERT_TRUE(g.error.empty()) << g.error;
+  ASSERT_TRUE(golden().error.empty()) << golden().error;
   PhotometricScratch scratch;
-  constexpr std::size_t kPad = 5;
-  constexpr std::uint8_t kFill = 0xa5;
-  for (const GoldenCase& c : g.cases) {
-    const GoldenImage& im = g.images[c.image];
-    const std::size_t line = static_cast<std::size_t>(im.width * im.channels);
-    const std::vector<std::uint8_t> tight = run(c, 0, 0, scratch);
-    const std::vector<std::uint8_t> out = run(c, kPad, kFill, scratch);
-    ASSERT_EQ(test::padding_mismatch(tight, out, im.height, line, kPad, kFill), "") << describe(c);
-  }
+  geometric_golden(scratch).expect_padding_kept(test::kEveryCase, 5, 0xa5,
+                                                test::PaddedRows::kLikeTightRows);
 }
 
 // Every grid value within 64 floats of a half-pixel boundary, on every axis length up to 600:
@@ -225,5 +169,4 @@ TEST(Geometric, NamesEveryOpAsDocsShowIt) {
 }
 
 }  // namespace
-}  // namespace detail
-}  // namespace stoke
+}  // namespace stoke::detail

@@ -6,24 +6,18 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstring>
 #include <iostream>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "golden_file.hpp"
+#include "golden_harness.hpp"
 
 namespace stoke::detail {
-
-// GoogleTest shows a parameter that fails by its name, not its bytes.
-void PrintTo(ColorOp op, std::ostream* os) {
-  *os << image_op_name(op);
-}
-
 namespace {
 
+using test::FieldReader;
 using test::GoldenImage;
 
 struct GoldenCase {
@@ -32,99 +26,50 @@ struct GoldenCase {
   std::vector<std::uint8_t> expected;
 };
 
-struct Golden {
-  std::vector<GoldenImage> images;
-  std::vector<GoldenCase> cases;
-  std::string error;  // why the file could not be read; empty when it was
-};
+bool read_case(FieldReader& in, const std::vector<GoldenImage>& images, GoldenCase& c) {
+  c.image = in.u32();
+  c.args.op = static_cast<ColorOp>(in.u32());
+  c.args.args[0] = in.f32();
+  c.args.args[1] = in.f32();
+  c.args.args[2] = in.f32();
+  return test::read_expected(in, images, c);
+}
 
-using test::FieldReader;
-
-Golden parse(const std::vector<std::uint8_t>& data) {
-  Golden g;
-  FieldReader in(data);
-  const std::vector<std::uint8_t> magic = in.bytes(4);
-  if (magic != std::vector<std::uint8_t>{'S', 'T', 'P', 'G'} || in.u32() != 1)
-    return {{}, {}, "not a version-1 photometric golden file"};
-  g.images.resize(in.u32() & 0xff);  // a handful; the mask bounds a corrupt count
-  for (GoldenImage& im : g.images) test::read_golden_image(in, im);
-  g.cases.resize(in.u32() & 0xffff);
-  for (GoldenCase& c : g.cases) {
-    c.image = in.u32();
-    c.args.op = static_cast<ColorOp>(in.u32());
-    c.args.args[0] = in.f32();
-    c.args.args[1] = in.f32();
-    c.args.args[2] = in.f32();
-    if (in.failed() || c.image >= g.images.size()) return {{}, {}, "a case names no image"};
-    c.expected = in.bytes(g.images[c.image].bytes.size());
-  }
-  if (in.failed() || !in.at_end()) return {{}, {}, "truncated or followed by extra bytes"};
+const test::ImageCases<GoldenCase>& golden() {
+  static const auto g = test::load_image_cases<GoldenCase>("photometric_golden.bin", "STPG",
+                                                           "photometric", read_case);
   return g;
 }
 
-const Golden& golden() {
-  static const Golden g = test::load_golden<Golden>("photometric_golden.bin", parse);
-  return g;
-}
-
-std::string describe(const GoldenCase& c) {
-  const GoldenImage& im = golden().images[c.image];
-  return std::string(image_op_name(c.args.op)) + "(" + std::to_string(c.args.args[0]) + ", " +
-         std::to_string(c.args.args[1]) + ", " + std::to_string(c.args.args[2]) + ") on image " +
-         std::to_string(c.image) + " (" + std::to_string(im.height) + "x" +
-         std::to_string(im.width) + "x" + std::to_string(im.channels) + ")";
-}
-
-// Runs a case on its image laid out with `pad` bytes after each row, filled with `fill`.
-std::vector<std::uint8_t> run(const GoldenCase& c, std::size_t pad, std::uint8_t fill,
-                              PhotometricScratch& scratch) {
-  const GoldenImage& im = golden().images[c.image];
-  const std::size_t line = static_cast<std::size_t>(im.width * im.channels);
-  std::vector<std::uint8_t> buf((line + pad) * static_cast<std::size_t>(im.height), fill);
-  for (int y = 0; y < im.height; ++y)
-    std::memcpy(buf.data() + static_cast<std::size_t>(y) * (line + pad),
-                im.bytes.data() + static_cast<std::size_t>(y) * line, line);
-  apply_color_op(c.args, Pixels{buf.data(), im.height, im.width, im.channels, line + pad}, scratch);
-  return buf;
+// The cases with the op call; `scratch` is shared by every case, as a worker shares it.
+test::ImageOpGolden<GoldenCase> photometric_golden(PhotometricScratch& scratch) {
+  return {
+      golden(), "torchvision",
+      [&scratch](const GoldenCase& c, const Pixels& px) { apply_color_op(c.args, px, scratch); },
+      [](const GoldenCase& c) { return test::op_text(c.args); }};
 }
 
 class PhotometricGolden : public ::testing::TestWithParam<ColorOp> {};
 
 // The bytes where stoke and torch part on this file, each by one. torch adds contrast's mean, a
 // scalar, with a fused multiply-add in its vector loop but with a rounded product for a few of
-// the values its remainder loop meets (photometric.cpp, contrast); stoke fuses everywhere. The
-// script builds one case to meet it (contrast at 0.38007334 on the 17x23 image), where two such
-// values differ. Every other op, and contrast everywhere else, is exact: the cases are small
-// enough that torch's sums are exact, and photometric.cpp follows its backends' accumulation
-// orders (notes on the grey mean and the blur there).
+// the values its remainder loop meets (photometric_color.cpp, contrast); stoke fuses everywhere.
+// The script builds one case to meet it (contrast at 0.38007334 on the 17x23 image), where two
+// such values differ. Every other op, and contrast everywhere else, is exact: the cases are small
+// enough that torch's sums are exact, and photometric_color.cpp and photometric_filters.cpp
+// follow its backends' accumulation orders (notes on the grey mean and the blur there).
 std::size_t expected_differing_bytes(ColorOp op) {
   return op == ColorOp::kContrast ? 2 : 0;
 }
 
 TEST_P(PhotometricGolden, MatchesTorchvisionByteForByte) {
-  const Golden& g = golden();
-  ASSERT_TRUE(g.error.empty()) << g.error;
-  PhotometricScratch scratch;  // shared by every case, as a worker shares it
-  int cases = 0;
-  std::size_t bytes = 0, differing = 0;
-  for (const GoldenCase& c : g.cases) {
-    if (c.args.op != GetParam()) continue;
-    const std::vector<std::uint8_t> out = run(c, 0, 0, scratch);
-    ++cases;
-    bytes += out.size();
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      if (out[i] == c.expected[i]) continue;
-      ++differing;
-      const int by = int{out[i]} - int{c.expected[i]};
-      if (differing > expected_differing_bytes(GetParam()) || (by != 1 && by != -1))
-        ADD_FAILURE() << describe(c) << ": byte " << i << " is " << int{out[i]}
-                      << " where torchvision has " << int{c.expected[i]};
-    }
-  }
-  EXPECT_GT(cases, 0);
-  EXPECT_EQ(differing, expected_differing_bytes(GetParam()));
-  std::cout << image_op_name(GetParam()) << ": " << cases << " cases, " << bytes << " bytes, "
-            << differing << " differ\n";
+  ASSERT_TRUE(golden().error.empty()) << golden().error;
+  PhotometricScratch scratch;
+  const ColorOp op = GetParam();
+  const test::GoldenTally t = photometric_golden(scratch).expect_matches(
+      [op](const GoldenCase& c) { return c.args.op == op; }, expected_differing_bytes(op));
+  EXPECT_GT(t.cases, 0);
+  std::cout << image_op_name(op) << ": " << t << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Photometric, PhotometricGolden,
@@ -134,12 +79,10 @@ INSTANTIATE_TEST_SUITE_P(Photometric, PhotometricGolden,
                                            ColorOp::kEqualize, ColorOp::kAutocontrast,
                                            ColorOp::kSharpness, ColorOp::kInvert,
                                            ColorOp::kGaussianBlur),
-                         [](const ::testing::TestParamInfo<ColorOp>& param) {
-                           return std::string(image_op_name(param.param));
-                         });
+                         test::ImageOpName());
 
 TEST(Photometric, GoldenFileCoversOneChannelImagesAndEveryBlurBackend) {
-  const Golden& g = golden();
+  const test::ImageCases<GoldenCase>& g = golden();
   ASSERT_TRUE(g.error.empty()) << g.error;
   bool gray = false, long_gray_blur = false;
   for (const GoldenCase& c : g.cases) {
@@ -156,18 +99,10 @@ TEST(Photometric, GoldenFileCoversOneChannelImagesAndEveryBlurBackend) {
 // Each case again with 7 bytes after every row: the image gets the bytes it gets without them,
 // and the padding keeps its own.
 TEST(Photometric, LeavesRowPaddingUntouched) {
-  const Golden& g = golden();
-  ASSERT_TRUE(g.error.empty()) << g.error;
+  ASSERT_TRUE(golden().error.empty()) << golden().error;
   PhotometricScratch scratch;
-  constexpr std::size_t kPad = 7;
-  constexpr std::uint8_t kFill = 0xa5;
-  for (const GoldenCase& c : g.cases) {
-    const GoldenImage& im = g.images[c.image];
-    const std::size_t line = static_cast<std::size_t>(im.width * im.channels);
-    const std::vector<std::uint8_t> tight = run(c, 0, 0, scratch);
-    const std::vector<std::uint8_t> out = run(c, kPad, kFill, scratch);
-    ASSERT_EQ(test::padding_mismatch(tight, out, im.height, line, kPad, kFill), "") << describe(c);
-  }
+  photometric_golden(scratch).expect_padding_kept(test::kEveryCase, 7, 0xa5,
+                                                  test::PaddedRows::kLikeTightRows);
 }
 
 std::vector<std::uint8_t> apply(ColorOpArgs op, std::vector<std::uint8_t> bytes, int h, int w,

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstring>
 #include <iostream>
 #include <set>
 #include <span>
@@ -15,11 +14,13 @@
 #include <vector>
 
 #include "augment/op_sequence.hpp"
-#include "golden_file.hpp"
+#include "augment/pil_warps.hpp"
+#include "golden_harness.hpp"
 
 namespace stoke::detail {
 namespace {
 
+using test::FieldReader;
 using test::GoldenImage;
 
 struct GoldenCase {
@@ -28,65 +29,34 @@ struct GoldenCase {
   std::vector<std::uint8_t> expected;
 };
 
-struct Golden {
-  std::vector<GoldenImage> images;
-  std::vector<GoldenCase> cases;
-  std::string error;
-};
-
-using test::FieldReader;
-
-Golden parse(const std::vector<std::uint8_t>& data) {
-  Golden g;
-  FieldReader in(data);
-  if (in.bytes(4) != std::vector<std::uint8_t>{'S', 'T', 'P', 'L'} || in.u32() != 1)
-    return {{}, {}, "not a version-1 PIL golden file"};
-  g.images.resize(in.u32() & 0xff);
-  for (GoldenImage& im : g.images) test::read_golden_image(in, im);
-  g.cases.resize(in.u32() & 0xffff);
-  for (GoldenCase& c : g.cases) {
-    c.image = in.u32();
-    c.ops.resize(in.u32() & 0xff);
-    for (AppliedOp& op : c.ops) {
-      op.op = static_cast<ImageOp>(in.u32());
-      for (float& a : op.args) a = in.f32();
-    }
-    if (in.failed() || c.image >= g.images.size()) return {{}, {}, "a case names no image"};
-    c.expected = in.bytes(g.images[c.image].bytes.size());
+bool read_case(FieldReader& in, const std::vector<GoldenImage>& images, GoldenCase& c) {
+  c.image = in.u32();
+  c.ops.resize(in.u32() & 0xff);
+  for (AppliedOp& op : c.ops) {
+    op.op = static_cast<ImageOp>(in.u32());
+    for (float& a : op.args) a = in.f32();
   }
-  if (in.failed() || !in.at_end()) return {{}, {}, "truncated or followed by extra bytes"};
+  return test::read_expected(in, images, c);
+}
+
+const test::ImageCases<GoldenCase>& golden() {
+  static const auto g =
+      test::load_image_cases<GoldenCase>("pil_golden.bin", "STPL", "PIL", read_case);
   return g;
 }
 
-const Golden& golden() {
-  static const Golden g = test::load_golden<Golden>("pil_golden.bin", parse);
-  return g;
-}
-
-std::string describe(const GoldenCase& c) {
-  const GoldenImage& im = golden().images[c.image];
-  std::string s;
-  for (const AppliedOp& op : c.ops) {
-    s += std::string(image_op_name(op.op)) + "(";
-    for (int k = 0; k < image_op_arg_count(op.op); ++k)
-      s += (k ? ", " : "") + std::to_string(op.args[k]);
-    s += ") ";
-  }
-  return s + "on image " + std::to_string(c.image) + " (" + std::to_string(im.height) + "x" +
-         std::to_string(im.width) + "x" + std::to_string(im.channels) + ")";
-}
-
-// Runs a case on its image laid out with `pad` bytes after each row, filled with `fill`.
-std::vector<std::uint8_t> run(const GoldenCase& c, std::size_t pad, std::uint8_t fill,
-                              PhotometricScratch& scratch) {
-  const GoldenImage& im = golden().images[c.image];
-  const std::size_t line = static_cast<std::size_t>(im.width * im.channels);
-  std::vector<std::uint8_t> buf((line + pad) * static_cast<std::size_t>(im.height), fill);
-  for (int y = 0; y < im.height; ++y)
-    std::memcpy(buf.data() + static_cast<std::size_t>(y) * (line + pad),
-                im.bytes.data() + static_cast<std::size_t>(y) * line, line);
-  apply_ops(c.ops, Pixels{buf.data(), im.height, im.width, im.channels, line + pad}, scratch);
-  return buf;
+// The cases with timm's op call; `scratch` is shared by every case, as a worker shares it.
+test::ImageOpGolden<GoldenCase> pil_golden(PhotometricScratch& scratch) {
+  return {golden(), "Pillow",
+          [&scratch](const GoldenCase& c, const Pixels& px) { apply_ops(c.ops, px, scratch); },
+          [](const GoldenCase& c) {
+            std::string s;
+            for (const AppliedOp& op : c.ops) {
+              if (!s.empty()) s += " ";
+              s += test::op_text(op);
+            }
+            return s;
+          }};
 }
 
 // The case's op, or kTimmAugMixChain for a mix.
@@ -97,27 +67,13 @@ ImageOp kind_of(const GoldenCase& c) {
 class PilGolden : public ::testing::TestWithParam<ImageOp> {};
 
 TEST_P(PilGolden, MatchesPillowByteForByte) {
-  const Golden& g = golden();
-  ASSERT_TRUE(g.error.empty()) << g.error;
-  PhotometricScratch scratch;  // shared by every case, as a worker shares it
-  int cases = 0;
-  std::size_t bytes = 0, differing = 0;
-  for (const GoldenCase& c : g.cases) {
-    if (kind_of(c) != GetParam()) continue;
-    const std::vector<std::uint8_t> out = run(c, 0, 0, scratch);
-    ++cases;
-    bytes += out.size();
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      if (out[i] == c.expected[i]) continue;
-      if (++differing <= 10)
-        ADD_FAILURE() << describe(c) << ": byte " << i << " is " << int{out[i]}
-                      << " where Pillow has " << int{c.expected[i]};
-    }
-  }
-  EXPECT_GT(cases, 0);
-  EXPECT_EQ(differing, 0u);
-  std::cout << image_op_name(GetParam()) << ": " << cases << " cases, " << bytes << " bytes, "
-            << differing << " differ\n";
+  ASSERT_TRUE(golden().error.empty()) << golden().error;
+  PhotometricScratch scratch;
+  const ImageOp kind = GetParam();
+  const test::GoldenTally t = pil_golden(scratch).expect_matches(
+      [kind](const GoldenCase& c) { return kind_of(c) == kind; });
+  EXPECT_GT(t.cases, 0);
+  std::cout << image_op_name(kind) << ": " << t << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Pil, PilGolden,
@@ -129,15 +85,13 @@ INSTANTIATE_TEST_SUITE_P(Pil, PilGolden,
                                            ImageOp::kPilRotate, ImageOp::kPilShearX,
                                            ImageOp::kPilShearY, ImageOp::kPilTranslateXRel,
                                            ImageOp::kPilTranslateYRel, ImageOp::kTimmAugMixChain),
-                         [](const ::testing::TestParamInfo<ImageOp>& param) {
-                           return std::string(image_op_name(param.param));
-                         });
+                         test::ImageOpName());
 
 // What the golden file must hold for the cases above to mean something: both filters and the
 // transposing rotations, 1-channel images, equalize's table past 255, AugMix in both modes and
 // after other ops.
 TEST(Pil, GoldenFileCoversFiltersTranspositionsAndBothMixes) {
-  const Golden& g = golden();
+  const test::ImageCases<GoldenCase>& g = golden();
   ASSERT_TRUE(g.error.empty()) << g.error;
   std::set<float> filters, square_turns;
   bool gray = false, blended = false, plain = false, mix_after_op = false, overflow = false;
@@ -167,18 +121,10 @@ TEST(Pil, GoldenFileCoversFiltersTranspositionsAndBothMixes) {
 // Each case again with 5 bytes after every row: the image gets the bytes it gets without them,
 // and the padding keeps its own.
 TEST(Pil, LeavesRowPaddingUntouched) {
-  const Golden& g = golden();
-  ASSERT_TRUE(g.error.empty()) << g.error;
+  ASSERT_TRUE(golden().error.empty()) << golden().error;
   PhotometricScratch scratch;
-  constexpr std::size_t kPad = 5;
-  constexpr std::uint8_t kFill = 0x5a;
-  for (const GoldenCase& c : g.cases) {
-    const GoldenImage& im = g.images[c.image];
-    const std::size_t line = static_cast<std::size_t>(im.width * im.channels);
-    const std::vector<std::uint8_t> tight = run(c, 0, 0, scratch);
-    const std::vector<std::uint8_t> out = run(c, kPad, kFill, scratch);
-    ASSERT_EQ(test::padding_mismatch(tight, out, im.height, line, kPad, kFill), "") << describe(c);
-  }
+  pil_golden(scratch).expect_padding_kept(test::kEveryCase, 5, 0x5a,
+                                          test::PaddedRows::kLikeTightRows);
 }
 
 std::vector<std::uint8_t> apply(const std::vector<AppliedOp>& ops, std::vector<std::uint8_t> bytes,

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <iostream>
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
@@ -23,7 +22,7 @@
 #include "augment/masks.hpp"
 #include "augment/photometric.hpp"
 #include "augment/steps/step_def.hpp"
-#include "golden_file.hpp"
+#include "golden_harness.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {
@@ -59,13 +58,11 @@ struct BoxCase {
   std::string label;
 };
 
-struct Golden {
-  std::vector<GoldenImage> images;
-  std::vector<PixelCase> pixels;
+// The images and their cases, then the masks, their cases and the boxes.
+struct Golden : test::ImageCases<PixelCase> {
   std::vector<GoldenMask> masks;
   std::vector<MaskCase> mask_cases;
   std::vector<BoxCase> boxes;
-  std::string error;
 };
 
 void read_args(FieldReader& in, AppliedOp& op) {
@@ -78,28 +75,16 @@ std::vector<float> read_floats(FieldReader& in, std::size_t n) {
   return v;
 }
 
-Golden fail(const char* why) {
-  Golden g;
-  g.error = why;
-  return g;
+bool read_case(FieldReader& in, const std::vector<GoldenImage>& images, PixelCase& c) {
+  c.image = in.u32();
+  c.op.op = static_cast<ImageOp>(in.u32());
+  read_args(in, c.op);
+  c.label = test::read_golden_label(in);
+  return test::read_expected(in, images, c);
 }
 
-Golden parse(const std::vector<std::uint8_t>& data) {
-  Golden g;
-  FieldReader in(data);
-  if (in.bytes(4) != std::vector<std::uint8_t>{'S', 'T', 'R', 'A'} || in.u32() != 1)
-    return fail("not a version-1 random_affine golden file");
-  g.images.resize(in.u32() & 0xff);
-  for (GoldenImage& im : g.images) test::read_golden_image(in, im);
-  g.pixels.resize(in.u32() & 0xffff);
-  for (PixelCase& c : g.pixels) {
-    c.image = in.u32();
-    c.op.op = static_cast<ImageOp>(in.u32());
-    read_args(in, c.op);
-    c.label = test::read_golden_label(in);
-    if (in.failed() || c.image >= g.images.size()) return fail("a pixel case is truncated");
-    c.expected = in.bytes(g.images[c.image].bytes.size());
-  }
+// What follows the image cases; why it could not be read, or "".
+std::string read_masks_and_boxes(FieldReader& in, Golden& g) {
   g.masks.resize(in.u32() & 0xff);
   for (GoldenMask& m : g.masks) {
     m.height = static_cast<int>(in.u32() & 0xffff);
@@ -114,7 +99,7 @@ Golden parse(const std::vector<std::uint8_t>& data) {
     read_args(in, c.op);
     c.fill = static_cast<std::uint16_t>(in.u32());
     c.label = test::read_golden_label(in);
-    if (in.failed() || c.mask >= g.masks.size()) return fail("a mask case is truncated");
+    if (in.failed() || c.mask >= g.masks.size()) return "a mask case is truncated";
     c.expected = in.bytes(g.masks[c.mask].labels.size());
   }
   g.boxes.resize(in.u32() & 0xffff);
@@ -128,55 +113,37 @@ Golden parse(const std::vector<std::uint8_t>& data) {
     c.expected = read_floats(in, 4 * n);
     c.label = test::read_golden_label(in);
   }
-  if (in.failed()) return fail("truncated");
-  if (!in.at_end()) return fail("followed by extra bytes");
-  return g;
+  return in.failed() ? "truncated" : "";
 }
 
 const Golden& golden() {
-  static const Golden g = test::load_golden<Golden>("random_affine_golden.bin", parse);
+  static const Golden g =
+      test::load_golden<Golden>("random_affine_golden.bin", [](const std::vector<std::uint8_t>& d) {
+        return test::parse_image_cases<Golden>(d, "STRA", "random_affine", read_case,
+                                               read_masks_and_boxes);
+      });
   return g;
 }
 
 std::string describe(const AppliedOp& op, const std::string& label) {
-  std::string args;
-  for (float a : op.args) args += (args.empty() ? "" : ", ") + std::to_string(a);
-  return std::string(image_op_name(op.op)) + "(" + args + ") [" + label + "]";
+  return test::op_text(op) + " [" + label + "]";
 }
 
-// A case on its image laid out with `pad` bytes after each row, filled with `fill`.
-std::vector<std::uint8_t> run(const PixelCase& c, std::size_t pad, std::uint8_t fill,
-                              PhotometricScratch& scratch) {
-  const GoldenImage& im = golden().images[c.image];
-  const std::size_t line = static_cast<std::size_t>(im.width * im.channels);
-  std::vector<std::uint8_t> buf((line + pad) * static_cast<std::size_t>(im.height), fill);
-  for (int y = 0; y < im.height; ++y)
-    std::memcpy(buf.data() + static_cast<std::size_t>(y) * (line + pad),
-                im.bytes.data() + static_cast<std::size_t>(y) * line, line);
-  apply_color_op(c.op, Pixels{buf.data(), im.height, im.width, im.channels, line + pad}, scratch);
-  return buf;
+// The image cases with the op call; `scratch` is shared by every case, as a worker shares it.
+test::ImageOpGolden<PixelCase> pixel_golden(PhotometricScratch& scratch) {
+  return {golden(), "torchvision",
+          [&scratch](const PixelCase& c, const Pixels& px) { apply_color_op(c.op, px, scratch); },
+          [](const PixelCase& c) { return describe(c.op, c.label); }};
 }
 
 TEST(RandomAffineGolden, ImagesMatchTorchvisionByteForByte) {
-  const Golden& g = golden();
-  ASSERT_TRUE(g.error.empty()) << g.error;
+  ASSERT_TRUE(golden().error.empty()) << golden().error;
   PhotometricScratch scratch;
   for (const ImageOp kind : {ImageOp::kAffineBilinear, ImageOp::kAffine}) {
-    int cases = 0;
-    std::size_t bytes = 0, differing = 0;
-    for (const PixelCase& c : g.pixels) {
-      if (c.op.op != kind) continue;
-      const std::vector<std::uint8_t> out = run(c, 0, 0, scratch);
-      std::size_t wrong = 0;
-      for (std::size_t i = 0; i < out.size(); ++i) wrong += out[i] != c.expected[i];
-      EXPECT_EQ(wrong, 0u) << describe(c.op, c.label);
-      ++cases;
-      bytes += out.size();
-      differing += wrong;
-    }
-    EXPECT_GT(cases, 15);
-    std::cout << image_op_name(kind) << ": " << cases << " cases, " << bytes << " bytes, "
-              << differing << " differ\n";
+    const test::GoldenTally t = pixel_golden(scratch).expect_matches(
+        [kind](const PixelCase& c) { return c.op.op == kind; });
+    EXPECT_GT(t.cases, 15);
+    std::cout << image_op_name(kind) << ": " << t << "\n";
   }
 }
 
@@ -188,7 +155,7 @@ TEST(RandomAffineGolden, CoversTheDrawsTheTiesTheFillsAndBothMaskDepths) {
   ASSERT_TRUE(g.error.empty()) << g.error;
   bool gray = false, rgb = false, one_pixel = false, draws = false, ties = false, search = false;
   std::set<float> fills;
-  for (const PixelCase& c : g.pixels) {
+  for (const PixelCase& c : g.cases) {
     const GoldenImage& im = g.images[c.image];
     gray |= im.channels == 1;
     rgb |= im.channels == 3;
@@ -209,23 +176,11 @@ TEST(RandomAffineGolden, CoversTheDrawsTheTiesTheFillsAndBothMaskDepths) {
 
 // Each bilinear case again with 5 bytes after every row: the same image bytes, the padding kept.
 TEST(RandomAffineGolden, BilinearLeavesRowPaddingUntouched) {
-  const Golden& g = golden();
-  ASSERT_TRUE(g.error.empty()) << g.error;
+  ASSERT_TRUE(golden().error.empty()) << golden().error;
   PhotometricScratch scratch;
-  constexpr std::size_t kPad = 5;
-  for (const PixelCase& c : g.pixels) {
-    if (c.op.op != ImageOp::kAffineBilinear) continue;
-    const GoldenImage& im = g.images[c.image];
-    const std::size_t line = static_cast<std::size_t>(im.width * im.channels);
-    const std::vector<std::uint8_t> out = run(c, kPad, 0xa5, scratch);
-    for (int y = 0; y < im.height; ++y) {
-      const std::uint8_t* r = out.data() + static_cast<std::size_t>(y) * (line + kPad);
-      ASSERT_EQ(0, std::memcmp(r, c.expected.data() + static_cast<std::size_t>(y) * line, line))
-          << describe(c.op, c.label) << ", row " << y;
-      for (std::size_t i = 0; i < kPad; ++i)
-        ASSERT_EQ(r[line + i], 0xa5) << describe(c.op, c.label);
-    }
-  }
+  pixel_golden(scratch).expect_padding_kept(
+      [](const PixelCase& c) { return c.op.op == ImageOp::kAffineBilinear; }, 5, 0xa5,
+      test::PaddedRows::kLikeTheReference);
 }
 
 // RandomAffine(interpolation=BILINEAR, fill={Image: f, Mask: ignore}) on a tv_tensors.Mask:

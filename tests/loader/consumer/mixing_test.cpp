@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -224,17 +223,6 @@ TEST(SoftLabels, AreTimmsSmoothedTargetsMixedAndRoundedAsTorchRounds) {
 
 // ---- parity with torchvision and timm (tests/data/mix_golden.bin, make_mix_golden.py) ---------
 
-std::uint64_t u64(test::FieldReader& in) {
-  const std::uint64_t lo = in.u32();
-  return lo | (std::uint64_t{in.u32()} << 32);
-}
-double f64(test::FieldReader& in) {
-  const std::uint64_t bits = u64(in);
-  double v;
-  std::memcpy(&v, &bits, sizeof v);
-  return v;
-}
-
 TEST(MixParity, PixelsAndSoftLabelsAreTorchvisionsAndTimmsByteForByte) {
   std::string error;
   const std::vector<std::uint8_t> file =
@@ -256,11 +244,10 @@ TEST(MixParity, PixelsAndSoftLabelsAreTorchvisionsAndTimmsByteForByte) {
   ASSERT_FALSE(in.failed());
   ASSERT_EQ(cases, 36u);
   for (std::uint32_t k = 0; k < cases; ++k) {
-    const std::vector<std::uint8_t> name_bytes = in.bytes(in.u32() & 0xff);
-    const std::string name(name_bytes.begin(), name_bytes.end());
+    const std::string name = test::read_golden_label(in);
     const std::uint32_t dtype_code = in.u32();
     in.u32();  // the rule: the records say what it drew
-    const double smoothing = f64(in);
+    const double smoothing = in.f64();
     static constexpr DType kTypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
     const DType dtype = kTypes[dtype_code % 3];
     SCOPED_TRACE(name + " " + kernels::dtype_name(dtype));
@@ -268,7 +255,7 @@ TEST(MixParity, PixelsAndSoftLabelsAreTorchvisionsAndTimmsByteForByte) {
     for (int i = 0; i < n; ++i) {
       const int partner = static_cast<int>(in.u32());
       const auto op = static_cast<MixOp>(in.u32());
-      const double lam = f64(in);
+      const double lam = in.f64();
       std::array<int, 4> box{};
       for (int& b : box) b = static_cast<int>(in.u32());
       mix.push_back(detail::mix_entry(partner, op, lam, box));
@@ -313,12 +300,11 @@ TEST(MixParity, PixelsAndSoftLabelsAreTorchvisionsAndTimmsByteForByte) {
 }
 
 TEST(MixParity, CutMixBoxesAreTorchvisionsAndTimmsForEveryLambdaAndCentre) {
-  std::ifstream in(test::golden_path("mix_boxes.txt"));
-  ASSERT_TRUE(in) << test::golden_path("mix_boxes.txt");
-  std::string line;
+  std::string error;
+  const std::vector<std::string> lines = test::read_golden_lines("mix_boxes.txt", error);
+  ASSERT_TRUE(error.empty()) << error;
   int cases = 0, differ = 0;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
+  for (const std::string& line : lines) {
     std::istringstream fields(line);
     std::string rule;
     double lam = 0;
