@@ -99,38 +99,40 @@ struct Text<OptionKind::kWord, T> {
 template <std::integral T>
 struct Text<OptionKind::kInt, T> {
   static std::string get(T v) { return std::to_string(v); }
-  static void set(std::string_view o, std::string_view t, T& v) { v = whole_number<T>(o, t); }
+  static void set(std::string_view name, std::string_view t, T& v) { v = whole_number<T>(name, t); }
 };
 
 template <>
 struct Text<OptionKind::kCount, int> {
   static std::string get(int v) { return v == kAuto ? "auto" : std::to_string(v); }
-  static void set(std::string_view o, std::string_view t, int& v) {
+  static void set(std::string_view name, std::string_view t, int& v) {
     if (t == "auto") {
       v = kAuto;
       return;
     }
-    const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-    if (ec != std::errc() || ptr != t.data() + t.size() || v < 0)
-      refuse(o, "a whole number 0 or more, or auto", t);
+    int n = 0;
+    const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
+    if (ec != std::errc() || ptr != t.data() + t.size() || n < 0)
+      refuse(name, "a whole number 0 or more, or auto", t);
+    v = n;
   }
 };
 
 template <>
 struct Text<OptionKind::kOptionalInt, int> {
   static std::string get(int v) { return v == -1 ? "" : std::to_string(v); }
-  static void set(std::string_view o, std::string_view t, int& v) {
-    v = t.empty() ? -1 : whole_number<int>(o, t);
+  static void set(std::string_view name, std::string_view t, int& v) {
+    v = t.empty() ? -1 : whole_number<int>(name, t);
   }
 };
 
 template <std::unsigned_integral T>
 struct Text<OptionKind::kBytes, T> {
   static std::string get(T v) { return bytes_text(v); }
-  static void set(std::string_view o, std::string_view t, T& v) {
+  static void set(std::string_view name, std::string_view t, T& v) {
     const std::optional<std::uint64_t> bytes = parse_bytes(t);
     if (!bytes || *bytes > std::numeric_limits<T>::max())
-      throw ConfigError(std::string(o) + " '" + std::string(t) +
+      throw ConfigError(std::string(name) + " '" + std::string(t) +
                         "' is not a size: give bytes or a size such as 16GiB or 500MB");
     v = static_cast<T>(*bytes);
   }
@@ -141,16 +143,16 @@ struct Text<OptionKind::kBytes, T> {
 template <std::floating_point T>
 struct Text<OptionKind::kReal, T> {
   static std::string get(T v) { return real_text(v); }
-  static void set(std::string_view o, std::string_view t, T& v) {
-    v = static_cast<T>(real_number(o, t));
+  static void set(std::string_view name, std::string_view t, T& v) {
+    v = static_cast<T>(real_number(name, t));
   }
 };
 
 template <>
 struct Text<OptionKind::kFlag, bool> {
   static std::string get(bool v) { return v ? "true" : "false"; }
-  static void set(std::string_view o, std::string_view t, bool& v) {
-    if (t != "true" && t != "false") refuse(o, "true or false", t);
+  static void set(std::string_view name, std::string_view t, bool& v) {
+    if (t != "true" && t != "false") refuse(name, "true or false", t);
     v = t == "true";
   }
 };
@@ -171,7 +173,7 @@ struct Text<OptionKind::kReals, std::vector<float>> {
     }
     return s;
   }
-  static void set(std::string_view o, std::string_view t, std::vector<float>& v) {
+  static void set(std::string_view name, std::string_view t, std::vector<float>& v) {
     std::vector<float> values;
     const std::string_view all = t;
     while (!t.empty()) {
@@ -180,7 +182,7 @@ struct Text<OptionKind::kReals, std::vector<float>> {
       double value = 0;
       const auto [ptr, ec] = std::from_chars(one.data(), one.data() + one.size(), value);
       if (ec != std::errc() || ptr != one.data() + one.size() || one.empty())
-        refuse(o, "numbers separated by commas", all);
+        refuse(name, "numbers separated by commas", all);
       values.push_back(static_cast<float>(value));
       t = comma == std::string_view::npos ? std::string_view{} : t.substr(comma + 1);
     }

@@ -251,7 +251,9 @@ TEST(OptionsTable, RefusesTextThatIsNoValueNamingTheOption) {
   EXPECT_EQ(error("pipeline", "resize 32 32"), "pipeline has no text form: set it in code");
   // A refused text leaves the option as it was.
   EXPECT_EQ(o.batch, Options{}.batch);
+  EXPECT_EQ(o.prefetch, Options{}.prefetch);
   EXPECT_EQ(o.cache_limit, Options{}.cache_limit);
+  EXPECT_EQ(o.mean, Options{}.mean);
 }
 
 TEST(OptionsTable, DefaultsReadAsTheDocsAndPythonShowThem) {
