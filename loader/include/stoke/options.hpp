@@ -72,9 +72,10 @@ inline constexpr int kDefaultMaxClasses = 1 << 24;
 
 // Options, grouped by concern. Each group is a plain aggregate and Options derives from all of
 // them, so a field is still `o.workers` and every group can be handed around on its own (a
-// function that only reads the pool takes a `const PoolOptions&`). Every field is described once
-// more, in one row of stoke/option_table.hpp, from which the Python keywords, stoke-bench's flags
-// and docs/USAGE.md's table of options are made; a default is written only here.
+// function that only reads the pool can take a `const PoolOptions&`). Each field is also described
+// by one row of the table of options (stoke/option_table.hpp), from which the Python keywords,
+// stoke-bench's flags and docs/USAGE.md's table of options are made; a default is written only
+// here.
 
 // Where the samples come from.
 struct SourceOptions {
