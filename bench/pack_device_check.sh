@@ -47,14 +47,14 @@ mkdir -p "$dest/device_check"
 cp bench/device_check/{CMakeLists.txt,build_module.sh,dlpack_cuda.py,nvidia_libs.py,python_module.sh,stoke_smoke.py,summary.py} \
   "$dest/device_check/"
 
-# The module's sources: module.cpp includes only nanobind and stoke's public headers, laid out
-# as installed (include/stoke/, dtype.hpp and mix_sample.hpp beside the loader's).
+# The module's sources: bindings/src/ includes only nanobind and stoke's public headers, laid
+# out as installed (include/stoke/, dtype.hpp and mix_sample.hpp beside the loader's).
 src=$dest/python-src
 mkdir -p "$src/include/stoke" "$src/stoke"
-cp bindings/src/module.cpp "$src/"
+cp bindings/src/*.cpp bindings/src/*.hpp "$src/"
 cp loader/include/stoke/*.hpp kernels/include/stoke/dtype.hpp kernels/include/stoke/mix_sample.hpp \
   "$src/include/stoke/"
-cp bindings/stoke/__init__.py bindings/stoke/py.typed "$src/stoke/"
+cp bindings/stoke/*.py bindings/stoke/py.typed "$src/stoke/"
 wheels=$root/build/lean-python
 wheel=$wheels/nanobind-$nanobind_version-py3-none-any.whl
 if [ ! -f "$wheel" ]; then

@@ -24,10 +24,10 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -35,10 +35,12 @@
 #include "stoke/format.hpp"
 #include "stoke/loader.hpp"
 #include "stoke/names.hpp"
+#include "stoke/option_table.hpp"
 #include "stoke/tools/cli.hpp"
 #include "stoke/tools/cores.hpp"
 #include "stoke/tools/fashion_mnist.hpp"
 #include "stoke/tools/format.hpp"
+#include "stoke/tools/option_flags.hpp"
 #include "stoke/tools/proc.hpp"
 #include "stoke/tools/progress.hpp"
 #include "sweep_plot.hpp"
@@ -62,9 +64,8 @@ struct Args {
   std::vector<int> sweep_workers;
   std::vector<int> sweep_prefetch;
   std::string plot = "stoke-sweep.png";
-  stoke::ImageSize size;  // --size; 0x0: the loader's default
-  std::string pipeline;   // --pipeline; "": the --augment preset
-  int channels = 3;       // with --pipeline
+  std::string pipeline;  // --pipeline; "": the --augment preset
+  int channels = 3;      // with --pipeline
 };
 
 int list_devices() {
@@ -97,156 +98,36 @@ std::vector<int> parse_sweep(const std::string& spec) {
   return sweep_range(r->lo, r->hi);
 }
 
-// MixUp/CutMix, soft labels and repeated augmentation (docs/USAGE.md, "MixUp and CutMix").
-void add_mixing_flags(CLI::App& app, stoke::Options& o) {
-  using stoke::tools::add_word;
-  app.add_option("--mixup-alpha", o.mixup_alpha,
-                 "MixUp's Beta(alpha, alpha) on each device's chunk (0: off; needs a float "
-                 "--dtype and --num-classes)")
-      ->check(CLI::Range(0.0, 1e6))
-      ->capture_default_str();
-  app.add_option("--cutmix-alpha", o.cutmix_alpha, "CutMix's Beta(alpha, alpha) (0: off)")
-      ->check(CLI::Range(0.0, 1e6))
-      ->capture_default_str();
-  app.add_option("--mix-prob", o.mix_prob, "the chance a draw mixes at all")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
-  app.add_option("--mix-switch-prob", o.mix_switch_prob,
-                 "with both alphas: the chance a draw is CutMix")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
-  add_word(app, "--mix-mode", o.mix_mode, stoke::parse_mix_mode,
-           "batch (one draw per chunk, the default), pair or elem (timm's modes)");
-  add_word(app, "--mix-rule", o.mix_rule, stoke::parse_mix_rule,
-           "torchvision (v2.MixUp/CutMix, the default) or timm (timm.data.Mixup)");
-  app.add_option("--num-classes", o.num_classes,
-                 "soft labels over this many classes (0: none; needed by mixing)")
-      ->check(CLI::Range(0, 1 << 20))
-      ->capture_default_str();
-  app.add_option("--label-smoothing", o.label_smoothing, "the soft labels' smoothing")
-      ->check(CLI::Range(0.0, 0.999999))
-      ->capture_default_str();
-  app.add_option("--repeats", o.repeats,
-                 "repeated augmentation: copies of each sample per epoch (torchvision's "
-                 "--ra-reps; 1: off)")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
-}
+// The options stoke-bench takes, in its --help's order: each is --name-with-dashes, with its help,
+// default and range from the table of options (stoke/option_table.hpp).
+constexpr std::string_view kOptionFlags[] = {
+    "data",        "split",        "image_root",     "max_boxes",
+    "box_field",   "mask_field",   "bytes_field",    "max_bytes",
+    "label_field", "max_classes",  "shuffle_window", "cache_dir",
+    "cache_limit", "batch",        "devices",        "workers",
+    "max_workers", "stall_target", "seed",           "size",
+    "pipeline",    "augment",      "on_error",       "verify",
+    "prefetch",    "chunk",        "dtype",          "layout",
+    "mixup_alpha", "cutmix_alpha", "mix_prob",       "mix_switch_prob",
+    "mix_mode",    "mix_rule",     "num_classes",    "label_smoothing",
+    "repeats"};
 
-// What the loader is asked for, from the command line.
+// What the loader is asked for, from the command line. The pipeline has no text form in the
+// table (it needs the size and the channels): --pipeline keeps its text until parse_args().
 void add_loader_flags(CLI::App& app, Args& a) {
-  using stoke::tools::add_word;
-  auto& o = a.options;
-  app.add_option("--data", o.data,
-                 "image folder root/<class>/<image>, list file (path<TAB>label), IDX folder, "
-                 "WebDataset tar shards (train-{000000..000031}.tar, comma-separated, or a list "
-                 "file of shards), a dataset-level index of shards (train.wids.json, sizes.json; "
-                 "local or a URL), or a COCO annotation file (instances.json)")
-      ->type_name("PATH")
-      ->capture_default_str();
-  add_word(app, "--split", o.split, stoke::parse_split, "IDX split: train (default) or test");
-  app.add_option("--image-root", o.image_root,
-                 "COCO data (--data instances.json): the folder its file_names are relative to "
-                 "(default: the JSON file's folder)")
-      ->type_name("DIR");
-  app.add_option("--max-boxes", o.max_boxes,
-                 "COCO data: box rows per sample (0: the most any image has)")
-      ->check(CLI::Range(0, 1 << 20))
-      ->capture_default_str();
-  app.add_option("--box-field", o.box_field,
-                 "shards: the extension of each sample's boxes member (e.g. json: {\"boxes\": "
-                 "[[x1, y1, x2, y2], ...], \"classes\": [...]})")
-      ->type_name("EXT");
-  app.add_option("--mask-field", o.mask_field,
-                 "shards: the extension of each sample's mask member (e.g. seg.png); a list "
-                 "file names masks in a third column")
-      ->type_name("EXT");
-  app.add_option("--bytes-field", o.bytes_field,
-                 "shards: the extension of each sample's member passed through untouched (e.g. "
-                 "txt)")
-      ->type_name("EXT");
-  app.add_option("--max-bytes", o.max_bytes,
-                 "shards: pass-through bytes per sample (0: the longest member)")
-      ->check(CLI::Range(0, 16 << 20))
-      ->capture_default_str();
-  app.add_option("--label-field", o.label_field,
-                 "shards: where a sample's label is: cls, json:KEY or none")
-      ->type_name("WORD")
-      ->capture_default_str();
-  app.add_option("--max-classes", o.max_classes,
-                 "labels the data states as numbers (.cls, json:KEY, box classes, list files, "
-                 "IDX) must be below this")
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()))
-      ->capture_default_str();
-  app.add_option("--shuffle-window", o.shuffle_window,
-                 "shards: shuffle samples within runs of this many shards of a permuted shard "
-                 "order (0: all samples)")
-      ->type_name("K")
-      ->check(CLI::Range(0, 1 << 30))
-      ->capture_default_str();
-  app.add_option("--cache-dir", o.cache_dir,
-                 "shards on HTTP/S3: the local shard cache folder (default: STOKE_CACHE_DIR, "
-                 "else $XDG_CACHE_HOME/stoke, else ~/.cache/stoke)")
-      ->type_name("DIR");
-  app.add_option_function<std::string>(
-         "--cache-limit",
-         [&o](const std::string& text) {
-           const auto bytes = stoke::parse_bytes(text);
-           if (!bytes)
-             throw CLI::ValidationError("--cache-limit",
-                                        "'" + text + "' is not a size (e.g. 16GiB, 500MB, 0)");
-           o.cache_limit = *bytes;
-         },
-         "shards on HTTP/S3: bytes the shard cache may hold (0: no local copies; default 16GiB)")
-      ->type_name("SIZE");
-  app.add_option("--batch", o.batch, "samples per batch per rank")
-      ->check(CLI::Range(1, 1 << 24))
-      ->capture_default_str();
-  add_word(app, "--devices", o.devices, stoke::parse_devices,
-           "cpu:G, cuda:0,1 or auto: devices the batch is split over (default cpu:1)")
-      ->type_name("SPEC");
-  stoke::tools::add_count_or_auto(
-      app, "--workers", o.workers, 0, 512,
-      "worker processes; 0 = in-process (default 2); auto starts with one and resizes the live "
-      "pool to keep the consumer's wait under --stall-target (every decision is logged)");
-  app.add_option("--max-workers", o.max_workers,
-                 "auto's upper bound (default: the cores available)")
-      ->check(CLI::Range(1, 512));
-  app.add_option("--stall-target", o.stall_target, "auto's target wait fraction")
-      ->check(CLI::Range(1e-6, 1.0))
-      ->capture_default_str();
-  app.add_option("--seed", o.seed, "shuffle and augmentation seed")->capture_default_str();
-  add_word(app, "--size", a.size, stoke::parse_size,
-           "output size HxW, or N for NxN (default: 28x28 for IDX, 224x224 for images)")
-      ->type_name("HxW|N");
-  app.add_option("--pipeline", a.pipeline,
-                 "the steps instead of --augment, e.g. \"scale_jitter 480 800 | box_crop 512 512 "
-                 "0.5 | horizontal_flip\" (needs --size; docs/USAGE.md, Pipelines)")
-      ->type_name("STEPS");
-  app.add_option("--channels", a.channels, "with --pipeline: 3 (RGB) or 1 (gray)")
-      ->check(CLI::IsMember({1, 3}))
-      ->capture_default_str();
-  add_word(app, "--augment", o.augment, stoke::parse_augment,
-           "train (training augmentation, the default) or eval (resize + centre crop); "
-           "aliases default, none");
-  add_word(app, "--on-error", o.on_error, stoke::parse_on_error,
-           "bad input: skip (replace and count, the default) or error (stop)");
-  add_word(app, "--verify", o.verify, stoke::parse_verify,
-           std::string("how much of each JPEG is checked for damage: whole-file or region (only "
-                       "through the crop's last row; faster on large photographs); default ") +
-               stoke::verify_name(stoke::Options{}.verify))
-      ->type_name("whole-file|region");
-  stoke::tools::add_count_or_auto(app, "--prefetch", o.prefetch, 1, 1 << 16,
-                                  "batch slots (default 2 x workers + 2); auto also adds slots "
-                                  "when the consumer waits while the workers idle");
-  app.add_option("--chunk", o.chunk, "samples per unit of work (default batch / workers)")
-      ->check(CLI::Range(1, 1 << 24));
-  add_word(app, "--dtype", o.dtype, stoke::parse_dtype,
-           "uint8 (default), float32, float16 or bfloat16: anything but uint8 normalizes on the "
-           "devices (ImageNet mean/std for RGB, 0.5/0.5 otherwise), host devices included");
-  add_word(app, "--layout", o.layout, stoke::parse_layout,
-           "layout of normalized output: nchw (default) or nhwc");
-  add_mixing_flags(app, o);
+  for (std::string_view name : kOptionFlags) {
+    if (name != "pipeline") {
+      stoke::tools::add_option_flag(app, a.options, name);
+      continue;
+    }
+    app.add_option("--pipeline", a.pipeline,
+                   std::string(stoke::find_option("pipeline")->doc) +
+                       ", e.g. \"scale_jitter 480 800 | box_crop 512 512 0.5 | horizontal_flip\"")
+        ->type_name("STEPS");
+    app.add_option("--channels", a.channels, "with --pipeline: 3 (RGB) or 1 (gray)")
+        ->check(CLI::IsMember({1, 3}))
+        ->capture_default_str();
+  }
 }
 
 // What stoke-bench does with the loader: how long, with what consumer, which sweep.
@@ -305,16 +186,12 @@ std::optional<int> parse_args(int argc, char** argv, Args& a) {
       return stoke::tools::usage_error(app, "--sweep-workers", e.what());
     }
   }
-  if (a.size.height > 0) {
-    a.options.height = a.size.height;
-    a.options.width = a.size.width;
-  }
   if (!a.pipeline.empty()) {
-    if (a.size.height == 0)
+    if (a.options.height == 0)
       return stoke::tools::usage_error(app, "--pipeline",
                                        "needs --size (the output height and width)");
     try {
-      a.options.pipeline = stoke::make_pipeline(a.size.height, a.size.width, a.channels,
+      a.options.pipeline = stoke::make_pipeline(a.options.height, a.options.width, a.channels,
                                                 stoke::parse_steps(a.pipeline));
     } catch (const stoke::ConfigError& e) {
       return stoke::tools::usage_error(app, "--pipeline", e.what());

@@ -4,8 +4,8 @@
 #
 #   build_module.sh PYTHON CARRY PACKAGE_DIR [BUILD_DIR]
 #
-# CARRY is the packed folder: python-src/ (module.cpp, include/stoke/*.hpp, stoke/*.py, the
-# nanobind wheel, and the headers of the Python the pack was made for), device_check/CMakeLists.txt
+# CARRY is the packed folder: python-src/ (bindings/src/'s files, include/stoke/*.hpp,
+# stoke/*.py, the nanobind wheel, and the headers of the Python the pack was made for), device_check/CMakeLists.txt
 # and lib/libstoke_loader.so. Nothing else is needed: no OpenCV or other -dev library, no network.
 # The interpreter's own headers are used when it has them, else the carried ones of its version.
 # Several interpreters may build into one PACKAGE_DIR: each finds its own _stoke.cpython-3NN-*.so.

@@ -57,18 +57,20 @@ std::optional<CountRange> parse_count_range(std::string_view text, int min, int 
   return CountRange{*lo, *hi, false};
 }
 
+int parse_count_or_auto(std::string_view word, int min, int max) {
+  if (word == "auto") return kAuto;
+  const std::optional<int> n = parse_count(word, min, max);
+  if (!n)
+    throw ConfigError("wants a count in " + std::to_string(min) + ".." + std::to_string(max) +
+                      " or auto, got '" + std::string(word) + "'");
+  return *n;
+}
+
 CLI::Option* add_count_or_auto(CLI::App& app, const std::string& flag, int& out, int min, int max,
                                const std::string& help) {
-  const std::string range = std::to_string(min) + ".." + std::to_string(max);
   return add_word(
              app, flag, out,
-             [flag, min, max, range](const std::string& word) {
-               if (word == "auto") return kAuto;
-               const std::optional<int> n = parse_count(word, min, max);
-               if (!n)
-                 throw ConfigError("wants a count in " + range + " or auto, got '" + word + "'");
-               return *n;
-             },
+             [min, max](const std::string& word) { return parse_count_or_auto(word, min, max); },
              help)
       ->type_name("N|auto");
 }

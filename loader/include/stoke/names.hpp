@@ -20,6 +20,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "stoke/dtype.hpp"
 #include "stoke/options.hpp"
@@ -53,6 +54,11 @@ const char* mix_rule_name(MixRule value);
 
 Split parse_split(std::string_view word);
 const char* split_name(Split value);
+
+// The canonical words of one of the enums above, in order: {"pad", "drop"} for LastBatch. What
+// help texts and the table of options (stoke/option_table.hpp) list.
+template <class T>
+std::vector<std::string> canonical_words();
 
 // Words for what Stats reports: "workers" / "prefetch"; "none", "host", "registered",
 // "pinned-fallback".

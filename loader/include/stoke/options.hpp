@@ -70,7 +70,15 @@ inline constexpr int kAuto = -1;
 // Options::max_classes's default: labels 0..2^24 - 1.
 inline constexpr int kDefaultMaxClasses = 1 << 24;
 
-struct Options {
+// Options, grouped by concern. Each group is a plain aggregate and Options derives from all of
+// them, so a field is still `o.workers` and every group can be handed around on its own (a
+// function that only reads the pool can take a `const PoolOptions&`). Each field is also described
+// by one row of the table of options (stoke/option_table.hpp), from which the Python keywords,
+// stoke-bench's flags and docs/USAGE.md's table of options are made; a default is written only
+// here.
+
+// Where the samples come from.
+struct SourceOptions {
   // Dataset: an image-folder tree root/<class>/<image>, a list file (path<TAB>label per line,
   // paths relative to the list), a folder holding MNIST-style IDX files (plain or .gz), or
   // WebDataset tar shards: "train-000000.tar", brace ranges "train-{000000..000255}.tar",
@@ -83,32 +91,28 @@ struct Options {
   // Shards: where a sample's label is: "cls" (its .cls member, an integer as text),
   // "json:KEY" (an integer field of its .json member) or "none" (all 0).
   std::string label_field = "cls";
-  // Every label the data states as a number (a shard's .cls member or json:KEY field, a shard's
-  // box classes, a list file's labels, IDX label files) must be below this: one that is not is
-  // a DataError naming its member (or line) and value, whatever on_error says, since a single
-  // such number would claim that many classes. Image folders and COCO files number their
-  // classes themselves (one per folder or category).
-  int max_classes = kDefaultMaxClasses;
-  // Shards: each epoch permutes the shards and shuffles the samples within runs of this many
-  // consecutive shards of that order, so that reading follows a few shards at a time; 0 (all)
-  // shuffles every sample with every other. Either way a function of (seed, epoch) alone.
-  int shuffle_window = 0;
-  // Shards on HTTP or S3: a thread of the loader fetches the shards the epoch plan needs next,
-  // whole, into a local cache folder ahead of the workers, who then read local bytes. The folder
-  // (default: STOKE_CACHE_DIR, else $XDG_CACHE_HOME/stoke, else ~/.cache/stoke; copies under
-  // its shards/) may be shared by every loader and rank of this user on the machine: the folder
-  // is kept under cache_limit bytes, every sharing loader's copies and downloads counted, least
-  // recently used copies evicted first (a batch that alone reads more shards than that is
-  // fetched past it, said once in the log); 0 keeps no copies (workers read byte ranges from the
-  // server). Its folders are 0700 and files 0600, unless STOKE_CACHE_SHARED=1 shares them with
-  // the folder's group (02770, 0640); a folder another user owns, or others may write, is a
-  // ConfigError. The limit must hold a shuffle window's shards (all
-  // shards when shuffle_window is 0), else the loader reads from the server and says why in its
-  // log. A dataset-level index's shards are sized only as the plan nears them (a HEAD each), so
-  // for them the cache needs a shuffle window smaller than all the shards.
+};
+
+// Shards on HTTP or S3: a thread of the loader fetches the shards the epoch plan needs next,
+// whole, into a local cache folder ahead of the workers, who then read local bytes. The folder
+// (default: STOKE_CACHE_DIR, else $XDG_CACHE_HOME/stoke, else ~/.cache/stoke; copies under
+// its shards/) may be shared by every loader and rank of this user on the machine: the folder
+// is kept under cache_limit bytes, every sharing loader's copies and downloads counted, least
+// recently used copies evicted first (a batch that alone reads more shards than that is
+// fetched past it, said once in the log); 0 keeps no copies (workers read byte ranges from the
+// server). Its folders are 0700 and files 0600, unless STOKE_CACHE_SHARED=1 shares them with
+// the folder's group (02770, 0640); a folder another user owns, or others may write, is a
+// ConfigError. The limit must hold a shuffle window's shards (all shards when shuffle_window is
+// 0), else the loader reads from the server and says why in its log. A dataset-level index's
+// shards are sized only as the plan nears them (a HEAD each), so for them the cache needs a
+// shuffle window smaller than all the shards.
+struct RemoteOptions {
   std::string cache_dir;
   std::uint64_t cache_limit = std::uint64_t{16} << 30;
+};
 
+// What a sample carries besides its pixels and label: boxes, masks, pass-through bytes.
+struct FieldOptions {
   // Boxes (COCO data): each sample's boxes follow its pixels through every geometric step, are
   // clipped to the output and kept when, clipped, both sides are at least min_box_size pixels,
   // the area at least min_box_area, and at least min_box_visible of the moved box's area lies
@@ -140,9 +144,36 @@ struct Options {
   float min_box_size = 1;
   float min_box_area = 0;
   float min_box_visible = 0;
+};
 
+// The epoch plan: which samples each batch of each rank and device gets, in what order.
+struct PlanOptions {
   int batch = 256;  // per rank; must be a multiple of devices.count
   DeviceSet devices;
+  std::uint64_t seed = 0;
+  bool shuffle = true;
+  // Shards: each epoch permutes the shards and shuffles the samples within runs of this many
+  // consecutive shards of that order, so that reading follows a few shards at a time; 0 (all)
+  // shuffles every sample with every other. Either way a function of (seed, epoch) alone.
+  int shuffle_window = 0;
+  LastBatch last_batch = LastBatch::kPad;
+  // Rank and world size; -1 reads RANK/WORLD_SIZE (torchrun) or OMPI_COMM_WORLD_RANK/_SIZE
+  // (mpirun) from the environment, else 0 and 1.
+  int rank = -1;
+  int world = -1;
+  // Repeated augmentation (torchvision's --ra-reps, timm's --aug-repeats): each sample of the
+  // epoch's order appears `repeats` times in a row, each copy augmented on its own, the copies
+  // dealt to consecutive devices over all ranks as torchvision's RASampler deals them; an epoch
+  // then covers floor(floor(N / 256) * 256 / D) * D positions (D: devices over all ranks), so
+  // it has as many steps as a torchvision run with RASampler. 1: off.
+  int repeats = 1;
+  // Start at this position instead of epoch 0, batch 0; a state saved with other ranks, devices
+  // or global batch continues its epoch from the saved sample (see LoaderState).
+  std::optional<LoaderState> resume;
+};
+
+// The worker processes and the batch slots they fill.
+struct PoolOptions {
   // Worker processes; 0 runs the pipeline in-process on the calling thread. kAuto starts one
   // and grows or shrinks the live pool toward the fewest workers that keep the consumer's wait
   // under stall_target, bounded by max_workers, the cores this process may use (affinity and
@@ -151,56 +182,44 @@ struct Options {
   int max_workers = 0;         // kAuto's upper bound; 0 = the cores available
   double stall_target = 0.02;  // kAuto: the data-stall fraction to stay under
   int monitor_window = 50;     // batches in the stall monitor's moving window (at least 4)
+  // Batch slots prepared ahead; 0 = 2 * workers + 2 (and more as the pool grows). kAuto also
+  // adds slots, within memory_budget, when the consumer waits while the workers sit idle (a
+  // consumer that takes batches in bursts). Slots are page-locked for GPU copies as they are
+  // first staged.
+  int prefetch = 0;
+  int chunk = 0;                  // samples per unit of work; 0 = batch / workers, at least 1
+  std::size_t memory_budget = 0;  // bytes for batch slots, held ones included; 0 = 2 GiB
+  std::string worker_path;  // stoke-worker to run; empty = the one installed beside the library
+};
 
-  std::uint64_t seed = 0;
-  bool shuffle = true;
-  LastBatch last_batch = LastBatch::kPad;
-  OnError on_error = OnError::kSkip;
-  Verify verify = Verify::kRegion;
-  // Images whose header claims more pixels than this are bad input ("too_large"), rejected
-  // before their pixels are allocated.
-  std::int64_t max_pixels = 100'000'000;
-  // A worker busy on one chunk for longer than this is killed, replaced, and the chunk redone
-  // (0 disables). A sample that kills three workers is skipped (kSkip) or an error (kError).
-  double task_timeout_s = 60;
-  // Worker start-up. The first pool must finish its handshake within this (the constructor
-  // waits for it; a worker that crashes meanwhile is restarted). Every later worker (a
-  // replacement, pool growth) has this long from its spawn; one that misses it is killed and
-  // restarted. A worker record that dies or hangs before its handshake 5 times in a row stops
-  // the loader with an error.
-  double startup_timeout_s = 30;
-
-  // Rank and world size; -1 reads RANK/WORLD_SIZE (torchrun) or OMPI_COMM_WORLD_RANK/_SIZE
-  // (mpirun) from the environment, else 0 and 1.
-  int rank = -1;
-  int world = -1;
-
+// What each device receives: the sample pipeline, then the dtype and layout it is delivered in.
+struct OutputOptions {
   // The sample pipeline. Unset: the `augment` preset at height x width, which default to the
   // IDX images' own size (gray) or 224x224 (RGB) for image files.
   std::optional<Pipeline> pipeline;
   Augment augment = Augment::kTraining;
   int height = 0;
   int width = 0;
-
-  // What each device receives. kUInt8: the pipeline's NHWC bytes (on host devices, the arena
-  // bytes themselves: no copy). Float types: (x / 255 - mean[c]) / stddev[c], computed on the
-  // device (on host devices, by the CPU kernel) in `layout`. mean and stddev are in 0..1 units,
-  // one value per channel or a single value for all; empty = ImageNet's for 3 channels, else
-  // 0.5 and 0.5.
+  // kUInt8: the pipeline's NHWC bytes (on host devices, the arena bytes themselves: no copy).
+  // Float types: (x / 255 - mean[c]) / stddev[c], computed on the device (on host devices, by
+  // the CPU kernel) in `layout`. mean and stddev are in 0..1 units, one value per channel or a
+  // single value for all; empty = ImageNet's for 3 channels, else 0.5 and 0.5.
   DType dtype = DType::kUInt8;
   Layout layout = Layout::kNCHW;  // float dtypes only
   std::vector<float> mean;
   std::vector<float> stddev;
+};
 
-  // MixUp and CutMix (docs/USAGE.md, "MixUp and CutMix"): after normalize and random erasing,
-  // each device's chunk is mixed with itself (every sample with a partner of the same chunk, as
-  // each rank's own batch is in a DDP job), on the device (host devices: on the loader's stager
-  // thread), from (seed, epoch, the chunk's first position) alone. mixup_alpha and cutmix_alpha
-  // are the Beta distributions' parameters (0: that one is off); with both on, each draw picks
-  // CutMix with probability mix_switch_prob; mix_prob is the chance a draw mixes at all. A
-  // padding sample (valid 0) is never mixed into a real one, nor a real one into it. Needs a
-  // float dtype and num_classes; refused with boxes or masks (which the mixing would not
-  // follow).
+// MixUp and CutMix (docs/USAGE.md, "MixUp and CutMix"): after normalize and random erasing,
+// each device's chunk is mixed with itself (every sample with a partner of the same chunk, as
+// each rank's own batch is in a DDP job), on the device (host devices: on the loader's stager
+// thread), from (seed, epoch, the chunk's first position) alone. mixup_alpha and cutmix_alpha
+// are the Beta distributions' parameters (0: that one is off); with both on, each draw picks
+// CutMix with probability mix_switch_prob; mix_prob is the chance a draw mixes at all. A
+// padding sample (valid 0) is never mixed into a real one, nor a real one into it. Needs a
+// float dtype and num_classes; refused with boxes or masks (which the mixing would not
+// follow).
+struct MixingOptions {
   double mixup_alpha = 0;
   double cutmix_alpha = 0;
   double mix_prob = 1;
@@ -213,31 +232,50 @@ struct Options {
   // partner's by the mixing's lambda. Every label must be below num_classes.
   int num_classes = 0;
   double label_smoothing = 0;
-  // Repeated augmentation (torchvision's --ra-reps, timm's --aug-repeats): each sample of the
-  // epoch's order appears `repeats` times in a row, each copy augmented on its own, the copies
-  // dealt to consecutive devices over all ranks as torchvision's RASampler deals them; an epoch
-  // then covers floor(floor(N / 256) * 256 / D) * D positions (D: devices over all ranks), so
-  // it has as many steps as a torchvision run with RASampler. 1: off.
-  int repeats = 1;
+};
 
-  // Batch slots prepared ahead; 0 = 2 * workers + 2 (and more as the pool grows). kAuto also
-  // adds slots, within memory_budget, when the consumer waits while the workers sit idle (a
-  // consumer that takes batches in bursts). Slots are page-locked for GPU copies as they are
-  // first staged.
-  int prefetch = 0;
-  int chunk = 0;                  // samples per unit of work; 0 = batch / workers, at least 1
-  std::size_t memory_budget = 0;  // bytes for batch slots, held ones included; 0 = 2 GiB
-  // Start at this position instead of epoch 0, batch 0; a state saved with other ranks, devices
-  // or global batch continues its epoch from the saved sample (see LoaderState).
-  std::optional<LoaderState> resume;
+// What bad input and slow workers may cost before the loader gives up on them.
+struct LimitOptions {
+  OnError on_error = OnError::kSkip;
+  Verify verify = Verify::kRegion;
+  // Images whose header claims more pixels than this are bad input ("too_large"), rejected
+  // before their pixels are allocated.
+  std::int64_t max_pixels = 100'000'000;
+  // Every label the data states as a number (a shard's .cls member or json:KEY field, a shard's
+  // box classes, a list file's labels, IDX label files) must be below this: one that is not is
+  // a DataError naming its member (or line) and value, whatever on_error says, since a single
+  // such number would claim that many classes. Image folders and COCO files number their
+  // classes themselves (one per folder or category).
+  int max_classes = kDefaultMaxClasses;
+  // A worker busy on one chunk for longer than this is killed, replaced, and the chunk redone
+  // (0 disables). A sample that kills three workers is skipped (kSkip) or an error (kError).
+  double task_timeout_s = 60;
+  // Worker start-up. The first pool must finish its handshake within this (the constructor
+  // waits for it; a worker that crashes meanwhile is restarted). Every later worker (a
+  // replacement, pool growth) has this long from its spawn; one that misses it is killed and
+  // restarted. A worker record that dies or hangs before its handshake 5 times in a row stops
+  // the loader with an error.
+  double startup_timeout_s = 30;
+};
 
-  std::string worker_path;  // stoke-worker to run; empty = the one installed beside the library
+struct LogOptions {
   // Receives one line per notable event (skipped file, worker restart, pool resize, autotune
   // decision). Called from the consumer's thread or the loader's supervisor thread (and, while
   // the constructor indexes or waits for another loader's index, from a thread that says so
   // every 10 s), one line at a time, never with a loader lock held. Default: stderr.
   std::function<void(std::string_view)> log;
 };
+
+// Everything a Loader is made from: `stoke::Options o; o.data = "..."; o.workers = 4;`.
+struct Options : SourceOptions,
+                 RemoteOptions,
+                 FieldOptions,
+                 PlanOptions,
+                 PoolOptions,
+                 OutputOptions,
+                 MixingOptions,
+                 LimitOptions,
+                 LogOptions {};
 
 // Reads rank/world from the launcher's environment as described above.
 struct RankInfo {

@@ -3,6 +3,7 @@
 #include <array>
 #include <charconv>
 #include <span>
+#include <type_traits>
 
 #include "stoke/error.hpp"
 #include "stoke/kernels/normalize.hpp"
@@ -88,6 +89,33 @@ bool parse_side(std::string_view text, int& side) {
 }
 
 }  // namespace
+
+template <class T>
+std::vector<std::string> canonical_words() {
+  std::span<const Word<T>> words;
+  if constexpr (std::is_same_v<T, Augment>) words = kAugment;
+  if constexpr (std::is_same_v<T, DType>) words = dtype_words();
+  if constexpr (std::is_same_v<T, Layout>) words = kLayout;
+  if constexpr (std::is_same_v<T, LastBatch>) words = kLastBatch;
+  if constexpr (std::is_same_v<T, OnError>) words = kOnError;
+  if constexpr (std::is_same_v<T, Verify>) words = kVerify;
+  if constexpr (std::is_same_v<T, MixMode>) words = kMixMode;
+  if constexpr (std::is_same_v<T, MixRule>) words = kMixRule;
+  if constexpr (std::is_same_v<T, Split>) words = kSplit;
+  std::vector<std::string> out;
+  for (const Word<T>& w : words)
+    if (!w.alias) out.emplace_back(w.word);
+  return out;
+}
+template std::vector<std::string> canonical_words<Augment>();
+template std::vector<std::string> canonical_words<DType>();
+template std::vector<std::string> canonical_words<Layout>();
+template std::vector<std::string> canonical_words<LastBatch>();
+template std::vector<std::string> canonical_words<OnError>();
+template std::vector<std::string> canonical_words<Verify>();
+template std::vector<std::string> canonical_words<MixMode>();
+template std::vector<std::string> canonical_words<MixRule>();
+template std::vector<std::string> canonical_words<Split>();
 
 Augment parse_augment(std::string_view w) {
   return parse_word<Augment>("augment", w, kAugment);

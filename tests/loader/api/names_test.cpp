@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "common/number_text.hpp"
 #include "stoke/error.hpp"
 #include "stoke/kernels/normalize.hpp"
@@ -45,6 +48,16 @@ TEST(Names, CanonicalWordsAreTheDocumentedOnes) {
   EXPECT_STREQ(last_batch_name(LastBatch::kDrop), "drop");
   EXPECT_STREQ(on_error_name(OnError::kError), "error");
   EXPECT_STREQ(split_name(Split::kTest), "test");
+}
+
+TEST(Names, CanonicalWordsListEachValueOnceWithoutAliases) {
+  EXPECT_EQ(canonical_words<Augment>(), (std::vector<std::string>{"train", "eval"}));
+  EXPECT_EQ(canonical_words<LastBatch>(), (std::vector<std::string>{"pad", "drop"}));
+  EXPECT_EQ(canonical_words<DType>(),
+            (std::vector<std::string>{"uint8", "float32", "float16", "bfloat16"}));
+  for (const std::string& w : canonical_words<Verify>()) EXPECT_EQ(verify_name(parse_verify(w)), w);
+  for (const std::string& w : canonical_words<MixRule>())
+    EXPECT_EQ(mix_rule_name(parse_mix_rule(w)), w);
 }
 
 TEST(Names, OldSpellingsStayAcceptedAsAliases) {

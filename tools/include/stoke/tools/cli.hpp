@@ -65,6 +65,10 @@ struct CountRange {
 };
 std::optional<CountRange> parse_count_range(std::string_view text, int min, int max);
 
+// A count in [min, max] or "auto" (stoke::kAuto); otherwise throws ConfigError "wants a count in
+// MIN..MAX or auto, got 'WORD'".
+int parse_count_or_auto(std::string_view word, int min, int max);
+
 // --flag taking a count in [min, max] or "auto" (stored as stoke::kAuto).
 CLI::Option* add_count_or_auto(CLI::App& app, const std::string& flag, int& out, int min, int max,
                                const std::string& help);
