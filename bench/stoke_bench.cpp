@@ -120,9 +120,14 @@ void add_loader_flags(CLI::App& app, Args& a) {
       stoke::tools::add_option_flag(app, a.options, name);
       continue;
     }
+    std::string steps;  // the vocabulary, from the steps' own records
+    for (const stoke::StepFormInfo& f : stoke::step_forms())
+      steps += "\n    " + f.name + " " + f.usage;
     app.add_option("--pipeline", a.pipeline,
                    std::string(stoke::find_option("pipeline")->doc) +
-                       ", e.g. \"scale_jitter 480 800 | box_crop 512 512 0.5 | horizontal_flip\"")
+                       ", e.g. \"scale_jitter 480 800 | box_crop 512 512 0.5 | horizontal_flip\"; "
+                       "the steps and what each takes:" +
+                       steps)
         ->type_name("STEPS");
     app.add_option("--channels", a.channels, "with --pipeline: 3 (RGB) or 1 (gray)")
         ->check(CLI::IsMember({1, 3}))

@@ -20,6 +20,7 @@
 #include "stoke/devices.hpp"
 #include "stoke/error.hpp"
 #include "stoke/loader.hpp"
+#include "stoke/pipeline.hpp"
 
 namespace nb = nanobind;
 
@@ -56,4 +57,10 @@ NB_MODULE(_stoke, m) {
     return out;
   });
   m.def("version", [] { return std::string(stoke::version()); });
+  // The pipeline's text vocabulary, from the steps' own records (stoke::step_forms()).
+  m.def("pipeline_steps", [] {
+    nb::list out;
+    for (const stoke::StepFormInfo& f : stoke::step_forms()) out.append(nb::make_tuple(f.name, f.usage));
+    return out;
+  });
 }

@@ -25,13 +25,22 @@ import textwrap
 from . import _stoke
 from ._stoke import Array, Batch, DataError, Error
 
-__all__ = ["Loader", "Batch", "Array", "DataError", "Error", "devices", "version", "__version__"]
+__all__ = ["Loader", "Batch", "Array", "DataError", "Error", "devices", "pipeline_steps", "version",
+           "__version__"]
 __version__: str = _stoke.version()
 
 
 def version() -> str:
     """The version of the stoke library, e.g. ``"0.1.0"``."""
     return _stoke.version()
+
+
+def pipeline_steps() -> list:
+    """Every step ``pipeline=`` takes: a list of ``(name, usage)`` tuples, e.g.
+    ``("random_solarize", "(threshold[, probability])")``, read from the steps' own definitions
+    (the same names and usage ``stoke-bench --pipeline`` and its messages use).
+    """
+    return _stoke.pipeline_steps()
 
 
 def devices() -> list:
@@ -82,7 +91,8 @@ _PYTHON_FORMS = {
     "reals": "a sequence of floats",
     "state": "a Loader.state() str, or None",
     "pipeline": 'a list of step names and (name, numbers...) tuples, e.g. [("resize", 256, 256), '
-                '"horizontal_flip"]; timm_augment and augmix take their settings as strs',
+                '"horizontal_flip"]; timm_augment and augmix take their settings as strs; '
+                'stoke.pipeline_steps() lists every step and what it takes',
 }
 
 

@@ -139,3 +139,22 @@ def test_random_erasing_erases_the_normalized_output_where_applied_ops_say():
     assert {o[0][0] for o in noisy} == {"erase_noise"} and len(noisy[0][0]) == 6
     with pytest.raises(ValueError, match="needs a float dtype"):
         stoke.Loader(FASHION, split="test", size=28, pipeline=["random_erasing_pixel"])
+
+
+def test_pipeline_steps_lists_the_vocabulary_the_loader_takes():
+    steps = dict(stoke.pipeline_steps())
+    assert steps["random_solarize"] == "(threshold[, probability])"
+    assert steps["box_crop"].startswith("(height, width[, min_visible")
+    assert {"random_resized_crop", "timm_augment", "augmix", "random_erasing_color",
+            "random_affine_bilinear", "auto_augment_svhn"} <= steps.keys()
+    # Every listed name is a step the loader takes, and a name it does not take is named as such,
+    # with the whole list.
+    for name in steps:
+        with pytest.raises(ValueError) as raised:
+            stoke.Loader(FASHION, size=28, pipeline=[(name, "x" * 3)])
+        assert f"'{name}' is not one of" not in str(raised.value), name
+    with pytest.raises(ValueError) as raised:
+        stoke.Loader(FASHION, size=28, pipeline=["rotate"])
+    for name in steps:
+        assert name in str(raised.value)
+    assert "stoke.pipeline_steps()" in stoke.Loader.__doc__
