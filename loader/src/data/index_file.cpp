@@ -24,14 +24,14 @@
 
 #include "common/align.hpp"
 #include "common/build_info.hpp"
+#include "common/fd.hpp"
 #include "common/number_text.hpp"
 #include "common/text.hpp"
-#include "common/unique_fd.hpp"
 #include "data/cache_folder.hpp"
 #include "data/file_reader.hpp"
 #include "data/folder_scan.hpp"
-#include "remote/remote.hpp"
 #include "data/shard_list.hpp"
+#include "remote/remote.hpp"
 #include "stoke/error.hpp"
 #include "stoke/mnist.hpp"
 
@@ -419,17 +419,9 @@ std::string index_folder(const std::string& root) {
   }
 }
 
-// A descriptor above the ones a worker is given (3, 4, 5), close-on-exec; closes `fd`.
-int raised(int fd) {
-  if (fd < 0) return fd;
-  const int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
-  ::close(fd);
-  return high;
-}
-
 // A copy of the file open at `fd` (which it closes) in a memfd of this process's own, or -1.
 int private_copy(int fd, std::uint64_t size) {
-  const int copy = raised(::memfd_create("stoke-index", MFD_CLOEXEC));
+  const int copy = try_raise_fd(::memfd_create("stoke-index", MFD_CLOEXEC));
   off_t from = 0;
   while (copy >= 0 && static_cast<std::uint64_t>(from) < size) {
     const ssize_t n = ::sendfile(copy, fd, &from, static_cast<std::size_t>(size - from));
@@ -468,7 +460,7 @@ bool lazy_options_hold(const MappedIndex& m, const IndexOptions& options) {
 // rewrite the file after it is checked.
 std::unique_ptr<MappedIndex> open_shared(const std::string& path, const std::string& identity,
                                          const IndexOptions& options, MappedIndex::Origin origin) {
-  int fd = raised(::open(path.c_str(), O_RDONLY | kCacheOpenFlags));
+  int fd = try_raise_fd(::open(path.c_str(), O_RDONLY | kCacheOpenFlags));
   struct stat st {};
   if (fd < 0) return nullptr;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
@@ -585,7 +577,7 @@ class Ticker {
 
 // The index built into a memfd of this process's own.
 std::unique_ptr<MappedIndex> private_index(DatasetIndex index, int max_classes) {
-  const int fd = raised(::memfd_create("stoke-index", MFD_CLOEXEC));
+  const int fd = try_raise_fd(::memfd_create("stoke-index", MFD_CLOEXEC));
   if (fd < 0 || !write_index_file(fd, index, "")) {
     const int e = errno;
     if (fd >= 0) ::close(fd);
@@ -764,8 +756,8 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
   // Another loader of this machine may be writing it: wait for its lock, then look again.
   const std::string lock_path = folder + "/" + name + ".lock";
   // (Read-only: flock needs no more, and another member of a shared cache's group may open it.)
-  UniqueFd lock(raised(::open(lock_path.c_str(), O_RDONLY | O_CREAT | kCacheOpenFlags,
-                              cache_file_mode(cache_shared()))));
+  UniqueFd lock(try_raise_fd(::open(lock_path.c_str(), O_RDONLY | O_CREAT | kCacheOpenFlags,
+                                    cache_file_mode(cache_shared()))));
   struct stat st {};
   if (lock.get() < 0 || ::fstat(lock.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
       !trusted_cache_file(lock_path, st))
