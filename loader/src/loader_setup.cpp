@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "common/build_info.hpp"
+#include "common/fd.hpp"
 #include "common/number_text.hpp"
 #include "data/shard_cache.hpp"
 #include "data/shard_list.hpp"

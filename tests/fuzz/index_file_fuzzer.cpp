@@ -1,4 +1,4 @@
-// libFuzzer target: the input is a dataset index file (data/index_file.hpp), as a loader finds it
+// libFuzzer target: the input is a dataset index file (data/index_format.hpp), as a loader finds it
 // under the cache folder's datasets/ (where anyone allowed to write there may have put it) ->
 // map_index_file, for the identity "fuzz" (the seeds carry it).
 //
@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <string>
 
-#include "data/index_file.hpp"
+#include "data/index_format.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

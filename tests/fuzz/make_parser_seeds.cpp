@@ -29,7 +29,7 @@
 #include <utility>
 #include <vector>
 
-#include "data/index_file.hpp"
+#include "data/index_format.hpp"
 #include "data/tar_index.hpp"
 #include "stoke/state.hpp"
 

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "common/fd.hpp"
 #include "common/mutex.hpp"
 #include "common/text.hpp"
 #include "data/dataset_index.hpp"

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/fd.hpp"
 #include "stoke/error.hpp"
 #include "tuning/host_memory.hpp"
 
@@ -29,18 +30,6 @@ std::size_t available_memory() {
 }
 
 }  // namespace
-
-int raise_fd(int fd, const char* what) {
-  if (fd < 0) throw Error(std::string("cannot create ") + what + ": " + std::strerror(errno));
-  const int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
-  const int err = errno;
-  ::close(fd);
-  if (high < 0) {
-    throw Error(std::string("cannot create ") + what + ": " + std::strerror(err) +
-                (err == EMFILE ? " (raise the open-file limit: ulimit -n)" : ""));
-  }
-  return high;
-}
 
 SharedArena::SharedArena(std::size_t capacity, std::size_t reserved) : capacity_(capacity) {
   fd_ = raise_fd(::memfd_create("stoke-arena", MFD_CLOEXEC), "the shared arena (memfd_create)");

@@ -34,8 +34,4 @@ class SharedArena {
   std::size_t reserved_ = 0;
 };
 
-// Moves a new descriptor to a number >= 10 with close-on-exec set, so dup2 onto 3 and 4 in a
-// spawned worker can never clobber another of ours. Closes the original. Throws Error.
-int raise_fd(int fd, const char* what);
-
 }  // namespace stoke::detail

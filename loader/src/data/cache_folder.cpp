@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <random>
 
+#include "common/fd.hpp"
 #include "common/text.hpp"
-#include "common/unique_fd.hpp"
 #include "data/file_reader.hpp"
 #include "stoke/error.hpp"
 

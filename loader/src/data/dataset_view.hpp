@@ -5,7 +5,7 @@
 //
 // Thread-safety: DatasetView is read-only and safe from any thread or process.
 //
-// Format (at header.index_offset in the index file, data/index_file.hpp):
+// Format (at header.index_offset in the index file, data/index_format.hpp):
 //   kRaw:   int32 labels[N], then (64-byte aligned) uint8 pixels[N][H][W][C]
 //   kFiles: FileEntry entries[N], then (64-byte aligned) SampleBox boxes[header.box_total]
 //           (each entry's are [box_first, box_first + box_count)), then the path bytes the

@@ -6,9 +6,9 @@
 
 #include <cerrno>
 
-#include "common/unique_fd.hpp"
-#include "remote/remote.hpp"
+#include "common/fd.hpp"
 #include "data/shard_list.hpp"
+#include "remote/remote.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {

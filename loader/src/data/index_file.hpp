@@ -1,131 +1,28 @@
 #pragma once
 // The dataset index as a file that every process of a machine maps: the training processes of
-// all its ranks and all their workers. It is written once, by the first loader to need it, under
-// the cache folder (datasets/<key>.stoke-index, data/cache_folder.hpp's rules), keyed by what the
-// index was built from: the data path, the indexing options, and the version (size, times, inode)
-// of every input the index reads, so a changed shard, list, annotation file or folder gives a
-// new key and a new index, and a stale one is never read. Loaders that find it map it in
-// milliseconds; loaders that arrive while it is written wait on its lock file (flock, released
-// by the kernel when a writer dies) and then map it; a writer killed half-way leaves only a
-// temporary file, which the next writer removes. Where no cache folder can be used, or the data
-// cannot be keyed (remote shards without ETags), a loader indexes into a file of its own (a
-// memfd) and maps that: the same code reads both.
+// all its ranks and all their workers. It is written once, by the first loader to need it, in
+// the machine's shared folder (data/index_folder.hpp), keyed by what the index was built from:
+// the data path, the indexing options, and the version of every input the index reads
+// (data/index_identity.hpp), so a stale one is never read. Loaders that find it map it in
+// milliseconds; loaders that arrive while it is written wait on its lock and then map it. Where
+// no cache folder can be used, or the data cannot be keyed (remote shards without ETags), a
+// loader indexes into a file of its own (a memfd) and maps that: the same code
+// (data/index_format.hpp) reads both.
 //
-// File format (native byte order; the reader checks every field before trusting it):
-//   0                       IndexFileHeader
-//   header.region_offset    the index region (data/dataset_view.hpp's format), 4096-aligned
-//   header.meta_offset      what is not per sample: flags, class names, left-out files, shard
-//                           starts, notes, remote shards (length-prefixed records)
-//   header.identity_offset  the identity text the key hashes, compared whole on open
-//
-// Thread-safety: functions are reentrant; a MappedIndex is immutable after construction and
-// safe to read from any thread.
+// Thread-safety: reentrant.
 
-#include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "data/dataset_index.hpp"
-#include "data/dataset_view.hpp"
+#include "data/index_format.hpp"
 
 namespace stoke::detail {
-
-class MappedIndex;
-std::unique_ptr<MappedIndex> map_index_file(int fd, const std::string& identity, int max_classes,
-                                            int origin, std::string file);
-std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
-                                                 const struct IndexOptions& options);
-
-// A dataset index, mapped read-only.
-class MappedIndex {
- public:
-  // Where the index came from.
-  enum class Origin {
-    kBuilt,    // indexed by this process and written to the machine's shared file
-    kFound,    // the machine's shared file, written earlier (by another rank, or a past run)
-    kPrivate,  // indexed by this process into a file of its own (no shared file could be used)
-  };
-
-  MappedIndex(const MappedIndex&) = delete;
-  MappedIndex& operator=(const MappedIndex&) = delete;
-  ~MappedIndex();
-
-  // Everything of the index but its per-sample arrays (entries, labels, pixels, boxes and paths
-  // are empty: they are in the mapping).
-  const DatasetIndex& info() const { return info_; }
-  // The mapped index. `copies` false: every remote shard's local copy is forgotten (the shard
-  // cache is off; the workers read the servers).
-  DatasetView view(bool copies = true) const;
-  // The mapping's first byte (the region is at region_offset()).
-  const std::uint8_t* bytes() const { return map_; }
-  // The descriptor of the index file (a worker maps it), and where the region lies in it.
-  int fd() const { return fd_; }
-  std::uint64_t region_offset() const { return region_offset_; }
-  std::uint64_t region_size() const { return region_size_; }
-  std::size_t box_total() const { return box_total_; }
-  std::size_t raw_bytes() const;  // kRaw: bytes per sample
-  Origin origin() const { return origin_; }
-  // The shared file's path ("" for a private one) and the time spent waiting for another process
-  // that was writing it.
-  const std::string& file() const { return file_; }
-  double waited_s() const { return waited_s_; }
-  // The time this process spent indexing (0 when it found the file).
-  double built_s() const { return built_s_; }
-  // Drops the pages this process touched (checking, resolving the options) from its resident
-  // set: the page cache keeps them for every process that reads them later.
-  void release_pages() const;
-
- private:
-  friend std::unique_ptr<MappedIndex> map_index_file(int, const std::string&, int, int,
-                                                     std::string);
-  friend std::shared_ptr<const MappedIndex> index_dataset(const std::string&, const IndexOptions&);
-  MappedIndex() = default;
-
-  DatasetIndex info_;
-  int fd_ = -1;
-  const std::uint8_t* map_ = nullptr;
-  std::size_t map_size_ = 0;
-  std::uint64_t region_offset_ = 0;
-  std::uint64_t region_size_ = 0;
-  std::size_t box_total_ = 0;
-  Origin origin_ = Origin::kPrivate;
-  std::string file_;
-  double waited_s_ = 0;
-  double built_s_ = 0;
-};
 
 // The index of `data` (build_index's forms and errors), from the machine's shared index file
 // under options.caches.root when one matches, else built and written there (or, when it cannot
 // be, to a private file). Throws what build_index throws.
 std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
                                                  const IndexOptions& options);
-
-// The text that names what the index of `data` would be built from, and the versions of those
-// inputs: the options, then one line per input file or folder. std::nullopt when it cannot be
-// named (a path that does not exist, a remote shard without an ETag): such data is indexed into
-// a private file every time.
-// `seen` (when given) keeps the remote shards' HEAD answers it asked for, by URL.
-std::optional<std::string> dataset_identity(const std::string& data, const IndexOptions& options,
-                                            std::map<std::string, RemoteObject>* seen = nullptr);
-
-// The shared index file's name for an identity: "<16 hex digits>.stoke-index".
-std::string index_file_name(const std::string& identity);
-
-// An index file of `index` written to `fd` (from its current position, which must be 0), with
-// `identity`. False when it cannot be written (errno set).
-bool write_index_file(int fd, const DatasetIndex& index, const std::string& identity);
-
-// The index in the file open at `fd` (which it takes), mapped and checked: std::nullopt when it is
-// not an index file of this format, was written for another identity, or any offset, length,
-// label or count in it points outside what it holds (a damaged or planted file is rebuilt,
-// never read).
-// `origin` is a MappedIndex::Origin.
-std::unique_ptr<MappedIndex> map_index_file(int fd, const std::string& identity, int max_classes,
-                                            int origin, std::string file);
-
-// How long an unused shared index file is kept: one older than this (by its modification time,
-// renewed each time a loader maps it) is removed when a new one is written beside it.
-inline constexpr int kIndexFileKeepDays = 30;
 
 }  // namespace stoke::detail

@@ -14,8 +14,8 @@
 #include <filesystem>
 #include <thread>
 
+#include "common/fd.hpp"
 #include "common/text.hpp"
-#include "common/unique_fd.hpp"
 #include "data/file_reader.hpp"
 #include "stoke/error.hpp"
 

@@ -1,60 +1,13 @@
 #pragma once
-// The shared arena's fixed, versioned layout. The training process writes everything before
-// any worker starts; afterwards workers only read the header and pipeline (and the index file),
-// write the pixels of the slot ranges their tasks name, and use their own WorkerRecord's rings.
+// The shared arena's fixed, versioned layout: ArenaHeader at offset 0 holds every section's
+// offset, and every section and slot starts on a 4096-byte boundary (docs/ARCHITECTURE.md, "The
+// arena's layout", maps it). The training process writes everything before any worker starts;
+// afterwards workers only read the header and pipeline (and the index file), write the slot
+// ranges their tasks name, and use their own WorkerRecord's rings.
 //
 // Thread-safety: see each field. Nothing in the arena is a lock: every cross-process word is a
 // lock-free atomic or a process-shared POSIX semaphore (whose post/wait cannot be left "held"
 // by a process that dies), so a worker that dies anywhere cannot block the others.
-//
-//   offset 0               ArenaHeader
-//   (the dataset index is not in the arena: it is the region [header.index_offset,
-//   + header.index_size) of the index file (data/index_file.hpp), which a worker is given as fd
-//   5 and maps read-only; read through DatasetView, data/dataset_view.hpp)
-//   header.steps_offset    Step[header.step_count] (stoke/pipeline.hpp: the public record itself)
-//   header.workers_offset  WorkerRecord[header.worker_capacity]
-//   header.poison_offset   int64[header.poison_capacity] samples no worker survives, preceded
-//                          by their count (an atomic uint32 in a uint64 word)
-//   header.slots_offset    slot[header.slot_capacity], each header.slot_stride bytes:
-//                            pixels  batch x H x W x C uint8
-//                            labels  batch x int32   at slot.labels_offset
-//                            boxes   batch x max_boxes x 4 float32 (xyxy, output pixels) at
-//                                    slot.boxes_offset; then their classes, batch x max_boxes
-//                                    int32 (-1 past a sample's count), at box_classes_offset;
-//                                    then batch x int32 counts at box_counts_offset (all three
-//                                    empty when max_boxes is 0)
-//                            masks   batch x H x W labels of mask_bytes each (uint8 or
-//                                    uint16; none when mask_bytes is 0) at masks_offset
-//                            bytes   batch x max_bytes pass-through bytes at bytes_offset, then
-//                                    batch x int32 lengths at byte_counts_offset (none when
-//                                    max_bytes is 0)
-//                            ids     batch x int64   at slot.ids_offset
-//                            planned batch x int64   at slot.planned_offset (written by the
-//                                                    training process: the plan's sample ids)
-//                            erase   batch x EraseBox at slot.erase_offset (random_erasing's
-//                                                    rectangles, for the batch's normalize;
-//                                                    none when erase_boxes is 0)
-//                            mix     batch x MixSample at slot.mix_offset (MixUp/CutMix:
-//                                                    each sample's partner, weights and box,
-//                                                    written by the training process's stager;
-//                                                    none when mixing is 0)
-//                            soft    batch x soft_classes float32 at slot.soft_labels_offset
-//                                                    (soft labels, written by the stager; none
-//                                                    when soft_classes is 0)
-//                            valid   batch x uint8   at slot.valid_offset
-//                            bad     batch x uint8   at slot.bad_offset (BadInput of the
-//                                                    planned sample when it was replaced)
-//                            geometry batch x 6 float32 at slot.geometry_offset (the source-
-//                                                    to-output map sx, tx, sy, ty and the
-//                                                    source's width and height)
-//                            ops     batch x max_ops AppliedOp at slot.ops_offset (the
-//                                                    photometric ops each sample got, in
-//                                                    order, then kNone; none when max_ops
-//                                                    is 0)
-//                          each field 64-byte aligned within its slot
-//
-// Every top-level section, and every slot, starts on a 4096-byte boundary so slots can be
-// registered as pinned memory.
 
 #include <atomic>
 #include <cstddef>

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <utility>
 
-#include "common/unique_fd.hpp"
+#include "common/fd.hpp"
 #include "data/cache_folder.hpp"
 #include "data/file_reader.hpp"
 #include "stoke/error.hpp"

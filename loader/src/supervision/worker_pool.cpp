@@ -12,7 +12,7 @@
 #include <cstring>
 #include <new>
 
-#include "consumer/shared_arena.hpp"
+#include "common/fd.hpp"
 #include "stoke/error.hpp"
 #include "worker/worker_exit_codes.hpp"
 #include "worker/worker_locate.hpp"

@@ -1,7 +1,7 @@
-// The dataset index file (data/index_file.hpp): what it holds reads back as the index built in
-// memory; a damaged, stale or foreign file is never read; one file serves every process of a
-// machine, written by one of them, even when a writer is killed; and a loader holds a few bytes
-// per sample, not the index.
+// The dataset index file (data/index_file.hpp and its parts: index_format, index_identity,
+// index_folder): what it holds reads back as the index built in memory; a damaged, stale or
+// foreign file is never read; one file serves every process of a machine, written by one of
+// them, even when a writer is killed; and a loader holds a few bytes per sample, not the index.
 
 #include "data/index_file.hpp"
 
@@ -23,6 +23,9 @@
 #include <thread>
 
 #include "data/dataset_index.hpp"
+#include "data/index_folder.hpp"
+#include "data/index_format.hpp"
+#include "data/index_identity.hpp"
 #include "data/tar_index.hpp"
 #include "stoke/error.hpp"
 #include "stoke/loader.hpp"

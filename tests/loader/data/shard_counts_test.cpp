@@ -18,6 +18,9 @@
 
 #include "data/dataset_index.hpp"
 #include "data/index_file.hpp"
+#include "data/index_folder.hpp"
+#include "data/index_format.hpp"
+#include "data/index_identity.hpp"
 #include "stoke/error.hpp"
 #include "stoke/loader.hpp"
 #include "test_support.hpp"

@@ -1,0 +1,169 @@
+#include "data/index_folder.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string_view>
+
+#include "common/fd.hpp"
+#include "data/cache_folder.hpp"
+#include "stoke/error.hpp"
+
+namespace stoke::detail {
+
+namespace {
+
+constexpr const char* kSuffix = ".stoke-index";
+
+// A copy of the file open at `fd` (which it closes) in a memfd of this process's own, or -1.
+int private_copy(int fd, std::uint64_t size) {
+  const int copy = try_raise_fd(::memfd_create("stoke-index", MFD_CLOEXEC));
+  off_t from = 0;
+  while (copy >= 0 && static_cast<std::uint64_t>(from) < size) {
+    const ssize_t n = ::sendfile(copy, fd, &from, static_cast<std::size_t>(size - from));
+    if (n <= 0 && !(n < 0 && errno == EINTR)) {
+      ::close(copy);
+      ::close(fd);
+      return -1;
+    }
+  }
+  ::close(fd);
+  return copy;
+}
+
+// Whether the files the index left out as empty still are: an image written after indexing
+// (copied in place) changes no folder's times, so its index would keep leaving it out.
+bool empty_files_still_empty(const DatasetIndex& info) {
+  for (const RejectedFile& r : info.rejected) {
+    struct stat st {};
+    if (r.reason == BadInput::kEmpty && ::stat(r.path.c_str(), &st) == 0 && st.st_size != 0)
+      return false;
+  }
+  return true;
+}
+
+// kShards: the options the file carries are the ones this loader would write. (A file copied
+// whole from another loader's, identity and all, could otherwise lift the label bound or point
+// the workers' indexing at another folder.)
+bool lazy_options_hold(const MappedIndex& m, const IndexOptions& options) {
+  if (m.info().kind != DatasetKind::kShards) return true;
+  const LazyShardOptions want = lazy_shard_options(options);
+  return std::memcmp(&want, m.bytes() + m.region_offset(), sizeof want) == 0;
+}
+
+}  // namespace
+
+std::string index_folder(const std::string& root) {
+  if (root.empty()) return "";
+  const std::string folder = root + "/datasets";
+  try {
+    return prepare_cache_folder(root, false) && prepare_cache_folder(folder, true) ? folder : "";
+  } catch (const ConfigError&) {
+    return "";
+  }
+}
+
+std::string index_file_name(const std::string& identity) {
+  return cache_key(identity) + kSuffix;
+}
+
+std::unique_ptr<MappedIndex> open_shared_index(const std::string& path, const std::string& identity,
+                                               const IndexOptions& options,
+                                               MappedIndex::Origin origin) {
+  int fd = try_raise_fd(::open(path.c_str(), O_RDONLY | kCacheOpenFlags));
+  struct stat st {};
+  if (fd < 0) return nullptr;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+      !trusted_cache_file(path, st)) {
+    ::close(fd);
+    return nullptr;
+  }
+  if (st.st_uid != ::geteuid() &&
+      (fd = private_copy(fd, static_cast<std::uint64_t>(st.st_size))) < 0)
+    return nullptr;
+  std::unique_ptr<MappedIndex> m =
+      map_index_file(fd, identity, options.max_classes, static_cast<int>(origin), path);
+  if (m && (!empty_files_still_empty(m->info()) || !lazy_options_hold(*m, options))) return nullptr;
+  if (m) ::utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);  // still in use
+  return m;
+}
+
+void sweep_index_folder(const std::string& folder, const std::string& name) {
+  const auto now = std::chrono::system_clock::now();
+  const auto keep = std::chrono::hours(24 * kIndexFileKeepDays);
+  // Old files are looked for at most every 10 minutes by a process: one that indexes a
+  // dataset-level index's shards one by one writes thousands of files here, and would stat
+  // them all for each. (Temporary files of `name` are looked for every time: names alone.)
+  static std::mutex expiry_mutex;
+  static std::map<std::string, std::int64_t> last_expiry;  // by folder: minutes since the epoch
+  const std::int64_t minute =
+      std::chrono::duration_cast<std::chrono::minutes>(now.time_since_epoch()).count();
+  bool expire = false;
+  {
+    const std::lock_guard lock(expiry_mutex);
+    std::int64_t& last = last_expiry[folder];
+    expire = minute - last >= 10;
+    if (expire) last = minute;
+  }
+  DIR* d = ::opendir(folder.c_str());
+  if (d == nullptr) return;
+  const std::string tmp_prefix = name + ".tmp.";
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view file = e->d_name;
+    if (file.starts_with(tmp_prefix)) {
+      ::unlink((folder + "/" + std::string(file)).c_str());
+      continue;
+    }
+    if (!expire) continue;
+    const std::string path = folder + "/" + std::string(file);
+    struct stat st {};
+    if (!file.ends_with(kSuffix) || ::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    const auto modified =
+        std::chrono::system_clock::time_point(std::chrono::seconds(st.st_mtim.tv_sec));
+    if (now - modified > keep) ::unlink(path.c_str());
+  }
+  ::closedir(d);
+}
+
+IndexFileLock::IndexFileLock(const std::string& folder, const std::string& name)
+    : path_(folder + "/" + name + ".lock"),
+      // (Read-only: flock needs no more, and another member of a shared cache's group may open
+      // it.)
+      fd_(try_raise_fd(::open(path_.c_str(), O_RDONLY | O_CREAT | kCacheOpenFlags,
+                              cache_file_mode(cache_shared())))) {
+  struct stat st {};
+  usable_ = fd_.get() >= 0 && ::fstat(fd_.get(), &st) == 0 && S_ISREG(st.st_mode) &&
+            trusted_cache_file(path_, st);
+}
+
+IndexFileLock::~IndexFileLock() {
+  if (taken_) ::flock(fd_.get(), LOCK_UN);
+}
+
+IndexFileLock::Attempt IndexFileLock::try_take() {
+  if (::flock(fd_.get(), LOCK_EX | LOCK_NB) == 0) {
+    taken_ = true;
+    return Attempt::kTaken;
+  }
+  return errno == EWOULDBLOCK ? Attempt::kBusy : Attempt::kUnavailable;
+}
+
+bool IndexFileLock::wait() {
+  int locked = 0;
+  while ((locked = ::flock(fd_.get(), LOCK_EX)) != 0 && errno == EINTR) {
+  }
+  taken_ = locked == 0;
+  return taken_;
+}
+}  // namespace stoke::detail
