@@ -130,6 +130,9 @@ void ShardPrefetcher::fail_loader(std::exception_ptr error) {
 }
 
 bool ShardPrefetcher::answered(ShardResolver::Answer answer) {
+  // The time is taken before the failure is counted: whoever sees the count and then moves the
+  // clock finds the failure that old.
+  const Clock::time_point at = time_.now();
   {
     MutexLock lock(mutex_);
     if (stop_) return false;
@@ -138,7 +141,7 @@ bool ShardPrefetcher::answered(ShardResolver::Answer answer) {
       MutexLock published(published_mutex_);
       stats_.fetch_failures += 1;
     }
-    reports_.answers.push_back({std::move(answer), time_.now()});
+    reports_.answers.push_back({std::move(answer), at});
     changed_ = true;
   }
   cv_.notify_all();
@@ -146,6 +149,7 @@ bool ShardPrefetcher::answered(ShardResolver::Answer answer) {
 }
 
 void ShardPrefetcher::fetched(ShardDownloader::Fetched fetch) {
+  const Clock::time_point at = time_.now();  // before the count, as in answered()
   {
     MutexLock lock(mutex_);
     if (stop_) return;
@@ -154,7 +158,7 @@ void ShardPrefetcher::fetched(ShardDownloader::Fetched fetch) {
       stats_.bytes_fetched += fetch.bytes;
       if (fetch.state == ShardState::kFailed) stats_.fetch_failures += 1;
     }
-    reports_.fetches.push_back({std::move(fetch), time_.now()});
+    reports_.fetches.push_back({std::move(fetch), at});
     changed_ = true;
   }
   cv_.notify_all();

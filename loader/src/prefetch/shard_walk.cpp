@@ -76,7 +76,7 @@ void ShardWalk::walk_batch() {
         continue;
       }
       const std::uint64_t size = shards_[r].remote.size;
-      if (!must && bytes_ + size > start_.limit) {
+      if (!must && (bytes_ > start_.limit || size > start_.limit - bytes_)) {  // sizes: a server's
         full_ = true;
         return;
       }

@@ -6,7 +6,7 @@
 // queues look-ups; a shard's first use in the consumer's epoch is counted; and the ready range
 // grows over batches whose shards are all local. It decides; its caller acts.
 //
-// A pure function of the shards' records and the batches ahead: no threads, no clock, no I/O.
+// It reads only the shards' records and the batches ahead: no threads, no clock, no I/O.
 // The one thing it cannot know, what a counted use finds on disk, its caller looks up between
 // batches and says (found()), since whether a batch is ready depends on it:
 //   ShardWalk walk(ahead, shards, remote_of, start);
@@ -97,7 +97,7 @@ class ShardWalk {
   Result result_;
   std::int64_t seq_;   // the batch walked (or next to walk)
   bool open_ = false;  // seq_ was walked, not yet settled
-  bool over_ = false;
+  bool over_ = false;             // the walk has ended: next_batch() says no from now on
   bool full_ = false;             // the limit stopped the walk
   bool blind_ = false;            // past a shard it cannot size
   std::size_t blind_looked_ = 0;  // shards looked at since: bounded, on huge plans

@@ -57,6 +57,16 @@ std::vector<PrefetchShard> records(const PlanConfig& plan, ShardState state = Sh
   return out;
 }
 
+// A record's state after a counted use that finds its copy on disk or not, as
+// ShardPrefetcher::count_use leaves it: a copy found makes an absent shard local, a copy gone
+// makes a local one absent (evicted elsewhere); shards not cached or being fetched stay so.
+ShardState after_use(ShardState s, bool on_disk) {
+  if (s == ShardState::kUncached || s == ShardState::kFetching) return s;
+  if (s == ShardState::kAbsent && on_disk) return ShardState::kLocal;
+  if (s == ShardState::kLocal && !on_disk) return ShardState::kAbsent;
+  return s;
+}
+
 // A walk as the prefetcher runs one: what a counted use finds on disk is `on_disk`.
 struct Walked {
   ShardWalk::Result result;
@@ -99,7 +109,7 @@ class ShardWalkTest : public ::testing::Test {
     while (w.next_batch()) {
       out.uses.push_back(w.first_uses());
       for (std::size_t r : w.first_uses())
-        w.found(r, on_disk.contains(r) ? ShardState::kLocal : shards_[r].state);
+        w.found(r, after_use(shards_[r].state, on_disk.contains(r)));
     }
     out.result = w.result();
     return out;
@@ -170,7 +180,9 @@ TEST_F(ShardWalkTest, WantsAWindowWholeAndIsReadyOnlyWhenAllOfItIsLocal) {
   shards_[first[1]].state = ShardState::kAbsent;
   EXPECT_EQ(walk(start(0, kNoLimit, 0, 4)).result.ready_end, 0);
   shards_[first[1]].state = ShardState::kLocal;
-  EXPECT_EQ(walk(start(0, kNoLimit, 0, 4)).result.ready_end, 2);  // batches 0 and 1: window 0
+  // (Their copies are there when their uses are counted.)
+  const std::set<std::size_t> there(first.begin(), first.end());
+  EXPECT_EQ(walk(start(0, kNoLimit, 0, 4), there).result.ready_end, 2);  // batches 0 and 1
 }
 
 // A limit of two and a half shards: past the ready range, shards are wanted while their bytes
@@ -214,11 +226,16 @@ TEST_F(ShardWalkTest, AUseFoundOnDiskMakesItsBatchReady) {
 // shard is on disk.
 TEST_F(ShardWalkTest, TheReadyRangeStopsAtTheReadyHorizon) {
   set_up(plan_of(4, 8, 8), ShardState::kLocal);
+  std::set<std::size_t> all;
+  for (std::size_t r = 0; r < shards_.size(); ++r) all.insert(r);
   ShardWalk::Start s = start(0, kNoLimit, 0, 8);
   s.ready_horizon = 2;
-  EXPECT_EQ(walk(s).result.ready_end, 2);
+  EXPECT_EQ(walk(s, all).result.ready_end, 2);
   s.ready_horizon = 8;
-  EXPECT_EQ(walk(s).result.ready_end, 8);  // (the next epoch's batches too)
+  EXPECT_EQ(walk(s, all).result.ready_end, 8);  // (the next epoch's batches too)
+  // A counted use that finds a local copy gone (evicted by another loader) holds its batch
+  // back: none of these copies is there any more, so no batch is ready.
+  EXPECT_EQ(walk(s, {}).result.ready_end, 0);
 }
 
 // Uses are counted in the consumer's epoch only, each shard once an epoch: at batch 2 of an
