@@ -60,7 +60,8 @@ NB_MODULE(_stoke, m) {
   // The pipeline's text vocabulary, from the steps' own records (stoke::step_forms()).
   m.def("pipeline_steps", [] {
     nb::list out;
-    for (const stoke::StepFormInfo& f : stoke::step_forms()) out.append(nb::make_tuple(f.name, f.usage));
+    for (const stoke::StepFormInfo& f : stoke::step_forms())
+      out.append(nb::make_tuple(f.name, f.usage));
     return out;
   });
 }

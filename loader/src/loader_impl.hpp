@@ -19,14 +19,14 @@
 #include <thread>
 #include <vector>
 
-#include "common/time_source.hpp"
 #include "api/config.hpp"
-#include "data/dataset_index.hpp"
+#include "common/time_source.hpp"
 #include "consumer/event_log.hpp"
 #include "consumer/loader_core.hpp"
 #include "consumer/loader_metrics.hpp"
-#include "prefetch/shard_prefetcher.hpp"
 #include "consumer/stager.hpp"
+#include "data/dataset_index.hpp"
+#include "prefetch/shard_prefetcher.hpp"
 #include "stoke/loader.hpp"
 #include "supervision/supervisor.hpp"
 #include "tuning/gpu_activity.hpp"

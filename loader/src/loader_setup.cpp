@@ -20,8 +20,8 @@
 #include "loader_impl.hpp"
 #include "prefetch/shard_cache_plan.hpp"
 #include "stoke/loader.hpp"
-#include "worker/worker_locate.hpp"
 #include "supervision/worker_pool.hpp"
+#include "worker/worker_locate.hpp"
 
 namespace stoke {
 

@@ -37,9 +37,9 @@
 #include <vector>
 
 #include "augment/augment.hpp"
-#include "plan/sample_rng.hpp"
 #include "decode/decode.hpp"
 #include "decode/jpeg_region.hpp"
+#include "plan/sample_rng.hpp"
 #include "stoke/pipeline.hpp"
 
 namespace {

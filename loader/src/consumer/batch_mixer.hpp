@@ -54,8 +54,7 @@ kernels::MixSample mix_entry(int partner, kernels::MixOp op, double lam,
 // float32 lambda, as numpy computes it) and the box [c - side // 2, c + (side + 1) // 2) around
 // (cy, cx), clipped to the image.
 std::array<int, 4> torchvision_cutmix_box(double lam, int ry, int rx, int height, int width);
-std::array<int, 4> timm_cutmix_box(double lam, bool float32, int cy, int cx, int height,
-                                   int width);
+std::array<int, 4> timm_cutmix_box(double lam, bool float32, int cy, int cx, int height, int width);
 
 // The mixing of one device's chunk (valid.size() samples, the flags of its samples), drawn
 // from (seed, epoch, key), key being the chunk's first position. A sample that is padding, or

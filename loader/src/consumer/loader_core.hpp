@@ -24,14 +24,14 @@
 #include "common/fd.hpp"
 #include "common/mutex.hpp"
 #include "common/text.hpp"
+#include "consumer/loader_metrics.hpp"
+#include "consumer/shared_arena.hpp"
+#include "consumer/slot_table.hpp"
 #include "data/dataset_index.hpp"
 #include "data/index_file.hpp"
 #include "device/staging.hpp"
 #include "ipc/arena_layout.hpp"
 #include "ipc/arena_plan.hpp"
-#include "consumer/loader_metrics.hpp"
-#include "consumer/shared_arena.hpp"
-#include "consumer/slot_table.hpp"
 #include "stoke/options.hpp"
 
 namespace stoke::detail {

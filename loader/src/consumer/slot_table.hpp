@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "plan/epoch_plan.hpp"
 #include "ipc/arena_layout.hpp"
+#include "plan/epoch_plan.hpp"
 
 namespace stoke::detail {
 

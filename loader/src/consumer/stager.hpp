@@ -19,8 +19,8 @@
 #include <thread>
 
 #include "consumer/batch_mixer.hpp"
-#include "device/staging.hpp"
 #include "consumer/loader_core.hpp"
+#include "device/staging.hpp"
 
 namespace stoke::detail {
 

@@ -14,8 +14,8 @@
 #include "data/bad_input.hpp"
 #include "data/dataset_view.hpp"
 #include "data/file_reader.hpp"
-#include "remote/remote.hpp"
 #include "data/sample_box.hpp"
+#include "remote/remote.hpp"
 #include "stoke/error.hpp"
 #include "stoke/options.hpp"
 

@@ -8,9 +8,9 @@
 #include <streambuf>
 
 #include "common/text.hpp"
-#include "remote/remote.hpp"
 #include "data/shard_list.hpp"
 #include "data/tar_index.hpp"
+#include "remote/remote.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {

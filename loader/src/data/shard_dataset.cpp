@@ -19,10 +19,10 @@
 #include "common/text.hpp"
 #include "data/dataset_index.hpp"
 #include "data/file_reader.hpp"
-#include "remote/remote.hpp"
 #include "data/shard_cache.hpp"
 #include "data/shard_list.hpp"
 #include "data/tar_index.hpp"
+#include "remote/remote.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {

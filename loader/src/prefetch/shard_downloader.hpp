@@ -8,8 +8,8 @@
 // the consumer waits for is fetched past the limit once that wait passes the remote deadline.
 //
 // Thread-safety: schedule(), withdraw() and ended() are the coordinator's (one thread; schedule()
-// and withdraw() change the records it owns); the report and fail callbacks are called from the download
-// threads, with none of this part's locks held.
+// and withdraw() change the records it owns); the report and fail callbacks are called from the
+// download threads, with none of this part's locks held.
 
 #include <cstddef>
 #include <cstdint>

@@ -7,8 +7,8 @@
 // its time and its locks: docs/ARCHITECTURE.md, "The shard prefetcher".
 //
 // Parts: a coordinator thread (this class) owns the shards' records and walks the batches ahead
-// (shard_walk.hpp: no threads, clock or I/O) on every change; the look-ups (shard_resolver.hpp) and the
-// downloads (shard_downloader.hpp) run on threads of their own and report back to it.
+// (shard_walk.hpp: no threads, clock or I/O) on every change; the look-ups (shard_resolver.hpp) and
+// the downloads (shard_downloader.hpp) run on threads of their own and report back to it.
 //
 // Invariant: every batch ready() says yes to reads only shards on disk that this loader wants.
 //

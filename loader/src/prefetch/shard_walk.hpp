@@ -95,8 +95,8 @@ class ShardWalk {
   const Start start_;
   std::vector<ShardState> states_;  // the records' states, as this walk leaves them
   Result result_;
-  std::int64_t seq_;   // the batch walked (or next to walk)
-  bool open_ = false;  // seq_ was walked, not yet settled
+  std::int64_t seq_;              // the batch walked (or next to walk)
+  bool open_ = false;             // seq_ was walked, not yet settled
   bool over_ = false;             // the walk has ended: next_batch() says no from now on
   bool full_ = false;             // the limit stopped the walk
   bool blind_ = false;            // past a shard it cannot size

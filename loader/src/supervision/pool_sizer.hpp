@@ -16,13 +16,13 @@
 #include <string>
 #include <utility>
 
-#include "common/time_source.hpp"
 #include "api/config.hpp"
+#include "common/time_source.hpp"
 #include "consumer/event_log.hpp"
 #include "consumer/loader_core.hpp"
 #include "supervision/pool_controller.hpp"
-#include "tuning/pool_tuner.hpp"
 #include "supervision/worker_processes.hpp"
+#include "tuning/pool_tuner.hpp"
 
 namespace stoke::detail {
 

@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/time_source.hpp"
 #include "api/config.hpp"
+#include "common/time_source.hpp"
 #include "consumer/event_log.hpp"
 #include "consumer/loader_core.hpp"
 #include "supervision/pool_controller.hpp"

@@ -159,10 +159,10 @@ TEST(Resample, AreaMatchesOpenCvAtEveryShrinkItSupports) {
 
 // The steps by name (Python's pipeline=, stoke-bench --pipeline) build what the methods build.
 TEST(PipelineSteps, TextAndNamesBuildWhatTheMethodsBuild) {
-  const Pipeline p = make_pipeline(
-      512, 512, 3,
-      parse_steps("scale_jitter 480 800 | box_crop 512 512 0.6 | horizontal_flip | "
-                  "vertical_flip 0.1 |"));
+  const Pipeline p =
+      make_pipeline(512, 512, 3,
+                    parse_steps("scale_jitter 480 800 | box_crop 512 512 0.6 | horizontal_flip | "
+                                "vertical_flip 0.1 |"));
   Pipeline q(512, 512, 3);
   q.scale_jitter(480, 800).box_crop(512, 512, 0.6f).horizontal_flip().vertical_flip(0.1f);
   EXPECT_EQ(p.describe(), q.describe());

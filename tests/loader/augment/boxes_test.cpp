@@ -56,38 +56,38 @@ struct Case {
   Pipeline pipeline;
 };
 
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name;
+}
 
 std::vector<Case> cases() {
   std::vector<Case> c;
   c.push_back({"RandomResizedCropAndFlip",
                Pipeline(64, 64, 1).random_resized_crop(64, 64).horizontal_flip(0.5f)});
-  c.push_back({"FlipThenRandomResizedCropUpscaled",
-               Pipeline(96, 128, 1).horizontal_flip(0.5f).random_resized_crop(96, 128, 0.05f,
-                                                                             0.3f)});
-  c.push_back({"ResizeShorterCenterCrop", Pipeline(96, 96, 1).resize_shorter(100).center_crop(96, 96)});
+  c.push_back(
+      {"FlipThenRandomResizedCropUpscaled",
+       Pipeline(96, 128, 1).horizontal_flip(0.5f).random_resized_crop(96, 128, 0.05f, 0.3f)});
+  c.push_back(
+      {"ResizeShorterCenterCrop", Pipeline(96, 96, 1).resize_shorter(100).center_crop(96, 96)});
   c.push_back({"CenterCropWithPadding", Pipeline(200, 240, 1).center_crop(200, 240)});
-  c.push_back({"PadRandomCropFlipResize", Pipeline(50, 60, 1)
-                                              .pad_random_crop(30, 120, 150)
-                                              .horizontal_flip(0.5f)
-                                              .resize(50, 60)});
+  c.push_back(
+      {"PadRandomCropFlipResize",
+       Pipeline(50, 60, 1).pad_random_crop(30, 120, 150).horizontal_flip(0.5f).resize(50, 60)});
   c.push_back({"RandomResizedCropThenBothFlips", Pipeline(64, 64, 1)
                                                      .random_resized_crop(64, 64, 0.2f, 1.0f)
                                                      .vertical_flip(0.5f)
                                                      .horizontal_flip(0.5f)});
-  c.push_back({"VerticalFlipBeforeAPadCropAndResize", Pipeline(60, 72, 1)
-                                                          .vertical_flip(0.5f)
-                                                          .pad_random_crop(20, 150, 180)
-                                                          .resize(60, 72)});
+  c.push_back(
+      {"VerticalFlipBeforeAPadCropAndResize",
+       Pipeline(60, 72, 1).vertical_flip(0.5f).pad_random_crop(20, 150, 180).resize(60, 72)});
   c.push_back({"ScaleJitterThenCenterCrop",
                Pipeline(128, 128, 1).scale_jitter(100, 300).center_crop(128, 128)});
-  c.push_back({"ScaleJitterOfTheLongerSideThenPadCropAndFlip",
-               Pipeline(96, 96, 1)
-                   .scale_jitter(120, 260, true)
-                   .pad_random_crop(16, 96, 96)
-                   .vertical_flip(0.5f)});
-  c.push_back({"BoxCropThenFlip",
-               Pipeline(64, 64, 1).box_crop(64, 64, 0.5f).horizontal_flip(0.5f)});
+  c.push_back({"ScaleJitterOfTheLongerSideThenPadCropAndFlip", Pipeline(96, 96, 1)
+                                                                   .scale_jitter(120, 260, true)
+                                                                   .pad_random_crop(16, 96, 96)
+                                                                   .vertical_flip(0.5f)});
+  c.push_back(
+      {"BoxCropThenFlip", Pipeline(64, 64, 1).box_crop(64, 64, 0.5f).horizontal_flip(0.5f)});
   return c;
 }
 
@@ -103,12 +103,12 @@ void check(const Pipeline& p, const std::function<ImageSource&()>& source,
   for (int pos = 0; pos < 60; ++pos) {
     SampleRng rng(3, kSampleStream, 0, pos);
     a.set_boxes({&kRect, 1});
-    a.run(steps.data(), static_cast<int>(steps.size()), source(), rng, out.data, out.rows,
-          out.cols, 1);
+    a.run(steps.data(), static_cast<int>(steps.size()), source(), rng, out.data, out.rows, out.cols,
+          1);
     Box mapped[1];
     std::uint32_t kept[1];
-    const std::size_t n = map_boxes(a.output_map(), out.cols, out.rows, BoxRules{}, {&kRect, 1},
-                                    mapped, kept);
+    const std::size_t n =
+        map_boxes(a.output_map(), out.cols, out.rows, BoxRules{}, {&kRect, 1}, mapped, kept);
     Box bright;
     const bool visible = bright_box(out, bright);
     if (n == 0) {
@@ -132,7 +132,8 @@ class BoxesFollowThePixels : public ::testing::TestWithParam<Case> {};
 TEST_P(BoxesFollowThePixels, OnTheGeneralPath) {
   const cv::Mat src = scene();
   PlainSource plain(ImageRef{src.data, src.rows, src.cols, 1, src.step[0], false});
-  check(GetParam().pipeline, [&]() -> ImageSource& { return plain; }, GetParam().name);
+  check(
+      GetParam().pipeline, [&]() -> ImageSource& { return plain; }, GetParam().name);
 }
 
 TEST_P(BoxesFollowThePixels, OnTheJpegRegionPath) {
@@ -147,7 +148,9 @@ TEST_P(BoxesFollowThePixels, OnTheJpegRegionPath) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Steps, BoxesFollowThePixels, ::testing::ValuesIn(cases()),
-                         [](const ::testing::TestParamInfo<Case>& param) { return param.param.name; });
+                         [](const ::testing::TestParamInfo<Case>& param) {
+                           return param.param.name;
+                         });
 
 // Small windows (5-20% of the image) miss the rectangle most of the time; box_crop's keep at
 // least half of it, or (when 10 draws found none) take the whole image.
@@ -163,8 +166,10 @@ TEST(BoxCrop, EveryWindowKeepsHalfOfABoxOrIsTheWholeImage) {
           ImageRef{src.data, src.rows, src.cols, 1, src.step[0], false}, rng, out.data, 64, 64, 1);
     const OutputMap& m = a.output_map();
     whole = std::abs(m.sx * kSourceW - 64) < 1e-9 && std::abs(m.sy * kSourceH - 64) < 1e-9;
-    const double x1 = std::clamp(m.x(kRect.x1), 0.0, 64.0), x2 = std::clamp(m.x(kRect.x2), 0.0, 64.0);
-    const double y1 = std::clamp(m.y(kRect.y1), 0.0, 64.0), y2 = std::clamp(m.y(kRect.y2), 0.0, 64.0);
+    const double x1 = std::clamp(m.x(kRect.x1), 0.0, 64.0),
+                 x2 = std::clamp(m.x(kRect.x2), 0.0, 64.0);
+    const double y1 = std::clamp(m.y(kRect.y1), 0.0, 64.0),
+                 y2 = std::clamp(m.y(kRect.y2), 0.0, 64.0);
     const double mapped = (m.x(kRect.x2) - m.x(kRect.x1)) * (m.y(kRect.y2) - m.y(kRect.y1));
     return (x2 - x1) * (y2 - y1) / mapped;
   };
@@ -187,9 +192,9 @@ TEST(MapBoxes, MirrorsClipsAndDropsByTheRules) {
   // A 2x upscale of x, mirrored in a 100-wide output; y shifted by -10.
   const OutputMap m{-2, 100, 1, -10};
   const SampleBox in[] = {
-      {10, 20, 20, 30},  // -> x [60, 80], y [10, 20]
-      {45, 20, 60, 30},  // -> x [-20, 10]: clipped to [0, 10]
-      {55, 20, 70, 30},  // -> x [-40, -10]: wholly outside
+      {10, 20, 20, 30},     // -> x [60, 80], y [10, 20]
+      {45, 20, 60, 30},     // -> x [-20, 10]: clipped to [0, 10]
+      {55, 20, 70, 30},     // -> x [-40, -10]: wholly outside
       {10, 10, 20, 10.5f},  // -> 0.5 px high: under min_size
   };
   Box out[4];

@@ -78,7 +78,8 @@ std::string png_bytes(int width, int height, int depth, int colour, const std::s
   compress2(reinterpret_cast<Bytef*>(idat.data()), &size,
             reinterpret_cast<const Bytef*>(raw.data()), static_cast<uLong>(raw.size()), 0);
   idat.resize(size);
-  std::string ihdr = be32(static_cast<std::uint32_t>(width)) + be32(static_cast<std::uint32_t>(height));
+  std::string ihdr =
+      be32(static_cast<std::uint32_t>(width)) + be32(static_cast<std::uint32_t>(height));
   ihdr += {static_cast<char>(depth), static_cast<char>(colour), 0, 0, 0};
   std::string out = "\x89PNG\r\n\x1a\n";
   out.append(chunk("IHDR", ihdr));
@@ -484,8 +485,8 @@ TEST_F(Masks, PassThroughBytesArriveUntouchedCutToMaxBytesByPolicy) {
         ASSERT_EQ(b->byte_counts()[i], static_cast<int>(want.size()));
         const auto* got = reinterpret_cast<const char*>(b->bytes().data()) + i * b->max_bytes();
         EXPECT_EQ(std::string(got, want.size()), want);
-        EXPECT_TRUE(std::all_of(got + want.size(), got + b->max_bytes(),
-                                [](char c) { return c == 0; }));
+        EXPECT_TRUE(
+            std::all_of(got + want.size(), got + b->max_bytes(), [](char c) { return c == 0; }));
       }
     }
   }
@@ -497,9 +498,9 @@ TEST_F(Masks, PassThroughBytesArriveUntouchedCutToMaxBytesByPolicy) {
       for (int i = 0; i < b->size(); ++i) {
         const std::string want = caption(static_cast<int>(b->sample_ids()[i])).substr(0, 100);
         ASSERT_EQ(b->byte_counts()[i], static_cast<int>(want.size()));
-        EXPECT_EQ(std::string(reinterpret_cast<const char*>(b->bytes().data()) + i * 100,
-                              want.size()),
-                  want);
+        EXPECT_EQ(
+            std::string(reinterpret_cast<const char*>(b->bytes().data()) + i * 100, want.size()),
+            want);
       }
     }
   }

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "data/shard_list.hpp"
 #include "consumer/event_log.hpp"
+#include "data/shard_list.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {

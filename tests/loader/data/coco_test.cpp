@@ -123,8 +123,8 @@ TEST(Coco, ABoxOutsideItsImageIsAnErrorOrLeftOutByPolicy) {
     FAIL() << "a box outside its image was accepted";
   } catch (const DataError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find(json + ": annotations[3] (id 4), on " + (dir.path() / "sub/b.jpg").string() +
-                        ": a box outside its 100x80 image"),
+    EXPECT_NE(what.find(json + ": annotations[3] (id 4), on " +
+                        (dir.path() / "sub/b.jpg").string() + ": a box outside its 100x80 image"),
               std::string::npos)
         << what;
   }

@@ -100,8 +100,8 @@ void write_image(const std::filesystem::path& path, const Scene& s) {
   }
   jpeg_finish_compress(&c);
   jpeg_destroy_compress(&c);
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(out),
-                                              static_cast<std::streamsize>(size));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(out), static_cast<std::streamsize>(size));
   std::free(out);
 }
 
@@ -378,18 +378,20 @@ TEST_F(Detection, ShardJsonMembersGiveTheSameBoxesAsTheCocoFile) {
   shards.box_field = "json";
   Loader a(coco), b(shards);
   EXPECT_EQ(b.dataset_size(), 29);
-  EXPECT_TRUE(log_.contains("000007 (boxes: boxes[0]: expected 4 numbers [x1, y1, x2, y2]) while "
-                            "indexing: undecodable"));
+  EXPECT_TRUE(
+      log_.contains("000007 (boxes: boxes[0]: expected 4 numbers [x1, y1, x2, y2]) while "
+                    "indexing: undecodable"));
   test::Delivered x = test::collect(a), y = test::collect(b);
   // The COCO file has sample 7; the shard does not: compare the samples before it.
   const std::size_t before = 7;
   ASSERT_GE(x.box_counts.size(), before);
-  EXPECT_TRUE(std::equal(x.box_counts.begin(), x.box_counts.begin() + before, y.box_counts.begin()));
+  EXPECT_TRUE(
+      std::equal(x.box_counts.begin(), x.box_counts.begin() + before, y.box_counts.begin()));
   EXPECT_TRUE(std::equal(x.boxes.begin(), x.boxes.begin() + before * 12, y.boxes.begin()));
-  EXPECT_TRUE(std::equal(x.box_classes.begin(), x.box_classes.begin() + before * 3,
-                         y.box_classes.begin()));
-  EXPECT_TRUE(std::equal(x.pixels.begin(), x.pixels.begin() + before * 96 * 96 * 3,
-                         y.pixels.begin()));
+  EXPECT_TRUE(
+      std::equal(x.box_classes.begin(), x.box_classes.begin() + before * 3, y.box_classes.begin()));
+  EXPECT_TRUE(
+      std::equal(x.pixels.begin(), x.pixels.begin() + before * 96 * 96 * 3, y.pixels.begin()));
 }
 
 // The scenes as a list file with masks (each rectangle labelled class + 1): on JPEGs (the region
@@ -548,9 +550,8 @@ TEST_F(Detection, AnImageOfAnotherSizeThanAnnotatedIsSkippedAsWrongSize) {
 
 TEST_F(Detection, BadAnnotationFilesAreClearErrors) {
   // A syntax error: the file and the line.
-  const std::string broken = write_coco(dir_, set_, [](std::string& text) {
-    text.replace(text.find("\"annotations\""), 1, "");
-  });
+  const std::string broken = write_coco(
+      dir_, set_, [](std::string& text) { text.replace(text.find("\"annotations\""), 1, ""); });
   Options o = options(0);
   o.data = broken;
   try {

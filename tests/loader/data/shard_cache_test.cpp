@@ -1,7 +1,9 @@
 // The shard cache's folder (data/shard_cache.hpp): least recently used copies go first and
-// wanted ones never (tests/loader/data/hostile_cache_test.cpp has what it does with files it did not
-// write); a download killed half way leaves no copy anyone could read, and the next
-// download of that shard clears what it left.
+// wanted ones never (tests/loader/data/hostile_cache_test.cpp has what it does with files it did
+// not write); a download killed half way leaves no copy anyone could read, and the next download of
+// that shard clears what it left.
+#include "data/shard_cache.hpp"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -17,7 +19,6 @@
 #include <thread>
 #include <vector>
 
-#include "data/shard_cache.hpp"
 #include "servers.hpp"
 #include "test_support.hpp"
 

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "data/dataset_index.hpp"
-#include "plan/epoch_plan.hpp"
 #include "data/shard_list.hpp"
 #include "data/tar_index.hpp"
+#include "plan/epoch_plan.hpp"
 #include "stoke/error.hpp"
 #include "test_support.hpp"
 

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "augment/augment.hpp"
-#include "plan/sample_rng.hpp"
 #include "decode/decode.hpp"
+#include "plan/sample_rng.hpp"
 #include "test_support.hpp"
 
 namespace stoke::detail {

@@ -21,8 +21,8 @@
 
 #include "common/mutex.hpp"
 #include "common/time_source.hpp"
-#include "data/shard_cache.hpp"
 #include "consumer/event_log.hpp"
+#include "data/shard_cache.hpp"
 #include "servers.hpp"
 #include "stoke/error.hpp"
 #include "test_support.hpp"
@@ -130,9 +130,9 @@ class ShardPrefetcherTest : public ::testing::Test {
     host_ = host.get();
     detail::RemotePolicy policy;
     policy.deadline_s = std::chrono::duration<double>(kDeadline).count();
-    prefetcher_ = std::make_unique<ShardPrefetcher>(
-        std::move(host), shards_, std::make_unique<ShardStore>(root(), limit), policy, time_,
-        slot_capacity, log_);
+    prefetcher_ = std::make_unique<ShardPrefetcher>(std::move(host), shards_,
+                                                    std::make_unique<ShardStore>(root(), limit),
+                                                    policy, time_, slot_capacity, log_);
   }
   bool ready(std::int64_t seq, bool consumer_next = false) {
     return prefetcher_->ready(seq, 0, consumer_next);

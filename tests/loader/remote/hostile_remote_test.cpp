@@ -321,13 +321,10 @@ TEST_F(HostileS3, EachShardIsAskedItsHeadOnceWhetherIndexedOrFound) {
   const auto count = [&](const std::string& what) {
     const std::string log = read_file(dir_.path() / "sigv4-requests.log");
     std::size_t n = 0;
-    for (std::size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1))
-      ++n;
+    for (std::size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) ++n;
     return n;
   };
-  {
-    Loader first(o);
-  }
+  { Loader first(o); }
   for (int s = 0; s < 3; ++s)
     EXPECT_EQ(count("HEAD /stoke-test/data/train-" + std::to_string(s) + ".tar 200"), 1u) << s;
   const std::size_t gets = count("GET ");

@@ -14,9 +14,9 @@
 #include <functional>
 #include <thread>
 
+#include "supervision/worker_pool.hpp"
 #include "test_support.hpp"
 #include "time_lapse.hpp"
-#include "supervision/worker_pool.hpp"
 
 namespace stoke::detail {
 namespace {
