@@ -22,17 +22,16 @@ ShardDownloader::ShardDownloader(int threads, const ShardStore& store, const Rem
   try {
     for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
   } catch (...) {
-    {
-      MutexLock lock(mutex_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    for (std::thread& t : threads_) t.join();
+    stop_and_join();
     throw;
   }
 }
 
 ShardDownloader::~ShardDownloader() {
+  stop_and_join();
+}
+
+void ShardDownloader::stop_and_join() {
   {
     MutexLock lock(mutex_);
     stop_ = true;

@@ -88,6 +88,8 @@ class ShardDownloader {
     std::optional<ShardStore::Reservation> room;
   };
   void run() EXCLUDES(mutex_);
+  // Tells the threads to stop taking work and joins them.
+  void stop_and_join() EXCLUDES(mutex_);
   Fetched fetch(Job job) EXCLUDES(mutex_);
   std::size_t queued() const EXCLUDES(mutex_);
   // Whether the consumer waits for a batch (whose shards are `waited_for`) that reads `shard`.

@@ -20,17 +20,16 @@ ShardResolver::ShardResolver(int threads, const RemotePolicy& policy, EventLog& 
   try {
     for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
   } catch (...) {
-    {
-      MutexLock lock(mutex_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    for (std::thread& t : threads_) t.join();
+    stop_and_join();
     throw;
   }
 }
 
 ShardResolver::~ShardResolver() {
+  stop_and_join();
+}
+
+void ShardResolver::stop_and_join() {
   {
     MutexLock lock(mutex_);
     stop_ = true;

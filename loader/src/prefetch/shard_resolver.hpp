@@ -52,6 +52,8 @@ class ShardResolver {
     std::string url;
   };
   void run() EXCLUDES(mutex_);
+  // Tells the threads to stop taking work and joins them.
+  void stop_and_join() EXCLUDES(mutex_);
   // Logs what an answer says of the server, unless enough like it was said.
   void say(const std::string& url, const RemoteObject& object, const std::string& error)
       EXCLUDES(mutex_);
