@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "stoke/cache.hpp"
 #include "stoke/devices.hpp"
 #include "stoke/format.hpp"
 #include "stoke/loader.hpp"
@@ -404,6 +405,7 @@ int run(const Args& args) {
   const stoke::Stats& s = m.stats;
   const char* dtype = stoke::dtype_name(o.dtype);
   const char* layout = output_layout_name(o);
+  const stoke::CacheUsage cache = stoke::cache_usage(o.cache_dir);  // (after the run: its files)
   if (text) {
     std::printf("result\n");
     std::printf("  delivered  %lld batches, %lld samples (%lld padding repeats), %lld skipped\n",
@@ -439,6 +441,17 @@ int run(const Args& args) {
     std::printf("  cpu        %.2f s in this process, %.2f s in the workers\n", m.cpu_self,
                 m.cpu_workers);
     std::printf("  restarts   %lld worker restarts\n", static_cast<long long>(s.worker_restarts));
+    if (!cache.root.empty()) {
+      std::printf("  cache      %s: %s in %llu file(s)", cache.root.c_str(),
+                  stoke::tools::bytes_text(cache.bytes).c_str(),
+                  static_cast<unsigned long long>(cache.files));
+      const char* sep = " (";
+      for (const stoke::CacheUsage::Part& p : cache.parts) {
+        std::printf("%s%s %s", sep, p.name.c_str(), stoke::tools::bytes_text(p.bytes).c_str());
+        sep = ", ";
+      }
+      std::printf("%s\n", cache.parts.empty() ? "" : ")");
+    }
     if (s.shard_cache.starts_with("on"))
       std::printf(
           "  shards     cache %s; fetched %s, %lld hits, %lld misses, %lld evictions, waited "
@@ -524,6 +537,12 @@ int run(const Args& args) {
                            {"burst_then_idle", g.burst_then_idle}});
     j["stages"] = stage_json(s);
     j["worker_restarts"] = s.worker_restarts;
+    j["cache"] = {{"root", cache.root},
+                  {"bytes", cache.bytes},
+                  {"files", cache.files},
+                  {"parts", nlohmann::json::object()}};
+    for (const stoke::CacheUsage::Part& p : cache.parts)
+      j["cache"]["parts"][p.name] = {{"bytes", p.bytes}, {"files", p.files}};
     j["cpu_s"] = m.cpu_self;
     j["worker_cpu_s"] = m.cpu_workers;
     j["rss_mib"] = m.rss_mib;

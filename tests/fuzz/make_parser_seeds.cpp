@@ -218,9 +218,6 @@ void write_index_files(const fs::path& root) {
     e.label = 7 * i;
     e.offset = 512 + 2048 * i;
     e.size = 600;
-    e.name_offset = shards.paths.size();
-    e.name_length = 9;
-    shards.paths += "s" + std::to_string(i) + "000.jpg";
     e.box_first = shards.boxes.size();
     e.box_count = static_cast<std::uint32_t>(i % 3);
     for (int b = 0; b < i % 3; ++b) shards.boxes.push_back({1, 2, 30, 40, b});

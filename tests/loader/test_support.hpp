@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -210,6 +211,13 @@ inline Delivered collect(Loader& loader, std::int64_t max_batches = -1) {
 inline std::set<pid_t> children() {
   const std::vector<pid_t> pids = tools::child_pids();
   return {pids.begin(), pids.end()};
+}
+
+// The exit status of the child `pid`, waited for: its code, or minus the signal that ended it.
+inline int exit_status(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 }
 
 inline int open_fds() {

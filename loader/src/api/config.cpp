@@ -449,11 +449,14 @@ void resolve_bytes(ResolvedConfig& r, const DatasetIndex& index, const DatasetVi
     r.max_bytes = lazy_limit(r, o.max_bytes, "max_bytes", "bytes_field", "bytes");
     return;
   }
-  // The bytes member: the sample's key (its image member's name less the extension) and
-  // bytes_field.
+  // The bytes member: the sample's key (its image member's name, read back from the shard,
+  // less the extension) and bytes_field.
   const auto member = [&](std::int64_t i) {
-    return entry_path(view, i) + ":" + split_member_name(std::string(view.member(i))).first + "." +
-           o.bytes_field;
+    const std::string image = member_name(view, i);
+    if (image.empty())
+      return entry_path(view, i) + " (sample " + std::to_string(i) + ")'s ." + o.bytes_field +
+             " member";
+    return entry_path(view, i) + ":" + split_member_name(image).first + "." + o.bytes_field;
   };
   const auto count = [&](std::int64_t i) { return std::uint32_t(view.bytes_range(i).size); };
   static constexpr SampleLimit kBytes{"max_bytes", "carries", "bytes", kSlotBytesPerByte,

@@ -43,14 +43,21 @@ class SampleNames {
       : data_(std::move(data)), view_(arena.dataset()) {}
   std::string operator()(std::int64_t sample) const {
     if (view_.raw()) return redact_url(data_) + " sample " + std::to_string(sample);
+    const std::string number = "(sample " + std::to_string(sample);
     if (view_.lazy()) {  // (its member's name is in its shard's index, which a worker read)
       const auto [shard, row] = view_.shard_of(sample);
-      return redact_url(std::string(view_.shard_path(shard))) + " (sample " +
-             std::to_string(sample) + ", number " + std::to_string(row) + " of the shard)";
+      return redact_url(std::string(view_.shard_path(shard))) + " " + number + ", number " +
+             std::to_string(row) + " of the shard)";
     }
-    const std::string_view member = view_.member(sample);
-    return redact_url(view_.path(sample)) + (member.empty() ? "" : ":") + std::string(member) +
-           " (sample " + std::to_string(sample) + ")";
+    if (!view_.in_shards()) return redact_url(view_.path(sample)) + " " + number + ")";
+    // A shard's member: named by its header, read back (the index keeps no names), else by its
+    // place in the shard.
+    const auto [shard, row] = view_.shard_of(sample);
+    const std::string shard_path = redact_url(std::string(view_.shard_path(shard)));
+    const std::string member = member_name(view_, sample);
+    if (member.empty())
+      return shard_path + " " + number + ", number " + std::to_string(row) + " of the shard)";
+    return shard_path + ":" + member + " " + number + ")";
   }
   // How a reported reason reads after the sample's name: "missing", or "missing (its mask
   // /data/m3.png)" when `code` says the mask was at fault.

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include "common/fd.hpp"
@@ -181,6 +182,29 @@ bool write_cache_file(const std::string& path, const std::string& text) {
 std::string version_key(const std::string& url, std::uint64_t size, const std::string& etag) {
   // By the URL as shown: nothing derived from a password names a file.
   return cache_key(redact_url(url) + "\n" + std::to_string(size) + "\n" + etag);
+}
+
+CacheUsage cache_usage(const std::string& root) {
+  CacheUsage usage;
+  std::error_code ec;
+  std::map<std::string, CacheUsage::Part> parts;
+  for (auto it = fs::recursive_directory_iterator(root, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    const fs::path relative = it->path().lexically_relative(root);
+    const std::string part = std::distance(relative.begin(), relative.end()) > 1
+                                 ? relative.begin()->string()
+                                 : std::string(".");
+    CacheUsage::Part& p = parts[part];
+    p.name = part;
+    p.bytes += static_cast<std::uint64_t>(st.st_size);
+    ++p.files;
+    usage.bytes += static_cast<std::uint64_t>(st.st_size);
+    ++usage.files;
+  }
+  for (auto& [name, p] : parts) usage.parts.push_back(std::move(p));
+  return usage;
 }
 
 }  // namespace stoke::detail

@@ -25,6 +25,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace stoke::detail {
 
@@ -50,9 +51,9 @@ bool cache_shared();
 // Makes `folder` and the folders above it that are missing (0700, or 02770 when shared; those
 // above the cache root 0700 or 0755), and checks the folder as the header says: throws
 // ConfigError naming the folder and what to do when it is another user's, writable by others, or
-// (when `own`: a folder stoke names, shards/, index/ or datasets/) a symbolic link; puts an own folder of
-// this user's back to its mode, and takes the group's write bit from another (the cache root,
-// which may be a link the user made). Returns false (errno set) when it cannot be made (a
+// (when `own`: a folder stoke names, shards/, index/ or datasets/) a symbolic link; puts an own
+// folder of this user's back to its mode, and takes the group's write bit from another (the cache
+// root, which may be a link the user made). Returns false (errno set) when it cannot be made (a
 // read-only disk, no permission above it).
 bool prepare_cache_folder(const std::string& folder, bool own);
 
@@ -81,6 +82,22 @@ std::string version_key(const std::string& url, std::uint64_t size, const std::s
 // Whether the file `st` describes (at `path`, in a cache folder) may be trusted: this user's,
 // or, when the cache is shared, one of the folder's group.
 bool trusted_cache_file(const std::string& path, const struct stat& st);
+
+// What a cache folder holds: its files' bytes (their sizes, links not followed), in all and by
+// the folder directly under it they are in (datasets, orders, index, shards), sorted by name.
+struct CacheUsage {
+  struct Part {
+    std::string name;
+    std::uint64_t bytes = 0;
+    std::uint64_t files = 0;
+  };
+  std::uint64_t bytes = 0;
+  std::uint64_t files = 0;
+  std::vector<Part> parts;
+};
+// Walks `root` (every file under it: a shard cache may hold many); an empty usage when it is
+// missing or cannot be read.
+CacheUsage cache_usage(const std::string& root);
 
 // A random suffix for a file of a cache folder's own (temporary and partial files).
 std::string cache_random_suffix();

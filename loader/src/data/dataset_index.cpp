@@ -335,36 +335,4 @@ void DatasetIndex::drop_shard_copies() {
   for (RemoteShard& r : remote_shards) r.copy.clear();
 }
 
-std::size_t DatasetIndex::arena_bytes() const {
-  if (kind == DatasetKind::kShards)
-    return align_up(sizeof(LazyShardOptions), kIndexAlign) +
-           align_up(shard_records.size() * sizeof(ShardRecord), kIndexAlign) + paths.size();
-  if (kind == DatasetKind::kRaw)
-    return align_up(labels.size() * sizeof(std::int32_t), kIndexAlign) + pixels.size();
-  return align_up(entries.size() * sizeof(FileEntry), kIndexAlign) +
-         align_up(boxes.size() * sizeof(SampleBox), kIndexAlign) + paths.size();
-}
-
-void DatasetIndex::write_to(std::uint8_t* dst) const {
-  if (kind == DatasetKind::kShards) {
-    std::memcpy(dst, &lazy_options, sizeof lazy_options);
-    dst += align_up(sizeof(LazyShardOptions), kIndexAlign);
-    std::memcpy(dst, shard_records.data(), shard_records.size() * sizeof(ShardRecord));
-    dst += align_up(shard_records.size() * sizeof(ShardRecord), kIndexAlign);
-    std::memcpy(dst, paths.data(), paths.size());
-    return;
-  }
-  if (kind == DatasetKind::kRaw) {
-    std::memcpy(dst, labels.data(), labels.size() * sizeof(std::int32_t));
-    std::memcpy(dst + align_up(labels.size() * sizeof(std::int32_t), kIndexAlign), pixels.data(),
-                pixels.size());
-    return;
-  }
-  std::memcpy(dst, entries.data(), entries.size() * sizeof(FileEntry));
-  dst += align_up(entries.size() * sizeof(FileEntry), kIndexAlign);
-  if (!boxes.empty()) std::memcpy(dst, boxes.data(), boxes.size() * sizeof(SampleBox));
-  dst += align_up(boxes.size() * sizeof(SampleBox), kIndexAlign);
-  std::memcpy(dst, paths.data(), paths.size());
-}
-
 }  // namespace stoke::detail

@@ -21,6 +21,39 @@
 
 namespace stoke::detail {
 
+// A sample of a dataset of files or shard members as indexing builds it; the index file keeps
+// it in narrow columns (data/index_columns.hpp).
+struct FileEntry {
+  std::uint64_t path_offset = 0;  // into `paths`
+  std::uint32_t path_length = 0;
+  std::int32_t label = 0;
+  // A member of a tar shard: bytes [offset, offset + size) of the file at the path (its name is
+  // the shard's header's, not kept). size 0: the whole file.
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+  // A member of a remote shard: the length of the path of the shard's local copy (in the shard
+  // cache), which follows the URL in the path bytes. 0: no copy can exist.
+  std::uint32_t copy_length = 0;
+  // Its annotated boxes (detection data): boxes [box_first, box_first + box_count) of the index.
+  // The image's size as annotated (0: not annotated); decoded at another size, it is bad input.
+  std::uint64_t box_first = 0;
+  std::uint32_t box_count = 0;
+  std::int32_t annotated_width = 0;
+  std::int32_t annotated_height = 0;
+  // Its mask (a label map aligned with the image): kNoMask; kMaskFile, the whole file at
+  // mask_path_offset (mask_path_length bytes) in the path bytes; kMaskMember, bytes
+  // [mask_offset, mask_offset + mask_size) of the image's own file (a shard member).
+  std::uint32_t mask_kind = 0;
+  std::uint32_t mask_path_length = 0;
+  std::uint64_t mask_path_offset = 0;
+  std::uint64_t mask_offset = 0;
+  std::uint64_t mask_size = 0;
+  // Its pass-through bytes (a caption, a JSON record), when the dataset has them: bytes
+  // [bytes_offset, bytes_offset + bytes_size) of the image's own file (a shard member).
+  std::uint64_t bytes_offset = 0;
+  std::uint32_t bytes_size = 0;
+};
+
 // A shard on HTTP or S3, as indexed: what the shard cache fetches.
 struct RemoteShard {
   std::size_t shard = 0;  // its place in the shard list
@@ -76,10 +109,6 @@ struct DatasetIndex {
   // Forgets every remote shard's local copy (the shard cache is off): the workers read each
   // member from its server, whatever a copy's name holds on disk.
   void drop_shard_copies();
-
-  std::size_t arena_bytes() const;
-  // REQUIRES: dst has arena_bytes() bytes, 64-byte aligned.
-  void write_to(std::uint8_t* dst) const;
 };
 
 // Where remote shards' indexes are cached, and whether their local copies are named (the shard

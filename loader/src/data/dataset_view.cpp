@@ -1,8 +1,14 @@
 #include "data/dataset_view.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "common/align.hpp"
+#include "common/fd.hpp"
+#include "data/shard_list.hpp"
+#include "data/tar_index.hpp"
 
 namespace stoke::detail {
 
@@ -23,15 +29,12 @@ DatasetView::DatasetView(const IndexRegion& region)
     raw_pixels_ = base + align_up(n * sizeof(std::int32_t), kIndexAlign);
     raw_bytes_ = region.raw_bytes;
   } else {
-    entries_ = reinterpret_cast<const FileEntry*>(base);
-    base += align_up(n * sizeof(FileEntry), kIndexAlign);
-    boxes_ = reinterpret_cast<const SampleBox*>(base);
-    paths_ = reinterpret_cast<const char*>(
-        base + align_up(region.box_total * sizeof(SampleBox), kIndexAlign));
+    files_ = FilesRegion(base);
   }
 }
 
 std::pair<std::size_t, std::int64_t> DatasetView::shard_of(std::int64_t i) const {
+  if (!lazy()) return files_.source_of(i);
   // The last shard starting at or before i: it holds i, since an empty shard starts where the
   // next one does (the region's check ensures the starts add up).
   const auto at = static_cast<std::uint64_t>(i);
@@ -40,6 +43,20 @@ std::pair<std::size_t, std::int64_t> DatasetView::shard_of(std::int64_t i) const
       shards_, end, at, [](std::uint64_t v, const ShardRecord& s) { return v < s.start; });
   --r;
   return {static_cast<std::size_t>(r - shards_), static_cast<std::int64_t>(at - r->start)};
+}
+
+std::string member_name(const DatasetView& view, std::int64_t i) {
+  const std::string_view copy = view.copy(i);
+  const std::string file = copy.empty() ? view.path(i) : std::string(copy);
+  if (is_url(file)) return "";
+  // (A local copy is opened as the shard cache's rules open it: never through a link.)
+  const UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | (copy.empty() ? 0 : O_NOFOLLOW)));
+  if (!fd) return "";
+  const ReadAt read_at = [&](std::uint64_t offset, void* dst, std::size_t n) {
+    const std::int64_t got = pread_fully(fd.get(), dst, n, offset);
+    return got < 0 ? std::size_t{0} : static_cast<std::size_t>(got);
+  };
+  return member_name_before(read_at, view.range(i).offset);
 }
 
 }  // namespace stoke::detail

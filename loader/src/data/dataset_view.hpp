@@ -7,10 +7,7 @@
 //
 // Format (at header.index_offset in the index file, data/index_format.hpp):
 //   kRaw:   int32 labels[N], then (64-byte aligned) uint8 pixels[N][H][W][C]
-//   kFiles: FileEntry entries[N], then (64-byte aligned) SampleBox boxes[header.box_total]
-//           (each entry's are [box_first, box_first + box_count)), then the path bytes the
-//           entries point into (absolute paths; the members of one shard share their shard's
-//           path, and a remote shard's URL is followed by the path of its local copy)
+//   kFiles: per-source records and narrow per-sample columns (data/index_columns.hpp)
 //   kShards: (a dataset-level index's shards, data/shard_counts.hpp: each shard is indexed on
 //           its own the first time one of its samples is read, data/shard_tables.hpp)
 //           LazyShardOptions, then (64-byte aligned) ShardRecord shards[header.box_total], then
@@ -19,10 +16,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 
 #include "data/file_reader.hpp"
+#include "data/index_columns.hpp"
 #include "data/sample_box.hpp"
 
 namespace stoke::detail {
@@ -32,41 +31,9 @@ enum class DatasetKind : std::uint32_t { kRaw = 1, kFiles = 2, kShards = 3 };
 // The alignment of the sections after the first (pixels; boxes and path bytes).
 inline constexpr std::size_t kIndexAlign = 64;
 
-struct FileEntry {
-  std::uint64_t path_offset = 0;  // into the path bytes
-  std::uint32_t path_length = 0;
-  std::int32_t label = 0;
-  // A member of a tar shard: bytes [offset, offset + size) of the file at the path, its member
-  // name at name_offset in the path bytes. size 0: the whole file.
-  std::uint64_t offset = 0;
-  std::uint64_t size = 0;
-  std::uint64_t name_offset = 0;
-  std::uint32_t name_length = 0;
-  // A member of a remote shard: the length of the path of the shard's local copy (in the shard
-  // cache), which follows the URL in the path bytes. 0: no copy can exist.
-  std::uint32_t copy_length = 0;
-  // Its annotated boxes (detection data): boxes [box_first, box_first + box_count) of the index.
-  // The image's size as annotated (0: not annotated); decoded at another size, it is bad input.
-  std::uint64_t box_first = 0;
-  std::uint32_t box_count = 0;
-  std::int32_t annotated_width = 0;
-  std::int32_t annotated_height = 0;
-  // Its mask (a label map aligned with the image): kNoMask; kMaskFile, the whole file at
-  // mask_path_offset (mask_path_length bytes) in the path bytes; kMaskMember, bytes
-  // [mask_offset, mask_offset + mask_size) of the image's own file (a shard member).
-  std::uint32_t mask_kind = 0;
-  std::uint32_t mask_path_length = 0;
-  std::uint64_t mask_path_offset = 0;
-  std::uint64_t mask_offset = 0;
-  std::uint64_t mask_size = 0;
-  // Its pass-through bytes (a caption, a JSON record), when the dataset has them: bytes
-  // [bytes_offset, bytes_offset + bytes_size) of the image's own file (a shard member).
-  std::uint64_t bytes_offset = 0;
-  std::uint32_t bytes_size = 0;
-  std::uint32_t reserved = 0;
-};
+// How a sample's mask is stored: none; a file of its own (a list file's third column); a member
+// of the image's shard.
 inline constexpr std::uint32_t kNoMask = 0, kMaskFile = 1, kMaskMember = 2;
-static_assert(sizeof(FileEntry) == 120);
 
 // kShards: one shard of a dataset-level index, samples [start, start + samples) of the dataset.
 struct ShardRecord {
@@ -99,7 +66,7 @@ struct IndexRegion {
   std::int64_t size = 0;                // samples
   const std::uint8_t* bytes = nullptr;  // the index's first byte
   std::size_t raw_bytes = 0;            // kRaw: H x W x C bytes per sample
-  std::size_t box_total = 0;            // kFiles: SampleBoxes after the entries; kShards: shards
+  std::size_t box_total = 0;            // kShards: shards
   bool copies = true;                   // false: remote shards' local copies are not read
 };
 
@@ -113,58 +80,67 @@ class DatasetView {
   // sample's shard indexed (data/shard_tables.hpp) and its own view.
   bool lazy() const { return kind_ == DatasetKind::kShards; }
   // REQUIRES: !lazy()
-  std::int32_t label(std::int64_t i) const { return raw() ? raw_labels_[i] : entries_[i].label; }
+  std::int32_t label(std::int64_t i) const {
+    return raw() ? raw_labels_[i] : static_cast<std::int32_t>(files_.column(kLabelColumn)[i]);
+  }
   // REQUIRES: raw()
   const std::uint8_t* raw_pixels(std::int64_t i) const { return raw_pixels_ + i * raw_bytes_; }
   std::size_t raw_bytes() const { return raw_bytes_; }
-  // REQUIRES: !raw()
-  std::string_view path(std::int64_t i) const {
-    return {paths_ + entries_[i].path_offset, entries_[i].path_length};
+  // REQUIRES: !raw() and !lazy() for the accessors below.
+  // The file to read: the sample's own, or its shard's path or URL.
+  std::string path(std::int64_t i) const {
+    if (in_shards()) return std::string(files_.source_path(files_.source_of(i).first));
+    return files_.path(i);
   }
-  // REQUIRES: !raw(). The bytes of the file to read (all of it, for a plain file).
-  ByteRange range(std::int64_t i) const { return {entries_[i].offset, entries_[i].size}; }
-  // REQUIRES: !raw(). The path of the local copy of a remote shard's sample, or "" when it has
-  // none.
+  // The bytes of the file to read (all of it, for a plain file: size 0).
+  ByteRange range(std::int64_t i) const {
+    return {unsigned_at(kOffsetColumn, i), unsigned_at(kSizeColumn, i)};
+  }
+  // The path of the local copy of a remote shard's sample, or "" when it has none.
   std::string_view copy(std::int64_t i) const {
-    const FileEntry& e = entries_[i];
-    if (!copies_) return {};
-    return {paths_ + e.path_offset + e.path_length, e.copy_length};
+    if (!copies_ || !in_shards()) return {};
+    return files_.source_copy(files_.source_of(i).first);
   }
   // The sample's annotated boxes (none for raw data and datasets without boxes).
   std::span<const SampleBox> boxes(std::int64_t i) const {
     if (raw()) return {};
-    return {boxes_ + entries_[i].box_first, entries_[i].box_count};
+    const IntColumn& first = files_.column(kBoxFirstColumn);
+    const std::int64_t from = first[i];
+    return {files_.boxes() + from, static_cast<std::size_t>(first[i + 1] - from)};
   }
-  // REQUIRES: !raw(). How the sample's mask is stored (kNoMask, kMaskFile, kMaskMember).
-  std::uint32_t mask_kind(std::int64_t i) const { return entries_[i].mask_kind; }
+  // How the sample's mask is stored (kNoMask, kMaskFile, kMaskMember).
+  std::uint32_t mask_kind(std::int64_t) const { return files_.mask_kind(); }
   // REQUIRES: mask_kind(i) == kMaskFile. The mask file's path.
-  std::string_view mask_path(std::int64_t i) const {
-    return {paths_ + entries_[i].mask_path_offset, entries_[i].mask_path_length};
-  }
+  std::string mask_path(std::int64_t i) const { return files_.mask_path(i); }
   // REQUIRES: mask_kind(i) != kNoMask. The mask's bytes in its file (all of it: size 0).
   ByteRange mask_range(std::int64_t i) const {
-    return {entries_[i].mask_offset, entries_[i].mask_size};
+    return {unsigned_at(kMaskOffsetColumn, i), unsigned_at(kMaskSizeColumn, i)};
   }
-  // REQUIRES: !raw(). The sample's pass-through bytes in its file (size 0: none to read).
+  // The sample's pass-through bytes in its file (size 0: none to read).
   ByteRange bytes_range(std::int64_t i) const {
-    return {entries_[i].bytes_offset, entries_[i].bytes_size};
+    return {unsigned_at(kBytesOffsetColumn, i), unsigned_at(kBytesSizeColumn, i)};
   }
-  // REQUIRES: !raw(). The image's annotated width and height, or 0 x 0.
-  int annotated_width(std::int64_t i) const { return entries_[i].annotated_width; }
-  int annotated_height(std::int64_t i) const { return entries_[i].annotated_height; }
-  // REQUIRES: !raw(). The member name within the shard, or "" for a plain file.
-  std::string_view member(std::int64_t i) const {
-    return {paths_ + entries_[i].name_offset, entries_[i].name_length};
+  // The image's annotated width and height, or 0 x 0.
+  int annotated_width(std::int64_t i) const {
+    return static_cast<int>(files_.column(kAnnotatedWidthColumn)[i]);
   }
+  int annotated_height(std::int64_t i) const {
+    return static_cast<int>(files_.column(kAnnotatedHeightColumn)[i]);
+  }
+  // Whether the samples are members of tar shards (their names are in the shards' headers:
+  // data/tar_index.hpp's member_name_before reads one).
+  bool in_shards() const { return kind_ == DatasetKind::kFiles && files_.source_total() > 0; }
 
-  // REQUIRES: lazy(). The shards, each one's path and samples, and a sample's shard and its
+  // REQUIRES: lazy() or in_shards(). The shards, each one's path, and a sample's shard and its
   // place there (REQUIRES: 0 <= i < size()).
-  std::size_t shard_total() const { return shard_total_; }
+  std::size_t shard_total() const { return lazy() ? shard_total_ : files_.source_total(); }
   std::string_view shard_path(std::size_t s) const {
+    if (!lazy()) return files_.source_path(s);
     return {paths_ + shards_[s].path_offset, shards_[s].path_length};
   }
-  std::uint64_t shard_samples(std::size_t s) const { return shards_[s].samples; }
   std::pair<std::size_t, std::int64_t> shard_of(std::int64_t i) const;
+  // REQUIRES: lazy(). A shard's samples.
+  std::uint64_t shard_samples(std::size_t s) const { return shards_[s].samples; }
   const LazyShardOptions& lazy_options() const { return *lazy_options_; }
 
  private:
@@ -173,13 +149,21 @@ class DatasetView {
   const std::int32_t* raw_labels_ = nullptr;
   const std::uint8_t* raw_pixels_ = nullptr;
   std::size_t raw_bytes_ = 0;
-  const FileEntry* entries_ = nullptr;
-  const SampleBox* boxes_ = nullptr;
+  std::uint64_t unsigned_at(FilesSection c, std::int64_t i) const {
+    return static_cast<std::uint64_t>(files_.column(c)[i]);
+  }
+
+  FilesRegion files_;
   const char* paths_ = nullptr;
   const ShardRecord* shards_ = nullptr;
   std::size_t shard_total_ = 0;
   const LazyShardOptions* lazy_options_ = nullptr;
   bool copies_ = true;
 };
+
+// REQUIRES: view.in_shards(). The name of sample i's image member, read back from its shard's
+// header when the shard (or its local copy) is a file here: "" for a shard only on its server,
+// or one whose header cannot be read. For messages: the index does not keep names.
+std::string member_name(const DatasetView& view, std::int64_t i);
 
 }  // namespace stoke::detail

@@ -68,6 +68,7 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
   const auto privately = [&] { return built_here(private_index(indexed(), options.max_classes)); };
   const std::string folder = identity ? index_folder(options.caches.root) : "";
   if (folder.empty()) return privately();
+  expire_index_files(folder);
 
   const std::string name = index_file_name(*identity);
   const std::string path = folder + "/" + name;
@@ -90,7 +91,7 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
     found->waited_s_ = waited;
     return found;
   }
-  sweep_index_folder(folder, name);
+  remove_temporaries(folder, name);
   DatasetIndex index = indexed();
   if (!write_cache_file(path, [&](int fd) { return write_index_file(fd, index, *identity); })) {
     auto m = private_index(std::move(index), options.max_classes);  // (a full disk: only slower)

@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <string_view>
+#include <vector>
 
 #include "common/fd.hpp"
 #include "data/cache_folder.hpp"
@@ -98,42 +99,70 @@ std::unique_ptr<MappedIndex> open_shared_index(const std::string& path, const st
   return m;
 }
 
-void sweep_index_folder(const std::string& folder, const std::string& name) {
+void remove_temporaries(const std::string& folder, const std::string& name) {
+  DIR* d = ::opendir(folder.c_str());
+  if (d == nullptr) return;
+  const std::string prefix = name + ".tmp.";
+  while (const dirent* e = ::readdir(d))
+    if (std::string_view(e->d_name).starts_with(prefix))
+      ::unlink((folder + "/" + e->d_name).c_str());
+  ::closedir(d);
+}
+
+namespace {
+
+// Whether `path` is a regular file of this user's last modified more than `keep` ago.
+bool unused_for(const std::string& path, std::chrono::system_clock::duration keep,
+                std::chrono::system_clock::time_point now) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid())
+    return false;
+  return now - std::chrono::system_clock::time_point(std::chrono::seconds(st.st_mtim.tv_sec)) >
+         keep;
+}
+
+}  // namespace
+
+void expire_index_files(const std::string& folder) {
   const auto now = std::chrono::system_clock::now();
-  const auto keep = std::chrono::hours(24 * kIndexFileKeepDays);
-  // Old files are looked for at most every 10 minutes by a process: one that indexes a
-  // dataset-level index's shards one by one writes thousands of files here, and would stat
-  // them all for each. (Temporary files of `name` are looked for every time: names alone.)
+  // Looked for at most every 10 minutes by a process: the workers of a dataset-level index's
+  // loader index its shards one by one, each through index_dataset, with thousands of files
+  // here.
   static std::mutex expiry_mutex;
   static std::map<std::string, std::int64_t> last_expiry;  // by folder: minutes since the epoch
   const std::int64_t minute =
       std::chrono::duration_cast<std::chrono::minutes>(now.time_since_epoch()).count();
-  bool expire = false;
   {
     const std::lock_guard lock(expiry_mutex);
     std::int64_t& last = last_expiry[folder];
-    expire = minute - last >= 10;
-    if (expire) last = minute;
+    if (minute - last < 10) return;
+    last = minute;
   }
   DIR* d = ::opendir(folder.c_str());
   if (d == nullptr) return;
-  const std::string tmp_prefix = name + ".tmp.";
+  const auto keep = std::chrono::hours(24 * kIndexFileKeepDays);
+  std::vector<std::string> locks;
   while (const dirent* e = ::readdir(d)) {
     const std::string_view file = e->d_name;
-    if (file.starts_with(tmp_prefix)) {
-      ::unlink((folder + "/" + std::string(file)).c_str());
-      continue;
-    }
-    if (!expire) continue;
     const std::string path = folder + "/" + std::string(file);
-    struct stat st {};
-    if (!file.ends_with(kSuffix) || ::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-      continue;
-    const auto modified =
-        std::chrono::system_clock::time_point(std::chrono::seconds(st.st_mtim.tv_sec));
-    if (now - modified > keep) ::unlink(path.c_str());
+    if (file.ends_with(".lock")) {
+      locks.push_back(path);
+    } else if (file.find(".tmp.") != std::string_view::npos) {
+      if (unused_for(path, kIndexTemporaryKeep, now)) ::unlink(path.c_str());  // a dead writer's
+    } else if (file.ends_with(kSuffix) && unused_for(path, keep, now)) {
+      ::unlink(path.c_str());
+    }
   }
   ::closedir(d);
+  // A lock file whose index is gone, when no loader holds it and it has not been made in the last
+  // hour (a loader that opened it then may be about to take it).
+  for (const std::string& lock : locks) {
+    struct stat st {};
+    const std::string index = lock.substr(0, lock.size() - 5);
+    if (::lstat(index.c_str(), &st) == 0 || !unused_for(lock, kIndexTemporaryKeep, now)) continue;
+    const UniqueFd fd(::open(lock.c_str(), O_RDONLY | kCacheOpenFlags));
+    if (fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) ::unlink(lock.c_str());
+  }
 }
 
 IndexFileLock::IndexFileLock(const std::string& folder, const std::string& name)

@@ -4,11 +4,13 @@
 // (data/index_identity.hpp), written once, through a temporary file renamed into place, by the
 // one loader that holds its lock file (flock, released by the kernel when a writer dies), and
 // read by every loader that finds it whole and current. A writer killed half-way leaves only a
-// temporary file, which the next writer removes; a file unused for kIndexFileKeepDays goes when
-// another is written beside it.
+// temporary file, which the next writer of that file removes (or a loader's start, after an
+// hour); a file no loader has mapped for kIndexFileKeepDays goes when a loader starts, as the
+// epoch orders unused for a day do (plan/shared_order.hpp).
 //
 // Thread-safety: functions are reentrant; an IndexFileLock belongs to one thread.
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -19,8 +21,10 @@
 namespace stoke::detail {
 
 // How long an unused shared index file is kept: one older than this (by its modification time,
-// renewed each time a loader maps it) is removed when a new one is written beside it.
-inline constexpr int kIndexFileKeepDays = 30;
+// renewed each time a loader maps it) is removed when a loader starts (expire_index_files).
+inline constexpr int kIndexFileKeepDays = 7;
+// A temporary file or a lock file older than this is a dead writer's.
+inline constexpr std::chrono::hours kIndexTemporaryKeep{1};
 
 // The shared index folder under `root`, made and checked: "" when it cannot be used (the index
 // is then private; a cache folder that is refused for remote shards is refused there).
@@ -37,9 +41,15 @@ std::unique_ptr<MappedIndex> open_shared_index(const std::string& path, const st
                                                const IndexOptions& options,
                                                MappedIndex::Origin origin);
 
-// Removes what a killed writer of `name` left (its temporary files), and index files unused for
-// kIndexFileKeepDays. REQUIRES: `name`'s IndexFileLock is held.
-void sweep_index_folder(const std::string& folder, const std::string& name);
+// Removes what a killed writer of `name` left (its temporary files). REQUIRES: `name`'s
+// IndexFileLock is held.
+void remove_temporaries(const std::string& folder, const std::string& name);
+
+// Removes the index files of `folder` (this user's) unused for kIndexFileKeepDays, temporary
+// files older than kIndexTemporaryKeep, and the lock files of index files no longer there that
+// no loader holds. Looks at the folder at most every 10 minutes in a process (the first call
+// looks).
+void expire_index_files(const std::string& folder);
 
 // The lock of the index file `name` in `folder`: an flock on `name`.lock, held while the file is
 // looked for again, built and written.

@@ -8,6 +8,7 @@
 
 #include "common/align.hpp"
 #include "data/file_reader.hpp"
+#include "data/index_columns.hpp"
 #include "data/shard_list.hpp"
 
 namespace stoke::detail {
@@ -143,8 +144,19 @@ bool within(std::uint64_t offset, std::uint64_t length, std::uint64_t size) {
   return offset <= size && length <= size - offset;
 }
 
-// The region's bytes, as DatasetIndex::write_to lays them out, written to fd without a copy.
-bool write_region(int fd, const DatasetIndex& index) {
+// The region's size and bytes, each section 64-byte aligned: kRaw's and kShards' written from
+// the index without a copy, kFiles' encoded first (`files`, data/index_columns.hpp).
+std::uint64_t region_size(const DatasetIndex& index, const std::vector<std::uint8_t>& files) {
+  if (index.kind == DatasetKind::kShards)
+    return align_up(sizeof(LazyShardOptions), kIndexAlign) +
+           align_up(index.shard_records.size() * sizeof(ShardRecord), kIndexAlign) +
+           index.paths.size();
+  if (index.kind == DatasetKind::kRaw)
+    return align_up(index.labels.size() * sizeof(std::int32_t), kIndexAlign) + index.pixels.size();
+  return files.size();
+}
+
+bool write_region(int fd, const DatasetIndex& index, const std::vector<std::uint8_t>& files) {
   static const char kZeros[kIndexAlign] = {};
   const auto section = [fd](const void* p, std::size_t n) {
     return write_fully(fd, p, n) && write_fully(fd, kZeros, align_up(n, kIndexAlign) - n);
@@ -156,9 +168,7 @@ bool write_region(int fd, const DatasetIndex& index) {
     return section(&index.lazy_options, sizeof index.lazy_options) &&
            section(index.shard_records.data(), index.shard_records.size() * sizeof(ShardRecord)) &&
            write_fully(fd, index.paths.data(), index.paths.size());
-  return section(index.entries.data(), index.entries.size() * sizeof(FileEntry)) &&
-         section(index.boxes.data(), index.boxes.size() * sizeof(SampleBox)) &&
-         write_fully(fd, index.paths.data(), index.paths.size());
+  return write_fully(fd, files.data(), files.size());
 }
 
 // A NUL within each of LazyShardOptions' strings.
@@ -213,23 +223,7 @@ bool region_holds(const IndexFileHeader& h, const std::uint8_t* region, int max_
   if (h.kind == static_cast<std::uint32_t>(DatasetKind::kShards))
     return shards_hold(h, region, max_classes);
   if (h.kind != static_cast<std::uint32_t>(DatasetKind::kFiles)) return false;
-  if (n > h.region_size / sizeof(FileEntry) || h.box_total > h.region_size / sizeof(SampleBox))
-    return false;
-  const std::uint64_t entries = align_up(n * sizeof(FileEntry), kIndexAlign);
-  const std::uint64_t boxes = align_up(h.box_total * sizeof(SampleBox), kIndexAlign);
-  if (entries + boxes > h.region_size) return false;
-  const std::uint64_t paths = h.region_size - entries - boxes;
-  const auto* e = reinterpret_cast<const FileEntry*>(region);
-  for (std::uint64_t i = 0; i < n; ++i, ++e) {
-    const bool ok =
-        within(e->path_offset, std::uint64_t{e->path_length} + e->copy_length, paths) &&
-        within(e->name_offset, e->name_length, paths) && e->mask_kind <= kMaskMember &&
-        (e->mask_kind != kMaskFile || within(e->mask_path_offset, e->mask_path_length, paths)) &&
-        within(e->box_first, e->box_count, h.box_total) && e->label >= -1 &&
-        e->label < max_classes && e->annotated_width >= 0 && e->annotated_height >= 0;
-    if (!ok) return false;
-  }
-  return true;
+  return files_region_holds(region, h.region_size, n, max_classes);
 }
 
 // kShards: the plan's shard starts (in the meta section) are the records' (the workers'), so
@@ -292,8 +286,10 @@ bool write_index_file(int fd, const DatasetIndex& index, const std::string& iden
   h.channels = index.channels;
   h.box_total =
       index.kind == DatasetKind::kShards ? index.shard_records.size() : index.boxes.size();
+  const std::vector<std::uint8_t> files =
+      index.kind == DatasetKind::kFiles ? encode_files(index) : std::vector<std::uint8_t>();
   h.region_offset = kRegionOffset;
-  h.region_size = index.arena_bytes();
+  h.region_size = region_size(index, files);
   const std::string meta = meta_text(index);
   h.meta_offset = h.region_offset + h.region_size;
   h.meta_size = meta.size();
@@ -302,7 +298,7 @@ bool write_index_file(int fd, const DatasetIndex& index, const std::string& iden
   h.file_size = h.identity_offset + h.identity_size;
   std::string head(kRegionOffset, '\0');
   std::memcpy(head.data(), &h, sizeof h);
-  return write_fully(fd, head.data(), head.size()) && write_region(fd, index) &&
+  return write_fully(fd, head.data(), head.size()) && write_region(fd, index, files) &&
          write_fully(fd, meta.data(), meta.size()) &&
          write_fully(fd, identity.data(), identity.size());
 }

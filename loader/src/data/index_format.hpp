@@ -22,8 +22,9 @@
 namespace stoke::detail {
 
 // The format's version, which the identity names too: a file of another version is never read.
-// 1: the region is dataset_view.hpp's format with its 120-byte FileEntry; 2: kShards.
-inline constexpr std::uint32_t kIndexFileFormat = 2;
+// 1: the region is dataset_view.hpp's format with its 120-byte FileEntry; 2: kShards; 3: kFiles
+// in narrow columns (data/index_columns.hpp).
+inline constexpr std::uint32_t kIndexFileFormat = 3;
 
 class MappedIndex;
 std::unique_ptr<MappedIndex> map_index_file(int fd, const std::string& identity, int max_classes,

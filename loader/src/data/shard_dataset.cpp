@@ -448,8 +448,6 @@ class ShardIndexer {
     e.label = *label;
     e.offset = m.image->offset;
     e.size = m.image->size;
-    e.name_offset = index_.paths.size();
-    e.name_length = static_cast<std::uint32_t>(m.image->name.size());
     if (m.bytes != nullptr) {
       e.bytes_offset = m.bytes->offset;
       e.bytes_size = static_cast<std::uint32_t>(m.bytes->size);
@@ -460,7 +458,6 @@ class ShardIndexer {
       e.mask_offset = m.mask->offset;
       e.mask_size = m.mask->size;
     }
-    index_.paths += m.image->name;
     index_.entries.push_back(e);
   }
 

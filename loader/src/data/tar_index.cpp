@@ -135,6 +135,21 @@ bool parse_pax(const std::uint8_t* data, std::size_t n, PaxOverrides& out) {
   return true;
 }
 
+// A ustar or GNU header's own name: POSIX ustar ("ustar\0" "00") splits long names into
+// prefix/name; GNU's magic ("ustar  \0") uses that area for other things.
+std::string header_name(const std::uint8_t* h) {
+  std::string name = field_string(h, 100);
+  if (std::memcmp(h + 257, "ustar\0", 6) == 0) {
+    const std::string prefix = field_string(h + 345, 155);
+    if (!prefix.empty()) name = prefix + "/" + name;
+  }
+  return name;
+}
+
+bool is_file_type(char type) {
+  return type == '0' || type == '\0' || type == '7';
+}
+
 bool all_zero(const std::uint8_t* block) {
   return std::all_of(block, block + kBlock, [](std::uint8_t b) { return b == 0; });
 }
@@ -268,21 +283,14 @@ ShardIndex walk_tar(const ReadAt& read_at, std::uint64_t shard_bytes) {
       at = next;
       continue;
     }
-    if (type == '0' || type == '\0' || type == '7') {
+    if (is_file_type(type)) {
       TarMember m;
-      if (pax.path) {
+      if (pax.path)
         m.name = *pax.path;
-      } else if (long_name) {
+      else if (long_name)
         m.name = *long_name;
-      } else {
-        m.name = field_string(h, 100);
-        // POSIX ustar ("ustar\0" "00") splits long names into prefix/name; GNU's magic
-        // ("ustar  \0") uses that area for other things.
-        if (std::memcmp(h + 257, "ustar\0", 6) == 0) {
-          const std::string prefix = field_string(h + 345, 155);
-          if (!prefix.empty()) m.name = prefix + "/" + m.name;
-        }
-      }
+      else
+        m.name = header_name(h);
       m.offset = data;
       m.size = data_size;
       if (m.size <= kMaxInlineValue && is_label_extension(split_member_view(m.name).second)) {
@@ -297,6 +305,30 @@ ShardIndex walk_tar(const ReadAt& read_at, std::uint64_t shard_bytes) {
     long_name.reset();
     at = next;
   }
+}
+
+std::string member_name_before(const ReadAt& read_at, std::uint64_t data) {
+  constexpr std::uint64_t kExtendedBlocks = 16;  // a pax or long-name header of up to 8 KiB
+  if (data < kBlock || data % kBlock != 0) return "";
+  const std::uint64_t from = data - std::min(data, (kExtendedBlocks + 2) * kBlock);
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(data - from));
+  if (read_at(from, bytes.data(), bytes.size()) != bytes.size()) return "";
+  const std::size_t at = bytes.size() - kBlock;
+  const std::uint8_t* header = bytes.data() + at;
+  if (!checksum_ok(header) || !is_file_type(static_cast<char>(header[156]))) return "";
+  // An extended header right before it, whose data ends where the member's header starts.
+  for (std::size_t k = 1; k * kBlock <= at; ++k) {
+    const std::uint8_t* h = header - k * kBlock;
+    const char type = static_cast<char>(h[156]);
+    if ((type != 'x' && type != 'L') || !checksum_ok(h)) continue;
+    const auto size = parse_number(h + 124, 12);
+    if (!size || (*size + kBlock - 1) / kBlock != k - 1) continue;
+    if (type == 'L') return field_string(h + kBlock, static_cast<std::size_t>(*size));
+    PaxOverrides pax;
+    if (parse_pax(h + kBlock, static_cast<std::size_t>(*size), pax) && pax.path) return *pax.path;
+    break;
+  }
+  return header_name(header);
 }
 
 std::vector<ShardSample> group_samples(const ShardIndex& index) {

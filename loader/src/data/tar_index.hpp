@@ -45,6 +45,11 @@ inline constexpr std::uint64_t kMaxInlineValue = 256;
 // only when read_at does.
 ShardIndex walk_tar(const ReadAt& read_at, std::uint64_t shard_bytes);
 
+// The name of the member whose data starts at byte `data_offset` of a shard, read back from its
+// header (and the pax or GNU long-name header before it) through read_at: what the index does
+// not keep, for messages. "" when no member header is there. Throws what read_at throws.
+std::string member_name_before(const ReadAt& read_at, std::uint64_t data_offset);
+
 // WebDataset's split of a member name into (key, extension): "a/b.seg.png" -> ("a/b",
 // "seg.png"). No extension: the whole name and "".
 std::pair<std::string, std::string> split_member_name(const std::string& name);

@@ -84,7 +84,7 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
                    static_cast<std::size_t>(h.raw_width) * h.raw_channels,
                    false};
   } else {
-    const BadInput read = read_sample_file(view_->path(row_), view_->range(row_));
+    const BadInput read = read_sample_file(false, view_->range(row_));
     if (read != BadInput::kNone) return read;
     const std::span<const std::uint8_t> bytes = file_;
     if (is_jpeg(bytes)) {
@@ -111,17 +111,18 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
   return BadInput::kNone;
 }
 
-BadInput ChunkRunner::read_sample_file(std::string_view file, ByteRange range) {
+BadInput ChunkRunner::read_sample_file(bool mask_file, ByteRange range) {
   const Stopwatch watch(read_ns_);
   BadInput read = BadInput::kMissing;
   // A remote shard's local copy when the shard cache has it (it may never have been fetched,
   // been evicted since, or be unreadable here: then the server's bytes, by a ranged request).
-  if (const std::string_view copy = view_->copy(row_); !copy.empty() && file == view_->path(row_)) {
+  if (const std::string_view copy = mask_file ? std::string_view() : view_->copy(row_);
+      !copy.empty()) {
     path_.assign(copy);
     read = read_shard_copy(path_, range, file_);  // never through a planted symlink
   }
   if (read == BadInput::kMissing || read == BadInput::kUnreadable) {
-    path_.assign(file);
+    path_ = mask_file ? view_->mask_path(row_) : view_->path(row_);
     read = files_.read(path_, range, file_);
   }
   return read;
@@ -132,7 +133,7 @@ BadInput ChunkRunner::produce_bytes(std::uint8_t* dst, std::int32_t* count) {
   const ByteRange range = view_->bytes_range(row_);
   const std::size_t n = std::min<std::size_t>(range.size, h.max_bytes);
   if (n > 0) {
-    const BadInput read = read_sample_file(view_->path(row_), {range.offset, n});
+    const BadInput read = read_sample_file(false, {range.offset, n});
     if (read != BadInput::kNone) return read;
     std::memcpy(dst, file_.data(), n);
   }
@@ -144,8 +145,7 @@ BadInput ChunkRunner::produce_bytes(std::uint8_t* dst, std::int32_t* count) {
 BadInput ChunkRunner::produce_mask(std::uint8_t* dst) {
   const ArenaHeader& h = arena_.header();
   const bool own_file = view_->mask_kind(row_) == kMaskFile;
-  const BadInput read = read_sample_file(own_file ? view_->mask_path(row_) : view_->path(row_),
-                                         view_->mask_range(row_));
+  const BadInput read = read_sample_file(own_file, view_->mask_range(row_));
   if (read != BadInput::kNone) return read;
   const OutputMap& map = augmenter_.output_map();
   LabelMap labels;

@@ -55,8 +55,9 @@ class ChunkRunner {
   // The mask file in file_ as labels, of the map's source size: a PNG through libpng (only the
   // rows the crop reads, unless the whole file is checked), else OpenCV.
   BadInput decode_mask(const OutputMap& map, LabelMap& out);
-  // Reads bytes `range` of the current sample's shard (its local copy first) or file into file_.
-  BadInput read_sample_file(std::string_view file, ByteRange range);
+  // Reads bytes `range` of the current sample's shard (its local copy first) or file, or of its
+  // mask file, into file_.
+  BadInput read_sample_file(bool mask_file, ByteRange range);
   // Whether a decoded width x height is the current sample's annotated size (or it has none).
   bool annotated_size(int width, int height) const;
   // Sample j's geometry in `slot`: the output map its pixels just got, and its source's size.

@@ -1,0 +1,169 @@
+#pragma once
+// The index of a dataset of files or shard members (DatasetKind::kFiles) as it lies in the
+// machine's index file: per-source records and narrow per-sample columns, about 10 bytes a
+// sample, where it was a 120-byte record and a path each.
+//
+//   FilesHeader                 where each section is, its width and the base its values add to
+//   sections, 64-byte aligned:
+//     sources   SourceRecord[]  a shard's path (and a remote shard's local copy), its first sample
+//     text      bytes           the sources' paths and the folders' names
+//     folders   FolderRecord[]  the folders the paths of plain files start with, each once
+//     paths     u64 blocks[ceil(N / 16)], then bytes: plain files' paths, front- and back-coded
+//               by 16s
+//     mask paths                the same, for list files' mask files
+//     boxes     SampleBox[]     in sample order; sample i's are [box_first[i], box_first[i + 1])
+//     columns   label, offset, size, mask offset and size, bytes offset and size, box_first
+//               (N + 1 values), annotated width and height: each value is the column's base plus
+//               an unsigned integer of 0, 1, 2, 4 or 8 bytes (0: every value is the base)
+//
+// A shard's samples are the members of one source: their paths are the source's, and the offsets
+// are within it (what is per shard is stored once). A member's name is not stored: it is read
+// from the shard's tar header when a message needs it (data/tar_index.hpp). A plain file's path
+// is its folder's (stored once) and its name, each block of 16 starting whole and the others
+// storing only what differs from the path before, between what they keep of its start and of
+// its end: "n01440764_10026.JPEG" after "n01440764_10025.JPEG" costs 4 bytes (14 kept of the
+// start, 5 of the end, "6").
+//
+// Thread-safety: encode_files is reentrant; a FilesRegion is read-only, safe from any thread.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "data/sample_box.hpp"
+
+namespace stoke::detail {
+
+struct DatasetIndex;
+
+// The paths of plain files are front-coded in blocks of this many.
+inline constexpr std::uint32_t kPathBlock = 16;
+
+enum FilesSection : std::uint32_t {
+  kSources,
+  kText,
+  kFolders,
+  kPathBlocks,
+  kPathBytes,
+  kMaskPathBlocks,
+  kMaskPathBytes,
+  kBoxes,
+  // The integer columns, from here on.
+  kLabelColumn,
+  kOffsetColumn,
+  kSizeColumn,
+  kMaskOffsetColumn,
+  kMaskSizeColumn,
+  kBytesOffsetColumn,
+  kBytesSizeColumn,
+  kBoxFirstColumn,
+  kAnnotatedWidthColumn,
+  kAnnotatedHeightColumn,
+  kSectionCount
+};
+inline constexpr std::uint32_t kFirstColumn = kLabelColumn;
+
+struct SectionInfo {
+  std::uint64_t offset = 0;  // from the region's first byte
+  std::uint64_t count = 0;   // records, bytes or values
+  std::int64_t base = 0;     // columns: added to every stored value
+  std::uint32_t width = 0;   // bytes of a record or stored value
+  std::uint32_t reserved = 0;
+};
+static_assert(sizeof(SectionInfo) == 32);
+
+struct FilesHeader {
+  std::uint32_t mask_kind = 0;  // every sample's: kNoMask, kMaskFile or kMaskMember
+  std::uint32_t reserved = 0;
+  std::uint64_t reserved2 = 0;
+  SectionInfo sections[kSectionCount];
+};
+
+// One shard: samples [first, next source's first) are its members.
+struct SourceRecord {
+  std::uint64_t first = 0;
+  std::uint64_t path_offset = 0;  // into the text: its path or URL, then its local copy's path
+  std::uint32_t path_length = 0;
+  std::uint32_t copy_length = 0;  // 0: a remote shard without a local copy, or a local shard
+  std::uint64_t reserved = 0;
+};
+static_assert(sizeof(SourceRecord) == 32);
+
+struct FolderRecord {
+  std::uint64_t offset = 0;  // into the text: the folder's path, with its last '/'
+  std::uint64_t length = 0;
+};
+static_assert(sizeof(FolderRecord) == 16);
+
+// A column's values: base plus 0, 1, 2, 4 or 8 stored bytes each.
+class IntColumn {
+ public:
+  IntColumn() = default;
+  IntColumn(const std::uint8_t* data, const SectionInfo& info)
+      : data_(data), base_(info.base), width_(info.width) {}
+  std::int64_t operator[](std::int64_t i) const;
+
+ private:
+  const std::uint8_t* data_ = nullptr;
+  std::int64_t base_ = 0;
+  std::uint32_t width_ = 0;
+};
+
+// A kFiles region, read: the sections as typed pointers.
+class FilesRegion {
+ public:
+  FilesRegion() = default;
+  // REQUIRES: `region` holds a region that files_region_holds() accepted (or encode_files wrote).
+  explicit FilesRegion(const std::uint8_t* region);
+
+  std::uint32_t mask_kind() const { return mask_kind_; }
+  std::size_t source_total() const { return source_total_; }
+  const SourceRecord& source(std::size_t s) const { return sources_[s]; }
+  std::string_view source_path(std::size_t s) const {
+    return {text_ + sources_[s].path_offset, sources_[s].path_length};
+  }
+  std::string_view source_copy(std::size_t s) const {
+    return {text_ + sources_[s].path_offset + sources_[s].path_length, sources_[s].copy_length};
+  }
+  // The source holding sample i, and i's place there. REQUIRES: source_total() > 0.
+  std::pair<std::size_t, std::int64_t> source_of(std::int64_t i) const;
+  // A plain file's path (REQUIRES: source_total() == 0) and its mask file's path.
+  std::string path(std::int64_t i) const { return decode(paths_, i); }
+  std::string mask_path(std::int64_t i) const { return decode(mask_paths_, i); }
+  const SampleBox* boxes() const { return boxes_; }
+  const IntColumn& column(FilesSection c) const { return columns_[c - kFirstColumn]; }
+
+ private:
+  struct PathStream {
+    const std::uint64_t* blocks = nullptr;
+    std::uint64_t block_total = 0;
+    const std::uint8_t* bytes = nullptr;
+    std::uint64_t byte_total = 0;
+  };
+  std::string decode(const PathStream& stream, std::int64_t i) const;
+
+  std::uint32_t mask_kind_ = 0;
+  const SourceRecord* sources_ = nullptr;
+  std::size_t source_total_ = 0;
+  const char* text_ = nullptr;
+  std::uint64_t text_size_ = 0;
+  const FolderRecord* folders_ = nullptr;
+  std::uint64_t folder_total_ = 0;
+  PathStream paths_, mask_paths_;
+  const SampleBox* boxes_ = nullptr;
+  IntColumn columns_[kSectionCount - kFirstColumn];
+};
+
+// The region of `index` (REQUIRES: index.kind == kFiles): a 64-byte aligned image of it.
+std::vector<std::uint8_t> encode_files(const DatasetIndex& index);
+
+// Whether `region` (of `size` bytes, 64-byte aligned) is a kFiles region of `samples` samples
+// that can be read without reading outside it: every section within it, every source's path,
+// every folder, every front-coded path decoded within its block, box ranges within the boxes,
+// labels in -1..max_classes-1. What a damaged or planted index file is checked by.
+bool files_region_holds(const std::uint8_t* region, std::uint64_t size, std::uint64_t samples,
+                        int max_classes);
+
+}  // namespace stoke::detail
