@@ -207,6 +207,19 @@ void write_index_files(const fs::path& root) {
   list.rejected.push_back({"/data/empty.png", BadInput::kEmpty});
   write_index(root / "index_file" / "list_with_masks", list);
 
+  // A tree's paths over three blocks of 16, in two folders, and a path without a folder: the
+  // front- and back-coding of every kind of neighbour.
+  DatasetIndex tree;
+  tree.kind = DatasetKind::kFiles;
+  for (int i = 0; i < 40; ++i)
+    tree.add_file(i == 39 ? "loose.jpg"
+                          : "/data/train/n0" + std::to_string(i / 20) + "/img_" +
+                                std::to_string(1000 + 7 * i) + ".JPEG",
+                  i / 20);
+  tree.size = 40;
+  tree.class_names = {"n00", "n01"};
+  write_index(root / "index_file" / "tree_three_blocks", tree);
+
   DatasetIndex shards;
   shards.kind = DatasetKind::kFiles;
   shards.has_boxes = shards.has_bytes = true;

@@ -10,7 +10,9 @@
 //   * a whole shard's index survives its sidecar: parse_sidecar(format_sidecar(index)) gives
 //     the same named members (the remote index cache stores exactly that text and reads it
 //     back on the next start);
-//   * walk_tar throws nothing (the reader here never fails).
+//   * walk_tar throws nothing (the reader here never fails);
+//   * member_name_before (a member's name read back for messages), at every member's data and
+//     every block boundary, reads nothing outside the shard and throws nothing.
 // Each input is walked as it is and, when that differs, with the checksum of every header that
 // carries ustar's magic recomputed, so mutations of the size, type and name fields count.
 
@@ -96,6 +98,12 @@ void walk(const std::uint8_t* data, std::size_t size) {
     }
   }
   if (index.damage.empty()) check_sidecar_round_trip(index);
+  std::size_t names = 0;
+  for (const TarMember& m : index.members)
+    names += stoke::detail::member_name_before(read_at, m.offset).size();
+  for (std::uint64_t at = 0; at <= size; at += 512)
+    names += stoke::detail::member_name_before(read_at, at).size();
+  STOKE_FUZZ_CHECK(names < (std::size_t{1} << 40));  // (keeps the calls)
 }
 
 }  // namespace

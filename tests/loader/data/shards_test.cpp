@@ -109,6 +109,43 @@ TEST(TarIndex, PythonTarfileFormatsAgree) {
   EXPECT_EQ(names[0], names[2]);                                       // GNU long names
 }
 
+// The index keeps no member names: a message reads one back from the headers before the data
+// (ustar's name and prefix, a pax path record, a GNU long name), as the walk read it. Shards
+// written by GNU tar (gnu, posix and ustar formats) and Python's tarfile (ustar, pax, gnu).
+TEST(TarIndex, AMembersNameIsReadBackFromTheHeadersBeforeItsData) {
+  test::TempDir dir;
+  write_file(dir.path() / "in/000001.jpg", std::string(1000, 'a'));
+  write_file(dir.path() / "in/000001.cls", "7\n");
+  write_file(dir.path() / ("in/" + std::string(150, 'x') + ".jpg"), "long");
+  write_file(dir.path() / ("in/" + std::string(120, 'p') + "/" + std::string(90, 'q') + ".jpg"),
+             "deep");
+  std::vector<std::string> shards;
+  for (const char* format : {"gnu", "posix", "ustar"}) {
+    const std::string shard = (dir.path() / (std::string("gnu-") + format + ".tar")).string();
+    // (ustar cannot hold the 150-character name: GNU tar leaves that member out and says so.)
+    run("tar --sort=name --format=" + std::string(format) + " -cf " + shard + " -C " +
+        (dir.path() / "in").string() + " . 2>/dev/null || true");
+    shards.push_back(shard);
+  }
+  for (const char* format : {"ustar", "pax", "gnu"})
+    shards.push_back(python_shards(dir, format, 1, /*long_names=*/true).front());
+  for (const std::string& shard : shards) {
+    const std::string bytes = read_file(shard);
+    const detail::ReadAt read_at = [&](std::uint64_t offset, void* dst, std::size_t n) {
+      const std::size_t got = std::min<std::size_t>(n, bytes.size() - offset);
+      std::memcpy(dst, bytes.data() + offset, got);
+      return got;
+    };
+    const ShardIndex index = walk(bytes);
+    ASSERT_GE(index.members.size(), 2u) << shard;
+    for (const auto& m : index.members)
+      EXPECT_EQ(detail::member_name_before(read_at, m.offset), m.name) << shard;
+    // Not a member's data: no name.
+    EXPECT_EQ(detail::member_name_before(read_at, 0), "") << shard;
+    EXPECT_EQ(detail::member_name_before(read_at, index.members[0].offset + 1), "") << shard;
+  }
+}
+
 TEST(TarIndex, MemberNamesSplitLikeWebDataset) {
   using detail::split_member_name;
   EXPECT_EQ(split_member_name("a/b.seg.png"),
