@@ -12,14 +12,24 @@ Datasets (made once under --work, kept for the next run):
   tree-N     an image-folder tree of N files in 1,000 class folders (hard links to real JPEGs,
              so it costs inodes, not bytes)
   shards-N   WebDataset shards of 5,000 samples with their sidecars (real JPEG members)
+  linked-N   WebDataset shards by name (a brace range train-{000000..NNNNNN}.tar): N/5,000 hard
+             links of one real 5,000-sample shard and its sidecar, as wids-N's (the slope's twin
+             is shards-1000, one real 1,000-sample shard by name)
   wids-N     a dataset-level index (wids JSON) of N/5,000 shards of 5,000 samples: each shard a
              hard link to one real shard and its sidecar (so 100 M samples cost one shard's
              bytes), each indexed by itself the first time a sample of it is read
+  idx-SPLIT  the IDX folder --idx-dir (Fashion-MNIST: /usr/share/datasets/fashion-mnist), split
+             train or test (the Loader's split=); no slope (no small twin)
   coco       a train2017-sized instances file (bench/make_coco_instances.py); indexed only (its
              images are not made), so no first batch
 
 Each rank is a process of its own (this script with --rank), with one worker, batch 64, 32 px.
-Memory is read from /proc: a process's own memory is RssAnon + RssShmem (its heap and its share
+Each case also reports the cache folder's datasets/ bytes (every file there) and index files'
+bytes per sample; for wids-N, whose shards are indexed lazily (one index file per shard, written
+when a worker first reads one of its samples, so after 4 batches only some have files), also
+the extrapolation to every shard read once: (the dataset-level file + the mean size of the
+per-shard files present x the number of shards) / samples. Memory is read from /proc: a
+process's own memory is RssAnon + RssShmem (its heap and its share
 of the loader's arena); the index file's pages a process touched are RssFile, the page cache's,
 one copy for the machine (the PSS column divides them among the processes that map them). The
 per-sample figures are the slope between the dataset and a 1,000-sample one of the same kind, so
@@ -89,6 +99,8 @@ def rank_main(a):
     kw = dict(batch=64, workers=a.workers, size=32, seed=0, cache_dir=a.cache)
     if a.data.endswith(".json") and not a.data.endswith(".wids.json"):
         kw["on_error"] = "skip"  # (COCO: its images are not made)
+    if a.split:
+        kw["split"] = a.split  # (an IDX folder)
     base = status("self", FIELDS)
     t0 = time.perf_counter()
     loader = stoke.Loader(a.data, **kw)
@@ -206,14 +218,45 @@ def make_wids(folder, n, images, per_shard=5000):
     return index
 
 
-def dataset(spec, work, images):
+def make_linked(folder, n, images, per_shard=5000):
+    """N samples in N/per_shard shards by name, each a hard link (and its sidecar) to one real
+    shard of `per_shard` (wids-N's, shards-5000), as a brace range."""
+    last = (n + per_shard - 1) // per_shard - 1
+    pattern = os.path.join(folder, f"train-{{000000..{last:06d}}}.tar")
+    if os.path.exists(os.path.join(folder, ".done")):
+        return pattern
+    if n % per_shard:
+        sys.exit(f"index_scale: linked-N needs N a multiple of {per_shard}")
+    real = make_shards(os.path.join(os.path.dirname(folder), f"shards-{per_shard}"), per_shard,
+                       images, per_shard)
+    real = real.replace("{000000..000000}", "000000")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    for s in range(last + 1):
+        name = os.path.join(folder, f"train-{s:06d}.tar")
+        os.link(real, name)
+        os.link(real + ".idx", name + ".idx")
+    open(os.path.join(folder, ".done"), "w").close()
+    return pattern
+
+
+IDX_SAMPLES = {"train": 60000, "test": 10000}
+
+
+def dataset(spec, work, images, idx_dir=None):
+    """(path, samples, split) of a dataset spec, made under `work` when missing."""
     kind = spec.split("-")[0]
+    if kind == "idx":
+        split = spec.split("-", 1)[1]
+        if split not in IDX_SAMPLES:
+            sys.exit(f"index_scale: {spec}: the split is train or test")
+        return idx_dir, IDX_SAMPLES[split], split
     if kind == "coco":
         path = os.path.join(work, "instances_train2017.json")
         if not os.path.exists(path):
             subprocess.run([sys.executable, os.path.join(HERE, "make_coco_instances.py"), path],
                            check=True)
-        return path, 118287
+        return path, 118287, None
     n = count(spec)
     if kind == "list":
         path = os.path.join(work, f"{spec}.txt")
@@ -225,13 +268,54 @@ def dataset(spec, work, images):
         path = make_shards(os.path.join(work, spec), n, images)
     elif kind == "wids":
         path = make_wids(os.path.join(work, spec), n, images)
+    elif kind == "linked":
+        path = make_linked(os.path.join(work, spec), n, images)
     else:
         sys.exit(f"index_scale: unknown dataset {spec}")
-    return path, n
+    return path, n, None
 
 
 def small_twin(spec):
-    return None if spec == "coco" else spec.split("-")[0] + "-1000"
+    kind = spec.split("-")[0]
+    if kind in ("coco", "idx"):
+        return None
+    return "shards-1000" if kind == "linked" else kind + "-1000"
+
+
+def datasets_usage(cache, spec, n, per_shard=5000):
+    """The cache folder's datasets/ bytes: every file, the index files, and for a wids dataset
+    the per-shard files (the most common size: every shard is the same hard-linked shard) apart
+    from the dataset-level one(s), and the extrapolation to every shard read once."""
+    folder = os.path.join(cache, "datasets")
+    files = []
+    for d, _, names in os.walk(folder):
+        for f in names:
+            st = os.lstat(os.path.join(d, f))
+            files.append((f, st.st_size, st.st_mtime_ns))
+    index = [(f, size, t) for f, size, t in files if f.endswith(".stoke-index")]
+    out = {"datasets_files": len(files), "datasets_bytes": sum(x[1] for x in files),
+           "datasets_b_per_sample": sum(x[1] for x in files) / n,
+           "index_bytes": sum(x[1] for x in index),
+           "index_b_per_sample": sum(x[1] for x in index) / n,
+           "index_sizes": {}}
+    for _, size, _ in index:
+        out["index_sizes"][str(size)] = out["index_sizes"].get(str(size), 0) + 1
+    if spec.split("-")[0] == "wids" and index:
+        shards = (n + per_shard - 1) // per_shard
+        mode = max(out["index_sizes"].items(), key=lambda kv: (kv[1], int(kv[0])))
+        shard_size, shard_files = int(mode[0]), mode[1]
+        top = [x for x in index if x[1] != shard_size]
+        if not top and len(index) > 1:  # all one size: the dataset-level file is the oldest
+            top = [min(index, key=lambda x: x[2])]
+            shard_files -= 1
+        top_bytes = sum(x[1] for x in top)
+        out.update({"wids_shards": shards, "wids_shard_files": shard_files,
+                    "wids_shard_file_bytes": shard_size, "wids_top_files": len(top),
+                    "wids_top_bytes": top_bytes,
+                    "wids_top_is_oldest": bool(top) and min(index, key=lambda x: x[2]) in top,
+                    "wids_every_shard_read_b_per_sample":
+                        (top_bytes + shard_size * shards) / n})
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,9 +331,9 @@ def drop_caches():
         return False
 
 
-def ranks(a, data, cache, n, batches):
+def ranks(a, data, cache, n, batches, split=None):
     cmd = [a.python, os.path.abspath(__file__), "--rank", "--data", data, "--cache", cache,
-           "--workers", "1", "--batches", str(batches)]
+           "--workers", "1", "--batches", str(batches)] + (["--split", split] if split else [])
     env = dict(os.environ, STOKE_WORKER_PATH=a.worker) if a.worker else None
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=env) for _ in range(n)]
@@ -274,6 +358,9 @@ def main():
     p.add_argument("--cache", help=argparse.SUPPRESS)
     p.add_argument("--workers", type=int, default=1, help=argparse.SUPPRESS)
     p.add_argument("--batches", type=int, default=4, help=argparse.SUPPRESS)
+    p.add_argument("--split", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--idx-dir", default="/usr/share/datasets/fashion-mnist",
+                   help="the IDX folder of the idx-train and idx-test datasets")
     p.add_argument("--datasets", default="list-1m,tree-128k,shards-1m,coco")
     p.add_argument("--ranks", default="1,8", help="ranks started at once on the machine")
     p.add_argument("--work", default="/tmp/stoke-index-scale", help="where datasets are made")
@@ -294,13 +381,13 @@ def main():
     rows = []
     for spec in a.datasets.split(","):
         t = time.perf_counter()
-        data, n = dataset(spec, a.work, images)
+        data, n, split = dataset(spec, a.work, images, a.idx_dir)
         print(f"# {spec}: {n:,} samples ({time.perf_counter() - t:.0f} s to make)", file=sys.stderr)
         batches = 0 if spec == "coco" else 4
         twin = small_twin(spec)
         base = None
         if twin:
-            tdata, tn = dataset(twin, a.work, images)
+            tdata, tn, tsplit = dataset(twin, a.work, images, a.idx_dir)
             cache = os.path.join(a.work, "cache-base")
             shutil.rmtree(cache, ignore_errors=True)
             ranks(a, tdata, cache, 1, batches)  # built
@@ -309,8 +396,8 @@ def main():
             cache = os.path.join(a.work, f"cache-{spec}-{r}")
             shutil.rmtree(cache, ignore_errors=True)
             cold = a.cold and drop_caches()
-            first = ranks(a, data, cache, r, batches)     # all start at once: one indexes
-            again = ranks(a, data, cache, r, batches)     # the file exists: a restart
+            first = ranks(a, data, cache, r, batches, split)  # all start at once: one indexes
+            again = ranks(a, data, cache, r, batches, split)  # the file exists: a restart
             one = min(first, key=lambda x: -x["startup_s"])  # the rank that indexed
             index_files = [os.path.getsize(os.path.join(cache, "datasets", f))
                            for f in os.listdir(os.path.join(cache, "datasets"))
@@ -328,6 +415,7 @@ def main():
                    "indexing_peak_mib": max(x["peak_bytes"] for x in first) / 1048576,
                    "index_file_mib": index_file / 1048576, "index_files": len(index_files),
                    "order_files_mib": order_files / 1048576}
+            row.update(datasets_usage(cache, spec, n))
             if base:
                 b, bn = base
                 x = again[0]
@@ -347,8 +435,9 @@ def main():
     one_rank = {r["dataset"]: r.get("machine_index_mib") for r in rows if r["ranks"] == 1}
     print("\n| dataset | samples | ranks | start-up, first rank (indexes) | start-up, other ranks "
           "and restart | first batch (first rank / others) | training process B/sample (own) | worker's own B/sample | "
-          "index memory of the machine (vs 1 rank) | index file | indexing peak |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "index memory of the machine (vs 1 rank) | index file | datasets/ B/sample "
+          "(wids: every shard read once, extrapolated) | indexing peak |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         per = r.get("process_b_per_sample")
         own_per = r.get("process_own_b_per_sample")
@@ -362,7 +451,10 @@ def main():
               f"| {'-' if wper is None else f'{wper:.2f}'} "
               f"| {'-' if machine is None else f'{machine:.0f} MiB'}"
               f"{'' if ratio is None else f' ({ratio:.2f}x)'} | {r['index_file_mib']:.0f} MiB "
-              f"| {r['indexing_peak_mib']:.0f} MiB |")
+              f"| {r['datasets_b_per_sample']:.1f}"
+              + (f" ({r['wids_every_shard_read_b_per_sample']:.1f})"
+                 if "wids_every_shard_read_b_per_sample" in r else "")
+              + f" | {r['indexing_peak_mib']:.0f} MiB |")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -8,6 +8,7 @@
 
 #include "common/align.hpp"
 #include "data/dataset_index.hpp"
+#include "data/file_reader.hpp"
 
 namespace stoke::detail {
 namespace {
@@ -82,18 +83,26 @@ bool walk_block(const std::uint64_t* blocks, std::uint64_t block_total, const st
   return true;
 }
 
+}  // namespace
+
+// Lays out a region's sections one after another, each 64-byte aligned: the columns it encodes
+// are its own, the other sections point at what they were given (nothing large is copied).
 class Writer {
  public:
-  std::vector<std::uint8_t> bytes = std::vector<std::uint8_t>(sizeof(FilesHeader), 0);
-  FilesHeader header;
+  FilesImage image;
 
   void section(std::uint32_t s, const void* data, std::uint64_t count, std::uint32_t width) {
-    bytes.resize(align_up(bytes.size(), kAlign));
-    header.sections[s].offset = bytes.size();
-    header.sections[s].count = count;
-    header.sections[s].width = width;
-    const auto* p = static_cast<const std::uint8_t*>(data);
-    bytes.insert(bytes.end(), p, p + count * width);
+    SectionInfo& info = place(s, count, width);
+    if (count > 0)
+      image.chunks_.push_back({info.offset, static_cast<const std::uint8_t*>(data), count * width});
+  }
+  // A section of bytes the image keeps.
+  template <typename T>
+  void owned(std::uint32_t s, std::vector<T> records, std::uint32_t width) {
+    const std::uint64_t count = records.size();
+    std::vector<std::uint8_t> bytes(count * width);
+    if (count > 0) std::memcpy(bytes.data(), records.data(), bytes.size());
+    keep(place(s, count, width), std::move(bytes));
   }
 
   // A column of `count` values value(i), stored as base plus the narrowest width that holds
@@ -112,21 +121,42 @@ class Writer {
                                 : span <= 0xffff      ? 2
                                 : span <= 0xffffffffu ? 4
                                                       : 8;
-    bytes.resize(align_up(bytes.size(), kAlign));
-    SectionInfo& info = header.sections[s];
-    info.offset = bytes.size();
-    info.count = count;
+    SectionInfo& info = place(s, count, width);
     info.base = lo;
-    info.width = width;
     if (width == 0) return;
-    const std::size_t at = bytes.size();
-    bytes.resize(at + count * width);
+    std::vector<std::uint8_t> bytes(count * width);
     for (std::uint64_t i = 0; i < count; ++i) {
       const std::uint64_t v = static_cast<std::uint64_t>(value(i)) - static_cast<std::uint64_t>(lo);
-      std::memcpy(bytes.data() + at + i * width, &v, width);  // (little-endian: the low bytes)
+      std::memcpy(bytes.data() + i * width, &v, width);  // (little-endian: the low bytes)
     }
+    keep(info, std::move(bytes));
   }
+
+  FilesImage finish(std::uint32_t mask_kind) && {
+    image.header_.mask_kind = mask_kind;
+    image.size_ = align_up(end_, kAlign);
+    return std::move(image);
+  }
+
+ private:
+  SectionInfo& place(std::uint32_t s, std::uint64_t count, std::uint32_t width) {
+    SectionInfo& info = image.header_.sections[s];
+    info.offset = align_up(end_, kAlign);
+    info.count = count;
+    info.width = width;
+    end_ = info.offset + count * width;
+    return info;
+  }
+  void keep(const SectionInfo& info, std::vector<std::uint8_t> bytes) {
+    image.owned_.push_back(std::move(bytes));
+    const std::vector<std::uint8_t>& kept = image.owned_.back();
+    image.chunks_.push_back({info.offset, kept.data(), kept.size()});
+  }
+
+  std::uint64_t end_ = sizeof(FilesHeader);
 };
+
+namespace {
 
 // Front-codes the paths path(i) in blocks of kPathBlock: each block's first as its folder's
 // number and its name, the others as the bytes they keep of the start and of the end of the path
@@ -254,7 +284,7 @@ std::string FilesRegion::decode(const PathStream& stream, std::int64_t i) const 
   return path;
 }
 
-std::vector<std::uint8_t> encode_files(const DatasetIndex& index) {
+FilesImage encode_files(const DatasetIndex& index) {
   const std::vector<FileEntry>& e = index.entries;
   const std::size_t n = e.size();
   Writer w;
@@ -295,23 +325,31 @@ std::vector<std::uint8_t> encode_files(const DatasetIndex& index) {
     folder_records.push_back({text.size(), f.size()});
     text += f;
   }
-  // Boxes in sample order, so that sample i's are [box_first[i], box_first[i + 1]).
-  std::vector<SampleBox> boxes;
+  // Boxes in sample order, so that sample i's are [box_first[i], box_first[i + 1]): the index's
+  // own when they are (COCO's, shards'), else a copy in that order.
   std::vector<std::uint64_t> box_first{0};
+  bool in_order = true;
   for (const FileEntry& f : e) {
-    boxes.insert(boxes.end(), index.boxes.begin() + static_cast<std::ptrdiff_t>(f.box_first),
-                 index.boxes.begin() + static_cast<std::ptrdiff_t>(f.box_first + f.box_count));
-    box_first.push_back(boxes.size());
+    in_order = in_order && f.box_first == box_first.back();
+    box_first.push_back(box_first.back() + f.box_count);
   }
-  w.header.mask_kind = mask_kind;
-  w.section(kSources, sources.data(), sources.size(), sizeof(SourceRecord));
-  w.section(kText, text.data(), text.size(), 1);
-  w.section(kFolders, folder_records.data(), folder_records.size(), sizeof(FolderRecord));
-  w.section(kPathBlocks, blocks.data(), blocks.size(), sizeof(std::uint64_t));
-  w.section(kPathBytes, path_bytes.data(), path_bytes.size(), 1);
-  w.section(kMaskPathBlocks, mask_blocks.data(), mask_blocks.size(), sizeof(std::uint64_t));
-  w.section(kMaskPathBytes, mask_bytes.data(), mask_bytes.size(), 1);
-  w.section(kBoxes, boxes.data(), boxes.size(), sizeof(SampleBox));
+  std::vector<SampleBox> reordered;
+  if (!in_order)
+    for (const FileEntry& f : e)
+      reordered.insert(
+          reordered.end(), index.boxes.begin() + static_cast<std::ptrdiff_t>(f.box_first),
+          index.boxes.begin() + static_cast<std::ptrdiff_t>(f.box_first + f.box_count));
+  w.owned(kSources, std::move(sources), sizeof(SourceRecord));
+  w.owned(kText, std::vector<char>(text.begin(), text.end()), 1);
+  w.owned(kFolders, std::move(folder_records), sizeof(FolderRecord));
+  w.owned(kPathBlocks, std::move(blocks), sizeof(std::uint64_t));
+  w.owned(kPathBytes, std::move(path_bytes), 1);
+  w.owned(kMaskPathBlocks, std::move(mask_blocks), sizeof(std::uint64_t));
+  w.owned(kMaskPathBytes, std::move(mask_bytes), 1);
+  if (in_order)
+    w.section(kBoxes, index.boxes.data(), box_first.back(), sizeof(SampleBox));
+  else
+    w.owned(kBoxes, std::move(reordered), sizeof(SampleBox));
   const auto col = [&](std::uint32_t s, auto field) {
     w.column(s, n, [&](std::uint64_t i) { return static_cast<std::int64_t>(field(e[i])); });
   };
@@ -326,9 +364,27 @@ std::vector<std::uint8_t> encode_files(const DatasetIndex& index) {
            [&](std::uint64_t i) { return static_cast<std::int64_t>(box_first[i]); });
   col(kAnnotatedWidthColumn, [](const FileEntry& f) { return f.annotated_width; });
   col(kAnnotatedHeightColumn, [](const FileEntry& f) { return f.annotated_height; });
-  w.bytes.resize(align_up(w.bytes.size(), kAlign));
-  std::memcpy(w.bytes.data(), &w.header, sizeof w.header);
-  return std::move(w.bytes);
+  return std::move(w).finish(mask_kind);
+}
+
+bool FilesImage::write(int fd) const {
+  static const std::uint8_t kZeros[kAlign] = {};
+  if (!write_fully(fd, &header_, sizeof header_)) return false;
+  std::uint64_t at = sizeof header_;
+  for (const Chunk& c : chunks_) {  // (in offset order: the order they were placed in)
+    for (; at < c.offset; at += std::min<std::uint64_t>(kAlign, c.offset - at))
+      if (!write_fully(fd, kZeros, std::min<std::uint64_t>(kAlign, c.offset - at))) return false;
+    if (!write_fully(fd, c.data, c.size)) return false;
+    at += c.size;
+  }
+  return write_fully(fd, kZeros, size_ - at);
+}
+
+std::vector<std::uint8_t> FilesImage::bytes() const {
+  std::vector<std::uint8_t> out(size_, 0);
+  std::memcpy(out.data(), &header_, sizeof header_);
+  for (const Chunk& c : chunks_) std::memcpy(out.data() + c.offset, c.data, c.size);
+  return out;
 }
 
 namespace {

@@ -156,8 +156,31 @@ class FilesRegion {
   IntColumn columns_[kSectionCount - kFirstColumn];
 };
 
-// The region of `index` (REQUIRES: index.kind == kFiles): a 64-byte aligned image of it.
-std::vector<std::uint8_t> encode_files(const DatasetIndex& index);
+// A kFiles region ready to be written: the columns and paths it encoded, and the index's own
+// boxes where they are in sample order (so the index must outlive it).
+class FilesImage {
+ public:
+  std::uint64_t size() const { return size_; }  // a multiple of 64
+  // Writes the region to `fd` at its current position: false when it cannot (errno set).
+  bool write(int fd) const;
+  // The region's bytes, in memory.
+  std::vector<std::uint8_t> bytes() const;
+
+ private:
+  friend class Writer;
+  struct Chunk {
+    std::uint64_t offset;
+    const std::uint8_t* data;
+    std::size_t size;
+  };
+  FilesHeader header_;
+  std::vector<Chunk> chunks_;  // in offset order
+  std::vector<std::vector<std::uint8_t>> owned_;
+  std::uint64_t size_ = 0;
+};
+
+// The region of `index` (REQUIRES: index.kind == kFiles).
+FilesImage encode_files(const DatasetIndex& index);
 
 // Whether `region` (of `size` bytes, 64-byte aligned) is a kFiles region of `samples` samples
 // that can be read without reading outside it: every section within it, every source's path,

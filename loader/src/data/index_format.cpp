@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 #include "common/align.hpp"
@@ -146,17 +147,17 @@ bool within(std::uint64_t offset, std::uint64_t length, std::uint64_t size) {
 
 // The region's size and bytes, each section 64-byte aligned: kRaw's and kShards' written from
 // the index without a copy, kFiles' encoded first (`files`, data/index_columns.hpp).
-std::uint64_t region_size(const DatasetIndex& index, const std::vector<std::uint8_t>& files) {
+std::uint64_t region_size(const DatasetIndex& index, const std::optional<FilesImage>& files) {
   if (index.kind == DatasetKind::kShards)
     return align_up(sizeof(LazyShardOptions), kIndexAlign) +
            align_up(index.shard_records.size() * sizeof(ShardRecord), kIndexAlign) +
            index.paths.size();
   if (index.kind == DatasetKind::kRaw)
     return align_up(index.labels.size() * sizeof(std::int32_t), kIndexAlign) + index.pixels.size();
-  return files.size();
+  return files->size();
 }
 
-bool write_region(int fd, const DatasetIndex& index, const std::vector<std::uint8_t>& files) {
+bool write_region(int fd, const DatasetIndex& index, const std::optional<FilesImage>& files) {
   static const char kZeros[kIndexAlign] = {};
   const auto section = [fd](const void* p, std::size_t n) {
     return write_fully(fd, p, n) && write_fully(fd, kZeros, align_up(n, kIndexAlign) - n);
@@ -168,7 +169,7 @@ bool write_region(int fd, const DatasetIndex& index, const std::vector<std::uint
     return section(&index.lazy_options, sizeof index.lazy_options) &&
            section(index.shard_records.data(), index.shard_records.size() * sizeof(ShardRecord)) &&
            write_fully(fd, index.paths.data(), index.paths.size());
-  return write_fully(fd, files.data(), files.size());
+  return files->write(fd);
 }
 
 // A NUL within each of LazyShardOptions' strings.
@@ -286,8 +287,8 @@ bool write_index_file(int fd, const DatasetIndex& index, const std::string& iden
   h.channels = index.channels;
   h.box_total =
       index.kind == DatasetKind::kShards ? index.shard_records.size() : index.boxes.size();
-  const std::vector<std::uint8_t> files =
-      index.kind == DatasetKind::kFiles ? encode_files(index) : std::vector<std::uint8_t>();
+  std::optional<FilesImage> files;
+  if (index.kind == DatasetKind::kFiles) files.emplace(encode_files(index));
   h.region_offset = kRegionOffset;
   h.region_size = region_size(index, files);
   const std::string meta = meta_text(index);
