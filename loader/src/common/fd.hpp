@@ -19,6 +19,11 @@ class UniqueFd {
   UniqueFd& operator=(const UniqueFd&) = delete;
   int get() const { return fd_; }
   explicit operator bool() const { return fd_ >= 0; }
+  // Closes the descriptor held and holds `fd` instead.
+  void reset(int fd) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
   // Hands the descriptor over: the caller closes it.
   int release() {
     const int fd = fd_;

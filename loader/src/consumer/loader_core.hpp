@@ -44,20 +44,15 @@ class SampleNames {
   std::string operator()(std::int64_t sample) const {
     if (view_.raw()) return redact_url(data_) + " sample " + std::to_string(sample);
     const std::string number = "(sample " + std::to_string(sample);
-    if (view_.lazy()) {  // (its member's name is in its shard's index, which a worker read)
+    if (view_.lazy() || view_.in_shards()) {
+      // A shard's member, by its place in the shard: the index keeps no member names, and reading
+      // one back from the shard here would hold the loader's lock on a read of a file that may
+      // not answer (the one whose read a worker was just killed over).
       const auto [shard, row] = view_.shard_of(sample);
       return redact_url(std::string(view_.shard_path(shard))) + " " + number + ", number " +
              std::to_string(row) + " of the shard)";
     }
-    if (!view_.in_shards()) return redact_url(view_.path(sample)) + " " + number + ")";
-    // A shard's member: named by its header, read back (the index keeps no names), else by its
-    // place in the shard.
-    const auto [shard, row] = view_.shard_of(sample);
-    const std::string shard_path = redact_url(std::string(view_.shard_path(shard)));
-    const std::string member = member_name(view_, sample);
-    if (member.empty())
-      return shard_path + " " + number + ", number " + std::to_string(row) + " of the shard)";
-    return shard_path + ":" + member + " " + number + ")";
+    return redact_url(view_.path(sample)) + " " + number + ")";
   }
   // How a reported reason reads after the sample's name: "missing", or "missing (its mask
   // /data/m3.png)" when `code` says the mask was at fault.

@@ -188,7 +188,8 @@ CacheUsage cache_usage(const std::string& root) {
   CacheUsage usage;
   std::error_code ec;
   std::map<std::string, CacheUsage::Part> parts;
-  for (auto it = fs::recursive_directory_iterator(root, ec);
+  for (auto it = fs::recursive_directory_iterator(
+           root, fs::directory_options::skip_permission_denied, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     struct stat st {};
     if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;

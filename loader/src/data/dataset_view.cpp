@@ -1,6 +1,7 @@
 #include "data/dataset_view.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -49,9 +50,11 @@ std::string member_name(const DatasetView& view, std::int64_t i) {
   const std::string_view copy = view.copy(i);
   const std::string file = copy.empty() ? view.path(i) : std::string(copy);
   if (is_url(file)) return "";
-  // (A local copy is opened as the shard cache's rules open it: never through a link.)
-  const UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | (copy.empty() ? 0 : O_NOFOLLOW)));
-  if (!fd) return "";
+  // Never blocking on what the name holds now (a FIFO), never through a link to a local copy.
+  const UniqueFd fd(
+      ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | (copy.empty() ? 0 : O_NOFOLLOW)));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
   const ReadAt read_at = [&](std::uint64_t offset, void* dst, std::size_t n) {
     const std::int64_t got = pread_fully(fd.get(), dst, n, offset);
     return got < 0 ? std::size_t{0} : static_cast<std::size_t>(got);

@@ -1,7 +1,7 @@
 #pragma once
-// The dataset index as it lies in memory once written (DatasetIndex::write_to), and the
-// read-only view every worker reads it through. The index's bytes do not say what they hold:
-// the arena's header does (ipc/arena_layout.hpp; ArenaView::dataset() makes the view).
+// The dataset index as it lies in the machine's index file (data/index_format.hpp writes it), and
+// the read-only view every worker reads it through. The index's bytes do not say what kind they
+// hold: the arena's header does (ipc/arena_layout.hpp; ArenaView::dataset() makes the view).
 //
 // Thread-safety: DatasetView is read-only and safe from any thread or process.
 //
@@ -28,7 +28,8 @@ namespace stoke::detail {
 
 enum class DatasetKind : std::uint32_t { kRaw = 1, kFiles = 2, kShards = 3 };
 
-// The alignment of the sections after the first (pixels; boxes and path bytes).
+// The alignment of the sections after the first (kRaw's pixels, kShards' records and paths,
+// kFiles' sections).
 inline constexpr std::size_t kIndexAlign = 64;
 
 // How a sample's mask is stored: none; a file of its own (a list file's third column); a member
@@ -162,8 +163,9 @@ class DatasetView {
 };
 
 // REQUIRES: view.in_shards(). The name of sample i's image member, read back from its shard's
-// header when the shard (or its local copy) is a file here: "" for a shard only on its server,
-// or one whose header cannot be read. For messages: the index does not keep names.
+// header when the shard (or its local copy) is a regular file here: "" for a shard only on its
+// server, or one whose header cannot be read. For messages made before the loader runs (the
+// index does not keep names); it reads the file, so never under a lock others wait on.
 std::string member_name(const DatasetView& view, std::int64_t i);
 
 }  // namespace stoke::detail

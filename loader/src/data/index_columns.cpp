@@ -445,7 +445,9 @@ bool column_within(const std::uint8_t* region, const SectionInfo& info, std::int
 bool files_region_holds(const std::uint8_t* region, std::uint64_t size, std::uint64_t samples,
                         int max_classes) {
   FilesHeader h;
-  if (size < sizeof h) return false;
+  // (Every sample takes a byte at least: a path's entry, or a shard member's offset, distinct
+  // from its neighbours'. A planted count beyond that would have start-up loops run for ever.)
+  if (size < sizeof h || samples > size) return false;
   std::memcpy(&h, region, sizeof h);
   if (h.mask_kind > kMaskMember) return false;
   for (std::uint32_t s = 0; s < kSectionCount; ++s) {

@@ -154,8 +154,9 @@ void expire_index_files(const std::string& folder) {
     }
   }
   ::closedir(d);
-  // A lock file whose index is gone, when no loader holds it and it has not been made in the last
-  // hour (a loader that opened it then may be about to take it).
+  // A lock file whose index is gone and that no loader holds, not made in the last hour; removed
+  // while this sweep holds it, so a loader that opened it and takes it next finds it gone and
+  // takes the file made since (IndexFileLock), as every other loader does.
   for (const std::string& lock : locks) {
     struct stat st {};
     const std::string index = lock.substr(0, lock.size() - 5);
@@ -166,33 +167,56 @@ void expire_index_files(const std::string& folder) {
 }
 
 IndexFileLock::IndexFileLock(const std::string& folder, const std::string& name)
-    : path_(folder + "/" + name + ".lock"),
-      // (Read-only: flock needs no more, and another member of a shared cache's group may open
-      // it.)
-      fd_(try_raise_fd(::open(path_.c_str(), O_RDONLY | O_CREAT | kCacheOpenFlags,
-                              cache_file_mode(cache_shared())))) {
-  struct stat st {};
-  usable_ = fd_.get() >= 0 && ::fstat(fd_.get(), &st) == 0 && S_ISREG(st.st_mode) &&
-            trusted_cache_file(path_, st);
+    : path_(folder + "/" + name + ".lock"), fd_(-1) {
+  open_lock_file();
 }
 
 IndexFileLock::~IndexFileLock() {
   if (taken_) ::flock(fd_.get(), LOCK_UN);
 }
 
+void IndexFileLock::open_lock_file() {
+  // (Read-only: flock needs no more, and another member of a shared cache's group may open it.)
+  fd_.reset(try_raise_fd(::open(path_.c_str(), O_RDONLY | O_CREAT | kCacheOpenFlags,
+                                cache_file_mode(cache_shared()))));
+  struct stat st {};
+  usable_ = fd_.get() >= 0 && ::fstat(fd_.get(), &st) == 0 && S_ISREG(st.st_mode) &&
+            trusted_cache_file(path_, st);
+}
+
+bool IndexFileLock::held_file_is_named() const {
+  struct stat held {
+  }, named{};
+  return ::fstat(fd_.get(), &held) == 0 && ::lstat(path_.c_str(), &named) == 0 &&
+         held.st_dev == named.st_dev && held.st_ino == named.st_ino;
+}
+
 IndexFileLock::Attempt IndexFileLock::try_take() {
-  if (::flock(fd_.get(), LOCK_EX | LOCK_NB) == 0) {
-    taken_ = true;
-    return Attempt::kTaken;
+  for (;;) {
+    if (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0)
+      return errno == EWOULDBLOCK ? Attempt::kBusy : Attempt::kUnavailable;
+    if (held_file_is_named()) {
+      taken_ = true;
+      return Attempt::kTaken;
+    }
+    // A sweep removed the lock file this one opened (expire_index_files): another loader may
+    // lock the one made since, so this lock excludes no one. Take that one instead.
+    ::flock(fd_.get(), LOCK_UN);
+    open_lock_file();
+    if (!usable_) return Attempt::kUnavailable;
   }
-  return errno == EWOULDBLOCK ? Attempt::kBusy : Attempt::kUnavailable;
 }
 
 bool IndexFileLock::wait() {
-  int locked = 0;
-  while ((locked = ::flock(fd_.get(), LOCK_EX)) != 0 && errno == EINTR) {
+  for (;;) {
+    int locked = 0;
+    while ((locked = ::flock(fd_.get(), LOCK_EX)) != 0 && errno == EINTR) {
+    }
+    if (locked != 0) return false;
+    if (held_file_is_named()) return taken_ = true;
+    ::flock(fd_.get(), LOCK_UN);  // (as in try_take)
+    open_lock_file();
+    if (!usable_) return false;
   }
-  taken_ = locked == 0;
-  return taken_;
 }
 }  // namespace stoke::detail

@@ -71,13 +71,18 @@ class IndexFileLock {
 
   // Whether the lock file is one stoke may use: a regular file of a trusted owner.
   bool usable() const { return usable_; }
-  // Takes the lock when no other process holds it. REQUIRES: usable().
+  // Takes the lock when no other process holds it. REQUIRES: usable(). A lock taken on a file
+  // that expire_index_files removed meanwhile is let go, and the file now at the name taken.
   Attempt try_take();
   // Waits for the lock another process holds: false when it cannot be had. REQUIRES: try_take()
   // said kBusy.
   bool wait();
 
  private:
+  void open_lock_file();
+  // Whether the file locked is the one at the lock's name still.
+  bool held_file_is_named() const;
+
   std::string path_;
   UniqueFd fd_;
   bool usable_ = false;

@@ -31,7 +31,7 @@ struct IndexFileHeader {
   std::uint32_t flags = 0;  // kHasBoxes | kHasMasks | kHasBytes
   std::int64_t size = 0;
   std::int32_t height = 0, width = 0, channels = 0, reserved = 0;
-  std::uint64_t box_total = 0;  // kFiles: SampleBoxes; kShards: shard records
+  std::uint64_t box_total = 0;  // kShards: shard records; kFiles: its boxes (for the log only)
 };
 constexpr std::uint32_t kHasBoxes = 1, kHasMasks = 2, kHasBytes = 4;
 

@@ -102,7 +102,7 @@ struct ArenaHeader {
   std::int32_t raw_width = 0;
   std::int32_t raw_channels = 0;
   std::int32_t verify_region = 0;  // Verify::kRegion: JPEG scans are decoded through the crop only
-  std::int64_t box_total = 0;      // kFiles: SampleBoxes in the index
+  std::int64_t box_total = 0;      // kShards: the shards (kFiles' sections say their own sizes)
   // Remote shards: the deadline of a worker's ranged read (RemotePolicy::deadline_s; 0: the
   // default), the training process's, so that no worker reads the environment for it.
   double remote_deadline_s = 0;

@@ -300,6 +300,26 @@ TEST(IndexFile, AnIndexFileUnusedForAWeekGoesWhenALoaderStarts) {
   EXPECT_TRUE(fs::exists(index_path((dir.path() / "new.txt").string(), options)));
 }
 
+// A sweep may remove an old lock file that a loader has opened but not yet taken: that loader
+// then takes the file at the name (made anew), so the lock still excludes every other loader.
+TEST(IndexFile, ALockFileASweepRemovedIsNeverHeldBesideANewOne) {
+  test::TempDir dir;
+  const fs::path folder = dir.path() / "datasets";
+  fs::create_directories(folder);
+  const fs::path lock = folder / "0123456789abcdef.stoke-index.lock";
+  std::ofstream(lock).flush();
+  fs::last_write_time(lock, fs::file_time_type::clock::now() - std::chrono::hours(2));
+  detail::IndexFileLock a(folder.string(), "0123456789abcdef.stoke-index");
+  ASSERT_TRUE(a.usable());
+  detail::expire_index_files(folder.string());
+  EXPECT_FALSE(fs::exists(lock)) << "the sweep left the orphan lock file";
+  EXPECT_EQ(a.try_take(), detail::IndexFileLock::Attempt::kTaken);
+  EXPECT_TRUE(fs::exists(lock)) << "the lock taken is not at the lock's name";
+  detail::IndexFileLock b(folder.string(), "0123456789abcdef.stoke-index");
+  ASSERT_TRUE(b.usable());
+  EXPECT_EQ(b.try_take(), detail::IndexFileLock::Attempt::kBusy);
+}
+
 TEST(IndexFile, AURLWithCredentialsOrASignatureIsNeverKeyedNorShared) {
   IndexOptions options;
   options.caches.root = "/nonexistent";

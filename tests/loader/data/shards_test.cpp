@@ -298,8 +298,8 @@ TEST(ShardLoader, ShardsDeliverWhatTheFolderDelivers) {
 }
 
 // Bad samples of a shard are bad input like bad files: a sample without a label is left out
-// while indexing, a member that does not decode is skipped when its batch is made, and both
-// are named by shard and member.
+// while indexing, a member that does not decode is skipped when its batch is made; the first
+// is named by shard and member, the second by shard and place.
 TEST(ShardLoader, BadSamplesAreSkippedAndNamedByShardAndMember) {
   test::TempDir dir;
   const std::string jpeg = read_file(test::testdata("jpeg") + "/c00-aqua/00000.jpg");
@@ -325,7 +325,9 @@ TEST(ShardLoader, BadSamplesAreSkippedAndNamedByShardAndMember) {
   auto b = loader.next();
   ASSERT_TRUE(b);
   EXPECT_NE(b->sample_ids()[1], 1);  // the undecodable sample, replaced by another one
-  EXPECT_TRUE(log.contains("skipped " + shard + ":000001.jpg (sample 1): undecodable"))
+  // (Named by its place: the index keeps no member names, and the loader reads none back while
+  // it holds its lock.)
+  EXPECT_TRUE(log.contains("skipped " + shard + " (sample 1, number 1 of the shard): undecodable"))
       << log.lines().back();
   const Stats s = loader.stats();
   EXPECT_EQ(s.skipped_by_reason.at("no_label"), 1);
