@@ -275,7 +275,7 @@ void Loader::Impl::start_threads() {
       supervisor_ = std::make_unique<Supervisor>(
           core_, config_, log_,
           std::make_unique<WorkerPool>(core_->view, core_->arena.fd(), done_fd_, core_->index->fd(),
-                                       exe),
+                                       core_->index->pixels_fd(), exe),
           done_fd_, *time_);
       supervisor_->start();
     } catch (...) {

@@ -7,9 +7,10 @@
 //   png_label_map/  masks written by libpng: palette 8-bit (Pascal VOC's kind, with its 255
 //                   "void" border), palette 4-bit, gray 8-bit (also Adam7-interlaced), gray
 //                   16-bit, gray 2-bit
-//   index_file/     write_index_file of a list's index (masks), a shard index (boxes, bytes,
-//                   shard starts, a remote shard's copy, a left-out file) and IDX pixels, each
-//                   for the identity "fuzz"
+//   index_file/     write_index_file of a list's index (masks), a tree's (paths over three
+//                   blocks), a shard index (boxes, bytes, shard starts, a remote shard's copy, a
+//                   left-out file) and IDX data's, each for the identity "fuzz"
+//   pixels_file/    write_pixels_file of that IDX data, for the identity "fuzz"
 // Deterministic. tests/fuzz/make_parser_seeds.py runs it after writing tar/.
 //
 //   stoke_fuzz_parser_seedgen tests/fuzz/corpus
@@ -253,6 +254,14 @@ void write_index_files(const fs::path& root) {
   raw.labels = {0, 9, 4};
   raw.pixels = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
   write_index(root / "index_file" / "idx_pixels", raw);
+  fs::create_directories(root / "pixels_file");
+  const fs::path pixels = root / "pixels_file" / "three_2x2";
+  const int fd = ::open(pixels.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 || !stoke::detail::write_pixels_file(fd, raw, "fuzz")) {
+    std::cerr << pixels << ": cannot be written\n";
+    std::exit(1);
+  }
+  ::close(fd);
 
   DatasetIndex lazy;  // a dataset-level index's shards (one of them empty)
   lazy.kind = DatasetKind::kShards;

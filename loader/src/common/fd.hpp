@@ -1,6 +1,6 @@
 #pragma once
 // File descriptors: one closed when its owner goes out of scope (UniqueFd), and moving a new one
-// above the numbers a spawned worker is given (raise_fd), so that its dup2 onto 3, 4 and 5 can
+// above the numbers a spawned worker is given (raise_fd), so that its dup2 onto 3 to 6 can
 // never clobber another of ours.
 //
 // Thread-safety: UniqueFd is a value type; the functions are reentrant.

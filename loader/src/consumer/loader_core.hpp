@@ -97,7 +97,8 @@ struct LoaderCore {
   LoaderCore(const ArenaHeader& h, const Fill& fill, const Setup& setup)
       : index(setup.index),
         arena(h.total_size, arena_bytes_for(h, setup.initial_slots)),
-        view(written(arena, h, fill), index ? index->bytes() : nullptr),
+        view(written(arena, h, fill), index ? index->bytes() : nullptr,
+             index ? index->pixels() : nullptr),
         wake_fd(raise_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "an eventfd")),
         devices(setup.devices),
         names(setup.data, view),

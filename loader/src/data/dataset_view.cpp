@@ -17,7 +17,6 @@ DatasetView::DatasetView(const IndexRegion& region)
     : kind_(region.kind), size_(region.size), copies_(region.copies) {
   const std::uint8_t* base = region.bytes;
   if (base == nullptr) return;  // (an arena without an index: tests of its other parts)
-  const auto n = static_cast<std::size_t>(size_);
   if (kind_ == DatasetKind::kShards) {
     lazy_options_ = reinterpret_cast<const LazyShardOptions*>(base);
     base += align_up(sizeof(LazyShardOptions), kIndexAlign);
@@ -26,9 +25,10 @@ DatasetView::DatasetView(const IndexRegion& region)
     paths_ = reinterpret_cast<const char*>(
         base + align_up(shard_total_ * sizeof(ShardRecord), kIndexAlign));
   } else if (kind_ == DatasetKind::kRaw) {
-    raw_labels_ = reinterpret_cast<const std::int32_t*>(base);
-    raw_pixels_ = base + align_up(n * sizeof(std::int32_t), kIndexAlign);
+    raw_pixels_ = region.pixels;
     raw_bytes_ = region.raw_bytes;
+    if (raw_pixels_ != nullptr)
+      raw_labels_ = raw_pixels_ + static_cast<std::size_t>(size_) * raw_bytes_;
   } else {
     files_ = FilesRegion(base);
   }

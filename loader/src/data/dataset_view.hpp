@@ -6,7 +6,8 @@
 // Thread-safety: DatasetView is read-only and safe from any thread or process.
 //
 // Format (at header.index_offset in the index file, data/index_format.hpp):
-//   kRaw:   int32 labels[N], then (64-byte aligned) uint8 pixels[N][H][W][C]
+//   kRaw:   nothing: the pixels, uint8 [N][H][W][C], then the labels, uint8 [N], are the IDX files
+//           unpacked into a file of their own (data/index_format.hpp's pixels file)
 //   kFiles: per-source records and narrow per-sample columns (data/index_columns.hpp)
 //   kShards: (a dataset-level index's shards, data/shard_counts.hpp: each shard is indexed on
 //           its own the first time one of its samples is read, data/shard_tables.hpp)
@@ -69,6 +70,8 @@ struct IndexRegion {
   std::size_t raw_bytes = 0;            // kRaw: H x W x C bytes per sample
   std::size_t box_total = 0;            // kShards: shards
   bool copies = true;                   // false: remote shards' local copies are not read
+  // kRaw: the first sample's pixels, the labels after the last's (null: not mapped)
+  const std::uint8_t* pixels = nullptr;
 };
 
 class DatasetView {
@@ -80,11 +83,11 @@ class DatasetView {
   // A dataset-level index's shards: every per-sample accessor below but size() needs the
   // sample's shard indexed (data/shard_tables.hpp) and its own view.
   bool lazy() const { return kind_ == DatasetKind::kShards; }
-  // REQUIRES: !lazy()
+  // REQUIRES: !lazy(); raw(): the pixels mapped (IndexRegion::pixels).
   std::int32_t label(std::int64_t i) const {
     return raw() ? raw_labels_[i] : static_cast<std::int32_t>(files_.column(kLabelColumn)[i]);
   }
-  // REQUIRES: raw()
+  // REQUIRES: raw(), and the pixels mapped (IndexRegion::pixels).
   const std::uint8_t* raw_pixels(std::int64_t i) const { return raw_pixels_ + i * raw_bytes_; }
   std::size_t raw_bytes() const { return raw_bytes_; }
   // REQUIRES: !raw() and !lazy() for the accessors below.
@@ -147,7 +150,7 @@ class DatasetView {
  private:
   DatasetKind kind_;
   std::int64_t size_;
-  const std::int32_t* raw_labels_ = nullptr;
+  const std::uint8_t* raw_labels_ = nullptr;
   const std::uint8_t* raw_pixels_ = nullptr;
   std::size_t raw_bytes_ = 0;
   std::uint64_t unsigned_at(FilesSection c, std::int64_t i) const {

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <map>
 
 #include "common/fd.hpp"
@@ -31,19 +32,30 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// The index built into a memfd of this process's own.
-std::unique_ptr<MappedIndex> private_index(DatasetIndex index, int max_classes) {
-  const int fd = try_raise_fd(::memfd_create("stoke-index", MFD_CLOEXEC));
-  if (fd < 0 || !write_index_file(fd, index, "")) {
+// A memfd of this process's own that `write` filled: throws Error when it cannot.
+int private_file(const char* name, const std::function<bool(int)>& write) {
+  const int fd = try_raise_fd(::memfd_create(name, MFD_CLOEXEC));
+  if (fd < 0 || !write(fd)) {
     const int e = errno;
     if (fd >= 0) ::close(fd);
     throw Error(std::string("cannot hold the dataset index in memory (memfd): ") +
                 std::strerror(e));
   }
+  return fd;
+}
+
+// The index built into a memfd of this process's own (and its pixels into another: IDX data).
+std::unique_ptr<MappedIndex> private_index(DatasetIndex index, int max_classes) {
+  const int fd = private_file("stoke-index", [&](int f) { return write_index_file(f, index, ""); });
+  const int pixels =
+      index.kind != DatasetKind::kRaw
+          ? -1
+          : private_file("stoke-pixels", [&](int f) { return write_pixels_file(f, index, ""); });
   forget(index);
   std::unique_ptr<MappedIndex> m =
       map_index_file(fd, "", max_classes, static_cast<int>(MappedIndex::Origin::kPrivate), "");
-  if (!m) throw Error("the dataset index written in memory does not read back");
+  if (!m || (pixels >= 0 && !attach_pixels(*m, pixels, "", max_classes)))
+    throw Error("the dataset index written in memory does not read back");
   return m;
 }
 
@@ -92,8 +104,15 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
     return found;
   }
   remove_temporaries(folder, name);
+  remove_temporaries(folder, pixels_file_path(name));
   DatasetIndex index = indexed();
-  if (!write_cache_file(path, [&](int fd) { return write_index_file(fd, index, *identity); })) {
+  // (IDX: the pixels first, so that an index file found has its pixels beside it.)
+  const bool pixels_written =
+      index.kind != DatasetKind::kRaw || write_cache_file(pixels_file_path(path), [&](int fd) {
+        return write_pixels_file(fd, index, *identity);
+      });
+  if (!pixels_written ||
+      !write_cache_file(path, [&](int fd) { return write_index_file(fd, index, *identity); })) {
     auto m = private_index(std::move(index), options.max_classes);  // (a full disk: only slower)
     m->waited_s_ = waited;
     return built_here(std::move(m));

@@ -25,6 +25,7 @@ namespace stoke::detail {
 namespace {
 
 constexpr const char* kSuffix = ".stoke-index";
+constexpr const char* kPixelsSuffix = ".stoke-pixels";
 
 // A copy of the file open at `fd` (which it closes) in a memfd of this process's own, or -1.
 int private_copy(int fd, std::uint64_t size) {
@@ -78,23 +79,45 @@ std::string index_file_name(const std::string& identity) {
   return cache_key(identity) + kSuffix;
 }
 
-std::unique_ptr<MappedIndex> open_shared_index(const std::string& path, const std::string& identity,
-                                               const IndexOptions& options,
-                                               MappedIndex::Origin origin) {
+std::string pixels_file_path(const std::string& index_path) {
+  return index_path.substr(0, index_path.size() - std::strlen(kSuffix)) + kPixelsSuffix;
+}
+
+namespace {
+
+// The file at `path` in the shared folder opened for reading when it is one stoke may read: a
+// regular file of a trusted owner with one link, never through a link; another member of a
+// shared cache's group's file copied into private memory first. -1 otherwise.
+int open_shared_file(const std::string& path) {
   int fd = try_raise_fd(::open(path.c_str(), O_RDONLY | kCacheOpenFlags));
   struct stat st {};
-  if (fd < 0) return nullptr;
+  if (fd < 0) return -1;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
       !trusted_cache_file(path, st)) {
     ::close(fd);
-    return nullptr;
+    return -1;
   }
-  if (st.st_uid != ::geteuid() &&
-      (fd = private_copy(fd, static_cast<std::uint64_t>(st.st_size))) < 0)
-    return nullptr;
+  if (st.st_uid != ::geteuid()) fd = private_copy(fd, static_cast<std::uint64_t>(st.st_size));
+  return fd;
+}
+
+}  // namespace
+
+std::unique_ptr<MappedIndex> open_shared_index(const std::string& path, const std::string& identity,
+                                               const IndexOptions& options,
+                                               MappedIndex::Origin origin) {
+  const int fd = open_shared_file(path);
+  if (fd < 0) return nullptr;
   std::unique_ptr<MappedIndex> m =
       map_index_file(fd, identity, options.max_classes, static_cast<int>(origin), path);
   if (m && (!empty_files_still_empty(m->info()) || !lazy_options_hold(*m, options))) return nullptr;
+  if (m && m->info().kind == DatasetKind::kRaw) {  // (IDX: its pixels, in the file beside it)
+    const std::string pixels = pixels_file_path(path);
+    const int pixels_fd = open_shared_file(pixels);
+    if (pixels_fd < 0 || !attach_pixels(*m, pixels_fd, identity, options.max_classes))
+      return nullptr;
+    ::utimensat(AT_FDCWD, pixels.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
+  }
   if (m) ::utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);  // still in use
   return m;
 }
@@ -149,7 +172,8 @@ void expire_index_files(const std::string& folder) {
       locks.push_back(path);
     } else if (file.find(".tmp.") != std::string_view::npos) {
       if (unused_for(path, kIndexTemporaryKeep, now)) ::unlink(path.c_str());  // a dead writer's
-    } else if (file.ends_with(kSuffix) && unused_for(path, keep, now)) {
+    } else if ((file.ends_with(kSuffix) || file.ends_with(kPixelsSuffix)) &&
+               unused_for(path, keep, now)) {
       ::unlink(path.c_str());
     }
   }

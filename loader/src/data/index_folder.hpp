@@ -33,8 +33,13 @@ std::string index_folder(const std::string& root);
 // The shared index file's name for an identity: "<16 hex digits>.stoke-index".
 std::string index_file_name(const std::string& identity);
 
+// The pixels file of the shared index file at `index_path` (IDX data: "<key>.stoke-pixels"),
+// written and read with it.
+std::string pixels_file_path(const std::string& index_path);
+
 // The shared index file at `path` when it is one of ours, of this identity, whole and current
-// (its left-out empty files still empty, its shard options this loader's), mapped; marks it used.
+// (its left-out empty files still empty, its shard options this loader's), mapped, with its
+// pixels file for IDX data; marks them used.
 // One that another member of a shared cache's group owns is read from a private copy: it could
 // rewrite the file after it is checked.
 std::unique_ptr<MappedIndex> open_shared_index(const std::string& path, const std::string& identity,

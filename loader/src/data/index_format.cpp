@@ -3,11 +3,13 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string_view>
 
 #include "common/align.hpp"
+#include "common/fd.hpp"
 #include "data/file_reader.hpp"
 #include "data/index_columns.hpp"
 #include "data/shard_list.hpp"
@@ -152,8 +154,7 @@ std::uint64_t region_size(const DatasetIndex& index, const std::optional<FilesIm
     return align_up(sizeof(LazyShardOptions), kIndexAlign) +
            align_up(index.shard_records.size() * sizeof(ShardRecord), kIndexAlign) +
            index.paths.size();
-  if (index.kind == DatasetKind::kRaw)
-    return align_up(index.labels.size() * sizeof(std::int32_t), kIndexAlign) + index.pixels.size();
+  if (index.kind == DatasetKind::kRaw) return 0;  // (every byte is in the pixels file)
   return files->size();
 }
 
@@ -162,9 +163,7 @@ bool write_region(int fd, const DatasetIndex& index, const std::optional<FilesIm
   const auto section = [fd](const void* p, std::size_t n) {
     return write_fully(fd, p, n) && write_fully(fd, kZeros, align_up(n, kIndexAlign) - n);
   };
-  if (index.kind == DatasetKind::kRaw)
-    return section(index.labels.data(), index.labels.size() * sizeof(std::int32_t)) &&
-           write_fully(fd, index.pixels.data(), index.pixels.size());
+  if (index.kind == DatasetKind::kRaw) return true;
   if (index.kind == DatasetKind::kShards)
     return section(&index.lazy_options, sizeof index.lazy_options) &&
            section(index.shard_records.data(), index.shard_records.size() * sizeof(ShardRecord)) &&
@@ -213,13 +212,7 @@ bool region_holds(const IndexFileHeader& h, const std::uint8_t* region, int max_
     if (h.height < 1 || h.width < 1 || h.channels != 1 || h.height > (1 << 16) ||
         h.width > (1 << 16) || h.flags != 0 || h.box_total != 0)
       return false;
-    const std::uint64_t labels = align_up(n * sizeof(std::int32_t), kIndexAlign);
-    const std::uint64_t per = std::uint64_t(h.height) * std::uint64_t(h.width) * h.channels;
-    if (n > h.region_size / per || h.region_size != labels + n * per) return false;
-    const auto* l = reinterpret_cast<const std::int32_t*>(region);
-    for (std::uint64_t i = 0; i < n; ++i)
-      if (l[i] < 0 || l[i] >= max_classes) return false;
-    return true;
+    return h.region_size == 0;  // (the labels are checked with the pixels: attach_pixels)
   }
   if (h.kind == static_cast<std::uint32_t>(DatasetKind::kShards))
     return shards_hold(h, region, max_classes);
@@ -258,11 +251,17 @@ bool meta_holds(const DatasetIndex& info) {
 MappedIndex::~MappedIndex() {
   if (map_ != nullptr) ::munmap(const_cast<std::uint8_t*>(map_), map_size_);
   if (fd_ >= 0) ::close(fd_);
+  if (pixels_map_ != nullptr) ::munmap(const_cast<std::uint8_t*>(pixels_map_), pixels_map_size_);
+  if (pixels_fd_ >= 0) ::close(pixels_fd_);
 }
 
 DatasetView MappedIndex::view(bool copies) const {
-  return DatasetView(
-      IndexRegion{info_.kind, info_.size, map_ + region_offset_, raw_bytes(), box_total_, copies});
+  return DatasetView(IndexRegion{info_.kind, info_.size, map_ + region_offset_, raw_bytes(),
+                                 box_total_, copies, pixels()});
+}
+
+const std::uint8_t* MappedIndex::pixels() const {
+  return pixels_map_ == nullptr ? nullptr : pixels_map_ + kRegionOffset;
 }
 
 std::size_t MappedIndex::raw_bytes() const {
@@ -272,6 +271,76 @@ std::size_t MappedIndex::raw_bytes() const {
 void MappedIndex::release_pages() const {
   ::madvise(const_cast<std::uint8_t*>(map_), map_size_, MADV_DONTNEED);
   ::madvise(const_cast<std::uint8_t*>(map_), map_size_, MADV_RANDOM);  // (samples are read so)
+  if (pixels_map_ != nullptr)
+    ::madvise(const_cast<std::uint8_t*>(pixels_map_), pixels_map_size_, MADV_DONTNEED);
+}
+
+namespace {
+
+constexpr char kPixelsMagic[8] = {'S', 'T', 'O', 'K', 'E', 'P', 'X', '\0'};
+constexpr std::uint32_t kPixelsFormat = 1;
+
+// The pixels file: this header, the pixels at kRegionOffset, one label byte a sample, then the
+// identity text.
+struct PixelsFileHeader {
+  char magic[8] = {};
+  std::uint32_t format = kPixelsFormat;
+  std::uint32_t header_size = sizeof(PixelsFileHeader);
+  std::uint64_t file_size = 0;
+  std::uint64_t pixels_size = 0;
+  std::uint64_t samples = 0;
+  std::uint64_t identity_size = 0;
+};
+
+}  // namespace
+
+bool write_pixels_file(int fd, const DatasetIndex& index, const std::string& identity) {
+  PixelsFileHeader h;
+  std::memcpy(h.magic, kPixelsMagic, sizeof kPixelsMagic);
+  h.pixels_size = index.pixels.size();
+  h.samples = index.labels.size();
+  h.identity_size = identity.size();
+  h.file_size = kRegionOffset + h.pixels_size + h.samples + h.identity_size;
+  std::string head(kRegionOffset, '\0');
+  std::memcpy(head.data(), &h, sizeof h);
+  // (IDX labels are bytes: read_idx gives 0..255.)
+  const std::vector<std::uint8_t> labels(index.labels.begin(), index.labels.end());
+  return write_fully(fd, head.data(), head.size()) &&
+         write_fully(fd, index.pixels.data(), index.pixels.size()) &&
+         write_fully(fd, labels.data(), labels.size()) &&
+         write_fully(fd, identity.data(), identity.size());
+}
+
+bool attach_pixels(MappedIndex& index, int fd, const std::string& identity, int max_classes) {
+  UniqueFd owned(fd);
+  struct stat st {};
+  if (index.info_.kind != DatasetKind::kRaw || ::fstat(fd, &st) != 0 ||
+      st.st_size < static_cast<off_t>(kRegionOffset))
+    return false;
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  PixelsFileHeader h;
+  if (pread_fully(fd, &h, sizeof h, 0) != static_cast<std::int64_t>(sizeof h)) return false;
+  const auto n = static_cast<std::uint64_t>(index.info_.size);
+  const std::uint64_t want = n * index.raw_bytes();
+  if (std::memcmp(h.magic, kPixelsMagic, sizeof kPixelsMagic) != 0 || h.format != kPixelsFormat ||
+      h.header_size != sizeof h || h.file_size != size || h.pixels_size != want || h.samples != n ||
+      h.identity_size != identity.size() || kRegionOffset + want + n + identity.size() != size)
+    return false;
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return false;
+  const auto* map = static_cast<const std::uint8_t*>(p);
+  const std::uint8_t* labels = map + kRegionOffset + want;
+  const bool ok =
+      std::string_view(reinterpret_cast<const char*>(labels + n), identity.size()) == identity &&
+      std::all_of(labels, labels + n, [&](std::uint8_t l) { return l < max_classes; });
+  if (!ok) {
+    ::munmap(p, size);
+    return false;
+  }
+  index.pixels_map_ = map;
+  index.pixels_map_size_ = size;
+  index.pixels_fd_ = owned.release();
+  return true;
 }
 
 bool write_index_file(int fd, const DatasetIndex& index, const std::string& identity) {

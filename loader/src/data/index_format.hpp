@@ -29,6 +29,7 @@ inline constexpr std::uint32_t kIndexFileFormat = 3;
 class MappedIndex;
 std::unique_ptr<MappedIndex> map_index_file(int fd, const std::string& identity, int max_classes,
                                             int origin, std::string file);
+bool attach_pixels(MappedIndex& index, int fd, const std::string& identity, int max_classes);
 std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
                                                  const struct IndexOptions& options);
 
@@ -52,6 +53,11 @@ class MappedIndex {
   // The mapped index. `copies` false: every remote shard's local copy is forgotten (the shard
   // cache is off; the workers read the servers).
   DatasetView view(bool copies = true) const;
+  // kRaw (IDX): the pixels, then the labels, in a file of their own (attach_pixels), the first
+  // sample's first byte at pixels_offset() of it; null and -1 until attached.
+  const std::uint8_t* pixels() const;
+  int pixels_fd() const { return pixels_fd_; }
+  static constexpr std::uint64_t pixels_offset() { return 4096; }
   // The mapping's first byte (the region is at region_offset()).
   const std::uint8_t* bytes() const { return map_; }
   // The descriptor of the index file (a worker maps it), and where the region lies in it.
@@ -75,6 +81,7 @@ class MappedIndex {
   friend std::unique_ptr<MappedIndex> map_index_file(int, const std::string&, int, int,
                                                      std::string);
   friend std::shared_ptr<const MappedIndex> index_dataset(const std::string&, const IndexOptions&);
+  friend bool attach_pixels(MappedIndex&, int, const std::string&, int);
   MappedIndex() = default;
 
   DatasetIndex info_;
@@ -88,11 +95,27 @@ class MappedIndex {
   std::string file_;
   double waited_s_ = 0;
   double built_s_ = 0;
+  int pixels_fd_ = -1;
+  const std::uint8_t* pixels_map_ = nullptr;
+  std::size_t pixels_map_size_ = 0;
 };
 
 // An index file of `index` written to `fd` (from its current position, which must be 0), with
-// `identity`. False when it cannot be written (errno set).
+// `identity`. False when it cannot be written (errno set). A kRaw index's pixels are not in it:
+// write_pixels_file writes them to a file of their own.
 bool write_index_file(int fd, const DatasetIndex& index, const std::string& identity);
+
+// The pixels file of a kRaw index (the IDX files, unpacked: the data, not an index of it): a
+// 4 KiB header, the pixels (uint8 [N][H][W][C]) at MappedIndex::pixels_offset(), one label byte
+// a sample (IDX labels are bytes), then `identity`. False when it cannot be written (errno set).
+// The index file itself then holds no per-sample entry at all.
+bool write_pixels_file(int fd, const DatasetIndex& index, const std::string& identity);
+
+// Maps the pixels file open at `fd` (which it takes, and closes unless it succeeds) into the
+// kRaw `index`: false when it is not a pixels file of `identity` with the index's samples' bytes,
+// or a label in it is not below max_classes (a stale, damaged or planted one is rebuilt, never
+// read).
+bool attach_pixels(MappedIndex& index, int fd, const std::string& identity, int max_classes);
 
 // The index in the file open at `fd` (which it takes), mapped and checked: nullptr when it is
 // not an index file of this format, was written for another identity, or any offset, length,

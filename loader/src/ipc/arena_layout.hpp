@@ -32,8 +32,9 @@ inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKAREN
 // bytes (photometric steps), the slots' applied ops; 9: Step of 224 bytes (random
 // erasing, timm's policies), the slots' erase boxes; 10: Step of 288 bytes
 // (random_affine's ranges, AugMix's settings); 11: the slots' mix samples and soft labels; 12:
-// the index file; 13: the public stoke::Step itself as the step record (no mirror of it)
-inline constexpr std::uint32_t kLayoutVersion = 13;
+// the index file; 13: the public stoke::Step itself as the step record (no mirror of it); 14:
+// the index file's narrow columns (format 3), IDX pixels in a file of their own (fd 6)
+inline constexpr std::uint32_t kLayoutVersion = 14;
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
 
@@ -182,9 +183,11 @@ static_assert(std::is_trivially_copyable_v<Step> && std::is_standard_layout_v<St
 // Typed access to an arena mapped at `base`. Thread-safety: as the fields it points to.
 class ArenaView {
  public:
-  // `index`: the index file's mapping (the dataset() view reads it; null where none is needed).
-  explicit ArenaView(std::uint8_t* base, const std::uint8_t* index = nullptr)
-      : base_(base), index_(index) {}
+  // `index`: the index file's mapping (the dataset() view reads it; null where none is needed);
+  // `pixels`: IDX data's first sample's pixels (MappedIndex::pixels()), null for other data.
+  explicit ArenaView(std::uint8_t* base, const std::uint8_t* index = nullptr,
+                     const std::uint8_t* pixels = nullptr)
+      : base_(base), index_(index), pixels_(pixels) {}
 
   std::uint8_t* base() const { return base_; }
   ArenaHeader& header() const { return *reinterpret_cast<ArenaHeader*>(base_); }
@@ -195,7 +198,7 @@ class ArenaView {
     return DatasetView(
         IndexRegion{h.dataset_kind, h.sample_count, index_ + h.index_offset,
                     static_cast<std::size_t>(h.raw_height) * h.raw_width * h.raw_channels,
-                    static_cast<std::size_t>(h.box_total), h.shard_copies != 0});
+                    static_cast<std::size_t>(h.box_total), h.shard_copies != 0, pixels_});
   }
   const Step* steps() const { return reinterpret_cast<const Step*>(base_ + header().steps_offset); }
   WorkerRecord& worker(std::uint32_t i) const {
@@ -257,6 +260,7 @@ class ArenaView {
  private:
   std::uint8_t* base_;
   const std::uint8_t* index_;
+  const std::uint8_t* pixels_;
 };
 
 }  // namespace stoke::detail

@@ -58,12 +58,13 @@ void reset_worker_record(const ArenaView& arena, std::uint32_t i) {
   new (record) WorkerRecord();
 }
 
-WorkerPool::WorkerPool(ArenaView arena, int arena_fd, int done_fd, int index_fd,
+WorkerPool::WorkerPool(ArenaView arena, int arena_fd, int done_fd, int index_fd, int pixels_fd,
                        std::string executable)
     : arena_(arena),
       arena_fd_(arena_fd),
       done_fd_(done_fd),
       index_fd_(index_fd),
+      pixels_fd_(pixels_fd),
       executable_(std::move(executable)),
       workers_(arena.header().worker_capacity) {}
 
@@ -79,7 +80,8 @@ void WorkerPool::spawn(int i) {
   posix_spawn_file_actions_adddup2(&actions, arena_fd_, 3);
   posix_spawn_file_actions_adddup2(&actions, done_fd_, 4);
   posix_spawn_file_actions_adddup2(&actions, index_fd_, 5);
-  posix_spawn_file_actions_addclosefrom_np(&actions, 6);
+  posix_spawn_file_actions_adddup2(&actions, pixels_fd_ >= 0 ? pixels_fd_ : index_fd_, 6);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 7);
 
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);

@@ -24,7 +24,8 @@ namespace stoke::detail {
 
 class WorkerPool final : public WorkerProcesses {
  public:
-  WorkerPool(ArenaView arena, int arena_fd, int done_fd, int index_fd, std::string executable);
+  WorkerPool(ArenaView arena, int arena_fd, int done_fd, int index_fd, int pixels_fd,
+             std::string executable);
   ~WorkerPool() override;  // kills and reaps whatever is still running
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -57,6 +58,7 @@ class WorkerPool final : public WorkerProcesses {
   int arena_fd_;
   int done_fd_;
   int index_fd_;
+  int pixels_fd_;  // IDX data's pixels file, else -1
   std::string executable_;
   std::vector<Process> workers_;
 };

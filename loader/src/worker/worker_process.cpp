@@ -13,6 +13,7 @@
 #include <opencv2/core/utility.hpp>
 #include <string>
 
+#include "data/index_format.hpp"
 #include "ipc/arena_layout.hpp"
 #include "worker/chunk_runner.hpp"
 #include "worker/worker_exit_codes.hpp"
@@ -24,6 +25,7 @@ namespace {
 constexpr int kArenaFd = 3;
 constexpr int kDoneFd = 4;
 constexpr int kIndexFd = 5;
+constexpr int kPixelsFd = 6;  // IDX data's pixels (MappedIndex::pixels_fd()); else the index again
 
 void notify_parent() {
   const std::uint64_t one = 1;
@@ -99,7 +101,26 @@ int run_worker_process(int argc, char** argv, const WorkerEnvironment& env) {
       ::mmap(nullptr, static_cast<std::size_t>(ist.st_size), PROT_READ, MAP_SHARED, kIndexFd, 0);
   if (index_base == MAP_FAILED) return kExitBadArena;
   ::madvise(index_base, static_cast<std::size_t>(ist.st_size), MADV_RANDOM);  // samples are read so
-  ArenaView arena(static_cast<std::uint8_t*>(base), static_cast<const std::uint8_t*>(index_base));
+  // IDX data: the pixels and then the labels, in their own file, the first sample's pixels at
+  // MappedIndex::pixels_offset().
+  const std::uint8_t* pixels = nullptr;
+  if (header.dataset_kind == DatasetKind::kRaw) {
+    const std::uint64_t bytes = static_cast<std::uint64_t>(header.sample_count) *
+                                static_cast<std::uint64_t>(header.raw_height) *
+                                static_cast<std::uint64_t>(header.raw_width) *
+                                static_cast<std::uint64_t>(header.raw_channels);
+    struct stat pst {};
+    if (::fstat(kPixelsFd, &pst) != 0 ||
+        static_cast<std::uint64_t>(pst.st_size) <
+            MappedIndex::pixels_offset() + bytes + static_cast<std::uint64_t>(header.sample_count))
+      return kExitBadArena;
+    void* p =
+        ::mmap(nullptr, static_cast<std::size_t>(pst.st_size), PROT_READ, MAP_SHARED, kPixelsFd, 0);
+    if (p == MAP_FAILED) return kExitBadArena;
+    pixels = static_cast<const std::uint8_t*>(p) + MappedIndex::pixels_offset();
+  }
+  ArenaView arena(static_cast<std::uint8_t*>(base), static_cast<const std::uint8_t*>(index_base),
+                  pixels);
   WorkerRecord& record = arena.worker(index);
   record.pid = ::getpid();
   std::snprintf(record.version, sizeof record.version, "%s", tag.c_str());

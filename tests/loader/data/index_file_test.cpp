@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <initializer_list>
 #include <set>
 #include <thread>
@@ -60,12 +61,18 @@ fs::path index_path(const std::string& data, const IndexOptions& options) {
          detail::index_file_name(*detail::dataset_identity(data, options));
 }
 
-// An index file of `index` in a memfd, mapped back.
+// An index file of `index` in a memfd, mapped back (with its pixels file, for IDX data).
 std::unique_ptr<MappedIndex> round_trip(const DatasetIndex& index, const std::string& identity,
                                         int max_classes = kDefaultMaxClasses) {
   const int fd = ::memfd_create("index-test", MFD_CLOEXEC);
   EXPECT_TRUE(detail::write_index_file(fd, index, identity));
-  return detail::map_index_file(fd, identity, max_classes, 0, "");
+  std::unique_ptr<MappedIndex> m = detail::map_index_file(fd, identity, max_classes, 0, "");
+  if (m && index.kind == detail::DatasetKind::kRaw) {
+    const int pixels = ::memfd_create("pixels-test", MFD_CLOEXEC);
+    EXPECT_TRUE(detail::write_pixels_file(pixels, index, identity));
+    EXPECT_TRUE(detail::attach_pixels(*m, pixels, identity, max_classes));
+  }
+  return m;
 }
 
 // Every accessor of the mapped view agrees with the index built in memory.
@@ -318,6 +325,59 @@ TEST(IndexFile, ALockFileASweepRemovedIsNeverHeldBesideANewOne) {
   detail::IndexFileLock b(folder.string(), "0123456789abcdef.stoke-index");
   ASSERT_TRUE(b.usable());
   EXPECT_EQ(b.try_take(), detail::IndexFileLock::Attempt::kBusy);
+}
+
+// IDX data needs no per-sample entry (sample i's pixels are at i x H x W): the index file holds
+// none, and the IDX files unpacked, pixels and labels, are a file of their own beside it (the
+// data, kept once a machine as the index is). It was 788 bytes a sample in the index file. A
+// pixels file that is missing, cut short or of another identity is rebuilt, never read.
+TEST(IndexFile, IdxDataHoldsNoPerSampleEntryItsPixelsAreAFileBesideIt) {
+  test::TempDir dir;
+  IndexOptions options = cached_in(dir);
+  options.split = Split::kTest;
+  options.max_classes = 100;  // (so that a label byte of 200 is out of bounds)
+  const DatasetIndex built = detail::build_index(tools::kDefaultFashionMnistDir, options);
+  const auto index = detail::index_dataset(tools::kDefaultFashionMnistDir, options);
+  ASSERT_EQ(index->origin(), Origin::kBuilt);
+  const double per_sample = double(fs::file_size(index->file())) / double(built.size);
+  std::printf("Fashion-MNIST test: the index file holds %.2f bytes a sample\n", per_sample);
+  EXPECT_LE(per_sample, 1.0);
+  const fs::path pixels = detail::pixels_file_path(index->file());
+  EXPECT_EQ(fs::file_size(pixels),
+            4096 + built.pixels.size() + built.labels.size() +
+                detail::dataset_identity(tools::kDefaultFashionMnistDir, options)->size());
+  const auto same = [&](const MappedIndex& m) {
+    const DatasetView view = m.view();
+    for (std::int64_t i = 0; i < view.size(); i += 37) {
+      const auto at = static_cast<std::size_t>(i);
+      ASSERT_EQ(view.label(i), built.labels[at]) << i;
+      ASSERT_EQ(std::memcmp(view.raw_pixels(i), built.pixels.data() + at * view.raw_bytes(),
+                            view.raw_bytes()),
+                0)
+          << i;
+    }
+  };
+  same(*index);
+  EXPECT_EQ(detail::index_dataset(tools::kDefaultFashionMnistDir, options)->origin(),
+            Origin::kFound);
+  const auto rebuilt_after = [&](const char* what, const std::function<void()>& damage) {
+    damage();
+    const auto again = detail::index_dataset(tools::kDefaultFashionMnistDir, options);
+    EXPECT_EQ(again->origin(), Origin::kBuilt) << what;
+    same(*again);
+  };
+  rebuilt_after("missing", [&] { fs::remove(pixels); });
+  rebuilt_after("cut short", [&] { fs::resize_file(pixels, fs::file_size(pixels) - 1000); });
+  rebuilt_after("another identity", [&] {
+    std::fstream f(pixels, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-1, std::ios::end);
+    f.put('#');
+  });
+  rebuilt_after("a label past max_classes", [&] {
+    std::fstream f(pixels, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(4096 + built.pixels.size()));
+    f.put(static_cast<char>(200));
+  });
 }
 
 TEST(IndexFile, AURLWithCredentialsOrASignatureIsNeverKeyedNorShared) {
