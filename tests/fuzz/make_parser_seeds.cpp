@@ -10,7 +10,8 @@
 //   index_file/     write_index_file of a list's index (masks), a tree's (paths over three
 //                   blocks), a shard index (boxes, bytes, shard starts, a remote shard's copy, a
 //                   left-out file) and IDX data's, each for the identity "fuzz"
-//   pixels_file/    write_pixels_file of that IDX data, for the identity "fuzz"
+//   pixels_file/    the IDX data's numbers (images, height, width) and write_pixels_file of
+//                   it, for the identity "fuzz"
 // Deterministic. tests/fuzz/make_parser_seeds.py runs it after writing tar/.
 //
 //   stoke_fuzz_parser_seedgen tests/fuzz/corpus
@@ -257,7 +258,11 @@ void write_index_files(const fs::path& root) {
   fs::create_directories(root / "pixels_file");
   const fs::path pixels = root / "pixels_file" / "three_2x2";
   const int fd = ::open(pixels.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0 || !stoke::detail::write_pixels_file(fd, raw, "fuzz")) {
+  // (The fuzz target's input: the index's images, height and width, then the pixels file.)
+  const std::uint32_t images = 3;
+  const std::uint16_t side = 2;
+  if (fd < 0 || ::write(fd, &images, 4) != 4 || ::write(fd, &side, 2) != 2 ||
+      ::write(fd, &side, 2) != 2 || !stoke::detail::write_pixels_file(fd, raw, "fuzz")) {
     std::cerr << pixels << ": cannot be written\n";
     std::exit(1);
   }

@@ -1,7 +1,9 @@
-// libFuzzer target: the input is an IDX dataset's pixels file (data/index_format.hpp's
-// write_pixels_file: the IDX files unpacked, beside the index file under the cache folder's
-// datasets/, where anyone allowed to write there may have put it) -> attach_pixels onto the index
-// of 3 samples of 2 x 2 pixels the seeds were written for, identity "fuzz".
+// libFuzzer target: the input is an IDX index's numbers and its pixels file
+// (data/index_format.hpp's write_pixels_file: the IDX files unpacked, beside the index file under
+// the cache folder's datasets/, where anyone allowed to write there may have put both): 8 bytes,
+// the images (uint32) and their height and width (uint16 each) an index file claims, then the
+// pixels file -> map_index_file of such an index, then attach_pixels onto it, identity "fuzz". (A
+// pair whose numbers wrapped 2^64 was read outside the mapping: the two are fuzzed together.)
 //
 // Checks beyond the sanitizers:
 //   * attach_pixels accepts or refuses, nothing else;
@@ -14,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -25,26 +28,38 @@ namespace {
 
 constexpr int kMaxClasses = 10;
 
-// The index the seeds' pixels file belongs to, mapped from a memfd.
-std::unique_ptr<stoke::detail::MappedIndex> raw_index() {
+// The index of `images` images of height x width pixels, mapped from a memfd; null when
+// map_index_file refuses those numbers.
+std::unique_ptr<stoke::detail::MappedIndex> raw_index(std::uint32_t images, int height, int width) {
   using namespace stoke::detail;
   DatasetIndex raw;
   raw.kind = DatasetKind::kRaw;
-  raw.size = 3;
-  raw.height = raw.width = 2;
+  raw.size = images;
+  raw.height = height;
+  raw.width = width;
   raw.channels = 1;
-  raw.labels = {0, 9, 4};
-  raw.pixels.assign(12, 0);
   const int fd = ::memfd_create("fuzz-index", MFD_CLOEXEC);
-  if (fd < 0 || !write_index_file(fd, raw, "fuzz")) return nullptr;
-  return map_index_file(fd, "fuzz", kMaxClasses, 0, "");
+  if (fd < 0) return nullptr;
+  if (!write_index_file(fd, raw, "fuzz")) {
+    ::close(fd);
+    return nullptr;
+  }
+  return map_index_file(fd, "fuzz", kMaxClasses, 0, "");  // (takes fd)
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  std::unique_ptr<stoke::detail::MappedIndex> index = raw_index();
-  STOKE_FUZZ_CHECK(index != nullptr, "the index the pixels file belongs to does not map");
+  if (size < 8) return 0;
+  std::uint32_t images = 0;
+  std::uint16_t height = 0, width = 0;
+  std::memcpy(&images, data, 4);
+  std::memcpy(&height, data + 4, 2);
+  std::memcpy(&width, data + 6, 2);
+  data += 8;
+  size -= 8;
+  std::unique_ptr<stoke::detail::MappedIndex> index = raw_index(images, height, width);
+  if (!index) return 0;
   const int fd = ::memfd_create("fuzz-pixels", MFD_CLOEXEC);
   if (fd < 0) return 0;
   if (size > 0 && ::write(fd, data, size) != static_cast<ssize_t>(size)) {

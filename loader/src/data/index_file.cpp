@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -46,15 +47,14 @@ int private_file(const char* name, const std::function<bool(int)>& write) {
 
 // The index built into a memfd of this process's own (and its pixels into another: IDX data).
 std::unique_ptr<MappedIndex> private_index(DatasetIndex index, int max_classes) {
-  const int fd = private_file("stoke-index", [&](int f) { return write_index_file(f, index, ""); });
-  const int pixels =
-      index.kind != DatasetKind::kRaw
-          ? -1
-          : private_file("stoke-pixels", [&](int f) { return write_pixels_file(f, index, ""); });
+  UniqueFd fd(private_file("stoke-index", [&](int f) { return write_index_file(f, index, ""); }));
+  UniqueFd pixels(index.kind != DatasetKind::kRaw ? -1 : private_file("stoke-pixels", [&](int f) {
+    return write_pixels_file(f, index, "");
+  }));
   forget(index);
-  std::unique_ptr<MappedIndex> m =
-      map_index_file(fd, "", max_classes, static_cast<int>(MappedIndex::Origin::kPrivate), "");
-  if (!m || (pixels >= 0 && !attach_pixels(*m, pixels, "", max_classes)))
+  std::unique_ptr<MappedIndex> m = map_index_file(
+      fd.release(), "", max_classes, static_cast<int>(MappedIndex::Origin::kPrivate), "");
+  if (!m || (pixels && !attach_pixels(*m, pixels.release(), "", max_classes)))
     throw Error("the dataset index written in memory does not read back");
   return m;
 }
@@ -113,6 +113,8 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
       });
   if (!pixels_written ||
       !write_cache_file(path, [&](int fd) { return write_index_file(fd, index, *identity); })) {
+    // (A full disk: pixels written without their index go now, not after a week.)
+    if (pixels_written && index.kind == DatasetKind::kRaw) ::unlink(pixels_file_path(path).c_str());
     auto m = private_index(std::move(index), options.max_classes);  // (a full disk: only slower)
     m->waited_s_ = waited;
     return built_here(std::move(m));

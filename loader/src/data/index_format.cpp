@@ -209,8 +209,9 @@ bool region_holds(const IndexFileHeader& h, const std::uint8_t* region, int max_
   if (h.kind == static_cast<std::uint32_t>(DatasetKind::kRaw)) {
     // (IDX data: one channel, and nothing a file entry has: the accessors of masks, bytes and
     // boxes read entries, which raw data has none of)
-    if (h.height < 1 || h.width < 1 || h.channels != 1 || h.height > (1 << 16) ||
-        h.width > (1 << 16) || h.flags != 0 || h.box_total != 0)
+    // The IDX reader's bounds (data/mnist.cpp), so that no product of them can wrap.
+    if (h.height < 1 || h.width < 1 || h.channels != 1 || h.height > kMaxIdxSide ||
+        h.width > kMaxIdxSide || n > kMaxIdxImages || h.flags != 0 || h.box_total != 0)
       return false;
     return h.region_size == 0;  // (the labels are checked with the pixels: attach_pixels)
   }
@@ -321,7 +322,10 @@ bool attach_pixels(MappedIndex& index, int fd, const std::string& identity, int 
   PixelsFileHeader h;
   if (pread_fully(fd, &h, sizeof h, 0) != static_cast<std::int64_t>(sizeof h)) return false;
   const auto n = static_cast<std::uint64_t>(index.info_.size);
-  const std::uint64_t want = n * index.raw_bytes();
+  const std::uint64_t per = index.raw_bytes();
+  // (Bounded before any product: the file holds per + 1 bytes a sample after its header.)
+  if (per == 0 || n > (size - kRegionOffset) / (per + 1)) return false;
+  const std::uint64_t want = n * per;
   if (std::memcmp(h.magic, kPixelsMagic, sizeof kPixelsMagic) != 0 || h.format != kPixelsFormat ||
       h.header_size != sizeof h || h.file_size != size || h.pixels_size != want || h.samples != n ||
       h.identity_size != identity.size() || kRegionOffset + want + n + identity.size() != size)

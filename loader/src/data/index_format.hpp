@@ -26,6 +26,10 @@ namespace stoke::detail {
 // in narrow columns (data/index_columns.hpp).
 inline constexpr std::uint32_t kIndexFileFormat = 3;
 
+// IDX data as the reader takes it (data/mnist.cpp), and as an index file may claim it.
+inline constexpr std::int64_t kMaxIdxSide = 4096;
+inline constexpr std::uint64_t kMaxIdxImages = std::uint64_t{1} << 28;
+
 class MappedIndex;
 std::unique_ptr<MappedIndex> map_index_file(int fd, const std::string& identity, int max_classes,
                                             int origin, std::string file);

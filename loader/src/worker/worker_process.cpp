@@ -105,14 +105,17 @@ int run_worker_process(int argc, char** argv, const WorkerEnvironment& env) {
   // MappedIndex::pixels_offset().
   const std::uint8_t* pixels = nullptr;
   if (header.dataset_kind == DatasetKind::kRaw) {
-    const std::uint64_t bytes = static_cast<std::uint64_t>(header.sample_count) *
-                                static_cast<std::uint64_t>(header.raw_height) *
-                                static_cast<std::uint64_t>(header.raw_width) *
-                                static_cast<std::uint64_t>(header.raw_channels);
+    // (The header's numbers, checked by the training process, are multiplied without wrapping.)
+    std::uint64_t bytes = 0, total = 0;
+    const auto n = static_cast<std::uint64_t>(header.sample_count);
     struct stat pst {};
-    if (::fstat(kPixelsFd, &pst) != 0 ||
-        static_cast<std::uint64_t>(pst.st_size) <
-            MappedIndex::pixels_offset() + bytes + static_cast<std::uint64_t>(header.sample_count))
+    if (header.sample_count < 0 || header.raw_height < 0 || header.raw_width < 0 ||
+        header.raw_channels < 0 ||
+        __builtin_mul_overflow(n, static_cast<std::uint64_t>(header.raw_height), &bytes) ||
+        __builtin_mul_overflow(bytes, static_cast<std::uint64_t>(header.raw_width), &bytes) ||
+        __builtin_mul_overflow(bytes, static_cast<std::uint64_t>(header.raw_channels), &bytes) ||
+        __builtin_add_overflow(bytes, n + MappedIndex::pixels_offset(), &total) ||
+        ::fstat(kPixelsFd, &pst) != 0 || static_cast<std::uint64_t>(pst.st_size) < total)
       return kExitBadArena;
     void* p =
         ::mmap(nullptr, static_cast<std::size_t>(pst.st_size), PROT_READ, MAP_SHARED, kPixelsFd, 0);

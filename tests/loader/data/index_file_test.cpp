@@ -380,6 +380,58 @@ TEST(IndexFile, IdxDataHoldsNoPerSampleEntryItsPixelsAreAFileBesideIt) {
   });
 }
 
+// A planted IDX index and pixels file whose numbers wrap 2^64 (2^48 images of 65535 x 1 pixels,
+// and a pixels file of 4 KiB that claims them: the sums came out right) made attach_pixels read
+// the labels far outside the mapping. The index's numbers are held to the IDX reader's bounds,
+// and the pixels file's to its size before any product: the pair is rebuilt, never read.
+TEST(IndexFile, APlantedIdxPairWhoseSizesWrapIsRebuiltNeverRead) {
+  test::TempDir dir;
+  IndexOptions options = cached_in(dir);
+  options.split = Split::kTest;
+  const std::string data = tools::kDefaultFashionMnistDir;
+  const std::string path = detail::index_dataset(data, options)->file();
+  const std::string identity = *detail::dataset_identity(data, options);
+  DatasetIndex raw;
+  raw.kind = detail::DatasetKind::kRaw;
+  raw.size = std::int64_t{1} << 48;
+  raw.height = 65535;
+  raw.width = raw.channels = 1;
+  {
+    const int fd = ::open((path + ".new").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ASSERT_TRUE(detail::write_index_file(fd, raw, identity));
+    ::close(fd);
+    fs::rename(path + ".new", path);
+  }
+  struct {
+    char magic[8] = {'S', 'T', 'O', 'K', 'E', 'P', 'X', '\0'};
+    std::uint32_t format = 1, header_size = 48;
+    std::uint64_t file_size, pixels_size, samples, identity_size;
+  } h;
+  h.samples = std::uint64_t{1} << 48;
+  h.pixels_size = h.samples * 65535;  // 2^64 - 2^48: with the labels, it wraps to 0
+  h.identity_size = identity.size();
+  h.file_size = 4096 + identity.size();
+  std::string file(4096, '\0');
+  std::memcpy(file.data(), &h, sizeof h);
+  file += identity;
+  const std::string pixels = detail::pixels_file_path(path);
+  fs::remove(pixels);
+  std::ofstream(pixels, std::ios::binary) << file;
+  fs::permissions(pixels, fs::perms::owner_read | fs::perms::owner_write);
+  const auto again = detail::index_dataset(data, options);
+  EXPECT_EQ(again->origin(), Origin::kBuilt);
+  EXPECT_EQ(again->info().size, 10000);
+  // The pixels file alone, onto an index of bounds it does not fit: refused.
+  DatasetIndex small = detail::build_index(data, options);
+  const int index_fd = ::memfd_create("index", MFD_CLOEXEC);
+  ASSERT_TRUE(detail::write_index_file(index_fd, small, identity));
+  auto m = detail::map_index_file(index_fd, identity, kDefaultMaxClasses, 0, "");
+  ASSERT_NE(m, nullptr);
+  const int pixels_fd = ::memfd_create("pixels", MFD_CLOEXEC);
+  ASSERT_EQ(::write(pixels_fd, file.data(), file.size()), static_cast<ssize_t>(file.size()));
+  EXPECT_FALSE(detail::attach_pixels(*m, pixels_fd, identity, kDefaultMaxClasses));
+}
+
 TEST(IndexFile, AURLWithCredentialsOrASignatureIsNeverKeyedNorShared) {
   IndexOptions options;
   options.caches.root = "/nonexistent";
