@@ -148,9 +148,8 @@ bool unused_for(const std::string& path, std::chrono::system_clock::duration kee
 
 void expire_index_files(const std::string& folder) {
   const auto now = std::chrono::system_clock::now();
-  // Looked for at most every 10 minutes by a process: the workers of a dataset-level index's
-  // loader index its shards one by one, each through index_dataset, with thousands of files
-  // here.
+  // Looked at most every 10 minutes by a process: the workers of a dataset-level index's loader
+  // index its shards one by one, each through index_dataset, with thousands of files here.
   static std::mutex expiry_mutex;
   static std::map<std::string, std::int64_t> last_expiry;  // by folder: minutes since the epoch
   const std::int64_t minute =
@@ -160,6 +159,20 @@ void expire_index_files(const std::string& folder) {
     std::int64_t& last = last_expiry[folder];
     if (minute - last < 10) return;
     last = minute;
+  }
+  // Nor by the machine's processes together: the stamp's time is the last look (each worker of
+  // such a loader is a process of its own). One from the future is not believed.
+  const std::string stamp = folder + "/.swept";
+  struct stat stamp_st {};
+  if (::lstat(stamp.c_str(), &stamp_st) == 0 && S_ISREG(stamp_st.st_mode)) {
+    const auto swept =
+        std::chrono::system_clock::time_point(std::chrono::seconds(stamp_st.st_mtim.tv_sec));
+    if (swept <= now && now - swept < std::chrono::minutes(10)) return;
+  }
+  {
+    const UniqueFd touched(::open(stamp.c_str(), O_WRONLY | O_CREAT | kCacheOpenFlags,
+                                  cache_file_mode(cache_shared())));
+    if (touched) ::futimens(touched.get(), nullptr);
   }
   DIR* d = ::opendir(folder.c_str());
   if (d == nullptr) return;

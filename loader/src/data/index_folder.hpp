@@ -52,8 +52,8 @@ void remove_temporaries(const std::string& folder, const std::string& name);
 
 // Removes the index files of `folder` (this user's) unused for kIndexFileKeepDays, temporary
 // files older than kIndexTemporaryKeep, and the lock files of index files no longer there that
-// no loader holds. Looks at the folder at most every 10 minutes in a process (the first call
-// looks).
+// no loader holds. Looks at the folder at most every 10 minutes in a process, and in the machine
+// (the modification time of the stamp file "<folder>/.swept").
 void expire_index_files(const std::string& folder);
 
 // The lock of the index file `name` in `folder`: an flock on `name`.lock, held while the file is

@@ -287,6 +287,8 @@ TEST(IndexFile, AnIndexFileUnusedForAWeekGoesWhenALoaderStarts) {
     return folder / name;
   };
   age(old_index, std::chrono::hours(24 * 8));
+  // (The first loader's look at the folder was minutes ago: the machine's next one looks again.)
+  age(folder / ".swept", std::chrono::hours(1));
   age(old_index.string() + ".lock", std::chrono::hours(24 * 8));
   const fs::path dead_writer = touch("0123456789abcdef.stoke-index.tmp.x1", std::chrono::hours(2));
   const fs::path writing = touch("1123456789abcdef.stoke-index.tmp.x2", std::chrono::hours(0));
@@ -305,6 +307,10 @@ TEST(IndexFile, AnIndexFileUnusedForAWeekGoesWhenALoaderStarts) {
   EXPECT_TRUE(fs::exists(held_lock));
   EXPECT_TRUE(fs::exists(recent));
   EXPECT_TRUE(fs::exists(index_path((dir.path() / "new.txt").string(), options)));
+  // A loader starting within 10 minutes of that look, in another process, does not look again.
+  const fs::path late = touch("6123456789abcdef.stoke-index.tmp.x4", std::chrono::hours(2));
+  ASSERT_EQ(start_loader("old.txt"), 0);
+  EXPECT_TRUE(fs::exists(late)) << "a process looked again within 10 minutes of another";
 }
 
 // A sweep may remove an old lock file that a loader has opened but not yet taken: that loader
@@ -531,7 +537,8 @@ TEST(IndexFile, ProcessesStartingTogetherShareOneFileThatOneOfThemBuilds) {
     files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
   const std::string name = index_path(list.string(), options).filename().string();
-  EXPECT_EQ(files, (std::vector<std::string>{name, name + ".lock"}));
+  // (And the stamp of the last look for unused files: expire_index_files.)
+  EXPECT_EQ(files, (std::vector<std::string>{".swept", name, name + ".lock"}));
 }
 
 TEST(IndexFile, AWriterKilledWhileIndexingLeavesTheNextLoaderToBuildIt) {
