@@ -184,6 +184,15 @@ std::string version_key(const std::string& url, std::uint64_t size, const std::s
   return cache_key(redact_url(url) + "\n" + std::to_string(size) + "\n" + etag);
 }
 
+bool stale_cache_file(const std::string& path, std::chrono::system_clock::duration keep,
+                      std::chrono::system_clock::time_point now) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid())
+    return false;
+  return now - std::chrono::system_clock::time_point(std::chrono::seconds(st.st_mtim.tv_sec)) >
+         keep;
+}
+
 CacheUsage cache_usage(const std::string& root) {
   CacheUsage usage;
   std::error_code ec;

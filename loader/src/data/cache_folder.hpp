@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -82,6 +83,11 @@ std::string version_key(const std::string& url, std::uint64_t size, const std::s
 // Whether the file `st` describes (at `path`, in a cache folder) may be trusted: this user's,
 // or, when the cache is shared, one of the folder's group.
 bool trusted_cache_file(const std::string& path, const struct stat& st);
+
+// Whether `path` is a regular file of this user's not modified for more than `keep` before
+// `now`: one a sweep of a cache folder may remove (links are not followed).
+bool stale_cache_file(const std::string& path, std::chrono::system_clock::duration keep,
+                      std::chrono::system_clock::time_point now);
 
 // What a cache folder holds: its files' bytes (their sizes, links not followed), in all and by
 // the folder directly under it they are in (datasets, orders, index, shards), sorted by name.

@@ -1,13 +1,10 @@
 #include "data/dataset_view.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "common/align.hpp"
-#include "common/fd.hpp"
+#include "data/shard_cache.hpp"
 #include "data/shard_list.hpp"
 #include "data/tar_index.hpp"
 
@@ -36,28 +33,24 @@ DatasetView::DatasetView(const IndexRegion& region)
 
 std::pair<std::size_t, std::int64_t> DatasetView::shard_of(std::int64_t i) const {
   if (!lazy()) return files_.source_of(i);
-  // The last shard starting at or before i: it holds i, since an empty shard starts where the
-  // next one does (the region's check ensures the starts add up).
-  const auto at = static_cast<std::uint64_t>(i);
-  const ShardRecord* end = shards_ + shard_total_;
-  const ShardRecord* r = std::upper_bound(
-      shards_, end, at, [](std::uint64_t v, const ShardRecord& s) { return v < s.start; });
-  --r;
-  return {static_cast<std::size_t>(r - shards_), static_cast<std::int64_t>(at - r->start)};
+  // (The region's check ensures the starts add up, from 0.)
+  return record_holding(shards_, shard_total_, i, [](const ShardRecord& s) { return s.start; });
 }
 
 std::string member_name(const DatasetView& view, std::int64_t i) {
-  const std::string_view copy = view.copy(i);
-  const std::string file = copy.empty() ? view.path(i) : std::string(copy);
-  if (is_url(file)) return "";
-  // Never blocking on what the name holds now (a FIFO), never through a link to a local copy.
-  const UniqueFd fd(
-      ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | (copy.empty() ? 0 : O_NOFOLLOW)));
-  struct stat st {};
-  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  // Read as a worker reads the sample: a local copy by the shard cache's rules, else the shard
+  // when it is a local file (a FIFO at its name is not waited on), never its server.
+  const std::string copy(view.copy(i));
+  const std::string shard = view.path(i);
+  if (copy.empty() && is_url(shard)) return "";
   const ReadAt read_at = [&](std::uint64_t offset, void* dst, std::size_t n) {
-    const std::int64_t got = pread_fully(fd.get(), dst, n, offset);
-    return got < 0 ? std::size_t{0} : static_cast<std::size_t>(got);
+    std::vector<std::uint8_t> bytes;
+    const ByteRange range{offset, n};
+    const BadInput read = copy.empty() ? local_files().read(shard, range, bytes)
+                                       : read_shard_copy(copy, range, bytes);
+    if (read != BadInput::kNone) return std::size_t{0};
+    std::memcpy(dst, bytes.data(), bytes.size());
+    return bytes.size();
   };
   return member_name_before(read_at, view.range(i).offset);
 }

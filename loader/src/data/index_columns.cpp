@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 
 #include "common/align.hpp"
@@ -13,7 +14,6 @@
 namespace stoke::detail {
 namespace {
 
-constexpr std::size_t kAlign = 64;
 constexpr std::int64_t kMaxUnsigned = std::int64_t{1} << 62;  // offsets, sizes: far beyond any
 
 std::uint32_t record_width(std::uint32_t section) {
@@ -100,9 +100,13 @@ class Writer {
   template <typename T>
   void owned(std::uint32_t s, std::vector<T> records, std::uint32_t width) {
     const std::uint64_t count = records.size();
-    std::vector<std::uint8_t> bytes(count * width);
-    if (count > 0) std::memcpy(bytes.data(), records.data(), bytes.size());
-    keep(place(s, count, width), std::move(bytes));
+    if constexpr (std::is_same_v<T, std::uint8_t>) {
+      keep(place(s, count, width), std::move(records));  // (bytes already: kept as they are)
+    } else {
+      std::vector<std::uint8_t> bytes(count * width);
+      if (count > 0) std::memcpy(bytes.data(), records.data(), bytes.size());
+      keep(place(s, count, width), std::move(bytes));
+    }
   }
 
   // A column of `count` values value(i), stored as base plus the narrowest width that holds
@@ -134,14 +138,14 @@ class Writer {
 
   FilesImage finish(std::uint32_t mask_kind) && {
     image.header_.mask_kind = mask_kind;
-    image.size_ = align_up(end_, kAlign);
+    image.size_ = align_up(end_, kIndexAlign);
     return std::move(image);
   }
 
  private:
   SectionInfo& place(std::uint32_t s, std::uint64_t count, std::uint32_t width) {
     SectionInfo& info = image.header_.sections[s];
-    info.offset = align_up(end_, kAlign);
+    info.offset = align_up(end_, kIndexAlign);
     info.count = count;
     info.width = width;
     end_ = info.offset + count * width;
@@ -246,14 +250,7 @@ FilesRegion::FilesRegion(const std::uint8_t* region) {
 }
 
 std::pair<std::size_t, std::int64_t> FilesRegion::source_of(std::int64_t i) const {
-  // The last source starting at or before i: it holds i (an empty one starts where the next
-  // one does).
-  const auto v = static_cast<std::uint64_t>(i);
-  const SourceRecord* end = sources_ + source_total_;
-  const SourceRecord* r = std::upper_bound(
-      sources_, end, v, [](std::uint64_t x, const SourceRecord& s) { return x < s.first; });
-  --r;
-  return {static_cast<std::size_t>(r - sources_), static_cast<std::int64_t>(v - r->first)};
+  return record_holding(sources_, source_total_, i, [](const SourceRecord& s) { return s.first; });
 }
 
 std::string FilesRegion::decode(const PathStream& stream, std::int64_t i) const {
@@ -368,31 +365,20 @@ FilesImage encode_files(const DatasetIndex& index) {
 }
 
 bool FilesImage::write(int fd) const {
-  static const std::uint8_t kZeros[kAlign] = {};
+  static const std::uint8_t kZeros[kIndexAlign] = {};
   if (!write_fully(fd, &header_, sizeof header_)) return false;
   std::uint64_t at = sizeof header_;
   for (const Chunk& c : chunks_) {  // (in offset order: the order they were placed in)
-    for (; at < c.offset; at += std::min<std::uint64_t>(kAlign, c.offset - at))
-      if (!write_fully(fd, kZeros, std::min<std::uint64_t>(kAlign, c.offset - at))) return false;
+    for (; at < c.offset; at += std::min<std::uint64_t>(kIndexAlign, c.offset - at))
+      if (!write_fully(fd, kZeros, std::min<std::uint64_t>(kIndexAlign, c.offset - at)))
+        return false;
     if (!write_fully(fd, c.data, c.size)) return false;
     at += c.size;
   }
   return write_fully(fd, kZeros, size_ - at);
 }
 
-std::vector<std::uint8_t> FilesImage::bytes() const {
-  std::vector<std::uint8_t> out(size_, 0);
-  std::memcpy(out.data(), &header_, sizeof header_);
-  for (const Chunk& c : chunks_) std::memcpy(out.data() + c.offset, c.data, c.size);
-  return out;
-}
-
 namespace {
-
-// Whether [offset, offset + length) lies within [0, size).
-bool inside(std::uint64_t offset, std::uint64_t length, std::uint64_t size) {
-  return offset <= size && length <= size - offset;
-}
 
 // Every entry of a front-coded path stream decodes within it and the folders.
 bool paths_hold(const std::uint8_t* region, const FilesHeader& h, std::uint32_t blocks_section,
@@ -411,7 +397,7 @@ bool paths_hold(const std::uint8_t* region, const FilesHeader& h, std::uint32_t 
                        std::uint64_t tail) {
                      std::uint64_t length = head + suffix + tail;
                      if (entry == 0) {
-                       if (!inside(folders[head].offset, folders[head].length, text))
+                       if (!within(folders[head].offset, folders[head].length, text))
                          return std::int64_t{-1};
                        length = folders[head].length + tail;
                      }
@@ -467,14 +453,14 @@ bool files_region_holds(const std::uint8_t* region, std::uint64_t size, std::uin
   for (std::uint64_t s = 0; s < source_total; ++s) {
     const SourceRecord& r = sources[s];
     if ((s == 0 ? r.first != 0 : r.first < sources[s - 1].first) || r.first > samples ||
-        !inside(r.path_offset, std::uint64_t{r.path_length} + r.copy_length, text))
+        !within(r.path_offset, std::uint64_t{r.path_length} + r.copy_length, text))
       return false;
     const std::uint64_t next = s + 1 < source_total ? sources[s + 1].first : samples;
     if (next > r.first && r.path_length == 0) return false;  // (a source with samples)
   }
   const auto* folders = reinterpret_cast<const FolderRecord*>(region + h.sections[kFolders].offset);
   for (std::uint64_t f = 0; f < h.sections[kFolders].count; ++f)
-    if (!inside(folders[f].offset, folders[f].length, text)) return false;
+    if (!within(folders[f].offset, folders[f].length, text)) return false;
   // Shards: every sample a member of one; else every sample a path of its own.
   if (source_total > 0 ? h.sections[kPathBlocks].count != 0
                        : !paths_hold(region, h, kPathBlocks, samples))

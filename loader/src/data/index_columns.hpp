@@ -26,10 +26,12 @@
 //
 // Thread-safety: encode_files is reentrant; a FilesRegion is read-only, safe from any thread.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "data/sample_box.hpp"
@@ -97,6 +99,20 @@ struct FolderRecord {
 };
 static_assert(sizeof(FolderRecord) == 16);
 
+// Of `n` records in the order of the samples they start at (start(record); the first at 0),
+// the last that starts at or before sample i, and i's place there: it holds i, since an empty
+// one starts where the next one does. A source of shards by name, or a shard of a dataset-level
+// index.
+template <typename Record, typename Start>
+std::pair<std::size_t, std::int64_t> record_holding(const Record* records, std::size_t n,
+                                                    std::int64_t i, Start start) {
+  const auto at = static_cast<std::uint64_t>(i);
+  const Record* r = std::upper_bound(
+      records, records + n, at, [&](std::uint64_t v, const Record& s) { return v < start(s); });
+  --r;
+  return {static_cast<std::size_t>(r - records), static_cast<std::int64_t>(at - start(*r))};
+}
+
 // A column's values: base plus 0, 1, 2, 4 or 8 stored bytes each.
 class IntColumn {
  public:
@@ -163,8 +179,6 @@ class FilesImage {
   std::uint64_t size() const { return size_; }  // a multiple of 64
   // Writes the region to `fd` at its current position: false when it cannot (errno set).
   bool write(int fd) const;
-  // The region's bytes, in memory.
-  std::vector<std::uint8_t> bytes() const;
 
  private:
   friend class Writer;

@@ -132,20 +132,6 @@ void remove_temporaries(const std::string& folder, const std::string& name) {
   ::closedir(d);
 }
 
-namespace {
-
-// Whether `path` is a regular file of this user's last modified more than `keep` ago.
-bool unused_for(const std::string& path, std::chrono::system_clock::duration keep,
-                std::chrono::system_clock::time_point now) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid())
-    return false;
-  return now - std::chrono::system_clock::time_point(std::chrono::seconds(st.st_mtim.tv_sec)) >
-         keep;
-}
-
-}  // namespace
-
 void expire_index_files(const std::string& folder) {
   const auto now = std::chrono::system_clock::now();
   // Looked at most every 10 minutes by a process: the workers of a dataset-level index's loader
@@ -184,9 +170,10 @@ void expire_index_files(const std::string& folder) {
     if (file.ends_with(".lock")) {
       locks.push_back(path);
     } else if (file.find(".tmp.") != std::string_view::npos) {
-      if (unused_for(path, kIndexTemporaryKeep, now)) ::unlink(path.c_str());  // a dead writer's
+      if (stale_cache_file(path, kIndexTemporaryKeep, now))
+        ::unlink(path.c_str());  // a dead writer's
     } else if ((file.ends_with(kSuffix) || file.ends_with(kPixelsSuffix)) &&
-               unused_for(path, keep, now)) {
+               stale_cache_file(path, keep, now)) {
       ::unlink(path.c_str());
     }
   }
@@ -197,7 +184,8 @@ void expire_index_files(const std::string& folder) {
   for (const std::string& lock : locks) {
     struct stat st {};
     const std::string index = lock.substr(0, lock.size() - 5);
-    if (::lstat(index.c_str(), &st) == 0 || !unused_for(lock, kIndexTemporaryKeep, now)) continue;
+    if (::lstat(index.c_str(), &st) == 0 || !stale_cache_file(lock, kIndexTemporaryKeep, now))
+      continue;
     const UniqueFd fd(::open(lock.c_str(), O_RDONLY | kCacheOpenFlags));
     if (fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) ::unlink(lock.c_str());
   }

@@ -142,11 +142,6 @@ bool read_meta(MetaReader& r, DatasetIndex& index) {
   return r.ok();
 }
 
-// Whether [offset, offset + length) lies within [0, size).
-bool within(std::uint64_t offset, std::uint64_t length, std::uint64_t size) {
-  return offset <= size && length <= size - offset;
-}
-
 // The region's size and bytes, each section 64-byte aligned: kRaw's and kShards' written from
 // the index without a copy, kFiles' encoded first (`files`, data/index_columns.hpp).
 std::uint64_t region_size(const DatasetIndex& index, const std::optional<FilesImage>& files) {

@@ -50,12 +50,8 @@ void sweep(const std::string& folder) {
     const bool temporary = file.find(".tmp.") != std::string_view::npos;
     if (!temporary && !file.ends_with(kOrderFileSuffix)) continue;
     const std::string path = folder + "/" + std::string(file);
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid())
-      continue;
-    const auto modified =
-        std::chrono::system_clock::time_point(std::chrono::seconds(st.st_mtim.tv_sec));
-    if (now - modified > (temporary ? kTemporaryKeep : kOrderFileKeep)) ::unlink(path.c_str());
+    if (stale_cache_file(path, temporary ? kTemporaryKeep : kOrderFileKeep, now))
+      ::unlink(path.c_str());
   }
   ::closedir(d);
 }
