@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 
@@ -342,8 +343,10 @@ std::string size_text(double bytes) {
 // one sample with a million boxes would make each slot gigabytes. The starting slots' room for
 // it must fit memory_budget (the pixels are not counted: images larger than the budget are the
 // user's choice, a count the data chose is not), checked before anything is allocated.
+// `sample` names the sample with the most, asked for only when the limit does not fit (a shard
+// member's name is read back from the shard).
 void check_derived_limit(const ResolvedConfig& r, const SampleLimit& what, std::uint32_t largest,
-                         const std::string& sample) {
+                         const std::function<std::string()>& sample) {
   const std::uint64_t samples =
       std::uint64_t{r.initial_slots} * static_cast<std::uint64_t>(r.options.batch);
   const std::uint64_t per_sample = std::uint64_t{largest} * what.slot_bytes;
@@ -351,7 +354,7 @@ void check_derived_limit(const ResolvedConfig& r, const SampleLimit& what, std::
   if (largest <= static_cast<std::uint32_t>(std::numeric_limits<int>::max()) &&
       per_sample <= r.memory_budget / samples)
     return;
-  throw ConfigError(sample + " " + what.has + " " + std::to_string(largest) + " " + what.unit +
+  throw ConfigError(sample() + " " + what.has + " " + std::to_string(largest) + " " + what.unit +
                     ", the most of any sample, and " + what.option +
                     " 0 sizes every slot by them: " + std::to_string(r.initial_slots) +
                     " slots of " + std::to_string(r.options.batch) + " samples would need " +
@@ -378,7 +381,7 @@ int per_sample_limit(const ResolvedConfig& r, const DatasetView& view, int asked
     largest_sample = i;
   }
   if (asked == 0 && largest_sample >= 0)
-    check_derived_limit(r, what, largest, name(largest_sample));
+    check_derived_limit(r, what, largest, [&] { return name(largest_sample); });
   const int limit = asked > 0 ? asked : static_cast<int>(std::max(largest, 1u));
   for (std::int64_t i = 0; i < view.size(); ++i) {
     if (count(i) <= static_cast<std::uint32_t>(limit)) continue;
