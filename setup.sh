@@ -6,6 +6,7 @@ set -eu
 PACKAGES="
   build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev
   libopencv-dev libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
+  libsnappy-dev liblz4-dev libzstd-dev libbrotli-dev
   libtbb-dev libboost-dev libopenblas-dev libopenmpi-dev openmpi-bin libxxhash-dev nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist mate-backgrounds opencv-doc
@@ -42,4 +43,15 @@ fi
 if ! build/servers/bin/python -c "import botocore" 2>/dev/null; then
   echo "setup.sh: installing botocore into build/servers"
   build/servers/bin/python -m pip install -q --disable-pip-version-check botocore==1.44.5
+fi
+# Parquet: Apache Arrow's C++ Parquet reader, which libstoke_parquet builds against, ships in the
+# pyarrow wheel (Debian 12 does not package it); the Parquet tests write their files with pyarrow,
+# polars, DuckDB and Hugging Face datasets, and the benchmarks run datasets + PyTorch's DataLoader
+# beside stoke. One environment holds them, over Debian's Python (its torch and torchvision:
+# numpy stays below 2 for them).
+if ! build/parquet/bin/python -c "import pyarrow, polars, duckdb, datasets" 2>/dev/null; then
+  echo "setup.sh: installing pyarrow, polars, duckdb and datasets into build/parquet"
+  /usr/bin/python3 -m venv --system-site-packages build/parquet
+  build/parquet/bin/python -m pip install -q --disable-pip-version-check pyarrow==25.0.1 \
+    polars==2.1.0 duckdb==2.0.1 datasets==5.2.0 "numpy==1.26.4"
 fi

@@ -134,6 +134,10 @@ void bind_loader(nb::module_& m) {
            "continues that epoch from the saved sample position. Restarts the workers.")
       .def("stats", [](const PyLoader& l) { return stats_dict(l.loader->stats()); })
       .def_prop_ro("dataset_size", [](const PyLoader& l) { return l.loader->dataset_size(); })
+      .def_prop_ro("class_names", [](const PyLoader& l) { return l.loader->class_names(); },
+                   "the classes' names, label i's at i, where the dataset names them (an image "
+                   "folder's class folders, a COCO file's categories, a Parquet file's "
+                   "ClassLabel feature or string labels); [] where labels are bare numbers")
       .def_prop_ro("rank", [](const PyLoader& l) { return l.loader->rank(); })
       .def_prop_ro("world", [](const PyLoader& l) { return l.loader->world(); });
 }

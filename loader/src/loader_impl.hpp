@@ -57,6 +57,7 @@ class Loader::Impl {
 
   std::int64_t batches_per_epoch() const { return config_.batches_per_epoch; }
   std::int64_t dataset_size() const { return config_.plan.samples; }
+  const std::vector<std::string>& class_names() const { return config_.class_names; }
   int rank() const { return config_.plan.rank; }
   int world() const { return config_.plan.world; }
   const Pipeline& pipeline() const { return config_.pipeline; }

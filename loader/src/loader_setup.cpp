@@ -354,6 +354,8 @@ Loader::Loader(Options options, const LoaderEnvironment& env) {
   IndexOptions request;
   request.split = options.split;
   request.label_field = options.label_field;
+  request.image_column = options.image_column;
+  request.label_column = options.label_column;
   request.image_root = options.image_root;
   request.mask_field = options.mask_field;
   request.bytes_field = options.bytes_field;
@@ -394,6 +396,7 @@ std::int64_t Loader::batches_per_epoch() const {
 std::int64_t Loader::dataset_size() const {
   return impl_->dataset_size();
 }
+const std::vector<std::string>& Loader::class_names() const { return impl_->class_names(); }
 int Loader::rank() const {
   return impl_->rank();
 }

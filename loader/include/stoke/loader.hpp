@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "stoke/batch.hpp"
 #include "stoke/error.hpp"
@@ -59,6 +61,10 @@ class Loader {
 
   std::int64_t batches_per_epoch() const;
   std::int64_t dataset_size() const;
+  // The classes' names, label i's at i, where the dataset names them: an image folder's class
+  // folders, a COCO file's categories, a Parquet file's ClassLabel feature or its string labels
+  // (sorted). Empty where labels are bare numbers (IDX, list files, tar shards).
+  const std::vector<std::string>& class_names() const;
   int rank() const;
   int world() const;
   const Pipeline& pipeline() const;

@@ -83,14 +83,24 @@ struct SourceOptions {
   // paths relative to the list), a folder holding MNIST-style IDX files (plain or .gz), or
   // WebDataset tar shards: "train-000000.tar", brace ranges "train-{000000..000255}.tar",
   // several separated by commas, or a list file naming one shard per line; or a COCO-format
-  // annotation file ("instances_train2017.json": its images, with their boxes).
+  // annotation file ("instances_train2017.json": its images, with their boxes); or Parquet files
+  // (a .parquet file, names, brace ranges and globs of them, a folder holding them, as Hugging
+  // Face's data/ layout does, or a list file naming them).
   std::string data;
   // COCO data: the folder its file_names are relative to; empty = the JSON file's folder.
   std::string image_root;
-  Split split = Split::kTrain;  // IDX data only
+  // IDX data, and a folder of Parquet files whose names say their splits (train-*, test-*).
+  Split split = Split::kTrain;
   // Shards: where a sample's label is: "cls" (its .cls member, an integer as text),
   // "json:KEY" (an integer field of its .json member) or "none" (all 0).
   std::string label_field = "cls";
+  // Parquet: the column images are read from (a binary column, or a struct whose `bytes` field
+  // holds them, as Hugging Face's Image does) and the column labels are read from (integers, or
+  // strings that name classes; "none": no labels, -1). "" finds them: the Hugging Face
+  // metadata's Image and ClassLabel features, else a column named image (img, jpg, png, ...) or
+  // label (labels, cls, class), else the first binary column and no labels.
+  std::string image_column;
+  std::string label_column;
 };
 
 // Shards on HTTP or S3: a thread of the loader fetches the shards the epoch plan needs next,

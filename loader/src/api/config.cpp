@@ -511,11 +511,18 @@ ResolvedConfig resolve(Options o, const MappedIndex& mapped, RemoteConfig remote
        " (a list file names masks in a third column)"},
   };
   for (const auto& f : shard_fields) {
-    if (index.shard_starts.empty() && f.set)
+    if ((index.shard_starts.empty() || index.parquet) && f.set)
       throw ConfigError(std::string(f.option) + " '" + f.value + "' applies to tar shards only; " +
-                        r.options.data + " is not shards" + f.instead);
+                        r.options.data + " is " + (index.parquet ? "Parquet" : "not shards") +
+                        (index.parquet && f.option == std::string("label_field")
+                             ? " (name its label column with label_column)"
+                             : f.instead));
   }
+  if (!index.parquet && (!r.options.image_column.empty() || !r.options.label_column.empty()))
+    throw ConfigError(std::string(r.options.image_column.empty() ? "label_column" : "image_column") +
+                      " applies to Parquet data only; " + r.options.data + " is not Parquet");
   r.plan.shard_starts = index.shard_starts;
+  r.class_names = index.class_names;
   r.plan.shuffle_window = r.options.shuffle_window;
   const EpochPlan plan(r.plan);  // validates the plan
   r.batches_per_epoch = plan.batches_per_epoch();

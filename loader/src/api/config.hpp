@@ -62,6 +62,8 @@ struct ResolvedConfig {
   std::int64_t over_max_boxes = 0;  // images with more annotated boxes than max_boxes
   int max_bytes = 0;                // pass-through bytes per sample in a slot (0: none)
   std::int64_t over_max_bytes = 0;  // samples whose bytes are cut to max_bytes
+  // The classes' names where the dataset names them (Loader::class_names()).
+  std::vector<std::string> class_names;
 
   // Options::mean/stddev in uint8 units, one per output channel (float dtypes only).
   float mean[4] = {0, 0, 0, 0};

@@ -295,14 +295,22 @@ const std::vector<OptionInfo>& rows() {
                    "(path<TAB>label), an IDX folder, WebDataset tar shards "
                    "(train-{000000..000031}.tar, comma-separated, or a list file of shards), a "
                    "dataset-level index of shards (train.wids.json, sizes.json; local or a URL), "
-                   "or a COCO annotation file (instances.json)"),
+                   "a COCO annotation file (instances.json), or Parquet files (x.parquet, "
+                   "patterns or a folder of them, as Hugging Face lays them out)"),
       STOKE_OPTION(SourceOptions, image_root, kPath,
                    "COCO data: the folder its file_names are relative to (default: the JSON "
                    "file's folder)"),
-      STOKE_OPTION(SourceOptions, split, kWord, "IDX data: which files to read"),
+      STOKE_OPTION(SourceOptions, split, kWord,
+                   "IDX data, and a folder of Parquet files named by split: which files to read"),
       STOKE_OPTION(SourceOptions, label_field, kText,
                    "shards: where a sample's label is: cls (its .cls member), json:KEY (an "
                    "integer field of its .json member) or none"),
+      STOKE_OPTION(SourceOptions, image_column, kText,
+                   "Parquet: the column images are read from (default: the Image feature, a "
+                   "column named image, or the first binary column)"),
+      STOKE_OPTION(SourceOptions, label_column, kText,
+                   "Parquet: the column labels are read from, integers or class names (default: "
+                   "the ClassLabel feature or a column named label; none: no labels)"),
       // Remote
       STOKE_OPTION(RemoteOptions, cache_dir, kPath,
                    "shards on HTTP/S3: the local shard cache folder, shared by the machine's "

@@ -44,6 +44,12 @@ class SampleNames {
   std::string operator()(std::int64_t sample) const {
     if (view_.raw()) return redact_url(data_) + " sample " + std::to_string(sample);
     const std::string number = "(sample " + std::to_string(sample);
+    if (view_.parquet()) {
+      const DatasetView::ParquetPlace at = view_.parquet_place(sample);
+      return redact_url(std::string(view_.shard_path(at.source))) + " " + number +
+             ", row group " + std::to_string(view_.parquet_chunk(at.source).row_group) + ", row " +
+             std::to_string(at.group_row) + ")";
+    }
     if (view_.lazy() || view_.in_shards()) {
       // A shard's member, by its place in the shard: the index keeps no member names, and reading
       // one back from the shard here would hold the loader's lock on a read of a file that may

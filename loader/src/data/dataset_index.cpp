@@ -12,6 +12,7 @@
 #include "common/text.hpp"
 #include "data/coco.hpp"
 #include "data/folder_scan.hpp"
+#include "data/parquet_dataset.hpp"
 #include "data/shard_counts.hpp"
 #include "data/shard_list.hpp"
 #include "stoke/error.hpp"
@@ -273,6 +274,8 @@ DatasetIndex index_path(const std::string& path, const IndexOptions& options) {
       return index_counts(*counts, options, path);
     return index_coco(path, options.image_root, options.on_error);
   }
+  // (Before shards: a URL names a shard unless it names Parquet.)
+  if (const auto files = parquet_files(path, options.split)) return index_parquet(*files, options);
   if (const auto shards = shard_list(path))
     return index_shards(
         *shards, {options.label_field, options.mask_field, options.bytes_field, options.box_field},

@@ -100,6 +100,11 @@ struct DatasetIndex {
   // when first read.
   std::vector<ShardRecord> shard_records;
   LazyShardOptions lazy_options;
+  // Parquet files (data/parquet_dataset.hpp): the sources (shard_starts) are their row groups,
+  // each with its image column chunk's record, and the chunks' data pages.
+  bool parquet = false;
+  std::vector<ParquetChunkRecord> parquet_chunks;
+  std::vector<ParquetPageRecord> parquet_pages;
 
   // Appends the entry of a whole file at `path` (its bytes to `paths`) and returns it.
   FileEntry& add_file(const std::string& path, std::int32_t label);
@@ -125,6 +130,8 @@ struct IndexOptions {
   std::string mask_field;                // shards: the extension of a sample's mask member, or ""
   std::string bytes_field;               // shards: the extension of a sample's bytes member, or ""
   std::string box_field;                 // shards: the extension of a sample's boxes member, or ""
+  std::string image_column;              // Parquet: the column images are read from ("": found)
+  std::string label_column;              // Parquet: the column labels are read from ("": found)
   OnError on_error = OnError::kSkip;     // COCO: what a bad box is (data/coco.hpp)
   int max_classes = kDefaultMaxClasses;  // labels read from the data are below it (Options')
   // A dataset-level index's shards: their labels are below this too when it is not 0 (Options'

@@ -37,7 +37,31 @@ std::pair<std::size_t, std::int64_t> DatasetView::shard_of(std::int64_t i) const
   return record_holding(shards_, shard_total_, i, [](const ShardRecord& s) { return s.start; });
 }
 
+DatasetView::ParquetPlace DatasetView::parquet_place(std::int64_t i) const {
+  ParquetPlace p;
+  const auto [source, row] = files_.source_of(i);
+  p.source = source;
+  p.group_row = row;
+  const ParquetChunkRecord& chunk = files_.parquet_chunk(source);
+  const ParquetPageRecord* pages = files_.parquet_pages();
+  const std::uint64_t end = files_.parquet_pages_end(source);
+  // (The region's check ensures a row group with rows has pages from its row 0, in order.)
+  const auto [k, in_page] =
+      record_holding(pages + chunk.first_page, end - chunk.first_page, row,
+                     [](const ParquetPageRecord& r) { return std::uint64_t{r.first_row}; });
+  p.page = chunk.first_page + k;
+  p.row = static_cast<std::uint32_t>(in_page);
+  const std::uint64_t group_end = source + 1 < files_.source_total()
+                                      ? files_.source(source + 1).first
+                                      : static_cast<std::uint64_t>(size_);
+  const std::uint64_t next_row =
+      p.page + 1 < end ? pages[p.page + 1].first_row : group_end - files_.source(source).first;
+  p.rows = static_cast<std::uint32_t>(next_row - pages[p.page].first_row);
+  return p;
+}
+
 std::string member_name(const DatasetView& view, std::int64_t i) {
+  if (view.parquet()) return "";
   // Read as a worker reads the sample: a local copy by the shard cache's rules, else the shard
   // when it is a local file (a FIFO at its name is not waited on), never its server.
   const std::string copy(view.copy(i));

@@ -132,8 +132,27 @@ class DatasetView {
     return static_cast<int>(files_.column(kAnnotatedHeightColumn)[i]);
   }
   // Whether the samples are members of tar shards (their names are in the shards' headers:
-  // data/tar_index.hpp's member_name_before reads one).
+  // data/tar_index.hpp's member_name_before reads one) or rows of Parquet files (then
+  // parquet() too, and each "shard" is a row group).
   bool in_shards() const { return kind_ == DatasetKind::kFiles && files_.source_total() > 0; }
+  bool parquet() const { return kind_ == DatasetKind::kFiles && files_.parquet(); }
+
+  // REQUIRES: parquet(). Where sample i is: its row group (a source), its data page (into the
+  // pages) and its row there, and the page's rows.
+  struct ParquetPlace {
+    std::size_t source = 0;
+    std::uint64_t page = 0;
+    std::uint32_t row = 0;   // in the page
+    std::uint32_t rows = 0;  // the page's
+    std::int64_t group_row = 0;  // in the row group
+  };
+  ParquetPlace parquet_place(std::int64_t i) const;
+  const ParquetChunkRecord& parquet_chunk(std::size_t source) const {
+    return files_.parquet_chunk(source);
+  }
+  const ParquetPageRecord& parquet_page(std::uint64_t page) const {
+    return files_.parquet_pages()[page];
+  }
 
   // REQUIRES: lazy() or in_shards(). The shards, each one's path, and a sample's shard and its
   // place there (REQUIRES: 0 <= i < size()).
@@ -165,7 +184,8 @@ class DatasetView {
   bool copies_ = true;
 };
 
-// REQUIRES: view.in_shards(). The name of sample i's image member, read back from its shard's
+// REQUIRES: view.in_shards(). The name of sample i's image member (of a tar shard: a Parquet
+// row has none, and gets ""), read back from its shard's
 // header when the shard (or its local copy) is a regular file here: "" for a shard only on its
 // server, or one whose header cannot be read. For messages made before the loader runs (the
 // index does not keep names); it reads the file, so never under a lock others wait on.

@@ -10,6 +10,7 @@
 #include "common/align.hpp"
 #include "data/dataset_index.hpp"
 #include "data/file_reader.hpp"
+#include "data/parquet_page.hpp"
 
 namespace stoke::detail {
 namespace {
@@ -27,6 +28,10 @@ std::uint32_t record_width(std::uint32_t section) {
       return sizeof(std::uint64_t);
     case kBoxes:
       return sizeof(SampleBox);
+    case kParquetChunks:
+      return sizeof(ParquetChunkRecord);
+    case kParquetPages:
+      return sizeof(ParquetPageRecord);
     default:
       return 1;  // text and path bytes
   }
@@ -245,6 +250,11 @@ FilesRegion::FilesRegion(const std::uint8_t* region) {
                  h.sections[kMaskPathBlocks].count, at(kMaskPathBytes),
                  h.sections[kMaskPathBytes].count};
   boxes_ = reinterpret_cast<const SampleBox*>(at(kBoxes));
+  if (h.sections[kParquetChunks].count > 0) {
+    parquet_chunks_ = reinterpret_cast<const ParquetChunkRecord*>(at(kParquetChunks));
+    parquet_pages_ = reinterpret_cast<const ParquetPageRecord*>(at(kParquetPages));
+    parquet_page_total_ = h.sections[kParquetPages].count;
+  }
   for (std::uint32_t c = kFirstColumn; c < kSectionCount; ++c)
     columns_[c - kFirstColumn] = IntColumn(at(c), h.sections[c]);
 }
@@ -296,8 +306,16 @@ FilesImage encode_files(const DatasetIndex& index) {
       const FileEntry& first = e[r.first];
       r.path_length = first.path_length;
       r.copy_length = first.copy_length;
-      text.append(index.paths, first.path_offset,
-                  std::size_t{first.path_length} + first.copy_length);
+      const std::string_view path = std::string_view(index.paths).substr(
+          first.path_offset, std::size_t{first.path_length} + first.copy_length);
+      // A Parquet file's row groups are sources of one path: it is stored once.
+      const SourceRecord* before = sources.size() > 1 ? &sources[sources.size() - 2] : nullptr;
+      if (before != nullptr && before->path_length == r.path_length &&
+          before->copy_length == r.copy_length &&
+          std::string_view(text).substr(before->path_offset, path.size()) == path)
+        r.path_offset = before->path_offset;
+      else
+        text += path;
     }
   }
   // Plain files: every path front-coded, the folders once.
@@ -343,6 +361,10 @@ FilesImage encode_files(const DatasetIndex& index) {
   w.owned(kPathBytes, std::move(path_bytes), 1);
   w.owned(kMaskPathBlocks, std::move(mask_blocks), sizeof(std::uint64_t));
   w.owned(kMaskPathBytes, std::move(mask_bytes), 1);
+  w.section(kParquetChunks, index.parquet_chunks.data(), index.parquet_chunks.size(),
+            sizeof(ParquetChunkRecord));
+  w.section(kParquetPages, index.parquet_pages.data(), index.parquet_pages.size(),
+            sizeof(ParquetPageRecord));
   if (in_order)
     w.section(kBoxes, index.boxes.data(), box_first.back(), sizeof(SampleBox));
   else
@@ -426,15 +448,52 @@ bool column_within(const std::uint8_t* region, const SectionInfo& info, std::int
   return true;
 }
 
+// Parquet's chunks and pages: none, or one chunk per source, each chunk's data pages following
+// the last's, starting at its row group's row 0, in order, each at most kMaxPageRows rows, and
+// its dictionary page, codec and levels ones a worker reads.
+bool parquet_holds(const std::uint8_t* region, const FilesHeader& h, std::uint64_t samples) {
+  const SectionInfo& c = h.sections[kParquetChunks];
+  const SectionInfo& p = h.sections[kParquetPages];
+  const std::uint64_t sources = h.sections[kSources].count;
+  if (c.count == 0) return p.count == 0;
+  if (c.count != sources) return false;
+  const auto* chunks = reinterpret_cast<const ParquetChunkRecord*>(region + c.offset);
+  const auto* pages = reinterpret_cast<const ParquetPageRecord*>(region + p.offset);
+  const auto* starts = reinterpret_cast<const SourceRecord*>(region + h.sections[kSources].offset);
+  for (std::uint64_t s = 0; s < sources; ++s) {
+    const ParquetChunkRecord& k = chunks[s];
+    const std::uint64_t end = s + 1 < sources ? chunks[s + 1].first_page : p.count;
+    if (k.first_page > end || end > p.count) return false;
+    if (!codec_supported(static_cast<ParquetCodec>(k.codec)) || k.max_def > 2 ||
+        k.dictionary_size > kMaxPageBytes)
+      return false;
+    const std::uint64_t rows =
+        (s + 1 < sources ? starts[s + 1].first : samples) - starts[s].first;
+    if (rows > 0 && (k.first_page == end || pages[k.first_page].first_row != 0)) return false;
+    for (std::uint64_t q = k.first_page; q < end; ++q) {
+      const std::uint64_t next = q + 1 < end ? pages[q + 1].first_row : rows;
+      if (next <= pages[q].first_row || next - pages[q].first_row > kMaxPageRows ||
+          pages[q].size > kMaxPageBytes)
+        return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 bool files_region_holds(const std::uint8_t* region, std::uint64_t size, std::uint64_t samples,
                         int max_classes) {
   FilesHeader h;
-  // (Every sample takes a byte at least: a path's entry, or a shard member's offset, distinct
-  // from its neighbours'. A planted count beyond that would have start-up loops run for ever.)
-  if (size < sizeof h || samples > size) return false;
+  if (size < sizeof h) return false;
   std::memcpy(&h, region, sizeof h);
+  // (Every sample takes a byte at least: a path's entry, or a shard member's offset, distinct
+  // from its neighbours'; a Parquet sample is a row of a page, which holds at most kMaxPageRows.
+  // A planted count beyond that would have start-up loops run for ever.)
+  const std::uint64_t pages = h.sections[kParquetPages].count;
+  if (h.sections[kParquetChunks].count == 0 ? samples > size
+                                            : pages > size || samples > pages * kMaxPageRows)
+    return false;
   if (h.mask_kind > kMaskMember) return false;
   for (std::uint32_t s = 0; s < kSectionCount; ++s) {
     const SectionInfo& info = h.sections[s];
@@ -458,6 +517,7 @@ bool files_region_holds(const std::uint8_t* region, std::uint64_t size, std::uin
     const std::uint64_t next = s + 1 < source_total ? sources[s + 1].first : samples;
     if (next > r.first && r.path_length == 0) return false;  // (a source with samples)
   }
+  if (!parquet_holds(region, h, samples)) return false;
   const auto* folders = reinterpret_cast<const FolderRecord*>(region + h.sections[kFolders].offset);
   for (std::uint64_t f = 0; f < h.sections[kFolders].count; ++f)
     if (!within(folders[f].offset, folders[f].length, text)) return false;

@@ -11,6 +11,9 @@
 //     paths     u64 blocks[ceil(N / 16)], then bytes: plain files' paths, front- and back-coded
 //               by 16s
 //     mask paths                the same, for list files' mask files
+//     Parquet chunks            ParquetChunkRecord[]: per source (a row group), its image column
+//                               chunk's codec, levels, dictionary page and first data page
+//     Parquet pages             ParquetPageRecord[]: the chunks' data pages, in order
 //     boxes     SampleBox[]     in sample order; sample i's are [box_first[i], box_first[i + 1])
 //     columns   label, offset, size, mask offset and size, bytes offset and size, box_first
 //               (N + 1 values), annotated width and height: each value is the column's base plus
@@ -51,6 +54,8 @@ enum FilesSection : std::uint32_t {
   kPathBytes,
   kMaskPathBlocks,
   kMaskPathBytes,
+  kParquetChunks,
+  kParquetPages,
   kBoxes,
   // The integer columns, from here on.
   kLabelColumn,
@@ -92,6 +97,29 @@ struct SourceRecord {
   std::uint64_t reserved = 0;
 };
 static_assert(sizeof(SourceRecord) == 32);
+
+// Parquet: a source is a row group, and its record here says how its image column's pages are
+// read (data/parquet_page.hpp).
+struct ParquetChunkRecord {
+  std::uint64_t dictionary_offset = 0;  // its dictionary page, header first (size 0: none)
+  std::uint32_t dictionary_size = 0;
+  std::uint8_t codec = 0;    // ParquetCodec
+  std::uint8_t max_def = 0;  // the image leaf's maximum definition level
+  std::uint16_t reserved = 0;
+  std::uint64_t first_page = 0;  // its data pages: [first_page, the next chunk's first_page)
+  std::uint32_t row_group = 0;   // its number in its file (for messages)
+  std::uint32_t reserved2 = 0;
+};
+static_assert(sizeof(ParquetChunkRecord) == 32);
+
+// A data page of a Parquet chunk: rows [first_row, the next page's first_row, or the row
+// group's end) of its row group.
+struct ParquetPageRecord {
+  std::uint64_t offset = 0;  // its header, in the file
+  std::uint32_t size = 0;    // header and body
+  std::uint32_t first_row = 0;
+};
+static_assert(sizeof(ParquetPageRecord) == 16);
 
 struct FolderRecord {
   std::uint64_t offset = 0;  // into the text: the folder's path, with its last '/'
@@ -150,6 +178,13 @@ class FilesRegion {
   std::string mask_path(std::int64_t i) const { return decode(mask_paths_, i); }
   const SampleBox* boxes() const { return boxes_; }
   const IntColumn& column(FilesSection c) const { return columns_[c - kFirstColumn]; }
+  // Parquet (sources are row groups): whether it is, a source's chunk and a chunk's data pages.
+  bool parquet() const { return parquet_chunks_ != nullptr; }
+  const ParquetChunkRecord& parquet_chunk(std::size_t s) const { return parquet_chunks_[s]; }
+  const ParquetPageRecord* parquet_pages() const { return parquet_pages_; }
+  std::uint64_t parquet_pages_end(std::size_t s) const {
+    return s + 1 < source_total_ ? parquet_chunks_[s + 1].first_page : parquet_page_total_;
+  }
 
  private:
   struct PathStream {
@@ -169,6 +204,9 @@ class FilesRegion {
   std::uint64_t folder_total_ = 0;
   PathStream paths_, mask_paths_;
   const SampleBox* boxes_ = nullptr;
+  const ParquetChunkRecord* parquet_chunks_ = nullptr;  // null: not Parquet
+  const ParquetPageRecord* parquet_pages_ = nullptr;
+  std::uint64_t parquet_page_total_ = 0;
   IntColumn columns_[kSectionCount - kFirstColumn];
 };
 
@@ -199,7 +237,8 @@ FilesImage encode_files(const DatasetIndex& index);
 // Whether `region` (of `size` bytes, 64-byte aligned) is a kFiles region of `samples` samples
 // that can be read without reading outside it: every section within it, every source's path,
 // every folder, every front-coded path decoded within its block, box ranges within the boxes,
-// labels in -1..max_classes-1. What a damaged or planted index file is checked by.
+// labels in -1..max_classes-1, Parquet chunks one per source with their pages in order, each
+// holding at most kMaxPageRows rows. What a damaged or planted index file is checked by.
 bool files_region_holds(const std::uint8_t* region, std::uint64_t size, std::uint64_t samples,
                         int max_classes);
 

@@ -30,12 +30,12 @@ struct IndexFileHeader {
   std::uint64_t meta_offset = 0, meta_size = 0;
   std::uint64_t identity_offset = 0, identity_size = 0;
   std::uint32_t kind = 0;
-  std::uint32_t flags = 0;  // kHasBoxes | kHasMasks | kHasBytes
+  std::uint32_t flags = 0;  // kHasBoxes | kHasMasks | kHasBytes | kIsParquet
   std::int64_t size = 0;
   std::int32_t height = 0, width = 0, channels = 0, reserved = 0;
   std::uint64_t box_total = 0;  // kShards: shard records; kFiles: its boxes (for the log only)
 };
-constexpr std::uint32_t kHasBoxes = 1, kHasMasks = 2, kHasBytes = 4;
+constexpr std::uint32_t kHasBoxes = 1, kHasMasks = 2, kHasBytes = 4, kIsParquet = 8;
 
 // The meta section: little records of 8-byte counts and length-prefixed strings.
 class MetaWriter {
@@ -348,7 +348,7 @@ bool write_index_file(int fd, const DatasetIndex& index, const std::string& iden
   h.header_size = sizeof h;
   h.kind = static_cast<std::uint32_t>(index.kind);
   h.flags = (index.has_boxes ? kHasBoxes : 0) | (index.has_masks ? kHasMasks : 0) |
-            (index.has_bytes ? kHasBytes : 0);
+            (index.has_bytes ? kHasBytes : 0) | (index.parquet ? kIsParquet : 0);
   h.size = index.size;
   h.height = index.height;
   h.width = index.width;
@@ -390,7 +390,7 @@ std::unique_ptr<MappedIndex> map_index_file(int fd, const std::string& identity,
       h.header_size != sizeof h || h.file_size != size || h.region_offset != kRegionOffset ||
       !within(h.region_offset, h.region_size, size) || !within(h.meta_offset, h.meta_size, size) ||
       !within(h.identity_offset, h.identity_size, size) || h.size < 1 ||
-      (h.flags & ~(kHasBoxes | kHasMasks | kHasBytes)) != 0)
+      (h.flags & ~(kHasBoxes | kHasMasks | kHasBytes | kIsParquet)) != 0)
     return nullptr;
   if (std::string_view(reinterpret_cast<const char*>(out.map_ + h.identity_offset),
                        h.identity_size) != identity)
@@ -405,6 +405,11 @@ std::unique_ptr<MappedIndex> map_index_file(int fd, const std::string& identity,
   info.has_boxes = (h.flags & kHasBoxes) != 0;
   info.has_masks = (h.flags & kHasMasks) != 0;
   info.has_bytes = (h.flags & kHasBytes) != 0;
+  info.parquet = (h.flags & kIsParquet) != 0;
+  // (The flag and the region agree: a Parquet region has its chunks, and only it has.)
+  if (info.parquet != (info.kind == DatasetKind::kFiles &&
+                       FilesRegion(out.map_ + h.region_offset).parquet()))
+    return nullptr;
   MetaReader reader(out.map_ + h.meta_offset, h.meta_size);
   if (!read_meta(reader, info) || !meta_holds(info) ||
       !starts_match_records(info, out.map_ + h.region_offset, h.box_total))

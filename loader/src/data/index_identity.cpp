@@ -12,6 +12,7 @@
 #include "common/text.hpp"
 #include "data/folder_scan.hpp"
 #include "data/index_format.hpp"
+#include "data/parquet_dataset.hpp"
 #include "data/shard_list.hpp"
 #include "stoke/mnist.hpp"
 
@@ -154,7 +155,8 @@ std::optional<std::string> dataset_identity(const std::string& data, const Index
          " mask=" + o.mask_field + " bytes=" + o.bytes_field + " boxes=" + o.box_field +
          " on_error=" + std::to_string(static_cast<int>(o.on_error)) +
          " max_classes=" + std::to_string(o.max_classes) +
-         " num_classes=" + std::to_string(o.num_classes) +
+         " num_classes=" + std::to_string(o.num_classes) + " image_column=" + o.image_column +
+         " label_column=" + o.label_column +
          " copies=" + (o.caches.shard_copies ? o.caches.root : std::string()) + "\n";
   if (data.empty()) return std::nullopt;
   std::error_code ec;
@@ -163,6 +165,14 @@ std::optional<std::string> dataset_identity(const std::string& data, const Index
            (o.image_root.empty() ? std::string() : fs::absolute(o.image_root, ec).string()) + "\n";
     if (!add_version(out, "json", fs::absolute(data, ec).lexically_normal().string()))
       return std::nullopt;
+    return out;
+  }
+  if (const auto files = parquet_files(data, o.split)) {
+    for (const std::string& f : *files) {
+      if (is_url(f)) return std::nullopt;
+      if (!add_version(out, "parquet", fs::absolute(f, ec).lexically_normal().string()))
+        return std::nullopt;
+    }
     return out;
   }
   if (const auto shards = shard_list(data)) {

@@ -86,7 +86,9 @@ std::vector<std::string> split_top_level(const std::string& s) {
   return out;
 }
 
-std::vector<std::string> expand_all(const std::string& spec) {
+}  // namespace
+
+std::vector<std::string> expand_names(const std::string& spec) {
   std::vector<std::string> out;
   std::size_t bytes = 0;
   for (const std::string& part : split_top_level(spec)) {
@@ -103,36 +105,41 @@ std::vector<std::string> expand_all(const std::string& spec) {
   return out;
 }
 
-}  // namespace
-
 std::optional<std::vector<std::string>> parse_shard_list_file(std::istream& in,
                                                               const std::string& base,
                                                               const std::string& source) {
+  return parse_name_list_file(in, base, source, names_shard,
+                              "a shard (a .tar path or an http://, https:// or s3:// URL)");
+}
+
+std::optional<std::vector<std::string>> parse_name_list_file(std::istream& in,
+                                                             const std::string& base,
+                                                             const std::string& source,
+                                                             bool (*names)(const std::string&),
+                                                             const char* expected) {
   std::vector<std::string> shards;
   std::size_t bytes = 0;  // of the names in `shards`
   std::string line;
   for (int line_no = 1; std::getline(in, line); ++line_no) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> names = expand_all(line);
-    if (line.find('\t') != std::string::npos || names.empty() ||
-        !std::all_of(names.begin(), names.end(), names_shard)) {
+    std::vector<std::string> listed = expand_names(line);
+    if (line.find('\t') != std::string::npos || listed.empty() ||
+        !std::all_of(listed.begin(), listed.end(), names)) {
       if (shards.empty()) return std::nullopt;
-      throw ConfigError(source + ":" + std::to_string(line_no) +
-                        ": expected a shard (a .tar path or an http://, https:// or s3:// URL), "
-                        "got '" +
-                        redact_url(line) + "'");
+      throw ConfigError(source + ":" + std::to_string(line_no) + ": expected " + expected +
+                        ", got '" + redact_url(line) + "'");
     }
     // The cap is on the whole list, not on each line (lines of a million names each would
     // otherwise add up without bound).
-    if (names.size() > kMaxShards - shards.size())
+    if (listed.size() > kMaxShards - shards.size())
       throw ConfigError(source + ":" + std::to_string(line_no) + ": the list names more than " +
                         std::to_string(kMaxShards) + " shards in all (" +
                         std::to_string(shards.size()) + " on the lines before this one, " +
-                        std::to_string(names.size()) +
+                        std::to_string(listed.size()) +
                         " on this one); split it into datasets of at most " +
                         std::to_string(kMaxShards) + " shards");
-    for (std::string& name : names) {
+    for (std::string& name : listed) {
       if (!is_url(name) && fs::path(name).is_relative())
         name = (fs::path(base) / name).lexically_normal().string();
       bytes += name.size();
@@ -193,7 +200,7 @@ std::optional<std::vector<std::string>> shard_list(const std::string& data) {
     if (!in) return std::nullopt;
     return parse_shard_list_file(in, fs::absolute(data).parent_path().string(), data);
   }
-  std::vector<std::string> shards = expand_all(data);
+  std::vector<std::string> shards = expand_names(data);
   if (shards.empty() || !std::all_of(shards.begin(), shards.end(), names_shard))
     return std::nullopt;
   return shards;

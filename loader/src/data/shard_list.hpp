@@ -27,6 +27,11 @@ inline constexpr std::size_t kMaxShards = 1000000;
 inline constexpr std::size_t kMaxShardNameBytes = 4096;
 inline constexpr std::size_t kMaxShardListBytes = std::size_t{256} << 20;
 
+// The names `spec` stands for: its comma-separated parts (commas inside braces excepted), each
+// through expand_braces. Throws ConfigError as expand_braces does, or for more than kMaxShards
+// names or kMaxShardListBytes of them in all.
+std::vector<std::string> expand_names(const std::string& spec);
+
 // True for http://, https:// and s3:// names.
 bool is_url(const std::string& name);
 
@@ -38,6 +43,14 @@ bool is_url(const std::string& name);
 std::optional<std::vector<std::string>> parse_shard_list_file(std::istream& in,
                                                               const std::string& base,
                                                               const std::string& source);
+
+// parse_shard_list_file for lists of other files: `names` says whether a line's names are what
+// the list holds, `expected` what they are in a message ("a Parquet file").
+std::optional<std::vector<std::string>> parse_name_list_file(std::istream& in,
+                                                             const std::string& base,
+                                                             const std::string& source,
+                                                             bool (*names)(const std::string&),
+                                                             const char* expected);
 
 // The shards `data` names, or std::nullopt when it names another kind of dataset (an image
 // folder, a list of images, IDX files). Throws ConfigError for a malformed pattern, or for more

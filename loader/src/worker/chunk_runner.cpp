@@ -84,9 +84,25 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
                    static_cast<std::size_t>(h.raw_width) * h.raw_channels,
                    false};
   } else {
-    const BadInput read = read_sample_file(false, view_->range(row_));
-    if (read != BadInput::kNone) return read;
-    const std::span<const std::uint8_t> bytes = file_;
+    std::span<const std::uint8_t> bytes;
+    if (view_->parquet()) {
+      const Stopwatch watch(read_ns_);
+      ByteSpan row;
+      const BadInput read = parquet_.read(
+          *view_, row_,
+          [&](const ByteRange& range, std::vector<std::uint8_t>& into) {
+            const BadInput r = read_sample_bytes(false, range);
+            into.swap(file_);
+            return r;
+          },
+          row);
+      if (read != BadInput::kNone) return read;
+      bytes = {row.data, row.size};
+    } else {
+      const BadInput read = read_sample_file(false, view_->range(row_));
+      if (read != BadInput::kNone) return read;
+      bytes = file_;
+    }
     if (is_jpeg(bytes)) {
       // Decoded lazily: only the region the pipeline reads, at the scale it needs.
       const BadInput r = jpeg_.open(bytes.data(), bytes.size(), h.out_channels, h.max_pixels);
@@ -113,6 +129,10 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
 
 BadInput ChunkRunner::read_sample_file(bool mask_file, ByteRange range) {
   const Stopwatch watch(read_ns_);
+  return read_sample_bytes(mask_file, range);
+}
+
+BadInput ChunkRunner::read_sample_bytes(bool mask_file, ByteRange range) {
   BadInput read = BadInput::kMissing;
   // A remote shard's local copy when the shard cache has it (it may never have been fetched,
   // been evicted since, or be unreadable here: then the server's bytes, by a ranged request).

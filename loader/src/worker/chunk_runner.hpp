@@ -15,6 +15,7 @@
 #include "augment/masks.hpp"
 #include "data/dataset_view.hpp"
 #include "data/file_reader.hpp"
+#include "data/parquet_reader.hpp"
 #include "data/shard_tables.hpp"
 #include "decode/decode.hpp"
 #include "decode/jpeg_region.hpp"
@@ -58,6 +59,7 @@ class ChunkRunner {
   // Reads bytes `range` of the current sample's shard (its local copy first) or file, or of its
   // mask file, into file_.
   BadInput read_sample_file(bool mask_file, ByteRange range);
+  BadInput read_sample_bytes(bool mask_file, ByteRange range);  // (read_sample_file, untimed)
   // Whether a decoded width x height is the current sample's annotated size (or it has none).
   bool annotated_size(int width, int height) const;
   // Sample j's geometry in `slot`: the output map its pixels just got, and its source's size.
@@ -84,6 +86,7 @@ class ChunkRunner {
   DecodedImage mask_;
   PngLabelMapReader png_mask_;
   JpegRegionSource jpeg_;
+  ParquetRows parquet_;  // a Parquet dataset's decoded pages
   std::string path_;
   std::vector<std::uint8_t> file_;  // the current sample's bytes
   std::vector<Box> mapped_;         // write_boxes' scratch

@@ -1,0 +1,346 @@
+#include "data/parquet_dataset.hpp"
+
+#include <fcntl.h>
+#include <glob.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "common/align.hpp"
+#include "common/fd.hpp"
+#include "common/text.hpp"
+#include "data/file_reader.hpp"
+#include "data/shard_list.hpp"
+#include "stoke/error.hpp"
+
+namespace stoke::detail {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool names_parquet(const std::string& name) {
+  // (A URL's query, if any, is not part of its name.)
+  const std::string path = is_url(name) ? name.substr(0, name.find('?')) : name;
+  return lowercase(fs::path(path).extension().string()) == ".parquet";
+}
+
+bool has_glob(const std::string& name) {
+  return !is_url(name) && name.find_first_of("*?[") != std::string::npos;
+}
+
+// The files a glob matches, sorted (glob(3) sorts them).
+std::vector<std::string> glob_files(const std::string& pattern) {
+  glob_t g{};
+  const int r = ::glob(pattern.c_str(), 0, nullptr, &g);
+  std::vector<std::string> out;
+  if (r == 0) {
+    for (std::size_t i = 0; i < g.gl_pathc; ++i) {
+      if (out.size() >= kMaxShards) {
+        ::globfree(&g);
+        throw ConfigError(pattern + ": matches more than " + std::to_string(kMaxShards) +
+                          " files");
+      }
+      out.emplace_back(g.gl_pathv[i]);
+    }
+  }
+  ::globfree(&g);
+  if (out.empty()) throw ConfigError(pattern + ": no file matches");
+  return out;
+}
+
+// The split a file of a dataset folder belongs to by its name or folders ("train", "test",
+// "validation", ...), or "".
+std::string split_of(const fs::path& relative) {
+  static const char* const kSplits[] = {"train", "test", "validation", "valid", "val", "dev"};
+  const std::string name = lowercase(relative.filename().string());
+  for (const char* s : kSplits) {
+    const std::size_t n = std::strlen(s);
+    if (name.compare(0, n, s) == 0 && name.size() > n &&
+        (name[n] == '-' || name[n] == '_' || name[n] == '.'))
+      return s;
+  }
+  for (const fs::path& part : relative.parent_path()) {
+    const std::string folder = lowercase(part.string());
+    for (const char* s : kSplits)
+      if (folder == s) return s;
+  }
+  return {};
+}
+
+std::optional<std::vector<std::string>> folder_files(const std::string& root, Split split) {
+  std::vector<std::string> all;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied,
+                                           ec),
+       end;
+       it != end; it.increment(ec)) {
+    if (ec) break;
+    if (!names_parquet(it->path().string()) || !it->is_regular_file(ec)) continue;
+    if (all.size() >= kMaxShards)
+      throw ConfigError(root + ": holds more than " + std::to_string(kMaxShards) +
+                        " Parquet files");
+    all.push_back(it->path().string());
+  }
+  if (all.empty()) return std::nullopt;
+  std::sort(all.begin(), all.end());
+  const std::string wanted = split == Split::kTrain ? "train" : "test";
+  std::vector<std::string> kept;
+  std::set<std::string> splits;
+  for (const std::string& f : all) {
+    const std::string s = split_of(fs::path(f).lexically_relative(root));
+    if (!s.empty()) splits.insert(s);
+    if (s == wanted) kept.push_back(f);
+  }
+  if (splits.empty()) return all;  // no file says a split: they are one
+  if (kept.empty()) {
+    std::string have;
+    for (const std::string& s : splits) have += (have.empty() ? "" : ", ") + s;
+    throw ConfigError(root + ": its Parquet files are of the splits " + have + ", none of " +
+                      wanted + "; set split (train or test) or name the files");
+  }
+  return kept;
+}
+
+// Whether the file at `path` may be a list of Parquet files: its first line that is not blank
+// or a comment, within its first 4 KiB, names one (a tar shard, an image list or a JSON file
+// is not read further).
+bool lists_parquet(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(4096, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  std::size_t at = 0;
+  while (at < head.size()) {
+    std::size_t end = head.find('\n', at);
+    if (end == std::string::npos) return false;  // (no whole line in the first 4 KiB)
+    std::string line = head.substr(at, end - at);
+    at = end + 1;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    return line.find('\0') == std::string::npos && names_parquet(line);
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<std::vector<std::string>> parquet_files(const std::string& data, Split split) {
+  if (data.empty()) return std::nullopt;
+  std::error_code ec;
+  const auto status = fs::status(data, ec);
+  if (!ec && fs::is_directory(status)) return folder_files(data, split);
+  if (!ec && fs::is_regular_file(status)) {
+    if (names_parquet(data)) return std::vector<std::string>{data};
+    if (!lists_parquet(data)) return std::nullopt;
+    std::ifstream in(data);
+    if (!in) return std::nullopt;
+    return parse_name_list_file(in, fs::absolute(data).parent_path().string(), data,
+                                names_parquet, "a Parquet file (a .parquet path or URL)");
+  }
+  const std::vector<std::string> names = expand_names(data);
+  if (names.empty() || !std::all_of(names.begin(), names.end(), names_parquet))
+    return std::nullopt;
+  std::vector<std::string> files;
+  for (const std::string& name : names) {
+    if (!has_glob(name)) {
+      files.push_back(name);
+      continue;
+    }
+    for (std::string& f : glob_files(name)) files.push_back(std::move(f));
+    if (files.size() > kMaxShards)
+      throw ConfigError(data + ": names more than " + std::to_string(kMaxShards) + " files");
+  }
+  return files;
+}
+
+namespace {
+
+std::string chunk_place(const ParquetChunkFacts& chunk, std::uint64_t at) {
+  return "the page at byte " + std::to_string(at) + " (its column chunk: " +
+         std::to_string(chunk.bytes) + " bytes from byte " + std::to_string(chunk.start) + ")";
+}
+
+// The header of the page at `at`, read in growing pieces up to kMaxPageHeaderBytes or the
+// chunk's end: "" when it parses.
+std::string read_header(const ReadAt& read_at, const ParquetChunkFacts& chunk, std::uint64_t at,
+                        PageHeader& h) {
+  const std::uint64_t left = chunk.start + chunk.bytes - at;
+  std::vector<std::uint8_t> bytes;
+  for (std::size_t want = 4096;; want *= 4) {
+    const std::size_t n = static_cast<std::size_t>(
+        std::min<std::uint64_t>({want, left, kMaxPageHeaderBytes}));
+    bytes.resize(n);
+    if (read_at(at, bytes.data(), n) != n) return chunk_place(chunk, at) + " is cut short";
+    const HeaderParse r = parse_page_header(bytes.data(), n, h);
+    if (r == HeaderParse::kOk) return {};
+    if (r == HeaderParse::kBad || n == left || n == kMaxPageHeaderBytes)
+      return chunk_place(chunk, at) + " has no page header that can be read";
+  }
+}
+
+std::string page_fits(const ParquetChunkFacts& chunk, std::uint64_t at, const PageHeader& h) {
+  if (!within(at - chunk.start, h.page_size(), chunk.bytes))
+    return chunk_place(chunk, at) + " runs past its column chunk";
+  if (h.data() && h.values > kMaxPageRows)
+    return chunk_place(chunk, at) + " holds " + std::to_string(h.values) + " rows (at most " +
+           std::to_string(kMaxPageRows) + " are read)";
+  if (h.data() && !value_encoding_supported(h.encoding))
+    return chunk_place(chunk, at) + " uses value encoding " + std::to_string(h.encoding) +
+           ", which stoke does not read (PLAIN and dictionary encodings)";
+  return {};
+}
+
+}  // namespace
+
+std::string chunk_pages(const ReadAt& read_at, const ParquetChunkFacts& chunk, ChunkPages& out) {
+  out = {};
+  std::uint64_t at = chunk.start;
+  const std::uint64_t end = chunk.start + chunk.bytes;  // (the facts checked it within the file)
+  if (chunk.dictionary) {
+    PageHeader h;
+    if (std::string e = read_header(read_at, chunk, at, h); !e.empty()) return e;
+    if (h.type != PageType::kDictionary)
+      return chunk_place(chunk, at) + " is not the dictionary page the footer says it is";
+    if (std::string e = page_fits(chunk, at, h); !e.empty()) return e;
+    out.dictionary_offset = at;
+    out.dictionary_size = static_cast<std::uint32_t>(h.page_size());
+    at += h.page_size();
+  }
+  std::int64_t rows = 0;
+  if (!chunk.pages.empty()) {
+    // From the offset index: in order, from row 0, each within the chunk.
+    for (std::size_t i = 0; i < chunk.pages.size(); ++i) {
+      const ParquetPageLocation& p = chunk.pages[i];
+      const std::int64_t next = i + 1 < chunk.pages.size() ? chunk.pages[i + 1].first_row
+                                                           : chunk.rows;
+      if (p.first_row != rows || next <= p.first_row || next - p.first_row > kMaxPageRows ||
+          p.offset < at || !within(p.offset - chunk.start, p.size, chunk.bytes) ||
+          p.size > kMaxPageBytes)
+        return "its offset index does not match its pages (page " + std::to_string(i) + " at byte " +
+               std::to_string(p.offset) + ")";
+      rows = next;
+      at = p.offset + p.size;
+    }
+    out.pages = chunk.pages;
+    return {};
+  }
+  while (at < end) {
+    PageHeader h;
+    if (std::string e = read_header(read_at, chunk, at, h); !e.empty()) return e;
+    if (std::string e = page_fits(chunk, at, h); !e.empty()) return e;
+    if (h.type == PageType::kDictionary)
+      return chunk_place(chunk, at) + " is a dictionary page after the first page";
+    if (h.data() && h.values > 0) {
+      if (rows > std::int64_t{0xffffffff})
+        return "its row group has more than 2^32 rows";
+      out.pages.push_back({at, static_cast<std::uint32_t>(h.page_size()), rows});
+      rows += h.values;
+    }
+    at += h.page_size();
+  }
+  if (rows != chunk.rows)
+    return "its pages hold " + std::to_string(rows) + " rows, its row group " +
+           std::to_string(chunk.rows) + ": the file is damaged";
+  return {};
+}
+
+namespace {
+
+ReadAt file_reader_at(int fd, const std::string& path) {
+  return [fd, path](std::uint64_t offset, void* dst, std::size_t n) -> std::size_t {
+    const std::int64_t got = pread_fully(fd, dst, n, offset);
+    if (got < 0) throw Error(path + ": " + std::strerror(errno));
+    return static_cast<std::size_t>(got);
+  };
+}
+
+}  // namespace
+
+DatasetIndex index_parquet(const std::vector<std::string>& files, const IndexOptions& options) {
+  DatasetIndex index;
+  index.kind = DatasetKind::kFiles;
+  index.parquet = true;
+  index.shard_starts.push_back(0);
+  const ParquetColumns columns{options.image_column, options.label_column};
+  bool text_labels = false;
+  std::vector<std::string> texts;  // per sample, for text labels
+  std::vector<std::string> class_names;
+  for (const std::string& path : files) {
+    if (is_url(path))
+      throw ConfigError(redact_url(path) +
+                        ": Parquet files are read from local disk (copy them here first)");
+    ParquetFileFacts facts = read_parquet_facts(path, columns);
+    const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) throw ConfigError(path + ": " + std::strerror(errno));
+    const ReadAt read_at = file_reader_at(fd.get(), path);
+    const bool texts_here = facts.text_labels;
+    if (&path != &files.front() && texts_here != text_labels)
+      throw ConfigError(path + ": its labels are " + (texts_here ? "strings" : "integers") +
+                        ", the files' before it " + (text_labels ? "strings" : "integers"));
+    text_labels = texts_here;
+    if (class_names.empty()) class_names = facts.class_names;
+    const std::uint64_t path_offset = index.paths.size();
+    index.paths += path;
+    std::int64_t row = 0;  // in the file
+    for (std::size_t g = 0; g < facts.row_groups.size(); ++g) {
+      const ParquetChunkFacts& chunk = facts.row_groups[g];
+      ChunkPages pages;
+      if (std::string e = chunk_pages(read_at, chunk, pages); !e.empty())
+        throw ConfigError(path + " (row group " + std::to_string(g) + "): " + e);
+      ParquetChunkRecord& r = index.parquet_chunks.emplace_back();
+      r.dictionary_offset = pages.dictionary_offset;
+      r.dictionary_size = pages.dictionary_size;
+      r.codec = static_cast<std::uint8_t>(chunk.codec);
+      r.max_def = facts.max_def;
+      r.first_page = index.parquet_pages.size();
+      r.row_group = static_cast<std::uint32_t>(g);
+      for (const ParquetPageLocation& p : pages.pages)
+        index.parquet_pages.push_back(
+            {p.offset, p.size, static_cast<std::uint32_t>(p.first_row)});
+      for (std::int64_t k = 0; k < chunk.rows; ++k, ++row) {
+        std::int64_t label = -1;
+        const auto at = static_cast<std::size_t>(row);
+        if (!text_labels && at < facts.labels.size()) label = facts.labels[at];
+        if (label < -1 || label >= options.max_classes) {
+          const std::string where =
+              path + " (row group " + std::to_string(g) + ", row " + std::to_string(k) + ")";
+          if (label < 0) throw DataError(where + ": label " + std::to_string(label) + " is negative");
+          throw label_over_bound(where, "label", static_cast<std::uint64_t>(label),
+                                 options.max_classes);
+        }
+        FileEntry& e = index.entries.emplace_back();
+        e.path_offset = path_offset;
+        e.path_length = static_cast<std::uint32_t>(path.size());
+        e.label = static_cast<std::int32_t>(label);
+        if (text_labels) texts.push_back(at < facts.label_texts.size() ? facts.label_texts[at] : "");
+      }
+      index.size += chunk.rows;
+      index.shard_starts.push_back(index.size);
+    }
+  }
+  if (index.size == 0) throw ConfigError(files.front() + ": its row groups hold no rows");
+  if (text_labels) {
+    // Classes named by strings: sorted, as an image folder's class folders are.
+    std::set<std::string> distinct(texts.begin(), texts.end());
+    distinct.erase(std::string());
+    class_names.assign(distinct.begin(), distinct.end());
+    if (class_names.size() > static_cast<std::size_t>(options.max_classes))
+      throw ConfigError(files.front() + ": its labels name " + std::to_string(class_names.size()) +
+                        " classes, more than max_classes (" + std::to_string(options.max_classes) +
+                        ")");
+    std::map<std::string, std::int32_t> number;
+    for (std::size_t c = 0; c < class_names.size(); ++c)
+      number[class_names[c]] = static_cast<std::int32_t>(c);
+    for (std::size_t i = 0; i < texts.size(); ++i)
+      index.entries[i].label = texts[i].empty() ? -1 : number[texts[i]];
+  }
+  index.class_names = std::move(class_names);
+  return index;
+}
+
+}  // namespace stoke::detail

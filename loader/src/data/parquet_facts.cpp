@@ -1,0 +1,71 @@
+#include "data/parquet_facts.hpp"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <mutex>
+
+#include "stoke/error.hpp"
+
+namespace stoke::detail {
+
+namespace {
+
+struct Library {
+  ReadParquetFactsFn read = nullptr;
+  std::string error;  // why it could not be loaded
+};
+
+// libstoke_parquet.so beside the library or executable this code is in (build/lib and the
+// install's lib hold it beside libstoke_loader; a test binary in build/bin finds it in ../lib).
+Library load_library() {
+  namespace fs = std::filesystem;
+  Library lib;
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&read_parquet_facts), &info) == 0 ||
+      info.dli_fname == nullptr) {
+    lib.error = "cannot tell where stoke is loaded from";
+    return lib;
+  }
+  std::error_code ec;
+  const fs::path here = fs::canonical(fs::path(info.dli_fname), ec).parent_path();
+  std::string tried;
+  for (const fs::path& dir : {here, here / "../lib", here / "../../lib"}) {
+    const fs::path candidate = (dir / kParquetLibrary).lexically_normal();
+    if (::access(candidate.c_str(), R_OK) != 0) {
+      tried += (tried.empty() ? "" : ", ") + candidate.string();
+      continue;
+    }
+    void* handle = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* why = ::dlerror();
+      lib.error = candidate.string() + " cannot be loaded: " + (why != nullptr ? why : "?") +
+                  " (it needs Apache Arrow's libarrow and libparquet of the pyarrow it was built "
+                  "with: install that pyarrow, or rebuild stoke against the one installed)";
+      return lib;
+    }
+    lib.read = reinterpret_cast<ReadParquetFactsFn>(::dlsym(handle, kParquetFactsSymbol));
+    if (lib.read == nullptr) lib.error = candidate.string() + " is not stoke's Parquet library";
+    return lib;  // (kept loaded for the process's life)
+  }
+  lib.error = std::string("this stoke was built without Parquet support (") + kParquetLibrary +
+              " is not beside it: looked for " + tried +
+              "); build it with pyarrow installed (setup.sh installs it)";
+  return lib;
+}
+
+}  // namespace
+
+ParquetFileFacts read_parquet_facts(const std::string& path, const ParquetColumns& columns) {
+  static std::once_flag once;
+  static Library lib;
+  std::call_once(once, [] { lib = load_library(); });
+  if (lib.read == nullptr) throw ConfigError(path + ": " + lib.error);
+  ParquetFileFacts facts;
+  std::string error;
+  if (lib.read(path, columns, facts, error) != 0) throw ConfigError(error);
+  return facts;
+}
+
+}  // namespace stoke::detail

@@ -1,0 +1,75 @@
+#pragma once
+// What indexing needs of a Parquet file: its image column's chunks (codec, levels, where their
+// pages are), its labels and its class names. Read from the file's footer, page index and label
+// column by Apache Arrow's Parquet reader, which lives in a library of its own
+// (libstoke_parquet.so, data/parquet_facts_arrow.cpp) loaded the first time a Parquet dataset is
+// indexed: a process that reads no Parquet never loads Arrow, and stoke-worker never does (it
+// reads pages itself, data/parquet_page.hpp).
+//
+// Thread-safety: read_parquet_facts is reentrant (the library is loaded once, under a
+// std::call_once).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/parquet_page.hpp"
+
+namespace stoke::detail {
+
+// A data page, as the file's offset index gives it.
+struct ParquetPageLocation {
+  std::uint64_t offset = 0;  // of its header, in the file
+  std::uint32_t size = 0;    // header and body
+  std::int64_t first_row = 0;  // within the row group
+};
+
+// One row group's chunk of the image column.
+struct ParquetChunkFacts {
+  std::int64_t rows = 0;
+  std::uint64_t start = 0;  // its first page (the dictionary page, when it has one)
+  std::uint64_t bytes = 0;  // its pages, headers included
+  bool dictionary = false;  // whether its first page is a dictionary page
+  ParquetCodec codec = ParquetCodec::kNone;
+  // From the offset index, where the writer wrote one: its data pages. Empty: the pages are
+  // found by walking their headers from `start`.
+  std::vector<ParquetPageLocation> pages;
+};
+
+// Which columns to read: "" finds them (the Hugging Face metadata's Image and ClassLabel
+// features first, then by name and type: see docs/USAGE.md); "none" for the label reads none.
+struct ParquetColumns {
+  std::string image;
+  std::string label;
+};
+
+struct ParquetFileFacts {
+  std::uint64_t file_size = 0;
+  std::string image_column;  // the leaf read, dotted: "image.bytes"
+  std::string label_column;  // "" when there is none
+  std::uint8_t max_def = 0;  // the image leaf's
+  std::vector<ParquetChunkFacts> row_groups;
+  // Per row, where the labels are integers; -1 for a null one.
+  std::vector<std::int64_t> labels;
+  // Per row, where the labels are strings (classes then sort them, as folders' names do); a
+  // null one is "" and gets label -1.
+  std::vector<std::string> label_texts;
+  bool text_labels = false;
+  // From the Hugging Face metadata's ClassLabel feature of the label column: label i's name.
+  std::vector<std::string> class_names;
+};
+
+// Reads `path` (a local Parquet file). Throws ConfigError naming the file for one that is not
+// Parquet, has no column to read images from (naming the columns it has), has an image column
+// that is not a flat byte column or uses an encoding or codec the workers cannot read, or when
+// libstoke_parquet cannot be loaded (saying why and what to install).
+ParquetFileFacts read_parquet_facts(const std::string& path, const ParquetColumns& columns);
+
+// The library's entry point (what data/parquet_facts_arrow.cpp defines): 0 and `out` filled,
+// or 1 and `error` set (a ConfigError's text).
+using ReadParquetFactsFn = int (*)(const std::string& path, const ParquetColumns& columns,
+                                   ParquetFileFacts& out, std::string& error);
+inline constexpr const char* kParquetFactsSymbol = "stoke_read_parquet_facts_v1";
+inline constexpr const char* kParquetLibrary = "libstoke_parquet.so";
+
+}  // namespace stoke::detail

@@ -1,0 +1,64 @@
+#pragma once
+// A worker's reads of a Parquet dataset's rows: the data page that holds a row (and its chunk's
+// dictionary page, for a dictionary-encoded one) is read, decompressed and decoded once
+// (data/parquet_page.hpp), then kept while the rows after it are read from it, within a budget
+// of kPageCacheBytes: the plan reads a few row groups at a time (shuffle_window), so most rows
+// are found in a page already decoded. The image bytes a read gives point into the kept page:
+// no copy beyond the decompression.
+//
+// Thread-safety: one ParquetRows per thread (a ChunkRunner's).
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "data/bad_input.hpp"
+#include "data/dataset_view.hpp"
+#include "data/file_reader.hpp"
+#include "data/parquet_page.hpp"
+
+namespace stoke::detail {
+
+// Decoded pages kept per worker, at most (a page being read is kept whatever its size). A row
+// group of 100 ImageNet photos is about 11 MB: this holds a shuffle window of 16 of them.
+inline constexpr std::size_t kPageCacheBytes = std::size_t{256} << 20;
+
+class ParquetRows {
+ public:
+  // Reads `range` of the sample's file (its local copy first, as any sample's bytes are read)
+  // into the vector: kNone, or why it cannot.
+  using ReadRange = std::function<BadInput(const ByteRange&, std::vector<std::uint8_t>&)>;
+
+  // The image bytes of sample i of `view` (REQUIRES: view.parquet()), valid until the next
+  // read: kNone and `out` set; kMissing for a null value; kCorrupt for a page that cannot be
+  // read as its header and the index say; or the read's own verdict.
+  BadInput read(const DatasetView& view, std::int64_t i, const ReadRange& read_range,
+                ByteSpan& out);
+
+  // Pages decoded so far (for tests: a row in a kept page decodes nothing).
+  std::uint64_t pages_decoded() const { return decoded_; }
+
+ private:
+  struct Kept {
+    std::uint64_t key = 0;  // a data page's number; a chunk's dictionary: kDictionary | source
+    std::shared_ptr<const PageValues> values;
+    std::uint64_t last_use = 0;
+  };
+  static constexpr std::uint64_t kDictionary = std::uint64_t{1} << 63;
+
+  // The decoded page at `key`, from the kept ones or read now; null and `why` set on failure.
+  std::shared_ptr<const PageValues> page(std::uint64_t key, const ByteRange& where,
+                                         std::uint32_t rows, const ChunkLayout& layout,
+                                         std::shared_ptr<const PageValues> dictionary,
+                                         const ReadRange& read_range, BadInput& why);
+  void keep(std::uint64_t key, std::shared_ptr<const PageValues> values);
+
+  std::vector<Kept> kept_;  // a few pages: searched in order
+  std::size_t held_ = 0;
+  std::uint64_t clock_ = 0;
+  std::uint64_t decoded_ = 0;
+  std::vector<std::uint8_t> bytes_;  // the page as read
+};
+
+}  // namespace stoke::detail

@@ -1,0 +1,444 @@
+// Parquet datasets: files written by pyarrow, polars, DuckDB and Hugging Face datasets (each
+// with its own defaults, then every codec and page layout pyarrow writes) deliver what the same
+// images deliver from a folder and from tar shards; class names come from the ClassLabel feature
+// or the string labels; a damaged page skips its rows, naming file, row group and row; the forms
+// of the data string; and the page reader's bounds on hostile headers and bodies.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "data/dataset_index.hpp"
+#include "data/parquet_dataset.hpp"
+#include "data/parquet_page.hpp"
+#include "servers.hpp"
+#include "stoke/error.hpp"
+#include "stoke/loader.hpp"
+#include "test_support.hpp"
+
+namespace stoke {
+namespace {
+
+namespace fs = std::filesystem;
+using detail::BadInput;
+using test::run;
+
+// Whether the Python the Parquet tests write with has `module`. A writer missing skips its test,
+// or fails it under STOKE_REQUIRE_SERVERS=1 (CI installs every writer: setup.sh).
+bool has_writer(const std::string& module) {
+  const std::string command =
+      std::string(STOKE_PARQUET_PYTHON) + " -c 'import " + module + "' 2> /dev/null";
+  return std::system(command.c_str()) == 0;
+}
+
+#define REQUIRE_WRITER(module)                                                        \
+  do {                                                                                \
+    if (!has_writer(module)) {                                                        \
+      if (test::servers_required()) FAIL() << (module) << " is not installed (setup.sh)"; \
+      GTEST_SKIP() << (module) << " is not installed (setup.sh installs it)";         \
+    }                                                                                 \
+  } while (0)
+
+// testdata/jpeg written as Parquet by `writer` with `flags` (tests/loader/make_parquet.py):
+// the file (or, with --files, the files' pattern).
+std::string write_parquet(const test::TempDir& dir, const std::string& name,
+                          const std::string& writer, const std::string& flags = "") {
+  const std::string out = (dir.path() / name).string();
+  run(std::string(STOKE_PARQUET_PYTHON) + " " STOKE_SOURCE_DIR "/tests/loader/make_parquet.py " +
+      test::testdata("jpeg") + " " + out + " --writer " + writer + " " + flags + " > /dev/null");
+  return out;
+}
+
+Options jpeg_options(const std::string& data) {
+  Options o = test::fashion_options(2, 32);
+  o.data = data;
+  o.height = o.width = 32;
+  return o;
+}
+
+test::Delivered deliver(const Options& o) {
+  Loader loader(o);
+  EXPECT_EQ(loader.dataset_size(), 96) << o.data;
+  return test::collect(loader);
+}
+
+const test::Delivered& folder_batches() {
+  static const test::Delivered d = deliver(jpeg_options(test::testdata("jpeg")));
+  return d;
+}
+
+class ParquetWriters : public testing::TestWithParam<std::string> {};
+
+// Each writer with its defaults (they differ: pyarrow and polars put every image of a row group
+// in a dictionary page, snappy and zstd; DuckDB writes plain snappy pages; datasets writes plain
+// uncompressed pages with an offset index): the folder's batches, byte for byte.
+TEST_P(ParquetWriters, DeliverWhatTheFolderDelivers) {
+  const std::string writer = GetParam();
+  REQUIRE_WRITER(writer);
+  test::TempDir dir;
+  const std::string file = write_parquet(dir, "train.parquet", writer);
+  EXPECT_TRUE(deliver(jpeg_options(file)) == folder_batches()) << writer;
+}
+
+INSTANTIATE_TEST_SUITE_P(Parquet, ParquetWriters,
+                         testing::Values("pyarrow", "polars", "duckdb", "datasets"),
+                         [](const testing::TestParamInfo<std::string>& p) { return p.param; });
+
+// Every codec and page layout pyarrow writes: compressed or not, data pages V1 and V2, plain or
+// dictionary-encoded, many small pages, with and without an offset index.
+TEST(ParquetLoader, EveryCodecAndPageLayoutDeliversTheSameBatches) {
+  REQUIRE_WRITER("pyarrow");
+  test::TempDir dir;
+  const char* const layouts[] = {
+      "--compression none",
+      "--compression snappy --rows-per-page 5",
+      "--compression gzip --no-dictionary --rows-per-page 7",
+      "--compression brotli --data-page-v2 --rows-per-page 9",
+      "--compression lz4 --page-index --rows-per-page 11 --plain-binary",
+      "--compression zstd --data-page-v2 --no-dictionary --page-index --rows-per-page 3",
+      "--compression none --data-page-v2 --no-dictionary --rows-per-page 1",
+  };
+  int k = 0;
+  for (const char* layout : layouts) {
+    const std::string file =
+        write_parquet(dir, "l" + std::to_string(k++) + ".parquet", "pyarrow", layout);
+    EXPECT_TRUE(deliver(jpeg_options(file)) == folder_batches()) << layout;
+  }
+}
+
+// A row group is what a shard is to the plan: row groups of the shards' sizes, under the same
+// shuffle window, give the shards' batches.
+TEST(ParquetLoader, RowGroupsAreShardsToTheShuffleWindow) {
+  REQUIRE_WRITER("pyarrow");
+  test::TempDir dir;
+  run("python3 " STOKE_SOURCE_DIR "/tests/loader/make_shards.py " + test::testdata("jpeg") + " " +
+      (dir.path() / "s").string() + " --shards 3");
+  const std::string file = write_parquet(dir, "g.parquet", "pyarrow", "--rows-per-group 32");
+  Options shards = jpeg_options((dir.path() / "s-{000000..000002}.tar").string());
+  shards.shuffle_window = 2;
+  Options parquet = shards;
+  parquet.data = file;
+  const test::Delivered from_shards = deliver(shards);
+  EXPECT_TRUE(deliver(parquet) == from_shards);
+  EXPECT_FALSE(from_shards == folder_batches());  // (the window changed the order)
+}
+
+// Class names: a ClassLabel feature's names, or string labels' classes sorted (as a folder's
+// class folders are); the labels are their numbers.
+TEST(ParquetLoader, ClassNamesComeFromTheClassLabelFeatureOrTheSortedStrings) {
+  REQUIRE_WRITER("datasets");
+  REQUIRE_WRITER("polars");
+  test::TempDir dir;
+  std::vector<std::string> folders;
+  for (const auto& e : fs::directory_iterator(test::testdata("jpeg")))
+    if (e.is_directory()) folders.push_back(e.path().filename().string());
+  std::sort(folders.begin(), folders.end());
+  for (const auto& [writer, flags] : {std::pair<std::string, std::string>{"datasets", ""},
+                                      {"polars", "--labels string"}}) {
+    const std::string file = write_parquet(dir, writer + ".parquet", writer, flags);
+    Options o = jpeg_options(file);
+    Loader loader(o);
+    EXPECT_EQ(loader.class_names(), folders) << writer;
+    EXPECT_TRUE(test::collect(loader) == folder_batches()) << writer;
+  }
+  // Without labels: -1 for every sample, no names.
+  const std::string file = write_parquet(dir, "none.parquet", "polars", "--labels none");
+  Loader loader(jpeg_options(file));
+  EXPECT_TRUE(loader.class_names().empty());
+  const test::Delivered d = test::collect(loader);
+  EXPECT_EQ(std::count(d.labels.begin(), d.labels.end(), -1),
+            static_cast<std::ptrdiff_t>(d.labels.size()));
+}
+
+// The pages of a file's only row group, as the index finds them.
+detail::ChunkPages pages_of(const std::string& file) {
+  const detail::ParquetFileFacts facts = detail::read_parquet_facts(file, {});
+  EXPECT_EQ(facts.row_groups.size(), 1u);
+  const std::string bytes = test::read_file(file);
+  detail::ChunkPages pages;
+  const std::string why = detail::chunk_pages(
+      [&](std::uint64_t offset, void* dst, std::size_t n) {
+        const std::size_t got = std::min<std::size_t>(n, bytes.size() - offset);
+        std::memcpy(dst, bytes.data() + offset, got);
+        return got;
+      },
+      facts.row_groups[0], pages);
+  EXPECT_EQ(why, "");
+  return pages;
+}
+
+// A damaged page is bad input for its rows alone: under skip each is replaced and named by file,
+// row group and row; under error the first stops the loader, named so.
+TEST(ParquetLoader, ADamagedPageSkipsItsRowsNamingFileRowGroupAndRow) {
+  REQUIRE_WRITER("pyarrow");
+  test::TempDir dir;
+  const std::string file = write_parquet(dir, "bad.parquet", "pyarrow",
+                                         "--compression snappy --no-dictionary --rows-per-page 8");
+  const detail::ChunkPages pages = pages_of(file);
+  ASSERT_EQ(pages.pages.size(), 12u);
+  // Page 2 (rows 16..23): the start of its body (snappy's length) overwritten.
+  const detail::ParquetPageLocation& p = pages.pages[2];
+  ASSERT_EQ(p.first_row, 16);
+  const std::string bytes = test::read_file(file);
+  detail::PageHeader h;
+  ASSERT_EQ(detail::parse_page_header(reinterpret_cast<const std::uint8_t*>(bytes.data()) + p.offset,
+                                      p.size, h),
+            detail::HeaderParse::kOk);
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(p.offset + h.header_size));
+    const std::string junk(8, '\xff');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  test::LogLines log;
+  Options o = jpeg_options(file);
+  o.shuffle = false;
+  o.log = log.sink();
+  Loader loader(o);
+  const test::Delivered d = test::collect(loader);
+  EXPECT_EQ(loader.stats().skipped_by_reason.at("corrupt"), 8);
+  for (int row = 16; row < 24; ++row)
+    EXPECT_TRUE(log.contains("skipped " + file + " (sample " + std::to_string(row) +
+                             ", row group 0, row " + std::to_string(row) + "): corrupt"))
+        << row;
+  // The rows of the other pages are the folder's.
+  Options folder = jpeg_options(test::testdata("jpeg"));
+  folder.shuffle = false;
+  const test::Delivered clean = deliver(folder);
+  const std::size_t sample = 32 * 32 * 3;
+  for (std::size_t i = 0; i < 96; ++i) {
+    if (i >= 16 && i < 24) continue;
+    EXPECT_EQ(0, std::memcmp(d.pixels.data() + i * sample, clean.pixels.data() + i * sample,
+                             sample))
+        << i;
+  }
+  o.on_error = OnError::kError;
+  o.log = [](std::string_view) {};
+  Loader strict(o);
+  try {
+    test::collect(strict);
+    FAIL() << "a damaged page was read";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find(file + " (sample 16, row group 0, row 16)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The forms of the data string: a folder in Hugging Face's layout (its split's files), brace
+// ranges, globs and list files; none of them claims other data.
+TEST(ParquetFiles, AFolderPatternsAndListsNameTheirFiles) {
+  test::TempDir dir;
+  const fs::path data = dir.path() / "hub/data";
+  fs::create_directories(data);
+  for (const char* name : {"train-00000-of-00002.parquet", "train-00001-of-00002.parquet",
+                           "test-00000-of-00001.parquet"})
+    std::ofstream(data / name) << "x";
+  const std::string root = (dir.path() / "hub").string();
+  using Files = std::vector<std::string>;
+  EXPECT_EQ(detail::parquet_files(root, Split::kTrain),
+            (Files{(data / "train-00000-of-00002.parquet").string(),
+                   (data / "train-00001-of-00002.parquet").string()}));
+  EXPECT_EQ(detail::parquet_files(root, Split::kTest),
+            (Files{(data / "test-00000-of-00001.parquet").string()}));
+  EXPECT_EQ(detail::parquet_files((data / "train-{00000..00001}-of-00002.parquet").string(),
+                                  Split::kTrain),
+            detail::parquet_files(root, Split::kTrain));
+  EXPECT_EQ(detail::parquet_files((data / "train-*.parquet").string(), Split::kTrain),
+            detail::parquet_files(root, Split::kTrain));
+  std::ofstream(dir.path() / "list.txt") << "# the test split\nhub/data/test-00000-of-00001.parquet\n";
+  EXPECT_EQ(detail::parquet_files((dir.path() / "list.txt").string(), Split::kTrain),
+            (Files{(data / "test-00000-of-00001.parquet").string()}));
+  // A folder whose files say no split: all of them. One of other splits only: an error.
+  fs::create_directories(dir.path() / "plain/part");
+  std::ofstream(dir.path() / "plain/b.parquet") << "x";
+  std::ofstream(dir.path() / "plain/part/a.parquet") << "x";
+  EXPECT_EQ(detail::parquet_files((dir.path() / "plain").string(), Split::kTest),
+            (Files{(dir.path() / "plain/b.parquet").string(),
+                   (dir.path() / "plain/part/a.parquet").string()}));
+  fs::create_directories(dir.path() / "validation-only");
+  std::ofstream(dir.path() / "validation-only/validation-00000.parquet") << "x";
+  try {
+    detail::parquet_files((dir.path() / "validation-only").string(), Split::kTrain);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("of the splits validation, none of train"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(detail::parquet_files((data / "nothing-*.parquet").string(), Split::kTrain),
+               ConfigError);
+  // Other data is not Parquet.
+  EXPECT_FALSE(detail::parquet_files(test::testdata("jpeg"), Split::kTrain));
+  EXPECT_FALSE(detail::parquet_files("train-{000000..000003}.tar", Split::kTrain));
+  EXPECT_FALSE(detail::parquet_files("http://host/train-000000.tar", Split::kTrain));
+}
+
+// A file that is not Parquet, or has no column images can be read from, is a ConfigError that
+// names it (and the columns it has).
+TEST(ParquetFiles, AFileThatCannotBeReadIsAConfigErrorNamingIt) {
+  REQUIRE_WRITER("polars");
+  test::TempDir dir;
+  const std::string junk = (dir.path() / "junk.parquet").string();
+  std::ofstream(junk) << "PAR1 not really";
+  try {
+    Loader loader(jpeg_options(junk));
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(junk + ": not a Parquet file"), std::string::npos)
+        << e.what();
+  }
+  const std::string numbers = (dir.path() / "numbers.parquet").string();
+  run(std::string(STOKE_PARQUET_PYTHON) +
+      " -c \"import polars as pl; pl.DataFrame({'a': [1, 2], 'b': ['x', 'y']}).write_parquet('" +
+      numbers + "')\"");
+  try {
+    Loader loader(jpeg_options(numbers));
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("no column to read images from"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("a (INT64), b (BYTE_ARRAY)"), std::string::npos)
+        << e.what();
+  }
+  Options o = jpeg_options(numbers);
+  o.image_column = "c";
+  EXPECT_THROW(Loader{o}, ConfigError);
+  o = jpeg_options(test::testdata("jpeg"));
+  o.label_column = "label";
+  EXPECT_THROW(Loader{o}, ConfigError);  // (a folder has no columns)
+}
+
+// ---- the page reader on hostile bytes
+
+std::vector<std::uint8_t> bytes_of(std::initializer_list<int> v) {
+  std::vector<std::uint8_t> out;
+  for (int b : v) out.push_back(static_cast<std::uint8_t>(b));
+  return out;
+}
+
+// A V1 data page header: type 0, sizes, DataPageHeader{num_values, PLAIN, RLE, RLE}.
+std::vector<std::uint8_t> data_page_header(int uncompressed, int compressed, int values) {
+  const auto zigzag = [](std::int64_t v, std::vector<std::uint8_t>& out) {
+    std::uint64_t z = static_cast<std::uint64_t>((v << 1) ^ (v >> 63));
+    do {
+      std::uint8_t b = z & 0x7f;
+      z >>= 7;
+      out.push_back(z != 0 ? static_cast<std::uint8_t>(b | 0x80) : b);
+    } while (z != 0);
+  };
+  std::vector<std::uint8_t> h;
+  h.push_back(0x15);  // field 1, i32
+  zigzag(0, h);
+  h.push_back(0x15);
+  zigzag(uncompressed, h);
+  h.push_back(0x15);
+  zigzag(compressed, h);
+  h.push_back(0x2c);  // field 5 (delta 2), struct
+  h.push_back(0x15);
+  zigzag(values, h);
+  h.push_back(0x15);
+  zigzag(0, h);  // PLAIN
+  h.push_back(0x15);
+  zigzag(3, h);  // RLE
+  h.push_back(0x15);
+  zigzag(3, h);
+  h.push_back(0x00);
+  h.push_back(0x00);
+  return h;
+}
+
+TEST(ParquetPage, HeadersAreReadWithinTheirBytesAndBounds) {
+  detail::PageHeader h;
+  const std::vector<std::uint8_t> good = data_page_header(10, 10, 2);
+  ASSERT_EQ(detail::parse_page_header(good.data(), good.size(), h), detail::HeaderParse::kOk);
+  EXPECT_EQ(h.header_size, good.size());
+  EXPECT_EQ(h.values, 2u);
+  EXPECT_EQ(h.compressed_size, 10u);
+  // Cut short: more may be read; a negative or absurd size: never a page.
+  EXPECT_EQ(detail::parse_page_header(good.data(), good.size() - 3, h),
+            detail::HeaderParse::kShort);
+  const std::vector<std::uint8_t> negative = data_page_header(10, -1, 2);
+  EXPECT_EQ(detail::parse_page_header(negative.data(), negative.size(), h),
+            detail::HeaderParse::kBad);
+  const std::vector<std::uint8_t> huge = data_page_header(std::int32_t{1} << 30 | 1, 10, 2);
+  EXPECT_EQ(detail::parse_page_header(huge.data(), huge.size(), h), detail::HeaderParse::kBad);
+  // Structs nested past the bound, a list that claims more elements than bytes.
+  std::vector<std::uint8_t> deep = bytes_of({0x1c});  // field 1: a struct, ... 40 deep
+  for (int i = 0; i < 40; ++i) deep.push_back(0x1c);
+  EXPECT_EQ(detail::parse_page_header(deep.data(), deep.size(), h), detail::HeaderParse::kBad);
+  const std::vector<std::uint8_t> list = bytes_of({0x19, 0xf5, 0xff, 0xff, 0xff, 0xff, 0x0f});
+  EXPECT_NE(detail::parse_page_header(list.data(), list.size(), h), detail::HeaderParse::kOk);
+}
+
+TEST(ParquetPage, BodiesAreCheckedAgainstTheirHeadersBeforeTheyAreTrusted) {
+  detail::PageValues values;
+  const detail::ChunkLayout required{detail::ParquetCodec::kNone, 0};
+  // Two PLAIN values: "ab" and "c".
+  std::vector<std::uint8_t> body = bytes_of({2, 0, 0, 0, 'a', 'b', 1, 0, 0, 0, 'c'});
+  auto page_of = [](const std::vector<std::uint8_t>& header, const std::vector<std::uint8_t>& b) {
+    std::vector<std::uint8_t> page = header;
+    page.insert(page.end(), b.begin(), b.end());
+    return page;
+  };
+  std::vector<std::uint8_t> header = data_page_header(11, 11, 2);
+  detail::PageHeader h;
+  ASSERT_EQ(detail::parse_page_header(header.data(), header.size(), h), detail::HeaderParse::kOk);
+  ASSERT_EQ(values.decode(h, page_of(header, body), header.size(), required, nullptr),
+            BadInput::kNone);
+  ASSERT_EQ(values.rows(), 2u);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(values.row(0).data), values.row(0).size),
+            "ab");
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(values.row(1).data), values.row(1).size),
+            "c");
+  // A length past the page, a page shorter than its header says, three rows in two values' bytes.
+  body[6] = 9;
+  EXPECT_EQ(values.decode(h, page_of(header, body), header.size(), required, nullptr),
+            BadInput::kCorrupt);
+  body[6] = 1;
+  std::vector<std::uint8_t> cut = page_of(header, body);
+  cut.pop_back();
+  EXPECT_EQ(values.decode(h, std::move(cut), header.size(), required, nullptr),
+            BadInput::kCorrupt);
+  header = data_page_header(11, 11, 3);
+  ASSERT_EQ(detail::parse_page_header(header.data(), header.size(), h), detail::HeaderParse::kOk);
+  EXPECT_EQ(values.decode(h, page_of(header, body), header.size(), required, nullptr),
+            BadInput::kCorrupt);
+  // More rows than a page may hold: refused before anything is allocated for them.
+  header = data_page_header(11, 11, static_cast<int>(detail::kMaxPageRows) + 1);
+  ASSERT_EQ(detail::parse_page_header(header.data(), header.size(), h), detail::HeaderParse::kOk);
+  EXPECT_EQ(values.decode(h, page_of(header, body), header.size(), required, nullptr),
+            BadInput::kTooLarge);
+  // A snappy body whose own length disagrees with the header's: corrupt, nothing written past.
+  header = data_page_header(11, 4, 2);
+  ASSERT_EQ(detail::parse_page_header(header.data(), header.size(), h), detail::HeaderParse::kOk);
+  EXPECT_EQ(values.decode(h, page_of(header, bytes_of({0x7f, 0, 'a', 'b'})), header.size(),
+                          {detail::ParquetCodec::kSnappy, 0}, nullptr),
+            BadInput::kCorrupt);
+}
+
+TEST(ParquetPage, LevelsAndIndicesRunNoFurtherThanTheirBytes) {
+  std::uint32_t out[16];
+  // A run of 5 threes (width 2), then one bit-packed group of 8: 0..7 at width 3.
+  const std::vector<std::uint8_t> ok = bytes_of({10, 3});
+  ASSERT_TRUE(detail::decode_hybrid(ok.data(), ok.size(), 2, 5, out));
+  EXPECT_EQ(out[4], 3u);
+  const std::vector<std::uint8_t> packed = bytes_of({3, 0x88, 0xc6, 0xfa});
+  ASSERT_TRUE(detail::decode_hybrid(packed.data(), packed.size(), 3, 8, out));
+  for (std::uint32_t i = 0; i < 8; ++i) EXPECT_EQ(out[i], i);
+  // A group that claims more bytes than there are, a run value wider than its width, width 33.
+  const std::vector<std::uint8_t> long_group = bytes_of({0x7f, 1, 2});
+  EXPECT_FALSE(detail::decode_hybrid(long_group.data(), long_group.size(), 8, 8, out));
+  const std::vector<std::uint8_t> wide = bytes_of({2, 9});
+  EXPECT_FALSE(detail::decode_hybrid(wide.data(), wide.size(), 3, 1, out));
+  EXPECT_FALSE(detail::decode_hybrid(ok.data(), ok.size(), 33, 1, out));
+  // Values wanted past the bytes.
+  EXPECT_FALSE(detail::decode_hybrid(ok.data(), ok.size(), 2, 6, out));
+}
+
+}  // namespace
+}  // namespace stoke
