@@ -30,7 +30,7 @@ echo "building the stoke wheel"
 # From outside the source tree, so `import stoke` finds the installed package.
 cd "$work"
 echo "== suite (NumPy, PyTorch)"
-STOKE_PYTEST_TORCH=1 STOKE_PYTEST_TORCHVISION=1 STOKE_PYTEST_WIDS=1 "$work/torch/bin/python" -m pytest -q -p no:cacheprovider "$src/bindings/tests"
+STOKE_PYTEST_TORCH=1 STOKE_PYTEST_TORCHVISION=1 STOKE_PYTEST_WIDS=1 STOKE_PYTEST_PARQUET=1 "$work/torch/bin/python" -m pytest -q -p no:cacheprovider "$src/bindings/tests"
 echo "== Keras on JAX"
 STOKE_PYTEST_KERAS=1 KERAS_BACKEND=jax JAX_PLATFORMS=cpu "$work/keras/bin/python" -m pytest -q -p no:cacheprovider \
   -k keras "$src/bindings/tests"

@@ -13,6 +13,7 @@
 #include "common/build_info.hpp"
 #include "common/fd.hpp"
 #include "common/number_text.hpp"
+#include "data/parquet_dataset.hpp"
 #include "data/shard_cache.hpp"
 #include "data/shard_list.hpp"
 #include "data/shard_tables.hpp"
@@ -35,6 +36,21 @@ constexpr std::uint32_t kPoisonCapacity = 4096;
 constexpr double kIndexLogSeconds = 1.0;
 
 // The log's line on where the dataset index came from, when it took long enough to say.
+// The log's advice for Parquet data whose every sample would decode a page of many rows: a full
+// shuffle (shuffle_window 0) reads the rows of a page far apart in time, so a worker decodes a
+// page for almost every sample. "" when there is none to give.
+std::string parquet_window_advice(const DatasetView& view, const PlanConfig& plan) {
+  if (!view.parquet() || !plan.shuffle || plan.shuffle_window != 0) return {};
+  const double rows = rows_per_decoded_page(view);
+  if (rows < 4) return {};
+  char text[64];
+  std::snprintf(text, sizeof text, "%.0f", rows);
+  return std::string("Parquet pages of about ") + text +
+         " rows each are decoded whole, and with shuffle_window 0 a worker decodes one for "
+         "almost every sample: set shuffle_window (16 reads 16 row groups at a time, each page "
+         "decoded once) or write the files with smaller pages";
+}
+
 std::string index_line(const MappedIndex& index) {
   if (index.built_s() < kIndexLogSeconds && index.waited_s() < kIndexLogSeconds) return "";
   std::string line = "dataset index: " + std::to_string(index.info().size) + " samples, " +
@@ -121,6 +137,9 @@ Loader::Impl::Impl(ResolvedConfig config, std::shared_ptr<const MappedIndex> map
     log_.post("skipped " + r.path + " while indexing: " + bad_input_name(r.reason));
   }
   for (const std::string& note : index.shard_notes) log_.post(note);
+  if (const std::string advice = parquet_window_advice(mapped->view(), config_.plan);
+      !advice.empty())
+    log_.post(advice);
   for (const std::string& note : index.box_notes) log_.post(note);
   if (config_.over_max_boxes > 0)
     log_.post(std::to_string(config_.over_max_boxes) + " image(s) have more boxes than max_boxes " +

@@ -153,6 +153,10 @@ class DatasetView {
   const ParquetPageRecord& parquet_page(std::uint64_t page) const {
     return files_.parquet_pages()[page];
   }
+  // The end of a row group's data pages (the next one's first).
+  std::uint64_t parquet_pages_end(std::size_t source) const {
+    return files_.parquet_pages_end(source);
+  }
 
   // REQUIRES: lazy() or in_shards(). The shards, each one's path, and a sample's shard and its
   // place there (REQUIRES: 0 <= i < size()).

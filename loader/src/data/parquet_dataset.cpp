@@ -170,6 +170,7 @@ std::string chunk_place(const ParquetChunkFacts& chunk, std::uint64_t at) {
 std::string read_header(const ReadAt& read_at, const ParquetChunkFacts& chunk, std::uint64_t at,
                         PageHeader& h) {
   const std::uint64_t left = chunk.start + chunk.bytes - at;
+  if (left == 0) return chunk_place(chunk, at) + " is past its column chunk's end";
   std::vector<std::uint8_t> bytes;
   for (std::size_t want = 4096;; want *= 4) {
     const std::size_t n = static_cast<std::size_t>(
@@ -247,6 +248,16 @@ std::string chunk_pages(const ReadAt& read_at, const ParquetChunkFacts& chunk, C
     return "its pages hold " + std::to_string(rows) + " rows, its row group " +
            std::to_string(chunk.rows) + ": the file is damaged";
   return {};
+}
+
+double rows_per_decoded_page(const DatasetView& view) {
+  std::uint64_t units = 0;
+  for (std::size_t s = 0; s < view.shard_total(); ++s) {
+    const ParquetChunkRecord& chunk = view.parquet_chunk(s);
+    const std::uint64_t pages = view.parquet_pages_end(s) - chunk.first_page;
+    units += chunk.dictionary_size > 0 ? std::min<std::uint64_t>(pages, 1) : pages;
+  }
+  return units == 0 ? 0 : static_cast<double>(view.size()) / static_cast<double>(units);
 }
 
 namespace {

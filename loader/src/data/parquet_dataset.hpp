@@ -41,6 +41,11 @@ struct ChunkPages {
 // encodings the workers read. "" when they hold, else why not.
 std::string chunk_pages(const ReadAt& read_at, const ParquetChunkFacts& chunk, ChunkPages& out);
 
+// The rows a worker decodes at once, on average: a data page's, or a whole row group's where its
+// images sit in a dictionary page (pyarrow's and polars' defaults put every image of a row group
+// there). REQUIRES: view.parquet().
+double rows_per_decoded_page(const DatasetView& view);
+
 // The index of `files` (data/parquet_facts.hpp reads each one's footer and labels). Throws
 // ConfigError for a file that cannot be read as an image dataset (naming it and why), DataError
 // for a label not below options.max_classes (naming the file, row group and row).

@@ -168,7 +168,7 @@ bool decompress_page(ParquetCodec codec, const std::uint8_t* src, std::size_t n,
   switch (codec) {
     case ParquetCodec::kNone:
       if (n != size) return false;
-      std::memcpy(dst, src, n);
+      if (n > 0) std::memcpy(dst, src, n);
       return true;
     case ParquetCodec::kSnappy: {
       std::size_t claimed = 0;
@@ -308,7 +308,7 @@ BadInput PageValues::decode(const PageHeader& h, std::vector<std::uint8_t>&& pag
   std::size_t n = 0;
   if (compressed) {
     body_.resize(levels + plain);
-    std::memcpy(body_.data(), body, levels);
+    if (levels > 0) std::memcpy(body_.data(), body, levels);
     if (!decompress_page(layout.codec, body + levels, packed, body_.data() + levels, plain))
       return BadInput::kCorrupt;
     p = body_.data();
