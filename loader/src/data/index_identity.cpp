@@ -169,8 +169,9 @@ std::optional<std::string> dataset_identity(const std::string& data, const Index
   }
   if (const auto files = parquet_files(data, o.split)) {
     for (const std::string& f : *files) {
-      if (is_url(f)) return std::nullopt;
-      if (!add_version(out, "parquet", fs::absolute(f, ec).lexically_normal().string()))
+      // (A remote file's version is its size and ETag, as a remote shard's.)
+      if (is_url(f) ? !add_shard_versions(out, {f}, o.remote, seen)
+                    : !add_version(out, "parquet", fs::absolute(f, ec).lexically_normal().string()))
         return std::nullopt;
     }
     return out;

@@ -16,6 +16,7 @@
 #include "common/text.hpp"
 #include "data/file_reader.hpp"
 #include "data/shard_list.hpp"
+#include "remote/remote.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {
@@ -262,12 +263,34 @@ double rows_per_decoded_page(const DatasetView& view) {
 
 namespace {
 
-ReadAt file_reader_at(int fd, const std::string& path) {
-  return [fd, path](std::uint64_t offset, void* dst, std::size_t n) -> std::size_t {
+// A local file's bytes (through `fd`, which must outlive the source) or a URL's (ranged GETs).
+ParquetSource source_of(const std::string& path, int fd, const IndexOptions& options) {
+  ParquetSource s;
+  if (is_url(path)) {
+    s.name = redact_url(path);
+    const RemoteObject object = [&] {
+      if (options.remote_seen != nullptr)
+        if (const auto it = options.remote_seen->find(path); it != options.remote_seen->end())
+          return it->second;
+      return remote_stat(path, options.remote);
+    }();
+    s.size = object.size;
+    s.read_at = [path, policy = options.remote](std::uint64_t offset, void* dst, std::size_t n) {
+      return remote_read(path, offset, dst, n, policy);
+    };
+    return s;
+  }
+  s.name = path;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    throw ConfigError(path + ": not a regular file");
+  s.size = static_cast<std::uint64_t>(st.st_size);
+  s.read_at = [fd, path](std::uint64_t offset, void* dst, std::size_t n) -> std::size_t {
     const std::int64_t got = pread_fully(fd, dst, n, offset);
     if (got < 0) throw Error(path + ": " + std::strerror(errno));
     return static_cast<std::size_t>(got);
   };
+  return s;
 }
 
 }  // namespace
@@ -282,13 +305,19 @@ DatasetIndex index_parquet(const std::vector<std::string>& files, const IndexOpt
   std::vector<std::string> texts;  // per sample, for text labels
   std::vector<std::string> class_names;
   for (const std::string& path : files) {
-    if (is_url(path))
-      throw ConfigError(redact_url(path) +
-                        ": Parquet files are read from local disk (copy them here first)");
-    ParquetFileFacts facts = read_parquet_facts(path, columns);
-    const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) throw ConfigError(path + ": " + std::strerror(errno));
-    const ReadAt read_at = file_reader_at(fd.get(), path);
+    const UniqueFd fd(is_url(path) ? -1 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!is_url(path) && !fd) throw ConfigError(path + ": " + std::strerror(errno));
+    ParquetSource source;
+    ParquetFileFacts facts;
+    try {
+      source = source_of(path, fd.get(), options);
+      facts = read_parquet_facts(source, columns);
+    } catch (const ConfigError&) {
+      throw;
+    } catch (const Error& e) {
+      throw ConfigError(std::string(e.what()));
+    }
+    const ReadAt& read_at = source.read_at;
     const bool texts_here = facts.text_labels;
     if (&path != &files.front() && texts_here != text_labels)
       throw ConfigError(path + ": its labels are " + (texts_here ? "strings" : "integers") +
@@ -301,8 +330,14 @@ DatasetIndex index_parquet(const std::vector<std::string>& files, const IndexOpt
     for (std::size_t g = 0; g < facts.row_groups.size(); ++g) {
       const ParquetChunkFacts& chunk = facts.row_groups[g];
       ChunkPages pages;
-      if (std::string e = chunk_pages(read_at, chunk, pages); !e.empty())
-        throw ConfigError(path + " (row group " + std::to_string(g) + "): " + e);
+      std::string why;
+      try {
+        why = chunk_pages(read_at, chunk, pages);
+      } catch (const Error& e) {
+        why = e.what();
+      }
+      if (!why.empty())
+        throw ConfigError(source.name + " (row group " + std::to_string(g) + "): " + why);
       ParquetChunkRecord& r = index.parquet_chunks.emplace_back();
       r.dictionary_offset = pages.dictionary_offset;
       r.dictionary_size = pages.dictionary_size;

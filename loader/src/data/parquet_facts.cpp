@@ -57,14 +57,14 @@ Library load_library() {
 
 }  // namespace
 
-ParquetFileFacts read_parquet_facts(const std::string& path, const ParquetColumns& columns) {
+ParquetFileFacts read_parquet_facts(const ParquetSource& source, const ParquetColumns& columns) {
   static std::once_flag once;
   static Library lib;
   std::call_once(once, [] { lib = load_library(); });
-  if (lib.read == nullptr) throw ConfigError(path + ": " + lib.error);
+  if (lib.read == nullptr) throw ConfigError(source.name + ": " + lib.error);
   ParquetFileFacts facts;
   std::string error;
-  if (lib.read(path, columns, facts, error) != 0) throw ConfigError(error);
+  if (lib.read(source, columns, facts, error) != 0) throw ConfigError(error);
   return facts;
 }
 

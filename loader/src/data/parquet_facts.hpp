@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "data/parquet_page.hpp"
+#include "data/tar_index.hpp"
 
 namespace stoke::detail {
 
@@ -59,15 +60,23 @@ struct ParquetFileFacts {
   std::vector<std::string> class_names;
 };
 
-// Reads `path` (a local Parquet file). Throws ConfigError naming the file for one that is not
-// Parquet, has no column to read images from (naming the columns it has), has an image column
-// that is not a flat byte column or uses an encoding or codec the workers cannot read, or when
-// libstoke_parquet cannot be loaded (saying why and what to install).
-ParquetFileFacts read_parquet_facts(const std::string& path, const ParquetColumns& columns);
+// A Parquet file as the reader sees it: its name for messages (a URL redacted), its size, and
+// its bytes (a local file's pread, a remote one's ranged GETs; ReadAt may throw Error).
+struct ParquetSource {
+  std::string name;
+  std::uint64_t size = 0;
+  ReadAt read_at;
+};
+
+// Reads `source`. Throws ConfigError naming the file for one that is not Parquet, has no column
+// to read images from (naming the columns it has), has an image column that is not a flat byte
+// column or uses an encoding or codec the workers cannot read, cannot be read (the read's own
+// error), or when libstoke_parquet cannot be loaded (saying why and what to install).
+ParquetFileFacts read_parquet_facts(const ParquetSource& source, const ParquetColumns& columns);
 
 // The library's entry point (what data/parquet_facts_arrow.cpp defines): 0 and `out` filled,
 // or 1 and `error` set (a ConfigError's text).
-using ReadParquetFactsFn = int (*)(const std::string& path, const ParquetColumns& columns,
+using ReadParquetFactsFn = int (*)(const ParquetSource& source, const ParquetColumns& columns,
                                    ParquetFileFacts& out, std::string& error);
 inline constexpr const char* kParquetFactsSymbol = "stoke_read_parquet_facts_v1";
 inline constexpr const char* kParquetLibrary = "libstoke_parquet.so";

@@ -319,14 +319,68 @@ int label_field(const arrow::Schema& schema, const std::string& wanted,
   return field;
 }
 
-ParquetFileFacts read_facts(const std::string& path, const ParquetColumns& columns) {
-  auto file = arrow::io::ReadableFile::Open(path);
-  if (!file.ok()) throw Refused{path + ": " + file.status().message()};
-  const std::int64_t size = (*file)->GetSize().ValueOr(-1);
-  if (size < 0) throw Refused{path + ": cannot be sized"};
+// The source's bytes as Arrow reads a file: every read through its ReadAt (a failed one, an
+// Error, is an IOError with its text).
+class SourceFile final : public arrow::io::RandomAccessFile {
+ public:
+  explicit SourceFile(const ParquetSource& source) : source_(source) {}
+  arrow::Status Close() override {
+    closed_ = true;
+    return arrow::Status::OK();
+  }
+  bool closed() const override { return closed_; }
+  arrow::Result<std::int64_t> Tell() const override { return position_; }
+  arrow::Status Seek(std::int64_t position) override {
+    if (position < 0) return arrow::Status::Invalid("negative position");
+    position_ = position;
+    return arrow::Status::OK();
+  }
+  arrow::Result<std::int64_t> GetSize() override {
+    return static_cast<std::int64_t>(source_.size);
+  }
+  arrow::Result<std::int64_t> Read(std::int64_t n, void* out) override {
+    ARROW_ASSIGN_OR_RAISE(const std::int64_t got, ReadAt(position_, n, out));
+    position_ += got;
+    return got;
+  }
+  arrow::Result<std::shared_ptr<arrow::Buffer>> Read(std::int64_t n) override {
+    ARROW_ASSIGN_OR_RAISE(auto buffer, ReadAt(position_, n));
+    position_ += buffer->size();
+    return buffer;
+  }
+  arrow::Result<std::int64_t> ReadAt(std::int64_t position, std::int64_t n, void* out) override {
+    if (position < 0 || n < 0) return arrow::Status::Invalid("negative read");
+    const auto size = static_cast<std::int64_t>(source_.size);
+    n = std::min(n, std::max<std::int64_t>(0, size - position));
+    if (n == 0) return 0;
+    try {
+      return static_cast<std::int64_t>(source_.read_at(static_cast<std::uint64_t>(position), out,
+                                                       static_cast<std::size_t>(n)));
+    } catch (const std::exception& e) {
+      return arrow::Status::IOError(e.what());
+    }
+  }
+  arrow::Result<std::shared_ptr<arrow::Buffer>> ReadAt(std::int64_t position,
+                                                       std::int64_t n) override {
+    ARROW_ASSIGN_OR_RAISE(auto buffer, arrow::AllocateResizableBuffer(std::max<std::int64_t>(n, 0)));
+    ARROW_ASSIGN_OR_RAISE(const std::int64_t got, ReadAt(position, n, buffer->mutable_data()));
+    ARROW_RETURN_NOT_OK(buffer->Resize(got));
+    return std::shared_ptr<arrow::Buffer>(std::move(buffer));
+  }
+
+ private:
+  const ParquetSource& source_;
+  std::int64_t position_ = 0;
+  bool closed_ = false;
+};
+
+ParquetFileFacts read_facts(const ParquetSource& source, const ParquetColumns& columns) {
+  const std::string& path = source.name;
+  const auto file = std::make_shared<SourceFile>(source);
+  const std::int64_t size = static_cast<std::int64_t>(source.size);
   std::unique_ptr<parquet::ParquetFileReader> parquet_reader;
   try {
-    parquet_reader = parquet::ParquetFileReader::Open(*file);
+    parquet_reader = parquet::ParquetFileReader::Open(file);
   } catch (const parquet::ParquetException& e) {
     throw Refused{path + ": not a Parquet file that can be read (" + e.what() + ")"};
   }
@@ -368,10 +422,11 @@ ParquetFileFacts read_facts(const std::string& path, const ParquetColumns& colum
 }  // namespace stoke::detail
 
 extern "C" __attribute__((visibility("default"))) int stoke_read_parquet_facts_v1(
-    const std::string& path, const stoke::detail::ParquetColumns& columns,
+    const stoke::detail::ParquetSource& source, const stoke::detail::ParquetColumns& columns,
     stoke::detail::ParquetFileFacts& out, std::string& error) {
+  const std::string& path = source.name;
   try {
-    out = stoke::detail::read_facts(path, columns);
+    out = stoke::detail::read_facts(source, columns);
     return 0;
   } catch (const stoke::detail::Refused& r) {
     error = r.text;

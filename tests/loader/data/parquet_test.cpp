@@ -154,19 +154,57 @@ TEST(ParquetLoader, ClassNamesComeFromTheClassLabelFeatureOrTheSortedStrings) {
             static_cast<std::ptrdiff_t>(d.labels.size()));
 }
 
+// Parquet files on a server are read where they are: the footer, page index and labels through
+// ranged GETs while indexing, each page through one when a worker reads it. Over HTTP (nginx)
+// and S3 (SeaweedFS), the local file's batches.
+TEST(ParquetRemote, FilesOnHttpAndS3DeliverWhatTheLocalFilesDeliver) {
+  REQUIRE_WRITER("pyarrow");
+  STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
+  STOKE_SKIP_WITHOUT(!test::SeaweedS3::binary().empty(), "SeaweedFS (weed)");
+  test::TempDir dir;
+  const fs::path www = dir.path() / "www";
+  fs::create_directories(www);
+  write_parquet(dir, "www/train", "pyarrow", "--files 2 --rows-per-group 16 --page-index");
+  const std::string pattern = "/train-{00000..00001}-of-00002.parquet";
+  Options local = jpeg_options((www.string() + pattern));
+  local.cache_dir = (dir.path() / "cache").string();
+  const test::Delivered expected = deliver(local);
+  EXPECT_TRUE(expected == folder_batches());
+
+  test::Nginx nginx(www, dir.path() / "nginx");
+  ASSERT_TRUE(nginx.started());
+  Options http = local;
+  http.data = nginx.url() + pattern;
+  EXPECT_TRUE(deliver(http) == expected);
+
+  test::SeaweedS3 s3(dir.path() / "weed");
+  ASSERT_TRUE(s3.started()) << s3.log_tail();
+  run(s3.curl("-X PUT " + s3.endpoint() + "/stoke-test > /dev/null"));
+  for (const auto& f : fs::directory_iterator(www))
+    run(s3.curl("-T " + f.path().string() + " " + s3.endpoint() + "/stoke-test/pq/" +
+                f.path().filename().string() + " > /dev/null"));
+  const test::ScopedEnv endpoint("AWS_ENDPOINT_URL", s3.endpoint());
+  const test::ScopedEnv key("AWS_ACCESS_KEY_ID", test::SeaweedS3::kAccessKey);
+  const test::ScopedEnv secret("AWS_SECRET_ACCESS_KEY", test::SeaweedS3::kSecretKey);
+  const test::ScopedEnv region("AWS_REGION", "us-east-1");
+  Options on_s3 = local;
+  on_s3.data = "s3://stoke-test/pq" + pattern;
+  EXPECT_TRUE(deliver(on_s3) == expected);
+}
+
 // The pages of a file's only row group, as the index finds them.
 detail::ChunkPages pages_of(const std::string& file) {
-  const detail::ParquetFileFacts facts = detail::read_parquet_facts(file, {});
-  EXPECT_EQ(facts.row_groups.size(), 1u);
   const std::string bytes = test::read_file(file);
+  const detail::ReadAt read_at = [&](std::uint64_t offset, void* dst, std::size_t n) {
+    const std::size_t got = std::min<std::size_t>(n, bytes.size() - offset);
+    std::memcpy(dst, bytes.data() + offset, got);
+    return got;
+  };
+  const detail::ParquetFileFacts facts =
+      detail::read_parquet_facts({file, bytes.size(), read_at}, {});
+  EXPECT_EQ(facts.row_groups.size(), 1u);
   detail::ChunkPages pages;
-  const std::string why = detail::chunk_pages(
-      [&](std::uint64_t offset, void* dst, std::size_t n) {
-        const std::size_t got = std::min<std::size_t>(n, bytes.size() - offset);
-        std::memcpy(dst, bytes.data() + offset, got);
-        return got;
-      },
-      facts.row_groups[0], pages);
+  const std::string why = detail::chunk_pages(read_at, facts.row_groups[0], pages);
   EXPECT_EQ(why, "");
   return pages;
 }
