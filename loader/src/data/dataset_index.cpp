@@ -275,7 +275,8 @@ DatasetIndex index_path(const std::string& path, const IndexOptions& options) {
     return index_coco(path, options.image_root, options.on_error);
   }
   // (Before shards: a URL names a shard unless it names Parquet.)
-  if (const auto files = parquet_files(path, options.split)) return index_parquet(*files, options);
+  if (const auto files = parquet_files(path, options.split, options.remote))
+    return index_parquet(*files, options);
   if (const auto shards = shard_list(path))
     return index_shards(
         *shards, {options.label_field, options.mask_field, options.bytes_field, options.box_field},

@@ -167,7 +167,7 @@ std::optional<std::string> dataset_identity(const std::string& data, const Index
       return std::nullopt;
     return out;
   }
-  if (const auto files = parquet_files(data, o.split)) {
+  if (const auto files = parquet_files(data, o.split, o.remote)) {
     for (const std::string& f : *files) {
       // (A remote file's version is its size and ETag, as a remote shard's.)
       if (is_url(f) ? !add_shard_versions(out, {f}, o.remote, seen)

@@ -1,6 +1,7 @@
 #include "data/parquet_dataset.hpp"
 
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <glob.h>
 #include <sys/stat.h>
 
@@ -15,6 +16,7 @@
 #include "common/fd.hpp"
 #include "common/text.hpp"
 #include "data/file_reader.hpp"
+#include "data/hf_hub.hpp"
 #include "data/shard_list.hpp"
 #include "remote/remote.hpp"
 #include "stoke/error.hpp"
@@ -73,6 +75,28 @@ std::string split_of(const fs::path& relative) {
   return {};
 }
 
+// Of `files` (sorted) under `root`, those of `split` when any of them says a split by its name
+// or folder, else all. Throws ConfigError naming `where` when they say other splits only.
+std::vector<std::string> of_split(const std::vector<std::string>& files, const std::string& root,
+                                  Split split, const std::string& where) {
+  const std::string wanted = split == Split::kTrain ? "train" : "test";
+  std::vector<std::string> kept;
+  std::set<std::string> splits;
+  for (const std::string& f : files) {
+    const std::string s = split_of(fs::path(f).lexically_relative(root.empty() ? "." : root));
+    if (!s.empty()) splits.insert(s);
+    if (s == wanted) kept.push_back(f);
+  }
+  if (splits.empty()) return files;  // no file says a split: they are one
+  if (kept.empty()) {
+    std::string have;
+    for (const std::string& s : splits) have += (have.empty() ? "" : ", ") + s;
+    throw ConfigError(where + ": its Parquet files are of the splits " + have + ", none of " +
+                      wanted + "; set split (train or test) or name the files");
+  }
+  return kept;
+}
+
 std::optional<std::vector<std::string>> folder_files(const std::string& root, Split split) {
   std::vector<std::string> all;
   std::error_code ec;
@@ -89,22 +113,34 @@ std::optional<std::vector<std::string>> folder_files(const std::string& root, Sp
   }
   if (all.empty()) return std::nullopt;
   std::sort(all.begin(), all.end());
-  const std::string wanted = split == Split::kTrain ? "train" : "test";
-  std::vector<std::string> kept;
-  std::set<std::string> splits;
-  for (const std::string& f : all) {
-    const std::string s = split_of(fs::path(f).lexically_relative(root));
-    if (!s.empty()) splits.insert(s);
-    if (s == wanted) kept.push_back(f);
+  return of_split(all, root, split, root);
+}
+
+// The files of a Hugging Face Hub path: one file, or those a glob matches, or a folder's (at any
+// depth) of `split`; as download URLs.
+std::vector<std::string> hub_files(const std::string& name, Split split,
+                                   const RemotePolicy& policy) {
+  const HubPath at = parse_hub_path(name);
+  const std::string& pattern = at.path;
+  const std::size_t glob = pattern.find_first_of("*?[");
+  if (glob == std::string::npos && names_parquet(pattern)) return {hub_file_url(at, pattern)};
+  std::string folder = glob == std::string::npos ? pattern : pattern.substr(0, glob);
+  if (glob != std::string::npos) folder = folder.substr(0, folder.rfind('/') + 1);
+  while (!folder.empty() && folder.back() == '/') folder.pop_back();
+  std::vector<std::string> paths;
+  for (std::string& p : hub_listing(at, folder, policy)) {
+    if (!names_parquet(p)) continue;
+    if (glob != std::string::npos ? ::fnmatch(pattern.c_str(), p.c_str(), FNM_PATHNAME) != 0
+                                  : !(folder.empty() || p.starts_with(folder + "/")))
+      continue;
+    paths.push_back(std::move(p));
   }
-  if (splits.empty()) return all;  // no file says a split: they are one
-  if (kept.empty()) {
-    std::string have;
-    for (const std::string& s : splits) have += (have.empty() ? "" : ", ") + s;
-    throw ConfigError(root + ": its Parquet files are of the splits " + have + ", none of " +
-                      wanted + "; set split (train or test) or name the files");
-  }
-  return kept;
+  if (paths.empty()) throw ConfigError(name + ": names no Parquet file on the Hub");
+  std::sort(paths.begin(), paths.end());
+  if (glob == std::string::npos) paths = of_split(paths, folder, split, name);
+  std::vector<std::string> urls;
+  for (const std::string& p : paths) urls.push_back(hub_file_url(at, p));
+  return urls;
 }
 
 // Whether the file at `path` may be a list of Parquet files: its first line that is not blank
@@ -130,8 +166,20 @@ bool lists_parquet(const std::string& path) {
 
 }  // namespace
 
-std::optional<std::vector<std::string>> parquet_files(const std::string& data, Split split) {
+std::optional<std::vector<std::string>> parquet_files(const std::string& data, Split split,
+                                                      const RemotePolicy& remote) {
   if (data.empty()) return std::nullopt;
+  if (is_hub_name(data)) {
+    std::vector<std::string> files;
+    for (const std::string& name : expand_names(data)) {
+      if (!is_hub_name(name))
+        throw ConfigError(data + ": " + name + " is not an hf:// path like the others");
+      for (std::string& f : hub_files(name, split, remote)) files.push_back(std::move(f));
+      if (files.size() > kMaxShards)
+        throw ConfigError(data + ": names more than " + std::to_string(kMaxShards) + " files");
+    }
+    return files;
+  }
   std::error_code ec;
   const auto status = fs::status(data, ec);
   if (!ec && fs::is_directory(status)) return folder_files(data, split);

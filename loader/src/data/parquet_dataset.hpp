@@ -14,6 +14,7 @@
 #include "data/dataset_index.hpp"
 #include "data/parquet_facts.hpp"
 #include "data/tar_index.hpp"
+#include "remote/remote.hpp"
 #include "stoke/options.hpp"
 
 namespace stoke::detail {
@@ -24,9 +25,13 @@ namespace stoke::detail {
 // data/ layout), of which those of `split` when their names say splits (a file named
 // "train-...", "train_..." or "train.parquet", or in a folder named "train"); or a list file
 // naming one per line. std::nullopt when `data` names no Parquet file (another kind of
-// dataset). Throws ConfigError for a pattern or folder that matches none (naming it), or a
-// folder with files of other splits only.
-std::optional<std::vector<std::string>> parquet_files(const std::string& data, Split split);
+// dataset). Also URLs (http://, https://, s3://) of .parquet files, and Hugging Face Hub paths
+// (hf://datasets/ORG/NAME[@REVISION][/PATH], data/hf_hub.hpp: PATH a file, a glob, or a folder
+// whose files of `split` are read; the Hub is asked under `remote`). Throws ConfigError for a
+// pattern or folder that matches none (naming it), or a folder with files of other splits only;
+// Error when the Hub cannot be asked.
+std::optional<std::vector<std::string>> parquet_files(const std::string& data, Split split,
+                                                      const RemotePolicy& remote = {});
 
 // The data pages of one chunk and its dictionary page, as the workers read them.
 struct ChunkPages {

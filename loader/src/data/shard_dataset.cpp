@@ -19,6 +19,7 @@
 #include "common/text.hpp"
 #include "data/dataset_index.hpp"
 #include "data/file_reader.hpp"
+#include "data/shallow_json.hpp"
 #include "data/shard_cache.hpp"
 #include "data/shard_list.hpp"
 #include "data/tar_index.hpp"
@@ -129,26 +130,6 @@ std::optional<std::uint64_t> parse_label_text(const std::string& text) {
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return v;
-}
-
-// `text` as JSON, or a discarded value when it is not JSON or nests arrays and objects deeper
-// than `max_depth`: a member of nested brackets must not cost memory (nlohmann's DOM holds every
-// level) or stack for what the index never reads. The caller bounds the text's size.
-nlohmann::json parse_shallow_json(const std::string& text, int max_depth) {
-  struct TooDeep {};
-  using Event = nlohmann::json::parse_event_t;
-  try {
-    return nlohmann::json::parse(
-        text,
-        [max_depth](int depth, Event event, nlohmann::json&) {
-          if ((event == Event::object_start || event == Event::array_start) && depth >= max_depth)
-            throw TooDeep{};
-          return true;
-        },
-        false);
-  } catch (const TooDeep&) {
-    return nlohmann::json(nlohmann::json::value_t::discarded);
-  }
 }
 
 // A label member's object nests no deeper than this; a boxes member ({"boxes": [[x1, y1, x2,

@@ -86,6 +86,7 @@ bool HttpHeaders::feed(std::string_view line) {
     lines_ = 0;
     etag_.clear();
     location_.clear();
+    next_link_.clear();
     content_length_.reset();
     content_length_bad_ = false;
     retry_after_s_.reset();
@@ -115,6 +116,20 @@ void HttpHeaders::header(std::string_view name, std::string_view value) {
     etag_.assign(value);
   } else if (iequals(name, "location")) {
     location_.assign(value);
+  } else if (iequals(name, "link")) {
+    // RFC 8288: entries "<target>; param; param", separated by commas; the one rel="next".
+    for (std::size_t at = 0; at < value.size();) {
+      const std::size_t open = value.find('<', at);
+      if (open == std::string_view::npos) break;
+      const std::size_t close = value.find('>', open);
+      if (close == std::string_view::npos) break;
+      const std::size_t end = std::min(value.find(',', close), value.size());
+      const std::string_view params = value.substr(close + 1, end - close - 1);
+      if (params.find("rel=\"next\"") != std::string_view::npos ||
+          params.find("rel=next") != std::string_view::npos)
+        next_link_.assign(value.substr(open + 1, close - open - 1));
+      at = end == value.size() ? end : end + 1;
+    }
   } else if (iequals(name, "retry-after")) {
     retry_after_s_ = parse_seconds(value);
   } else if (iequals(name, "content-length")) {

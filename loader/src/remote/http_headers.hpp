@@ -1,7 +1,7 @@
 #pragma once
 // The response header lines of an HTTP transfer, as libcurl hands them over one at a time, read
-// into the few fields stoke acts on: the status, ETag, Retry-After, Content-Length and
-// Location. A server stoke does not control sends them, so the reader is bounded: a line longer
+// into the few fields stoke acts on: the status, ETag, Retry-After, Content-Length, Location
+// and a Link header's rel="next" target (a paginated listing's next page). A server stoke does not control sends them, so the reader is bounded: a line longer
 // than kMaxHeaderLineBytes, more than kMaxHeaderLines in one response or more than
 // kMaxResponses responses in one transfer (redirects, 1xx) make feed() return false with
 // error() saying which limit was passed, and the transfer is abandoned. Nothing it keeps grows
@@ -42,6 +42,8 @@ class HttpHeaders {
   // Retry-After that is not a number of seconds).
   const std::string& etag() const { return etag_; }
   const std::string& location() const { return location_; }
+  // The target of the last response's Link entry with rel="next", or "".
+  const std::string& next_link() const { return next_link_; }
   std::optional<std::uint64_t> content_length() const { return content_length_; }
   std::optional<double> retry_after_s() const { return retry_after_s_; }
 
@@ -55,6 +57,7 @@ class HttpHeaders {
   int status_ = 0;
   std::string etag_;
   std::string location_;
+  std::string next_link_;
   std::optional<std::uint64_t> content_length_;
   bool content_length_bad_ = false;
   std::optional<double> retry_after_s_;

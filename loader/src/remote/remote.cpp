@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -32,7 +33,31 @@ struct Target {
   std::string userpwd;
   std::vector<std::string> headers;  // signed along with the request
   std::string bucket;
+  std::string bearer;  // a Bearer token for the URL's own origin (HF_TOKEN), or ""
 };
+
+// "scheme://authority" of a URL as written (for a relative link's base).
+std::string origin_url(const std::string& url) {
+  const std::size_t scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) return url;
+  return url.substr(0, url.find('/', scheme_end + 3));
+}
+
+// "scheme://host:port" of an http(s) URL, the port written out; "" for another URL.
+std::string origin_of(const std::string& url) {
+  const std::size_t scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) return {};
+  const std::string scheme = url.substr(0, scheme_end);
+  if (scheme != "http" && scheme != "https") return {};
+  const std::size_t host_begin = scheme_end + 3;
+  std::string authority = url.substr(host_begin, url.find_first_of("/?#", host_begin) - host_begin);
+  if (const std::size_t at = authority.rfind('@'); at != std::string::npos)
+    authority = authority.substr(at + 1);
+  for (char& c : authority) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::size_t colon = authority.rfind(':');
+  const bool has_port = colon != std::string::npos && authority.find(']', colon) == std::string::npos;
+  return scheme + "://" + (has_port ? authority : authority + (scheme == "https" ? ":443" : ":80"));
+}
 
 // SigV4's URI encoding of an S3 key: RFC 3986 unreserved characters stay, so does '/', which
 // separates the key's segments; every other byte is %XX. Dot segments stay as they are (the
@@ -103,6 +128,8 @@ Target resolve(const std::string& name) {
   t.shown = redact_url(name);
   if (!name.starts_with("s3://")) {
     t.url = name;
+    const std::string token = env("HF_TOKEN");
+    if (!token.empty() && origin_of(name) == origin_of(hf_endpoint())) t.bearer = token;
     return t;
   }
   const std::string rest = name.substr(5);
@@ -267,6 +294,11 @@ Response perform(const Target& t, bool head, const std::string& range, Sink& sin
   if (head) curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
   if (!range.empty()) curl_easy_setopt(c, CURLOPT_RANGE, range.c_str());
   curl_slist* headers = nullptr;
+  if (!t.bearer.empty()) {
+    // As credentials, not a header: libcurl keeps them to the URL's origin (UNRESTRICTED_AUTH 0).
+    curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+    curl_easy_setopt(c, CURLOPT_XOAUTH2_BEARER, t.bearer.c_str());
+  }
   if (!t.sigv4.empty()) {
     // The key is sent byte for byte as encode_key() wrote it: no dot segment is resolved.
     curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
@@ -425,18 +457,30 @@ std::size_t remote_read(const std::string& url, std::uint64_t offset, void* dst,
 }
 
 bool remote_get_if_exists(const std::string& url, std::string& into, std::size_t max_bytes,
-                          const RemotePolicy& policy) {
+                          const RemotePolicy& policy, std::string* next) {
   const Target t = resolve(url);
   Sink sink;
   sink.text = &into;
   sink.limit = max_bytes;
   const Response r = with_retries(t, false, "", sink, policy,
                                   [](long status) { return status == 200 || status == 404; });
+  if (next != nullptr) {
+    *next = r.headers.next_link();
+    // A relative target is the endpoint's own.
+    if (!next->empty() && next->starts_with("/")) *next = origin_url(url) + *next;
+  }
   if (r.status == 404) {
     into.clear();
     return false;
   }
   return true;
+}
+
+std::string hf_endpoint() {
+  std::string e = env("HF_ENDPOINT");
+  if (e.empty()) e = "https://huggingface.co";
+  while (!e.empty() && e.back() == '/') e.pop_back();
+  return e;
 }
 
 }  // namespace stoke::detail

@@ -60,8 +60,15 @@ std::size_t remote_read(const std::string& url, std::uint64_t offset, void* dst,
 
 // The whole object when it exists (a sidecar index, say), or false for a 404. Throws Error for
 // other failures, and for a body over `max_bytes` (the transfer stops there: `into` never holds
-// more).
+// more). `next`, when given, gets the target of the answer's Link rel="next" (a paginated
+// listing's next page), absolute, or "".
 bool remote_get_if_exists(const std::string& url, std::string& into, std::size_t max_bytes,
-                          const RemotePolicy& policy);
+                          const RemotePolicy& policy, std::string* next = nullptr);
+
+// The Hugging Face Hub's endpoint: HF_ENDPOINT, else https://huggingface.co (no trailing '/').
+// A plain HTTP(S) request to its scheme, host and port carries HF_TOKEN, when it is set, as a
+// Bearer token; libcurl sends it to that origin only, never after a redirect to another (the Hub
+// answers file downloads with a redirect to its CDN).
+std::string hf_endpoint();
 
 }  // namespace stoke::detail

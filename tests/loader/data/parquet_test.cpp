@@ -104,8 +104,9 @@ TEST(ParquetLoader, EveryCodecAndPageLayoutDeliversTheSameBatches) {
   };
   int k = 0;
   for (const char* layout : layouts) {
-    const std::string file =
-        write_parquet(dir, "l" + std::to_string(k++) + ".parquet", "pyarrow", layout);
+    std::string name = std::to_string(k++);
+    name += ".parquet";
+    const std::string file = write_parquet(dir, name, "pyarrow", layout);
     EXPECT_TRUE(deliver(jpeg_options(file)) == folder_batches()) << layout;
   }
 }
@@ -190,6 +191,78 @@ TEST(ParquetRemote, FilesOnHttpAndS3DeliverWhatTheLocalFilesDeliver) {
   Options on_s3 = local;
   on_s3.data = "s3://stoke-test/pq" + pattern;
   EXPECT_TRUE(deliver(on_s3) == expected);
+}
+
+// A mirror of the Hub's URL layout on nginx: the tree listing (two pages, the second by its Link
+// header) and downloads that redirect to another server, as the Hub's do to its CDN. hf:// paths
+// (a folder by split, a glob) give the local files' batches; HF_TOKEN reaches the endpoint and
+// never the server a download was redirected to, nor a line of the loader's log.
+TEST(ParquetHub, HfPathsResolveThroughTheHubApiAndTheTokenStaysWithItsHost) {
+  REQUIRE_WRITER("pyarrow");
+  STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
+  test::TempDir dir;
+  const fs::path cdn_root = dir.path() / "cdn";
+  fs::create_directories(cdn_root / "files/data");
+  write_parquet(dir, "cdn/files/data/train", "pyarrow", "--files 2");
+  write_parquet(dir, "cdn/files/data/test-00000-of-00001.parquet", "pyarrow",
+                "--rows-per-group 10");
+  const std::string log_format = "  log_format auth '$request_uri [$http_authorization]';\n";
+  test::Nginx cdn(cdn_root, dir.path() / "nginx-cdn", log_format, "",
+                  "    access_log " + (dir.path() / "cdn.log").string() + " auth;\n");
+  ASSERT_TRUE(cdn.started());
+  const fs::path hub_root = dir.path() / "hub";
+  const fs::path tree = hub_root / "api/datasets/acme/flowers/tree/main";
+  fs::create_directories(tree);
+  std::ofstream(tree / "data")
+      << R"([{"type": "directory", "path": "data/extra"},
+            {"type": "file", "path": "data/train-00000-of-00002.parquet", "size": 1},
+            {"type": "file", "path": "data/README.md", "size": 1}])";
+  std::ofstream(hub_root / "api/page2")
+      << R"([{"type": "file", "path": "data/train-00001-of-00002.parquet", "size": 1},
+            {"type": "file", "path": "data/test-00000-of-00001.parquet", "size": 1}])";
+  std::string hub_server = "    access_log " + (dir.path() / "hub.log").string() + " auth;\n";
+  hub_server +=
+      "    location = /api/datasets/acme/flowers/tree/main/data {\n"
+      "      default_type application/json;\n"
+      "      add_header Link '</api/page2>; rel=\"next\"';\n    }\n"
+      "    location /datasets/ {\n"
+      "      rewrite ^/datasets/acme/flowers/resolve/main/(.*)$ ";
+  hub_server += cdn.url();
+  hub_server += "/files/$1 redirect;\n    }\n";
+  test::Nginx hub(hub_root, dir.path() / "nginx-hub", log_format, "", hub_server);
+  ASSERT_TRUE(hub.started());
+  const std::string token = "hf_secret-token-1234";
+  const test::ScopedEnv endpoint("HF_ENDPOINT", hub.url());
+  const test::ScopedEnv hf_token("HF_TOKEN", token);
+  test::LogLines log;
+  for (const std::string& data :
+       {std::string("hf://datasets/acme/flowers/data"),
+        std::string("hf://datasets/acme/flowers@main/data/train-*.parquet")}) {
+    Options o = jpeg_options(data);
+    o.cache_dir = (dir.path() / "cache").string();
+    o.log = log.sink();
+    EXPECT_TRUE(deliver(o) == folder_batches()) << data;
+  }
+  // The test split: its own file.
+  Options test_split = jpeg_options("hf://datasets/acme/flowers/data");
+  test_split.split = Split::kTest;
+  Loader loader(test_split);
+  EXPECT_EQ(loader.dataset_size(), 96);
+  // A name the Hub does not have: a ConfigError saying so.
+  EXPECT_THROW(Loader(jpeg_options("hf://datasets/acme/nothing/data")), ConfigError);
+  EXPECT_THROW(Loader(jpeg_options("hf://models/acme/flowers")), ConfigError);
+  cdn.stop();
+  hub.stop();
+  const std::string hub_log = test::read_file(dir.path() / "hub.log");
+  const std::string cdn_log = test::read_file(dir.path() / "cdn.log");
+  EXPECT_NE(hub_log.find("/api/page2 [Bearer " + token + "]"), std::string::npos) << hub_log;
+  EXPECT_NE(hub_log.find("/resolve/main/data/train-00001-of-00002.parquet [Bearer " + token),
+            std::string::npos)
+      << hub_log;
+  EXPECT_NE(cdn_log.find("/files/data/train-00001-of-00002.parquet [-]"), std::string::npos)
+      << cdn_log;
+  EXPECT_EQ(cdn_log.find(token), std::string::npos) << cdn_log;
+  for (const std::string& line : log.lines()) EXPECT_EQ(line.find(token), std::string::npos) << line;
 }
 
 // The pages of a file's only row group, as the index finds them.
