@@ -3,7 +3,9 @@
 // image) and <key>.cls (its label), keys numbered in the dataset's index order, with a sidecar
 // <shard>.idx per shard so a reader needs no walk of the headers, and a dataset-level index
 // (webdataset's wids JSON: every shard's name, samples and size) so a loader starts without
-// opening any shard. Optionally re-encodes each image to a maximum side first, so a dataset of
+// opening any shard. Or, for names ending .parquet, as Parquet files in Hugging Face's layout
+// (an Image column and a ClassLabel label column, data/parquet_facts.hpp's write), each image a
+// page of its own, which stoke, pyarrow and `datasets` read. Optionally re-encodes each image to a maximum side first, so a dataset of
 // camera photographs is shrunk once instead of decoded at full size every epoch. Given shards
 // (and --index without --out), it writes their dataset-level index only.
 
@@ -14,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -24,6 +27,7 @@
 #include "common/text.hpp"
 #include "data/dataset_index.hpp"
 #include "data/file_reader.hpp"
+#include "data/parquet_facts.hpp"
 #include "data/shard_counts.hpp"
 #include "data/shard_list.hpp"
 #include "data/tar_index.hpp"
@@ -53,6 +57,8 @@ struct Args {
   int max_side = 0;                // 0: the images as they are
   int quality = 90;
   stoke::Split split = stoke::Split::kTrain;
+  bool parquet = false;             // Parquet files instead of tar shards (--out ends .parquet)
+  std::int64_t rows_per_group = 100;  // Parquet: rows per row group
   bool sidecar = true;
   std::string index;  // the dataset-level index's path ("": beside the shards, named after them)
   bool write_index = true;
@@ -108,8 +114,9 @@ ShardPattern shard_pattern(const std::string& out) {
   if (conversions != 1) return {"", ""};
   if (const std::size_t slash = out.rfind('/'); slash != std::string::npos && at < slash)
     return {"", "the integer conversion must be in the shards' file name, not in a folder"};
-  if (!shard_name(pattern, 0).ends_with(".tar"))
-    return {"", "the shards' names must end in .tar (e.g. train-%06d.tar)"};
+  if (!shard_name(pattern, 0).ends_with(".tar") && !shard_name(pattern, 0).ends_with(".parquet"))
+    return {"", "the shards' names must end in .tar (e.g. train-%06d.tar), or .parquet for "
+                "Parquet files"};
   return {pattern, ""};
 }
 
@@ -128,7 +135,8 @@ std::optional<int> parse_args(int argc, char** argv, Args& args) {
       ->required();
   app.add_option("--out", args.out,
                  "the shards' names: a pattern with one %d or %0Nd (N 1..12) in the file name, "
-                 "ending .tar, e.g. out/train-%06d.tar")
+                 "ending .tar, e.g. out/train-%06d.tar, or .parquet for Parquet files in Hugging "
+                 "Face's layout, e.g. out/train-%05d.parquet")
       ->type_name("PATTERN");
   app.add_option("--index", args.index,
                  "the dataset-level index to write (wids JSON; stoke reads it as --data): "
@@ -154,6 +162,11 @@ std::optional<int> parse_args(int argc, char** argv, Args& args) {
   stoke::tools::add_word(app, "--split", args.split, stoke::parse_split,
                          "IDX data: train (default) or test")
       ->type_name("train|test");
+  app.add_option("--rows-per-group", args.rows_per_group,
+                 "Parquet: rows per row group (the unit stoke's shuffle_window counts)")
+      ->type_name("N")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+      ->capture_default_str();
   app.add_flag("!--no-sidecar", args.sidecar, "do not write <shard>.idx files");
   app.add_flag("!--no-index", args.write_index, "do not write the dataset-level index");
   app.add_flag("!--no-progress", args.progress, "no progress line on stderr");
@@ -179,6 +192,7 @@ std::optional<int> parse_args(int argc, char** argv, Args& args) {
         "'" + args.shard_size + "' is not a size of at least 4096 bytes (e.g. 256MiB)");
   args.shard_bytes = *bytes;
   args.pattern = pattern.pattern;
+  args.parquet = shard_name(pattern.pattern, 0).ends_with(".parquet");
   return std::nullopt;
 }
 
@@ -214,8 +228,60 @@ std::optional<Encoded> shrink(Encoded in, int max_side, int quality) {
   return out;
 }
 
-// One shard being written: under "<name>.partial" until close() renames it.
-class ShardWriter {
+// One shard (a tar file or a Parquet file) being written: under "<name>.partial" until close()
+// renames it.
+class OutputShard {
+ public:
+  virtual ~OutputShard() = default;
+  // Sample `key`: its image (extension `ext`) and label.
+  virtual void add_sample(const std::string& key, const Encoded& e, std::int64_t label) = 0;
+  virtual std::uint64_t bytes() const = 0;  // its samples' so far
+  virtual std::int64_t samples() const = 0;
+  // Writes what is left and renames the file into place: its size on disk.
+  virtual std::uint64_t close() = 0;
+};
+
+// A Parquet file: its rows kept until close() writes them (at most --shard-size of images).
+class ParquetShard final : public OutputShard {
+ public:
+  ParquetShard(std::string name, const Args& args, std::vector<std::string> class_names)
+      : name_(std::move(name)) {
+    if (fs::exists(name_))
+      throw stoke::Error(name_ + " exists already; remove it or choose another --out");
+    fs::create_directories(fs::absolute(name_).parent_path());
+    request_.path = name_ + ".partial";
+    request_.rows_per_group = args.rows_per_group;
+    request_.class_names = std::move(class_names);
+  }
+  ~ParquetShard() override {
+    std::error_code ec;
+    fs::remove(request_.path, ec);  // (renamed away when it was closed)
+  }
+  void add_sample(const std::string& key, const Encoded& e, std::int64_t label) override {
+    request_.images.push_back(e.bytes);
+    request_.names.push_back(key + "." + e.ext);
+    request_.labels.push_back(label);
+    bytes_ += e.bytes.size() + key.size() + 16;
+  }
+  std::uint64_t bytes() const override { return bytes_; }
+  std::int64_t samples() const override {
+    return static_cast<std::int64_t>(request_.images.size());
+  }
+  std::uint64_t close() override {
+    stoke::detail::write_parquet_file(request_);
+    const std::uint64_t size = fs::file_size(request_.path);
+    fs::rename(request_.path, name_);
+    return size;
+  }
+
+ private:
+  std::string name_;
+  stoke::detail::ParquetWriteRequest request_;
+  std::uint64_t bytes_ = 0;
+};
+
+// A tar shard.
+class ShardWriter final : public OutputShard {
  public:
   ShardWriter(std::string name, bool sidecar) : name_(std::move(name)), sidecar_(sidecar) {
     if (fs::exists(name_))
@@ -224,7 +290,7 @@ class ShardWriter {
     out_.open(partial(), std::ios::binary | std::ios::trunc);
     if (!out_) throw stoke::Error(partial() + ": cannot create");
   }
-  ~ShardWriter() {
+  ~ShardWriter() override {
     if (out_.is_open()) {  // not closed: an error ended the run
       out_.close();
       std::error_code ec;
@@ -244,11 +310,15 @@ class ShardWriter {
     add(member, reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
     index_.members.back().value = text;
   }
-  std::uint64_t bytes() const { return bytes_; }
-  std::int64_t samples() const { return samples_; }
-  void count_sample() { ++samples_; }
+  void add_sample(const std::string& key, const Encoded& e, std::int64_t label) override {
+    add(key + "." + e.ext, e.bytes.data(), e.bytes.size());
+    add(key + ".cls", std::to_string(label));
+    ++samples_;
+  }
+  std::uint64_t bytes() const override { return bytes_; }
+  std::int64_t samples() const override { return samples_; }
 
-  void close() {
+  std::uint64_t close() override {
     const std::string end(stoke::detail::kTarEndBytes, '\0');
     write(end.data(), end.size());
     out_.close();
@@ -263,6 +333,7 @@ class ShardWriter {
       fs::rename(idx + ".partial", idx);
     }
     fs::rename(partial(), name_);  // after the sidecar: a complete shard always has its index
+    return bytes_;
   }
 
  private:
@@ -363,7 +434,7 @@ int run(const Args& args) {
   };
   stoke::detail::PosixFileReader files;
   stoke::tools::CountProgress progress(n, args.progress);
-  std::optional<ShardWriter> shard;
+  std::unique_ptr<OutputShard> shard;
   std::vector<std::string> written;
   std::vector<stoke::detail::ShardCount> counts;  // for the dataset-level index
   std::uint64_t total_bytes = 0;
@@ -372,10 +443,9 @@ int run(const Args& args) {
   std::int64_t reencoded = 0;
   const auto finish_shard = [&] {
     if (!shard) return;
-    total_bytes += shard->bytes() + stoke::detail::kTarEndBytes;
-    counts.push_back({written.back(), static_cast<std::uint64_t>(shard->samples()),
-                      shard->bytes() + stoke::detail::kTarEndBytes});
-    shard->close();
+    const std::uint64_t size = shard->close();
+    total_bytes += size;
+    counts.push_back({written.back(), static_cast<std::uint64_t>(shard->samples()), size});
     shard.reset();
   };
   for (std::int64_t i = 0; i < n; ++i) {
@@ -410,22 +480,23 @@ int run(const Args& args) {
         e = std::move(*small);
       }
     }
-    const std::string label =
-        std::to_string(index.kind == stoke::detail::DatasetKind::kRaw
-                           ? index.labels[static_cast<std::size_t>(i)]
-                           : index.entries[static_cast<std::size_t>(i)].label);
-    const std::uint64_t sample_bytes = 2 * 512 + e.bytes.size() + 511 + label.size() + 511;
+    const std::int64_t label = index.kind == stoke::detail::DatasetKind::kRaw
+                                   ? index.labels[static_cast<std::size_t>(i)]
+                                   : index.entries[static_cast<std::size_t>(i)].label;
+    const std::uint64_t sample_bytes =
+        2 * 512 + e.bytes.size() + 511 + std::to_string(label).size() + 511;
     const bool full =
         shard && (args.shard_samples > 0 ? shard->samples() >= args.shard_samples
                                          : shard->bytes() + sample_bytes > args.shard_bytes);
     if (full) finish_shard();
     if (!shard) {
       written.push_back(shard_name(args.pattern, static_cast<std::int64_t>(written.size())));
-      shard.emplace(written.back(), args.sidecar);
+      if (args.parquet)
+        shard = std::make_unique<ParquetShard>(written.back(), args, index.class_names);
+      else
+        shard = std::make_unique<ShardWriter>(written.back(), args.sidecar);
     }
-    shard->add(key(i) + "." + e.ext, e.bytes.data(), e.bytes.size());
-    shard->add(key(i) + ".cls", label);
-    shard->count_sample();
+    shard->add_sample(key(i), e, label);
     ++packed;
     progress.update(i + 1, "packing " + stoke::tools::meter(i + 1, n, 20) + " " +
                                std::to_string(i + 1) + "/" + std::to_string(n) + " samples, " +
@@ -433,7 +504,9 @@ int run(const Args& args) {
   }
   finish_shard();
   const std::string index_path = args.index.empty() ? default_index_path(args.out) : args.index;
-  if (args.write_index && !counts.empty()) write_index(index_path, counts);
+  // (A dataset-level index is a wids index of tar shards; Parquet files carry their own footers.)
+  const bool index_written = args.write_index && !counts.empty() && !args.parquet;
+  if (index_written) write_index(index_path, counts);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::cout << "packed " << stoke::tools::with_commas(packed) << " samples into " << written.size()
@@ -443,7 +516,7 @@ int run(const Args& args) {
   if (skipped > 0) std::cout << "; skipped " << skipped;
   if (args.max_side > 0)
     std::cout << "; re-encoded " << reencoded << " to at most " << args.max_side;
-  if (args.write_index && !counts.empty()) std::cout << "; index " << index_path;
+  if (index_written) std::cout << "; index " << index_path;
   std::cout << "; " << stoke::tools::fixed1(seconds) << " s\n";
   return packed > 0 ? 0 : kExitError;
 }

@@ -14,6 +14,7 @@ namespace {
 
 struct Library {
   ReadParquetFactsFn read = nullptr;
+  WriteParquetFileFn write = nullptr;
   std::string error;  // why it could not be loaded
 };
 
@@ -46,7 +47,12 @@ Library load_library() {
       return lib;
     }
     lib.read = reinterpret_cast<ReadParquetFactsFn>(::dlsym(handle, kParquetFactsSymbol));
-    if (lib.read == nullptr) lib.error = candidate.string() + " is not stoke's Parquet library";
+    lib.write = reinterpret_cast<WriteParquetFileFn>(::dlsym(handle, kParquetWriteSymbol));
+    if (lib.read == nullptr || lib.write == nullptr) {
+      lib.read = nullptr;
+      lib.write = nullptr;
+      lib.error = candidate.string() + " is not this stoke's Parquet library";
+    }
     return lib;  // (kept loaded for the process's life)
   }
   lib.error = std::string("this stoke was built without Parquet support (") + kParquetLibrary +
@@ -55,17 +61,30 @@ Library load_library() {
   return lib;
 }
 
-}  // namespace
-
-ParquetFileFacts read_parquet_facts(const ParquetSource& source, const ParquetColumns& columns) {
+// The library, loaded by the first caller.
+const Library& library() {
   static std::once_flag once;
   static Library lib;
   std::call_once(once, [] { lib = load_library(); });
+  return lib;
+}
+
+}  // namespace
+
+ParquetFileFacts read_parquet_facts(const ParquetSource& source, const ParquetColumns& columns) {
+  const Library& lib = library();
   if (lib.read == nullptr) throw ConfigError(source.name + ": " + lib.error);
   ParquetFileFacts facts;
   std::string error;
   if (lib.read(source, columns, facts, error) != 0) throw ConfigError(error);
   return facts;
+}
+
+void write_parquet_file(const ParquetWriteRequest& request) {
+  const Library& lib = library();
+  if (lib.write == nullptr) throw ConfigError(request.path + ": " + lib.error);
+  std::string error;
+  if (lib.write(request, error) != 0) throw Error(error);
 }
 
 }  // namespace stoke::detail

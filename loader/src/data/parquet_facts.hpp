@@ -2,7 +2,7 @@
 // What indexing needs of a Parquet file: its image column's chunks (codec, levels, where their
 // pages are), its labels and its class names. Read from the file's footer, page index and label
 // column by Apache Arrow's Parquet reader, which lives in a library of its own
-// (libstoke_parquet.so, data/parquet_facts_arrow.cpp) loaded the first time a Parquet dataset is
+// (libstoke_parquet.so, data/parquet_arrow.cpp) loaded the first time a Parquet dataset is
 // indexed: a process that reads no Parquet never loads Arrow, and stoke-worker never does (it
 // reads pages itself, data/parquet_page.hpp).
 //
@@ -74,11 +74,31 @@ struct ParquetSource {
 // error), or when libstoke_parquet cannot be loaded (saying why and what to install).
 ParquetFileFacts read_parquet_facts(const ParquetSource& source, const ParquetColumns& columns);
 
-// The library's entry point (what data/parquet_facts_arrow.cpp defines): 0 and `out` filled,
-// or 1 and `error` set (a ConfigError's text).
+// One Parquet file to write (stoke-pack): an image column as Hugging Face's Image struct
+// {bytes, path} and an int64 label column, with the Hugging Face metadata that names them
+// (ClassLabel with `class_names` when there are any), in row groups of `rows_per_group`, each
+// image a page of its own, uncompressed and plain (a reader reads one image per read; JPEG does
+// not compress), with an offset index.
+struct ParquetWriteRequest {
+  std::string path;
+  std::vector<std::vector<std::uint8_t>> images;
+  std::vector<std::string> names;  // each image's `path` field
+  std::vector<std::int64_t> labels;
+  std::vector<std::string> class_names;
+  std::int64_t rows_per_group = 100;
+};
+
+// Writes the file (REQUIRES: as many names and labels as images). Throws Error saying why it
+// cannot (ConfigError when libstoke_parquet cannot be loaded).
+void write_parquet_file(const ParquetWriteRequest& request);
+
+// The library's entry points (what data/parquet_arrow.cpp defines): 0 and `out` filled
+// (the file written), or 1 and `error` set.
 using ReadParquetFactsFn = int (*)(const ParquetSource& source, const ParquetColumns& columns,
                                    ParquetFileFacts& out, std::string& error);
+using WriteParquetFileFn = int (*)(const ParquetWriteRequest& request, std::string& error);
 inline constexpr const char* kParquetFactsSymbol = "stoke_read_parquet_facts_v1";
+inline constexpr const char* kParquetWriteSymbol = "stoke_write_parquet_file_v1";
 inline constexpr const char* kParquetLibrary = "libstoke_parquet.so";
 
 }  // namespace stoke::detail

@@ -424,6 +424,53 @@ TEST(ParquetFiles, AFileThatCannotBeReadIsAConfigErrorNamingIt) {
   EXPECT_THROW(Loader{o}, ConfigError);  // (a folder has no columns)
 }
 
+// stoke-pack writes Parquet too: the folder's samples in its order, in Hugging Face's layout
+// (datasets reads its Image and ClassLabel features back, every image byte for byte), each image
+// a page of its own (a row read reads that image alone), and stoke reads the folder's batches.
+TEST(StokePack, ParquetFilesHoldTheFolderAndDatasetsReadThemBack) {
+  REQUIRE_WRITER("datasets");
+  test::TempDir dir;
+  run(std::string(STOKE_PACK) + " --no-progress --data " + test::testdata("jpeg") + " --out " +
+      (dir.path() / "train-%05d.parquet").string() +
+      " --shard-samples 40 --rows-per-group 10 > /dev/null");
+  const std::string files = (dir.path() / "train-{00000..00002}.parquet").string();
+  Loader loader(jpeg_options(files));
+  EXPECT_EQ(loader.class_names().size(), 24u);
+  EXPECT_TRUE(test::collect(loader) == folder_batches());
+  const std::string first = (dir.path() / "train-00000.parquet").string();
+  const std::string bytes = test::read_file(first);
+  const detail::ReadAt read_at = [&](std::uint64_t offset, void* dst, std::size_t n) {
+    const std::size_t got = std::min<std::size_t>(n, bytes.size() - offset);
+    std::memcpy(dst, bytes.data() + offset, got);
+    return got;
+  };
+  const detail::ParquetFileFacts facts =
+      detail::read_parquet_facts({first, bytes.size(), read_at}, {});
+  ASSERT_EQ(facts.row_groups.size(), 4u);
+  for (const detail::ParquetChunkFacts& g : facts.row_groups) {
+    EXPECT_EQ(g.codec, detail::ParquetCodec::kNone);
+    EXPECT_EQ(g.pages.size(), static_cast<std::size_t>(g.rows));  // (the offset index's)
+  }
+  // `datasets` reads the features and every image's bytes as the folder holds them.
+  const std::string check = (dir.path() / "check.py").string();
+  std::ofstream(check) << "import hashlib, os, sys, datasets\n"
+                          "root, files = sys.argv[1], sys.argv[2]\n"
+                          "ds = datasets.load_dataset('parquet', data_files=files, split='train')\n"
+                          "ds = ds.cast_column('image', datasets.Image(decode=False))\n"
+                          "names = ds.features['label'].names\n"
+                          "classes = sorted(d for d in os.listdir(root) if "
+                          "os.path.isdir(os.path.join(root, d)))\n"
+                          "assert names == classes, names\n"
+                          "want = [open(os.path.join(root, c, f), 'rb').read() for c in classes "
+                          "for f in sorted(os.listdir(os.path.join(root, c)))]\n"
+                          "assert len(ds) == len(want) == 96, len(ds)\n"
+                          "for row, data in zip(ds, want):\n"
+                          "    assert row['image']['bytes'] == data\n"
+                          "print('ok')\n";
+  run("HF_DATASETS_CACHE=" + (dir.path() / "hf").string() + " " STOKE_PARQUET_PYTHON " " + check +
+      " " + test::testdata("jpeg") + " '" + (dir.path() / "*.parquet").string() + "' > /dev/null");
+}
+
 // ---- the page reader on hostile bytes
 
 std::vector<std::uint8_t> bytes_of(std::initializer_list<int> v) {

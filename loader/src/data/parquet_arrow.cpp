@@ -1,11 +1,12 @@
 // libstoke_parquet.so: data/parquet_facts.hpp's read, through Apache Arrow's Parquet reader (the
-// footer, the schema and its Hugging Face metadata, the offset index, the label column). Loaded
-// by the training process the first time it indexes a Parquet dataset; nothing else of stoke
-// links Arrow.
+// footer, the schema and its Hugging Face metadata, the offset index, the label column), and its
+// write (stoke-pack's Parquet files), through Arrow's writer. Loaded by the process the first
+// time it indexes or writes Parquet; nothing else of stoke links Arrow.
 
 #include <arrow/api.h>
 #include <arrow/io/file.h>
 #include <parquet/arrow/reader.h>
+#include <parquet/arrow/writer.h>
 #include <parquet/exception.h>
 #include <parquet/file_reader.h>
 #include <parquet/metadata.h>
@@ -418,8 +419,70 @@ ParquetFileFacts read_facts(const ParquetSource& source, const ParquetColumns& c
   return facts;
 }
 
+// The Hugging Face metadata that makes `datasets` read the file's columns as its features.
+std::string hf_metadata(const ParquetWriteRequest& r) {
+  nlohmann::json label = {{"dtype", "int64"}, {"_type", "Value"}};
+  if (!r.class_names.empty()) label = {{"names", r.class_names}, {"_type", "ClassLabel"}};
+  const nlohmann::json features = {{"image", {{"_type", "Image"}}}, {"label", label}};
+  return nlohmann::json({{"info", {{"features", features}}}}).dump();
+}
+
+void write_file(const ParquetWriteRequest& r) {
+  const auto fail = [&](const arrow::Status& s) {
+    if (!s.ok()) throw Refused{r.path + ": " + s.ToString()};
+  };
+  const auto image_type = arrow::struct_(
+      {arrow::field("bytes", arrow::binary()), arrow::field("path", arrow::utf8())});
+  arrow::BinaryBuilder bytes;
+  arrow::StringBuilder names;
+  arrow::Int64Builder labels;
+  for (std::size_t i = 0; i < r.images.size(); ++i) {
+    fail(bytes.Append(r.images[i].data(), static_cast<std::int32_t>(r.images[i].size())));
+    fail(names.Append(r.names[i]));
+    fail(labels.Append(r.labels[i]));
+  }
+  std::shared_ptr<arrow::Array> byte_array, name_array, label_array;
+  fail(bytes.Finish(&byte_array));
+  fail(names.Finish(&name_array));
+  fail(labels.Finish(&label_array));
+  auto images = arrow::StructArray::Make({byte_array, name_array},
+                                         {image_type->field(0), image_type->field(1)});
+  if (!images.ok()) fail(images.status());
+  const auto schema = arrow::schema({arrow::field("image", image_type), arrow::field("label",
+                                                                                     arrow::int64())},
+                                    arrow::key_value_metadata({"huggingface"}, {hf_metadata(r)}));
+  const auto table = arrow::Table::Make(schema, {*images, label_array});
+  // One image a page, stored as it is: a reader reads one image per read.
+  const auto properties = parquet::WriterProperties::Builder()
+                              .compression(arrow::Compression::UNCOMPRESSED)
+                              ->disable_dictionary()
+                              ->data_pagesize(1)
+                              ->write_batch_size(1)
+                              ->enable_write_page_index()
+                              ->build();
+  const auto arrow_properties = parquet::ArrowWriterProperties::Builder().store_schema()->build();
+  auto out = arrow::io::FileOutputStream::Open(r.path);
+  if (!out.ok()) fail(out.status());
+  fail(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), *out, r.rows_per_group,
+                                  properties, arrow_properties));
+  fail((*out)->Close());
+}
+
 }  // namespace
 }  // namespace stoke::detail
+
+extern "C" __attribute__((visibility("default"))) int stoke_write_parquet_file_v1(
+    const stoke::detail::ParquetWriteRequest& request, std::string& error) {
+  try {
+    stoke::detail::write_file(request);
+    return 0;
+  } catch (const stoke::detail::Refused& r) {
+    error = r.text;
+  } catch (const std::exception& e) {
+    error = request.path + ": cannot be written as Parquet (" + e.what() + ")";
+  }
+  return 1;
+}
 
 extern "C" __attribute__((visibility("default"))) int stoke_read_parquet_facts_v1(
     const stoke::detail::ParquetSource& source, const stoke::detail::ParquetColumns& columns,
