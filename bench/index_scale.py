@@ -20,6 +20,9 @@ Datasets (made once under --work, kept for the next run):
              bytes), each indexed by itself the first time a sample of it is read
   idx-SPLIT  the IDX folder --idx-dir (Fashion-MNIST: /usr/share/datasets/fashion-mnist), split
              train or test (the Loader's split=); no slope (no small twin)
+  parquet-N  Parquet files of at most 1,000,000 rows (bench/make_parquet_rows.py: row groups of
+             100,000, 8 x 8 JPEGs and int64 labels, snappy pages with an offset index), written by
+             --parquet-python (a Python with pyarrow and Pillow: setup.sh's build/parquet)
   coco       a train2017-sized instances file (bench/make_coco_instances.py); indexed only (its
              images are not made), so no first batch
 
@@ -243,9 +246,15 @@ def make_linked(folder, n, images, per_shard=5000):
 IDX_SAMPLES = {"train": 60000, "test": 10000}
 
 
-def dataset(spec, work, images, idx_dir=None):
+def dataset(spec, work, images, idx_dir=None, parquet_python=None):
     """(path, samples, split) of a dataset spec, made under `work` when missing."""
     kind = spec.split("-")[0]
+    if kind == "parquet":
+        n = count(spec)
+        folder = os.path.join(work, spec)
+        subprocess.run([parquet_python, os.path.join(HERE, "make_parquet_rows.py"), str(n),
+                        folder], check=True)
+        return folder, n, None
     if kind == "idx":
         split = spec.split("-", 1)[1]
         if split not in IDX_SAMPLES:
@@ -362,6 +371,9 @@ def main():
     p.add_argument("--idx-dir", default="/usr/share/datasets/fashion-mnist",
                    help="the IDX folder of the idx-train and idx-test datasets")
     p.add_argument("--datasets", default="list-1m,tree-128k,shards-1m,coco")
+    p.add_argument("--parquet-python", default=os.path.join(ROOT, "build", "parquet", "bin",
+                                                             "python"),
+                   help="the Python that writes parquet-N datasets (pyarrow, Pillow)")
     p.add_argument("--ranks", default="1,8", help="ranks started at once on the machine")
     p.add_argument("--work", default="/tmp/stoke-index-scale", help="where datasets are made")
     p.add_argument("--build", default=os.path.join(ROOT, "build", "default"))
@@ -381,13 +393,13 @@ def main():
     rows = []
     for spec in a.datasets.split(","):
         t = time.perf_counter()
-        data, n, split = dataset(spec, a.work, images, a.idx_dir)
+        data, n, split = dataset(spec, a.work, images, a.idx_dir, a.parquet_python)
         print(f"# {spec}: {n:,} samples ({time.perf_counter() - t:.0f} s to make)", file=sys.stderr)
         batches = 0 if spec == "coco" else 4
         twin = small_twin(spec)
         base = None
         if twin:
-            tdata, tn, tsplit = dataset(twin, a.work, images, a.idx_dir)
+            tdata, tn, tsplit = dataset(twin, a.work, images, a.idx_dir, a.parquet_python)
             cache = os.path.join(a.work, "cache-base")
             shutil.rmtree(cache, ignore_errors=True)
             ranks(a, tdata, cache, 1, batches)  # built

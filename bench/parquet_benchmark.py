@@ -3,10 +3,13 @@
 against Hugging Face `datasets` (and litdata's Parquet streaming) with PyTorch's DataLoader.
 
     parquet_benchmark.py [--build DIR] [--corpus DIR] [--work DIR] [--repeat 3] [--workers 2]
-                         [--batch 64] [--epochs 10] [--window 8] [--large-copies 4]
+                         [--batch 64] [--epochs 8] [--window 8] [--large-copies 4]
+                         [--large-epochs 2] [--diag-epochs 3] [--peer-epochs 2]
                          [--litdata-python PY] [--no-large] [--no-diag] [--no-peers]
 
-Run it with the Python that has pyarrow, datasets and torch (build/parquet/bin/python). The data,
+Run it with the Python that has pyarrow, datasets and torch (build/parquet/bin/python). --build
+is a copy of a build's bin/, lib/ and libexec/ (the build tree's RUNPATHs are absolute: the
+script puts its lib/ first on LD_LIBRARY_PATH and checks that stoke-bench loads it). The data,
 made once under --work and reused:
 
   corpus            --corpus, else a 3,000-JPEG `stoke-mkdata jpeg-corpus` (24 class folders)
@@ -17,14 +20,18 @@ made once under --work and reused:
                     of 100-row row groups (make_parquet.py --writer pyarrow --rows-per-group 100)
   *-large           the same three from --large-copies hard-linked copies of the corpus, so the
                     decoded Parquet pages (more than the 256 MiB a worker keeps) do not all stay
-                    in a worker's page cache under a full shuffle
+                    in a worker's page cache under a full shuffle (--shuffle-window 0)
 
 Each round runs every configuration once, in an order rotated from round to round, so drift of
 a shared machine falls on all of them alike. stoke runs are stoke-bench's own measurement
-(--json: samples_per_s over all epochs, the index already built: a cold, untimed pass builds
-each index first and reports its start-up). Every configuration has the default photo pipeline:
-random-resized-crop 224 and horizontal flip, uint8. stoke's checksums (of the batches as
-delivered) must be equal between configurations of the same samples and shuffle window.
+(--json: samples_per_s over all epochs; a cold, uncounted pass first builds each index and
+reports its start-up). Every configuration has the default photo pipeline: random-resized-crop
+224 and horizontal flip, uint8; --shuffle-window --window and 0. stoke's checksums (of the
+batches as delivered) must be equal between configurations of the same samples, window and
+epochs. Besides the rate, each run records its CPU time per sample and the cores other
+processes took meanwhile (/proc/stat less our children's rusage): on a shared machine the CPU
+time per sample is the steadier comparison. --workers 0 runs (diag) show the stages' cost
+in-process.
 
 The peers read pq-datasets:
 
@@ -36,8 +43,9 @@ The peers read pq-datasets:
   litdata   litdata.index_parquet_dataset + StreamingDataset(item_loader=ParquetLoader(),
             shuffle=True, the same transform) + StreamingDataLoader (spawn: litdata refuses fork
             with Polars), in the Python of --litdata-python (its own venv: litdata needs
-            torch >= 2.4); skipped when that Python is missing. Reads a copy of pq-datasets,
-            since litdata writes index.json beside the files.
+            torch >= 2.4, e.g. `python3 -m venv --system-site-packages V && V/bin/pip install
+            litdata polars pyarrow torchvision 'numpy>=2'`); skipped when that Python is
+            missing. Reads a copy of pq-datasets, since litdata writes index.json beside it.
 
 Writes --work/results.json with every run. Only the standard library is used here.
 """
@@ -45,6 +53,7 @@ Writes --work/results.json with every run. Only the standard library is used her
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -86,11 +95,34 @@ def litdata_transform(row):
     return {"image": _tensor(image), "label": row["label"]}
 
 
+def tree_cpu_s(root=None):
+    """CPU seconds (user + system) of a process and its live descendants, from /proc."""
+    root = root or os.getpid()
+    parent, cpu = {}, {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            f = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(d)] = int(f[1])
+        cpu[int(d)] = (int(f[11]) + int(f[12])) / tick
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += cpu.get(pid, 0.0)
+        todo += [c for c, pp in parent.items() if pp == pid]
+    return total
+
+
 def time_epochs(loader, epochs, batch):
-    """Epoch 0 is the warm-up. Returns (per-epoch [samples, seconds])."""
+    """Epoch 0 is the warm-up. Returns per epoch [samples, seconds, CPU seconds of the tree]."""
     out = []
     for _ in range(epochs + 1):
         n = 0
+        cpu = tree_cpu_s()
         start = time.perf_counter()
         for b in loader:
             x = b["image"]
@@ -99,7 +131,7 @@ def time_epochs(loader, epochs, batch):
                     (x.shape, x.dtype)
                 assert x.shape[0] == batch
             n += x.shape[0]
-        out.append([n, time.perf_counter() - start])
+        out.append([n, time.perf_counter() - start, tree_cpu_s() - cpu])
     return out
 
 
@@ -142,7 +174,9 @@ def peer_main(a):
     result["epochs"] = epochs
     result["warmup_samples_per_s"] = epochs[0][0] / epochs[0][1]
     timed = epochs[1:]
-    result["samples_per_s"] = sum(n for n, _ in timed) / sum(s for _, s in timed)
+    result["samples_per_s"] = sum(e[0] for e in timed) / sum(e[1] for e in timed)
+    result["best_epoch_samples_per_s"] = max(e[0] / e[1] for e in timed)
+    result["cpu_us_per_sample"] = sum(e[2] for e in timed) / sum(e[0] for e in timed) * 1e6
     print(json.dumps(result), flush=True)
 
 
@@ -314,15 +348,44 @@ def loadavg():
         return None
 
 
+def machine_busy_s():
+    """(CPU seconds every process of the machine ran, seconds stolen by the hypervisor)."""
+    f = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    tick = os.sysconf("SC_CLK_TCK")
+    user, nice, system, idle, iowait, irq, softirq, steal = (f + [0] * 8)[:8]
+    return (user + nice + system + irq + softirq) / tick, steal / tick
+
+
+class Measured:
+    """Wall time, our children's CPU time and everyone else's (other processes, steal) over a
+    child's run: foreign_cores = the cores others took, on average."""
+
+    def __enter__(self):
+        self.busy, self.steal = machine_busy_s()
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.ours = ru.ru_utime + ru.ru_stime
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.start
+        busy, steal = machine_busy_s()
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        ours = ru.ru_utime + ru.ru_stime - self.ours
+        foreign = max(0.0, busy - self.busy - ours) + (steal - self.steal)
+        self.facts = {"wall_s": self.wall, "child_cpu_s": ours,
+                      "foreign_cores": foreign / self.wall if self.wall > 0 else None}
+        return False
+
+
 def run_stoke(a, env, c, epochs):
     cmd = [os.path.join(a.build, "bin", "stoke-bench"), "--data", c["data"],
            "--shuffle-window", str(c["window"]), "--batch", str(a.batch),
            "--workers", str(c["workers"]), "--epochs", str(epochs), "--seed", str(a.seed),
            "--json"]
     load = loadavg()
-    start = time.perf_counter()
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-    wall = time.perf_counter() - start
+    with Measured() as m:
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     if r.returncode != 0:
         sys.exit(f"stoke-bench failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-3000:]}")
     j = json.loads(r.stdout.strip().splitlines()[-1])
@@ -330,12 +393,15 @@ def run_stoke(a, env, c, epochs):
     stages = j.get("stages", {})
     return {"samples_per_s": j["samples_per_s"], "per_epoch": j["samples_per_s_per_epoch"],
             "checksum": j["checksum"], "output_checksum": j["output_checksum"],
-            "startup_s": j["startup_s"], "wall_s": wall, "samples": j["samples"],
+            "startup_s": j["startup_s"], "samples": j["samples"],
+            "best_epoch_samples_per_s": max(j["samples_per_s_per_epoch"]),
+            "cpu_us_per_sample": ((j.get("cpu_s") or 0) + (j.get("worker_cpu_s") or 0))
+                                 / samples * 1e6,
             "skipped": j["skipped"], "dataset_size": j["dataset_size"],
             "us_per_sample": {k[:-2]: v / samples * 1e6 for k, v in stages.items()
                               if k != "wait_s"},
             "wait_fraction": j.get("wait_fraction"), "worker_cpu_s": j.get("worker_cpu_s"),
-            "cpu_s": j.get("cpu_s"), "loadavg": load, "command": cmd}
+            "cpu_s": j.get("cpu_s"), "loadavg": load, "command": cmd, **m.facts}
 
 
 def run_peer(a, c):
@@ -344,13 +410,12 @@ def run_peer(a, c):
            str(a.peer_epochs), "--batch", str(a.batch), "--workers", str(a.workers)]
     shutil.rmtree(os.path.join(a.work, "hf-cache"), ignore_errors=True)
     load = loadavg()
-    start = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    wall = time.perf_counter() - start
+    with Measured() as m:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if r.returncode != 0:
-        return {"error": (r.stderr or r.stdout)[-2000:], "wall_s": wall, "loadavg": load}
+        return {"error": (r.stderr or r.stdout)[-2000:], "loadavg": load, **m.facts}
     j = json.loads(r.stdout.strip().splitlines()[-1])
-    j.update(wall_s=wall, loadavg=load, command=cmd)
+    j.update(loadavg=load, command=cmd, **m.facts)
     return j
 
 
@@ -373,13 +438,14 @@ def main():
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--epochs", type=int, default=10, help="stoke epochs per run (3,000 samples)")
+    p.add_argument("--epochs", type=int, default=8, help="stoke epochs per run (3,000 samples)")
     p.add_argument("--window", type=int, default=8, help="the shuffle window in shards/groups")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--large-copies", type=int, default=4)
-    p.add_argument("--large-epochs", type=int, default=3)
+    p.add_argument("--large-epochs", type=int, default=2)
     p.add_argument("--diag-epochs", type=int, default=3,
                    help="epochs of the --workers 0 runs (tar and Parquet, in-process stages)")
+    p.add_argument("--diag-large-epochs", type=int, default=1)
     p.add_argument("--peer-epochs", type=int, default=2, help="timed epochs after the warm-up")
     p.add_argument("--litdata-python", default="/tmp/pqbench/litdata-venv/bin/python")
     p.add_argument("--no-large", action="store_true")
@@ -418,30 +484,30 @@ def main():
               f"key-value metadata {l['metadata_keys']}", flush=True)
 
     w = a.window
-    configs = [
-        {"name": "folder", "data": corpus, "window": w, "workers": a.workers, "kind": "main"},
-        {"name": f"tar w{w}", "data": sets["tar"], "window": w, "workers": a.workers,
-         "kind": "main"},
-        {"name": f"pq-datasets w{w}", "data": sets["pq-datasets"], "window": w,
-         "workers": a.workers, "kind": "main"},
-        {"name": f"pq-pyarrow w{w}", "data": sets["pq-pyarrow"], "window": w,
-         "workers": a.workers, "kind": "main"},
-        {"name": "tar w0", "data": sets["tar"], "window": 0, "workers": a.workers,
-         "kind": "main"},
-        {"name": "pq-datasets w0", "data": sets["pq-datasets"], "window": 0,
-         "workers": a.workers, "kind": "main"},
-        {"name": "pq-pyarrow w0", "data": sets["pq-pyarrow"], "window": 0,
-         "workers": a.workers, "kind": "main"},
-    ]
+    configs = []
+
+    def add(name, data, window, workers, kind, group):
+        configs.append({"name": name, "data": data, "window": window, "workers": workers,
+                        "kind": kind, "group": group})
+
+    # group: the samples a configuration delivers (equal group, window and epochs: equal
+    # checksums). The folder has no shards: its window does not apply (a full shuffle).
+    add("folder", corpus, w, a.workers, "main", "corpus")
+    for win in (w, 0):
+        for kind in ("tar", "pq-datasets", "pq-pyarrow"):
+            add(f"{kind} w{win}", sets[kind], win, a.workers, "main", "corpus")
     if not a.no_large:
-        for kind, path in large_sets.items():
-            for win in (w, 0):
-                configs.append({"name": f"{kind}-large w{win}", "data": path, "window": win,
-                                "workers": a.workers, "kind": "large"})
+        for win in (w, 0):
+            for kind in ("tar", "pq-datasets", "pq-pyarrow"):
+                add(f"{kind}-large w{win}", large_sets[kind], win, a.workers, "large", "large")
     if not a.no_diag:
         for kind in ("tar", "pq-datasets", "pq-pyarrow"):
-            configs.append({"name": f"{kind} w{w} workers0", "data": sets[kind], "window": w,
-                            "workers": 0, "kind": "diag"})
+            add(f"{kind} w{w} workers0", sets[kind], w, 0, "diag", "corpus")
+        if not a.no_large:
+            for kind in ("tar", "pq-datasets", "pq-pyarrow"):
+                add(f"{kind}-large w0 workers0", large_sets[kind], 0, 0, "diag-large", "large")
+            add(f"pq-pyarrow-large w{w} workers0", large_sets["pq-pyarrow"], w, 0,
+                "diag-large", "large")
     for c in configs:
         c["bytes"] = disk_bytes(c["data"] if "{" not in c["data"]
                                 else os.path.dirname(c["data"]))
@@ -460,37 +526,45 @@ def main():
                           "python": a.litdata_python, "data": lit_dir, "kind": "peer"})
         else:
             print(f"litdata: {a.litdata_python} is missing, skipped", flush=True)
-    epochs_of = {"main": a.epochs, "large": a.large_epochs, "diag": a.diag_epochs}
+    epochs_of = {"main": a.epochs, "large": a.large_epochs, "diag": a.diag_epochs,
+                 "diag-large": a.diag_large_epochs}
 
-    # Cold pass: builds every index (its start-up is the index build), not counted.
+    # Cold pass: builds every index (the first run of each dataset: its start-up is the index
+    # build), not counted.
     cold = {}
-    print("\ncold pass (index build; 1 epoch, not counted):", flush=True)
+    seen = set()
+    print("\ncold pass (1 epoch, not counted; the first run of each dataset builds its index):",
+          flush=True)
     for c in configs:
         r = run_stoke(a, env, c, 1)
+        r["index_built"] = c["data"] not in seen
+        seen.add(c["data"])
         cold[c["name"]] = r
-        print(f"  {c['name']:28s} startup {r['startup_s']:6.2f} s  {r['samples_per_s']:8,.0f}"
-              f" samples/s  wall {r['wall_s']:5.1f} s", flush=True)
+        print(f"  {c['name']:30s} startup {r['startup_s']:6.2f} s"
+              f"{' (index built)' if r['index_built'] else '              '}"
+              f"  {r['samples_per_s']:8,.0f} samples/s  wall {r['wall_s']:5.1f} s", flush=True)
 
     items = configs + peers
     runs = []
     for rnd in range(a.repeat):
-        shift = rnd % len(items)
+        shift = (rnd * len(items)) // max(1, a.repeat)
         order = items[shift:] + items[:shift]
         print(f"\nround {rnd + 1}/{a.repeat}", flush=True)
         for c in order:
             if c["kind"] == "peer":
                 r = run_peer(a, c)
                 if "error" in r:
-                    print(f"  {c['name']:28s} FAILED: {r['error'][-400:]}", flush=True)
+                    print(f"  {c['name']:30s} FAILED: {r['error'][-400:]}", flush=True)
                 else:
-                    print(f"  {c['name']:28s} {r['samples_per_s']:8,.0f} samples/s (warm-up "
+                    print(f"  {c['name']:30s} {r['samples_per_s']:8,.0f} samples/s (warm-up "
                           f"{r['warmup_samples_per_s']:,.0f}, prepare {r['prepare_s']:.2f} s) "
-                          f"wall {r['wall_s']:5.1f} s load {r['loadavg']}", flush=True)
+                          f"wall {r['wall_s']:5.1f} s  others {r['foreign_cores']:.2f} cores",
+                          flush=True)
             else:
                 r = run_stoke(a, env, c, epochs_of[c["kind"]])
-                print(f"  {c['name']:28s} {r['samples_per_s']:8,.0f} samples/s  wall "
-                      f"{r['wall_s']:5.1f} s  load {r['loadavg']}  {r['checksum'][:12]}",
-                      flush=True)
+                print(f"  {c['name']:30s} {r['samples_per_s']:8,.0f} samples/s  wall "
+                      f"{r['wall_s']:5.1f} s  others {r['foreign_cores']:.2f} cores  "
+                      f"{r['checksum'][:12]}", flush=True)
             r.update(round=rnd + 1, name=c["name"])
             runs.append(r)
 
@@ -498,79 +572,104 @@ def main():
     def of(name):
         return [r for r in runs if r["name"] == name and "error" not in r]
 
-    def rate(name, rnd):
+    def value(name, rnd, key):
         for r in of(name):
             if r["round"] == rnd:
-                return r["samples_per_s"]
+                return r[key]
         return None
 
-    def ratio(name, base):
+    def ratio(name, base, key="samples_per_s", invert=False):
         values = []
         for rnd in range(1, a.repeat + 1):
-            x, y = rate(name, rnd), rate(base, rnd)
-            if x is not None and y:
-                values.append(x / y)
+            x, y = value(name, rnd, key), value(base, rnd, key)
+            if x and y:
+                values.append(y / x if invert else x / y)
         return med(values)
 
-    print("\n" + "=" * 100)
-    print(f"stoke-bench --workers {a.workers} --batch {a.batch}, default pipeline (random-resized-"
-          f"crop 224 + flip, uint8); median of {a.repeat} rounds; ratios are medians of the "
-          f"same round's ratios")
-    for kind, title in (("main", f"{samples} samples, {a.epochs} epochs per run"),
-                        ("large", f"{samples * a.large_copies} samples ({a.large_copies} copies)"
-                                  f", {a.large_epochs} epochs per run"),
-                        ("diag", f"--workers 0 (in-process), {a.diag_epochs} epochs per run")):
+    print("\n" + "=" * 110)
+    print(f"stoke-bench --batch {a.batch}, default pipeline (random-resized-crop 224 + flip, "
+          f"uint8), --shuffle-window {w} or 0; {a.repeat} rounds.\n"
+          f"samples/s: median (min..max) of the runs' own rate; best ep: the fastest epoch of any "
+          f"round; vs tar: median of the same round's ratios;\n"
+          f"CPU us: CPU time of the loader's processes per sample (median), less sensitive to "
+          f"other processes than the rate; others: cores other processes (and steal) took "
+          f"during the run (median);\nread/decode/augment: the stages' time per sample "
+          f"(summed over workers; read includes Parquet page decoding).")
+    titles = {"main": f"{samples} samples, --workers {a.workers}, {a.epochs} epochs per run",
+              "large": f"{samples * a.large_copies} samples ({a.large_copies} copies of each), "
+                       f"--workers {a.workers}, {a.large_epochs} epochs per run",
+              "diag": f"--workers 0 (in-process), {a.diag_epochs} epochs per run",
+              "diag-large": f"--workers 0 (in-process), large, {a.diag_large_epochs} epochs "
+                            f"per run"}
+    for kind, title in titles.items():
         group = [c for c in configs if c["kind"] == kind]
         if not group:
             continue
-        base8 = {"main": f"tar w{w}", "large": f"tar-large w{w}", "diag": f"tar w{w} workers0"}[kind]
+        names = [c["name"] for c in group]
+
+        def base(c):
+            stem = "tar-large" if c["group"] == "large" else "tar"
+            suffix = " workers0" if c["workers"] == 0 else ""
+            for b in (f"{stem} w{c['window']}{suffix}", f"{stem} w{w}{suffix}",
+                      f"{stem} w0{suffix}"):
+                if b in names:
+                    return b
+            return None
+
         print(f"\n{title}")
-        print(f"{'configuration':28s} {'window':>6s} {'samples/s':>10s} {'min..max':>15s} "
-              f"{'vs tar w' + str(w):>9s} {'vs tar same w':>13s} {'MiB':>6s} "
-              f"{'us/sample read/decode/augment':>30s} {'cold start s':>12s}  checksum")
+        print(f"{'configuration':30s} {'samples/s':>9s} {'min..max':>13s} {'best ep':>7s} "
+              f"{'vs tar':>6s} {'CPU us':>6s} {'CPU vs tar':>10s} {'others':>6s} {'MiB':>5s} "
+              f"{'read/decode/augment us':>22s}  checksum")
         for c in group:
             rs = of(c["name"])
             v = [r["samples_per_s"] for r in rs]
-            same = base8 if c["window"] == w else base8.replace(f"w{w}", "w0")
-            us = {k: med([r["us_per_sample"].get(k) for r in rs]) for k in
-                  ("read", "decode", "augment")}
-            sums = {r["checksum"] for r in rs}
-            print(f"{c['name']:28s} {c['window']:6d} {fmt(med(v)):>10s} "
-                  f"{fmt(min(v)) + '..' + fmt(max(v)):>15s} {fmt(ratio(c['name'], base8), '.2f'):>9s} "
-                  f"{fmt(ratio(c['name'], same), '.2f'):>13s} {c['bytes'] / 2**20:6.0f} "
-                  f"{fmt(us['read']):>10s}/{fmt(us['decode']):>6s}/{fmt(us['augment']):>6s}      "
-                  f"{cold[c['name']]['startup_s']:12.2f}  "
-                  f"{', '.join(s[:12] for s in sorted(sums))}")
+            b = base(c)
+            us = [fmt(med([r["us_per_sample"].get(k) for r in rs])) for k in
+                  ("read", "decode", "augment")]
+            sums = sorted({r["checksum"][:12] for r in rs})
+            print(f"{c['name']:30s} {fmt(med(v)):>9s} {fmt(min(v)) + '..' + fmt(max(v)):>13s} "
+                  f"{fmt(max(r['best_epoch_samples_per_s'] for r in rs)):>7s} "
+                  f"{fmt(ratio(c['name'], b), '.2f'):>6s} "
+                  f"{fmt(med([r['cpu_us_per_sample'] for r in rs])):>6s} "
+                  f"{fmt(ratio(c['name'], b, 'cpu_us_per_sample'), '.2f'):>10s} "
+                  f"{fmt(med([r['foreign_cores'] for r in rs]), '.2f'):>6s} "
+                  f"{c['bytes'] / 2**20:5.0f} {'/'.join(us):>22s}  {', '.join(sums)}")
+        print(f"  (vs tar: against {', '.join(sorted({base(c) for c in group}))} with the same "
+              f"window where there is one)")
 
-    # Checksums: configurations of the same samples and window must agree (folder: no shards,
-    # so its window does not apply: it is a full shuffle).
-    print("\nchecksums (checksum / output_checksum), by samples and window:")
+    print("\nstart-up of the cold pass (index built on the first run of each dataset):")
+    for c in configs:
+        r = cold[c["name"]]
+        if r["index_built"]:
+            print(f"  {c['name']:30s} {r['startup_s']:.2f} s")
+
+    # Checksums: equal samples, window and epochs must give equal batches.
+    print("\nchecksums (checksum / output_checksum), by samples, window and epochs:")
     all_ok = True
     groups = {}
     for c in configs:
-        key = (c["kind"] if c["kind"] != "diag" else "main", c["window"])
-        sums = {(r["checksum"], r["output_checksum"]) for r in of(c["name"])}
-        groups.setdefault(key, []).append((c["name"], sums))
-    for (kind, win), members in groups.items():
+        key = (c["group"], c["window"] if c["name"] != "folder" else 0, epochs_of[c["kind"]])
+        groups.setdefault(key, []).append(
+            (c["name"], {(r["checksum"], r["output_checksum"]) for r in of(c["name"])}))
+    for (group, win, epochs), members in groups.items():
         distinct = set().union(*[s for _, s in members])
-        base_kind = [m for m in members if not m[0].startswith("folder")]
-        distinct_base = set().union(*[s for _, s in base_kind]) if base_kind else set()
-        ok = len(distinct_base) == 1
+        ok = len(distinct) == 1
         all_ok &= ok
-        print(f"  {kind} window {win}: {'MATCH' if ok else 'DIFFER'}")
+        print(f"  {group} window {win}, {epochs} epochs: {'MATCH' if ok else 'DIFFER'} "
+              f"({len(members)} configurations x {a.repeat} rounds)")
         for name, sums in members:
-            print(f"    {name:28s} {', '.join(f'{x[:16]}/{y[:16]}' for x, y in sorted(sums))}")
-    folder_sum = {(r["checksum"], r["output_checksum"]) for r in of("folder")}
-    w0_sum = {(r["checksum"], r["output_checksum"]) for r in of("tar w0")}
-    print(f"  folder (window {w} given, no shards) equals tar w0: {folder_sum == w0_sum}")
-    print(f"  every configuration of the same samples and window agrees: {all_ok}")
+            print(f"    {name:30s} {', '.join(f'{x}/{y}' for x, y in sorted(sums))}")
+    print(f"  every configuration of the same samples, window and epochs agrees: {all_ok} "
+          f"(the folder counts with window 0: it has no shards)")
 
     if peers:
-        print("\npeers (on pq-datasets; warm-up epoch excluded; prepare = load_dataset's Arrow "
-              "conversion / litdata's index)")
-        print(f"{'peer':30s} {'samples/s':>10s} {'min..max':>15s} {'warm-up/s':>10s} "
-              f"{'prepare s':>10s}  {'stoke pq-datasets w' + str(w) + ' / peer':>28s} "
-              f"{'stoke pq-datasets w0 / peer':>28s}")
+        print(f"\npeers (on pq-datasets, --workers {a.workers}, batch {a.batch}; warm-up epoch "
+              f"excluded; prepare: load_dataset's Arrow conversion, litdata's index; "
+              f"stoke/peer: median of the same round's ratios)")
+        print(f"{'peer':30s} {'samples/s':>9s} {'min..max':>13s} {'best ep':>7s} "
+              f"{'warm-up':>7s} {'prepare s':>9s} {'CPU us':>6s} {'others':>6s}  "
+              f"{'stoke pq-datasets w' + str(w) + ' / peer':>25s} {'w0 / peer':>9s} "
+              f"{'CPU: peer / stoke w' + str(w):>20s}")
         for c in peers:
             rs = of(c["name"])
             if not rs:
@@ -578,24 +677,30 @@ def main():
                 print(f"{c['name']:30s} failed: {errs[-1]['error'][-300:] if errs else '?'}")
                 continue
             v = [r["samples_per_s"] for r in rs]
-            print(f"{c['name']:30s} {fmt(med(v)):>10s} {fmt(min(v)) + '..' + fmt(max(v)):>15s} "
-                  f"{fmt(med([r['warmup_samples_per_s'] for r in rs])):>10s} "
-                  f"{fmt(med([r['prepare_s'] for r in rs]), '.2f'):>10s}  "
-                  f"{fmt(ratio(f'pq-datasets w{w}', c['name']), '.2f'):>28s} "
-                  f"{fmt(ratio('pq-datasets w0', c['name']), '.2f'):>28s}   {rs[0]['versions']}")
+            print(f"{c['name']:30s} {fmt(med(v)):>9s} {fmt(min(v)) + '..' + fmt(max(v)):>13s} "
+                  f"{fmt(max(r['best_epoch_samples_per_s'] for r in rs)):>7s} "
+                  f"{fmt(med([r['warmup_samples_per_s'] for r in rs])):>7s} "
+                  f"{fmt(med([r['prepare_s'] for r in rs]), '.2f'):>9s} "
+                  f"{fmt(med([r['cpu_us_per_sample'] for r in rs])):>6s} "
+                  f"{fmt(med([r['foreign_cores'] for r in rs]), '.2f'):>6s}  "
+                  f"{fmt(ratio(f'pq-datasets w{w}', c['name']), '.2f'):>25s} "
+                  f"{fmt(ratio('pq-datasets w0', c['name']), '.2f'):>9s} "
+                  f"{fmt(ratio(c['name'], f'pq-datasets w{w}', 'cpu_us_per_sample'), '.2f'):>20s}"
+                  f"   {rs[0]['versions']}")
 
-    print("\nper run:")
+    print("\nper run (rate, per-epoch rates, CPU us/sample, cores others took):")
     for r in runs:
         if "error" in r:
             print(f"  round {r['round']} {r['name']:30s} FAILED")
         elif "peer" in r:
-            print(f"  round {r['round']} {r['name']:30s} {r['samples_per_s']:8,.0f}/s epochs "
-                  f"{[round(n / s) for n, s in r['epochs']]} prepare {r['prepare_s']:.2f} s "
-                  f"load {r['loadavg']}")
+            print(f"  round {r['round']} {r['name']:30s} {r['samples_per_s']:6,.0f}/s epochs "
+                  f"{[round(e[0] / e[1]) for e in r['epochs']]} (first: warm-up) CPU "
+                  f"{r['cpu_us_per_sample']:,.0f} us others {r['foreign_cores']:.2f} prepare "
+                  f"{r['prepare_s']:.2f} s")
         else:
-            print(f"  round {r['round']} {r['name']:30s} {r['samples_per_s']:8,.0f}/s epochs "
-                  f"{[round(x) for x in r['per_epoch']]} startup {r['startup_s']:.2f} s load "
-                  f"{r['loadavg']} skipped {r['skipped']}")
+            print(f"  round {r['round']} {r['name']:30s} {r['samples_per_s']:6,.0f}/s epochs "
+                  f"{[round(x) for x in r['per_epoch']]} CPU {r['cpu_us_per_sample']:,.0f} us "
+                  f"others {r['foreign_cores']:.2f} skipped {r['skipped']}")
     out = os.path.join(a.work, "results.json")
     with open(out, "w") as f:
         json.dump({"args": vars(a), "layout": layout, "configs": configs, "cold": cold,

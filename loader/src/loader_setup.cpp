@@ -186,6 +186,9 @@ void Loader::Impl::lay_out_arena(std::shared_ptr<const MappedIndex> mapped, bool
   h.dataset_kind = index.kind;
   h.on_error_skip = options_.on_error == OnError::kSkip ? 1 : 0;
   h.verify_region = options_.verify == Verify::kRegion ? 1 : 0;
+  if (const DatasetView view = mapped->view(); view.parquet())
+    h.page_cache_mib = static_cast<std::uint32_t>(
+        page_cache_bytes(view, config_.plan.shuffle, config_.plan.shuffle_window) >> 20);
   h.max_pixels = options_.max_pixels;
   h.sample_count = index.size;
   h.raw_height = index.height;

@@ -309,6 +309,24 @@ double rows_per_decoded_page(const DatasetView& view) {
   return units == 0 ? 0 : static_cast<double>(view.size()) / static_cast<double>(units);
 }
 
+std::size_t page_cache_bytes(const DatasetView& view, bool shuffle, int shuffle_window) {
+  std::uint64_t largest = 0;  // a row group's pages, as stored
+  for (std::size_t s = 0; s < view.shard_total(); ++s) {
+    const ParquetChunkRecord& chunk = view.parquet_chunk(s);
+    std::uint64_t bytes = chunk.dictionary_size;
+    for (std::uint64_t p = chunk.first_page; p < view.parquet_pages_end(s); ++p)
+      bytes += view.parquet_page(p).size;
+    largest = std::max(largest, bytes);
+  }
+  std::uint64_t want = largest;
+  if (shuffle) {
+    if (shuffle_window == 0) return kMinPageCacheBytes;
+    want = static_cast<std::uint64_t>(shuffle_window) * largest / 4 * 5;
+  }
+  return static_cast<std::size_t>(std::clamp<std::uint64_t>(want, kMinPageCacheBytes,
+                                                            kMaxPageCacheBytes));
+}
+
 namespace {
 
 // A local file's bytes (through `fd`, which must outlive the source) or a URL's (ranged GETs).

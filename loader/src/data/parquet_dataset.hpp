@@ -51,6 +51,15 @@ std::string chunk_pages(const ReadAt& read_at, const ParquetChunkFacts& chunk, C
 // there). REQUIRES: view.parquet().
 double rows_per_decoded_page(const DatasetView& view);
 
+// The decoded pages each worker keeps of a Parquet dataset (REQUIRES: view.parquet()): enough for
+// the row groups a shuffle window reads at once (a quarter more than shuffle_window times the
+// largest row group's pages as stored), or one row group without shuffling; kMinPageCacheBytes
+// under a full shuffle (shuffle_window 0: rows of a page are read far apart, and more memory
+// would not make them nearer); within [kMinPageCacheBytes, kMaxPageCacheBytes].
+std::size_t page_cache_bytes(const DatasetView& view, bool shuffle, int shuffle_window);
+inline constexpr std::size_t kMinPageCacheBytes = std::size_t{32} << 20;
+inline constexpr std::size_t kMaxPageCacheBytes = std::size_t{1} << 30;
+
 // The index of `files` (data/parquet_facts.hpp reads each one's footer and labels). Throws
 // ConfigError for a file that cannot be read as an image dataset (naming it and why), DataError
 // for a label not below options.max_classes (naming the file, row group and row).

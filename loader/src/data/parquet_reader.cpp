@@ -59,7 +59,7 @@ void ParquetRows::keep(std::uint64_t key, std::shared_ptr<const PageValues> valu
   held_ += values->held_bytes();
   kept_.push_back({key, std::move(values), clock_});
   // The least recently used go first; the page just read stays whatever its size.
-  while (held_ > kPageCacheBytes && kept_.size() > 1) {
+  while (held_ > budget_ && kept_.size() > 1) {
     const auto oldest = std::min_element(
         kept_.begin(), kept_.end() - 1,
         [](const Kept& a, const Kept& b) { return a.last_use < b.last_use; });

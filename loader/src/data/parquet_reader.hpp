@@ -2,8 +2,9 @@
 // A worker's reads of a Parquet dataset's rows: the data page that holds a row (and its chunk's
 // dictionary page, for a dictionary-encoded one) is read, decompressed and decoded once
 // (data/parquet_page.hpp), then kept while the rows after it are read from it, within a budget
-// of kPageCacheBytes: the plan reads a few row groups at a time (shuffle_window), so most rows
-// are found in a page already decoded. The image bytes a read gives point into the kept page:
+// the training process sets (data/parquet_dataset.hpp's page_cache_bytes: what a shuffle window's
+// row groups take): the plan reads a few row groups at a time (shuffle_window), so most rows are
+// found in a page already decoded. The image bytes a read gives point into the kept page:
 // no copy beyond the decompression.
 //
 // Thread-safety: one ParquetRows per thread (a ChunkRunner's).
@@ -20,12 +21,11 @@
 
 namespace stoke::detail {
 
-// Decoded pages kept per worker, at most (a page being read is kept whatever its size). A row
-// group of 100 ImageNet photos is about 11 MB: this holds a shuffle window of 16 of them.
-inline constexpr std::size_t kPageCacheBytes = std::size_t{256} << 20;
-
 class ParquetRows {
  public:
+  // Keeps at most `budget` bytes of decoded pages (a page being read is kept whatever its size).
+  explicit ParquetRows(std::size_t budget) : budget_(budget) {}
+
   // Reads `range` of the sample's file (its local copy first, as any sample's bytes are read)
   // into the vector: kNone, or why it cannot.
   using ReadRange = std::function<BadInput(const ByteRange&, std::vector<std::uint8_t>&)>;
@@ -55,6 +55,7 @@ class ParquetRows {
   void keep(std::uint64_t key, std::shared_ptr<const PageValues> values);
 
   std::vector<Kept> kept_;  // a few pages: searched in order
+  std::size_t budget_;
   std::size_t held_ = 0;
   std::uint64_t clock_ = 0;
   std::uint64_t decoded_ = 0;

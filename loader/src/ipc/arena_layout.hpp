@@ -33,8 +33,9 @@ inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKAREN
 // erasing, timm's policies), the slots' erase boxes; 10: Step of 288 bytes
 // (random_affine's ranges, AugMix's settings); 11: the slots' mix samples and soft labels; 12:
 // the index file; 13: the public stoke::Step itself as the step record (no mirror of it); 14:
-// the index file's narrow columns (format 3), IDX pixels in a file of their own (fd 6)
-inline constexpr std::uint32_t kLayoutVersion = 14;
+// the index file's narrow columns (format 3), IDX pixels in a file of their own (fd 6); 15: the
+// index file's Parquet sections (format 4), ArenaHeader::page_cache_mib
+inline constexpr std::uint32_t kLayoutVersion = 15;
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
 
@@ -98,7 +99,8 @@ struct ArenaHeader {
   std::uint64_t index_offset = 0;  // in the index file
   std::uint64_t index_size = 0;
   std::uint32_t shard_copies = 1;  // 0: remote shards' local copies are not read (no shard cache)
-  std::uint32_t reserved_index = 0;
+  // Parquet: the decoded pages a worker keeps, in MiB (data/parquet_reader.hpp).
+  std::uint32_t page_cache_mib = 0;
   std::int32_t raw_height = 0;  // kRaw only: every sample is raw_height x raw_width x raw_channels
   std::int32_t raw_width = 0;
   std::int32_t raw_channels = 0;

@@ -31,7 +31,8 @@ ChunkRunner::ChunkRunner(const ArenaView& arena, FileReader* files)
                                   : std::make_unique<SampleFiles>(arena_policy(arena.header()))),
       files_(files != nullptr ? *files : *own_files_),
       dataset_(arena.dataset()),
-      decoder_(arena.header().max_pixels) {
+      decoder_(arena.header().max_pixels),
+      parquet_(std::size_t{arena.header().page_cache_mib} << 20) {
   if (dataset_.lazy())
     tables_.emplace(dataset_, arena_policy(arena.header()), arena.header().shard_copies != 0);
   jpeg_.set_verify(arena.header().verify_region != 0 ? Verify::kRegion : Verify::kWholeFile);

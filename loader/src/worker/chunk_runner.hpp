@@ -86,7 +86,7 @@ class ChunkRunner {
   DecodedImage mask_;
   PngLabelMapReader png_mask_;
   JpegRegionSource jpeg_;
-  ParquetRows parquet_;  // a Parquet dataset's decoded pages
+  ParquetRows parquet_;  // a Parquet dataset's decoded pages, within the arena's budget
   std::string path_;
   std::vector<std::uint8_t> file_;  // the current sample's bytes
   std::vector<Box> mapped_;         // write_boxes' scratch

@@ -4,6 +4,7 @@
 // or the string labels; a damaged page skips its rows, naming file, row group and row; the forms
 // of the data string; and the page reader's bounds on hostile headers and bodies.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -14,7 +15,9 @@
 
 #include "data/dataset_index.hpp"
 #include "data/parquet_dataset.hpp"
+#include "data/index_format.hpp"
 #include "data/parquet_page.hpp"
+#include "data/parquet_reader.hpp"
 #include "servers.hpp"
 #include "stoke/error.hpp"
 #include "stoke/loader.hpp"
@@ -469,6 +472,53 @@ TEST(StokePack, ParquetFilesHoldTheFolderAndDatasetsReadThemBack) {
                           "print('ok')\n";
   run("HF_DATASETS_CACHE=" + (dir.path() / "hf").string() + " " STOKE_PARQUET_PYTHON " " + check +
       " " + test::testdata("jpeg") + " '" + (dir.path() / "*.parquet").string() + "' > /dev/null");
+}
+
+// A worker's reads: a row of a page it keeps decodes nothing; past its budget, the least recently
+// used page goes first. And the budget the training process gives it follows the shuffle window.
+TEST(ParquetRows, ARowOfAKeptPageDecodesNothingAndTheBudgetFollowsTheWindow) {
+  REQUIRE_WRITER("pyarrow");
+  test::TempDir dir;
+  const std::string file = write_parquet(dir, "p.parquet", "pyarrow",
+                                         "--no-dictionary --rows-per-page 8 --rows-per-group 48");
+  detail::IndexOptions options;
+  const detail::DatasetIndex index = detail::index_parquet({file}, options);
+  ASSERT_EQ(index.parquet_pages.size(), 12u);
+  const int fd = ::memfd_create("parquet-index", MFD_CLOEXEC);
+  ASSERT_TRUE(detail::write_index_file(fd, index, "test"));
+  const std::unique_ptr<detail::MappedIndex> mapped =
+      detail::map_index_file(fd, "test", kDefaultMaxClasses, 0, "");
+  ASSERT_NE(mapped, nullptr);
+  const detail::DatasetView view = mapped->view();
+  ASSERT_TRUE(view.parquet());
+  detail::PosixFileReader files;
+  const detail::ParquetRows::ReadRange read = [&](const detail::ByteRange& r,
+                                                 std::vector<std::uint8_t>& into) {
+    return files.read(file, r, into);
+  };
+  const std::string jpeg_prefix = "\xff\xd8";
+  detail::ParquetRows rows(std::size_t{64} << 20);
+  detail::ByteSpan span;
+  for (std::int64_t i = 0; i < 96; ++i) {
+    ASSERT_EQ(rows.read(view, i, read, span), BadInput::kNone) << i;
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(span.data), 2), jpeg_prefix);
+  }
+  EXPECT_EQ(rows.pages_decoded(), 12u);
+  ASSERT_EQ(rows.read(view, 3, read, span), BadInput::kNone);
+  EXPECT_EQ(rows.pages_decoded(), 12u);  // kept
+  // A budget of one byte keeps only the page being read.
+  detail::ParquetRows tight(1);
+  for (const std::int64_t i : {0, 1, 8, 9, 0})
+    ASSERT_EQ(tight.read(view, i, read, span), BadInput::kNone);
+  EXPECT_EQ(tight.pages_decoded(), 3u);
+  // The budget: a quarter more than the window's row groups, within [32 MiB, 1 GiB].
+  EXPECT_EQ(detail::page_cache_bytes(view, true, 0), detail::kMinPageCacheBytes);
+  EXPECT_EQ(detail::page_cache_bytes(view, true, 4), detail::kMinPageCacheBytes);
+  EXPECT_EQ(detail::page_cache_bytes(view, true, 1 << 20), detail::kMaxPageCacheBytes);
+  std::uint64_t groups[2] = {0, 0};  // each row group's 6 pages
+  for (std::uint64_t p = 0; p < 12; ++p) groups[p / 6] += view.parquet_page(p).size;
+  EXPECT_EQ(detail::page_cache_bytes(view, true, 100),
+            100 * std::max(groups[0], groups[1]) / 4 * 5);
 }
 
 // ---- the page reader on hostile bytes
