@@ -19,8 +19,8 @@ made once under --work and reused:
   pq-pyarrow        pyarrow.parquet.write_table's defaults (snappy, dictionary tried), one file
                     of 100-row row groups (make_parquet.py --writer pyarrow --rows-per-group 100)
   *-large           the same three from --large-copies hard-linked copies of the corpus, so the
-                    decoded Parquet pages (more than the 256 MiB a worker keeps) do not all stay
-                    in a worker's page cache under a full shuffle (--shuffle-window 0)
+                    decoded Parquet pages do not all stay in a worker's page cache under a full
+                    shuffle (--shuffle-window 0: 32 MiB a worker)
 
 Each round runs every configuration once, in an order rotated from round to round, so drift of
 a shared machine falls on all of them alike. stoke runs are stoke-bench's own measurement
@@ -385,7 +385,8 @@ def run_stoke(a, env, c, epochs):
            "--json"]
     load = loadavg()
     with Measured() as m:
-        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        r = subprocess.run(cmd, env=c.get("env", env), capture_output=True, text=True,
+                           timeout=900)
     if r.returncode != 0:
         sys.exit(f"stoke-bench failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-3000:]}")
     j = json.loads(r.stdout.strip().splitlines()[-1])
@@ -431,10 +432,12 @@ def fmt(v, spec=",.0f"):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--build", default="/tmp/pqbench/build",
+    p.add_argument("--build",
+                   default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+                       __file__))), "build", "default"),
                    help="a stoke build (bin/, lib/, libexec/); copy one before a rebuild")
     p.add_argument("--corpus", help="an image folder (default: a 3,000-JPEG jpeg-corpus)")
-    p.add_argument("--work", default="/tmp/pqbench/work")
+    p.add_argument("--work", default="/tmp/stoke-parquet-bench")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--batch", type=int, default=64)
@@ -447,10 +450,14 @@ def main():
                    help="epochs of the --workers 0 runs (tar and Parquet, in-process stages)")
     p.add_argument("--diag-large-epochs", type=int, default=1)
     p.add_argument("--peer-epochs", type=int, default=2, help="timed epochs after the warm-up")
-    p.add_argument("--litdata-python", default="/tmp/pqbench/litdata-venv/bin/python")
+    p.add_argument("--litdata-python", default="",
+                   help="a Python with litdata (its own venv, see above); none: litdata skipped")
     p.add_argument("--no-large", action="store_true")
     p.add_argument("--no-diag", action="store_true")
     p.add_argument("--no-peers", action="store_true")
+    p.add_argument("--s3", metavar="WEED", default="",
+                   help="also read pq-datasets from SeaweedFS's S3 gateway (this weed binary: "
+                        "setup.sh's build/servers/bin/weed), window --window, beside local disk")
     p.add_argument("--peer-mode", choices=["hf", "litdata"], help=argparse.SUPPRESS)
     p.add_argument("--peer-data", help=argparse.SUPPRESS)
     p.add_argument("--peer-cache", help=argparse.SUPPRESS)
@@ -508,9 +515,22 @@ def main():
                 add(f"{kind}-large w0 workers0", large_sets[kind], 0, 0, "diag-large", "large")
             add(f"pq-pyarrow-large w{w} workers0", large_sets["pq-pyarrow"], w, 0,
                 "diag-large", "large")
+    s3 = None
+    if a.s3:
+        # (Workers read each page with a ranged GET: the shard cache does not hold Parquet.)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import local_servers
+        s3 = local_servers.SeaweedServer(a.s3, os.path.join(a.work, "weed")).__enter__()
+        s3.put_folder("stoke-bench", sets["pq-datasets"], prefix="pq/")
+        names = sorted(f for f in os.listdir(sets["pq-datasets"]) if f.endswith(".parquet"))
+        add(f"pq-datasets-s3 w{w}", ",".join(f"s3://stoke-bench/pq/{f}" for f in names), w,
+            a.workers, "main", "corpus")
+        configs[-1]["env"] = s3.env(env)
+        configs[-1]["bytes"] = disk_bytes(sets["pq-datasets"])
     for c in configs:
-        c["bytes"] = disk_bytes(c["data"] if "{" not in c["data"]
-                                else os.path.dirname(c["data"]))
+        if "bytes" not in c:
+            c["bytes"] = disk_bytes(c["data"] if "{" not in c["data"]
+                                    else os.path.dirname(c["data"]))
     peers = []
     if not a.no_peers:
         peers.append({"name": "peer: datasets + DataLoader", "peer": "hf",
@@ -705,6 +725,8 @@ def main():
     with open(out, "w") as f:
         json.dump({"args": vars(a), "layout": layout, "configs": configs, "cold": cold,
                    "runs": runs}, f, indent=1)
+    if s3 is not None:
+        s3.__exit__(None, None, None)
     print(f"\nall runs in {out}; {time.perf_counter() - began:.0f} s in all")
 
 
