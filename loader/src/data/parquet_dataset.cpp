@@ -97,7 +97,34 @@ std::vector<std::string> of_split(const std::vector<std::string>& files, const s
   return kept;
 }
 
+// Whether `folder` holds a .parquet file within `depth` levels (0: in it alone).
+bool holds_parquet(const fs::path& folder, int depth) {
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(folder, ec)) {
+    if (names_parquet(e.path().string()) && e.is_regular_file(ec)) return true;
+    if (depth > 0 && e.is_directory(ec) && holds_parquet(e.path(), depth - 1)) return true;
+  }
+  return false;
+}
+
+// Whether `root` is a folder of Parquet files: one in it, or under the folders a Hugging Face
+// dataset keeps them in (data/, a split's folder, default/ of the Parquet conversion). An image
+// folder's class folders are never walked for this: a tree of a million images costs one listing
+// of its top folder.
+bool parquet_folder(const fs::path& root) {
+  static const char* const kFolders[] = {"data",  "default", "train", "test",
+                                         "validation", "valid", "val",  "dev"};
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(root, ec)) {
+    if (names_parquet(e.path().string()) && e.is_regular_file(ec)) return true;
+  }
+  for (const char* name : kFolders)
+    if (fs::is_directory(root / name, ec) && holds_parquet(root / name, 3)) return true;
+  return false;
+}
+
 std::optional<std::vector<std::string>> folder_files(const std::string& root, Split split) {
+  if (!parquet_folder(root)) return std::nullopt;
   std::vector<std::string> all;
   std::error_code ec;
   for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied,

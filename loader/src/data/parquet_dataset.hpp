@@ -21,8 +21,9 @@ namespace stoke::detail {
 
 // The Parquet files `data` names, sorted where a pattern or folder gives several: a .parquet
 // file; names, brace ranges ("train-{00000..00041}-of-00042.parquet") and * ? [ ] globs,
-// several separated by commas; a folder holding .parquet files (at any depth: Hugging Face's
-// data/ layout), of which those of `split` when their names say splits (a file named
+// several separated by commas; a folder holding .parquet files (in it, or under data/, a split's
+// folder or default/, as Hugging Face lays them out; then every one at any depth), of which
+// those of `split` when their names say splits (a file named
 // "train-...", "train_..." or "train.parquet", or in a folder named "train"); or a list file
 // naming one per line. std::nullopt when `data` names no Parquet file (another kind of
 // dataset). Also URLs (http://, https://, s3://) of .parquet files, and Hugging Face Hub paths

@@ -374,6 +374,11 @@ TEST(ParquetFiles, AFolderPatternsAndListsNameTheirFiles) {
   EXPECT_EQ(detail::parquet_files((dir.path() / "plain").string(), Split::kTest),
             (Files{(dir.path() / "plain/b.parquet").string(),
                    (dir.path() / "plain/part/a.parquet").string()}));
+  // Files only in a folder Hugging Face does not keep them in (a class folder, say): not a
+  // Parquet folder, whose look would otherwise walk a whole image tree.
+  fs::create_directories(dir.path() / "tree/cat");
+  std::ofstream(dir.path() / "tree/cat/x.parquet") << "x";
+  EXPECT_FALSE(detail::parquet_files((dir.path() / "tree").string(), Split::kTrain));
   fs::create_directories(dir.path() / "validation-only");
   std::ofstream(dir.path() / "validation-only/validation-00000.parquet") << "x";
   try {
