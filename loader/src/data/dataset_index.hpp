@@ -56,7 +56,7 @@ struct FileEntry {
 
 // A shard on HTTP or S3, as indexed: what the shard cache fetches.
 struct RemoteShard {
-  std::size_t shard = 0;  // its place in the shard list
+  std::size_t shard = 0;  // its place in the shard list (a Parquet file: its first row group's)
   std::string url;
   std::uint64_t size = 0;
   std::string copy;  // its local copy's path (data/shard_cache.hpp); "" when it can have none
@@ -64,6 +64,8 @@ struct RemoteShard {
   // starts, so its size and copy are unknown (0 and ""); the shard prefetcher looks it up (a
   // HEAD) as the plan nears it.
   bool unresolved = false;
+  // The plan's shards it holds, from `shard` on: 1 for a tar shard, a Parquet file's row groups.
+  std::size_t shards = 1;
 };
 
 struct RejectedFile {

@@ -111,6 +111,7 @@ std::string meta_text(const DatasetIndex& index) {
   w.u64(index.remote_shards.size());
   for (const RemoteShard& r : index.remote_shards) {
     w.u64(r.shard);
+    w.u64(r.shards);
     w.str(r.url);
     w.u64(r.size);
     w.str(r.copy);
@@ -131,9 +132,10 @@ bool read_meta(MetaReader& r, DatasetIndex& index) {
   index.shard_starts.resize(r.count(8));
   for (std::int64_t& s : index.shard_starts) s = static_cast<std::int64_t>(r.u64());
   index.shard_notes = r.strings();
-  index.remote_shards.resize(r.count(32));
+  index.remote_shards.resize(r.count(40));
   for (RemoteShard& s : index.remote_shards) {
     s.shard = r.u64();
+    s.shards = r.u64();
     s.url = r.str();
     s.size = r.u64();
     s.copy = r.str();
@@ -238,7 +240,9 @@ bool meta_holds(const DatasetIndex& info) {
       if (s[i] < s[i - 1]) return false;
   }
   for (const RemoteShard& r : info.remote_shards)
-    if (s.empty() || r.shard >= s.size() - 1) return false;
+    if (s.empty() || r.shard >= s.size() - 1 || r.shards == 0 ||
+        r.shards > s.size() - 1 - r.shard)
+      return false;
   return true;
 }
 

@@ -17,6 +17,7 @@
 #include "common/text.hpp"
 #include "data/file_reader.hpp"
 #include "data/hf_hub.hpp"
+#include "data/shard_cache.hpp"
 #include "data/shard_list.hpp"
 #include "remote/remote.hpp"
 #include "stoke/error.hpp"
@@ -356,17 +357,21 @@ std::size_t page_cache_bytes(const DatasetView& view, bool shuffle, int shuffle_
 
 namespace {
 
-// A local file's bytes (through `fd`, which must outlive the source) or a URL's (ranged GETs).
-ParquetSource source_of(const std::string& path, int fd, const IndexOptions& options) {
+// A URL's HEAD answer: the one the caller already had, else asked now.
+RemoteObject remote_object(const std::string& url, const IndexOptions& options) {
+  if (options.remote_seen != nullptr)
+    if (const auto it = options.remote_seen->find(url); it != options.remote_seen->end())
+      return it->second;
+  return remote_stat(url, options.remote);
+}
+
+// A local file's bytes (through `fd`, which must outlive the source) or a URL's (ranged GETs;
+// `object` its HEAD answer).
+ParquetSource source_of(const std::string& path, int fd, const RemoteObject& object,
+                        const IndexOptions& options) {
   ParquetSource s;
   if (is_url(path)) {
     s.name = redact_url(path);
-    const RemoteObject object = [&] {
-      if (options.remote_seen != nullptr)
-        if (const auto it = options.remote_seen->find(path); it != options.remote_seen->end())
-          return it->second;
-      return remote_stat(path, options.remote);
-    }();
     s.size = object.size;
     s.read_at = [path, policy = options.remote](std::uint64_t offset, void* dst, std::size_t n) {
       return remote_read(path, offset, dst, n, policy);
@@ -402,8 +407,10 @@ DatasetIndex index_parquet(const std::vector<std::string>& files, const IndexOpt
     if (!is_url(path) && !fd) throw ConfigError(path + ": " + std::strerror(errno));
     ParquetSource source;
     ParquetFileFacts facts;
+    RemoteObject object;
     try {
-      source = source_of(path, fd.get(), options);
+      if (is_url(path)) object = remote_object(path, options);
+      source = source_of(path, fd.get(), object, options);
       facts = read_parquet_facts(source, columns);
     } catch (const ConfigError&) {
       throw;
@@ -417,8 +424,17 @@ DatasetIndex index_parquet(const std::vector<std::string>& files, const IndexOpt
                         ", the files' before it " + (text_labels ? "strings" : "integers"));
     text_labels = texts_here;
     if (class_names.empty()) class_names = facts.class_names;
+    // A remote file with a version (an ETag) can have a local copy in the shard cache, fetched
+    // whole ahead of the plan as a shard is; its name follows the URL in the path bytes.
+    std::string copy;
+    if (is_url(path) && options.caches.shard_copies && !options.caches.root.empty() &&
+        !object.etag.empty())
+      copy = shard_copy_path(options.caches.root, path, object.size, object.etag);
+    if (is_url(path) && !facts.row_groups.empty())
+      index.remote_shards.push_back({index.shard_starts.size() - 1, path, object.size, copy,
+                                     false, facts.row_groups.size()});
     const std::uint64_t path_offset = index.paths.size();
-    index.paths += path;
+    index.paths += path + copy;
     std::int64_t row = 0;  // in the file
     for (std::size_t g = 0; g < facts.row_groups.size(); ++g) {
       const ParquetChunkFacts& chunk = facts.row_groups[g];
@@ -455,6 +471,7 @@ DatasetIndex index_parquet(const std::vector<std::string>& files, const IndexOpt
         FileEntry& e = index.entries.emplace_back();
         e.path_offset = path_offset;
         e.path_length = static_cast<std::uint32_t>(path.size());
+        e.copy_length = static_cast<std::uint32_t>(copy.size());
         e.label = static_cast<std::int32_t>(label);
         if (text_labels) texts.push_back(at < facts.label_texts.size() ? facts.label_texts[at] : "");
       }

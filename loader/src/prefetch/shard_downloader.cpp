@@ -51,7 +51,9 @@ std::size_t ShardDownloader::queued() const {
 
 bool ShardDownloader::needed_now(const PrefetchShard& shard,
                                  const std::vector<std::size_t>& waited_for) {
-  return std::find(waited_for.begin(), waited_for.end(), shard.remote.shard) != waited_for.end();
+  return std::any_of(waited_for.begin(), waited_for.end(), [&](std::size_t s) {
+    return s >= shard.remote.shard && s - shard.remote.shard < shard.remote.shards;
+  });
 }
 
 ShardDownloader::Scheduled ShardDownloader::schedule(std::vector<PrefetchShard>& shards,

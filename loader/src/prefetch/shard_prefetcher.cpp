@@ -56,7 +56,9 @@ ShardPrefetcher::ShardPrefetcher(std::unique_ptr<PrefetchHost> host,
   for (std::size_t r = 0; r < shards.size(); ++r) {
     PrefetchShard& shard = shards_.emplace_back();
     shard.remote = std::move(shards[r]);
-    remote_of_[shard.remote.shard] = static_cast<int>(r);
+    // (A Parquet file holds several of the plan's shards, its row groups: one download.)
+    for (std::size_t k = 0; k < shard.remote.shards; ++k)
+      remote_of_[shard.remote.shard + k] = static_cast<int>(r);
     if (shard.remote.unresolved) {
       shard.state = ShardState::kUnresolved;
       lookups = true;

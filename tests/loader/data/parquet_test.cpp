@@ -158,9 +158,11 @@ TEST(ParquetLoader, ClassNamesComeFromTheClassLabelFeatureOrTheSortedStrings) {
             static_cast<std::ptrdiff_t>(d.labels.size()));
 }
 
-// Parquet files on a server are read where they are: the footer, page index and labels through
-// ranged GETs while indexing, each page through one when a worker reads it. Over HTTP (nginx)
-// and S3 (SeaweedFS), the local file's batches.
+// Parquet files on a server: the footer, page index and labels are read through ranged GETs while
+// indexing; then each file is fetched whole into the shard cache ahead of the plan, as a shard
+// is (one download for all its row groups), and workers read its local copy; without the cache
+// (cache_limit 0) each page is a ranged GET. Over HTTP (nginx) and S3 (SeaweedFS), either way,
+// the local files' batches.
 TEST(ParquetRemote, FilesOnHttpAndS3DeliverWhatTheLocalFilesDeliver) {
   REQUIRE_WRITER("pyarrow");
   STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
@@ -193,7 +195,20 @@ TEST(ParquetRemote, FilesOnHttpAndS3DeliverWhatTheLocalFilesDeliver) {
   const test::ScopedEnv region("AWS_REGION", "us-east-1");
   Options on_s3 = local;
   on_s3.data = "s3://stoke-test/pq" + pattern;
-  EXPECT_TRUE(deliver(on_s3) == expected);
+  {
+    Loader cached(on_s3);
+    EXPECT_TRUE(test::collect(cached) == expected);
+    const Stats s = cached.stats();
+    EXPECT_EQ(s.shard_cache.rfind("on: ", 0), 0u) << s.shard_cache;
+    std::uint64_t file_bytes = 0;
+    for (const auto& f : fs::directory_iterator(www)) file_bytes += fs::file_size(f.path());
+    EXPECT_EQ(static_cast<std::uint64_t>(s.cache_bytes_fetched), file_bytes);  // each once
+    EXPECT_EQ(s.cache_misses + s.cache_hits, 2);
+  }
+  on_s3.cache_limit = 0;
+  Loader ranged(on_s3);
+  EXPECT_TRUE(test::collect(ranged) == expected);
+  EXPECT_EQ(ranged.stats().shard_cache.rfind("off", 0), 0u) << ranged.stats().shard_cache;
 }
 
 // A mirror of the Hub's URL layout on nginx: the tree listing (two pages, the second by its Link
