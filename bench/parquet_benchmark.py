@@ -517,9 +517,10 @@ def main():
                 "diag-large", "large")
     s3 = None
     if a.s3:
-        # (Workers read each page with a ranged GET: the shard cache does not hold Parquet.)
+        # (Each file is fetched whole into the shard cache ahead of the plan, as a shard is.)
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import local_servers
+        shutil.rmtree(os.path.join(a.work, "weed"), ignore_errors=True)  # (a fresh bucket)
         s3 = local_servers.SeaweedServer(a.s3, os.path.join(a.work, "weed")).__enter__()
         s3.put_folder("stoke-bench", sets["pq-datasets"], prefix="pq/")
         names = sorted(f for f in os.listdir(sets["pq-datasets"]) if f.endswith(".parquet"))

@@ -193,6 +193,11 @@ std::optional<int> parse_args(int argc, char** argv, Args& args) {
   args.shard_bytes = *bytes;
   args.pattern = pattern.pattern;
   args.parquet = shard_name(pattern.pattern, 0).ends_with(".parquet");
+  // (A Parquet file is written from memory, its images in one binary array of 32-bit offsets.)
+  if (args.parquet && args.shard_bytes > (std::uint64_t{1} << 30))
+    return stoke::tools::usage_error(app, "--shard-size",
+                                     "'" + args.shard_size + "' is over 1GiB, the most a "
+                                     "Parquet file stoke-pack writes holds");
   return std::nullopt;
 }
 
@@ -421,6 +426,9 @@ int run(const Args& args) {
   request.split = args.split;
   request.remote = stoke::detail::remote_policy_from_environment();  // this tool's own reading
   DatasetIndex index = stoke::detail::build_index(args.data, request);
+  if (index.parquet)
+    throw stoke::ConfigError(args.data + " is Parquet already; stoke reads it as it is (stoke-pack "
+                                         "packs image folders, list files and IDX data)");
   if (!index.shard_starts.empty())
     throw stoke::ConfigError(args.data + " is tar shards already; stoke reads them as they are");
   for (const auto& r : index.rejected)

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "data/index_format.hpp"
+#include "data/parquet_page.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -57,7 +58,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     return sum == 0xdeadbeef ? 1 : 0;
   }
+  // (A Parquet region's rows are up to 2^20 a page of 16 bytes: its first and last 2^16 are read.)
+  const std::int64_t kEnds = std::int64_t{1} << 16;
   for (std::int64_t i = 0; i < n; ++i) {
+    if (view.parquet() && i == kEnds && n > 2 * kEnds) i = n - kEnds;
     if (view.raw()) break;  // (IDX: pixels and labels are in a file of their own, attach_pixels)
     const std::int32_t label = view.label(i);
     STOKE_FUZZ_CHECK(label >= -1 && label < kMaxClasses, "label " + std::to_string(label));
@@ -69,6 +73,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       STOKE_FUZZ_CHECK(shard < view.shard_total() && row >= 0 &&
                            inside(view.shard_path(shard).data(), view.shard_path(shard).size()),
                        "sample " + std::to_string(i));
+    }
+    if (view.parquet()) {
+      const auto at = view.parquet_place(i);
+      const auto& chunk = view.parquet_chunk(at.source);
+      STOKE_FUZZ_CHECK(at.source == view.shard_of(i).first && at.page >= chunk.first_page &&
+                           at.page < view.parquet_pages_end(at.source) && at.row < at.rows &&
+                           at.rows <= stoke::detail::kMaxPageRows &&
+                           inside(&view.parquet_page(at.page), sizeof(view.parquet_page(at.page))),
+                       "sample " + std::to_string(i));
+      sum += view.parquet_page(at.page).offset + chunk.dictionary_size;
     }
     for (char c : view.path(i)) sum += static_cast<unsigned char>(c);
     for (char c : view.copy(i)) sum += static_cast<unsigned char>(c);

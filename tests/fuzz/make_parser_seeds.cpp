@@ -9,7 +9,8 @@
 //                   16-bit, gray 2-bit
 //   index_file/     write_index_file of a list's index (masks), a tree's (paths over three
 //                   blocks), a shard index (boxes, bytes, shard starts, a remote shard's copy, a
-//                   left-out file) and IDX data's, each for the identity "fuzz"
+//                   left-out file), IDX data's and a Parquet index (two files of a remote
+//                   one's row groups, its chunks and pages), each for the identity "fuzz"
 //   pixels_file/    the IDX data's numbers (images, height, width) and write_pixels_file of
 //                   it, for the identity "fuzz"
 // Deterministic. tests/fuzz/make_parser_seeds.py runs it after writing tar/.
@@ -283,6 +284,53 @@ void write_index_files(const fs::path& root) {
     lazy.shard_starts.push_back(lazy.size);
   }
   write_index(root / "index_file" / "dataset_level_shards", lazy);
+
+  // Parquet: a local file of two row groups (a dictionary page and two data pages; one data
+  // page) and a remote file with a local copy (one row group of three pages).
+  DatasetIndex pq;
+  pq.kind = DatasetKind::kFiles;
+  pq.parquet = true;
+  pq.shard_starts = {0};
+  const std::string local = "/data/train-0.parquet";
+  const std::string remote = "https://example.com/train-1.parquet";
+  const std::string copy = "/cache/shards/def.parquet";
+  pq.paths = local + remote + copy;
+  const struct {
+    std::uint64_t path_offset;
+    std::uint32_t path_length, copy_length;
+    std::uint32_t rows[3];
+    std::uint32_t dictionary;
+  } groups[] = {{0, 21, 0, {4, 3, 0}, 900}, {0, 21, 0, {5, 0, 0}, 0},
+                {21, 35, 25, {2, 2, 2}, 0}};
+  std::uint32_t row_group = 0;
+  for (const auto& g : groups) {
+    ParquetChunkRecord& c = pq.parquet_chunks.emplace_back();
+    c.dictionary_offset = g.dictionary > 0 ? 4 : 0;
+    c.dictionary_size = g.dictionary;
+    c.codec = 1;  // snappy
+    c.max_def = 2;
+    c.first_page = pq.parquet_pages.size();
+    c.row_group = g.path_offset == 0 ? row_group++ : 0;
+    std::uint32_t first = 0;
+    for (const std::uint32_t rows : g.rows) {
+      if (rows == 0) continue;
+      pq.parquet_pages.push_back({1000 + 4096 * pq.parquet_pages.size(), 4000, first});
+      for (std::uint32_t r = 0; r < rows; ++r) {
+        FileEntry e;
+        e.path_offset = g.path_offset;
+        e.path_length = g.path_length;
+        e.copy_length = g.copy_length;
+        e.label = static_cast<std::int32_t>(pq.entries.size() % 3);
+        pq.entries.push_back(e);
+      }
+      first += rows;
+    }
+    pq.size = static_cast<std::int64_t>(pq.entries.size());
+    pq.shard_starts.push_back(pq.size);
+  }
+  pq.remote_shards.push_back({2, remote, 30000, copy, false, 1});
+  pq.class_names = {"a", "b", "c"};
+  write_index(root / "index_file" / "parquet_row_groups", pq);
 }
 
 int main(int argc, char** argv) {

@@ -40,7 +40,11 @@ std::string hub_file_url(const HubPath& at, const std::string& path) {
 
 std::vector<std::string> hub_listing(const HubPath& at, const std::string& folder,
                                      const RemotePolicy& policy) {
-  std::string url = hf_endpoint() + "/api/datasets/" + at.repo + "/tree/" + at.revision +
+  const std::string endpoint = hf_endpoint();
+  if (!endpoint.starts_with("http://") && !endpoint.starts_with("https://"))
+    throw ConfigError("HF_ENDPOINT '" + redact_url(endpoint) +
+                      "' is not an http:// or https:// URL (e.g. https://huggingface.co)");
+  std::string url = endpoint + "/api/datasets/" + at.repo + "/tree/" + at.revision +
                     (folder.empty() ? "" : "/" + folder) + "?recursive=true";
   std::vector<std::string> files;
   for (int page = 0; !url.empty(); ++page) {
@@ -64,6 +68,11 @@ std::vector<std::string> hub_listing(const HubPath& at, const std::string& folde
                           std::to_string(kMaxShards) + " files");
       files.push_back(path->get<std::string>());
     }
+    // The next page is the endpoint's own: a listing does not send the loader (and its token or
+    // S3 credentials) elsewhere, nor back to a page it read.
+    if (!next.empty() && !(next.starts_with(endpoint + "/") && next != url))
+      throw ConfigError(redact_url(url) + ": the listing's next page is not the endpoint's (" +
+                        redact_url(next) + ")");
     url = next;
   }
   return files;

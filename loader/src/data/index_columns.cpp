@@ -473,7 +473,7 @@ bool parquet_holds(const std::uint8_t* region, const FilesHeader& h, std::uint64
     for (std::uint64_t q = k.first_page; q < end; ++q) {
       const std::uint64_t next = q + 1 < end ? pages[q + 1].first_row : rows;
       if (next <= pages[q].first_row || next - pages[q].first_row > kMaxPageRows ||
-          pages[q].size > kMaxPageBytes)
+          pages[q].size == 0 || pages[q].size > kMaxPageBytes)
         return false;
     }
   }
@@ -491,8 +491,9 @@ bool files_region_holds(const std::uint8_t* region, std::uint64_t size, std::uin
   // from its neighbours'; a Parquet sample is a row of a page, which holds at most kMaxPageRows.
   // A planted count beyond that would have start-up loops run for ever.)
   const std::uint64_t pages = h.sections[kParquetPages].count;
-  if (h.sections[kParquetChunks].count == 0 ? samples > size
-                                            : pages > size || samples > pages * kMaxPageRows)
+  if (h.sections[kParquetChunks].count == 0
+          ? samples > size
+          : pages > size || samples > pages * kMaxPageRows || samples > kMaxParquetSamples)
     return false;
   if (h.mask_kind > kMaskMember) return false;
   for (std::uint32_t s = 0; s < kSectionCount; ++s) {

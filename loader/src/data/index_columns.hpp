@@ -114,6 +114,10 @@ static_assert(sizeof(ParquetChunkRecord) == 32);
 
 // A data page of a Parquet chunk: rows [first_row, the next page's first_row, or the row
 // group's end) of its row group.
+// The most rows a Parquet index may claim, 4.3 billion (a planted one claiming more would have
+// start-up loops over its samples run for hours).
+inline constexpr std::uint64_t kMaxParquetSamples = std::uint64_t{1} << 32;
+
 struct ParquetPageRecord {
   std::uint64_t offset = 0;  // its header, in the file
   std::uint32_t size = 0;    // header and body

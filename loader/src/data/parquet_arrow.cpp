@@ -109,6 +109,11 @@ int image_leaf(const parquet::SchemaDescriptor& schema, const std::string& wante
                   "binary 'bytes' field as Hugging Face's Image); its columns are " +
                   column_list(schema) + ". Name one with image_column"};
   const parquet::ColumnDescriptor* c = schema.Column(found);
+  if (c->max_definition_level() > 2)
+    throw Refused{path + ": column " + c->path()->ToDotString() + " is nested " +
+                  std::to_string(c->max_definition_level()) +
+                  " optional levels deep; images are read from a top-level binary column or "
+                  "the bytes of a top-level struct"};
   if (!byte_leaf(c))
     throw Refused{path + ": column " + c->path()->ToDotString() + " is " +
                   parquet::TypeToString(c->physical_type()) +
@@ -169,8 +174,12 @@ ParquetChunkFacts chunk_facts(parquet::ParquetFileReader& reader, int group, int
     throw Refused{where + ": its data is in another file (" + c->file_path() +
                   "), which stoke does not follow"};
   for (const parquet::Encoding::type e : c->encodings()) {
+    // (BIT_PACKED and RLE are levels' encodings: Parquet Java lists BIT_PACKED for a flat
+    // column's empty repetition levels. A page whose definition levels a worker cannot read is
+    // found when it is read, and is corrupt.)
     if (e == parquet::Encoding::PLAIN || e == parquet::Encoding::PLAIN_DICTIONARY ||
-        e == parquet::Encoding::RLE || e == parquet::Encoding::RLE_DICTIONARY)
+        e == parquet::Encoding::RLE || e == parquet::Encoding::RLE_DICTIONARY ||
+        e == parquet::Encoding::BIT_PACKED)
       continue;
     throw Refused{where + ": its pages use " + encoding_name(e) +
                   ", which stoke does not read (it reads PLAIN and dictionary-encoded pages); "
@@ -269,9 +278,16 @@ void add_labels(const arrow::Array& array, ParquetFileFacts& facts, const std::s
       ParquetFileFacts at;
       add_labels(indices, at, where);
       facts.text_labels = values.text_labels;
+      const auto entries = static_cast<std::int64_t>(values.text_labels ? values.label_texts.size()
+                                                                        : values.labels.size());
       for (std::int64_t i = 0; i < n; ++i) {
         const std::int64_t k = at.labels[static_cast<std::size_t>(i)];
         const bool null = k < 0 || array.IsNull(i);
+        // (Arrow does not check a dictionary's indices against it as it reads them.)
+        if (!null && k >= entries)
+          throw Refused{where + ": row " + std::to_string(i) + "'s dictionary index " +
+                        std::to_string(k) + " is past its " + std::to_string(entries) +
+                        " entries: the file is damaged"};
         if (values.text_labels)
           facts.label_texts.push_back(null ? std::string()
                                            : values.label_texts[static_cast<std::size_t>(k)]);
@@ -480,6 +496,8 @@ extern "C" __attribute__((visibility("default"))) int stoke_write_parquet_file_v
     error = r.text;
   } catch (const std::exception& e) {
     error = request.path + ": cannot be written as Parquet (" + e.what() + ")";
+  } catch (...) {
+    error = request.path + ": cannot be written as Parquet";
   }
   return 1;
 }
@@ -497,6 +515,8 @@ extern "C" __attribute__((visibility("default"))) int stoke_read_parquet_facts_v
     error = path + ": not a Parquet file that can be read (" + e.what() + ")";
   } catch (const std::exception& e) {
     error = path + ": cannot be read as Parquet (" + e.what() + ")";
+  } catch (...) {
+    error = path + ": cannot be read as Parquet";
   }
   return 1;
 }

@@ -264,7 +264,7 @@ std::string read_header(const ReadAt& read_at, const ParquetChunkFacts& chunk, s
 std::string page_fits(const ParquetChunkFacts& chunk, std::uint64_t at, const PageHeader& h) {
   if (!within(at - chunk.start, h.page_size(), chunk.bytes))
     return chunk_place(chunk, at) + " runs past its column chunk";
-  if (h.data() && h.values > kMaxPageRows)
+  if ((h.data() || h.type == PageType::kDictionary) && h.values > kMaxPageRows)
     return chunk_place(chunk, at) + " holds " + std::to_string(h.values) + " rows (at most " +
            std::to_string(kMaxPageRows) + " are read)";
   if (h.data() && !value_encoding_supported(h.encoding))
@@ -290,6 +290,22 @@ std::string chunk_pages(const ReadAt& read_at, const ParquetChunkFacts& chunk, C
     at += h.page_size();
   }
   std::int64_t rows = 0;
+  // A dictionary page the footer does not flag (older Parquet Java writers leave its offset
+  // unset and start the chunk with it): the first page is it.
+  const auto unflagged_dictionary = [&]() -> std::string {
+    if (chunk.dictionary || at != chunk.start || at == end) return {};
+    PageHeader h;
+    if (std::string e = read_header(read_at, chunk, at, h); !e.empty()) return e;
+    if (h.type != PageType::kDictionary) return {};
+    if (std::string e = page_fits(chunk, at, h); !e.empty()) return e;
+    out.dictionary_offset = at;
+    out.dictionary_size = static_cast<std::uint32_t>(h.page_size());
+    at += h.page_size();
+    return {};
+  };
+  if (!chunk.pages.empty() && chunk.pages.front().offset > chunk.start) {
+    if (std::string e = unflagged_dictionary(); !e.empty()) return e;
+  }
   if (!chunk.pages.empty()) {
     // From the offset index: in order, from row 0, each within the chunk.
     for (std::size_t i = 0; i < chunk.pages.size(); ++i) {
@@ -311,8 +327,12 @@ std::string chunk_pages(const ReadAt& read_at, const ParquetChunkFacts& chunk, C
     PageHeader h;
     if (std::string e = read_header(read_at, chunk, at, h); !e.empty()) return e;
     if (std::string e = page_fits(chunk, at, h); !e.empty()) return e;
-    if (h.type == PageType::kDictionary)
-      return chunk_place(chunk, at) + " is a dictionary page after the first page";
+    if (h.type == PageType::kDictionary) {
+      if (at != chunk.start || chunk.dictionary)
+        return chunk_place(chunk, at) + " is a dictionary page after the first page";
+      if (std::string e = unflagged_dictionary(); !e.empty()) return e;
+      continue;
+    }
     if (h.data() && h.values > 0) {
       if (rows > std::int64_t{0xffffffff})
         return "its row group has more than 2^32 rows";
@@ -349,7 +369,8 @@ std::size_t page_cache_bytes(const DatasetView& view, bool shuffle, int shuffle_
   std::uint64_t want = largest;
   if (shuffle) {
     if (shuffle_window == 0) return kMinPageCacheBytes;
-    want = static_cast<std::uint64_t>(shuffle_window) * largest / 4 * 5;
+    const auto window = static_cast<std::uint64_t>(shuffle_window);
+    want = largest > kMaxPageCacheBytes / window ? kMaxPageCacheBytes : window * largest / 4 * 5;
   }
   return static_cast<std::size_t>(std::clamp<std::uint64_t>(want, kMinPageCacheBytes,
                                                             kMaxPageCacheBytes));
@@ -418,6 +439,14 @@ DatasetIndex index_parquet(const std::vector<std::string>& files, const IndexOpt
       throw ConfigError(std::string(e.what()));
     }
     const ReadAt& read_at = source.read_at;
+    // Rows a file can hold: every row takes a bit of its bytes at least (a definition level, a
+    // value's length). A file claiming more (a few KB of pages of 2^20 rows each) is refused
+    // before a record is made for each.
+    std::uint64_t file_rows = 0;
+    for (const ParquetChunkFacts& g : facts.row_groups) file_rows += static_cast<std::uint64_t>(g.rows);
+    if (file_rows / 8 > facts.file_size)
+      throw ConfigError(source.name + ": claims " + std::to_string(file_rows) + " rows in " +
+                        std::to_string(facts.file_size) + " bytes: the file is damaged");
     const bool texts_here = facts.text_labels;
     if (&path != &files.front() && texts_here != text_labels)
       throw ConfigError(path + ": its labels are " + (texts_here ? "strings" : "integers") +

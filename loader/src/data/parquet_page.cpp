@@ -92,7 +92,10 @@ HeaderParse parse_page_header(const std::uint8_t* data, std::size_t size, PageHe
         have_sizes[id - 2] = true;
       }
     } else if (t == ThriftType::kStruct && (id == 5 || id == 7 || id == 8)) {
-      if (!read_page_kind(r, id == 5 ? 1 : id == 7 ? 2 : 3, h)) break;
+      if (!read_page_kind(r, id == 5 ? 1 : id == 7 ? 2 : 3, h)) {
+        if (r.ok()) return HeaderParse::kBad;  // (a size or count out of bounds)
+        break;                                 // (cut short, or not Thrift: below)
+      }
       have_kind = true;
     } else {
       r.skip(t);
@@ -207,6 +210,26 @@ bool decompress_page(ParquetCodec codec, const std::uint8_t* src, std::size_t n,
   return false;
 }
 
+bool plausible_size(ParquetCodec codec, const std::uint8_t* src, std::size_t n, std::size_t size) {
+  switch (codec) {
+    case ParquetCodec::kSnappy: {
+      std::size_t claimed = 0;
+      return snappy_uncompressed_length(reinterpret_cast<const char*>(src), n, &claimed) ==
+                 SNAPPY_OK &&
+             claimed == size;
+    }
+    case ParquetCodec::kZstd: {
+      const unsigned long long claimed = ZSTD_getFrameContentSize(src, n);
+      if (claimed == ZSTD_CONTENTSIZE_ERROR) return false;
+      if (claimed != ZSTD_CONTENTSIZE_UNKNOWN) return claimed == size;
+      break;
+    }
+    default:
+      break;
+  }
+  return size <= kMaxExpansion * n + (std::size_t{1} << 20);
+}
+
 bool decode_hybrid(const std::uint8_t* data, std::size_t n, int bit_width, std::size_t count,
                    std::uint32_t* out) {
   if (bit_width < 0 || bit_width > 32) return false;
@@ -307,6 +330,9 @@ BadInput PageValues::decode(const PageHeader& h, std::vector<std::uint8_t>&& pag
   const std::uint8_t* p = nullptr;  // the decompressed body, levels first
   std::size_t n = 0;
   if (compressed) {
+    // Before the allocation: the size the header claims must be one the compressed bytes can
+    // make (snappy's own length; a zstd frame's stated size; else a ratio no image page nears).
+    if (!plausible_size(layout.codec, body + levels, packed, plain)) return BadInput::kCorrupt;
     body_.resize(levels + plain);
     if (levels > 0) std::memcpy(body_.data(), body, levels);
     if (!decompress_page(layout.codec, body + levels, packed, body_.data() + levels, plain))
@@ -354,6 +380,10 @@ BadInput PageValues::decode(const PageHeader& h, std::vector<std::uint8_t>&& pag
   }
   const std::uint8_t* values = p + at;
   const std::size_t value_bytes = n - at;
+  if (present == 0) {  // every row null: no values to read (a writer may write none)
+    rows_.assign(rows, ByteSpan{});
+    return BadInput::kNone;
+  }
   if (h.encoding == kPlainEncoding)
     return plain_values(values, value_bytes, rows, defined_, rows_) ? BadInput::kNone
                                                                      : BadInput::kCorrupt;

@@ -115,6 +115,13 @@ class PageValues {
   std::vector<std::uint32_t> indices_;  // scratch: dictionary indices
 };
 
+// A page's body decompresses to at most this many times its compressed bytes, plus 1 MiB
+// (gzip's own bound is 1,032x, LZ4's 255x; images do not come near either).
+inline constexpr std::size_t kMaxExpansion = 4096;
+// Whether src[0, n) of `codec` can decompress to `size` bytes: snappy's stated length, a zstd
+// frame's stated size, else within kMaxExpansion. Checked before a buffer of `size` is made.
+bool plausible_size(ParquetCodec codec, const std::uint8_t* src, std::size_t n, std::size_t size);
+
 // Decompresses src[0, n) (codec `codec`) into exactly `size` bytes at dst: false when the bytes
 // are not that codec's or do not decompress to exactly that size.
 bool decompress_page(ParquetCodec codec, const std::uint8_t* src, std::size_t n, std::uint8_t* dst,

@@ -10,6 +10,13 @@ BadInput ParquetRows::read(const DatasetView& view, std::int64_t i, const ReadRa
   const ParquetChunkRecord& chunk = view.parquet_chunk(at.source);
   const ChunkLayout layout{static_cast<ParquetCodec>(chunk.codec), chunk.max_def};
   BadInput why = BadInput::kNone;
+  // A kept data page keeps its dictionary: no look at the dictionary first.
+  for (Kept& k : kept_) {
+    if (k.key != at.page) continue;
+    k.last_use = ++clock_;
+    out = k.values->row(at.row);
+    return out.data == nullptr ? BadInput::kMissing : BadInput::kNone;
+  }
   std::shared_ptr<const PageValues> dictionary;
   if (chunk.dictionary_size > 0) {
     dictionary = page(kDictionary | at.source, {chunk.dictionary_offset, chunk.dictionary_size},

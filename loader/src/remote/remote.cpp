@@ -129,7 +129,10 @@ Target resolve(const std::string& name) {
   if (!name.starts_with("s3://")) {
     t.url = name;
     const std::string token = env("HF_TOKEN");
-    if (!token.empty() && origin_of(name) == origin_of(hf_endpoint())) t.bearer = token;
+    if (!token.empty()) {
+      const std::string origin = origin_of(name);
+      if (!origin.empty() && origin == origin_of(hf_endpoint())) t.bearer = token;
+    }
     return t;
   }
   const std::string rest = name.substr(5);

@@ -66,6 +66,7 @@ bool remote_get_if_exists(const std::string& url, std::string& into, std::size_t
                           const RemotePolicy& policy, std::string* next = nullptr);
 
 // The Hugging Face Hub's endpoint: HF_ENDPOINT, else https://huggingface.co (no trailing '/').
+// (An endpoint that is not an http:// or https:// URL gets no token: data/hf_hub.cpp refuses it.)
 // A plain HTTP(S) request to its scheme, host and port carries HF_TOKEN, when it is set, as a
 // Bearer token; libcurl sends it to that origin only, never after a redirect to another (the Hub
 // answers file downloads with a redirect to its CDN).

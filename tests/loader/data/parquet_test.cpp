@@ -269,6 +269,11 @@ TEST(ParquetHub, HfPathsResolveThroughTheHubApiAndTheTokenStaysWithItsHost) {
   // A name the Hub does not have: a ConfigError saying so.
   EXPECT_THROW(Loader(jpeg_options("hf://datasets/acme/nothing/data")), ConfigError);
   EXPECT_THROW(Loader(jpeg_options("hf://models/acme/flowers")), ConfigError);
+  {
+    // An endpoint without its scheme: refused, and no token goes anywhere in the clear.
+    const test::ScopedEnv bare("HF_ENDPOINT", hub.url().substr(std::string("http://").size()));
+    EXPECT_THROW(Loader(jpeg_options("hf://datasets/acme/flowers/data")), ConfigError);
+  }
   cdn.stop();
   hub.stop();
   const std::string hub_log = test::read_file(dir.path() / "hub.log");
@@ -531,6 +536,26 @@ TEST(ParquetRows, ARowOfAKeptPageDecodesNothingAndTheBudgetFollowsTheWindow) {
   for (const std::int64_t i : {0, 1, 8, 9, 0})
     ASSERT_EQ(tight.read(view, i, read, span), BadInput::kNone);
   EXPECT_EQ(tight.pages_decoded(), 3u);
+  // pyarrow's defaults: a row group's images in its dictionary page, indices in the data page. A
+  // row of a kept data page reads neither again, though the budget let the dictionary go.
+  const std::string dict = write_parquet(dir, "d.parquet", "pyarrow", "--rows-per-group 48");
+  const detail::DatasetIndex dict_index = detail::index_parquet({dict}, options);
+  const int dict_fd = ::memfd_create("parquet-index", MFD_CLOEXEC);
+  ASSERT_TRUE(detail::write_index_file(dict_fd, dict_index, "test"));
+  const std::unique_ptr<detail::MappedIndex> dict_mapped =
+      detail::map_index_file(dict_fd, "test", kDefaultMaxClasses, 0, "");
+  ASSERT_NE(dict_mapped, nullptr);
+  const detail::DatasetView dict_view = dict_mapped->view();
+  ASSERT_GT(dict_view.parquet_chunk(0).dictionary_size, 0u);
+  const detail::ParquetRows::ReadRange read_dict = [&](const detail::ByteRange& r,
+                                                      std::vector<std::uint8_t>& into) {
+    return files.read(dict, r, into);
+  };
+  detail::ParquetRows one(1);
+  ASSERT_EQ(one.read(dict_view, 5, read_dict, span), BadInput::kNone);
+  ASSERT_EQ(one.read(dict_view, 6, read_dict, span), BadInput::kNone);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(span.data), 2), jpeg_prefix);
+  EXPECT_EQ(one.pages_decoded(), 2u);  // the dictionary and the data page, once each
   // The budget: a quarter more than the window's row groups, within [32 MiB, 1 GiB].
   EXPECT_EQ(detail::page_cache_bytes(view, true, 0), detail::kMinPageCacheBytes);
   EXPECT_EQ(detail::page_cache_bytes(view, true, 4), detail::kMinPageCacheBytes);
@@ -647,6 +672,25 @@ TEST(ParquetPage, BodiesAreCheckedAgainstTheirHeadersBeforeTheyAreTrusted) {
   EXPECT_EQ(values.decode(h, page_of(header, bytes_of({0x7f, 0, 'a', 'b'})), header.size(),
                           {detail::ParquetCodec::kSnappy, 0}, nullptr),
             BadInput::kCorrupt);
+}
+
+// A decompressed size is believed only when the compressed bytes can make it: snappy's and a zstd
+// frame's own statements, else a ratio no image page nears; nothing is allocated before.
+TEST(ParquetPage, ADecompressedSizeIsCheckedBeforeItIsAllocated) {
+  const std::vector<std::uint8_t> junk(16, 0x11);
+  EXPECT_FALSE(detail::plausible_size(detail::ParquetCodec::kGzip, junk.data(), junk.size(),
+                                      std::size_t{1} << 30));
+  EXPECT_TRUE(detail::plausible_size(detail::ParquetCodec::kGzip, junk.data(), junk.size(), 4096));
+  const std::vector<std::uint8_t> snappy = bytes_of({0x0b, 0x28, 'h', 'e', 'l', 'l', 'o', ' ', 'w',
+                                                     'o', 'r', 'l', 'd'});
+  EXPECT_TRUE(detail::plausible_size(detail::ParquetCodec::kSnappy, snappy.data(), snappy.size(),
+                                     11));
+  EXPECT_FALSE(detail::plausible_size(detail::ParquetCodec::kSnappy, snappy.data(),
+                                      snappy.size(), 12));
+  std::vector<std::uint8_t> out(11);
+  EXPECT_TRUE(detail::decompress_page(detail::ParquetCodec::kSnappy, snappy.data(), snappy.size(),
+                                      out.data(), out.size()));
+  EXPECT_EQ(std::string(out.begin(), out.end()), "hello world");
 }
 
 TEST(ParquetPage, LevelsAndIndicesRunNoFurtherThanTheirBytes) {
