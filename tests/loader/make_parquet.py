@@ -22,19 +22,13 @@ Prints the files written, one per line.
 import argparse
 import os
 
-IMAGE_EXTENSIONS = {".jpg", ".jpeg", ".png"}
+from make_shards import folder_samples as shard_samples  # (this script's folder is on the path)
 
 
 def folder_samples(root):
+    """The class names, and the (path, label) samples in stoke's folder order."""
     classes = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
-    samples = []
-    for label, name in enumerate(classes):
-        files = []
-        for folder, _, names in os.walk(os.path.join(root, name)):
-            files += [os.path.join(folder, n) for n in names
-                      if os.path.splitext(n)[1].lower() in IMAGE_EXTENSIONS]
-        samples += [(path, label) for path in sorted(files)]
-    return classes, samples
+    return classes, shard_samples(root)
 
 
 def write_pyarrow(path, images, labels, classes, a):

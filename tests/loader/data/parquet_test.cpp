@@ -288,16 +288,21 @@ TEST(ParquetHub, HfPathsResolveThroughTheHubApiAndTheTokenStaysWithItsHost) {
   for (const std::string& line : log.lines()) EXPECT_EQ(line.find(token), std::string::npos) << line;
 }
 
+// A file's facts, read from its bytes in memory (`bytes`, which must outlive the source).
+detail::ParquetSource source_in(const std::string& name, const std::string& bytes) {
+  return {name, bytes.size(), [&bytes](std::uint64_t offset, void* dst, std::size_t n) {
+            const std::size_t got = std::min<std::size_t>(n, bytes.size() - offset);
+            std::memcpy(dst, bytes.data() + offset, got);
+            return got;
+          }};
+}
+
 // The pages of a file's only row group, as the index finds them.
 detail::ChunkPages pages_of(const std::string& file) {
   const std::string bytes = test::read_file(file);
-  const detail::ReadAt read_at = [&](std::uint64_t offset, void* dst, std::size_t n) {
-    const std::size_t got = std::min<std::size_t>(n, bytes.size() - offset);
-    std::memcpy(dst, bytes.data() + offset, got);
-    return got;
-  };
-  const detail::ParquetFileFacts facts =
-      detail::read_parquet_facts({file, bytes.size(), read_at}, {});
+  const detail::ParquetSource source = source_in(file, bytes);
+  const detail::ReadAt& read_at = source.read_at;
+  const detail::ParquetFileFacts facts = detail::read_parquet_facts(source, {});
   EXPECT_EQ(facts.row_groups.size(), 1u);
   detail::ChunkPages pages;
   const std::string why = detail::chunk_pages(read_at, facts.row_groups[0], pages);
@@ -467,13 +472,7 @@ TEST(StokePack, ParquetFilesHoldTheFolderAndDatasetsReadThemBack) {
   EXPECT_TRUE(test::collect(loader) == folder_batches());
   const std::string first = (dir.path() / "train-00000.parquet").string();
   const std::string bytes = test::read_file(first);
-  const detail::ReadAt read_at = [&](std::uint64_t offset, void* dst, std::size_t n) {
-    const std::size_t got = std::min<std::size_t>(n, bytes.size() - offset);
-    std::memcpy(dst, bytes.data() + offset, got);
-    return got;
-  };
-  const detail::ParquetFileFacts facts =
-      detail::read_parquet_facts({first, bytes.size(), read_at}, {});
+  const detail::ParquetFileFacts facts = detail::read_parquet_facts(source_in(first, bytes), {});
   ASSERT_EQ(facts.row_groups.size(), 4u);
   for (const detail::ParquetChunkFacts& g : facts.row_groups) {
     EXPECT_EQ(g.codec, detail::ParquetCodec::kNone);
