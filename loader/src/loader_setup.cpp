@@ -35,7 +35,6 @@ constexpr std::uint32_t kPoisonCapacity = 4096;
 // Indexing that took this long, or a wait this long for another loader's, is logged.
 constexpr double kIndexLogSeconds = 1.0;
 
-// The log's line on where the dataset index came from, when it took long enough to say.
 // The log's advice for Parquet data whose every sample would decode a page of many rows: a full
 // shuffle (shuffle_window 0) reads the rows of a page far apart in time, so a worker decodes a
 // page for almost every sample. "" when there is none to give.
@@ -51,6 +50,7 @@ std::string parquet_window_advice(const DatasetView& view, const PlanConfig& pla
          "decoded once) or write the files with smaller pages";
 }
 
+// The log's line on where the dataset index came from, when it took long enough to say.
 std::string index_line(const MappedIndex& index) {
   if (index.built_s() < kIndexLogSeconds && index.waited_s() < kIndexLogSeconds) return "";
   std::string line = "dataset index: " + std::to_string(index.info().size) + " samples, " +

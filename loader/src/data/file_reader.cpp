@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "common/fd.hpp"
 #include "data/shard_list.hpp"
@@ -102,6 +103,25 @@ BadInput SampleFiles::read(const std::string& path, const ByteRange& range,
 FileReader& local_files() {
   static SampleFiles reader{RemotePolicy{}};
   return reader;
+}
+
+LocalFile::LocalFile(const std::string& path, const std::string& what) : path_(path) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw ConfigError(path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    throw ConfigError(path + ": not a regular file" + (what.empty() ? "" : " (" + what + ")"));
+  }
+  size_ = static_cast<std::uint64_t>(st.st_size);
+}
+
+LocalFile::~LocalFile() { ::close(fd_); }
+
+std::size_t LocalFile::read_at(std::uint64_t offset, void* dst, std::size_t n) const {
+  const std::int64_t got = pread_fully(fd_, dst, n, offset);
+  if (got < 0) throw ConfigError(path_ + ": " + std::strerror(errno));
+  return static_cast<std::size_t>(got);
 }
 
 }  // namespace stoke::detail

@@ -52,6 +52,27 @@ std::optional<std::string> read_text_file(const std::string& path, std::uint64_t
 BadInput read_open_file(int fd, std::uint64_t file_size, const ByteRange& range,
                         std::vector<std::uint8_t>& into);
 
+// A local file open for reading while it is indexed (a shard, a Parquet file): its size, and
+// reads at offsets. Throws ConfigError naming the path when it cannot be opened or is not a
+// regular file (`what`, when given, says what it must be: "a shard must be a tar file").
+class LocalFile {
+ public:
+  explicit LocalFile(const std::string& path, const std::string& what = "");
+  ~LocalFile();
+  LocalFile(const LocalFile&) = delete;
+  LocalFile& operator=(const LocalFile&) = delete;
+
+  std::uint64_t size() const { return size_; }
+  // Bytes [offset, offset + n) into dst: how many were read (fewer only at the file's end).
+  // Throws ConfigError naming the path when the read fails.
+  std::size_t read_at(std::uint64_t offset, void* dst, std::size_t n) const;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+};
+
 // Files at most this large are read; a larger one is BadInput::kTooLarge before any allocation.
 inline constexpr std::int64_t kMaxFileBytes = std::int64_t{1} << 30;
 

@@ -1,19 +1,17 @@
 #include "data/parquet_dataset.hpp"
 
-#include <fcntl.h>
 #include <fnmatch.h>
 #include <glob.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "common/align.hpp"
-#include "common/fd.hpp"
 #include "common/text.hpp"
 #include "data/file_reader.hpp"
 #include "data/hf_hub.hpp"
@@ -57,10 +55,12 @@ std::vector<std::string> glob_files(const std::string& pattern) {
   return out;
 }
 
+// The names that say a split, in a file's name or as a folder's.
+constexpr const char* kSplits[] = {"train", "test", "validation", "valid", "val", "dev"};
+
 // The split a file of a dataset folder belongs to by its name or folders ("train", "test",
 // "validation", ...), or "".
 std::string split_of(const fs::path& relative) {
-  static const char* const kSplits[] = {"train", "test", "validation", "valid", "val", "dev"};
   const std::string name = lowercase(relative.filename().string());
   for (const char* s : kSplits) {
     const std::size_t n = std::strlen(s);
@@ -113,15 +113,13 @@ bool holds_parquet(const fs::path& folder, int depth) {
 // folder's class folders are never walked for this: a tree of a million images costs one listing
 // of its top folder.
 bool parquet_folder(const fs::path& root) {
-  static const char* const kFolders[] = {"data",  "default", "train", "test",
-                                         "validation", "valid", "val",  "dev"};
+  if (holds_parquet(root, 0)) return true;
   std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(root, ec)) {
-    if (names_parquet(e.path().string()) && e.is_regular_file(ec)) return true;
-  }
-  for (const char* name : kFolders)
-    if (fs::is_directory(root / name, ec) && holds_parquet(root / name, 3)) return true;
-  return false;
+  const auto under = [&](const char* name) {
+    return fs::is_directory(root / name, ec) && holds_parquet(root / name, 3);
+  };
+  return under("data") || under("default") ||
+         std::any_of(std::begin(kSplits), std::end(kSplits), under);
 }
 
 std::optional<std::vector<std::string>> folder_files(const std::string& root, Split split) {
@@ -279,33 +277,29 @@ std::string chunk_pages(const ReadAt& read_at, const ParquetChunkFacts& chunk, C
   out = {};
   std::uint64_t at = chunk.start;
   const std::uint64_t end = chunk.start + chunk.bytes;  // (the facts checked it within the file)
-  if (chunk.dictionary) {
+  // The dictionary page at `at` (its header `h`, checked by page_fits): kept, and passed.
+  const auto keep_dictionary = [&](const PageHeader& h) {
+    out.dictionary_offset = at;
+    out.dictionary_size = static_cast<std::uint32_t>(h.page_size());
+    at += h.page_size();
+  };
+  // The chunk's first page when it is a dictionary page; `flagged`: the footer says it is. (A
+  // dictionary page the footer does not flag: older Parquet Java writers leave its offset unset
+  // and start the chunk with it.)
+  const auto first_dictionary = [&](bool flagged) -> std::string {
     PageHeader h;
     if (std::string e = read_header(read_at, chunk, at, h); !e.empty()) return e;
     if (h.type != PageType::kDictionary)
-      return chunk_place(chunk, at) + " is not the dictionary page the footer says it is";
+      return flagged ? chunk_place(chunk, at) + " is not the dictionary page the footer says it is"
+                     : std::string();
     if (std::string e = page_fits(chunk, at, h); !e.empty()) return e;
-    out.dictionary_offset = at;
-    out.dictionary_size = static_cast<std::uint32_t>(h.page_size());
-    at += h.page_size();
-  }
-  std::int64_t rows = 0;
-  // A dictionary page the footer does not flag (older Parquet Java writers leave its offset
-  // unset and start the chunk with it): the first page is it.
-  const auto unflagged_dictionary = [&]() -> std::string {
-    if (chunk.dictionary || at != chunk.start || at == end) return {};
-    PageHeader h;
-    if (std::string e = read_header(read_at, chunk, at, h); !e.empty()) return e;
-    if (h.type != PageType::kDictionary) return {};
-    if (std::string e = page_fits(chunk, at, h); !e.empty()) return e;
-    out.dictionary_offset = at;
-    out.dictionary_size = static_cast<std::uint32_t>(h.page_size());
-    at += h.page_size();
+    keep_dictionary(h);
     return {};
   };
-  if (!chunk.pages.empty() && chunk.pages.front().offset > chunk.start) {
-    if (std::string e = unflagged_dictionary(); !e.empty()) return e;
+  if (chunk.dictionary || (!chunk.pages.empty() && chunk.pages.front().offset > chunk.start)) {
+    if (std::string e = first_dictionary(chunk.dictionary); !e.empty()) return e;
   }
+  std::int64_t rows = 0;
   if (!chunk.pages.empty()) {
     // From the offset index: in order, from row 0, each within the chunk.
     for (std::size_t i = 0; i < chunk.pages.size(); ++i) {
@@ -330,7 +324,7 @@ std::string chunk_pages(const ReadAt& read_at, const ParquetChunkFacts& chunk, C
     if (h.type == PageType::kDictionary) {
       if (at != chunk.start || chunk.dictionary)
         return chunk_place(chunk, at) + " is a dictionary page after the first page";
-      if (std::string e = unflagged_dictionary(); !e.empty()) return e;
+      keep_dictionary(h);
       continue;
     }
     if (h.data() && h.values > 0) {
@@ -386,9 +380,9 @@ RemoteObject remote_object(const std::string& url, const IndexOptions& options) 
   return remote_stat(url, options.remote);
 }
 
-// A local file's bytes (through `fd`, which must outlive the source) or a URL's (ranged GETs;
+// A local file's bytes (through `file`, which must outlive the source) or a URL's (ranged GETs;
 // `object` its HEAD answer).
-ParquetSource source_of(const std::string& path, int fd, const RemoteObject& object,
+ParquetSource source_of(const std::string& path, const LocalFile* file, const RemoteObject& object,
                         const IndexOptions& options) {
   ParquetSource s;
   if (is_url(path)) {
@@ -400,14 +394,9 @@ ParquetSource source_of(const std::string& path, int fd, const RemoteObject& obj
     return s;
   }
   s.name = path;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-    throw ConfigError(path + ": not a regular file");
-  s.size = static_cast<std::uint64_t>(st.st_size);
-  s.read_at = [fd, path](std::uint64_t offset, void* dst, std::size_t n) -> std::size_t {
-    const std::int64_t got = pread_fully(fd, dst, n, offset);
-    if (got < 0) throw Error(path + ": " + std::strerror(errno));
-    return static_cast<std::size_t>(got);
+  s.size = file->size();
+  s.read_at = [file](std::uint64_t offset, void* dst, std::size_t n) {
+    return file->read_at(offset, dst, n);
   };
   return s;
 }
@@ -424,14 +413,14 @@ DatasetIndex index_parquet(const std::vector<std::string>& files, const IndexOpt
   std::vector<std::string> texts;  // per sample, for text labels
   std::vector<std::string> class_names;
   for (const std::string& path : files) {
-    const UniqueFd fd(is_url(path) ? -1 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!is_url(path) && !fd) throw ConfigError(path + ": " + std::strerror(errno));
+    std::optional<LocalFile> file;
+    if (!is_url(path)) file.emplace(path);
     ParquetSource source;
     ParquetFileFacts facts;
     RemoteObject object;
     try {
       if (is_url(path)) object = remote_object(path, options);
-      source = source_of(path, fd.get(), object, options);
+      source = source_of(path, file ? &*file : nullptr, object, options);
       facts = read_parquet_facts(source, columns);
     } catch (const ConfigError&) {
       throw;

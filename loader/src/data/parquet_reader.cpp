@@ -9,14 +9,13 @@ BadInput ParquetRows::read(const DatasetView& view, std::int64_t i, const ReadRa
   const DatasetView::ParquetPlace at = view.parquet_place(i);
   const ParquetChunkRecord& chunk = view.parquet_chunk(at.source);
   const ChunkLayout layout{static_cast<ParquetCodec>(chunk.codec), chunk.max_def};
-  BadInput why = BadInput::kNone;
-  // A kept data page keeps its dictionary: no look at the dictionary first.
-  for (Kept& k : kept_) {
-    if (k.key != at.page) continue;
-    k.last_use = ++clock_;
-    out = k.values->row(at.row);
+  const auto row_of = [&](const PageValues& values) {
+    out = values.row(at.row);
     return out.data == nullptr ? BadInput::kMissing : BadInput::kNone;
-  }
+  };
+  // A kept data page keeps its dictionary: no look at the dictionary first.
+  if (const std::shared_ptr<const PageValues> values = kept(at.page)) return row_of(*values);
+  BadInput why = BadInput::kNone;
   std::shared_ptr<const PageValues> dictionary;
   if (chunk.dictionary_size > 0) {
     dictionary = page(kDictionary | at.source, {chunk.dictionary_offset, chunk.dictionary_size},
@@ -27,20 +26,24 @@ BadInput ParquetRows::read(const DatasetView& view, std::int64_t i, const ReadRa
   const std::shared_ptr<const PageValues> values =
       page(at.page, {p.offset, p.size}, at.rows, layout, dictionary, read_range, why);
   if (values == nullptr) return why;
-  out = values->row(at.row);
-  return out.data == nullptr ? BadInput::kMissing : BadInput::kNone;
+  return row_of(*values);
 }
 
-std::shared_ptr<const PageValues> ParquetRows::page(std::uint64_t key, const ByteRange& where,
-                                                    std::uint32_t rows, const ChunkLayout& layout,
-                                                    std::shared_ptr<const PageValues> dictionary,
-                                                    const ReadRange& read_range, BadInput& why) {
+std::shared_ptr<const PageValues> ParquetRows::kept(std::uint64_t key) {
   ++clock_;
   for (Kept& k : kept_) {
     if (k.key != key) continue;
     k.last_use = clock_;
     return k.values;
   }
+  return nullptr;
+}
+
+std::shared_ptr<const PageValues> ParquetRows::page(std::uint64_t key, const ByteRange& where,
+                                                    std::uint32_t rows, const ChunkLayout& layout,
+                                                    std::shared_ptr<const PageValues> dictionary,
+                                                    const ReadRange& read_range, BadInput& why) {
+  if (std::shared_ptr<const PageValues> values = kept(key)) return values;
   why = read_range(where, bytes_);
   if (why != BadInput::kNone) return nullptr;
   PageHeader h;

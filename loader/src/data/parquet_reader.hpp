@@ -47,6 +47,8 @@ class ParquetRows {
   };
   static constexpr std::uint64_t kDictionary = std::uint64_t{1} << 63;
 
+  // The kept page at `key` (marked used now), or null.
+  std::shared_ptr<const PageValues> kept(std::uint64_t key);
   // The decoded page at `key`, from the kept ones or read now; null and `why` set on failure.
   std::shared_ptr<const PageValues> page(std::uint64_t key, const ByteRange& where,
                                          std::uint32_t rows, const ChunkLayout& layout,

@@ -3,8 +3,6 @@
 // from the local index cache), else by walking its headers; then its samples, each an image
 // member and a label.
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,35 +34,6 @@ bool is_image_extension(const std::string& ext) {
                                            "pbm", "pnm",  "bmp", "tif",  "tiff"};
   return std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return ext == k; });
 }
-
-class ShardFile {
- public:
-  explicit ShardFile(const std::string& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw ConfigError(path + ": " + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd_);
-      throw ConfigError(path + ": not a regular file (a shard must be a tar file)");
-    }
-    size_ = static_cast<std::uint64_t>(st.st_size);
-  }
-  ~ShardFile() { ::close(fd_); }
-  ShardFile(const ShardFile&) = delete;
-  ShardFile& operator=(const ShardFile&) = delete;
-
-  std::uint64_t size() const { return size_; }
-  std::size_t read_at(std::uint64_t offset, void* dst, std::size_t n) const {
-    const std::int64_t got = pread_fully(fd_, dst, n, offset);
-    if (got < 0) throw ConfigError(path_ + ": " + std::strerror(errno));
-    return static_cast<std::size_t>(got);
-  }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-  std::uint64_t size_ = 0;
-};
 
 // The member table of a shard of `bytes` bytes: from its sidecar text when that describes this
 // shard, else walked through read_at.
@@ -253,7 +222,7 @@ struct OpenShard {
   std::string copy;   // a remote shard's local copy; "" when it can have none
   ShardIndex table;
   ReadAt read_at;
-  std::optional<ShardFile> file;  // a local shard, open while it is indexed
+  std::optional<LocalFile> file;  // a local shard, open while it is indexed
 };
 
 // A sample's members that its fields come from (null: it has none).
@@ -360,7 +329,7 @@ class ShardIndexer {
   void open_local(const std::string& name, OpenShard& out) {
     out.path = fs::absolute(name).lexically_normal().string();
     out.shown = out.path;
-    out.file.emplace(out.path);
+    out.file.emplace(out.path, "a shard must be a tar file");
     out.read_at = [&f = *out.file](std::uint64_t offset, void* dst, std::size_t n) {
       return f.read_at(offset, dst, n);
     };
