@@ -83,6 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                            inside(&view.parquet_page(at.page), sizeof(view.parquet_page(at.page))),
                        "sample " + std::to_string(i));
       sum += view.parquet_page(at.page).offset + chunk.dictionary_size;
+      for (char c : view.parquet_image_file(i)) sum += static_cast<unsigned char>(c);
     }
     for (char c : view.path(i)) sum += static_cast<unsigned char>(c);
     for (char c : view.copy(i)) sum += static_cast<unsigned char>(c);

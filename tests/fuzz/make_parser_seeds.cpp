@@ -10,7 +10,8 @@
 //   index_file/     write_index_file of a list's index (masks), a tree's (paths over three
 //                   blocks), a shard index (boxes, bytes, shard starts, a remote shard's copy, a
 //                   left-out file), IDX data's and a Parquet index (two files of a remote
-//                   one's row groups, its chunks and pages), each for the identity "fuzz"
+//                   one's row groups, its chunks and pages; and with some rows' image files),
+//                   each for the identity "fuzz"
 //   pixels_file/    the IDX data's numbers (images, height, width) and write_pixels_file of
 //                   it, for the identity "fuzz"
 // Deterministic. tests/fuzz/make_parser_seeds.py runs it after writing tar/.
@@ -331,6 +332,12 @@ void write_index_files(const fs::path& root) {
   pq.remote_shards.push_back({2, remote, 30000, copy, false, 1});
   pq.class_names = {"a", "b", "c"};
   write_index(root / "index_file" / "parquet_row_groups", pq);
+  // The same, some rows' images files of their own (an Image struct's paths).
+  pq.parquet_image_files = {{1, "/data/images/a/1.jpg"},
+                            {2, "/data/images/a/2.jpg"},
+                            {7, "/data/images/b/7.jpg"},
+                            {pq.entries.size() - 1, "https://example.com/images/c/9.jpg"}};
+  write_index(root / "index_file" / "parquet_image_files", pq);
 }
 
 int main(int argc, char** argv) {

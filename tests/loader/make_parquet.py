@@ -4,6 +4,7 @@
     make_parquet.py ROOT OUT --writer pyarrow|polars|duckdb|datasets [--rows-per-group N]
                     [--compression C] [--files K] [--labels int|string|classlabel|none]
                     [--page-index] [--data-page-v2] [--no-dictionary] [--rows-per-page N]
+                    [--image-files K]
 
 Samples are the folder's images in the order stoke indexes a folder (class folders sorted, the
 images of each sorted by path, the label the class's position), as rows of an `image` column and
@@ -14,6 +15,10 @@ a `label` column. Each writer keeps its own defaults but for what is asked:
 - polars: DataFrame.write_parquet; the image a Binary column.
 - duckdb: COPY ... TO (FORMAT parquet); the image a BLOB column.
 - datasets: Dataset.to_parquet with Image and ClassLabel features (the Hub's layout).
+
+--image-files K (pyarrow's Image struct, datasets) makes every K-th row's image (1: every row's) a
+file of its own, as `datasets` writes images it did not embed: copied to images/CLASS/NAME beside
+OUT, and the row's Image {bytes: null, path: "images/CLASS/NAME"}.
 
 --files K splits the rows into K files OUT-00000-of-0000K.parquet, ... (else OUT is the file).
 Prints the files written, one per line.
@@ -31,13 +36,20 @@ def folder_samples(root):
     return classes, shard_samples(root)
 
 
+def image_struct(image):
+    """Hugging Face's Image value: the bytes, or an image file's relative path."""
+    if isinstance(image, str):
+        return {"bytes": None, "path": image}
+    return {"bytes": image, "path": None}
+
+
 def write_pyarrow(path, images, labels, classes, a):
     import pyarrow as pa
     import pyarrow.parquet as pq
     if a.plain_binary:
         image = pa.array(images, pa.binary())
     else:
-        image = pa.array([{"bytes": b, "path": None} for b in images],
+        image = pa.array([image_struct(b) for b in images],
                          pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
     columns = {"image": image}
     if a.labels == "string":
@@ -97,7 +109,7 @@ def write_duckdb(path, images, labels, classes, a):
 def write_datasets(path, images, labels, classes, a):
     import datasets
     features = {"image": datasets.Image()}
-    rows = {"image": [{"bytes": b, "path": None} for b in images]}
+    rows = {"image": [image_struct(b) for b in images]}
     if a.labels == "string":
         features["label"] = datasets.Value("string")
         rows["label"] = [classes[l] for l in labels]
@@ -129,14 +141,30 @@ def main():
     p.add_argument("--data-page-v2", action="store_true")
     p.add_argument("--no-dictionary", action="store_true")
     p.add_argument("--plain-binary", action="store_true")
+    p.add_argument("--image-files", type=int, default=0)
     a = p.parse_args()
     if a.writer == "datasets":
         os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
-        os.environ.setdefault("HF_DATASETS_CACHE", os.path.join(os.path.dirname(a.out) or ".",
+        os.environ.setdefault("HF_DATASETS_CACHE", os.path.join(os.path.dirname(os.path.abspath(a.out)),
                                                                 ".hf-cache"))
     classes, samples = folder_samples(a.root)
     images = [open(path, "rb").read() for path, _ in samples]
     labels = [label for _, label in samples]
+    if a.image_files:
+        if a.writer not in ("pyarrow", "datasets") or a.plain_binary:
+            p.error("--image-files needs an Image struct (pyarrow or datasets)")
+        base = os.path.dirname(os.path.abspath(a.out))
+        for i, (path, _) in enumerate(samples):
+            if i % a.image_files:
+                continue
+            relative = os.path.join("images", os.path.relpath(path, a.root))
+            os.makedirs(os.path.dirname(os.path.join(base, relative)), exist_ok=True)
+            with open(os.path.join(base, relative), "wb") as f:
+                f.write(images[i])
+            images[i] = relative
+        # (datasets opens the paths relative to the working folder to size them.)
+        a.out = os.path.abspath(a.out)
+        os.chdir(base)
     parts = [(a.out, 0, len(samples))]
     if a.files:
         per = -(-len(samples) // a.files)

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "data/bad_input.hpp"
@@ -107,6 +108,9 @@ struct DatasetIndex {
   bool parquet = false;
   std::vector<ParquetChunkRecord> parquet_chunks;
   std::vector<ParquetPageRecord> parquet_pages;
+  // The rows whose image is a file of its own (an Image struct's path where its bytes are null):
+  // the sample and the file's path or URL, in sample order.
+  std::vector<std::pair<std::uint64_t, std::string>> parquet_image_files;
 
   // Appends the entry of a whole file at `path` (its bytes to `paths`) and returns it.
   FileEntry& add_file(const std::string& path, std::int32_t label);

@@ -153,6 +153,11 @@ class DatasetView {
   const ParquetPageRecord& parquet_page(std::uint64_t page) const {
     return files_.parquet_pages()[page];
   }
+  // The file holding the row's image when the row does not (a Hugging Face Image struct's path
+  // where its bytes are null), or "".
+  std::string parquet_image_file(std::int64_t i) const {
+    return files_.has_paths() ? files_.path(i) : std::string();
+  }
   // The end of a row group's data pages (the next one's first).
   std::uint64_t parquet_pages_end(std::size_t source) const {
     return files_.parquet_pages_end(source);

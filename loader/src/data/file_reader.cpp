@@ -86,7 +86,19 @@ BadInput read_open_file(int fd, std::uint64_t file_size, const ByteRange& range,
 BadInput SampleFiles::read(const std::string& path, const ByteRange& range,
                            std::vector<std::uint8_t>& into) {
   if (!is_url(path)) return local_.read(path, range, into);
-  if (range.size == 0) return BadInput::kNotAFile;  // remote data are shard members
+  if (range.size == 0) {
+    // A whole object: a Parquet row's image file (shard members are ranges).
+    std::string body;
+    try {
+      if (!remote_get_if_exists(path, body, static_cast<std::size_t>(kMaxFileBytes), policy_))
+        return BadInput::kMissing;
+    } catch (const Error&) {
+      return BadInput::kUnreadable;
+    }
+    if (body.empty()) return BadInput::kEmpty;
+    into.assign(body.begin(), body.end());
+    return BadInput::kNone;
+  }
   if (range.size > static_cast<std::uint64_t>(kMaxFileBytes)) return BadInput::kTooLarge;
   into.resize(static_cast<std::size_t>(range.size));
   try {

@@ -84,7 +84,8 @@ class PosixFileReader final : public FileReader {
 };
 
 // Sample bytes: local files (PosixFileReader) and, for http://, https:// and s3:// paths, ranged
-// GETs of shard members under `policy` (remote/remote.hpp); a remote read that fails past its
+// GETs of shard members and whole objects (a Parquet row's image file: at most kMaxFileBytes,
+// kMissing for a 404) under `policy` (remote/remote.hpp); a remote read that fails past its
 // deadline is kUnreadable. Thread-safe.
 class SampleFiles final : public FileReader {
  public:

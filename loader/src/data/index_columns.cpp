@@ -326,10 +326,22 @@ FilesImage encode_files(const DatasetIndex& index) {
   const auto in_paths = [&](std::uint64_t offset, std::uint32_t length) {
     return std::string_view(index.paths).substr(offset, length);
   };
-  if (sources.empty())
+  if (sources.empty()) {
     front_code(
         n, [&](std::size_t i) { return in_paths(e[i].path_offset, e[i].path_length); }, ids,
         folders, blocks, path_bytes);
+  } else if (!index.parquet_image_files.empty()) {
+    // Parquet rows whose image is a file of its own: its path; every other row's is empty.
+    std::size_t next = 0;  // (front_code asks for each row once, in order)
+    const auto& files = index.parquet_image_files;
+    front_code(
+        n,
+        [&](std::size_t i) {
+          if (next < files.size() && files[next].first == i) return std::string_view(files[next++].second);
+          return std::string_view();
+        },
+        ids, folders, blocks, path_bytes);
+  }
   const std::uint32_t mask_kind = n > 0 ? e[0].mask_kind : kNoMask;
   if (mask_kind == kMaskFile)
     front_code(
@@ -522,9 +534,11 @@ bool files_region_holds(const std::uint8_t* region, std::uint64_t size, std::uin
   const auto* folders = reinterpret_cast<const FolderRecord*>(region + h.sections[kFolders].offset);
   for (std::uint64_t f = 0; f < h.sections[kFolders].count; ++f)
     if (!within(folders[f].offset, folders[f].length, text)) return false;
-  // Shards: every sample a member of one; else every sample a path of its own.
-  if (source_total > 0 ? h.sections[kPathBlocks].count != 0
-                       : !paths_hold(region, h, kPathBlocks, samples))
+  // Shards: every sample a member of one; else every sample a path of its own. Parquet rows may
+  // have a path (empty: their image is in their row).
+  const bool paths = source_total == 0 || (h.sections[kParquetChunks].count > 0 &&
+                                           h.sections[kPathBlocks].count > 0);
+  if (paths ? !paths_hold(region, h, kPathBlocks, samples) : h.sections[kPathBlocks].count != 0)
     return false;
   if (h.mask_kind == kMaskFile ? !paths_hold(region, h, kMaskPathBlocks, samples)
                                : h.sections[kMaskPathBlocks].count != 0)

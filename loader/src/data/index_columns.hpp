@@ -9,7 +9,7 @@
 //     text      bytes           the sources' paths and the folders' names
 //     folders   FolderRecord[]  the folders the paths of plain files start with, each once
 //     paths     u64 blocks[ceil(N / 16)], then bytes: plain files' paths, front- and back-coded
-//               by 16s
+//               by 16s (Parquet: none, or each row's image file, empty where the row holds it)
 //     mask paths                the same, for list files' mask files
 //     Parquet chunks            ParquetChunkRecord[]: per source (a row group), its image column
 //                               chunk's codec, levels, dictionary page and first data page
@@ -177,7 +177,9 @@ class FilesRegion {
   }
   // The source holding sample i, and i's place there. REQUIRES: source_total() > 0.
   std::pair<std::size_t, std::int64_t> source_of(std::int64_t i) const;
-  // A plain file's path (REQUIRES: source_total() == 0) and its mask file's path.
+  // A plain file's path (REQUIRES: source_total() == 0), or a Parquet row's image file ("" when
+  // its image is in the row, or no row's is a file: has_paths()); and its mask file's path.
+  bool has_paths() const { return paths_.block_total > 0; }
   std::string path(std::int64_t i) const { return decode(paths_, i); }
   std::string mask_path(std::int64_t i) const { return decode(mask_paths_, i); }
   const SampleBox* boxes() const { return boxes_; }

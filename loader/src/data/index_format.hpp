@@ -23,8 +23,9 @@ namespace stoke::detail {
 
 // The format's version, which the identity names too: a file of another version is never read.
 // 1: the region is dataset_view.hpp's format with its 120-byte FileEntry; 2: kShards; 3: kFiles
-// in narrow columns (data/index_columns.hpp); 4: Parquet's chunks and pages among them.
-inline constexpr std::uint32_t kIndexFileFormat = 4;
+// in narrow columns (data/index_columns.hpp); 4: Parquet's chunks and pages among them; 5: and
+// Parquet rows' image files (an Image struct's path) in the path stream.
+inline constexpr std::uint32_t kIndexFileFormat = 5;
 
 // IDX data as the reader takes it (data/mnist.cpp), and as an index file may claim it.
 inline constexpr std::int64_t kMaxIdxSide = 4096;

@@ -7,11 +7,13 @@
 #include <arrow/io/file.h>
 #include <parquet/arrow/reader.h>
 #include <parquet/arrow/writer.h>
+#include <parquet/column_reader.h>
 #include <parquet/exception.h>
 #include <parquet/file_reader.h>
 #include <parquet/metadata.h>
 #include <parquet/page_index.h>
 #include <parquet/schema.h>
+#include <parquet/statistics.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -220,6 +222,68 @@ ParquetChunkFacts chunk_facts(parquet::ParquetFileReader& reader, int group, int
   return f;
 }
 
+// The `path` beside an Image struct's `bytes` leaf (a flat text or binary leaf), or -1.
+int path_leaf(const parquet::SchemaDescriptor& schema, int leaf) {
+  const std::string bytes = schema.Column(leaf)->path()->ToDotString();
+  if (!bytes.ends_with(".bytes")) return -1;
+  const int i = schema.ColumnIndex(bytes.substr(0, bytes.size() - 5) + "path");
+  if (i < 0 || !byte_leaf(schema.Column(i)) || schema.Column(i)->max_definition_level() > 2)
+    return -1;
+  return i;
+}
+
+// Adds to `facts` the rows of row group `group` (its first row `first_row` in the file) whose
+// image bytes are null and whose path is not. A row group whose statistics say its bytes hold no
+// null is not read; another's bytes and paths are read through Arrow's column readers (a row
+// group of paths holds few bytes).
+void add_image_paths(parquet::ParquetFileReader& reader, int group, int leaf, int paths_leaf,
+                     std::int64_t first_row, ParquetFileFacts& facts, std::uint64_t& total,
+                     const std::string& path) {
+  const auto meta = reader.metadata();
+  const std::unique_ptr<parquet::ColumnChunkMetaData> c =
+      meta->RowGroup(group)->ColumnChunk(leaf);
+  if (const auto stats = c->statistics();
+      stats != nullptr && stats->HasNullCount() && stats->null_count() == 0)
+    return;
+  const std::string where = path + " (row group " + std::to_string(group) + ", column " +
+                            meta->schema()->Column(paths_leaf)->path()->ToDotString() + ")";
+  const std::shared_ptr<parquet::RowGroupReader> rows = reader.RowGroup(group);
+  const auto bytes = std::static_pointer_cast<parquet::ByteArrayReader>(rows->Column(leaf));
+  const auto paths = std::static_pointer_cast<parquet::ByteArrayReader>(rows->Column(paths_leaf));
+  const auto bytes_def = static_cast<std::int16_t>(meta->schema()->Column(leaf)->max_definition_level());
+  const auto path_def =
+      static_cast<std::int16_t>(meta->schema()->Column(paths_leaf)->max_definition_level());
+  constexpr std::int64_t kBatch = 1024;
+  std::vector<std::int16_t> bytes_levels(kBatch), path_levels(kBatch);
+  std::vector<parquet::ByteArray> bytes_values(kBatch), path_values(kBatch);
+  std::int64_t row = first_row;
+  while (bytes->HasNext()) {
+    std::int64_t values = 0;
+    const std::int64_t n =
+        bytes->ReadBatch(kBatch, bytes_levels.data(), nullptr, bytes_values.data(), &values);
+    if (n <= 0) break;
+    const std::int64_t m =
+        paths->ReadBatch(n, path_levels.data(), nullptr, path_values.data(), &values);
+    if (m != n)
+      throw Refused{where + ": holds fewer rows than its image bytes: the file is damaged"};
+    std::int64_t value = 0;  // path_values' next
+    for (std::int64_t k = 0; k < n; ++k, ++row) {
+      if (path_levels[k] != path_def) continue;
+      const parquet::ByteArray& p = path_values[value++];
+      if (bytes_levels[k] == bytes_def) continue;  // (its bytes are read)
+      if (p.len > kMaxImagePathBytes)
+        throw Refused{where + ": row " + std::to_string(row) + "'s image path is " +
+                      std::to_string(p.len) + " bytes long (at most " +
+                      std::to_string(kMaxImagePathBytes) + " are read)"};
+      total += p.len;
+      if (total > kMaxImagePathTotal)
+        throw Refused{where + ": its image paths hold more than " +
+                      std::to_string(kMaxImagePathTotal >> 30) + " GiB"};
+      facts.image_paths.push_back({row, std::string(reinterpret_cast<const char*>(p.ptr), p.len)});
+    }
+  }
+}
+
 // Appends the values of `array` (integers, strings, or a dictionary of either) to `facts`.
 void add_labels(const arrow::Array& array, ParquetFileFacts& facts, const std::string& where) {
   const std::int64_t n = array.length();
@@ -413,6 +477,15 @@ ParquetFileFacts read_facts(const ParquetSource& source, const ParquetColumns& c
       std::min<int>(schema.Column(leaf)->max_definition_level(), 255));
   for (int g = 0; g < meta->num_row_groups(); ++g)
     facts.row_groups.push_back(chunk_facts(reader, g, leaf, path, facts.file_size));
+  if (const int paths_leaf = path_leaf(schema, leaf); paths_leaf >= 0) {
+    facts.path_column = schema.Column(paths_leaf)->path()->ToDotString();
+    std::int64_t first_row = 0;
+    std::uint64_t total = 0;
+    for (int g = 0; g < meta->num_row_groups(); ++g) {
+      add_image_paths(reader, g, leaf, paths_leaf, first_row, facts, total, path);
+      first_row += facts.row_groups[static_cast<std::size_t>(g)].rows;
+    }
+  }
   // The labels: the one column, through Arrow's own reading of it.
   auto made = parquet::arrow::FileReader::Make(arrow::default_memory_pool(),
                                                std::move(parquet_reader));
@@ -502,7 +575,7 @@ extern "C" __attribute__((visibility("default"))) int stoke_write_parquet_file_v
   return 1;
 }
 
-extern "C" __attribute__((visibility("default"))) int stoke_read_parquet_facts_v1(
+extern "C" __attribute__((visibility("default"))) int stoke_read_parquet_facts_v2(
     const stoke::detail::ParquetSource& source, const stoke::detail::ParquetColumns& columns,
     stoke::detail::ParquetFileFacts& out, std::string& error) {
   const std::string& path = source.name;

@@ -4,6 +4,7 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -401,6 +402,54 @@ ParquetSource source_of(const std::string& path, const LocalFile* file, const Re
   return s;
 }
 
+// A URL's folder: up to its last '/' before any query.
+std::string url_folder(const std::string& url) {
+  const std::string base = url.substr(0, url.find_first_of("?#"));
+  return base.substr(0, base.rfind('/') + 1);
+}
+
+// Bytes outside RFC 3986's unreserved set and '/' percent-encoded (a path joined to an HTTP(S)
+// URL; an S3 key is encoded by the remote layer as it signs it).
+std::string url_escaped(const std::string& path) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char ch : path) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+      out += ch;
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// The file a row's image path names, read from the Parquet file at `parquet`: for a local file,
+// relative to its folder (an absolute path or a URL as it is); for a remote one, relative to its
+// URL's folder, and only that (a file a server serves names no file of this machine and no other
+// server). Throws ConfigError naming the file and row for a path that is not followed.
+std::string image_file(const std::string& parquet, const std::string& written, std::int64_t row) {
+  const auto refuse = [&](const std::string& why) {
+    return ConfigError(redact_url(parquet) + " (row " + std::to_string(row) + "): its image is " +
+                       "the path '" + printable(written) + "', " + why);
+  };
+  if (written.empty() || written.find('\0') != std::string::npos)
+    throw refuse("which names no file");
+  if (!is_url(parquet)) {
+    if (is_url(written) || written.front() == '/') return written;
+    return (fs::path(parquet).parent_path() / written).lexically_normal().string();
+  }
+  if (is_url(written) || written.front() == '/')
+    throw refuse("which a remote Parquet file may not name (its images are read relative to it)");
+  for (const fs::path& part : fs::path(written))
+    if (part == "..")
+      throw refuse("which leaves the remote Parquet file's folder (its images are read within it)");
+  const bool s3 = parquet.starts_with("s3://");
+  return url_folder(parquet) + (s3 ? written : url_escaped(written));
+}
+
 }  // namespace
 
 DatasetIndex index_parquet(const std::vector<std::string>& files, const IndexOptions& options) {
@@ -453,6 +502,9 @@ DatasetIndex index_parquet(const std::vector<std::string>& files, const IndexOpt
                                      false, facts.row_groups.size()});
     const std::uint64_t path_offset = index.paths.size();
     index.paths += path + copy;
+    for (const ParquetFileFacts::ImagePath& p : facts.image_paths)
+      index.parquet_image_files.emplace_back(static_cast<std::uint64_t>(index.size + p.row),
+                                             image_file(path, p.path, p.row));
     std::int64_t row = 0;  // in the file
     for (std::size_t g = 0; g < facts.row_groups.size(); ++g) {
       const ParquetChunkFacts& chunk = facts.row_groups[g];

@@ -58,7 +58,20 @@ struct ParquetFileFacts {
   bool text_labels = false;
   // From the Hugging Face metadata's ClassLabel feature of the label column: label i's name.
   std::vector<std::string> class_names;
+  // The rows whose image bytes are null and whose Image struct holds a path (Hugging Face's
+  // Image feature of files not embedded): the row, in the file, and the path as written.
+  struct ImagePath {
+    std::int64_t row = 0;
+    std::string path;
+  };
+  std::vector<ImagePath> image_paths;
+  std::string path_column;  // the leaf the paths were read from ("image.path"), or ""
 };
+
+// The longest image path a row may hold, and the most path bytes a file may hold in all: a
+// file naming more is refused (a page of a few KB decompresses into gigabytes of them).
+inline constexpr std::size_t kMaxImagePathBytes = 4096;
+inline constexpr std::uint64_t kMaxImagePathTotal = std::uint64_t{1} << 31;
 
 // A Parquet file as the reader sees it: its name for messages (a URL redacted), its size, and
 // its bytes (a local file's pread, a remote one's ranged GETs; ReadAt may throw Error).
@@ -97,7 +110,7 @@ void write_parquet_file(const ParquetWriteRequest& request);
 using ReadParquetFactsFn = int (*)(const ParquetSource& source, const ParquetColumns& columns,
                                    ParquetFileFacts& out, std::string& error);
 using WriteParquetFileFn = int (*)(const ParquetWriteRequest& request, std::string& error);
-inline constexpr const char* kParquetFactsSymbol = "stoke_read_parquet_facts_v1";
+inline constexpr const char* kParquetFactsSymbol = "stoke_read_parquet_facts_v2";
 inline constexpr const char* kParquetWriteSymbol = "stoke_write_parquet_file_v1";
 inline constexpr const char* kParquetLibrary = "libstoke_parquet.so";
 

@@ -97,8 +97,16 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
             return r;
           },
           row);
-      if (read != BadInput::kNone) return read;
-      bytes = {row.data, row.size};
+      if (read == BadInput::kNone) {
+        bytes = {row.data, row.size};
+      } else {
+        // A null image may be a file of its own (an Image struct's path): read whole.
+        if (read != BadInput::kMissing) return read;
+        path_ = view_->parquet_image_file(row_);
+        if (path_.empty()) return read;
+        if (const BadInput r = files_.read(path_, {}, file_); r != BadInput::kNone) return r;
+        bytes = file_;
+      }
     } else {
       const BadInput read = read_sample_file(false, view_->range(row_));
       if (read != BadInput::kNone) return read;

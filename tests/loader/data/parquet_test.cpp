@@ -211,6 +211,63 @@ TEST(ParquetRemote, FilesOnHttpAndS3DeliverWhatTheLocalFilesDeliver) {
   EXPECT_EQ(ranged.stats().shard_cache.rfind("off", 0), 0u) << ranged.stats().shard_cache;
 }
 
+// Hugging Face's Image struct with null bytes and a path (images `datasets` did not embed): the
+// row's image is that file, relative to the Parquet file's folder (or URL). Every row a file
+// (datasets' own writer), every other row (pyarrow), and the same over HTTP: the folder's
+// batches. A file gone is skipped as missing, named by row and file; a remote Parquet file whose
+// paths would leave its folder is refused, naming the row and path.
+TEST(ParquetLoader, ImageFilesAreReadRelativeToTheParquetFile) {
+  REQUIRE_WRITER("datasets");
+  REQUIRE_WRITER("pyarrow");
+  test::TempDir dir;
+  fs::create_directories(dir.path() / "all");
+  fs::create_directories(dir.path() / "www");
+  const std::string all = write_parquet(dir, "all/train.parquet", "datasets", "--image-files 1");
+  const std::string half =
+      write_parquet(dir, "www/train.parquet", "pyarrow", "--image-files 2 --rows-per-group 16");
+  EXPECT_TRUE(deliver(jpeg_options(all)) == folder_batches());
+  EXPECT_TRUE(deliver(jpeg_options(half)) == folder_batches());
+
+  STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
+  {
+    test::Nginx nginx(dir.path() / "www", dir.path() / "nginx");
+    ASSERT_TRUE(nginx.started());
+    EXPECT_TRUE(deliver(jpeg_options(nginx.url() + "/train.parquet")) == folder_batches());
+  }
+
+  // Rows 0..31 are the first class's (sorted): 00000.jpg is row 0.
+  const fs::path gone = dir.path() / "all/images/c00-aqua/00000.jpg";
+  ASSERT_TRUE(fs::remove(gone));
+  test::LogLines log;
+  Options o = jpeg_options(all);
+  o.shuffle = false;
+  o.log = log.sink();
+  Loader loader(o);
+  test::collect(loader);
+  EXPECT_EQ(loader.stats().skipped_by_reason.at("missing"), 1);
+  EXPECT_TRUE(log.contains("skipped " + all + " (sample 0, row group 0, row 0, its image " +
+                           gone.string() + "): missing"));
+
+  // A remote file naming ../00000.jpg: refused as it is indexed.
+  run(std::string(STOKE_PARQUET_PYTHON) +
+      " -c 'import pyarrow as pa, pyarrow.parquet as pq; pq.write_table(pa.table({\"image\": "
+      "pa.array([{\"bytes\": None, \"path\": \"../00000.jpg\"}], pa.struct([(\"bytes\", "
+      "pa.binary()), (\"path\", pa.string())]))}), \"" +
+      (dir.path() / "www/out.parquet").string() + "\")'");
+  test::Nginx nginx(dir.path() / "www", dir.path() / "nginx2");
+  ASSERT_TRUE(nginx.started());
+  try {
+    Loader refused(jpeg_options(nginx.url() + "/out.parquet"));
+    FAIL() << "a path out of the file's folder was followed";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(nginx.url() + "/out.parquet (row 0): its image is the "
+                                         "path '../00000.jpg', which leaves the remote Parquet "
+                                         "file's folder"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // A mirror of the Hub's URL layout on nginx: the tree listing (two pages, the second by its Link
 // header) and downloads that redirect to another server, as the Hub's do to its CDN. hf:// paths
 // (a folder by split, a glob) give the local files' batches; HF_TOKEN reaches the endpoint and
