@@ -47,10 +47,10 @@ class SampleNames {
     if (view_.parquet()) {
       const DatasetView::ParquetPlace at = view_.parquet_place(sample);
       const std::string file = view_.parquet_image_file(sample);
-      return redact_url(std::string(view_.shard_path(at.source))) + " " + number +
-             ", row group " + std::to_string(view_.parquet_chunk(at.source).row_group) + ", row " +
-             std::to_string(at.group_row) + (file.empty() ? "" : ", its image " + redact_url(file)) +
-             ")";
+      return redact_url(std::string(view_.shard_path(at.source))) + " " + number + ", row group " +
+             std::to_string(view_.parquet_chunk(at.source).row_group) + ", row " +
+             std::to_string(at.group_row) +
+             (file.empty() ? "" : ", its image " + redact_url(file)) + ")";
     }
     if (view_.lazy() || view_.in_shards()) {
       // A shard's member, by its place in the shard: the index keeps no member names, and reading

@@ -275,6 +275,7 @@ DatasetIndex index_path(const std::string& path, const IndexOptions& options) {
     return index_coco(path, options.image_root, options.on_error);
   }
   // (Before shards: a URL names a shard unless it names Parquet.)
+  if (options.parquet_found != nullptr) return index_parquet(*options.parquet_found, options);
   if (const auto files = parquet_files(path, options.split, options.remote))
     return index_parquet(*files, options);
   if (const auto shards = shard_list(path))

@@ -77,10 +77,12 @@ struct RejectedFile {
 struct DatasetIndex {
   DatasetKind kind = DatasetKind::kRaw;
   std::int64_t size = 0;
-  std::vector<std::int32_t> labels;         // kRaw
+  std::vector<std::int32_t> labels;         // kRaw; and Parquet's, a row each
   int height = 0, width = 0, channels = 0;  // kRaw
   std::vector<std::uint8_t> pixels;         // kRaw
-  std::vector<FileEntry> entries;           // kFiles
+  // kFiles: a sample each; Parquet: a row group each (its file's path and copy: a row needs no
+  // more than its label, in `labels`)
+  std::vector<FileEntry> entries;
   std::string paths;                        // kFiles
   std::vector<SampleBox> boxes;             // kFiles: every entry's boxes (detection data)
   bool has_boxes = false;                   // a detection dataset (even if no image has a box)
@@ -148,6 +150,9 @@ struct IndexOptions {
   // Remote shards' HEAD answers already had, by URL (dataset_identity asks them first), so that
   // indexing asks no server twice; null: none. Not owned; outlives build_index.
   const std::map<std::string, RemoteObject>* remote_seen = nullptr;
+  // The Parquet files dataset_identity found the data to name, so that a folder is listed and
+  // the Hub asked once; null: found again. Not owned; outlives build_index.
+  const std::vector<std::string>* parquet_found = nullptr;
   // Where index_dataset (data/index_file.hpp) says, every progress_every_s, that it is still
   // indexing or still waiting for another loader's index (called from a thread of its own); null:
   // nowhere.

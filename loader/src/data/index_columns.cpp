@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -292,8 +293,9 @@ std::string FilesRegion::decode(const PathStream& stream, std::int64_t i) const 
 }
 
 FilesImage encode_files(const DatasetIndex& index) {
+  // (Parquet: an entry per row group, and a label per row.)
   const std::vector<FileEntry>& e = index.entries;
-  const std::size_t n = e.size();
+  const std::size_t n = index.parquet ? index.labels.size() : e.size();
   Writer w;
   std::string text;
   std::vector<SourceRecord> sources;
@@ -303,7 +305,7 @@ FilesImage encode_files(const DatasetIndex& index) {
     r.first = static_cast<std::uint64_t>(index.shard_starts[s]);
     r.path_offset = text.size();
     if (index.shard_starts[s] < index.shard_starts[s + 1]) {
-      const FileEntry& first = e[r.first];
+      const FileEntry& first = e[index.parquet ? s : r.first];
       r.path_length = first.path_length;
       r.copy_length = first.copy_length;
       const std::string_view path = std::string_view(index.paths).substr(
@@ -337,12 +339,13 @@ FilesImage encode_files(const DatasetIndex& index) {
     front_code(
         n,
         [&](std::size_t i) {
-          if (next < files.size() && files[next].first == i) return std::string_view(files[next++].second);
+          if (next < files.size() && files[next].first == i)
+            return std::string_view(files[next++].second);
           return std::string_view();
         },
         ids, folders, blocks, path_bytes);
   }
-  const std::uint32_t mask_kind = n > 0 ? e[0].mask_kind : kNoMask;
+  const std::uint32_t mask_kind = n > 0 && !index.parquet ? e[0].mask_kind : kNoMask;
   if (mask_kind == kMaskFile)
     front_code(
         n, [&](std::size_t i) { return in_paths(e[i].mask_path_offset, e[i].mask_path_length); },
@@ -356,7 +359,7 @@ FilesImage encode_files(const DatasetIndex& index) {
   // own when they are (COCO's, shards'), else a copy in that order.
   std::vector<std::uint64_t> box_first{0};
   bool in_order = true;
-  for (const FileEntry& f : e) {
+  for (const FileEntry& f : index.parquet ? std::span<const FileEntry>() : std::span(e)) {
     in_order = in_order && f.box_first == box_first.back();
     box_first.push_back(box_first.back() + f.box_count);
   }
@@ -382,17 +385,23 @@ FilesImage encode_files(const DatasetIndex& index) {
   else
     w.owned(kBoxes, std::move(reordered), sizeof(SampleBox));
   const auto col = [&](std::uint32_t s, auto field) {
-    w.column(s, n, [&](std::uint64_t i) { return static_cast<std::int64_t>(field(e[i])); });
+    w.column(s, n, [&](std::uint64_t i) {
+      return index.parquet ? 0 : static_cast<std::int64_t>(field(e[i]));
+    });
   };
-  col(kLabelColumn, [](const FileEntry& f) { return f.label; });
+  if (index.parquet)
+    w.column(kLabelColumn, n, [&](std::uint64_t i) { return std::int64_t{index.labels[i]}; });
+  else
+    col(kLabelColumn, [](const FileEntry& f) { return f.label; });
   col(kOffsetColumn, [](const FileEntry& f) { return f.offset; });
   col(kSizeColumn, [](const FileEntry& f) { return f.size; });
   col(kMaskOffsetColumn, [](const FileEntry& f) { return f.mask_offset; });
   col(kMaskSizeColumn, [](const FileEntry& f) { return f.mask_size; });
   col(kBytesOffsetColumn, [](const FileEntry& f) { return f.bytes_offset; });
   col(kBytesSizeColumn, [](const FileEntry& f) { return f.bytes_size; });
-  w.column(kBoxFirstColumn, n + 1,
-           [&](std::uint64_t i) { return static_cast<std::int64_t>(box_first[i]); });
+  w.column(kBoxFirstColumn, n + 1, [&](std::uint64_t i) {
+    return index.parquet ? 0 : static_cast<std::int64_t>(box_first[i]);
+  });
   col(kAnnotatedWidthColumn, [](const FileEntry& f) { return f.annotated_width; });
   col(kAnnotatedHeightColumn, [](const FileEntry& f) { return f.annotated_height; });
   return std::move(w).finish(mask_kind);
@@ -536,8 +545,8 @@ bool files_region_holds(const std::uint8_t* region, std::uint64_t size, std::uin
     if (!within(folders[f].offset, folders[f].length, text)) return false;
   // Shards: every sample a member of one; else every sample a path of its own. Parquet rows may
   // have a path (empty: their image is in their row).
-  const bool paths = source_total == 0 || (h.sections[kParquetChunks].count > 0 &&
-                                           h.sections[kPathBlocks].count > 0);
+  const bool paths = source_total == 0 ||
+                     (h.sections[kParquetChunks].count > 0 && h.sections[kPathBlocks].count > 0);
   if (paths ? !paths_hold(region, h, kPathBlocks, samples) : h.sections[kPathBlocks].count != 0)
     return false;
   if (h.mask_kind == kMaskFile ? !paths_hold(region, h, kMaskPathBlocks, samples)

@@ -68,11 +68,14 @@ std::shared_ptr<const MappedIndex> index_dataset(const std::string& data,
     m->built_s_ = seconds_since(start) - m->waited_s_;
     return std::shared_ptr<const MappedIndex>(std::move(m));
   };
-  std::map<std::string, RemoteObject> seen;  // (the HEADs asked for the key serve indexing too)
+  // (The HEADs asked and the Parquet files found for the key serve indexing too.)
+  std::map<std::string, RemoteObject> seen;
+  std::optional<std::vector<std::string>> parquet;
   const std::optional<std::string> identity =
-      options.caches.root.empty() ? std::nullopt : dataset_identity(data, options, &seen);
+      options.caches.root.empty() ? std::nullopt : dataset_identity(data, options, &seen, &parquet);
   IndexOptions build = options;
   build.remote_seen = &seen;
+  if (parquet) build.parquet_found = &*parquet;
   const auto indexed = [&] {
     const ProgressTicker ticker(options, "indexing " + redact_url(data));
     return build_index(data, build);

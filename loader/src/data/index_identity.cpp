@@ -144,7 +144,8 @@ bool add_shard_versions(std::string& out, const std::vector<std::string>& shards
 }  // namespace
 
 std::optional<std::string> dataset_identity(const std::string& data, const IndexOptions& o,
-                                            std::map<std::string, RemoteObject>* seen) {
+                                            std::map<std::string, RemoteObject>* seen,
+                                            std::optional<std::vector<std::string>>* parquet) {
   // (A URL with a user:password or a signature is indexed privately: the index holds the URL
   // whole, and a key of the redacted one would hand it to another run or user.)
   if (redact_url(data) != printable(data)) return std::nullopt;
@@ -168,6 +169,7 @@ std::optional<std::string> dataset_identity(const std::string& data, const Index
     return out;
   }
   if (const auto files = parquet_files(data, o.split, o.remote)) {
+    if (parquet != nullptr) *parquet = files;
     for (const std::string& f : *files) {
       // (A remote file's version is its size and ETag, as a remote shard's.)
       if (is_url(f) ? !add_shard_versions(out, {f}, o.remote, seen)

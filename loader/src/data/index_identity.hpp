@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "data/dataset_index.hpp"
 #include "remote/remote.hpp"
@@ -19,8 +20,11 @@ namespace stoke::detail {
 // inputs: the options, then one line per input file or folder. std::nullopt when it cannot be
 // named (a path that does not exist, a remote shard without an ETag): such data is indexed into
 // a private file every time.
-// `seen` (when given) keeps the remote shards' HEAD answers it asked for, by URL.
-std::optional<std::string> dataset_identity(const std::string& data, const IndexOptions& options,
-                                            std::map<std::string, RemoteObject>* seen = nullptr);
+// `seen` (when given) keeps the remote shards' HEAD answers it asked for, by URL; `parquet`
+// (when given) the Parquet files `data` names, when it names some.
+std::optional<std::string> dataset_identity(
+    const std::string& data, const IndexOptions& options,
+    std::map<std::string, RemoteObject>* seen = nullptr,
+    std::optional<std::vector<std::string>>* parquet = nullptr);
 
 }  // namespace stoke::detail

@@ -240,8 +240,7 @@ void add_image_paths(parquet::ParquetFileReader& reader, int group, int leaf, in
                      std::int64_t first_row, ParquetFileFacts& facts, std::uint64_t& total,
                      const std::string& path) {
   const auto meta = reader.metadata();
-  const std::unique_ptr<parquet::ColumnChunkMetaData> c =
-      meta->RowGroup(group)->ColumnChunk(leaf);
+  const std::unique_ptr<parquet::ColumnChunkMetaData> c = meta->RowGroup(group)->ColumnChunk(leaf);
   if (const auto stats = c->statistics();
       stats != nullptr && stats->HasNullCount() && stats->null_count() == 0)
     return;
@@ -250,7 +249,8 @@ void add_image_paths(parquet::ParquetFileReader& reader, int group, int leaf, in
   const std::shared_ptr<parquet::RowGroupReader> rows = reader.RowGroup(group);
   const auto bytes = std::static_pointer_cast<parquet::ByteArrayReader>(rows->Column(leaf));
   const auto paths = std::static_pointer_cast<parquet::ByteArrayReader>(rows->Column(paths_leaf));
-  const auto bytes_def = static_cast<std::int16_t>(meta->schema()->Column(leaf)->max_definition_level());
+  const auto bytes_def =
+      static_cast<std::int16_t>(meta->schema()->Column(leaf)->max_definition_level());
   const auto path_def =
       static_cast<std::int16_t>(meta->schema()->Column(paths_leaf)->max_definition_level());
   constexpr std::int64_t kBatch = 1024;

@@ -8,9 +8,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "common/align.hpp"
 #include "common/text.hpp"
@@ -459,7 +459,9 @@ DatasetIndex index_parquet(const std::vector<std::string>& files, const IndexOpt
   index.shard_starts.push_back(0);
   const ParquetColumns columns{options.image_column, options.label_column};
   bool text_labels = false;
-  std::vector<std::string> texts;  // per sample, for text labels
+  // Text labels: each string's number in the order first met (a row's label is that until the
+  // strings are sorted, at the end).
+  std::unordered_map<std::string, std::int32_t> met;
   std::vector<std::string> class_names;
   for (const std::string& path : files) {
     std::optional<LocalFile> file;
@@ -527,10 +529,23 @@ DatasetIndex index_parquet(const std::vector<std::string>& files, const IndexOpt
       for (const ParquetPageLocation& p : pages.pages)
         index.parquet_pages.push_back(
             {p.offset, p.size, static_cast<std::uint32_t>(p.first_row)});
+      // The row group's path and copy (a row keeps its label alone).
+      FileEntry& e = index.entries.emplace_back();
+      e.path_offset = path_offset;
+      e.path_length = static_cast<std::uint32_t>(path.size());
+      e.copy_length = static_cast<std::uint32_t>(copy.size());
       for (std::int64_t k = 0; k < chunk.rows; ++k, ++row) {
         std::int64_t label = -1;
         const auto at = static_cast<std::size_t>(row);
         if (!text_labels && at < facts.labels.size()) label = facts.labels[at];
+        if (text_labels && at < facts.label_texts.size() && !facts.label_texts[at].empty()) {
+          const auto [it, added] =
+              met.try_emplace(facts.label_texts[at], static_cast<std::int32_t>(met.size()));
+          if (added && met.size() > static_cast<std::size_t>(options.max_classes))
+            throw ConfigError(source.name + ": its labels name more than max_classes (" +
+                              std::to_string(options.max_classes) + ") classes");
+          label = it->second;
+        }
         if (label < -1 || label >= options.max_classes) {
           const std::string where =
               path + " (row group " + std::to_string(g) + ", row " + std::to_string(k) + ")";
@@ -538,12 +553,7 @@ DatasetIndex index_parquet(const std::vector<std::string>& files, const IndexOpt
           throw label_over_bound(where, "label", static_cast<std::uint64_t>(label),
                                  options.max_classes);
         }
-        FileEntry& e = index.entries.emplace_back();
-        e.path_offset = path_offset;
-        e.path_length = static_cast<std::uint32_t>(path.size());
-        e.copy_length = static_cast<std::uint32_t>(copy.size());
-        e.label = static_cast<std::int32_t>(label);
-        if (text_labels) texts.push_back(at < facts.label_texts.size() ? facts.label_texts[at] : "");
+        index.labels.push_back(static_cast<std::int32_t>(label));
       }
       index.size += chunk.rows;
       index.shard_starts.push_back(index.size);
@@ -552,18 +562,14 @@ DatasetIndex index_parquet(const std::vector<std::string>& files, const IndexOpt
   if (index.size == 0) throw ConfigError(files.front() + ": its row groups hold no rows");
   if (text_labels) {
     // Classes named by strings: sorted, as an image folder's class folders are.
-    std::set<std::string> distinct(texts.begin(), texts.end());
-    distinct.erase(std::string());
-    class_names.assign(distinct.begin(), distinct.end());
-    if (class_names.size() > static_cast<std::size_t>(options.max_classes))
-      throw ConfigError(files.front() + ": its labels name " + std::to_string(class_names.size()) +
-                        " classes, more than max_classes (" + std::to_string(options.max_classes) +
-                        ")");
-    std::map<std::string, std::int32_t> number;
+    class_names.clear();
+    for (const auto& [name, number] : met) class_names.push_back(name);
+    std::sort(class_names.begin(), class_names.end());
+    std::vector<std::int32_t> sorted(met.size());  // a first-met number's place in the sort
     for (std::size_t c = 0; c < class_names.size(); ++c)
-      number[class_names[c]] = static_cast<std::int32_t>(c);
-    for (std::size_t i = 0; i < texts.size(); ++i)
-      index.entries[i].label = texts[i].empty() ? -1 : number[texts[i]];
+      sorted[static_cast<std::size_t>(met[class_names[c]])] = static_cast<std::int32_t>(c);
+    for (std::int32_t& label : index.labels)
+      if (label >= 0) label = sorted[static_cast<std::size_t>(label)];
   }
   index.class_names = std::move(class_names);
   return index;

@@ -260,7 +260,8 @@ TEST(ParquetLoader, ImageFilesAreReadRelativeToTheParquetFile) {
     Loader refused(jpeg_options(nginx.url() + "/out.parquet"));
     FAIL() << "a path out of the file's folder was followed";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find(nginx.url() + "/out.parquet (row 0): its image is the "
+    EXPECT_NE(std::string(e.what()).find(nginx.url() +
+                                         "/out.parquet (row 0): its image is the "
                                          "path '../00000.jpg', which leaves the remote Parquet "
                                          "file's folder"),
               std::string::npos)
@@ -336,6 +337,11 @@ TEST(ParquetHub, HfPathsResolveThroughTheHubApiAndTheTokenStaysWithItsHost) {
   const std::string hub_log = test::read_file(dir.path() / "hub.log");
   const std::string cdn_log = test::read_file(dir.path() / "cdn.log");
   EXPECT_NE(hub_log.find("/api/page2 [Bearer " + token + "]"), std::string::npos) << hub_log;
+  // Each loader lists the Hub once (not once for the index's key and again to index).
+  std::size_t listings = 0;
+  for (std::size_t at = 0; (at = hub_log.find("/api/page2 ", at)) != std::string::npos; ++at)
+    ++listings;
+  EXPECT_EQ(listings, 3u) << hub_log;
   EXPECT_NE(hub_log.find("/resolve/main/data/train-00001-of-00002.parquet [Bearer " + token),
             std::string::npos)
       << hub_log;
