@@ -51,3 +51,24 @@ def test_a_datasets_parquet_file_delivers_the_folders_batches_and_class_names(tm
     assert len(from_parquet) == len(from_folder) == 3
     for (p, l), (fp, fl) in zip(from_parquet, from_folder):
         assert np.array_equal(p, fp) and np.array_equal(l, fl)
+
+
+def test_bytes_field_names_a_column_whose_values_arrive_as_bytes(tmp_path):
+    python = parquet_python()
+    for c in ("cat", "dog"):
+        (tmp_path / "images" / c).mkdir(parents=True)
+        for i in range(3):
+            write_png(tmp_path / "images" / c / f"{i}.png", np.full((20, 20, 3), 40 * i, np.uint8))
+    parquet = tmp_path / "train.parquet"
+    subprocess.run([python, os.path.join(SOURCE, "tests", "loader", "make_parquet.py"),
+                    str(tmp_path / "images"), str(parquet), "--writer", "datasets", "--captions"],
+                   check=True, stdout=subprocess.DEVNULL)
+    loader = stoke.Loader(str(parquet), bytes_field="caption", batch=2, workers=1, size=16,
+                          shuffle=False, devices="cpu:1")
+    seen = []
+    for batch in loader:
+        data = np.from_dlpack(batch.bytes[0])
+        counts = np.from_dlpack(batch.byte_counts[0])
+        seen += [bytes(data[k, :counts[k]]).decode() for k in range(2)]
+    # (make_parquet.py's captions: "row I: " and I % 13 words)
+    assert seen == [f"row {i}: " + "word " * i for i in range(6)]

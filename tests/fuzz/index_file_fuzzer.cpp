@@ -84,6 +84,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                        "sample " + std::to_string(i));
       sum += view.parquet_page(at.page).offset + chunk.dictionary_size;
       for (char c : view.parquet_image_file(i)) sum += static_cast<unsigned char>(c);
+      for (std::uint32_t column = 1; column < view.parquet_columns(); ++column) {
+        const auto value = view.parquet_place(i, column);
+        STOKE_FUZZ_CHECK(value.source == at.source &&
+                             value.page >= view.parquet_chunk(at.source, column).first_page &&
+                             value.page < view.parquet_pages_end(at.source, column) &&
+                             value.row < value.rows,
+                         "sample " + std::to_string(i) + " column " + std::to_string(column));
+        sum += view.parquet_page(value.page).offset + view.bytes_range(i).size;
+      }
     }
     for (char c : view.path(i)) sum += static_cast<unsigned char>(c);
     for (char c : view.copy(i)) sum += static_cast<unsigned char>(c);

@@ -312,21 +312,21 @@ void write_index_files(const fs::path& root) {
     c.max_def = 2;
     c.first_page = pq.parquet_pages.size();
     c.row_group = g.path_offset == 0 ? row_group++ : 0;
+    // (An entry a row group, its file's path; a label a row.)
+    FileEntry e;
+    e.path_offset = g.path_offset;
+    e.path_length = g.path_length;
+    e.copy_length = g.copy_length;
+    pq.entries.push_back(e);
     std::uint32_t first = 0;
     for (const std::uint32_t rows : g.rows) {
       if (rows == 0) continue;
       pq.parquet_pages.push_back({1000 + 4096 * pq.parquet_pages.size(), 4000, first});
-      for (std::uint32_t r = 0; r < rows; ++r) {
-        FileEntry e;
-        e.path_offset = g.path_offset;
-        e.path_length = g.path_length;
-        e.copy_length = g.copy_length;
-        e.label = static_cast<std::int32_t>(pq.entries.size() % 3);
-        pq.entries.push_back(e);
-      }
+      for (std::uint32_t r = 0; r < rows; ++r)
+        pq.labels.push_back(static_cast<std::int32_t>(pq.labels.size() % 3));
       first += rows;
     }
-    pq.size = static_cast<std::int64_t>(pq.entries.size());
+    pq.size = static_cast<std::int64_t>(pq.labels.size());
     pq.shard_starts.push_back(pq.size);
   }
   pq.remote_shards.push_back({2, remote, 30000, copy, false, 1});
@@ -336,8 +336,32 @@ void write_index_files(const fs::path& root) {
   pq.parquet_image_files = {{1, "/data/images/a/1.jpg"},
                             {2, "/data/images/a/2.jpg"},
                             {7, "/data/images/b/7.jpg"},
-                            {pq.entries.size() - 1, "https://example.com/images/c/9.jpg"}};
+                            {pq.labels.size() - 1, "https://example.com/images/c/9.jpg"}};
   write_index(root / "index_file" / "parquet_image_files", pq);
+  // The same with a pass-through bytes column: a second chunk record each row group, of one page.
+  DatasetIndex with_bytes = pq;
+  with_bytes.parquet_columns = 2;
+  with_bytes.has_bytes = true;
+  with_bytes.parquet_chunks.clear();
+  with_bytes.parquet_pages.clear();
+  for (std::size_t s = 0; s < pq.parquet_chunks.size(); ++s) {
+    const std::uint64_t end = s + 1 < pq.parquet_chunks.size() ? pq.parquet_chunks[s + 1].first_page
+                                                               : pq.parquet_pages.size();
+    ParquetChunkRecord image = pq.parquet_chunks[s];
+    image.first_page = with_bytes.parquet_pages.size();
+    with_bytes.parquet_chunks.push_back(image);
+    for (std::uint64_t p = pq.parquet_chunks[s].first_page; p < end; ++p)
+      with_bytes.parquet_pages.push_back(pq.parquet_pages[p]);
+    ParquetChunkRecord bytes = image;
+    bytes.dictionary_offset = bytes.dictionary_size = 0;
+    bytes.first_page = with_bytes.parquet_pages.size();
+    with_bytes.parquet_chunks.push_back(bytes);
+    if (pq.shard_starts[s + 1] > pq.shard_starts[s])
+      with_bytes.parquet_pages.push_back({90000 + 512 * s, 500, 0});
+  }
+  for (std::size_t i = 0; i < pq.labels.size(); ++i)
+    with_bytes.parquet_bytes_sizes.push_back(static_cast<std::uint32_t>(i % 5 == 4 ? 0 : 10 + i));
+  write_index(root / "index_file" / "parquet_bytes_column", with_bytes);
 }
 
 int main(int argc, char** argv) {

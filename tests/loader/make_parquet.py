@@ -4,7 +4,7 @@
     make_parquet.py ROOT OUT --writer pyarrow|polars|duckdb|datasets [--rows-per-group N]
                     [--compression C] [--files K] [--labels int|string|classlabel|none]
                     [--page-index] [--data-page-v2] [--no-dictionary] [--rows-per-page N]
-                    [--image-files K]
+                    [--image-files K] [--captions]
 
 Samples are the folder's images in the order stoke indexes a folder (class folders sorted, the
 images of each sorted by path, the label the class's position), as rows of an `image` column and
@@ -20,6 +20,9 @@ a `label` column. Each writer keeps its own defaults but for what is asked:
 file of its own, as `datasets` writes images it did not embed: copied to images/CLASS/NAME beside
 OUT, and the row's Image {bytes: null, path: "images/CLASS/NAME"}.
 
+--captions (pyarrow, datasets) adds a `caption` string column: row i's caption(i) below, null
+for every tenth row.
+
 --files K splits the rows into K files OUT-00000-of-0000K.parquet, ... (else OUT is the file).
 Prints the files written, one per line.
 """
@@ -34,6 +37,11 @@ def folder_samples(root):
     """The class names, and the (path, label) samples in stoke's folder order."""
     classes = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
     return classes, shard_samples(root)
+
+
+def caption(i):
+    """Row i's caption: null for every tenth row, else of a length that varies with i."""
+    return None if i % 10 == 9 else f"row {i}: " + "word " * (i % 13)
 
 
 def image_struct(image):
@@ -52,6 +60,8 @@ def write_pyarrow(path, images, labels, classes, a):
         image = pa.array([image_struct(b) for b in images],
                          pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
     columns = {"image": image}
+    if a.captions:
+        columns["caption"] = pa.array(a.captions, pa.string())
     if a.labels == "string":
         columns["label"] = pa.array([classes[l] for l in labels], pa.string())
     elif a.labels != "none":
@@ -110,6 +120,9 @@ def write_datasets(path, images, labels, classes, a):
     import datasets
     features = {"image": datasets.Image()}
     rows = {"image": [image_struct(b) for b in images]}
+    if a.captions:
+        features["caption"] = datasets.Value("string")
+        rows["caption"] = a.captions
     if a.labels == "string":
         features["label"] = datasets.Value("string")
         rows["label"] = [classes[l] for l in labels]
@@ -142,6 +155,7 @@ def main():
     p.add_argument("--no-dictionary", action="store_true")
     p.add_argument("--plain-binary", action="store_true")
     p.add_argument("--image-files", type=int, default=0)
+    p.add_argument("--captions", action="store_true")
     a = p.parse_args()
     if a.writer == "datasets":
         os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
@@ -170,7 +184,11 @@ def main():
         per = -(-len(samples) // a.files)
         parts = [(f"{a.out}-{k:05d}-of-{a.files:05d}.parquet", k * per,
                   min(len(samples), (k + 1) * per)) for k in range(a.files)]
+    if a.captions and a.writer not in ("pyarrow", "datasets"):
+        p.error("--captions is written by pyarrow or datasets")
+    all_captions = [caption(i) for i in range(len(samples))] if a.captions else None
     for path, begin, end in parts:
+        a.captions = all_captions[begin:end] if all_captions else None
         WRITERS[a.writer](path, images[begin:end], labels[begin:end], classes, a)
         print(path)
 

@@ -144,9 +144,10 @@ struct FieldOptions {
   std::string mask_field;
   int mask_ignore = 255;
   int mask_depth = 8;
-  // Pass-through bytes (shards): each sample's member with the extension bytes_field ("txt",
-  // "json": a caption, a record, token ids) delivered untouched, up to max_bytes per sample
-  // with its length (Batch::byte_counts); 0 = the longest such member of the dataset. A longer
+  // Pass-through bytes: each sample's member with the extension bytes_field ("txt", "json": a
+  // caption, a record, token ids), or a Parquet row's value in the column bytes_field names,
+  // delivered untouched, up to max_bytes per sample with its length (Batch::byte_counts); 0 =
+  // the longest such member of the dataset. A longer
   // member is cut to max_bytes (the log says how many are) under OnError::kSkip, and is a
   // DataError naming it under kError.
   std::string bytes_field;

@@ -445,7 +445,7 @@ void resolve_bytes(ResolvedConfig& r, const DatasetIndex& index, const DatasetVi
       throw ConfigError("max_bytes is " + std::to_string(o.max_bytes) + ", but " +
                         redact_url(o.data) +
                         " has no pass-through bytes (set bytes_field to a shard member's "
-                        "extension)");
+                        "extension or a Parquet column)");
     return;
   }
   if (view.lazy()) {
@@ -453,8 +453,14 @@ void resolve_bytes(ResolvedConfig& r, const DatasetIndex& index, const DatasetVi
     return;
   }
   // The bytes member: the sample's key (its image member's name, read back from the shard,
-  // less the extension) and bytes_field.
+  // less the extension) and bytes_field; a Parquet row's place and its column.
   const auto member = [&](std::int64_t i) {
+    if (view.parquet()) {
+      const DatasetView::ParquetPlace at = view.parquet_place(i);
+      return entry_path(view, i) + " (sample " + std::to_string(i) + ", row group " +
+             std::to_string(view.parquet_chunk(at.source).row_group) + ", row " +
+             std::to_string(at.group_row) + ")'s " + o.bytes_field;
+    }
     const std::string image = member_name(view, i);
     if (image.empty())
       return entry_path(view, i) + " (sample " + std::to_string(i) + ")'s ." + o.bytes_field +
@@ -506,7 +512,7 @@ ResolvedConfig resolve(Options o, const MappedIndex& mapped, RemoteConfig remote
        " (its labels come from its class folders, list or IDX file)"},
       {"box_field", r.options.box_field, !r.options.box_field.empty(),
        " (a COCO annotation file has its own)"},
-      {"bytes_field", r.options.bytes_field, !r.options.bytes_field.empty(), ""},
+      {"bytes_field", r.options.bytes_field, !r.options.bytes_field.empty() && !index.parquet, ""},
       {"mask_field", r.options.mask_field, !r.options.mask_field.empty(),
        " (a list file names masks in a third column)"},
   };

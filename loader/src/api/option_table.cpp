@@ -336,7 +336,7 @@ const std::vector<OptionInfo>& rows() {
       STOKE_OPTION(FieldOptions, mask_depth, kInt, "bits per mask label: 8 or 16"),
       STOKE_OPTION(FieldOptions, bytes_field, kText,
                    "shards: the extension of each sample's member passed through untouched (txt: "
-                   "a caption; json: a record)"),
+                   "a caption; json: a record); Parquet: a binary or string column"),
       STOKE_OPTION(FieldOptions, max_bytes, kInt,
                    "pass-through bytes per sample (0: the longest member); a longer member is cut "
                    "under on_error=skip and refused under error",

@@ -108,7 +108,12 @@ struct DatasetIndex {
   // Parquet files (data/parquet_dataset.hpp): the sources (shard_starts) are their row groups,
   // each with its image column chunk's record, and the chunks' data pages.
   bool parquet = false;
+  // A record per row group and column read (ParquetColumn: the image's, then the bytes' when
+  // bytes_field names a column), in that order.
+  std::uint32_t parquet_columns = 1;
   std::vector<ParquetChunkRecord> parquet_chunks;
+  // With bytes_field: each row's value's size in bytes (a null's: 0).
+  std::vector<std::uint32_t> parquet_bytes_sizes;
   std::vector<ParquetPageRecord> parquet_pages;
   // The rows whose image is a file of its own (an Image struct's path where its bytes are null):
   // the sample and the file's path or URL, in sample order.
@@ -136,7 +141,7 @@ struct IndexOptions {
   std::string label_field = "cls";       // shards: where a sample's label is
   std::string image_root;                // COCO: where file_names resolve ("": the JSON's folder)
   std::string mask_field;                // shards: the extension of a sample's mask member, or ""
-  std::string bytes_field;               // shards: the extension of a sample's bytes member, or ""
+  std::string bytes_field;               // a shard member's extension, a Parquet column, or ""
   std::string box_field;                 // shards: the extension of a sample's boxes member, or ""
   std::string image_column;              // Parquet: the column images are read from ("": found)
   std::string label_column;              // Parquet: the column labels are read from ("": found)

@@ -37,14 +37,14 @@ std::pair<std::size_t, std::int64_t> DatasetView::shard_of(std::int64_t i) const
   return record_holding(shards_, shard_total_, i, [](const ShardRecord& s) { return s.start; });
 }
 
-DatasetView::ParquetPlace DatasetView::parquet_place(std::int64_t i) const {
+DatasetView::ParquetPlace DatasetView::parquet_place(std::int64_t i, std::uint32_t column) const {
   ParquetPlace p;
   const auto [source, row] = files_.source_of(i);
   p.source = source;
   p.group_row = row;
-  const ParquetChunkRecord& chunk = files_.parquet_chunk(source);
+  const ParquetChunkRecord& chunk = files_.parquet_chunk(source, column);
   const ParquetPageRecord* pages = files_.parquet_pages();
-  const std::uint64_t end = files_.parquet_pages_end(source);
+  const std::uint64_t end = files_.parquet_pages_end(source, column);
   // (The region's check ensures a row group with rows has pages from its row 0, in order.)
   const auto [k, in_page] =
       record_holding(pages + chunk.first_page, end - chunk.first_page, row,

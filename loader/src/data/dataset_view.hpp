@@ -137,8 +137,9 @@ class DatasetView {
   bool in_shards() const { return kind_ == DatasetKind::kFiles && files_.source_total() > 0; }
   bool parquet() const { return kind_ == DatasetKind::kFiles && files_.parquet(); }
 
-  // REQUIRES: parquet(). Where sample i is: its row group (a source), its data page (into the
-  // pages) and its row there, and the page's rows.
+  // REQUIRES: parquet(). Where sample i is in a column read (kParquetImage, or kParquetBytes
+  // when parquet_columns() is 2): its row group (a source), its data page (into the pages) and
+  // its row there, and the page's rows.
   struct ParquetPlace {
     std::size_t source = 0;
     std::uint64_t page = 0;
@@ -146,9 +147,11 @@ class DatasetView {
     std::uint32_t rows = 0;  // the page's
     std::int64_t group_row = 0;  // in the row group
   };
-  ParquetPlace parquet_place(std::int64_t i) const;
-  const ParquetChunkRecord& parquet_chunk(std::size_t source) const {
-    return files_.parquet_chunk(source);
+  ParquetPlace parquet_place(std::int64_t i, std::uint32_t column = kParquetImage) const;
+  std::uint32_t parquet_columns() const { return files_.parquet_columns(); }
+  const ParquetChunkRecord& parquet_chunk(std::size_t source,
+                                          std::uint32_t column = kParquetImage) const {
+    return files_.parquet_chunk(source, column);
   }
   const ParquetPageRecord& parquet_page(std::uint64_t page) const {
     return files_.parquet_pages()[page];
@@ -159,8 +162,8 @@ class DatasetView {
     return files_.has_paths() ? files_.path(i) : std::string();
   }
   // The end of a row group's data pages (the next one's first).
-  std::uint64_t parquet_pages_end(std::size_t source) const {
-    return files_.parquet_pages_end(source);
+  std::uint64_t parquet_pages_end(std::size_t source, std::uint32_t column = kParquetImage) const {
+    return files_.parquet_pages_end(source, column);
   }
 
   // REQUIRES: lazy() or in_shards(). The shards, each one's path, and a sample's shard and its

@@ -142,8 +142,9 @@ class Writer {
     keep(info, std::move(bytes));
   }
 
-  FilesImage finish(std::uint32_t mask_kind) && {
+  FilesImage finish(std::uint32_t mask_kind, std::uint32_t parquet_columns) && {
     image.header_.mask_kind = mask_kind;
+    image.header_.parquet_columns = parquet_columns;
     image.size_ = align_up(end_, kIndexAlign);
     return std::move(image);
   }
@@ -253,6 +254,7 @@ FilesRegion::FilesRegion(const std::uint8_t* region) {
   boxes_ = reinterpret_cast<const SampleBox*>(at(kBoxes));
   if (h.sections[kParquetChunks].count > 0) {
     parquet_chunks_ = reinterpret_cast<const ParquetChunkRecord*>(at(kParquetChunks));
+    parquet_columns_ = h.parquet_columns;
     parquet_pages_ = reinterpret_cast<const ParquetPageRecord*>(at(kParquetPages));
     parquet_page_total_ = h.sections[kParquetPages].count;
   }
@@ -398,13 +400,17 @@ FilesImage encode_files(const DatasetIndex& index) {
   col(kMaskOffsetColumn, [](const FileEntry& f) { return f.mask_offset; });
   col(kMaskSizeColumn, [](const FileEntry& f) { return f.mask_size; });
   col(kBytesOffsetColumn, [](const FileEntry& f) { return f.bytes_offset; });
-  col(kBytesSizeColumn, [](const FileEntry& f) { return f.bytes_size; });
+  if (index.parquet && !index.parquet_bytes_sizes.empty())
+    w.column(kBytesSizeColumn, n,
+             [&](std::uint64_t i) { return std::int64_t{index.parquet_bytes_sizes[i]}; });
+  else
+    col(kBytesSizeColumn, [](const FileEntry& f) { return f.bytes_size; });
   w.column(kBoxFirstColumn, n + 1, [&](std::uint64_t i) {
     return index.parquet ? 0 : static_cast<std::int64_t>(box_first[i]);
   });
   col(kAnnotatedWidthColumn, [](const FileEntry& f) { return f.annotated_width; });
   col(kAnnotatedHeightColumn, [](const FileEntry& f) { return f.annotated_height; });
-  return std::move(w).finish(mask_kind);
+  return std::move(w).finish(mask_kind, index.parquet ? index.parquet_columns : 0);
 }
 
 bool FilesImage::write(int fd) const {
@@ -469,21 +475,23 @@ bool column_within(const std::uint8_t* region, const SectionInfo& info, std::int
   return true;
 }
 
-// Parquet's chunks and pages: none, or one chunk per source, each chunk's data pages following
-// the last's, starting at its row group's row 0, in order, each at most kMaxPageRows rows, and
-// its dictionary page, codec and levels ones a worker reads.
+// Parquet's chunks and pages: none, or one chunk per source and column (1 or 2 columns), each
+// chunk's data pages following the last's, starting at its row group's row 0, in order, each at
+// most kMaxPageRows rows, and its dictionary page, codec and levels ones a worker reads.
 bool parquet_holds(const std::uint8_t* region, const FilesHeader& h, std::uint64_t samples) {
   const SectionInfo& c = h.sections[kParquetChunks];
   const SectionInfo& p = h.sections[kParquetPages];
   const std::uint64_t sources = h.sections[kSources].count;
-  if (c.count == 0) return p.count == 0;
-  if (c.count != sources) return false;
+  const std::uint64_t columns = h.parquet_columns;
+  if (c.count == 0) return p.count == 0 && columns == 0;
+  if (columns < 1 || columns > 2 || c.count != sources * columns) return false;
   const auto* chunks = reinterpret_cast<const ParquetChunkRecord*>(region + c.offset);
   const auto* pages = reinterpret_cast<const ParquetPageRecord*>(region + p.offset);
   const auto* starts = reinterpret_cast<const SourceRecord*>(region + h.sections[kSources].offset);
-  for (std::uint64_t s = 0; s < sources; ++s) {
-    const ParquetChunkRecord& k = chunks[s];
-    const std::uint64_t end = s + 1 < sources ? chunks[s + 1].first_page : p.count;
+  for (std::uint64_t r = 0; r < c.count; ++r) {
+    const std::uint64_t s = r / columns;
+    const ParquetChunkRecord& k = chunks[r];
+    const std::uint64_t end = r + 1 < c.count ? chunks[r + 1].first_page : p.count;
     if (k.first_page > end || end > p.count) return false;
     if (!codec_supported(static_cast<ParquetCodec>(k.codec)) || k.max_def > 2 ||
         k.dictionary_size > kMaxPageBytes)

@@ -11,8 +11,9 @@
 //     paths     u64 blocks[ceil(N / 16)], then bytes: plain files' paths, front- and back-coded
 //               by 16s (Parquet: none, or each row's image file, empty where the row holds it)
 //     mask paths                the same, for list files' mask files
-//     Parquet chunks            ParquetChunkRecord[]: per source (a row group), its image column
-//                               chunk's codec, levels, dictionary page and first data page
+//     Parquet chunks            ParquetChunkRecord[]: per source (a row group) and column read
+//                               (the image's, then the bytes', if read), the column chunk's
+//                               codec, levels, dictionary page and first data page
 //     Parquet pages             ParquetPageRecord[]: the chunks' data pages, in order
 //     boxes     SampleBox[]     in sample order; sample i's are [box_first[i], box_first[i + 1])
 //     columns   label, offset, size, mask offset and size, bytes offset and size, box_first
@@ -83,7 +84,9 @@ static_assert(sizeof(SectionInfo) == 32);
 
 struct FilesHeader {
   std::uint32_t mask_kind = 0;  // every sample's: kNoMask, kMaskFile or kMaskMember
-  std::uint32_t reserved = 0;
+  // Parquet: the columns read, each a chunk record a row group (1: the image's; 2: and the
+  // pass-through bytes', bytes_field); 0 for other data.
+  std::uint32_t parquet_columns = 0;
   std::uint64_t reserved2 = 0;
   SectionInfo sections[kSectionCount];
 };
@@ -98,8 +101,11 @@ struct SourceRecord {
 };
 static_assert(sizeof(SourceRecord) == 32);
 
-// Parquet: a source is a row group, and its record here says how its image column's pages are
-// read (data/parquet_page.hpp).
+// Parquet: a source is a row group, and its records here (one a column read) say how its column
+// chunks' pages are read (data/parquet_page.hpp).
+// The columns a Parquet index reads, in the order of their records.
+enum ParquetColumn : std::uint32_t { kParquetImage = 0, kParquetBytes = 1 };
+
 struct ParquetChunkRecord {
   std::uint64_t dictionary_offset = 0;  // its dictionary page, header first (size 0: none)
   std::uint32_t dictionary_size = 0;
@@ -184,12 +190,19 @@ class FilesRegion {
   std::string mask_path(std::int64_t i) const { return decode(mask_paths_, i); }
   const SampleBox* boxes() const { return boxes_; }
   const IntColumn& column(FilesSection c) const { return columns_[c - kFirstColumn]; }
-  // Parquet (sources are row groups): whether it is, a source's chunk and a chunk's data pages.
+  // Parquet (sources are row groups): whether it is, the columns read (kParquetImage, and
+  // kParquetBytes when there are two), a source's chunk of a column and that chunk's data pages:
+  // [its first_page, parquet_pages_end).
   bool parquet() const { return parquet_chunks_ != nullptr; }
-  const ParquetChunkRecord& parquet_chunk(std::size_t s) const { return parquet_chunks_[s]; }
+  std::uint32_t parquet_columns() const { return parquet_columns_; }
+  const ParquetChunkRecord& parquet_chunk(std::size_t s, std::uint32_t column = 0) const {
+    return parquet_chunks_[s * parquet_columns_ + column];
+  }
   const ParquetPageRecord* parquet_pages() const { return parquet_pages_; }
-  std::uint64_t parquet_pages_end(std::size_t s) const {
-    return s + 1 < source_total_ ? parquet_chunks_[s + 1].first_page : parquet_page_total_;
+  std::uint64_t parquet_pages_end(std::size_t s, std::uint32_t column = 0) const {
+    const std::size_t r = s * parquet_columns_ + column + 1;
+    return r < source_total_ * parquet_columns_ ? parquet_chunks_[r].first_page
+                                                : parquet_page_total_;
   }
 
  private:
@@ -211,6 +224,7 @@ class FilesRegion {
   PathStream paths_, mask_paths_;
   const SampleBox* boxes_ = nullptr;
   const ParquetChunkRecord* parquet_chunks_ = nullptr;  // null: not Parquet
+  std::uint32_t parquet_columns_ = 0;
   const ParquetPageRecord* parquet_pages_ = nullptr;
   std::uint64_t parquet_page_total_ = 0;
   IntColumn columns_[kSectionCount - kFirstColumn];

@@ -410,9 +410,13 @@ std::unique_ptr<MappedIndex> map_index_file(int fd, const std::string& identity,
   info.has_masks = (h.flags & kHasMasks) != 0;
   info.has_bytes = (h.flags & kHasBytes) != 0;
   info.parquet = (h.flags & kIsParquet) != 0;
-  // (The flag and the region agree: a Parquet region has its chunks, and only it has.)
+  // (The flags and the region agree: a Parquet region has its chunks, and only it has; its
+  // bytes are a column of their own.)
   if (info.parquet != (info.kind == DatasetKind::kFiles &&
                        FilesRegion(out.map_ + h.region_offset).parquet()))
+    return nullptr;
+  if (info.parquet &&
+      info.has_bytes != (FilesRegion(out.map_ + h.region_offset).parquet_columns() == 2))
     return nullptr;
   MetaReader reader(out.map_ + h.meta_offset, h.meta_size);
   if (!read_meta(reader, info) || !meta_holds(info) ||

@@ -284,6 +284,43 @@ void add_image_paths(parquet::ParquetFileReader& reader, int group, int leaf, in
   }
 }
 
+// The leaf the pass-through bytes are read from: `wanted`, or its struct's `bytes`.
+int bytes_leaf(const parquet::SchemaDescriptor& schema, const std::string& wanted,
+               const std::string& path) {
+  int found = schema.ColumnIndex(wanted);
+  if (found < 0) found = schema.ColumnIndex(wanted + ".bytes");
+  if (found < 0)
+    throw Refused{path + ": no column '" + wanted + "' to read bytes_field from; its columns are " +
+                  column_list(schema)};
+  const parquet::ColumnDescriptor* c = schema.Column(found);
+  if (!byte_leaf(c) || c->max_definition_level() > 2)
+    throw Refused{path + ": column " + c->path()->ToDotString() + " is " +
+                  parquet::TypeToString(c->physical_type()) +
+                  (c->max_repetition_level() > 0 ? " in a list" : "") +
+                  "; bytes_field reads a top-level binary or string column"};
+  return found;
+}
+
+// Appends to `sizes` the size of each row's value of `leaf` in row group `group` (a null's: 0).
+void add_value_sizes(parquet::ParquetFileReader& reader, int group, int leaf,
+                     std::vector<std::uint32_t>& sizes) {
+  const auto column =
+      std::static_pointer_cast<parquet::ByteArrayReader>(reader.RowGroup(group)->Column(leaf));
+  const auto max_def =
+      static_cast<std::int16_t>(reader.metadata()->schema()->Column(leaf)->max_definition_level());
+  constexpr std::int64_t kBatch = 1024;
+  std::vector<std::int16_t> levels(kBatch);
+  std::vector<parquet::ByteArray> values(kBatch);
+  while (column->HasNext()) {
+    std::int64_t got = 0;
+    const std::int64_t n = column->ReadBatch(kBatch, levels.data(), nullptr, values.data(), &got);
+    if (n <= 0) break;
+    std::int64_t value = 0;
+    for (std::int64_t k = 0; k < n; ++k)
+      sizes.push_back(levels[k] == max_def ? values[value++].len : 0);
+  }
+}
+
 // Appends the values of `array` (integers, strings, or a dictionary of either) to `facts`.
 void add_labels(const arrow::Array& array, ParquetFileFacts& facts, const std::string& where) {
   const std::int64_t n = array.length();
@@ -477,6 +514,22 @@ ParquetFileFacts read_facts(const ParquetSource& source, const ParquetColumns& c
       std::min<int>(schema.Column(leaf)->max_definition_level(), 255));
   for (int g = 0; g < meta->num_row_groups(); ++g)
     facts.row_groups.push_back(chunk_facts(reader, g, leaf, path, facts.file_size));
+  if (!columns.bytes.empty()) {
+    const int bytes = bytes_leaf(schema, columns.bytes, path);
+    facts.bytes_column = schema.Column(bytes)->path()->ToDotString();
+    facts.bytes_max_def = static_cast<std::uint8_t>(schema.Column(bytes)->max_definition_level());
+    std::uint64_t rows = 0;
+    for (int g = 0; g < meta->num_row_groups(); ++g) {
+      facts.bytes_row_groups.push_back(chunk_facts(reader, g, bytes, path, facts.file_size));
+      add_value_sizes(reader, g, bytes, facts.bytes_sizes);
+      rows += static_cast<std::uint64_t>(facts.bytes_row_groups.back().rows);
+      if (facts.bytes_sizes.size() != rows)
+        throw Refused{path + " (row group " + std::to_string(g) + "): column " +
+                      facts.bytes_column +
+                      " holds another count of values than its rows: the "
+                      "file is damaged"};
+    }
+  }
   if (const int paths_leaf = path_leaf(schema, leaf); paths_leaf >= 0) {
     facts.path_column = schema.Column(paths_leaf)->path()->ToDotString();
     std::int64_t first_row = 0;

@@ -353,12 +353,15 @@ double rows_per_decoded_page(const DatasetView& view) {
 }
 
 std::size_t page_cache_bytes(const DatasetView& view, bool shuffle, int shuffle_window) {
-  std::uint64_t largest = 0;  // a row group's pages, as stored
+  std::uint64_t largest = 0;  // a row group's pages, as stored (of every column read)
   for (std::size_t s = 0; s < view.shard_total(); ++s) {
-    const ParquetChunkRecord& chunk = view.parquet_chunk(s);
-    std::uint64_t bytes = chunk.dictionary_size;
-    for (std::uint64_t p = chunk.first_page; p < view.parquet_pages_end(s); ++p)
-      bytes += view.parquet_page(p).size;
+    std::uint64_t bytes = 0;
+    for (std::uint32_t c = 0; c < view.parquet_columns(); ++c) {
+      const ParquetChunkRecord& chunk = view.parquet_chunk(s, c);
+      bytes += chunk.dictionary_size;
+      for (std::uint64_t p = chunk.first_page; p < view.parquet_pages_end(s, c); ++p)
+        bytes += view.parquet_page(p).size;
+    }
     largest = std::max(largest, bytes);
   }
   std::uint64_t want = largest;
@@ -457,7 +460,9 @@ DatasetIndex index_parquet(const std::vector<std::string>& files, const IndexOpt
   index.kind = DatasetKind::kFiles;
   index.parquet = true;
   index.shard_starts.push_back(0);
-  const ParquetColumns columns{options.image_column, options.label_column};
+  const ParquetColumns columns{options.image_column, options.label_column, options.bytes_field};
+  index.parquet_columns = options.bytes_field.empty() ? 1 : 2;
+  index.has_bytes = !options.bytes_field.empty();
   bool text_labels = false;
   // Text labels: each string's number in the order first met (a row's label is that until the
   // strings are sorted, at the end).
@@ -507,9 +512,9 @@ DatasetIndex index_parquet(const std::vector<std::string>& files, const IndexOpt
     for (const ParquetFileFacts::ImagePath& p : facts.image_paths)
       index.parquet_image_files.emplace_back(static_cast<std::uint64_t>(index.size + p.row),
                                              image_file(path, p.path, p.row));
-    std::int64_t row = 0;  // in the file
-    for (std::size_t g = 0; g < facts.row_groups.size(); ++g) {
-      const ParquetChunkFacts& chunk = facts.row_groups[g];
+    // A row group's chunk of a column read: its record, and its pages found and checked.
+    const auto add_chunk = [&](const ParquetChunkFacts& chunk, std::uint8_t max_def, std::size_t g,
+                               const std::string& column) {
       ChunkPages pages;
       std::string why;
       try {
@@ -518,17 +523,29 @@ DatasetIndex index_parquet(const std::vector<std::string>& files, const IndexOpt
         why = e.what();
       }
       if (!why.empty())
-        throw ConfigError(source.name + " (row group " + std::to_string(g) + "): " + why);
+        throw ConfigError(source.name + " (row group " + std::to_string(g) + ", column " + column +
+                          "): " + why);
       ParquetChunkRecord& r = index.parquet_chunks.emplace_back();
       r.dictionary_offset = pages.dictionary_offset;
       r.dictionary_size = pages.dictionary_size;
       r.codec = static_cast<std::uint8_t>(chunk.codec);
-      r.max_def = facts.max_def;
+      r.max_def = max_def;
       r.first_page = index.parquet_pages.size();
       r.row_group = static_cast<std::uint32_t>(g);
       for (const ParquetPageLocation& p : pages.pages)
         index.parquet_pages.push_back(
             {p.offset, p.size, static_cast<std::uint32_t>(p.first_row)});
+    };
+    const bool bytes = !options.bytes_field.empty();
+    if (bytes && facts.bytes_row_groups.size() != facts.row_groups.size())
+      throw ConfigError(source.name + ": column " + options.bytes_field + " was not read");
+    index.parquet_bytes_sizes.insert(index.parquet_bytes_sizes.end(), facts.bytes_sizes.begin(),
+                                     facts.bytes_sizes.end());
+    std::int64_t row = 0;  // in the file
+    for (std::size_t g = 0; g < facts.row_groups.size(); ++g) {
+      const ParquetChunkFacts& chunk = facts.row_groups[g];
+      add_chunk(chunk, facts.max_def, g, facts.image_column);
+      if (bytes) add_chunk(facts.bytes_row_groups[g], facts.bytes_max_def, g, facts.bytes_column);
       // The row group's path and copy (a row keeps its label alone).
       FileEntry& e = index.entries.emplace_back();
       e.path_offset = path_offset;

@@ -42,6 +42,7 @@ struct ParquetChunkFacts {
 struct ParquetColumns {
   std::string image;
   std::string label;
+  std::string bytes;  // the pass-through bytes' (bytes_field), or "": none read
 };
 
 struct ParquetFileFacts {
@@ -66,6 +67,12 @@ struct ParquetFileFacts {
   };
   std::vector<ImagePath> image_paths;
   std::string path_column;  // the leaf the paths were read from ("image.path"), or ""
+  // When ParquetColumns::bytes names one: the pass-through bytes' leaf, its chunk in each row
+  // group, and each row's value's size (a null's: 0).
+  std::string bytes_column;
+  std::uint8_t bytes_max_def = 0;
+  std::vector<ParquetChunkFacts> bytes_row_groups;
+  std::vector<std::uint32_t> bytes_sizes;
 };
 
 // The longest image path a row may hold, and the most path bytes a file may hold in all: a

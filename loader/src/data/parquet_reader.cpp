@@ -4,10 +4,10 @@
 
 namespace stoke::detail {
 
-BadInput ParquetRows::read(const DatasetView& view, std::int64_t i, const ReadRange& read_range,
-                           ByteSpan& out) {
-  const DatasetView::ParquetPlace at = view.parquet_place(i);
-  const ParquetChunkRecord& chunk = view.parquet_chunk(at.source);
+BadInput ParquetRows::read(const DatasetView& view, std::int64_t i, std::uint32_t column,
+                           const ReadRange& read_range, ByteSpan& out) {
+  const DatasetView::ParquetPlace at = view.parquet_place(i, column);
+  const ParquetChunkRecord& chunk = view.parquet_chunk(at.source, column);
   const ChunkLayout layout{static_cast<ParquetCodec>(chunk.codec), chunk.max_def};
   const auto row_of = [&](const PageValues& values) {
     out = values.row(at.row);
@@ -18,8 +18,9 @@ BadInput ParquetRows::read(const DatasetView& view, std::int64_t i, const ReadRa
   BadInput why = BadInput::kNone;
   std::shared_ptr<const PageValues> dictionary;
   if (chunk.dictionary_size > 0) {
-    dictionary = page(kDictionary | at.source, {chunk.dictionary_offset, chunk.dictionary_size},
-                      0, layout, nullptr, read_range, why);
+    const std::uint64_t record = at.source * view.parquet_columns() + column;
+    dictionary = page(kDictionary | record, {chunk.dictionary_offset, chunk.dictionary_size}, 0,
+                      layout, nullptr, read_range, why);
     if (dictionary == nullptr) return why;
   }
   const ParquetPageRecord& p = view.parquet_page(at.page);

@@ -30,18 +30,19 @@ class ParquetRows {
   // into the vector: kNone, or why it cannot.
   using ReadRange = std::function<BadInput(const ByteRange&, std::vector<std::uint8_t>&)>;
 
-  // The image bytes of sample i of `view` (REQUIRES: view.parquet()), valid until the next
-  // read: kNone and `out` set; kMissing for a null value; kCorrupt for a page that cannot be
-  // read as its header and the index say; or the read's own verdict.
-  BadInput read(const DatasetView& view, std::int64_t i, const ReadRange& read_range,
-                ByteSpan& out);
+  // The value of sample i of `view` in `column` (REQUIRES: view.parquet(); kParquetImage: its
+  // image's bytes, kParquetBytes: its pass-through bytes'), valid until the next read: kNone and
+  // `out` set; kMissing for a null value; kCorrupt for a page that cannot be read as its header
+  // and the index say; or the read's own verdict.
+  BadInput read(const DatasetView& view, std::int64_t i, std::uint32_t column,
+                const ReadRange& read_range, ByteSpan& out);
 
   // Pages decoded so far (for tests: a row in a kept page decodes nothing).
   std::uint64_t pages_decoded() const { return decoded_; }
 
  private:
   struct Kept {
-    std::uint64_t key = 0;  // a data page's number; a chunk's dictionary: kDictionary | source
+    std::uint64_t key = 0;  // a data page's number; a chunk's dictionary: kDictionary | its record
     std::shared_ptr<const PageValues> values;
     std::uint64_t last_use = 0;
   };

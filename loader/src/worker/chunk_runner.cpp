@@ -89,14 +89,7 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
     if (view_->parquet()) {
       const Stopwatch watch(read_ns_);
       ByteSpan row;
-      const BadInput read = parquet_.read(
-          *view_, row_,
-          [&](const ByteRange& range, std::vector<std::uint8_t>& into) {
-            const BadInput r = read_sample_bytes(false, range);
-            into.swap(file_);
-            return r;
-          },
-          row);
+      const BadInput read = read_parquet(kParquetImage, row);
       if (read == BadInput::kNone) {
         bytes = {row.data, row.size};
       } else {
@@ -136,6 +129,17 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
   return BadInput::kNone;
 }
 
+BadInput ChunkRunner::read_parquet(std::uint32_t column, ByteSpan& out) {
+  return parquet_.read(
+      *view_, row_, column,
+      [&](const ByteRange& range, std::vector<std::uint8_t>& into) {
+        const BadInput r = read_sample_bytes(false, range);
+        into.swap(file_);
+        return r;
+      },
+      out);
+}
+
 BadInput ChunkRunner::read_sample_file(bool mask_file, ByteRange range) {
   const Stopwatch watch(read_ns_);
   return read_sample_bytes(mask_file, range);
@@ -161,7 +165,16 @@ BadInput ChunkRunner::produce_bytes(std::uint8_t* dst, std::int32_t* count) {
   const ArenaHeader& h = arena_.header();
   const ByteRange range = view_->bytes_range(row_);
   const std::size_t n = std::min<std::size_t>(range.size, h.max_bytes);
-  if (n > 0) {
+  if (n > 0 && view_->parquet()) {
+    // A row's value in the bytes column (the index has its size: a page that gives another is
+    // not the page indexed).
+    const Stopwatch watch(read_ns_);
+    ByteSpan value;
+    const BadInput read = read_parquet(kParquetBytes, value);
+    if (read != BadInput::kNone) return read;
+    if (value.size != range.size) return BadInput::kCorrupt;
+    std::memcpy(dst, value.data, n);
+  } else if (n > 0) {
     const BadInput read = read_sample_file(false, {range.offset, n});
     if (read != BadInput::kNone) return read;
     std::memcpy(dst, file_.data(), n);

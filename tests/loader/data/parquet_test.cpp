@@ -269,6 +269,76 @@ TEST(ParquetLoader, ImageFilesAreReadRelativeToTheParquetFile) {
   }
 }
 
+// Row i's caption as tests/loader/make_parquet.py --captions writes it ("": null).
+std::string caption(std::int64_t i) {
+  if (i % 10 == 9) return "";
+  std::string text = "row " + std::to_string(i) + ": ";
+  for (std::int64_t k = 0; k < i % 13; ++k) text += "word ";
+  return text;
+}
+
+// bytes_field names a column: each row's value passes through as a shard member's does (a null
+// as none), from pyarrow's dictionary pages and datasets' plain ones, while the images stay the
+// folder's; max_bytes cuts them naming the row; a column that is not there, or not bytes, is a
+// ConfigError naming it.
+TEST(ParquetLoader, BytesFieldPassesAColumnsValuesThrough) {
+  REQUIRE_WRITER("pyarrow");
+  REQUIRE_WRITER("datasets");
+  test::TempDir dir;
+  for (const std::string writer : {"pyarrow", "datasets"}) {
+    Options o = jpeg_options(
+        write_parquet(dir, writer + ".parquet", writer, "--captions --rows-per-group 40"));
+    o.bytes_field = "caption";
+    Loader loader(o);
+    test::Delivered d;
+    int nulls = 0;
+    while (auto b = loader.next()) {
+      ASSERT_EQ(b->max_bytes(), 68) << writer;  // the longest caption: row 12's
+      for (int i = 0; i < b->size(); ++i) {
+        const std::string want = caption(b->sample_ids()[i]);
+        nulls += want.empty();
+        ASSERT_EQ(b->byte_counts()[i], static_cast<int>(want.size())) << writer;
+        const auto* got = reinterpret_cast<const char*>(b->bytes().data()) + i * b->max_bytes();
+        EXPECT_EQ(std::string(got, want.size()), want) << writer;
+      }
+      test::append(d, *b);
+    }
+    EXPECT_EQ(nulls, 9) << writer;
+    EXPECT_TRUE(d == folder_batches()) << writer;
+  }
+  test::LogLines log;
+  Options cut = jpeg_options((dir.path() / "pyarrow.parquet").string());
+  cut.bytes_field = "caption";
+  cut.max_bytes = 60;
+  cut.log = log.sink();
+  {
+    Loader loader(cut);
+    EXPECT_TRUE(log.contains("13 sample(s) carry more than max_bytes 60 bytes"));
+  }
+  cut.on_error = OnError::kError;
+  try {
+    Loader strict(cut);
+    FAIL() << "a caption over max_bytes passed under on_error=error";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find(", row group 0, row 11)'s caption carries 63 bytes"),
+              std::string::npos)
+        << e.what();
+  }
+  for (const auto& [field, says] :
+       {std::pair<std::string, std::string>{"text", "no column 'text' to read bytes_field from"},
+        {"label",
+         "column label is INT64; bytes_field reads a top-level binary or string column"}}) {
+    Options bad = jpeg_options((dir.path() / "pyarrow.parquet").string());
+    bad.bytes_field = field;
+    try {
+      Loader refused(bad);
+      FAIL() << field;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
+}
+
 // A mirror of the Hub's URL layout on nginx: the tree listing (two pages, the second by its Link
 // header) and downloads that redirect to another server, as the Hub's do to its CDN. hf:// paths
 // (a folder by split, a glob) give the local files' batches; HF_TOKEN reaches the endpoint and
@@ -587,16 +657,16 @@ TEST(ParquetRows, ARowOfAKeptPageDecodesNothingAndTheBudgetFollowsTheWindow) {
   detail::ParquetRows rows(std::size_t{64} << 20);
   detail::ByteSpan span;
   for (std::int64_t i = 0; i < 96; ++i) {
-    ASSERT_EQ(rows.read(view, i, read, span), BadInput::kNone) << i;
+    ASSERT_EQ(rows.read(view, i, detail::kParquetImage, read, span), BadInput::kNone) << i;
     EXPECT_EQ(std::string(reinterpret_cast<const char*>(span.data), 2), jpeg_prefix);
   }
   EXPECT_EQ(rows.pages_decoded(), 12u);
-  ASSERT_EQ(rows.read(view, 3, read, span), BadInput::kNone);
+  ASSERT_EQ(rows.read(view, 3, detail::kParquetImage, read, span), BadInput::kNone);
   EXPECT_EQ(rows.pages_decoded(), 12u);  // kept
   // A budget of one byte keeps only the page being read.
   detail::ParquetRows tight(1);
   for (const std::int64_t i : {0, 1, 8, 9, 0})
-    ASSERT_EQ(tight.read(view, i, read, span), BadInput::kNone);
+    ASSERT_EQ(tight.read(view, i, detail::kParquetImage, read, span), BadInput::kNone);
   EXPECT_EQ(tight.pages_decoded(), 3u);
   // pyarrow's defaults: a row group's images in its dictionary page, indices in the data page. A
   // row of a kept data page reads neither again, though the budget let the dictionary go.
@@ -614,8 +684,8 @@ TEST(ParquetRows, ARowOfAKeptPageDecodesNothingAndTheBudgetFollowsTheWindow) {
     return files.read(dict, r, into);
   };
   detail::ParquetRows one(1);
-  ASSERT_EQ(one.read(dict_view, 5, read_dict, span), BadInput::kNone);
-  ASSERT_EQ(one.read(dict_view, 6, read_dict, span), BadInput::kNone);
+  ASSERT_EQ(one.read(dict_view, 5, detail::kParquetImage, read_dict, span), BadInput::kNone);
+  ASSERT_EQ(one.read(dict_view, 6, detail::kParquetImage, read_dict, span), BadInput::kNone);
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(span.data), 2), jpeg_prefix);
   EXPECT_EQ(one.pages_decoded(), 2u);  // the dictionary and the data page, once each
   // The budget: a quarter more than the window's row groups, within [32 MiB, 1 GiB].
