@@ -5,9 +5,11 @@
 // (webdataset's wids JSON: every shard's name, samples and size) so a loader starts without
 // opening any shard. Or, for names ending .parquet, as Parquet files in Hugging Face's layout
 // (an Image column and a ClassLabel label column, data/parquet_facts.hpp's write), each image a
-// page of its own, which stoke, pyarrow and `datasets` read. Optionally re-encodes each image to a maximum side first, so a dataset of
-// camera photographs is shrunk once instead of decoded at full size every epoch. Given shards
-// (and --index without --out), it writes their dataset-level index only.
+// page of its own, which stoke, pyarrow and `datasets` read. Its input may be Parquet too (a
+// Hugging Face dataset's files, local, on a server or hf://): as tar shards, or re-laid out one
+// image a page. Optionally re-encodes each image to a maximum side first, so a dataset of camera
+// photographs is shrunk once instead of decoded at full size every epoch. Given shards (and
+// --index without --out), it writes their dataset-level index only.
 
 #include <algorithm>
 #include <chrono>
@@ -27,7 +29,11 @@
 #include "common/text.hpp"
 #include "data/dataset_index.hpp"
 #include "data/file_reader.hpp"
+#include "data/index_file.hpp"
+#include "data/index_format.hpp"
+#include "data/parquet_dataset.hpp"
 #include "data/parquet_facts.hpp"
+#include "data/parquet_reader.hpp"
 #include "data/shard_counts.hpp"
 #include "data/shard_list.hpp"
 #include "data/tar_index.hpp"
@@ -130,7 +136,9 @@ std::optional<int> parse_args(int argc, char** argv, Args& args) {
       "Shards are written under a temporary name and renamed when complete; a shard that "
       "exists already is an error. Exit status: 0 on success, 1 on an error, 2 on a usage "
       "error.");
-  app.add_option("--data", args.data, "an image folder, a list file or a folder of IDX files")
+  app.add_option("--data", args.data,
+                 "an image folder, a list file, a folder of IDX files, or Parquet files (names, "
+                 "patterns, a folder, URLs or hf://datasets/ORG/NAME, as stoke reads them)")
       ->type_name("SRC")
       ->required();
   app.add_option("--out", args.out,
@@ -160,7 +168,7 @@ std::optional<int> parse_args(int argc, char** argv, Args& args) {
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   stoke::tools::add_word(app, "--split", args.split, stoke::parse_split,
-                         "IDX data: train (default) or test")
+                         "IDX data, and a Parquet folder's files: train (default) or test")
       ->type_name("train|test");
   app.add_option("--rows-per-group", args.rows_per_group,
                  "Parquet: rows per row group (the unit stoke's shuffle_window counts)")
@@ -212,6 +220,80 @@ std::string lowercase_extension(const std::string& path) {
   if (!ext.empty()) ext.erase(0, 1);
   return ext == "jpeg" || ext == "jpe" ? "jpg" : ext;
 }
+
+// A file's path in the index of a folder or list file.
+std::string sample_path(const DatasetIndex& index, std::int64_t i) {
+  const auto& entry = index.entries[static_cast<std::size_t>(i)];
+  return index.paths.substr(entry.path_offset, entry.path_length);
+}
+
+// The extension an image's bytes say (a Parquet row's, which has no name), or "".
+std::string sniffed_extension(const std::vector<std::uint8_t>& b) {
+  const auto starts = [&](std::string_view magic, std::size_t at = 0) {
+    return b.size() >= at + magic.size() &&
+           std::memcmp(b.data() + at, magic.data(), magic.size()) == 0;
+  };
+  if (starts("\xff\xd8\xff")) return "jpg";
+  if (starts("\x89PNG\r\n\x1a\n")) return "png";
+  if (starts("RIFF") && starts("WEBP", 8)) return "webp";
+  if (starts("GIF87a") || starts("GIF89a")) return "gif";
+  if (starts("BM")) return "bmp";
+  if (starts(std::string_view("II*\0", 4)) || starts(std::string_view("MM\0*", 4))) return "tiff";
+  return "";
+}
+
+// Rows of Parquet files, read as a worker reads them (their pages through the index a loader
+// maps, an Image's file where its bytes are null), in order: each page is decoded once.
+class ParquetInput {
+ public:
+  ParquetInput(const std::string& data, const std::vector<std::string>& files,
+               stoke::detail::IndexOptions request)
+      : files_(request.remote) {
+    request.parquet_found = &files;
+    index_ = stoke::detail::index_dataset(data, request);
+    view_.emplace(index_->view());
+  }
+  const DatasetIndex& info() const { return index_->info(); }
+  std::int64_t size() const { return view_->size(); }
+  std::int32_t label(std::int64_t i) const { return view_->label(i); }
+  // Row i's place, for messages: "FILE (row group G, row R)".
+  std::string name(std::int64_t i) const {
+    const auto at = view_->parquet_place(i);
+    return stoke::detail::redact_url(std::string(view_->path(i))) + " (row group " +
+           std::to_string(view_->parquet_chunk(at.source).row_group) + ", row " +
+           std::to_string(at.group_row) + ")";
+  }
+  // Row i's image, and its extension (from its file's name, else its bytes).
+  stoke::detail::BadInput read(std::int64_t i, Encoded& e) {
+    const std::string path = view_->path(i);
+    stoke::detail::ByteSpan value;
+    stoke::detail::BadInput r = rows_.read(
+        *view_, i, stoke::detail::kParquetImage,
+        [&](const stoke::detail::ByteRange& range, std::vector<std::uint8_t>& into) {
+          return files_.read(path, range, into);
+        },
+        value);
+    if (r == stoke::detail::BadInput::kNone) {
+      e.bytes.assign(value.data, value.data + value.size);
+      e.ext = sniffed_extension(e.bytes);
+    } else if (r == stoke::detail::BadInput::kMissing) {
+      const std::string file = view_->parquet_image_file(i);
+      if (file.empty()) return r;
+      if ((r = files_.read(file, {}, e.bytes)) != stoke::detail::BadInput::kNone) return r;
+      e.ext = lowercase_extension(file);
+      if (e.ext.empty()) e.ext = sniffed_extension(e.bytes);
+    } else {
+      return r;
+    }
+    return e.ext.empty() ? stoke::detail::BadInput::kUndecodable : stoke::detail::BadInput::kNone;
+  }
+
+ private:
+  std::shared_ptr<const stoke::detail::MappedIndex> index_;
+  std::optional<stoke::detail::DatasetView> view_;
+  stoke::detail::SampleFiles files_;
+  stoke::detail::ParquetRows rows_{std::size_t{256} << 20};  // a few row groups' pages
+};
 
 // Shrinks to max_side and re-encodes as JPEG; images within max_side keep their own bytes.
 std::optional<Encoded> shrink(Encoded in, int max_side, int quality) {
@@ -425,16 +507,21 @@ int run(const Args& args) {
   stoke::detail::IndexOptions request;
   request.split = args.split;
   request.remote = stoke::detail::remote_policy_from_environment();  // this tool's own reading
-  DatasetIndex index = stoke::detail::build_index(args.data, request);
-  if (index.parquet)
-    throw stoke::ConfigError(args.data + " is Parquet already; stoke reads it as it is (stoke-pack "
-                                         "packs image folders, list files and IDX data)");
-  if (!index.shard_starts.empty())
+  // Parquet: its rows as a worker reads them; other data: its index's entries.
+  std::optional<ParquetInput> parquet;
+  DatasetIndex index;
+  if (const auto files = stoke::detail::parquet_files(args.data, args.split, request.remote))
+    parquet.emplace(args.data, *files, request);
+  else
+    index = stoke::detail::build_index(args.data, request);
+  if (!parquet && !index.shard_starts.empty())
     throw stoke::ConfigError(args.data + " is tar shards already; stoke reads them as they are");
   for (const auto& r : index.rejected)
     std::cerr << "stoke-pack: skipped " << stoke::detail::printable(r.path) << ": "
               << stoke::detail::bad_input_name(r.reason) << "\n";
-  const std::int64_t n = index.size;
+  const std::int64_t n = parquet ? parquet->size() : index.size;
+  const std::vector<std::string>& class_names =
+      parquet ? parquet->info().class_names : index.class_names;
   const std::size_t width = std::max<std::size_t>(6, std::to_string(n - 1).size());
   const auto key = [&](std::int64_t i) {
     std::string digits = std::to_string(i);
@@ -458,15 +545,22 @@ int run(const Args& args) {
   };
   for (std::int64_t i = 0; i < n; ++i) {
     Encoded e;
-    if (index.kind == stoke::detail::DatasetKind::kRaw) {
+    if (parquet) {
+      if (const stoke::detail::BadInput r = parquet->read(i, e);
+          r != stoke::detail::BadInput::kNone) {
+        std::cerr << "stoke-pack: skipped " << parquet->name(i) << ": "
+                  << stoke::detail::bad_input_name(r) << "\n";
+        ++skipped;
+        continue;
+      }
+    } else if (index.kind == stoke::detail::DatasetKind::kRaw) {
       const cv::Mat gray(index.height, index.width, CV_8UC(index.channels),
                          index.pixels.data() + static_cast<std::size_t>(i) * index.height *
                                                    index.width * index.channels);
       cv::imencode(".png", gray, e.bytes);
       e.ext = "png";
     } else {
-      const auto& entry = index.entries[static_cast<std::size_t>(i)];
-      const std::string path = index.paths.substr(entry.path_offset, entry.path_length);
+      const std::string path = sample_path(index, i);
       const stoke::detail::BadInput r = files.read(path, {}, e.bytes);
       if (r != stoke::detail::BadInput::kNone) {
         std::cerr << "stoke-pack: skipped " << stoke::detail::printable(path) << ": "
@@ -475,20 +569,22 @@ int run(const Args& args) {
         continue;
       }
       e.ext = lowercase_extension(path);
-      if (args.max_side > 0) {
-        const std::size_t before = e.bytes.size();
-        auto small = shrink(std::move(e), args.max_side, args.quality);
-        if (!small) {
-          std::cerr << "stoke-pack: skipped " << stoke::detail::printable(path)
-                    << ": undecodable\n";
-          ++skipped;
-          continue;
-        }
-        if (small->ext == "jpg" && small->bytes.size() != before) ++reencoded;
-        e = std::move(*small);
-      }
     }
-    const std::int64_t label = index.kind == stoke::detail::DatasetKind::kRaw
+    if (args.max_side > 0 && (parquet || index.kind != stoke::detail::DatasetKind::kRaw)) {
+      const std::size_t before = e.bytes.size();
+      auto small = shrink(std::move(e), args.max_side, args.quality);
+      if (!small) {
+        std::cerr << "stoke-pack: skipped "
+                  << (parquet ? parquet->name(i) : stoke::detail::printable(sample_path(index, i)))
+                  << ": undecodable\n";
+        ++skipped;
+        continue;
+      }
+      if (small->ext == "jpg" && small->bytes.size() != before) ++reencoded;
+      e = std::move(*small);
+    }
+    const std::int64_t label = parquet ? parquet->label(i)
+                               : index.kind == stoke::detail::DatasetKind::kRaw
                                    ? index.labels[static_cast<std::size_t>(i)]
                                    : index.entries[static_cast<std::size_t>(i)].label;
     const std::uint64_t sample_bytes =
@@ -500,7 +596,7 @@ int run(const Args& args) {
     if (!shard) {
       written.push_back(shard_name(args.pattern, static_cast<std::int64_t>(written.size())));
       if (args.parquet)
-        shard = std::make_unique<ParquetShard>(written.back(), args, index.class_names);
+        shard = std::make_unique<ParquetShard>(written.back(), args, class_names);
       else
         shard = std::make_unique<ShardWriter>(written.back(), args.sidecar);
     }

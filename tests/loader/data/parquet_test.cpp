@@ -631,6 +631,43 @@ TEST(StokePack, ParquetFilesHoldTheFolderAndDatasetsReadThemBack) {
       " " + test::testdata("jpeg") + " '" + (dir.path() / "*.parquet").string() + "' > /dev/null");
 }
 
+// Parquet in (a datasets file, a third of its rows' images files of their own): packed as tar
+// shards, and re-laid out as stoke's Parquet (an image a page), it gives the folder's batches and
+// class names; a row that cannot be read is skipped, named by file, row group and row.
+TEST(StokePack, ParquetInGoesToTarShardsAndToAnImageAPage) {
+  REQUIRE_WRITER("datasets");
+  test::TempDir dir;
+  const std::string in =
+      write_parquet(dir, "in.parquet", "datasets", "--image-files 3 --rows-per-group 30");
+  run(std::string(STOKE_PACK) + " --no-progress --data " + in + " --out " +
+      (dir.path() / "tar/s-%03d.tar").string() + " --shard-samples 32 > /dev/null");
+  run(std::string(STOKE_PACK) + " --no-progress --data " + in + " --out " +
+      (dir.path() / "pq/p-%02d.parquet").string() + " --rows-per-group 8 > /dev/null");
+  for (const std::string& data : {(dir.path() / "tar/s-{000..002}.tar").string(),
+                                  (dir.path() / "pq/p-00.parquet").string()}) {
+    Loader loader(jpeg_options(data));
+    EXPECT_TRUE(test::collect(loader) == folder_batches()) << data;
+  }
+  Loader relaid(jpeg_options((dir.path() / "pq/p-00.parquet").string()));
+  EXPECT_EQ(relaid.class_names(), Loader(jpeg_options(in)).class_names());
+  const std::string out = (dir.path() / "pq/p-00.parquet").string();
+  const std::string bytes = test::read_file(out);
+  const detail::ParquetFileFacts facts = detail::read_parquet_facts(source_in(out, bytes), {});
+  ASSERT_EQ(facts.row_groups.size(), 12u);
+  for (const detail::ParquetChunkFacts& g : facts.row_groups)
+    EXPECT_EQ(g.pages.size(), static_cast<std::size_t>(g.rows));
+
+  // Row 0's image file gone: skipped, named, the other 95 packed.
+  ASSERT_TRUE(fs::remove(dir.path() / "images/c00-aqua/00000.jpg"));
+  run(std::string(STOKE_PACK) + " --no-progress --data " + in + " --out " +
+      (dir.path() / "again/s-%03d.tar").string() + " > " + (dir.path() / "said.txt").string() +
+      " 2>&1");
+  const std::string said = test::read_file(dir.path() / "said.txt");
+  EXPECT_NE(said.find("skipped " + in + " (row group 0, row 0): missing"), std::string::npos)
+      << said;
+  EXPECT_NE(said.find("packed 95 samples"), std::string::npos) << said;
+}
+
 // A worker's reads: a row of a page it keeps decodes nothing; past its budget, the least recently
 // used page goes first. And the budget the training process gives it follows the shuffle window.
 TEST(ParquetRows, ARowOfAKeptPageDecodesNothingAndTheBudgetFollowsTheWindow) {
