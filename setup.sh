@@ -5,7 +5,7 @@ set -eu
 
 PACKAGES="
   build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev
-  libopencv-dev libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
+  libopencv-dev libturbojpeg0-dev libjpeg62-turbo-dev libjpeg-turbo-progs libpng-dev zlib1g-dev
   libsnappy-dev liblz4-dev libzstd-dev libbrotli-dev
   libtbb-dev libboost-dev libopenblas-dev libopenmpi-dev openmpi-bin libxxhash-dev nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -119,6 +119,14 @@ int main(int argc, char** argv) {
   write(dir, "jpeg_restart", ctl(1, 3), 4,
         encode(pattern(17, 33, 3), ".jpg",
                {cv::IMWRITE_JPEG_QUALITY, 60, cv::IMWRITE_JPEG_RST_INTERVAL, 1}));
+  // Restart intervals a crop is spliced from (decode/jpeg_intervals.hpp): within rows (4:2:0,
+  // 8 MCUs a row, 2 an interval) and of two rows (gray, 10 MCUs a row).
+  write(dir, "jpeg_restart_columns", ctl(3, 0), 15,
+        encode(pattern(96, 128, 3), ".jpg",
+               {cv::IMWRITE_JPEG_QUALITY, 70, cv::IMWRITE_JPEG_RST_INTERVAL, 2}));
+  write(dir, "jpeg_restart_rows", ctl(1, 0), 16,
+        encode(pattern(64, 80, 1), ".jpg",
+               {cv::IMWRITE_JPEG_QUALITY, 70, cv::IMWRITE_JPEG_RST_INTERVAL, 20}));
   write(dir, "jpeg_cmyk", ctl(3, 1), 5, cmyk_jpeg(16, 24));
   // Truncated mid-scan: libjpeg warns and pads; the decoder must report it as corrupt.
   write(dir, "jpeg_truncated", ctl(3, 0), 6,

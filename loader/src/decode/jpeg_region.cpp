@@ -27,6 +27,10 @@ BadInput JpegRegionSource::open(const std::uint8_t* data, std::size_t size, int 
   close();
   const Stopwatch watch(decode_ns_);
   channels_ = channels;
+  data_ = data;
+  size_ = size;
+  layout_ = Layout::kUnknown;
+  spliced_ = 0;
   errors_.warned = false;
   cinfo_.err = install_jpeg_errors(errors_);
   // After a longjmp only memory outside this frame (members) may be trusted.
@@ -104,10 +108,24 @@ BadInput JpegRegionSource::decode(int x, int y, int w, int h, int num, Verify ve
   auto cols = static_cast<JDIMENSION>(sx1 - sx0);
   // Widens the columns to whole iMCUs; afterwards output_width is `cols`.
   if (cols < cinfo_.output_width) jpeg_crop_scanline(&cinfo_, &xoff, &cols);
-  if (sy0 > 0) jpeg_skip_scanlines(&cinfo_, static_cast<JDIMENSION>(sy0));
   const int rows = sy1 - sy0;
   const std::size_t stride = static_cast<std::size_t>(cols) * channels_;
   pixels_.resize(stride * rows);
+  const auto done = [&](SourceRegion& region) {
+    region.image = ImageRef{pixels_.data(), rows, static_cast<int>(cols), channels_, stride, false};
+    region.scale = s;
+    region.origin_x = xoff / s;
+    region.origin_y = sy0 / s;
+  };
+  // The same window from the restart intervals around it, where the file has them.
+  BadInput spliced = BadInput::kNone;
+  if (verify == Verify::kRegion && intervals_on_ && !cinfo_.progressive_mode &&
+      decode_spliced(static_cast<int>(xoff), sy0, static_cast<int>(cols), rows, num, spliced)) {
+    close();
+    if (spliced == BadInput::kNone) done(out);
+    return spliced;
+  }
+  if (sy0 > 0) jpeg_skip_scanlines(&cinfo_, static_cast<JDIMENSION>(sy0));
   const bool convert = cinfo_.output_components == 4;
   if (convert) cmyk_row_.resize(static_cast<std::size_t>(cols) * 4);
   for (int r = 0; r < rows; ++r) {
@@ -135,11 +153,77 @@ BadInput JpegRegionSource::decode(int x, int y, int w, int h, int num, Verify ve
   const bool warned = errors_.warned;
   close();
   if (warned) return BadInput::kCorrupt;
-  out.image = ImageRef{pixels_.data(), rows, static_cast<int>(cols), channels_, stride, false};
-  out.scale = s;
-  out.origin_x = xoff / s;
-  out.origin_y = sy0 / s;
+  done(out);
   return BadInput::kNone;
+}
+
+bool JpegRegionSource::decode_spliced(int sx0, int sy0, int cols, int rows, int num,
+                                      BadInput& result) {
+  if (layout_ == Layout::kUnknown)
+    layout_ = find_jpeg_intervals(data_, size_, intervals_) ? Layout::kFound : Layout::kNone;
+  if (layout_ != Layout::kFound) return false;
+  const JpegIntervals& l = intervals_;
+  // The window in the file's pixels, and the MCUs around it with one more on each side (chroma
+  // upsampling reads a neighbour beyond an MCU's edge; a whole decode has it).
+  const auto down = [&](int v) { return static_cast<int>(std::int64_t{v} * 8 / num); };
+  const auto up = [&](int v) { return static_cast<int>((std::int64_t{v} * 8 + num - 1) / num); };
+  const int x1 = std::min(up(sx0 + cols), l.width), y1 = std::min(up(sy0 + rows), l.height);
+  const int mx0 = std::max(down(sx0) / l.mcu_width - 1, 0);
+  const int my0 = std::max(down(sy0) / l.mcu_height - 1, 0);
+  const int mx1 = std::min((x1 + l.mcu_width - 1) / l.mcu_width + 1, l.mcus_x);
+  const int my1 = std::min((y1 + l.mcu_height - 1) / l.mcu_height + 1, l.mcus_y);
+  // Worth it when whole intervals are left out: rows above or below, or columns to a side.
+  const bool all_columns = !l.columns() || (mx0 < l.restart && mx1 > l.mcus_x - l.restart);
+  const int run = l.columns() ? 1 : l.restart / l.mcus_x;  // rows an interval
+  if (all_columns && my0 < run && (my1 + run - 1) / run * run >= l.mcus_y) return false;
+  int px = 0, py = 0;
+  splice_jpeg_intervals(data_, l, mx0, my0, mx1, my1, splice_, px, py);
+  // The splice through the same decompressor (its errors longjmp to decode()'s frame), cropped
+  // and skipped to the window as the whole file is: within the region the pixels are the whole
+  // decode's, as the sequential path's are (the splice holds an MCU's neighbours, as the file
+  // does); the margin around it, which the pipeline does not read, may differ.
+  const J_COLOR_SPACE space = cinfo_.out_color_space;
+  const int components = cinfo_.output_components;
+  jpeg_abort_decompress(&cinfo_);
+  jpeg_mem_src(&cinfo_, splice_.data(), static_cast<unsigned long>(splice_.size()));
+  if (jpeg_read_header(&cinfo_, TRUE) != JPEG_HEADER_OK) {
+    result = BadInput::kCorrupt;
+    return true;
+  }
+  cinfo_.out_color_space = space;
+  cinfo_.dct_method = JDCT_ISLOW;
+  cinfo_.scale_num = static_cast<unsigned>(num);
+  cinfo_.scale_denom = 8;
+  jpeg_start_decompress(&cinfo_);
+  // The splice's first pixel, scaled (whole: px and py are multiples of 8).
+  const int ox = px / 8 * num, oy = py / 8 * num;
+  auto left = static_cast<JDIMENSION>(sx0 - ox);
+  auto width = static_cast<JDIMENSION>(cols);
+  const int top = sy0 - oy;
+  if (sx0 < ox || top < 0 || left + width > cinfo_.output_width ||
+      top + rows > static_cast<int>(cinfo_.output_height) ||
+      components != cinfo_.output_components) {
+    result = BadInput::kCorrupt;  // (not reached: the splice covers the window)
+    return true;
+  }
+  // (left is on an iMCU boundary, as sx0 and the splice's origin are: the crop keeps it.)
+  if (width < cinfo_.output_width) jpeg_crop_scanline(&cinfo_, &left, &width);
+  if (left != static_cast<JDIMENSION>(sx0 - ox) || width != static_cast<JDIMENSION>(cols)) {
+    result = BadInput::kCorrupt;
+    return true;
+  }
+  if (top > 0) jpeg_skip_scanlines(&cinfo_, static_cast<JDIMENSION>(top));
+  const std::size_t stride = static_cast<std::size_t>(cols) * channels_;
+  if (components == 4) cmyk_row_.resize(static_cast<std::size_t>(cols) * 4);
+  for (int r = 0; r < rows; ++r) {
+    std::uint8_t* row = pixels_.data() + stride * static_cast<std::size_t>(r);
+    JSAMPROW target = components == 4 ? cmyk_row_.data() : row;
+    jpeg_read_scanlines(&cinfo_, &target, 1);
+    if (components == 4) cmyk_row_to(cmyk_row_.data(), row, cols, channels_);
+  }
+  result = errors_.warned ? BadInput::kCorrupt : BadInput::kNone;
+  ++spliced_;
+  return true;
 }
 
 }  // namespace stoke::detail

@@ -10,6 +10,14 @@
 // under kRegion decoding stops after the region's last row, and only damage above that (in the
 // header, the rows above the region, or the region) is reported. whole() always reads it all.
 //
+// Under kRegion, a file with restart markers that tile its MCU rows (data/jpeg_intervals.hpp:
+// stoke-pack's re-laid-out JPEGs, `jpegtran -restart`, many cameras') is not entered at its top:
+// the intervals covering the region and an MCU around it are spliced into a smaller JPEG and
+// that is decoded, whole, at the same scale. The region's pixels are the whole decode's as the
+// sequential path's are, and its window (origin, size) the same; what lies outside the intervals
+// is never Huffman-decoded, so damage there is not seen. A file whose markers do not allow it
+// (none, misplaced, a second scan, progressive) takes the sequential path.
+//
 // Thread-safety: one thread at a time. `data` passed to open() must outlive the source.
 
 #include <cstddef>
@@ -19,6 +27,7 @@
 
 #include "data/image_source.hpp"
 #include "decode/jpeg_common.hpp"
+#include "decode/jpeg_intervals.hpp"
 #include "stoke/options.hpp"
 
 namespace stoke::detail {
@@ -50,9 +59,18 @@ class JpegRegionSource final : public ImageSource {
   // The DCT scale numerator (over 8) that region() would pick; exposed for tests.
   static int scale_for(int w, int h, int min_w, int min_h);
 
+  // Whether region() may decode restart intervals (true unless set; tests compare both paths),
+  // and how many regions it decoded so since open() (for tests: 0 or 1).
+  void set_intervals(bool on) { intervals_on_ = on; }
+  int spliced() const { return spliced_; }
+
  private:
   // Decodes rows/columns covering [x, x + w) x [y, y + h) at scale num/8 into pixels_.
   BadInput decode(int x, int y, int w, int h, int num, Verify verify, SourceRegion& out);
+  // decode()'s window [sx0, sx0 + cols) x [sy0, sy0 + rows) (scaled pixels) from the spliced
+  // intervals around it, into pixels_ (its verdict in `result`); false, with nothing decoded,
+  // when the window needs every interval.
+  bool decode_spliced(int sx0, int sy0, int cols, int rows, int num, BadInput& result);
   void close();
 
   jpeg_decompress_struct cinfo_{};
@@ -64,6 +82,14 @@ class JpegRegionSource final : public ImageSource {
   std::vector<std::uint8_t> tail_row_;
   std::int64_t decode_ns_ = 0;
   Verify verify_ = Verify::kWholeFile;
+  // The file's bytes, and its restart intervals (found the first time a region wants them).
+  const std::uint8_t* data_ = nullptr;
+  std::size_t size_ = 0;
+  enum class Layout { kUnknown, kNone, kFound } layout_ = Layout::kUnknown;
+  JpegIntervals intervals_;
+  bool intervals_on_ = true;
+  int spliced_ = 0;
+  std::vector<std::uint8_t> splice_;  // the spliced JPEG
 };
 
 }  // namespace stoke::detail
