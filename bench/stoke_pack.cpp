@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -37,6 +38,8 @@
 #include "data/shard_counts.hpp"
 #include "data/shard_list.hpp"
 #include "data/tar_index.hpp"
+#include "decode/decode.hpp"
+#include "decode/jpeg_relayout.hpp"
 #include "remote/remote.hpp"
 #include "stoke/error.hpp"
 #include "stoke/format.hpp"
@@ -66,6 +69,7 @@ struct Args {
   bool parquet = false;             // Parquet files instead of tar shards (--out ends .parquet)
   std::int64_t rows_per_group = 100;  // Parquet: rows per row group
   bool sidecar = true;
+  bool relayout = true;  // JPEGs re-laid out losslessly (decode/jpeg_relayout.hpp)
   std::string index;  // the dataset-level index's path ("": beside the shards, named after them)
   bool write_index = true;
   bool progress = true;
@@ -160,11 +164,11 @@ std::optional<int> parse_args(int argc, char** argv, Args& args) {
       ->type_name("N")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
   app.add_option("--max-side", args.max_side,
-                 "re-encode each image as JPEG with its longer side at most N pixels (smaller "
-                 "ones keep their size)")
+                 "LOSSY: re-encode each image as JPEG with its longer side at most N pixels "
+                 "(smaller ones keep their size)")
       ->type_name("N")
       ->check(CLI::Range(16, 65536));
-  app.add_option("--quality", args.quality, "JPEG quality of re-encoded images")
+  app.add_option("--quality", args.quality, "JPEG quality of images --max-side re-encodes (lossy)")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   stoke::tools::add_word(app, "--split", args.split, stoke::parse_split,
@@ -175,6 +179,9 @@ std::optional<int> parse_args(int argc, char** argv, Args& args) {
       ->type_name("N")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
       ->capture_default_str();
+  app.add_flag("!--no-relayout", args.relayout,
+               "keep each JPEG's bytes as they are (by default each is re-laid out losslessly: "
+               "baseline, optimized Huffman tables, restart markers a crop decodes from)");
   app.add_flag("!--no-sidecar", args.sidecar, "do not write <shard>.idx files");
   app.add_flag("!--no-index", args.write_index, "do not write the dataset-level index");
   app.add_flag("!--no-progress", args.progress, "no progress line on stderr");
@@ -536,6 +543,12 @@ int run(const Args& args) {
   std::int64_t packed = 0;
   std::int64_t skipped = 0;
   std::int64_t reencoded = 0;
+  // Lossless re-layout: JPEGs re-laid out (of them progressive), kept as they were, and bytes.
+  std::int64_t relaid = 0, relaid_progressive = 0, kept = 0;
+  std::uint64_t jpeg_in = 0, jpeg_out = 0;
+  const auto sample_name = [&](std::int64_t i) {
+    return parquet ? parquet->name(i) : stoke::detail::printable(sample_path(index, i));
+  };
   const auto finish_shard = [&] {
     if (!shard) return;
     const std::uint64_t size = shard->close();
@@ -574,14 +587,26 @@ int run(const Args& args) {
       const std::size_t before = e.bytes.size();
       auto small = shrink(std::move(e), args.max_side, args.quality);
       if (!small) {
-        std::cerr << "stoke-pack: skipped "
-                  << (parquet ? parquet->name(i) : stoke::detail::printable(sample_path(index, i)))
-                  << ": undecodable\n";
+        std::cerr << "stoke-pack: skipped " << sample_name(i) << ": undecodable\n";
         ++skipped;
         continue;
       }
       if (small->ext == "jpg" && small->bytes.size() != before) ++reencoded;
       e = std::move(*small);
+    }
+    if (args.relayout && stoke::detail::is_jpeg(e.bytes)) {
+      jpeg_in += e.bytes.size();
+      stoke::detail::Relayout r = stoke::detail::relayout_jpeg(e.bytes.data(), e.bytes.size());
+      if (r.why.empty()) {
+        ++relaid;
+        relaid_progressive += r.was_progressive;
+        e.bytes = std::move(r.bytes);
+        e.ext = "jpg";
+      } else {
+        ++kept;
+        std::cerr << "stoke-pack: kept " << sample_name(i) << " as it is: " << r.why << "\n";
+      }
+      jpeg_out += e.bytes.size();
     }
     const std::int64_t label = parquet ? parquet->label(i)
                                : index.kind == stoke::detail::DatasetKind::kRaw
@@ -619,7 +644,15 @@ int run(const Args& args) {
             << (written.empty() ? "" : " (" + written.front() + " .. " + written.back() + ")");
   if (skipped > 0) std::cout << "; skipped " << skipped;
   if (args.max_side > 0)
-    std::cout << "; re-encoded " << reencoded << " to at most " << args.max_side;
+    std::cout << "; re-encoded (lossy) " << reencoded << " to at most " << args.max_side;
+  if (args.relayout && jpeg_in > 0)
+    std::cout << "; re-laid out " << relaid << " JPEG(s) losslessly (" << relaid_progressive
+              << " progressive), "
+              << (kept > 0 ? std::to_string(kept) + " kept as they were, " : "")
+              << (jpeg_out >= jpeg_in ? "+" : "-")
+              << stoke::tools::fixed1(100.0 * std::abs(static_cast<double>(jpeg_out) - jpeg_in) /
+                                      static_cast<double>(jpeg_in))
+              << "% bytes";
   if (index_written) std::cout << "; index " << index_path;
   std::cout << "; " << stoke::tools::fixed1(seconds) << " s\n";
   return packed > 0 ? 0 : kExitError;

@@ -19,6 +19,7 @@
 #include "data/tar_index.hpp"
 #include "plan/epoch_plan.hpp"
 #include "stoke/error.hpp"
+#include "stoke/pipeline.hpp"
 #include "test_support.hpp"
 
 namespace stoke {
@@ -367,6 +368,59 @@ TEST(StokePack, ShardsHoldTheFolderInItsOrderWithSidecars) {
       (dir.path() / "out/train-0002.tar").string() +
       "'); m = t.getmembers(); assert len(m) == 32 and m[-1].name == '000095.cls', m[-1].name\"");
   expect_same_as_jpeg_folder((dir.path() / "out/train-{0000..0002}.tar").string(), 48);
+}
+
+// stoke-pack re-lays out every JPEG losslessly by default: the shards give the folder's batches
+// byte for byte (random-resized-crop 224 + flip, and TrivialAugmentWide + erasing), a progressive
+// file becomes baseline, a PNG and a damaged JPEG are stored as they are (the latter named), and
+// the summary says so; --no-relayout keeps every byte.
+TEST(StokePack, JpegsAreReLaidOutLosslesslyAndTheBatchesStayTheFolders) {
+  test::TempDir dir;
+  const fs::path in = dir.path() / "in";
+  std::vector<fs::path> corpus;
+  for (const auto& e : fs::recursive_directory_iterator(test::testdata("jpeg")))
+    if (e.path().extension() == ".jpg") corpus.push_back(e.path());
+  std::sort(corpus.begin(), corpus.end());
+  for (std::size_t i = 0; i < 16; ++i) {
+    const fs::path to = in / (i < 8 ? "a" : "b") / corpus[i * 5].filename();
+    fs::create_directories(to.parent_path());
+    fs::copy_file(corpus[i * 5], to);
+  }
+  const cv::Mat photo = cv::imread(corpus[3].string());
+  cv::imwrite((in / "a/progressive.jpg").string(), photo, {cv::IMWRITE_JPEG_PROGRESSIVE, 1});
+  cv::imwrite((in / "b/lossless.png").string(), photo);
+  const std::string whole = read_file(corpus[7]);
+  write_file(in / "b/cut.jpg", whole.substr(0, whole.size() / 2));
+  run(std::string(STOKE_PACK) + " --no-progress --data " + in.string() + " --out " +
+      (dir.path() / "out/s-%d.tar").string() + " --shard-samples 8 > " +
+      (dir.path() / "said.txt").string() + " 2>&1");
+  const std::string said = read_file(dir.path() / "said.txt");
+  EXPECT_NE(said.find("stoke-pack: kept " + (in / "b/cut.jpg").string() + " as it is: damaged"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("packed 19 samples into 3 shard(s)"), std::string::npos) << said;
+  EXPECT_NE(said.find("re-laid out 17 JPEG(s) losslessly (1 progressive), 1 kept as they were"),
+            std::string::npos)
+      << said;
+  Pipeline rrc(224, 224, 3);
+  rrc.random_resized_crop(224, 224).horizontal_flip(0.5f);
+  Pipeline v2(64, 64, 3);
+  v2.random_resized_crop(64, 64).horizontal_flip(0.5f).trivial_augment_wide().random_erasing(0.5f);
+  for (const Pipeline& p : {rrc, v2}) {
+    Options folder = test::fashion_options(2, 4);
+    folder.data = in.string();
+    folder.pipeline = p;
+    Options shards = folder;
+    shards.data = (dir.path() / "out/s-{0..2}.tar").string();
+    Loader a(folder), b(shards);
+    EXPECT_TRUE(test::collect(a) == test::collect(b));
+  }
+  run(std::string(STOKE_PACK) + " --no-progress --no-relayout --data " + in.string() + " --out " +
+      (dir.path() / "kept/s-%d.tar").string() + " > /dev/null");
+  const ShardIndex kept = walk(read_file(dir.path() / "kept/s-0.tar"));
+  const std::string shard = read_file(dir.path() / "kept/s-0.tar");
+  EXPECT_EQ(shard.substr(kept.members[0].offset, kept.members[0].size),
+            read_file(in / "a" / corpus[0].filename()));
 }
 
 TEST(StokePack, RefusesABadPatternAndAnExistingShard) {

@@ -1,4 +1,5 @@
-// Crops decoded from restart intervals (decode/jpeg_intervals.hpp): a region spliced from the
+// Crops decoded from restart intervals (decode/jpeg_intervals.hpp), and the lossless re-layout
+// that gives files such intervals (decode/jpeg_relayout.hpp): a region spliced from the
 // intervals around it holds the whole decode's pixels at every DCT scale, subsampling, odd size
 // and edge, so the pipeline's output is the sequential path's byte for byte; files whose markers
 // do not tile their rows, are damaged or missing, or are progressive take the sequential path.
@@ -23,6 +24,7 @@
 #include "decode/decode.hpp"
 #include "decode/jpeg_common.hpp"
 #include "decode/jpeg_region.hpp"
+#include "decode/jpeg_relayout.hpp"
 #include "plan/sample_rng.hpp"
 #include "test_support.hpp"
 
@@ -325,6 +327,140 @@ TEST(JpegIntervals, DamageInsideTheCropIsCorruptAndOutsideItIsNotRead) {
   };
   EXPECT_EQ(crop(garble(4 * 2)), BadInput::kCorrupt);    // row 2, first interval: inside
   EXPECT_EQ(crop(garble(4 * 20 + 3)), BadInput::kNone);  // row 20, last interval: left out
+}
+
+// The interval rule: about a quarter row where a divisor allows it, else a row.
+TEST(JpegRelayout, RestartIntervalsAreAboutAQuarterRowOrARow) {
+  EXPECT_EQ(restart_mcus(32), 8);  // 500 px, 4:2:0: 4 intervals a row
+  EXPECT_EQ(restart_mcus(60), 15);
+  EXPECT_EQ(restart_mcus(100), 25);
+  EXPECT_EQ(restart_mcus(42), 7);   // 6 a row
+  EXPECT_EQ(restart_mcus(7), 1);    // 7 a row, of an MCU each
+  EXPECT_EQ(restart_mcus(31), 31);  // a prime: a marker every MCU would be 31 a row
+  EXPECT_EQ(restart_mcus(34), 34);  // 17 x 2: 17 a row is more than 16
+  EXPECT_EQ(restart_mcus(3), 3);
+  EXPECT_EQ(restart_mcus(1), 1);
+}
+
+// Every subsampling, gray, CMYK, progressive, odd sizes and the test corpus: the re-laid-out file
+// decodes to the same pixels, is one baseline scan, and has the intervals the rule gives.
+TEST(JpegRelayout, ReLaidOutFilesDecodeToTheSamePixelsWithIntervals) {
+  std::vector<std::pair<std::string, Bytes>> files;
+  for (const Format& f : kFormats)
+    for (const bool progressive : {false, true})
+      files.emplace_back(std::string(f.name) + (progressive ? " progressive" : ""),
+                         libjpeg_file(scene(333, 251, f.channels), f.h, f.v, 0, 0, progressive));
+  std::vector<fs::path> paths;
+  for (const auto& e : fs::recursive_directory_iterator(test::testdata("jpeg")))
+    if (e.path().extension() == ".jpg") paths.push_back(e.path());
+  std::sort(paths.begin(), paths.end());
+  for (std::size_t i = 0; i < paths.size(); i += 8) {
+    const std::string text = test::read_file(paths[i]);
+    files.emplace_back(paths[i].string(), Bytes(text.begin(), text.end()));
+  }
+  std::size_t before = 0, after = 0;
+  for (const auto& [name, bytes] : files) {
+    const Relayout r = relayout_jpeg(bytes.data(), bytes.size());
+    ASSERT_EQ(r.why, "") << name;
+    EXPECT_EQ(r.was_progressive, name.ends_with("progressive")) << name;
+    before += bytes.size();
+    after += r.bytes.size();
+    ImageDecoder decoder;
+    DecodedImage a, b;
+    ASSERT_EQ(decoder.decode_buffer(bytes.data(), bytes.size(), 3, a), BadInput::kNone) << name;
+    ASSERT_EQ(decoder.decode_buffer(r.bytes.data(), r.bytes.size(), 3, b), BadInput::kNone) << name;
+    ASSERT_EQ(a.pixels.size(), b.pixels.size()) << name;
+    EXPECT_EQ(cv::norm(a.pixels, b.pixels, cv::NORM_INF), 0) << name;
+    JpegIntervals l;
+    ASSERT_TRUE(find_jpeg_intervals(r.bytes.data(), r.bytes.size(), l)) << name;
+    EXPECT_EQ(l.restart, restart_mcus(l.mcus_x)) << name;
+  }
+  // Optimized tables pay for the markers (a progressive file also loses its own optimized
+  // tables' advantage: it may grow a little).
+  EXPECT_LT(after, before + before / 50);
+}
+
+// A CMYK file (Adobe's marker written anew, not twice) and one with Exif and a comment (kept).
+TEST(JpegRelayout, MarkersAreKeptAndAdobesIsWrittenOnce) {
+  const cv::Mat m = scene(120, 80, 3);
+  Bytes with_markers;
+  {
+    jpeg_compress_struct c{};
+    jpeg_error_mgr err{};
+    c.err = jpeg_std_error(&err);
+    jpeg_create_compress(&c);
+    unsigned char* out = nullptr;
+    unsigned long size = 0;
+    jpeg_mem_dest(&c, &out, &size);
+    c.image_width = 120;
+    c.image_height = 80;
+    c.input_components = 3;
+    c.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&c);
+    jpeg_start_compress(&c, TRUE);
+    const std::string exif = std::string("Exif\0\0", 6) + "not really a TIFF";
+    jpeg_write_marker(&c, JPEG_APP0 + 1, reinterpret_cast<const JOCTET*>(exif.data()),
+                      static_cast<unsigned>(exif.size()));
+    jpeg_write_marker(&c, JPEG_COM, reinterpret_cast<const JOCTET*>("a comment"), 9);
+    for (int y = 0; y < 80; ++y) {
+      JSAMPROW row = const_cast<std::uint8_t*>(m.ptr(y));
+      jpeg_write_scanlines(&c, &row, 1);
+    }
+    jpeg_finish_compress(&c);
+    with_markers.assign(out, out + size);
+    jpeg_destroy_compress(&c);
+    std::free(out);
+  }
+  const Relayout r = relayout_jpeg(with_markers.data(), with_markers.size());
+  ASSERT_EQ(r.why, "");
+  const std::string text(r.bytes.begin(), r.bytes.end());
+  EXPECT_NE(text.find("not really a TIFF"), std::string::npos);
+  EXPECT_NE(text.find("a comment"), std::string::npos);
+  EXPECT_EQ(text.find("JFIF"), text.rfind("JFIF"));  // once
+  // CMYK (YCCK, Adobe's marker): the marker once, the same pixels.
+  Bytes cmyk;
+  {
+    jpeg_compress_struct c{};
+    jpeg_error_mgr err{};
+    c.err = jpeg_std_error(&err);
+    jpeg_create_compress(&c);
+    unsigned char* out = nullptr;
+    unsigned long size = 0;
+    jpeg_mem_dest(&c, &out, &size);
+    c.image_width = 72;
+    c.image_height = 40;
+    c.input_components = 4;
+    c.in_color_space = JCS_CMYK;
+    jpeg_set_defaults(&c);
+    jpeg_set_colorspace(&c, JCS_YCCK);
+    jpeg_start_compress(&c, TRUE);
+    std::vector<std::uint8_t> row(72 * 4);
+    for (int y = 0; y < 40; ++y) {
+      for (int x = 0; x < 72 * 4; ++x) row[x] = static_cast<std::uint8_t>(x * 3 + y * 5);
+      JSAMPROW p = row.data();
+      jpeg_write_scanlines(&c, &p, 1);
+    }
+    jpeg_finish_compress(&c);
+    cmyk.assign(out, out + size);
+    jpeg_destroy_compress(&c);
+    std::free(out);
+  }
+  const Relayout rc = relayout_jpeg(cmyk.data(), cmyk.size());
+  ASSERT_EQ(rc.why, "");
+  const std::string cmyk_text(rc.bytes.begin(), rc.bytes.end());
+  ASSERT_NE(cmyk_text.find("Adobe"), std::string::npos);
+  EXPECT_EQ(cmyk_text.find("Adobe"), cmyk_text.rfind("Adobe"));
+  ImageDecoder decoder;
+  DecodedImage a, b;
+  ASSERT_EQ(decoder.decode_buffer(cmyk.data(), cmyk.size(), 3, a), BadInput::kNone);
+  ASSERT_EQ(decoder.decode_buffer(rc.bytes.data(), rc.bytes.size(), 3, b), BadInput::kNone);
+  EXPECT_EQ(cv::norm(a.pixels, b.pixels, cv::NORM_INF), 0);
+  // Damaged input is kept as it is, saying why.
+  Bytes cut = with_markers;
+  cut.resize(cut.size() * 2 / 3);
+  EXPECT_NE(relayout_jpeg(cut.data(), cut.size()).why.find("damaged"), std::string::npos);
+  const Bytes junk = {0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x02, 0x12};
+  EXPECT_NE(relayout_jpeg(junk.data(), junk.size()).why, "");
 }
 
 }  // namespace
