@@ -16,6 +16,8 @@ augmentations, float32 normalized CHW output with ImageNet's mean and std, batch
 Loaders, each run in a fresh process, `--repeat` rounds in rotated order, medians reported:
 
   stoke  stoke-bench --pipeline (the recipe in stoke's words) --dtype float32 --workers 2
+  packed the same over the shards stoke-pack made of the corpus (--packed: its JPEGs re-laid out
+         losslessly with restart intervals, the same images)
   torch  torch.utils.data.DataLoader over torchvision.datasets.ImageFolder (PIL decode) with the
          recipe's own transforms: torchvision.transforms.v2 as torchvision's references build
          them (a, base) and timm.data.create_transform (b, c), default_collate, 2 workers;
@@ -263,10 +265,10 @@ def peer_main(args):
 # ---------------------------------------------------------------------------------------------
 # The driver.
 
-def run_stoke(args, recipe):
+def run_stoke(args, recipe, data):
     bench = os.path.join(args.build, "bin", "stoke-bench")
     size = RECIPES[recipe]["size"]
-    cmd = [bench, "--data", args.corpus, "--size", str(size), "--pipeline",
+    cmd = [bench, "--data", data, "--size", str(size), "--pipeline",
            RECIPES[recipe]["stoke"], "--dtype", "float32", "--workers", str(args.workers),
            "--batch", str(args.batch), "--epochs", str(args.epochs), "--seed", "0",
            "--on-error", "error", "--json"] + RECIPES[recipe].get("flags", [])
@@ -304,7 +306,10 @@ def main():
     p.add_argument("--corpus", default="/tmp/corpus",
                    help="image folder root/<class>/<image>.jpg (stoke-mkdata jpeg-corpus)")
     p.add_argument("--recipes", default="base,a,base224,b,c")
-    p.add_argument("--loaders", default="stoke,torch,dali")
+    p.add_argument("--loaders", default="stoke,torch,dali",
+                   help="of stoke (the corpus folder), packed (stoke on --packed), torch, dali")
+    p.add_argument("--packed", default="/tmp/packed/train-0000.tar",
+                   help="the shards stoke-pack made from the corpus (its default re-layout)")
     p.add_argument("--torch-python", default=sys.executable)
     p.add_argument("--dali-python", default=sys.executable)
     p.add_argument("--build", default=os.path.join(ROOT, "build", "default"))
@@ -331,7 +336,9 @@ def main():
                 start = time.time()
                 try:
                     if loader == "stoke":
-                        ips, versions["stoke"] = run_stoke(args, recipe)
+                        ips, versions["stoke"] = run_stoke(args, recipe, args.corpus)
+                    elif loader == "packed":
+                        ips, versions["packed"] = run_stoke(args, recipe, args.packed)
                     else:
                         ips, v = run_peer(args, loader, recipe)
                         versions.update(v)
@@ -343,17 +350,19 @@ def main():
                 runs[(recipe, loader)].append(ips)
                 print(f"round {round_ + 1} {recipe} {loader}: {ips:,.1f} images/s "
                       f"({time.time() - start:.0f} s, load {load_average():.2f})", flush=True)
+    ours = [l for l in loaders if l in ("stoke", "packed")]
+    ratio_names = [f"{s} / {l}" for s in ours for l in loaders if l not in ours]
     print("\n| recipe | " + " | ".join(f"{l} images/s" for l in loaders) + " | " +
-          " | ".join(f"stoke / {l}" for l in loaders if l != "stoke") + " |")
-    print("|---" * (len(loaders) * 2) + "|")
+          " | ".join(ratio_names) + " |")
+    print("|---" * (len(loaders) + len(ratio_names) + 1) + "|")
     table = {}
     for recipe in recipes:
         med = {l: statistics.median(runs[(recipe, l)]) if runs[(recipe, l)] else None
                for l in loaders}
         table[recipe] = med
         cells = [f"{med[l]:,.1f}" if med[l] else "did not run" for l in loaders]
-        ratios = [f"{med['stoke'] / med[l]:.2f}x" if med.get("stoke") and med[l] else "-"
-                  for l in loaders if l != "stoke"]
+        ratios = [f"{med[s] / med[l]:.2f}x" if med.get(s) and med[l] else "-"
+                  for s in ours for l in loaders if l not in ours]
         print(f"| {recipe} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
     for recipe, base in (("a", "base"), ("a_mix", "base"), ("b", "base224"), ("c", "base224")):
         for loader in loaders:
