@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -52,10 +53,10 @@ cv::Mat scene(int w, int h, int channels) {
   return gray;
 }
 
-// `m` through libjpeg's own compressor: luma sampled h x v (chroma 1 x 1), a restart marker
-// every `restart` MCUs or every `rows` MCU rows, optionally progressive.
-Bytes libjpeg_file(const cv::Mat& m, int h, int v, int restart, int rows = 0,
-                   bool progressive = false) {
+// `m` (1, 3 or 4 channels: gray, RGB or CMYK) through libjpeg's own compressor at quality 90;
+// `configure` sets what its defaults do not, `markers` writes markers after the start.
+Bytes compress(const cv::Mat& m, const std::function<void(jpeg_compress_struct&)>& configure,
+               const std::function<void(jpeg_compress_struct&)>& markers = {}) {
   jpeg_compress_struct c{};
   jpeg_error_mgr err{};
   c.err = jpeg_std_error(&err);
@@ -66,19 +67,12 @@ Bytes libjpeg_file(const cv::Mat& m, int h, int v, int restart, int rows = 0,
   c.image_width = static_cast<JDIMENSION>(m.cols);
   c.image_height = static_cast<JDIMENSION>(m.rows);
   c.input_components = m.channels();
-  c.in_color_space = m.channels() == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  c.in_color_space = m.channels() == 1 ? JCS_GRAYSCALE : m.channels() == 4 ? JCS_CMYK : JCS_RGB;
   jpeg_set_defaults(&c);
   jpeg_set_quality(&c, 90, TRUE);
-  if (m.channels() == 3) {
-    c.comp_info[0].h_samp_factor = h;
-    c.comp_info[0].v_samp_factor = v;
-    c.comp_info[1].h_samp_factor = c.comp_info[1].v_samp_factor = 1;
-    c.comp_info[2].h_samp_factor = c.comp_info[2].v_samp_factor = 1;
-  }
-  c.restart_interval = static_cast<unsigned>(restart);
-  c.restart_in_rows = rows;
-  if (progressive) jpeg_simple_progression(&c);
+  configure(c);
   jpeg_start_compress(&c, TRUE);
+  if (markers) markers(c);
   for (int y = 0; y < m.rows; ++y) {
     JSAMPROW row = const_cast<std::uint8_t*>(m.ptr(y));
     jpeg_write_scanlines(&c, &row, 1);
@@ -88,6 +82,23 @@ Bytes libjpeg_file(const cv::Mat& m, int h, int v, int restart, int rows = 0,
   jpeg_destroy_compress(&c);
   std::free(out);
   return bytes;
+}
+
+// `m` with luma sampled h x v (chroma 1 x 1), a restart marker every `restart` MCUs or every
+// `rows` MCU rows, optionally progressive.
+Bytes libjpeg_file(const cv::Mat& m, int h, int v, int restart, int rows = 0,
+                   bool progressive = false) {
+  return compress(m, [&](jpeg_compress_struct& c) {
+    if (m.channels() == 3) {
+      c.comp_info[0].h_samp_factor = h;
+      c.comp_info[0].v_samp_factor = v;
+      c.comp_info[1].h_samp_factor = c.comp_info[1].v_samp_factor = 1;
+      c.comp_info[2].h_samp_factor = c.comp_info[2].v_samp_factor = 1;
+    }
+    c.restart_interval = static_cast<unsigned>(restart);
+    c.restart_in_rows = rows;
+    if (progressive) jpeg_simple_progression(&c);
+  });
 }
 
 // A window of a region, row by row.
@@ -382,35 +393,14 @@ TEST(JpegRelayout, ReLaidOutFilesDecodeToTheSamePixelsWithIntervals) {
 
 // A CMYK file (Adobe's marker written anew, not twice) and one with Exif and a comment (kept).
 TEST(JpegRelayout, MarkersAreKeptAndAdobesIsWrittenOnce) {
-  const cv::Mat m = scene(120, 80, 3);
-  Bytes with_markers;
-  {
-    jpeg_compress_struct c{};
-    jpeg_error_mgr err{};
-    c.err = jpeg_std_error(&err);
-    jpeg_create_compress(&c);
-    unsigned char* out = nullptr;
-    unsigned long size = 0;
-    jpeg_mem_dest(&c, &out, &size);
-    c.image_width = 120;
-    c.image_height = 80;
-    c.input_components = 3;
-    c.in_color_space = JCS_RGB;
-    jpeg_set_defaults(&c);
-    jpeg_start_compress(&c, TRUE);
-    const std::string exif = std::string("Exif\0\0", 6) + "not really a TIFF";
-    jpeg_write_marker(&c, JPEG_APP0 + 1, reinterpret_cast<const JOCTET*>(exif.data()),
-                      static_cast<unsigned>(exif.size()));
-    jpeg_write_marker(&c, JPEG_COM, reinterpret_cast<const JOCTET*>("a comment"), 9);
-    for (int y = 0; y < 80; ++y) {
-      JSAMPROW row = const_cast<std::uint8_t*>(m.ptr(y));
-      jpeg_write_scanlines(&c, &row, 1);
-    }
-    jpeg_finish_compress(&c);
-    with_markers.assign(out, out + size);
-    jpeg_destroy_compress(&c);
-    std::free(out);
-  }
+  const Bytes with_markers = compress(
+      scene(120, 80, 3), [](jpeg_compress_struct&) {},
+      [](jpeg_compress_struct& c) {
+        const std::string exif = std::string("Exif\0\0", 6) + "not really a TIFF";
+        jpeg_write_marker(&c, JPEG_APP0 + 1, reinterpret_cast<const JOCTET*>(exif.data()),
+                          static_cast<unsigned>(exif.size()));
+        jpeg_write_marker(&c, JPEG_COM, reinterpret_cast<const JOCTET*>("a comment"), 9);
+      });
   const Relayout r = relayout_jpeg(with_markers.data(), with_markers.size());
   ASSERT_EQ(r.why, "");
   const std::string text(r.bytes.begin(), r.bytes.end());
@@ -418,33 +408,11 @@ TEST(JpegRelayout, MarkersAreKeptAndAdobesIsWrittenOnce) {
   EXPECT_NE(text.find("a comment"), std::string::npos);
   EXPECT_EQ(text.find("JFIF"), text.rfind("JFIF"));  // once
   // CMYK (YCCK, Adobe's marker): the marker once, the same pixels.
-  Bytes cmyk;
-  {
-    jpeg_compress_struct c{};
-    jpeg_error_mgr err{};
-    c.err = jpeg_std_error(&err);
-    jpeg_create_compress(&c);
-    unsigned char* out = nullptr;
-    unsigned long size = 0;
-    jpeg_mem_dest(&c, &out, &size);
-    c.image_width = 72;
-    c.image_height = 40;
-    c.input_components = 4;
-    c.in_color_space = JCS_CMYK;
-    jpeg_set_defaults(&c);
-    jpeg_set_colorspace(&c, JCS_YCCK);
-    jpeg_start_compress(&c, TRUE);
-    std::vector<std::uint8_t> row(72 * 4);
-    for (int y = 0; y < 40; ++y) {
-      for (int x = 0; x < 72 * 4; ++x) row[x] = static_cast<std::uint8_t>(x * 3 + y * 5);
-      JSAMPROW p = row.data();
-      jpeg_write_scanlines(&c, &p, 1);
-    }
-    jpeg_finish_compress(&c);
-    cmyk.assign(out, out + size);
-    jpeg_destroy_compress(&c);
-    std::free(out);
-  }
+  cv::Mat inks(40, 72, CV_8UC4);
+  for (int y = 0; y < 40; ++y)
+    for (int x = 0; x < 72 * 4; ++x) inks.ptr(y)[x] = static_cast<std::uint8_t>(x * 3 + y * 5);
+  const Bytes cmyk =
+      compress(inks, [](jpeg_compress_struct& c) { jpeg_set_colorspace(&c, JCS_YCCK); });
   const Relayout rc = relayout_jpeg(cmyk.data(), cmyk.size());
   ASSERT_EQ(rc.why, "");
   const std::string cmyk_text(rc.bytes.begin(), rc.bytes.end());
