@@ -24,6 +24,7 @@
 //   stoke-decode-benchmarks [--corpus DIR] [--limit N] [--iterations I] [--pipeline STEPS]
 //                           [--size N] [google benchmark flags]
 //   stoke-decode-benchmarks --sweep [--corpus DIR] [--limit N] [--passes P]
+//   stoke-decode-benchmarks --interval-share [--corpus DIR] [--limit N] [--pipeline STEPS]
 //
 // --sweep, instead of the benchmarks, measures what chooses the fast path's defaults, in one
 // run, one thread: for each DCT-scale margin k (1, 1.5, 2, 4: the smallest scale whose region
@@ -347,6 +348,46 @@ double median(std::vector<double> v) {
   return v.empty()      ? 0
          : v.size() % 2 ? v[v.size() / 2]
                         : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// ---- --interval-share ------------------------------------------------------------------------
+
+// For each file and 4 draws of the pipeline, under Verify::kRegion: the crop's share of the
+// image's area and, where the crop was spliced from restart intervals, the share of the file's
+// entropy-coded bytes decoded. Prints a Markdown table.
+int interval_share() {
+  const SweepPipeline p{"RGB", pipeline()};
+  FastPath c = fast_path_flags();
+  c.verify = stoke::Verify::kRegion;
+  Augmenter augmenter;
+  stoke::detail::JpegRegionSource source;
+  std::vector<std::uint8_t> out(p.bytes());
+  const auto& files = corpus();
+  double area = 0, kept = 0, share = 0;
+  int crops = 0, spliced = 0;
+  for (std::size_t f = 0; f < files.size(); ++f) {
+    for (std::int64_t position = 0; position < 4; ++position) {
+      try {
+        if (!fast_output(c, files[f], static_cast<std::int64_t>(f) * 4 + position, augmenter,
+                         source, p, out))
+          continue;
+      } catch (const std::exception&) {
+        continue;  // (a damaged file: no crop to count)
+      }
+      const auto& s = source.last_share();
+      ++crops;
+      area += s.area;
+      if (s.total == 0) continue;
+      ++spliced;
+      kept += static_cast<double>(s.kept);
+      share += s.area * static_cast<double>(s.total);
+    }
+  }
+  std::printf(
+      "| crops | spliced | crop's share of the area | bytes decoded / the crops' share of the "
+      "bytes |\n|---|---|---|---|\n| %d | %d | %.3f | %.2f |\n",
+      crops, spliced, crops ? area / crops : 0.0, share > 0 ? kept / share : 0.0);
+  return 0;
 }
 
 int sweep(int passes) {
@@ -723,6 +764,11 @@ std::optional<int> parse_args(int argc, char** argv, std::string& dir, std::size
   CLI::Option* size = app.add_option("--size", pipeline_flags().size, "their output's side")
                           ->check(CLI::Range(1, 8192))
                           ->capture_default_str();
+  bool share = false;
+  app.add_flag("--interval-share", share,
+               "instead of the benchmarks: of files with restart intervals, the entropy-coded "
+               "bytes a crop decodes against its share of the image")
+      ->excludes(size);
   bool sweep = false;
   app.add_flag("--sweep", sweep,
                "instead of the benchmarks: DCT-scale margin and Verify mode, quality and speed")
@@ -736,6 +782,7 @@ std::optional<int> parse_args(int argc, char** argv, std::string& dir, std::size
       "--benchmark_format=json, --benchmark_list_tests=true, ...");
   if (const auto code = stoke::tools::parse(app, argc, argv)) return code;
   if (!sweep) sweep_passes = 0;
+  if (share) sweep_passes = -1;
   benchmark_args = app.remaining();
   return std::nullopt;
 }
@@ -775,6 +822,7 @@ int main(int argc, char** argv) {
     return stoke::tools::kUsageError;
   }
   if (sweep_passes > 0) return sweep(sweep_passes);
+  if (sweep_passes < 0) return interval_share();
   register_all(iterations);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -2,8 +2,11 @@
 """Re-lays out a JPEG corpus losslessly with restart markers, through jpegtran (the same DCT
 coefficients: no pixel changes), for the restart-interval benchmark (docs/BENCHMARKS.md).
 
-    restart_corpus.py SRC DST --parts N [--optimize]     k MCUs an interval, k the largest
-                                                          divisor of a row's MCUs <= row / N
+    restart_corpus.py SRC DST --parts N [--optimize] [--max-per-row M]
+                                          k MCUs an interval, k the largest divisor of a row's
+                                          MCUs <= row / N; with --max-per-row, a whole row
+                                          where that makes more than M intervals a row (as
+                                          stoke-pack's rule: N 4, M 16)
     restart_corpus.py SRC DST --rows                      one marker every MCU row
 
 Every .jpg under SRC is written to the same relative path under DST. Needs jpegtran
@@ -39,6 +42,7 @@ def main():
     p.add_argument("--parts", type=int, default=4)
     p.add_argument("--rows", action="store_true")
     p.add_argument("--optimize", action="store_true")
+    p.add_argument("--max-per-row", type=int, default=0)
     a = p.parse_args()
     for root, _, files in os.walk(a.src):
         for name in sorted(files):
@@ -53,8 +57,10 @@ def main():
                 w, _, nc, h = frame(path)
                 mcu = 8 if nc == 1 else 8 * h
                 mcus = (w + mcu - 1) // mcu
-                restart = str(next(k for k in range(max(1, mcus // a.parts), 0, -1)
-                                   if mcus % k == 0)) + "B"
+                k = next(k for k in range(max(1, mcus // a.parts), 0, -1) if mcus % k == 0)
+                if a.max_per_row and mcus // k > a.max_per_row:
+                    k = mcus
+                restart = f"{k}B"
             subprocess.run(["jpegtran"] + (["-optimize"] if a.optimize else []) +
                            ["-restart", restart, "-outfile", out, path], check=True)
 

@@ -139,8 +139,9 @@ bool find_jpeg_intervals(const std::uint8_t* d, std::size_t n, JpegIntervals& ou
   return false;  // no end-of-image marker: cut short
 }
 
-void splice_jpeg_intervals(const std::uint8_t* d, const JpegIntervals& l, int mx0, int my0, int mx1,
-                           int my1, std::vector<std::uint8_t>& out, int& x, int& y) {
+std::size_t splice_jpeg_intervals(const std::uint8_t* d, const JpegIntervals& l, int mx0, int my0,
+                                  int mx1, int my1, std::vector<std::uint8_t>& out, int& x,
+                                  int& y) {
   // The intervals: whole ones of each row of MCUs (columns skipped too), or whole runs of rows.
   std::size_t per_row = 0, first = 0, last = 0;  // intervals a row; rows' first, last + 1
   int x0 = 0, x1 = l.mcus_x, y0 = my0, y1 = my1;
@@ -180,12 +181,14 @@ void splice_jpeg_intervals(const std::uint8_t* d, const JpegIntervals& l, int mx
     }
   }
   std::size_t written = 0;  // intervals, for the markers' numbers
+  std::size_t kept = 0;
   const auto add = [&](std::size_t k) {
     if (written > 0) {
       out.push_back(0xFF);
       out.push_back(static_cast<std::uint8_t>(0xD0 + (written - 1) % 8));
     }
     out.insert(out.end(), d + l.starts[k], d + l.ends[k]);
+    kept += l.ends[k] - l.starts[k];
     ++written;
   };
   if (l.columns()) {
@@ -198,6 +201,7 @@ void splice_jpeg_intervals(const std::uint8_t* d, const JpegIntervals& l, int mx
   }
   out.push_back(0xFF);
   out.push_back(0xD9);
+  return kept;
 }
 
 }  // namespace stoke::detail

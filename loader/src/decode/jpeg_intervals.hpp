@@ -48,8 +48,10 @@ bool find_jpeg_intervals(const std::uint8_t* data, std::size_t size, JpegInterva
 // mcus_x, 0 <= my0 < my1 <= mcus_y), widened to whole intervals, into `out`; `x`, `y` its first
 // pixel in the file's frame. Its width and height reach the frame's edge where it does (the last
 // MCU column or row partly outside the image, as in the file). Markers before the scan other
-// than tables (APP1..APP13, APP15, COM: Exif, XMP, ICC) are left out.
-void splice_jpeg_intervals(const std::uint8_t* data, const JpegIntervals& layout, int mx0, int my0,
-                           int mx1, int my1, std::vector<std::uint8_t>& out, int& x, int& y);
+// than tables (APP1..APP13, APP15, COM: Exif, XMP, ICC) are left out. Returns the entropy-coded
+// bytes it kept (the intervals', without their markers).
+std::size_t splice_jpeg_intervals(const std::uint8_t* data, const JpegIntervals& layout, int mx0,
+                                  int my0, int mx1, int my1, std::vector<std::uint8_t>& out, int& x,
+                                  int& y);
 
 }  // namespace stoke::detail

@@ -67,6 +67,7 @@ int JpegRegionSource::scale_for(int w, int h, int min_w, int min_h) {
 
 SourceRegion JpegRegionSource::region(int x, int y, int w, int h, int min_w, int min_h) {
   SourceRegion out;
+  share_ = {static_cast<double>(w) * h / (static_cast<double>(width_) * height_), 0, 0};
   const Stopwatch watch(decode_ns_);
   const BadInput r = decode(x, y, w, h, scale_for(w, h, min_w, min_h), verify_, out);
   if (r != BadInput::kNone) throw BadImage{r};
@@ -177,7 +178,8 @@ bool JpegRegionSource::decode_spliced(int sx0, int sy0, int cols, int rows, int 
   const int run = l.columns() ? 1 : l.restart / l.mcus_x;  // rows an interval
   if (all_columns && my0 < run && (my1 + run - 1) / run * run >= l.mcus_y) return false;
   int px = 0, py = 0;
-  splice_jpeg_intervals(data_, l, mx0, my0, mx1, my1, splice_, px, py);
+  share_.kept = splice_jpeg_intervals(data_, l, mx0, my0, mx1, my1, splice_, px, py);
+  share_.total = l.ends.back() - l.data_at;
   // The splice through the same decompressor (its errors longjmp to decode()'s frame), cropped
   // and skipped to the window as the whole file is: within the region the pixels are the whole
   // decode's, as the sequential path's are (the splice holds an MCU's neighbours, as the file

@@ -63,6 +63,13 @@ class JpegRegionSource final : public ImageSource {
   // and how many regions it decoded so since open() (for tests: 0 or 1).
   void set_intervals(bool on) { intervals_on_ = on; }
   int spliced() const { return spliced_; }
+  // For benchmarks: the last region's share of the image's area, and, when it was spliced, the
+  // entropy-coded bytes kept and the file's (else 0 and 0).
+  struct SpliceShare {
+    double area = 0;
+    std::uint64_t kept = 0, total = 0;
+  };
+  const SpliceShare& last_share() const { return share_; }
 
  private:
   // Decodes rows/columns covering [x, x + w) x [y, y + h) at scale num/8 into pixels_.
@@ -89,6 +96,7 @@ class JpegRegionSource final : public ImageSource {
   JpegIntervals intervals_;
   bool intervals_on_ = true;
   int spliced_ = 0;
+  SpliceShare share_;
   std::vector<std::uint8_t> splice_;  // the spliced JPEG
 };
 

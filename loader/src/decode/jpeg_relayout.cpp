@@ -1,5 +1,6 @@
 #include "decode/jpeg_relayout.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -9,10 +10,9 @@
 namespace stoke::detail {
 
 int restart_mcus(int mcus_x) {
-  if (mcus_x < 4) return mcus_x;
-  for (int k = mcus_x / 4; k >= 1; --k) {
+  for (int k = std::max(mcus_x / 8, 1); k >= 1; --k) {
     if (mcus_x % k != 0) continue;
-    return mcus_x / k <= 16 ? k : mcus_x;
+    return mcus_x / k <= 64 ? k : mcus_x;
   }
   return mcus_x;
 }
