@@ -102,8 +102,21 @@ void normalize_rows(const NormalizeParams& p, const std::uint8_t* src, unsigned 
         const std::ptrdiff_t step =
             flip ? -static_cast<std::ptrdiff_t>(ch) : static_cast<std::ptrdiff_t>(ch);
         const std::uint8_t* px = flip ? first + (ow - 1) * ch : first;
-        for (std::size_t x = 0; x < ow; ++x, px += step) {
-          for (std::size_t c = 0; c < ch; ++c) put(out_row + c * plane + x, table.value[c][px[c]]);
+        if (ch == 3) {
+          // (RGB, the common case: the channel loop unrolled, each plane's row written in turn.)
+          const T* t0 = table.value[0];
+          const T* t1 = table.value[1];
+          const T* t2 = table.value[2];
+          for (std::size_t x = 0; x < ow; ++x, px += step) {
+            put(out_row + x, t0[px[0]]);
+            put(out_row + plane + x, t1[px[1]]);
+            put(out_row + 2 * plane + x, t2[px[2]]);
+          }
+        } else {
+          for (std::size_t x = 0; x < ow; ++x, px += step) {
+            for (std::size_t c = 0; c < ch; ++c)
+              put(out_row + c * plane + x, table.value[c][px[c]]);
+          }
         }
       } else {
         const std::size_t out_row = (n * oh + y) * ow * ch;
