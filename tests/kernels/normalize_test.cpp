@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_features.hpp"
 #include "stoke/kernels/normalize_cuda.hpp"
 #if defined(STOKE_WITH_CUDA) && STOKE_WITH_CUDA
 #include "../cuda_test_support.hpp"
@@ -399,17 +400,22 @@ std::vector<Case> all_cases() {
   return cases;
 }
 
+// Both compilations of the loops (AVX2 where this CPU has it, and the baseline's).
 TEST(NormalizeCpu, BitIdenticalToNaiveForEveryDtypeLayoutChannelsCropAndFlip) {
-  for (Case& t : all_cases()) {
-    SCOPED_TRACE(t.name);
-    t.params.flip = t.flips.empty() ? nullptr : t.flips.data();
-    const std::vector<unsigned char> expected = naive_normalize(t.params, t.src);
-    ASSERT_EQ(normalized_bytes(t.params), expected.size());
-    std::vector<unsigned char> got(expected.size() + 1, 0xab);  // +1: odd offset, no alignment
-    normalize_cpu(t.params, t.src.data(), got.data() + 1);
-    EXPECT_EQ(std::memcmp(got.data() + 1, expected.data(), expected.size()), 0);
-    EXPECT_EQ(got[0], 0xab);
+  for (const bool baseline : {false, true}) {
+    stoke::detail::baseline_loops_only().store(baseline);
+    for (Case& t : all_cases()) {
+      SCOPED_TRACE(t.name + (baseline ? " (baseline loops)" : ""));
+      t.params.flip = t.flips.empty() ? nullptr : t.flips.data();
+      const std::vector<unsigned char> expected = naive_normalize(t.params, t.src);
+      ASSERT_EQ(normalized_bytes(t.params), expected.size());
+      std::vector<unsigned char> got(expected.size() + 1, 0xab);  // +1: odd offset, no alignment
+      normalize_cpu(t.params, t.src.data(), got.data() + 1);
+      EXPECT_EQ(std::memcmp(got.data() + 1, expected.data(), expected.size()), 0);
+      EXPECT_EQ(got[0], 0xab);
+    }
   }
+  stoke::detail::baseline_loops_only().store(false);
 }
 
 TEST(NormalizeCpu, LargeBatchMatchesNaive) {  // enough rows for oneTBB to split the work
