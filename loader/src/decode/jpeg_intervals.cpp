@@ -167,7 +167,7 @@ std::size_t splice_jpeg_intervals(const std::uint8_t* d, const JpegIntervals& l,
   // The header's segments through the scan's, the frame's size patched.
   for (std::size_t at = 2; at < l.data_at;) {
     Segment s;
-    segment_at(d, l.data_at, at, s);  // (find_jpeg_intervals read them all)
+    if (!segment_at(d, l.data_at, at, s)) break;  // (not reached: find_jpeg_intervals read them)
     at = s.payload + s.length;
     if (left_out(s.code)) continue;
     const std::size_t from = out.size();
