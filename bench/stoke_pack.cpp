@@ -265,33 +265,23 @@ class ParquetInput {
   std::int32_t label(std::int64_t i) const { return view_->label(i); }
   // Row i's place, for messages: "FILE (row group G, row R)".
   std::string name(std::int64_t i) const {
-    const auto at = view_->parquet_place(i);
-    return stoke::detail::redact_url(std::string(view_->path(i))) + " (row group " +
-           std::to_string(view_->parquet_chunk(at.source).row_group) + ", row " +
-           std::to_string(at.group_row) + ")";
+    return stoke::detail::redact_url(view_->path(i)) + " (" + view_->parquet_row_place(i) + ")";
   }
   // Row i's image, and its extension (from its file's name, else its bytes).
   stoke::detail::BadInput read(std::int64_t i, Encoded& e) {
     const std::string path = view_->path(i);
     stoke::detail::ByteSpan value;
-    stoke::detail::BadInput r = rows_.read(
-        *view_, i, stoke::detail::kParquetImage,
+    std::string file;
+    const stoke::detail::BadInput r = rows_.read_image(
+        *view_, i,
         [&](const stoke::detail::ByteRange& range, std::vector<std::uint8_t>& into) {
           return files_.read(path, range, into);
         },
-        value);
-    if (r == stoke::detail::BadInput::kNone) {
-      e.bytes.assign(value.data, value.data + value.size);
-      e.ext = sniffed_extension(e.bytes);
-    } else if (r == stoke::detail::BadInput::kMissing) {
-      const std::string file = view_->parquet_image_file(i);
-      if (file.empty()) return r;
-      if ((r = files_.read(file, {}, e.bytes)) != stoke::detail::BadInput::kNone) return r;
-      e.ext = lowercase_extension(file);
-      if (e.ext.empty()) e.ext = sniffed_extension(e.bytes);
-    } else {
-      return r;
-    }
+        files_, file_bytes_, file, value);
+    if (r != stoke::detail::BadInput::kNone) return r;
+    e.bytes.assign(value.data, value.data + value.size);
+    e.ext = file.empty() ? "" : lowercase_extension(file);
+    if (e.ext.empty()) e.ext = sniffed_extension(e.bytes);
     return e.ext.empty() ? stoke::detail::BadInput::kUndecodable : stoke::detail::BadInput::kNone;
   }
 
@@ -300,6 +290,7 @@ class ParquetInput {
   std::optional<stoke::detail::DatasetView> view_;
   stoke::detail::SampleFiles files_;
   stoke::detail::ParquetRows rows_{std::size_t{256} << 20};  // a few row groups' pages
+  std::vector<std::uint8_t> file_bytes_;                     // a row's image file
 };
 
 // Shrinks to max_side and re-encodes as JPEG; images within max_side keep their own bytes.

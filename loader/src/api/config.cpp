@@ -455,12 +455,9 @@ void resolve_bytes(ResolvedConfig& r, const DatasetIndex& index, const DatasetVi
   // The bytes member: the sample's key (its image member's name, read back from the shard,
   // less the extension) and bytes_field; a Parquet row's place and its column.
   const auto member = [&](std::int64_t i) {
-    if (view.parquet()) {
-      const DatasetView::ParquetPlace at = view.parquet_place(i);
-      return entry_path(view, i) + " (sample " + std::to_string(i) + ", row group " +
-             std::to_string(view.parquet_chunk(at.source).row_group) + ", row " +
-             std::to_string(at.group_row) + ")'s " + o.bytes_field;
-    }
+    if (view.parquet())
+      return entry_path(view, i) + " (sample " + std::to_string(i) + ", " +
+             view.parquet_row_place(i) + ")'s " + o.bytes_field;
     const std::string image = member_name(view, i);
     if (image.empty())
       return entry_path(view, i) + " (sample " + std::to_string(i) + ")'s ." + o.bytes_field +

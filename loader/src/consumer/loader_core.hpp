@@ -45,11 +45,9 @@ class SampleNames {
     if (view_.raw()) return redact_url(data_) + " sample " + std::to_string(sample);
     const std::string number = "(sample " + std::to_string(sample);
     if (view_.parquet()) {
-      const DatasetView::ParquetPlace at = view_.parquet_place(sample);
       const std::string file = view_.parquet_image_file(sample);
-      return redact_url(std::string(view_.shard_path(at.source))) + " " + number + ", row group " +
-             std::to_string(view_.parquet_chunk(at.source).row_group) + ", row " +
-             std::to_string(at.group_row) +
+      return redact_url(view_.path(sample)) + " " + number + ", " +
+             view_.parquet_row_place(sample) +
              (file.empty() ? "" : ", its image " + redact_url(file)) + ")";
     }
     if (view_.lazy() || view_.in_shards()) {

@@ -37,6 +37,12 @@ std::pair<std::size_t, std::int64_t> DatasetView::shard_of(std::int64_t i) const
   return record_holding(shards_, shard_total_, i, [](const ShardRecord& s) { return s.start; });
 }
 
+std::string DatasetView::parquet_row_place(std::int64_t i) const {
+  const ParquetPlace at = parquet_place(i);
+  return "row group " + std::to_string(parquet_chunk(at.source).row_group) + ", row " +
+         std::to_string(at.group_row);
+}
+
 DatasetView::ParquetPlace DatasetView::parquet_place(std::int64_t i, std::uint32_t column) const {
   ParquetPlace p;
   const auto [source, row] = files_.source_of(i);

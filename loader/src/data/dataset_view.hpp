@@ -148,6 +148,8 @@ class DatasetView {
     std::int64_t group_row = 0;  // in the row group
   };
   ParquetPlace parquet_place(std::int64_t i, std::uint32_t column = kParquetImage) const;
+  // Sample i's place in its file, for messages: "row group 3, row 17".
+  std::string parquet_row_place(std::int64_t i) const;
   std::uint32_t parquet_columns() const { return files_.parquet_columns(); }
   const ParquetChunkRecord& parquet_chunk(std::size_t source,
                                           std::uint32_t column = kParquetImage) const {

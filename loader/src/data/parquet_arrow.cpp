@@ -531,7 +531,6 @@ ParquetFileFacts read_facts(const ParquetSource& source, const ParquetColumns& c
     }
   }
   if (const int paths_leaf = path_leaf(schema, leaf); paths_leaf >= 0) {
-    facts.path_column = schema.Column(paths_leaf)->path()->ToDotString();
     std::int64_t first_row = 0;
     std::uint64_t total = 0;
     for (int g = 0; g < meta->num_row_groups(); ++g) {

@@ -4,7 +4,6 @@
 #include <glob.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -411,24 +410,6 @@ std::string url_folder(const std::string& url) {
   return base.substr(0, base.rfind('/') + 1);
 }
 
-// Bytes outside RFC 3986's unreserved set and '/' percent-encoded (a path joined to an HTTP(S)
-// URL; an S3 key is encoded by the remote layer as it signs it).
-std::string url_escaped(const std::string& path) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char ch : path) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
-      out += ch;
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 // The file a row's image path names, read from the Parquet file at `parquet`: for a local file,
 // relative to its folder (an absolute path or a URL as it is); for a remote one, relative to its
 // URL's folder, and only that (a file a server serves names no file of this machine and no other
@@ -449,8 +430,9 @@ std::string image_file(const std::string& parquet, const std::string& written, s
   for (const fs::path& part : fs::path(written))
     if (part == "..")
       throw refuse("which leaves the remote Parquet file's folder (its images are read within it)");
+  // (An S3 key is encoded by the remote layer as it signs it.)
   const bool s3 = parquet.starts_with("s3://");
-  return url_folder(parquet) + (s3 ? written : url_escaped(written));
+  return url_folder(parquet) + (s3 ? written : percent_encoded_path(written));
 }
 
 }  // namespace

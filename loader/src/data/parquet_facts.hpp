@@ -66,7 +66,6 @@ struct ParquetFileFacts {
     std::string path;
   };
   std::vector<ImagePath> image_paths;
-  std::string path_column;  // the leaf the paths were read from ("image.path"), or ""
   // When ParquetColumns::bytes names one: the pass-through bytes' leaf, its chunk in each row
   // group, and each row's value's size (a null's: 0).
   std::string bytes_column;

@@ -30,6 +30,20 @@ BadInput ParquetRows::read(const DatasetView& view, std::int64_t i, std::uint32_
   return row_of(*values);
 }
 
+BadInput ParquetRows::read_image(const DatasetView& view, std::int64_t i,
+                                 const ReadRange& read_range, FileReader& files,
+                                 std::vector<std::uint8_t>& file, std::string& file_path,
+                                 ByteSpan& out) {
+  const BadInput r = read(view, i, kParquetImage, read_range, out);
+  file_path.clear();  // (after the read: read_range may use the same string)
+  if (r != BadInput::kMissing) return r;
+  file_path = view.parquet_image_file(i);
+  if (file_path.empty()) return r;
+  if (const BadInput f = files.read(file_path, {}, file); f != BadInput::kNone) return f;
+  out = {file.data(), static_cast<std::uint32_t>(file.size())};  // (at most kMaxFileBytes)
+  return BadInput::kNone;
+}
+
 std::shared_ptr<const PageValues> ParquetRows::kept(std::uint64_t key) {
   ++clock_;
   for (Kept& k : kept_) {

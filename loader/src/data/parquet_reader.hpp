@@ -37,6 +37,14 @@ class ParquetRows {
   BadInput read(const DatasetView& view, std::int64_t i, std::uint32_t column,
                 const ReadRange& read_range, ByteSpan& out);
 
+  // Sample i's image: its bytes in its page (read(), kParquetImage; `file_path` ""), or, where
+  // the value is null and the row names an image file (an Image struct's path:
+  // DatasetView::parquet_image_file), that file read whole through `files` into `file`, `out`
+  // over it and `file_path` its path. kMissing for a null with no file; else the reads' verdicts.
+  BadInput read_image(const DatasetView& view, std::int64_t i, const ReadRange& read_range,
+                      FileReader& files, std::vector<std::uint8_t>& file, std::string& file_path,
+                      ByteSpan& out);
+
   // Pages decoded so far (for tests: a row in a kept page decodes nothing).
   std::uint64_t pages_decoded() const { return decoded_; }
 

@@ -126,15 +126,7 @@ BadInput JpegRegionSource::decode(int x, int y, int w, int h, int num, Verify ve
     if (spliced == BadInput::kNone) done(out);
     return spliced;
   }
-  if (sy0 > 0) jpeg_skip_scanlines(&cinfo_, static_cast<JDIMENSION>(sy0));
-  const bool convert = cinfo_.output_components == 4;
-  if (convert) cmyk_row_.resize(static_cast<std::size_t>(cols) * 4);
-  for (int r = 0; r < rows; ++r) {
-    std::uint8_t* row = pixels_.data() + stride * r;
-    JSAMPROW target = convert ? cmyk_row_.data() : row;
-    jpeg_read_scanlines(&cinfo_, &target, 1);
-    if (convert) cmyk_row_to(cmyk_row_.data(), row, static_cast<int>(cols), channels_);
-  }
+  read_window(sy0, rows, static_cast<int>(cols));
   // kRegion: the rows below need no decoding for these pixels; what was read (the header, the
   // rows above and the region's) has been checked. (A progressive file was read whole by
   // jpeg_start_decompress already.) close() aborts the decompression.
@@ -156,6 +148,19 @@ BadInput JpegRegionSource::decode(int x, int y, int w, int h, int num, Verify ve
   if (warned) return BadInput::kCorrupt;
   done(out);
   return BadInput::kNone;
+}
+
+void JpegRegionSource::read_window(int skip, int rows, int cols) {
+  if (skip > 0) jpeg_skip_scanlines(&cinfo_, static_cast<JDIMENSION>(skip));
+  const std::size_t stride = static_cast<std::size_t>(cols) * channels_;
+  const bool convert = cinfo_.output_components == 4;
+  if (convert) cmyk_row_.resize(static_cast<std::size_t>(cols) * 4);
+  for (int r = 0; r < rows; ++r) {
+    std::uint8_t* row = pixels_.data() + stride * static_cast<std::size_t>(r);
+    JSAMPROW target = convert ? cmyk_row_.data() : row;
+    jpeg_read_scanlines(&cinfo_, &target, 1);
+    if (convert) cmyk_row_to(cmyk_row_.data(), row, cols, channels_);
+  }
 }
 
 bool JpegRegionSource::decode_spliced(int sx0, int sy0, int cols, int rows, int num,
@@ -214,15 +219,7 @@ bool JpegRegionSource::decode_spliced(int sx0, int sy0, int cols, int rows, int 
     result = BadInput::kCorrupt;
     return true;
   }
-  if (top > 0) jpeg_skip_scanlines(&cinfo_, static_cast<JDIMENSION>(top));
-  const std::size_t stride = static_cast<std::size_t>(cols) * channels_;
-  if (components == 4) cmyk_row_.resize(static_cast<std::size_t>(cols) * 4);
-  for (int r = 0; r < rows; ++r) {
-    std::uint8_t* row = pixels_.data() + stride * static_cast<std::size_t>(r);
-    JSAMPROW target = components == 4 ? cmyk_row_.data() : row;
-    jpeg_read_scanlines(&cinfo_, &target, 1);
-    if (components == 4) cmyk_row_to(cmyk_row_.data(), row, cols, channels_);
-  }
+  read_window(top, rows, cols);
   result = errors_.warned ? BadInput::kCorrupt : BadInput::kNone;
   ++spliced_;
   return true;

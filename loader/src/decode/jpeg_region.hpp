@@ -78,6 +78,9 @@ class JpegRegionSource final : public ImageSource {
   // intervals around it, into pixels_ (its verdict in `result`); false, with nothing decoded,
   // when the window needs every interval.
   bool decode_spliced(int sx0, int sy0, int cols, int rows, int num, BadInput& result);
+  // Skips `skip` rows of the decompression under way, then reads `rows` rows of `cols` pixels
+  // into pixels_ (CMYK converted to the output's channels).
+  void read_window(int skip, int rows, int cols);
   void close();
 
   jpeg_decompress_struct cinfo_{};

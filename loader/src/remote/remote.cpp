@@ -59,24 +59,6 @@ std::string origin_of(const std::string& url) {
   return scheme + "://" + (has_port ? authority : authority + (scheme == "https" ? ":443" : ":80"));
 }
 
-// SigV4's URI encoding of an S3 key: RFC 3986 unreserved characters stay, so does '/', which
-// separates the key's segments; every other byte is %XX. Dot segments stay as they are (the
-// request is sent with CURLOPT_PATH_AS_IS): "a/../b" is a key of its own, not "b".
-std::string encode_key(const std::string& key) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : key) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 bool is_ipv4_form(const std::string& s) {
   int parts = 0;
   for (std::size_t from = 0; from <= s.size(); ++parts) {
@@ -158,9 +140,9 @@ Target resolve(const std::string& name) {
   std::string endpoint = env("AWS_ENDPOINT_URL_S3");
   if (endpoint.empty()) endpoint = env("AWS_ENDPOINT_URL");
   while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
-  t.url = endpoint.empty()
-              ? "https://" + t.bucket + ".s3." + region + ".amazonaws.com/" + encode_key(key)
-              : endpoint + "/" + t.bucket + "/" + encode_key(key);
+  t.url = endpoint.empty() ? "https://" + t.bucket + ".s3." + region + ".amazonaws.com/" +
+                                 percent_encoded_path(key)
+                           : endpoint + "/" + t.bucket + "/" + percent_encoded_path(key);
   const std::string id = env("AWS_ACCESS_KEY_ID");
   const std::string secret = env("AWS_SECRET_ACCESS_KEY");
   if (id.empty() || secret.empty())
@@ -303,7 +285,7 @@ Response perform(const Target& t, bool head, const std::string& range, Sink& sin
     curl_easy_setopt(c, CURLOPT_XOAUTH2_BEARER, t.bearer.c_str());
   }
   if (!t.sigv4.empty()) {
-    // The key is sent byte for byte as encode_key() wrote it: no dot segment is resolved.
+    // The key is sent byte for byte as percent_encoded_path() wrote it: no dot segment is resolved.
     curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(c, CURLOPT_AWS_SIGV4, t.sigv4.c_str());
     curl_easy_setopt(c, CURLOPT_USERPWD, t.userpwd.c_str());
@@ -477,6 +459,21 @@ bool remote_get_if_exists(const std::string& url, std::string& into, std::size_t
     return false;
   }
   return true;
+}
+
+std::string percent_encoded_path(const std::string& path) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
 }
 
 std::string hf_endpoint() {

@@ -65,6 +65,11 @@ std::size_t remote_read(const std::string& url, std::uint64_t offset, void* dst,
 bool remote_get_if_exists(const std::string& url, std::string& into, std::size_t max_bytes,
                           const RemotePolicy& policy, std::string* next = nullptr);
 
+// `path` with every byte outside RFC 3986's unreserved set and '/' percent-encoded: an S3 key as
+// SigV4 encodes it (dot segments stay: "a/../b" is a key of its own, not "b"), or a relative path
+// joined to an HTTP(S) URL.
+std::string percent_encoded_path(const std::string& path);
+
 // The Hugging Face Hub's endpoint: HF_ENDPOINT, else https://huggingface.co (no trailing '/').
 // (An endpoint that is not an http:// or https:// URL gets no token: data/hf_hub.cpp refuses it.)
 // A plain HTTP(S) request to its scheme, host and port carries HF_TOKEN, when it is set, as a

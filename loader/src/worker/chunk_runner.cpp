@@ -89,17 +89,10 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
     if (view_->parquet()) {
       const Stopwatch watch(read_ns_);
       ByteSpan row;
-      const BadInput read = read_parquet(kParquetImage, row);
-      if (read == BadInput::kNone) {
-        bytes = {row.data, row.size};
-      } else {
-        // A null image may be a file of its own (an Image struct's path): read whole.
-        if (read != BadInput::kMissing) return read;
-        path_ = view_->parquet_image_file(row_);
-        if (path_.empty()) return read;
-        if (const BadInput r = files_.read(path_, {}, file_); r != BadInput::kNone) return r;
-        bytes = file_;
-      }
+      const BadInput read =
+          parquet_.read_image(*view_, row_, page_reader(), files_, file_, path_, row);
+      if (read != BadInput::kNone) return read;
+      bytes = {row.data, row.size};
     } else {
       const BadInput read = read_sample_file(false, view_->range(row_));
       if (read != BadInput::kNone) return read;
@@ -129,15 +122,12 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
   return BadInput::kNone;
 }
 
-BadInput ChunkRunner::read_parquet(std::uint32_t column, ByteSpan& out) {
-  return parquet_.read(
-      *view_, row_, column,
-      [&](const ByteRange& range, std::vector<std::uint8_t>& into) {
-        const BadInput r = read_sample_bytes(false, range);
-        into.swap(file_);
-        return r;
-      },
-      out);
+ParquetRows::ReadRange ChunkRunner::page_reader() {
+  return [this](const ByteRange& range, std::vector<std::uint8_t>& into) {
+    const BadInput r = read_sample_bytes(false, range);
+    into.swap(file_);
+    return r;
+  };
 }
 
 BadInput ChunkRunner::read_sample_file(bool mask_file, ByteRange range) {
@@ -170,7 +160,7 @@ BadInput ChunkRunner::produce_bytes(std::uint8_t* dst, std::int32_t* count) {
     // not the page indexed).
     const Stopwatch watch(read_ns_);
     ByteSpan value;
-    const BadInput read = read_parquet(kParquetBytes, value);
+    const BadInput read = parquet_.read(*view_, row_, kParquetBytes, page_reader(), value);
     if (read != BadInput::kNone) return read;
     if (value.size != range.size) return BadInput::kCorrupt;
     std::memcpy(dst, value.data, n);

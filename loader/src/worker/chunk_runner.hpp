@@ -60,8 +60,9 @@ class ChunkRunner {
   // mask file, into file_.
   BadInput read_sample_file(bool mask_file, ByteRange range);
   BadInput read_sample_bytes(bool mask_file, ByteRange range);  // (read_sample_file, untimed)
-  // The current Parquet row's value in `column` (ParquetColumn), from its page (untimed).
-  BadInput read_parquet(std::uint32_t column, ByteSpan& out);
+  // How parquet_ reads a page of the current sample's file: as any sample's bytes are read
+  // (read_sample_bytes, untimed: its local copy first).
+  ParquetRows::ReadRange page_reader();
   // Whether a decoded width x height is the current sample's annotated size (or it has none).
   bool annotated_size(int width, int height) const;
   // Sample j's geometry in `slot`: the output map its pixels just got, and its source's size.
