@@ -9,14 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-// clang-format off
-#include <cstdio>  // jpeglib.h needs FILE and size_t first
-#include <jpeglib.h>
-// clang-format on
-
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -33,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "libjpeg_writer.hpp"
 #include "test_support.hpp"
 
 namespace stoke {
@@ -134,32 +131,11 @@ Bytes jpeg_claiming(unsigned width, unsigned height) {
 
 // A uniform CMYK JPEG (Adobe marker, no colour transform), written with libjpeg directly.
 Bytes cmyk_jpeg(int w, int h, std::array<std::uint8_t, 4> cmyk) {
-  jpeg_compress_struct cinfo{};
-  jpeg_error_mgr err{};
-  cinfo.err = jpeg_std_error(&err);
-  jpeg_create_compress(&cinfo);
-  unsigned char* buf = nullptr;
-  unsigned long size = 0;
-  jpeg_mem_dest(&cinfo, &buf, &size);
-  cinfo.image_width = static_cast<JDIMENSION>(w);
-  cinfo.image_height = static_cast<JDIMENSION>(h);
-  cinfo.input_components = 4;
-  cinfo.in_color_space = JCS_CMYK;
-  jpeg_set_defaults(&cinfo);
-  jpeg_set_colorspace(&cinfo, JCS_CMYK);
-  jpeg_set_quality(&cinfo, 95, TRUE);
-  jpeg_start_compress(&cinfo, TRUE);
-  Bytes row(static_cast<std::size_t>(w) * 4);
-  for (int x = 0; x < w; ++x) std::copy(cmyk.begin(), cmyk.end(), row.begin() + 4 * x);
-  while (cinfo.next_scanline < cinfo.image_height) {
-    JSAMPROW r = row.data();
-    jpeg_write_scanlines(&cinfo, &r, 1);
-  }
-  jpeg_finish_compress(&cinfo);
-  jpeg_destroy_compress(&cinfo);
-  Bytes out(buf, buf + size);
-  std::free(buf);
-  return out;
+  const cv::Mat inks(h, w, CV_8UC4, cv::Scalar(cmyk[0], cmyk[1], cmyk[2], cmyk[3]));
+  return test::libjpeg_compress(inks, [](jpeg_compress_struct& c) {
+    jpeg_set_colorspace(&c, JCS_CMYK);
+    jpeg_set_quality(&c, 95, TRUE);
+  });
 }
 
 // ---- running loaders -----------------------------------------------------------------------

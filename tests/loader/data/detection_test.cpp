@@ -2,7 +2,6 @@
 // moved with the pixels by the workers, delivered per batch and per device, the same for any
 // worker count and across a resume, with max_boxes, bad sizes and bad files handled by policy.
 #include <gtest/gtest.h>
-#include <jpeglib.h>
 
 #include <algorithm>
 #include <array>
@@ -19,6 +18,7 @@
 
 #include "data/coco.hpp"
 #include "fake_gpu.hpp"
+#include "libjpeg_writer.hpp"
 #include "stoke/error.hpp"
 #include "stoke/loader.hpp"
 #include "test_support.hpp"
@@ -79,30 +79,12 @@ void write_image(const std::filesystem::path& path, const Scene& s) {
   // that each colour stays in its own channel.
   cv::Mat rgb;
   cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
-  jpeg_compress_struct c{};
-  jpeg_error_mgr err{};
-  c.err = jpeg_std_error(&err);
-  jpeg_create_compress(&c);
-  unsigned char* out = nullptr;
-  unsigned long size = 0;
-  jpeg_mem_dest(&c, &out, &size);
-  c.image_width = static_cast<JDIMENSION>(rgb.cols);
-  c.image_height = static_cast<JDIMENSION>(rgb.rows);
-  c.input_components = 3;
-  c.in_color_space = JCS_RGB;
-  jpeg_set_defaults(&c);
-  jpeg_set_quality(&c, 100, TRUE);
-  for (int i = 0; i < 3; ++i) c.comp_info[i].h_samp_factor = c.comp_info[i].v_samp_factor = 1;
-  jpeg_start_compress(&c, TRUE);
-  while (c.next_scanline < c.image_height) {
-    JSAMPROW row = rgb.ptr(static_cast<int>(c.next_scanline));
-    jpeg_write_scanlines(&c, &row, 1);
-  }
-  jpeg_finish_compress(&c);
-  jpeg_destroy_compress(&c);
+  const std::vector<std::uint8_t> jpeg = test::libjpeg_compress(rgb, [](jpeg_compress_struct& c) {
+    jpeg_set_quality(&c, 100, TRUE);
+    for (int i = 0; i < 3; ++i) c.comp_info[i].h_samp_factor = c.comp_info[i].v_samp_factor = 1;
+  });
   std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(out), static_cast<std::streamsize>(size));
-  std::free(out);
+      .write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
 }
 
 // Writes the images and instances.json; returns the JSON's path. `edit` may change the text.

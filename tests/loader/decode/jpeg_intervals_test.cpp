@@ -26,6 +26,7 @@
 #include "decode/jpeg_common.hpp"
 #include "decode/jpeg_region.hpp"
 #include "decode/jpeg_relayout.hpp"
+#include "libjpeg_writer.hpp"
 #include "plan/sample_rng.hpp"
 #include "test_support.hpp"
 
@@ -53,42 +54,11 @@ cv::Mat scene(int w, int h, int channels) {
   return gray;
 }
 
-// `m` (1, 3 or 4 channels: gray, RGB or CMYK) through libjpeg's own compressor at quality 90;
-// `configure` sets what its defaults do not, `markers` writes markers after the start.
-Bytes compress(const cv::Mat& m, const std::function<void(jpeg_compress_struct&)>& configure,
-               const std::function<void(jpeg_compress_struct&)>& markers = {}) {
-  jpeg_compress_struct c{};
-  jpeg_error_mgr err{};
-  c.err = jpeg_std_error(&err);
-  jpeg_create_compress(&c);
-  unsigned char* out = nullptr;
-  unsigned long size = 0;
-  jpeg_mem_dest(&c, &out, &size);
-  c.image_width = static_cast<JDIMENSION>(m.cols);
-  c.image_height = static_cast<JDIMENSION>(m.rows);
-  c.input_components = m.channels();
-  c.in_color_space = m.channels() == 1 ? JCS_GRAYSCALE : m.channels() == 4 ? JCS_CMYK : JCS_RGB;
-  jpeg_set_defaults(&c);
-  jpeg_set_quality(&c, 90, TRUE);
-  configure(c);
-  jpeg_start_compress(&c, TRUE);
-  if (markers) markers(c);
-  for (int y = 0; y < m.rows; ++y) {
-    JSAMPROW row = const_cast<std::uint8_t*>(m.ptr(y));
-    jpeg_write_scanlines(&c, &row, 1);
-  }
-  jpeg_finish_compress(&c);
-  Bytes bytes(out, out + size);
-  jpeg_destroy_compress(&c);
-  std::free(out);
-  return bytes;
-}
-
 // `m` with luma sampled h x v (chroma 1 x 1), a restart marker every `restart` MCUs or every
 // `rows` MCU rows, optionally progressive.
 Bytes libjpeg_file(const cv::Mat& m, int h, int v, int restart, int rows = 0,
                    bool progressive = false) {
-  return compress(m, [&](jpeg_compress_struct& c) {
+  return test::libjpeg_compress(m, [&](jpeg_compress_struct& c) {
     if (m.channels() == 3) {
       c.comp_info[0].h_samp_factor = h;
       c.comp_info[0].v_samp_factor = v;
@@ -397,9 +367,8 @@ TEST(JpegRelayout, ReLaidOutFilesDecodeToTheSamePixelsWithIntervals) {
 
 // A CMYK file (Adobe's marker written anew, not twice) and one with Exif and a comment (kept).
 TEST(JpegRelayout, MarkersAreKeptAndAdobesIsWrittenOnce) {
-  const Bytes with_markers = compress(
-      scene(120, 80, 3), [](jpeg_compress_struct&) {},
-      [](jpeg_compress_struct& c) {
+  const Bytes with_markers =
+      test::libjpeg_compress(scene(120, 80, 3), {}, [](jpeg_compress_struct& c) {
         const std::string exif = std::string("Exif\0\0", 6) + "not really a TIFF";
         jpeg_write_marker(&c, JPEG_APP0 + 1, reinterpret_cast<const JOCTET*>(exif.data()),
                           static_cast<unsigned>(exif.size()));
@@ -415,8 +384,8 @@ TEST(JpegRelayout, MarkersAreKeptAndAdobesIsWrittenOnce) {
   cv::Mat inks(40, 72, CV_8UC4);
   for (int y = 0; y < 40; ++y)
     for (int x = 0; x < 72 * 4; ++x) inks.ptr(y)[x] = static_cast<std::uint8_t>(x * 3 + y * 5);
-  const Bytes cmyk =
-      compress(inks, [](jpeg_compress_struct& c) { jpeg_set_colorspace(&c, JCS_YCCK); });
+  const Bytes cmyk = test::libjpeg_compress(
+      inks, [](jpeg_compress_struct& c) { jpeg_set_colorspace(&c, JCS_YCCK); });
   const Relayout rc = relayout_jpeg(cmyk.data(), cmyk.size());
   ASSERT_EQ(rc.why, "");
   const std::string cmyk_text(rc.bytes.begin(), rc.bytes.end());
