@@ -203,7 +203,10 @@ TEST(ParquetRemote, FilesOnHttpAndS3DeliverWhatTheLocalFilesDeliver) {
     std::uint64_t file_bytes = 0;
     for (const auto& f : fs::directory_iterator(www)) file_bytes += fs::file_size(f.path());
     EXPECT_EQ(static_cast<std::uint64_t>(s.cache_bytes_fetched), file_bytes);  // each once
-    EXPECT_EQ(s.cache_misses + s.cache_hits, 2);
+    // Each file a miss, once: fetched before the first batch reading it. (Hits are not counted
+    // here: once the consumer has taken the epoch's last batch, the prefetcher may already count
+    // the next epoch's uses of the same files as hits.)
+    EXPECT_EQ(s.cache_misses, 2);
   }
   on_s3.cache_limit = 0;
   Loader ranged(on_s3);
