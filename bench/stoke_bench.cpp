@@ -102,16 +102,14 @@ std::vector<int> parse_sweep(const std::string& spec) {
 // The options stoke-bench takes, in its --help's order: each is --name-with-dashes, with its help,
 // default and range from the table of options (stoke/option_table.hpp).
 constexpr std::string_view kOptionFlags[] = {
-    "data",        "split",        "image_root",     "max_boxes",
-    "box_field",   "mask_field",   "bytes_field",    "max_bytes",
-    "label_field", "max_classes",  "shuffle_window", "cache_dir",
-    "cache_limit", "batch",        "devices",        "workers",
-    "max_workers", "stall_target", "seed",           "size",
-    "pipeline",    "augment",      "on_error",       "verify",
-    "prefetch",    "chunk",        "dtype",          "layout",
-    "mixup_alpha", "cutmix_alpha", "mix_prob",       "mix_switch_prob",
-    "mix_mode",    "mix_rule",     "num_classes",    "label_smoothing",
-    "repeats"};
+    "data",           "split",        "image_root",      "max_boxes",       "box_field",
+    "mask_field",     "bytes_field",  "max_bytes",       "label_field",     "max_classes",
+    "shuffle_window", "cache_dir",    "cache_limit",     "relayout_cache",  "relayout_limit",
+    "batch",          "devices",      "workers",         "max_workers",     "stall_target",
+    "seed",           "size",         "pipeline",        "augment",         "on_error",
+    "verify",         "prefetch",     "chunk",           "dtype",           "layout",
+    "mixup_alpha",    "cutmix_alpha", "mix_prob",        "mix_switch_prob", "mix_mode",
+    "mix_rule",       "num_classes",  "label_smoothing", "repeats"};
 
 // What the loader is asked for, from the command line. The pipeline has no text form in the
 // table (it needs the size and the channels): --pipeline keeps its text until parse_args().
@@ -462,6 +460,12 @@ int run(const Args& args) {
           static_cast<long long>(s.cache_evictions), s.cache_fetch_wait_s);
     else if (s.shard_cache != stoke::Stats{}.shard_cache)
       std::printf("  shards     cache %s\n", s.shard_cache.c_str());
+    if (s.relayout_cache.starts_with("on"))
+      std::printf("  relayout   cache %s; %lld samples read from copies, %lld copies made\n",
+                  s.relayout_cache.c_str(), static_cast<long long>(s.relayout_hits),
+                  static_cast<long long>(s.relayout_stored));
+    else if (s.relayout_cache != stoke::Stats{}.relayout_cache)
+      std::printf("  relayout   cache %s\n", s.relayout_cache.c_str());
     std::printf("  devices    %s %s on %s; staging %s", dtype, layout,
                 o.devices.to_string().c_str(), stoke::staging_mode_name(s.staging));
     if (s.dma_copies > 0)
@@ -517,6 +521,8 @@ int run(const Args& args) {
     j["shard_cache"] = {{"state", s.shard_cache},         {"bytes_fetched", s.cache_bytes_fetched},
                         {"hits", s.cache_hits},           {"misses", s.cache_misses},
                         {"evictions", s.cache_evictions}, {"fetch_wait_s", s.cache_fetch_wait_s}};
+    j["relayout_cache"] = {
+        {"state", s.relayout_cache}, {"hits", s.relayout_hits}, {"stored", s.relayout_stored}};
     j["startup_s"] = s.startup_s;
     j["wait_fraction"] = s.wait_fraction;
     j["window_wait_fraction"] = s.window_wait_fraction;

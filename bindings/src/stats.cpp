@@ -29,6 +29,9 @@ nb::dict stats_dict(const Stats& s) {
   d["cache_misses"] = s.cache_misses;
   d["cache_evictions"] = s.cache_evictions;
   d["cache_fetch_wait_s"] = s.cache_fetch_wait_s;
+  d["relayout_cache"] = s.relayout_cache;
+  d["relayout_hits"] = s.relayout_hits;
+  d["relayout_stored"] = s.relayout_stored;
   d["decode_s"] = s.decode_s;
   d["augment_s"] = s.augment_s;
   d["compute_s"] = s.compute_s;

@@ -179,6 +179,7 @@ Stats Loader::Impl::stats() const {
     s.device_bytes = t.device_bytes;
   }
   s.shard_cache = shard_cache_;
+  s.relayout_cache = relayout_cache_;
   if (prefetcher_) {
     const ShardCacheStats c = prefetcher_->stats();
     s.cache_bytes_fetched = static_cast<std::int64_t>(c.bytes_fetched);

@@ -74,6 +74,9 @@ class Loader::Impl {
       const detail::LoaderEnvironment& env) const;
   // Remote shards: the prefetcher and its gate, when the plan (shard_cache_plan.hpp) caches any.
   void set_up_shard_cache(const detail::ShardCachePlan& plan);
+  // The relayout cache's fields of the arena header `h` for the dataset `view` (its folder made
+  // here, so that workers only write into it), and relayout_cache_.
+  void set_up_relayout_cache(const detail::DatasetView& view, detail::ArenaHeader& h);
   void start_threads();
 
   // ---- the consumer (loader.cpp)
@@ -102,6 +105,7 @@ class Loader::Impl {
   std::unique_ptr<detail::BatchMixer> mixer_;            // soft labels (num_classes > 0)
   std::unique_ptr<detail::Stager> stager_;               // when core_->staging is set
   std::string shard_cache_ = "off (no remote shards)";   // for Stats::shard_cache
+  std::string relayout_cache_ = "off";                   // for Stats::relayout_cache
   std::unique_ptr<detail::ShardPrefetcher> prefetcher_;  // remote shards with a cache
   std::unique_ptr<detail::ShardDiagnosis> diagnosis_;    // a dataset-level index's bad shards
 };

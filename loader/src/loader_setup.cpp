@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -13,10 +14,12 @@
 #include "common/build_info.hpp"
 #include "common/fd.hpp"
 #include "common/number_text.hpp"
+#include "data/cache_folder.hpp"
 #include "data/parquet_dataset.hpp"
 #include "data/shard_cache.hpp"
 #include "data/shard_list.hpp"
 #include "data/shard_tables.hpp"
+#include "decode/relayout_cache.hpp"
 #include "loader_environment.hpp"
 #include "loader_impl.hpp"
 #include "prefetch/shard_cache_plan.hpp"
@@ -204,6 +207,7 @@ void Loader::Impl::lay_out_arena(std::shared_ptr<const MappedIndex> mapped, bool
   h.mask_ignore = static_cast<std::uint32_t>(options_.mask_ignore);
   h.seed = options_.seed;
   h.remote_deadline_s = config_.remote.policy.deadline_s;
+  set_up_relayout_cache(mapped->view(), h);
 
   LoaderCore::Setup setup;
   setup.plan = config_.plan;
@@ -266,6 +270,42 @@ std::function<std::unique_ptr<Staging>(LoaderCore&)> Loader::Impl::staging_maker
     staging->pin_initial(static_cast<int>(config_.initial_slots));
     return staging;
   };
+}
+
+void Loader::Impl::set_up_relayout_cache(const DatasetView& view, ArenaHeader& h) {
+  const Relayout which = options_.relayout_cache;
+  if (which == Relayout::kOff || options_.relayout_limit == 0) return;
+  if (h.dataset_kind != DatasetKind::kFiles || view.parquet()) {
+    relayout_cache_ = "off (for image folders and list files)";
+    return;
+  }
+  const std::string root = cache_root(options_.cache_dir);
+  const std::string folder = root.empty() ? root : relayout_cache_folder(root);
+  std::string why;
+  if (folder.empty()) {
+    why = "no cache folder can be named: set cache_dir or STOKE_CACHE_DIR";
+  } else if (folder.size() >= sizeof h.relayout_folder) {
+    why = "its folder's path is longer than " + std::to_string(sizeof h.relayout_folder - 1) +
+          " bytes";
+  } else {
+    try {
+      if (!prepare_cache_folder(root, false) || !prepare_cache_folder(folder, true))
+        why = "cannot make " + folder + ": " + std::strerror(errno);
+    } catch (const ConfigError& e) {
+      why = e.what();
+    }
+  }
+  if (!why.empty()) {
+    relayout_cache_ = "off (" + why + ")";
+    log_.post("relayout cache " + relayout_cache_);
+    return;
+  }
+  h.relayout = static_cast<std::uint32_t>(which);
+  h.relayout_limit = options_.relayout_limit;
+  std::snprintf(h.relayout_folder, sizeof h.relayout_folder, "%s", folder.c_str());
+  relayout_cache_ = "on: " + folder + ", " +
+                    (which == Relayout::kAll ? "every JPEG" : "progressive JPEGs") + ", limit " +
+                    bytes_text(options_.relayout_limit);
 }
 
 void Loader::Impl::set_up_shard_cache(const ShardCachePlan& plan) {

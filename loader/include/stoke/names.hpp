@@ -13,6 +13,7 @@
 //   OnError    skip, error
 //   Verify     whole-file, region
 //   Split      train, test
+//   Relayout   off, progressive, all
 //   MixMode    batch, pair, elem
 //   MixRule    torchvision, timm
 //   devices    cpu:G, cuda:0,1, auto  (DeviceSet::parse)
@@ -45,6 +46,8 @@ const char* on_error_name(OnError value);
 
 Verify parse_verify(std::string_view word);
 const char* verify_name(Verify value);
+Relayout parse_relayout(std::string_view word);
+const char* relayout_name(Relayout value);
 
 MixMode parse_mix_mode(std::string_view word);
 const char* mix_mode_name(MixMode value);

@@ -111,6 +111,13 @@ struct Stats {
   std::int64_t cache_evictions = 0;  // copies this loader removed to stay under the limit
   double cache_fetch_wait_s = 0;  // time the next batch for the workers waited for its shards
 
+  // The relayout cache (Options::relayout_cache): "on: FOLDER, progressive JPEGs, limit 16 GiB",
+  // "off", or why it is off; samples read from its copies, and copies made, by this loader's
+  // workers.
+  std::string relayout_cache = "off";
+  std::int64_t relayout_hits = 0;
+  std::int64_t relayout_stored = 0;
+
   int workers = 0;  // the pool's size: active workers, ones still starting included (retiring
                     // ones excluded)
   int workers_starting = 0;  // of those, processes not yet past their start-up handshake

@@ -64,6 +64,8 @@ constexpr Word<MixMode> kMixMode[] = {
     {"batch", MixMode::kBatch}, {"pair", MixMode::kPair}, {"elem", MixMode::kElem}};
 constexpr Word<MixRule> kMixRule[] = {{"torchvision", MixRule::kTorchvision},
                                       {"timm", MixRule::kTimm}};
+constexpr Word<Relayout> kRelayout[] = {
+    {"off", Relayout::kOff}, {"progressive", Relayout::kProgressive}, {"all", Relayout::kAll}};
 constexpr Word<Split> kSplit[] = {{"train", Split::kTrain}, {"test", Split::kTest}};
 constexpr Word<TuneTarget> kTuneTarget[] = {{"workers", TuneTarget::kWorkers},
                                             {"prefetch", TuneTarget::kPrefetch}};
@@ -102,6 +104,7 @@ std::vector<std::string> canonical_words() {
   if constexpr (std::is_same_v<T, MixMode>) words = kMixMode;
   if constexpr (std::is_same_v<T, MixRule>) words = kMixRule;
   if constexpr (std::is_same_v<T, Split>) words = kSplit;
+  if constexpr (std::is_same_v<T, Relayout>) words = kRelayout;
   std::vector<std::string> out;
   for (const Word<T>& w : words)
     if (!w.alias) out.emplace_back(w.word);
@@ -116,6 +119,7 @@ template std::vector<std::string> canonical_words<Verify>();
 template std::vector<std::string> canonical_words<MixMode>();
 template std::vector<std::string> canonical_words<MixRule>();
 template std::vector<std::string> canonical_words<Split>();
+template std::vector<std::string> canonical_words<Relayout>();
 
 Augment parse_augment(std::string_view w) {
   return parse_word<Augment>("augment", w, kAugment);
@@ -150,6 +154,13 @@ Verify parse_verify(std::string_view w) {
 }
 const char* verify_name(Verify v) {
   return name_of<Verify>(v, kVerify);
+}
+
+Relayout parse_relayout(std::string_view w) {
+  return parse_word<Relayout>("relayout_cache", w, kRelayout);
+}
+const char* relayout_name(Relayout v) {
+  return name_of<Relayout>(v, kRelayout);
 }
 
 MixMode parse_mix_mode(std::string_view w) {

@@ -73,7 +73,8 @@ constexpr std::tuple kWordFunctions{WordFunctions<Augment>{&augment_name, &parse
                                     WordFunctions<Verify>{&verify_name, &parse_verify},
                                     WordFunctions<MixMode>{&mix_mode_name, &parse_mix_mode},
                                     WordFunctions<MixRule>{&mix_rule_name, &parse_mix_rule},
-                                    WordFunctions<Split>{&split_name, &parse_split}};
+                                    WordFunctions<Split>{&split_name, &parse_split},
+                                    WordFunctions<Relayout>{&relayout_name, &parse_relayout}};
 
 // How a field of type T reads and writes as kind K: `get` and `set`, or no Text at all for a
 // combination that makes no sense (which then fails to compile in the table below).
@@ -320,6 +321,13 @@ const std::vector<OptionInfo>& rows() {
                    "shards on HTTP/S3: bytes the shard cache may hold, least recently used "
                    "copies evicted first (0: no local copies, workers read byte ranges from "
                    "the server)"),
+      STOKE_OPTION(RemoteOptions, relayout_cache, kWord,
+                   "local image folders: which JPEGs the workers copy, losslessly re-laid out, "
+                   "into the cache folder's relayout/ the first time they read them, and read "
+                   "from there after (progressive: about 3x faster to decode; all; off)"),
+      STOKE_OPTION(RemoteOptions, relayout_limit, kBytes,
+                   "bytes the relayout cache may hold, least recently used copies evicted first "
+                   "(0: no copies)"),
       // Fields
       STOKE_OPTION(FieldOptions, max_boxes, kInt,
                    "box rows per sample (0: the most any image has); a smaller value keeps each "

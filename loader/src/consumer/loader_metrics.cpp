@@ -16,6 +16,8 @@ void LoaderMetrics::chunk_done(const Completion& done, int samples) {
   stats_.read_s += static_cast<double>(done.read_ns) * 1e-9;
   stats_.decode_s += static_cast<double>(done.decode_ns) * 1e-9;
   stats_.augment_s += static_cast<double>(done.augment_ns) * 1e-9;
+  stats_.relayout_hits += done.relayout_hits;
+  stats_.relayout_stored += done.relayout_stored;
   busy_s_ += static_cast<double>(done.read_ns + done.decode_ns + done.augment_ns) * 1e-9;
   produced_ += samples;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // The cache folders stoke keeps under its cache root (shards/, the shard copies of
 // data/shard_cache.hpp; index/, remote shards' indexes; datasets/, the dataset index files of
-// data/index_folder.hpp), and the rules every file in them
+// data/index_folder.hpp; relayout/, the copies of decode/relayout_cache.hpp), and the rules
+// every file in them
 // follows. The folders may be shared with processes stoke does not control, so nothing found
 // there is believed on its name alone:
 // - Folders are 0700 and files 0600, owned by this user, unless STOKE_CACHE_SHARED=1 asks to

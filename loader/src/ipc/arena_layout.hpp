@@ -34,8 +34,9 @@ inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKAREN
 // (random_affine's ranges, AugMix's settings); 11: the slots' mix samples and soft labels; 12:
 // the index file; 13: the public stoke::Step itself as the step record (no mirror of it); 14:
 // the index file's narrow columns (format 3), IDX pixels in a file of their own (fd 6); 15: the
-// index file's Parquet sections (format 4), ArenaHeader::page_cache_mib
-inline constexpr std::uint32_t kLayoutVersion = 15;
+// index file's Parquet sections (format 4), ArenaHeader::page_cache_mib; 16: the relayout cache
+// (ArenaHeader::relayout*, Completion::relayout_*)
+inline constexpr std::uint32_t kLayoutVersion = 16;
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
 
@@ -64,6 +65,10 @@ struct Completion {
   std::int64_t read_ns = 0;
   std::int64_t decode_ns = 0;
   std::int64_t augment_ns = 0;
+  // The relayout cache (decode/relayout_cache.hpp): the chunk's samples read from copies, and
+  // copies made.
+  std::int32_t relayout_hits = 0;
+  std::int32_t relayout_stored = 0;
 };
 
 // The pair of rings between the training process and one worker, and its handshake.
@@ -109,6 +114,12 @@ struct ArenaHeader {
   // Remote shards: the deadline of a worker's ranged read (RemotePolicy::deadline_s; 0: the
   // default), the training process's, so that no worker reads the environment for it.
   double remote_deadline_s = 0;
+  // The relayout cache (decode/relayout_cache.hpp): which local JPEGs it copies (a Relayout;
+  // kOff: none), its limit, and its folder (NUL-terminated).
+  std::uint32_t relayout = 0;
+  std::uint32_t pad0 = 0;
+  std::uint64_t relayout_limit = 0;
+  char relayout_folder[1024] = {};
 
   // Pipeline.
   std::uint64_t seed = 0;

@@ -5,10 +5,12 @@
 #include <cstring>
 #include <new>
 #include <opencv2/core.hpp>
+#include <string>
 
 #include "augment/masks.hpp"
 #include "common/stopwatch.hpp"
 #include "data/shard_cache.hpp"
+#include "data/shard_list.hpp"
 
 namespace stoke::detail {
 
@@ -36,6 +38,13 @@ ChunkRunner::ChunkRunner(const ArenaView& arena, FileReader* files)
   if (dataset_.lazy())
     tables_.emplace(dataset_, arena_policy(arena.header()), arena.header().shard_copies != 0);
   jpeg_.set_verify(arena.header().verify_region != 0 ? Verify::kRegion : Verify::kWholeFile);
+  const ArenaHeader& h = arena.header();
+  if (h.relayout != 0 && h.relayout_folder[0] != '\0' && h.relayout_limit > 0 &&
+      h.dataset_kind == DatasetKind::kFiles && !dataset_.parquet())
+    relayout_.emplace(
+        std::string(h.relayout_folder, ::strnlen(h.relayout_folder, sizeof h.relayout_folder)),
+        h.relayout_limit, static_cast<stoke::Relayout>(h.relayout),
+        static_cast<std::uint64_t>(h.max_pixels));
   // A float output's erasing is its normalize's (the slots then hold erase boxes); a uint8
   // output's is the worker's.
   augmenter_.set_erase_pixels(arena.header().erase_boxes == 0);
@@ -94,7 +103,8 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
       if (read != BadInput::kNone) return read;
       bytes = {row.data, row.size};
     } else {
-      const BadInput read = read_sample_file(false, view_->range(row_));
+      const BadInput read =
+          relayout_ ? read_image_file() : read_sample_file(false, view_->range(row_));
       if (read != BadInput::kNone) return read;
       bytes = file_;
     }
@@ -133,6 +143,23 @@ ParquetRows::ReadRange ChunkRunner::page_reader() {
 BadInput ChunkRunner::read_sample_file(bool mask_file, ByteRange range) {
   const Stopwatch watch(read_ns_);
   return read_sample_bytes(mask_file, range);
+}
+
+BadInput ChunkRunner::read_image_file() {
+  const ByteRange range = view_->range(row_);
+  path_ = view_->path(row_);
+  // A plain local file (a shard's member has a range; a URL is read from its server).
+  if (range.offset != 0 || range.size != 0 || is_url(path_)) return read_sample_file(false, range);
+  {
+    const Stopwatch watch(read_ns_);
+    if (relayout_->read(path_, file_)) return BadInput::kNone;
+  }
+  const BadInput read = read_sample_file(false, range);
+  if (read != BadInput::kNone) return read;
+  // Re-laying a file out is decoding work (its coefficients are read and written again).
+  const Stopwatch watch(decode_ns_);
+  relayout_->offer(file_);
+  return BadInput::kNone;
 }
 
 BadInput ChunkRunner::read_sample_bytes(bool mask_file, ByteRange range) {
@@ -313,6 +340,8 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
   const auto started = std::chrono::steady_clock::now();
   read_ns_ = decode_ns_ = 0;
   jpeg_.take_decode_ns();
+  const std::int64_t hits_before = relayout_ ? relayout_->hits() : 0;
+  const std::int64_t stored_before = relayout_ ? relayout_->stored() : 0;
   // Where the chunk's time went; everything but reading and decoding counts as augmenting.
   const auto timed = [&]() -> Completion& {
     const std::int64_t total = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -321,6 +350,10 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
     done.read_ns = read_ns_;
     done.decode_ns = decode_ns_ + jpeg_.take_decode_ns();
     done.augment_ns = std::max<std::int64_t>(0, total - done.read_ns - done.decode_ns);
+    if (relayout_) {
+      done.relayout_hits = static_cast<std::int32_t>(relayout_->hits() - hits_before);
+      done.relayout_stored = static_cast<std::int32_t>(relayout_->stored() - stored_before);
+    }
     return done;
   };
   std::uint8_t* pixels = arena_.pixels(task.slot);

@@ -20,6 +20,7 @@
 #include "decode/decode.hpp"
 #include "decode/jpeg_region.hpp"
 #include "decode/png_label_map.hpp"
+#include "decode/relayout_cache.hpp"
 #include "ipc/arena_layout.hpp"
 
 namespace stoke::detail {
@@ -60,6 +61,9 @@ class ChunkRunner {
   // mask file, into file_.
   BadInput read_sample_file(bool mask_file, ByteRange range);
   BadInput read_sample_bytes(bool mask_file, ByteRange range);  // (read_sample_file, untimed)
+  // The current sample's image file into file_, through the relayout cache when there is one: its
+  // copy when the cache holds one, else the file (re-laid out and kept when the cache copies it).
+  BadInput read_image_file();
   // How parquet_ reads a page of the current sample's file: as any sample's bytes are read
   // (read_sample_bytes, untimed: its local copy first).
   ParquetRows::ReadRange page_reader();
@@ -90,6 +94,8 @@ class ChunkRunner {
   PngLabelMapReader png_mask_;
   JpegRegionSource jpeg_;
   ParquetRows parquet_;  // a Parquet dataset's decoded pages, within the arena's budget
+  // A local image folder's relayout cache, when the arena turns it on (else empty).
+  std::optional<RelayoutCache> relayout_;
   std::string path_;
   std::vector<std::uint8_t> file_;  // the current sample's bytes
   std::vector<Box> mapped_;         // write_boxes' scratch
