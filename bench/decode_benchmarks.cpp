@@ -69,6 +69,7 @@
 #include "augment/steps/step_def.hpp"
 #include "decode/decode.hpp"
 #include "decode/jpeg_common.hpp"
+#include "decode/jpeg_intervals.hpp"
 #include "decode/jpeg_region.hpp"
 #include "plan/sample_rng.hpp"
 #include "stoke/names.hpp"
@@ -354,7 +355,10 @@ double median(std::vector<double> v) {
 
 // For each file and 4 draws of the pipeline, under Verify::kRegion: the crop's share of the
 // image's area and, where the crop was spliced from restart intervals, the share of the file's
-// entropy-coded bytes decoded. Prints a Markdown table.
+// entropy-coded bytes decoded; then the time of the fast path per crop, and of the walk that
+// finds a file's restart markers (find_jpeg_intervals, which the fast path runs once a crop):
+// what recording the markers' offsets ahead of time could save at most. Each time is the median
+// of 5 passes over the files, the two alternated. Prints a Markdown table.
 int interval_share() {
   const SweepPipeline p{"RGB", pipeline()};
   FastPath c = fast_path_flags();
@@ -383,10 +387,42 @@ int interval_share() {
       share += s.area * static_cast<double>(s.total);
     }
   }
+  // The times: the fast path over every file's 4 crops, and the marker walk over every file
+  // 4 times, alternated, 5 passes each.
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> decode_us, walk_us;
+  std::size_t found = 0;
+  for (int pass = 0; pass < 5; ++pass) {
+    auto t0 = Clock::now();
+    int n = 0;
+    for (std::size_t f = 0; f < files.size(); ++f)
+      for (std::int64_t position = 0; position < 4; ++position) try {
+          n += fast_output(c, files[f], static_cast<std::int64_t>(f) * 4 + position, augmenter,
+                           source, p, out);
+        } catch (const std::exception&) {
+        }
+    const auto t1 = Clock::now();
+    stoke::detail::JpegIntervals intervals;
+    found = 0;
+    for (std::size_t f = 0; f < files.size(); ++f)
+      for (int r = 0; r < 4; ++r)
+        found += stoke::detail::find_jpeg_intervals(files[f].data(), files[f].size(), intervals);
+    const auto t2 = Clock::now();
+    decode_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() /
+                        std::max(n, 1));
+    walk_us.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count() /
+                      static_cast<double>(std::max<std::size_t>(files.size() * 4, 1)));
+  }
+  std::sort(decode_us.begin(), decode_us.end());
+  std::sort(walk_us.begin(), walk_us.end());
+  const double decode = decode_us[2], walk = walk_us[2];
   std::printf(
       "| crops | spliced | crop's share of the area | bytes decoded / the crops' share of the "
-      "bytes |\n|---|---|---|---|\n| %d | %d | %.3f | %.2f |\n",
-      crops, spliced, crops ? area / crops : 0.0, share > 0 ? kept / share : 0.0);
+      "bytes | fast path, us a crop | marker walk, us a file (files with markers that tile) | "
+      "walk / fast path |\n|---|---|---|---|---|---|---|\n| %d | %d | %.3f | %.2f | %.1f | %.2f "
+      "(%zu of %zu) | %.1f%% |\n",
+      crops, spliced, crops ? area / crops : 0.0, share > 0 ? kept / share : 0.0, decode, walk,
+      found / 4, files.size(), decode > 0 ? 100.0 * walk / decode : 0.0);
   return 0;
 }
 
