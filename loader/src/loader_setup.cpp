@@ -295,9 +295,8 @@ void Loader::Impl::set_up_relayout_cache(const DatasetView& view, ArenaHeader& h
       why = e.what();
     }
   }
-  if (!why.empty()) {
+  if (!why.empty()) {  // (said by Stats only: a default that cannot be had is no news)
     relayout_cache_ = "off (" + why + ")";
-    log_.post("relayout cache " + relayout_cache_);
     return;
   }
   h.relayout = static_cast<std::uint32_t>(which);

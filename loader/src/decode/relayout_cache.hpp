@@ -5,10 +5,10 @@
 // through relayout_jpeg (decode/jpeg_relayout.hpp): the same DCT coefficients, so the same
 // pixels, as one baseline scan with restart markers that crops splice from.
 //
-// Which files: progressive JPEGs by default (a copy costs about 1.7 ms once and saves about
-// 1 ms each epoch after: it pays from the second epoch), or every JPEG (a baseline file's copy
-// saves about 0.07 ms an epoch: it pays after some 25 epochs), or none (docs/BENCHMARKS.md,
-// "The relayout cache").
+// Which files: progressive JPEGs by default (a copy costs about 2.3 ms of a worker once and
+// saves about 1.4 ms each epoch after: it pays within the second epoch), or every JPEG (a
+// baseline file's copy saves about 0.07 ms an epoch: it pays after some 30 epochs), or none
+// (docs/BENCHMARKS.md, "The relayout cache").
 //
 // Layout of `root`/relayout (a cache folder: data/cache_folder.hpp's rules): <key>.jpg, the copy
 // of one version of one file (key: 128 bits of hash of the file's path, device, inode, size,
@@ -21,9 +21,9 @@
 // listing comes once per tenth of the limit written, not once per copy).
 //
 // A copy is read only when it is a regular file of a trusted owner with one link, opened
-// without following links; anything else at its name is not a copy (the source is read). A
-// folder that cannot be written makes the cache only useless, never an error: the copy is not
-// kept.
+// without following links, that starts and ends as a JPEG; anything else at its name is not a
+// copy (the source is read, and a copy renamed over it). A folder that cannot be written makes
+// the cache only useless, never an error: the copy is not kept, and no more are tried.
 //
 // Thread-safety: one RelayoutCache per thread (a worker's); any number of them, in any
 // processes, may share a folder.
