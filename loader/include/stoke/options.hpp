@@ -123,8 +123,8 @@ struct SourceOptions {
 // re-laid-out copies of a local image folder's or list file's JPEGs, made by the workers the
 // first time they read each one (stoke-pack's lossless re-layout: the same pixels, one baseline
 // scan with restart markers), read instead of the file from then on. kProgressive (default)
-// copies progressive JPEGs only: their first epoch costs about 2x, every later one runs about
-// 4x faster; kAll every JPEG (a baseline file's copy pays only after some 25 epochs); kOff none.
+// copies progressive JPEGs only: their first epoch costs about 3x, every later one runs about
+// 4x faster; kAll every JPEG (a baseline file's copy pays only after some 30 epochs); kOff none.
 // relayout_limit bounds its bytes (least recently used copies evicted first; 0: off).
 struct RemoteOptions {
   std::string cache_dir;

@@ -5,9 +5,9 @@
 // through relayout_jpeg (decode/jpeg_relayout.hpp): the same DCT coefficients, so the same
 // pixels, as one baseline scan with restart markers that crops splice from.
 //
-// Which files: progressive JPEGs by default (a copy costs about 2.3 ms of a worker once and
-// saves about 1.4 ms each epoch after: it pays within the second epoch), or every JPEG (a
-// baseline file's copy saves about 0.07 ms an epoch: it pays after some 30 epochs), or none
+// Which files: progressive JPEGs by default (a copy costs about 3.4 ms of a worker once and
+// saves about 1.1 ms each epoch after: it pays in the fourth epoch), or every JPEG (a baseline
+// file's copy saves about 0.07 ms an epoch: it pays after some 30 epochs), or none
 // (docs/BENCHMARKS.md, "The relayout cache").
 //
 // Layout of `root`/relayout (a cache folder: data/cache_folder.hpp's rules): <key>.jpg, the copy
