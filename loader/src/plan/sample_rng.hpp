@@ -26,6 +26,7 @@ inline constexpr std::uint64_t kShuffleStream = 0x5348554646ull;  // epoch permu
 inline constexpr std::uint64_t kSampleStream = 0x53414d504cull;   // per-sample augmentation
 inline constexpr std::uint64_t kShardStream = 0x5348415244ull;    // epoch permutation of shards
 inline constexpr std::uint64_t kMixStream = 0x4d49585550ull;      // MixUp/CutMix, per chunk
+inline constexpr std::uint64_t kSourceStream = 0x534f555243ull;   // a mixture's sources
 
 class SampleRng {
   __extension__ typedef unsigned __int128 U128;
