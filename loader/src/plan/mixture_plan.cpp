@@ -1,6 +1,7 @@
 #include "plan/mixture_plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "plan/sample_rng.hpp"
@@ -67,6 +68,69 @@ struct Deal {
 };
 
 }  // namespace
+
+std::vector<std::int64_t> mixture_budgets(std::span<const BudgetRule> rules,
+                                          std::int64_t epoch_samples) {
+  const auto named = [](std::size_t s) { return "mixture source " + std::to_string(s); };
+  std::vector<std::int64_t> budget(rules.size(), 0);
+  std::int64_t fixed = 0, sizes = 0;
+  double weights = 0;
+  for (std::size_t s = 0; s < rules.size(); ++s) {
+    const BudgetRule& r = rules[s];
+    if (r.weight < 0 || r.samples < 0 || r.repeat < 0 || !std::isfinite(r.weight) ||
+        !std::isfinite(r.repeat))
+      throw ConfigError(named(s) + ": weight, samples and repeat must not be negative");
+    if ((r.weight > 0) + (r.samples > 0) + (r.repeat > 0) > 1)
+      throw ConfigError(named(s) + ": give one of weight, samples and repeat, not several");
+    sizes += r.size;
+    if (r.weight > 0) {
+      weights += r.weight;
+      continue;
+    }
+    budget[s] = r.samples > 0  ? r.samples
+                : r.repeat > 0 ? std::llround(r.repeat * static_cast<double>(r.size))
+                               : r.size;
+    if (budget[s] < 1)
+      throw ConfigError(named(s) + ": repeat " + std::to_string(r.repeat) + " of its " +
+                        std::to_string(r.size) + " samples is no sample an epoch");
+    fixed += budget[s];
+  }
+  if (epoch_samples < 0) throw ConfigError("epoch_samples must not be negative");
+  if (weights == 0) {
+    if (epoch_samples != 0 && epoch_samples != fixed)
+      throw ConfigError("epoch_samples " + std::to_string(epoch_samples) +
+                        " is not what the sources' samples and repeats make, " +
+                        std::to_string(fixed) + ": give some sources a weight, or leave it 0");
+    return budget;
+  }
+  const std::int64_t epoch = epoch_samples > 0 ? epoch_samples : sizes;
+  const std::int64_t left = epoch - fixed;
+  if (left <= 0)
+    throw ConfigError("the sources given samples or repeat take " + std::to_string(fixed) +
+                      " samples of an epoch of " + std::to_string(epoch) +
+                      ", leaving none for the weighted ones: set epoch_samples larger");
+  // Largest remainder: floors, then one more to the largest fractional parts (the first among
+  // equals).
+  std::vector<std::pair<double, std::size_t>> fractions;
+  std::int64_t given = 0;
+  for (std::size_t s = 0; s < rules.size(); ++s) {
+    if (rules[s].weight <= 0) continue;
+    const double exact = static_cast<double>(left) * rules[s].weight / weights;
+    budget[s] = static_cast<std::int64_t>(std::floor(exact));
+    given += budget[s];
+    fractions.emplace_back(exact - std::floor(exact), s);
+  }
+  std::stable_sort(fractions.begin(), fractions.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (std::size_t k = 0; given < left && k < fractions.size(); ++k, ++given)
+    budget[fractions[k].second] += 1;
+  for (std::size_t s = 0; s < rules.size(); ++s)
+    if (rules[s].weight > 0 && budget[s] < 1)
+      throw ConfigError(named(s) + ": weight " + std::to_string(rules[s].weight) + " of the " +
+                        std::to_string(left) +
+                        " samples the weighted sources share is no sample an epoch");
+  return budget;
+}
 
 std::uint64_t mixture_source_seed(std::uint64_t seed, std::size_t s) {
   return splitmix64(seed ^ splitmix64(kSourceStream + s));

@@ -79,6 +79,25 @@ struct MixtureConfig {
   std::string order_folder = {};
 };
 
+// How a source's budget is chosen: exactly one of weight (a share of what the other sources'
+// budgets leave of the epoch), samples (so many an epoch: a part of a large source) and repeat
+// (so many passes an epoch: 2 reads it twice, 0.5 half of it); none of them: one pass.
+struct BudgetRule {
+  std::int64_t size = 0;  // N_s
+  double weight = 0;
+  std::int64_t samples = 0;
+  double repeat = 0;
+};
+
+// Each source's samples an epoch. The sources given samples or repeat (or nothing) get theirs;
+// the weighted ones share the rest of an epoch of `epoch_samples` (0: the sum of every source's
+// size) in proportion to their weights, rounded by largest remainder. Throws ConfigError naming
+// the source for a rule that gives two of weight, samples and repeat, a negative one, a budget
+// of 0, and an epoch that the fixed budgets fill or pass while weighted sources wait, or that
+// does not match the fixed budgets when no source is weighted.
+std::vector<std::int64_t> mixture_budgets(std::span<const BudgetRule> rules,
+                                          std::int64_t epoch_samples);
+
 // The seed of source s's own plan (its epochs' orders): derived from the mixture's.
 std::uint64_t mixture_source_seed(std::uint64_t seed, std::size_t s);
 

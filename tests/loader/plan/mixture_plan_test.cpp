@@ -273,5 +273,42 @@ TEST(MixturePlan, PaddingDroppingAndMisuse) {
   refused(odd, "5000 samples of mixture source 2 delivered");
 }
 
+// Budgets: weights share what the fixed budgets leave of the epoch (by default the sum of the
+// sizes), by largest remainder; samples and repeat are taken as they are; misuse names the
+// source.
+TEST(MixturePlan, BudgetsFollowWeightsSamplesAndRepeats) {
+  const std::vector<BudgetRule> weighted = {
+      {4000, 0.6, 0, 0}, {1500, 0.3, 0, 0}, {2500, 0.1, 0, 0}};
+  EXPECT_EQ(mixture_budgets(weighted, 0), (std::vector<std::int64_t>{4800, 2400, 800}));
+  EXPECT_EQ(mixture_budgets(weighted, 10000), (std::vector<std::int64_t>{6000, 3000, 1000}));
+  EXPECT_EQ(
+      mixture_budgets(std::vector<BudgetRule>{{10, 1, 0, 0}, {10, 1, 0, 0}, {10, 1, 0, 0}}, 100),
+      (std::vector<std::int64_t>{34, 33, 33}));
+  // A curated set read twice and a part of a large one, the rest shared by weight.
+  const std::vector<BudgetRule> mixed = {
+      {1000, 0, 0, 2}, {1000000, 0, 5000, 0}, {20000, 3, 0, 0}, {30000, 1, 0, 0}};
+  EXPECT_EQ(mixture_budgets(mixed, 47000), (std::vector<std::int64_t>{2000, 5000, 30000, 10000}));
+  // Nothing given: one pass.
+  EXPECT_EQ(mixture_budgets(std::vector<BudgetRule>{{7, 0, 0, 0}, {9, 0, 0, 0.5}}, 0),
+            (std::vector<std::int64_t>{7, 5}));
+
+  const auto refused = [](std::vector<BudgetRule> r, std::int64_t e, const std::string& says) {
+    try {
+      mixture_budgets(r, e);
+      ADD_FAILURE() << "accepted";
+    } catch (const ConfigError& x) {
+      EXPECT_NE(std::string(x.what()).find(says), std::string::npos) << x.what();
+    }
+  };
+  refused({{10, 1, 5, 0}}, 0, "mixture source 0: give one of weight, samples and repeat");
+  refused({{10, 0, 0, -1}}, 0, "must not be negative");
+  refused({{10, 0, 0, 0.01}}, 0,
+          "mixture source 0: repeat 0.010000 of its 10 samples is no sample");
+  refused({{10, 0, 20, 0}, {10, 1, 0, 0}}, 20, "take 20 samples of an epoch of 20");
+  refused({{10, 0, 0, 0}}, 11,
+          "epoch_samples 11 is not what the sources' samples and repeats make, 10");
+  refused({{10, 1, 0, 0}, {10, 0.001, 0, 0}}, 0, "mixture source 1: weight 0.001000 of the 20");
+}
+
 }  // namespace
 }  // namespace stoke::detail
