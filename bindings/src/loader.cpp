@@ -45,6 +45,7 @@ nb::dict state_dict(const LoaderState& s) {
   nb::dict d;
   for_each_state_field(s, [&d](const char* key, const auto& value) { d[key] = value; });
   if (s.repeats != 1) d["repeats"] = s.repeats;  // as in serialize(): absent means 1
+  if (!s.sources.empty()) d["sources"] = s.sources;  // a mixture's counts
   return d;
 }
 
@@ -73,6 +74,13 @@ void load_state_dict(PyLoader& self, const nb::dict& d) {
   });
   if (!has_position) s.position = s.plain_position();
   if (d.contains("repeats")) s.repeats = state_field<std::int64_t>(d, "repeats");
+  if (d.contains("sources")) {
+    try {
+      s.sources = nb::cast<std::vector<std::int64_t>>(d["sources"]);
+    } catch (const nb::cast_error&) {
+      throw ConfigError("state_dict['sources'] is not a list of integers");
+    }
+  }
   Options o = self.options;
   o.resume = s;
   o.seed = s.seed;

@@ -52,6 +52,11 @@ def test_load_state_dict_refuses_a_bad_dict_and_keeps_the_loader_working():
         loader.load_state_dict(other)
     with pytest.raises(ValueError, match="position must be in 0..10000"):
         loader.load_state_dict(dict(loader.state_dict(), position=10001))
+    # A mixture's per-source counts: read, and refused by a loader of one dataset.
+    with pytest.raises(ValueError, match="saved by a mixture of 2 sources"):
+        loader.load_state_dict(dict(loader.state_dict(), sources=[0, 0]))
+    with pytest.raises(ValueError, match="state_dict\\['sources'\\] is not a list of integers"):
+        loader.load_state_dict(dict(loader.state_dict(), sources="0,0"))
     assert next(iter(loader)).size == 64
 
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace stoke {
 
@@ -26,9 +27,13 @@ struct LoaderState {
   // Options::repeats of the saving loader: a position counts the epoch's repeated order, so a
   // loader with other repeats refuses it.
   std::int64_t repeats = 1;
+  // A mixture of sources (docs/USAGE.md, "Mixing datasets"): each source's samples delivered so
+  // far in the epoch (summing to position), so that a loader with other ranks, devices or batch
+  // delivers each source's remaining samples exactly once. Empty for one source.
+  std::vector<std::int64_t> sources = {};
 
   // "stoke-state/2 seed=.. epoch=.. position=.. next_batch=.. dataset_size=.. global_batch=.."
-  // and " repeats=.." when repeats is not 1 (absent: 1).
+  // and " repeats=.." when repeats is not 1 (absent: 1), " sources=N,N,.." for a mixture.
   std::string serialize() const;
   // Throws ConfigError naming the problem when `text` is not a serialized state. Also reads
   // "stoke-state/1" (no position field), whose position is plain_position().

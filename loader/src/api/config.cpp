@@ -112,6 +112,9 @@ void resolve_resume(ResolvedConfig& r) {
                  std::to_string(n) + " seed=" + std::to_string(r.options.seed) + ")");
   if (s.epoch < 0 || s.epoch > kMaxEpoch)
     throw refuse("epoch must be in 0.." + std::to_string(kMaxEpoch));
+  if (!s.sources.empty())
+    throw refuse("it was saved by a mixture of " + std::to_string(s.sources.size()) +
+                 " sources (its sources= counts); this loader reads one dataset");
   if (s.global_batch <= 0) throw refuse("global_batch must be positive");
   // The saving loader's batches: at most ceil(N / global_batch) of them (pad), so next_batch
   // (informational here) is at most that.

@@ -35,6 +35,10 @@ std::string LoaderState::serialize() const {
   for_each_field(*this, false,
                  [&out](const char* key, const auto& value) { out << ' ' << key << '=' << value; });
   if (repeats != 1) out << " repeats=" << repeats;
+  if (!sources.empty()) {
+    out << " sources=";
+    for (std::size_t k = 0; k < sources.size(); ++k) out << (k > 0 ? "," : "") << sources[k];
+  }
   return out.str();
 }
 
@@ -71,6 +75,21 @@ LoaderState LoaderState::parse(std::string_view text) {
     };
     for_each_field(s, v1, read);
     if (!v1) read("repeats", s.repeats);  // optional: 1 when absent
+    if (!v1 && key == "sources") {        // optional: a mixture's counts, comma-separated
+      known = true;
+      const char* at = word.data() + eq + 1;
+      const char* e = word.data() + word.size();
+      while (true) {
+        std::int64_t n = 0;
+        const auto r = std::from_chars(at, e, n);
+        if (r.ec != std::errc() || n < 0 || (r.ptr != e && *r.ptr != ','))
+          throw ConfigError("loader state: field '" + word +
+                            "' is not a list of sample counts (N,N,...)");
+        s.sources.push_back(n);
+        if (r.ptr == e) break;
+        at = r.ptr + 1;
+      }
+    }
     if (!known) throw ConfigError("loader state: unknown field '" + key + "'");
   }
   for_each_field(s, v1, [&seen](const char* name, const auto&) {
@@ -78,6 +97,13 @@ LoaderState LoaderState::parse(std::string_view text) {
       throw ConfigError("loader state: field '" + std::string(name) + "' is missing");
   });
   if (v1) s.position = s.plain_position();
+  if (!s.sources.empty()) {
+    std::int64_t sum = 0;
+    for (std::int64_t n : s.sources) sum += n;
+    if (sum != s.position)
+      throw ConfigError("loader state: its sources' counts add up to " + std::to_string(sum) +
+                        ", not its position " + std::to_string(s.position));
+  }
   return s;
 }
 

@@ -141,6 +141,14 @@ TEST(Config, RejectsAResumePositionOutsideTheEpoch) {
   EXPECT_NE(construction_error(o).find("': global_batch must be positive"), std::string::npos);
   o.resume = LoaderState{o.seed, -1, 300, 3, 10000, 100};
   EXPECT_NE(construction_error(o).find("': epoch must be in 0.."), std::string::npos);
+  LoaderState mixed{o.seed, 0, 300, 3, 10000, 100};
+  mixed.sources = {200, 100};
+  o.resume = mixed;
+  EXPECT_NE(construction_error(o).find(
+                "': it was saved by a mixture of 2 sources (its sources= counts); this loader "
+                "reads one dataset"),
+            std::string::npos)
+      << construction_error(o);
 }
 
 TEST(Config, ResumesAtTheEndOfAnEpochByEndingItFirst) {

@@ -49,6 +49,26 @@ TEST(LoaderState, CarriesRepeatsWhenThereAreAny) {
             "loader state: unknown field 'repeats'");
 }
 
+// A mixture's per-source counts are written only for a mixture, and must add up to the
+// position.
+TEST(LoaderState, CarriesAMixturesCountsPerSource) {
+  LoaderState s{7, 2, 640, 10, 1000, 64, 1};
+  s.sources = {400, 0, 240};
+  EXPECT_EQ(s.serialize(),
+            "stoke-state/2 seed=7 epoch=2 position=640 next_batch=10 dataset_size=1000 "
+            "global_batch=64 sources=400,0,240");
+  EXPECT_EQ(LoaderState::parse(s.serialize()), s);
+  const std::string head =
+      "stoke-state/2 seed=7 epoch=2 position=640 next_batch=10 dataset_size=1000 "
+      "global_batch=64 ";
+  EXPECT_EQ(parse_error(head + "sources=400,0,241"),
+            "loader state: its sources' counts add up to 641, not its position 640");
+  EXPECT_EQ(parse_error(head + "sources=400,,240"),
+            "loader state: field 'sources=400,,240' is not a list of sample counts (N,N,...)");
+  EXPECT_EQ(parse_error(head + "sources=-1,641"),
+            "loader state: field 'sources=-1,641' is not a list of sample counts (N,N,...)");
+}
+
 TEST(LoaderState, ReadsAVersionOneStateAsThePlainPositionOfItsBatch) {
   const LoaderState s = LoaderState::parse(
       "stoke-state/1 seed=7 epoch=2 next_batch=37 dataset_size=10000 global_batch=100");
