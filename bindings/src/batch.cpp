@@ -98,6 +98,9 @@ void bind_batch(nb::module_& m) {
           "1 for a real sample, 0 for a padding repeat")
       .def_prop_ro("sample_ids", [](const Batch& b) { return host_array(b, b.sample_ids()); })
       .def_prop_ro(
+          "sources", [](const Batch& b) { return host_array(b, b.sources()); },
+          "each sample's source: its index in a mixture's sources, 0 for one dataset")
+      .def_prop_ro(
           "device_labels",
           [](const Batch& b) {
             return per_device(b, &DeviceChunk::device_labels, nb::dtype<std::int32_t>());
@@ -110,6 +113,12 @@ void bind_batch(nb::module_& m) {
             return per_device(b, &DeviceChunk::device_valid, nb::dtype<std::uint8_t>());
           },
           "One uint8 array per device: its chunk's valid flags where its pixels are.")
+      .def_prop_ro(
+          "device_sources",
+          [](const Batch& b) {
+            return per_device(b, &DeviceChunk::device_sources, nb::dtype<std::int32_t>());
+          },
+          "One int32 array per device: its chunk's sources where its pixels are.")
       .def_prop_ro(
           "geometry",
           [](const Batch& b) {

@@ -46,6 +46,12 @@ def test_each_device_has_its_chunks_labels_and_valid_flags_beside_its_pixels(dty
             flags = batch.device_valid[g]
             assert flags.dtype == "uint8" and flags.shape == (128,)
             assert np.array_equal(np.from_dlpack(flags), valid[128 * g:128 * (g + 1)])
+            # One dataset: every sample's source is 0, on the host and beside the pixels.
+            sources = batch.device_sources[g]
+            assert sources.dtype == "int32" and sources.shape == (128,)
+            assert not np.from_dlpack(sources).any()
+        assert np.from_dlpack(batch.sources).shape == (256,)
+        assert not np.from_dlpack(batch.sources).any()
     assert np.from_dlpack(last.device_valid[0]).sum() == 16
     assert np.from_dlpack(last.device_valid[1]).sum() == 0
 

@@ -39,6 +39,7 @@ struct DeviceChunk {
   std::span<const std::uint8_t> pixels;  // samples x height x width x channels
   std::span<const std::int32_t> labels;
   std::span<const std::uint8_t> valid;
+  std::span<const std::int32_t> sources;  // each sample's source in a mixture (0 otherwise)
   std::span<const std::int64_t> sample_ids;
   // Boxes (Batch::max_boxes() per sample; empty when the dataset has none): xyxy float32 in
   // output pixels, samples x max_boxes x 4; their classes (-1 in padding rows); and how many of
@@ -69,6 +70,7 @@ struct DeviceChunk {
   // (copied with the pixels), else the host arrays above.
   const std::int32_t* device_labels = nullptr;
   const std::uint8_t* device_valid = nullptr;
+  const std::int32_t* device_sources = nullptr;  // likewise for the sources
   // The chunk's boxes, box classes and counts where `data` is (null when there are none).
   const float* device_boxes = nullptr;
   const std::int32_t* device_box_classes = nullptr;
@@ -96,6 +98,9 @@ class Batch {
   std::span<const std::uint8_t> pixels() const;  // size() x height x width x channels
   std::span<const std::int32_t> labels() const;
   std::span<const std::uint8_t> valid() const;       // 1 = real sample, 0 = padding repeat
+  // Each sample's source: its index in Options::sources for a mixture (docs/USAGE.md, "Mixing
+  // datasets"), 0 for a loader of one dataset.
+  std::span<const std::int32_t> sources() const;
   std::span<const std::int64_t> sample_ids() const;  // dataset indices
   // Boxes (COCO data; docs/USAGE.md, "Detection and segmentation"): each sample has
   // max_boxes() rows of xyxy float32 in output pixels, the first box_counts()[i] of them real;

@@ -79,6 +79,10 @@ std::span<const std::uint8_t> Batch::pixels() const {
 std::span<const std::int32_t> Batch::labels() const {
   return slot_array(as_lease(held()), &detail::ArenaView::labels, 1);
 }
+std::span<const std::int32_t> Batch::sources() const {
+  return slot_array(as_lease(held()), &detail::ArenaView::sources, 1);
+}
+
 std::span<const std::uint8_t> Batch::valid() const {
   return slot_array(as_lease(held()), &detail::ArenaView::valid, 1);
 }
@@ -181,6 +185,7 @@ DeviceChunk Batch::chunk(int device) const {
   c.sample_ids = mine(sample_ids());
   place(labels(), h.labels_offset, c.labels, c.device_labels);
   place(valid(), h.valid_offset, c.valid, c.device_valid);
+  place(sources(), h.sources_offset, c.sources, c.device_sources);
   place(boxes(), h.boxes_offset, c.boxes, c.device_boxes);
   place(box_classes(), h.box_classes_offset, c.box_classes, c.device_box_classes);
   place(box_counts(), h.box_counts_offset, c.box_counts, c.device_box_counts);

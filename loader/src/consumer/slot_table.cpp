@@ -80,6 +80,7 @@ void SlotTable::assign(int slot) {
   const std::int64_t index = seq % bpe_;
   const std::int64_t first = plan_.batch(epoch, index, {view_.planned_ids(s), std::size_t(b)},
                                          {view_.valid(s), std::size_t(b)});
+  std::fill_n(view_.sources(s), b, 0);  // one dataset: every sample's source is 0
   SlotInfo& info = at(slot);
   info = SlotInfo{};
   info.state = SlotInfo::kFilling;

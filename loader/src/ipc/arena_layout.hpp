@@ -35,7 +35,7 @@ inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKAREN
 // the index file; 13: the public stoke::Step itself as the step record (no mirror of it); 14:
 // the index file's narrow columns (format 3), IDX pixels in a file of their own (fd 6); 15: the
 // index file's Parquet sections (format 4), ArenaHeader::page_cache_mib; 16: the relayout cache
-// (ArenaHeader::relayout*, Completion::relayout_*)
+// (ArenaHeader::relayout*, Completion::relayout_*), the slots' per-sample source index
 inline constexpr std::uint32_t kLayoutVersion = 16;
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
@@ -150,6 +150,7 @@ struct ArenaHeader {
   std::uint64_t ids_offset = 0;
   std::uint64_t planned_offset = 0;
   std::uint64_t valid_offset = 0;
+  std::uint64_t sources_offset = 0;  // int32 per sample: its source in a mixture (0 otherwise)
   std::uint64_t bad_offset = 0;
 
   // Boxes: each sample keeps at most max_boxes (0: the slots hold none), mapped through its
@@ -257,6 +258,9 @@ class ArenaView {
     return reinterpret_cast<float*>(slot(s) + header().geometry_offset);
   }
   std::uint8_t* valid(std::uint32_t s) const { return slot(s) + header().valid_offset; }
+  std::int32_t* sources(std::uint32_t s) const {
+    return reinterpret_cast<std::int32_t*>(slot(s) + header().sources_offset);
+  }
   AppliedOp* applied_ops(std::uint32_t s) const {
     return reinterpret_cast<AppliedOp*>(slot(s) + header().ops_offset);
   }

@@ -38,8 +38,9 @@ ArenaHeader plan_arena(const ArenaPlanInput& in) {
   h.soft_classes = in.soft_classes;
   h.soft_labels_offset =
       align_up(h.mix_offset + (in.mixing ? sizeof(kernels::MixSample) * b : 0), 64);
-  h.valid_offset =
+  h.sources_offset =
       align_up(h.soft_labels_offset + sizeof(float) * std::size_t{in.soft_classes} * b, 64);
+  h.valid_offset = align_up(h.sources_offset + sizeof(std::int32_t) * b, 64);
   h.bad_offset = align_up(h.valid_offset + b, 64);
   h.geometry_offset = align_up(h.bad_offset + b, 64);
   h.max_ops = in.max_ops;

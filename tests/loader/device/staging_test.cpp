@@ -27,12 +27,18 @@ std::vector<std::uint8_t> device_bytes(const Batch& b, int dev) {
   return {p, p + c.bytes};
 }
 
-// The chunk's labels and valid flags on the device equal the host's. REQUIRES: waited for.
+// The chunk's labels, valid flags and sources on the device equal the host's (the sources all 0:
+// one dataset). REQUIRES: waited for.
 bool device_targets_match(const DeviceChunk& c) {
-  if (c.device_labels == nullptr || c.device_valid == nullptr) return false;
+  if (c.device_labels == nullptr || c.device_valid == nullptr || c.device_sources == nullptr)
+    return false;
   return c.device_labels != c.labels.data() &&  // a copy of its own, not the slot's bytes
          std::equal(c.labels.begin(), c.labels.end(), c.device_labels) &&
-         std::equal(c.valid.begin(), c.valid.end(), c.device_valid);
+         std::equal(c.valid.begin(), c.valid.end(), c.device_valid) &&
+         c.sources.size() == c.valid.size() &&
+         std::equal(c.sources.begin(), c.sources.end(), c.device_sources) &&
+         std::count(c.sources.begin(), c.sources.end(), 0) ==
+             static_cast<std::ptrdiff_t>(c.sources.size());
 }
 
 // What two host devices receive in `epoch` (its first `batches`, or all when -1): the bytes
@@ -96,9 +102,9 @@ TEST(Staging, GpuChunksAreCopiedStraightFromTheRegisteredArena) {
   EXPECT_EQ(s.host_copy_bytes, 0);
   EXPECT_GE(s.staged_batches, batches);
   EXPECT_EQ(s.dma_copies, 4 * s.staged_batches);  // per device: the pixels, then the targets
-  // The targets: labels (64 x 4 bytes), ids, planned ids (64 x 8 each), valid (64), each on a
-  // 64-byte boundary: 1344 bytes per device.
-  EXPECT_EQ(s.dma_bytes, s.staged_batches * (64 * 28 * 28 + 2 * 1344));
+  // The targets: labels (64 x 4 bytes), ids, planned ids (64 x 8 each), sources (64 x 4), valid
+  // (64), each on a 64-byte boundary: 1600 bytes per device.
+  EXPECT_EQ(s.dma_bytes, s.staged_batches * (64 * 28 * 28 + 2 * 1600));
   EXPECT_EQ(s.pinned_bytes % 4096, 0);
   EXPECT_GT(s.pinned_bytes, 0);
   std::lock_guard lock(gpu.log().mutex);
