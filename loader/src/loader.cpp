@@ -138,7 +138,8 @@ LoaderState Loader::Impl::state() const {
   s.seed = options_.seed;
   s.epoch = core_->slots.epoch();
   s.next_batch = core_->slots.next_batch();
-  s.position = core_->slots.plan().position(s.epoch, s.next_batch);
+  s.position = core_->slots.position(s.epoch, s.next_batch);
+  s.sources = core_->slots.consumed(s.epoch, s.next_batch);
   s.dataset_size = config_.plan.samples;
   s.global_batch = std::int64_t{options_.batch} * config_.plan.world;
   s.repeats = config_.plan.repeats;

@@ -17,13 +17,38 @@ bool in_progress(SlotInfo::State s) {
 
 SlotTable::SlotTable(const PlanConfig& plan, ArenaView view, std::size_t slots, std::int64_t epoch,
                      std::int64_t batch)
-    : plan_(plan),
-      bpe_(plan_.batches_per_epoch()),
+    : plan_(std::in_place, plan),
+      bpe_(plan_->batches_per_epoch()),
       view_(view),
       slots_(slots),
       epoch_(epoch),
       next_batch_(batch),
       assign_seq_(epoch * bpe_ + batch) {}
+
+SlotTable::SlotTable(const MixtureConfig& mixture, ArenaView view, std::size_t slots,
+                     std::int64_t epoch, std::int64_t batch)
+    : mixture_(std::make_unique<MixturePlan>(mixture)),
+      bpe_(mixture_->batches_per_epoch()),
+      view_(view),
+      slots_(slots),
+      epoch_(epoch),
+      next_batch_(batch),
+      assign_seq_(epoch * bpe_ + batch) {}
+
+std::int64_t SlotTable::position(std::int64_t epoch, std::int64_t index) const {
+  return mixture_ ? mixture_->position(epoch, index) : plan_->position(epoch, index);
+}
+
+std::int64_t SlotTable::first_position(std::int64_t epoch, std::int64_t index) const {
+  return mixture_ ? mixture_->first_position(epoch, index) : plan_->first_position(epoch, index);
+}
+
+std::vector<std::int64_t> SlotTable::consumed(std::int64_t epoch, std::int64_t index) const {
+  if (!mixture_) return {};
+  std::vector<std::int64_t> out(mixture_->config().sources.size());
+  mixture_->consumed_before(epoch, index, out);
+  return out;
+}
 
 void SlotTable::start_next_epoch() {
   ++epoch_;
@@ -74,13 +99,19 @@ void SlotTable::rechunk(int chunk) {
 void SlotTable::assign(int slot) {
   assert(at(slot).state == SlotInfo::kFree && !at(slot).in_transfer);
   const auto s = static_cast<std::uint32_t>(slot);
-  const int b = plan_.config().batch;
+  const int b = mixture_ ? mixture_->config().batch : plan_->config().batch;
   const std::int64_t seq = assign_seq_++;
   const std::int64_t epoch = seq / bpe_;
   const std::int64_t index = seq % bpe_;
-  const std::int64_t first = plan_.batch(epoch, index, {view_.planned_ids(s), std::size_t(b)},
-                                         {view_.valid(s), std::size_t(b)});
-  std::fill_n(view_.sources(s), b, 0);  // one dataset: every sample's source is 0
+  std::int64_t first = 0;
+  if (mixture_) {
+    first = mixture_->batch(epoch, index, {view_.planned_ids(s), std::size_t(b)},
+                            {view_.valid(s), std::size_t(b)}, {view_.sources(s), std::size_t(b)});
+  } else {
+    first = plan_->batch(epoch, index, {view_.planned_ids(s), std::size_t(b)},
+                         {view_.valid(s), std::size_t(b)});
+    std::fill_n(view_.sources(s), b, 0);  // one dataset: every sample's source is 0
+  }
   SlotInfo& info = at(slot);
   info = SlotInfo{};
   info.state = SlotInfo::kFilling;
@@ -113,7 +144,7 @@ void SlotTable::reposition(std::int64_t epoch, std::int64_t batch) {
   next_batch_ = batch;
   // Batches prepared in [old_seq, assign_seq_) stay useful from `seq` on when seq lies inside,
   // unless they were planned with a resumed epoch's offset, which a reposition ends.
-  const bool replanned = plan_.clear_resume();
+  const bool replanned = mixture_ ? mixture_->clear_resume() : plan_->clear_resume();
   const bool keep_ahead = !replanned && old_seq <= seq && seq <= assign_seq_;
   for (auto& s : slots_) {
     if (!in_progress(s.state)) continue;

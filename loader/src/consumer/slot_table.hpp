@@ -23,11 +23,14 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ipc/arena_layout.hpp"
 #include "plan/epoch_plan.hpp"
+#include "plan/mixture_plan.hpp"
 
 namespace stoke::detail {
 
@@ -49,6 +52,9 @@ class SlotTable {
   // REQUIRES: batch >= plan.resume_first() when epoch is the plan's resumed epoch.
   SlotTable(const PlanConfig& plan, ArenaView view, std::size_t slots, std::int64_t epoch,
             std::int64_t batch);
+  // A mixture's (plan/mixture_plan.hpp): its batches carry each sample's source.
+  SlotTable(const MixtureConfig& mixture, ArenaView view, std::size_t slots, std::int64_t epoch,
+            std::int64_t batch);
 
   // ---- the consumer's position: the next batch it receives is (epoch(), next_batch()).
   std::int64_t epoch() const { return epoch_; }
@@ -64,7 +70,16 @@ class SlotTable {
   // also ends an elastic resume (EpochPlan::clear_resume): every epoch is plain from then on,
   // and batches prepared with the resumed epoch's offset are dropped.
   void reposition(std::int64_t epoch, std::int64_t batch);
-  const EpochPlan& plan() const { return plan_; }
+  // The plan of one dataset. REQUIRES: !mixture().
+  const EpochPlan& plan() const { return *plan_; }
+  bool mixture() const { return mixture_ != nullptr; }
+  // Either plan's: the global position of batch `index` of `epoch` (LoaderState::position), and
+  // of this rank's first sample of it.
+  std::int64_t position(std::int64_t epoch, std::int64_t index) const;
+  std::int64_t first_position(std::int64_t epoch, std::int64_t index) const;
+  // A mixture's samples of each source delivered in `epoch` before its batch `index`
+  // (LoaderState::sources); empty for one dataset.
+  std::vector<std::int64_t> consumed(std::int64_t epoch, std::int64_t index) const;
 
   // ---- slots
   std::size_t size() const { return slots_.size(); }
@@ -138,7 +153,8 @@ class SlotTable {
  private:
   SlotInfo& at(int slot) { return slots_[static_cast<std::size_t>(slot)]; }
 
-  EpochPlan plan_;
+  std::optional<EpochPlan> plan_;         // one dataset
+  std::unique_ptr<MixturePlan> mixture_;  // or a mixture
   const std::int64_t bpe_;
   ArenaView view_;
   std::vector<SlotInfo> slots_;

@@ -23,7 +23,7 @@ class SlotStageQueue final : public StageQueue {
       }
       const SlotInfo& info = core_->slots[slot];
       const Job job{slot, info.seq, info.error.empty(), info.epoch,
-                    core_->slots.plan().first_position(info.epoch, info.index)};
+                    core_->slots.first_position(info.epoch, info.index)};
       core_->slots.begin_staging(slot, job.copy);
       if (job.copy) core_->staging->begin(slot);
       return job;

@@ -281,6 +281,15 @@ MixturePlan::MixturePlan(const MixtureConfig& config) : config_(config) {
 
 MixturePlan::~MixturePlan() = default;
 
+bool MixturePlan::clear_resume() {
+  if (config_.resume_epoch < 0) return false;
+  config_.resume_epoch = -1;
+  config_.resume_consumed.clear();
+  reallocated_ = false;
+  resume_first_ = 0;
+  return true;
+}
+
 MixturePlan::Where MixturePlan::where(std::int64_t epoch, std::int64_t index) const {
   Where w;
   if (reallocated_ && epoch == config_.resume_epoch && index >= resume_first_) {
@@ -313,6 +322,10 @@ void MixturePlan::batch_counts(std::int64_t epoch, std::int64_t index,
 
 void MixturePlan::consumed_before(std::int64_t epoch, std::int64_t index,
                                   std::span<std::int64_t> out) const {
+  if (index >= batches_) {  // the epoch is done (under kDrop its tail is left out, not owed)
+    std::copy(budgets_.begin(), budgets_.end(), out.begin());
+    return;
+  }
   const Where w = where(epoch, index);
   before(w.allocation, w.j, out);
   for (std::size_t s = 0; s < out.size(); ++s) out[s] += w.stream[s] - epoch * budgets_[s];
@@ -365,7 +378,7 @@ std::int64_t MixturePlan::batch(std::int64_t epoch, std::int64_t index, std::spa
       sources[slot] = static_cast<std::int32_t>(s);
     }
   }
-  return position(epoch, index) + std::int64_t{config_.rank} * b;
+  return first_position(epoch, index);
 }
 
 }  // namespace stoke::detail

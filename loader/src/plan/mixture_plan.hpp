@@ -116,10 +116,16 @@ class MixturePlan {
   std::int64_t batches_per_epoch() const { return batches_; }
   // The resumed epoch's first batch index (0 when none is resumed, or it resumes plainly).
   std::int64_t resume_first() const { return resume_first_; }
+  // Makes every epoch plain from now on (as EpochPlan::clear_resume); true when an epoch was
+  // resumed.
+  bool clear_resume();
 
   // The global position of global batch `index`'s first sample (E when index ==
   // batches_per_epoch()).
   std::int64_t position(std::int64_t epoch, std::int64_t index) const;
+  std::int64_t first_position(std::int64_t epoch, std::int64_t index) const {
+    return position(epoch, index) + std::int64_t{config_.rank} * config_.batch;
+  }
 
   // Of each source, the samples global batch `index` of `epoch` holds (valid ones: padding not
   // counted), and those delivered before it in the epoch.
