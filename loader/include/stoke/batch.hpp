@@ -98,8 +98,7 @@ class Batch {
   std::span<const std::uint8_t> pixels() const;  // size() x height x width x channels
   std::span<const std::int32_t> labels() const;
   std::span<const std::uint8_t> valid() const;       // 1 = real sample, 0 = padding repeat
-  // Each sample's source: its index in Options::sources for a mixture (docs/USAGE.md, "Mixing
-  // datasets"), 0 for a loader of one dataset.
+  // Each sample's source: its index among a mixture's datasets, 0 for a loader of one dataset.
   std::span<const std::int32_t> sources() const;
   std::span<const std::int64_t> sample_ids() const;  // dataset indices
   // Boxes (COCO data; docs/USAGE.md, "Detection and segmentation"): each sample has

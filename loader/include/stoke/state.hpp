@@ -27,9 +27,9 @@ struct LoaderState {
   // Options::repeats of the saving loader: a position counts the epoch's repeated order, so a
   // loader with other repeats refuses it.
   std::int64_t repeats = 1;
-  // A mixture of sources (docs/USAGE.md, "Mixing datasets"): each source's samples delivered so
-  // far in the epoch (summing to position), so that a loader with other ranks, devices or batch
-  // delivers each source's remaining samples exactly once. Empty for one source.
+  // A mixture of datasets: each source's samples delivered so far in the epoch (summing to
+  // position), so that a loader with other ranks, devices or batch delivers each source's
+  // remaining samples exactly once. Empty for a loader of one dataset.
   std::vector<std::int64_t> sources = {};
 
   // "stoke-state/2 seed=.. epoch=.. position=.. next_batch=.. dataset_size=.. global_batch=.."

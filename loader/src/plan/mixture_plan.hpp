@@ -1,5 +1,5 @@
 #pragma once
-// The plan of a mixture of datasets (issue 43; docs/USAGE.md, "Mixing datasets"): which samples
+// The plan of a mixture of datasets: which samples
 // of which source each rank's and device's batch holds, as a function of (seed, epoch, position)
 // alone. Thread-safety: as EpochPlan's (batch() caches the sources' orders: one thread at a
 // time).
