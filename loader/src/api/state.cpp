@@ -99,7 +99,9 @@ LoaderState LoaderState::parse(std::string_view text) {
   if (v1) s.position = s.plain_position();
   if (!s.sources.empty()) {
     std::int64_t sum = 0;
-    for (std::int64_t n : s.sources) sum += n;
+    for (std::int64_t n : s.sources)
+      if (__builtin_add_overflow(sum, n, &sum))
+        throw ConfigError("loader state: its sources' counts add up past 2^63");
     if (sum != s.position)
       throw ConfigError("loader state: its sources' counts add up to " + std::to_string(sum) +
                         ", not its position " + std::to_string(s.position));

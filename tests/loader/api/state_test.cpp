@@ -65,6 +65,8 @@ TEST(LoaderState, CarriesAMixturesCountsPerSource) {
             "loader state: its sources' counts add up to 641, not its position 640");
   EXPECT_EQ(parse_error(head + "sources=400,,240"),
             "loader state: field 'sources=400,,240' is not a list of sample counts (N,N,...)");
+  EXPECT_EQ(parse_error(head + "sources=9223372036854775807,1"),
+            "loader state: its sources' counts add up past 2^63");
   EXPECT_EQ(parse_error(head + "sources=-1,641"),
             "loader state: field 'sources=-1,641' is not a list of sample counts (N,N,...)");
 }
