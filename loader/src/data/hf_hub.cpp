@@ -35,7 +35,9 @@ HubPath parse_hub_path(const std::string& name) {
 }
 
 std::string hub_file_url(const HubPath& at, const std::string& path) {
-  return hf_endpoint() + "/datasets/" + at.repo + "/resolve/" + at.revision + "/" + path;
+  // A file's name may hold any byte ("train 1.parquet", '#', '?'): percent-encoded, '/' kept.
+  return hf_endpoint() + "/datasets/" + at.repo + "/resolve/" + at.revision + "/" +
+         percent_encoded_path(path);
 }
 
 std::vector<std::string> hub_listing(const HubPath& at, const std::string& folder,
@@ -44,8 +46,9 @@ std::vector<std::string> hub_listing(const HubPath& at, const std::string& folde
   if (!endpoint.starts_with("http://") && !endpoint.starts_with("https://"))
     throw ConfigError("HF_ENDPOINT '" + redact_url(endpoint) +
                       "' is not an http:// or https:// URL (e.g. https://huggingface.co)");
-  std::string url = endpoint + "/api/datasets/" + at.repo + "/tree/" + at.revision +
-                    (folder.empty() ? "" : "/" + folder) + "?recursive=true";
+  std::string url = endpoint + "/api/datasets/" + at.repo + "/tree/" + at.revision;
+  if (!folder.empty()) url.append("/").append(percent_encoded_path(folder));
+  url.append("?recursive=true");
   std::vector<std::string> files;
   for (int page = 0; !url.empty(); ++page) {
     if (page == kMaxHubListingPages)

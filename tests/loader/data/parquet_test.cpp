@@ -14,8 +14,9 @@
 #include <vector>
 
 #include "data/dataset_index.hpp"
-#include "data/parquet_dataset.hpp"
+#include "data/hf_hub.hpp"
 #include "data/index_format.hpp"
+#include "data/parquet_dataset.hpp"
 #include "data/parquet_page.hpp"
 #include "data/parquet_reader.hpp"
 #include "servers.hpp"
@@ -346,6 +347,19 @@ TEST(ParquetLoader, BytesFieldPassesAColumnsValuesThrough) {
 // header) and downloads that redirect to another server, as the Hub's do to its CDN. hf:// paths
 // (a folder by split, a glob) give the local files' batches; HF_TOKEN reaches the endpoint and
 // never the server a download was redirected to, nor a line of the loader's log.
+// A Hub file's URL: its path percent-encoded ('/' kept), the revision as written.
+TEST(ParquetHub, AFilesUrlEncodesItsPath) {
+  const test::ScopedEnv endpoint("HF_ENDPOINT", "https://hub.example");
+  const detail::HubPath at =
+      detail::parse_hub_path("hf://datasets/acme/flowers@refs%2Fconvert%2Fparquet/data");
+  EXPECT_EQ(detail::hub_file_url(at, "data/train 1#?.parquet"),
+            "https://hub.example/datasets/acme/flowers/resolve/refs%2Fconvert%2Fparquet/data/"
+            "train%201%23%3F.parquet");
+  EXPECT_EQ(detail::hub_file_url(at, "default/train/0000.parquet"),
+            "https://hub.example/datasets/acme/flowers/resolve/refs%2Fconvert%2Fparquet/default/"
+            "train/0000.parquet");
+}
+
 TEST(ParquetHub, HfPathsResolveThroughTheHubApiAndTheTokenStaysWithItsHost) {
   REQUIRE_WRITER("pyarrow");
   STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
