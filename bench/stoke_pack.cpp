@@ -222,31 +222,10 @@ struct Encoded {
   std::string ext;
 };
 
-std::string lowercase_extension(const std::string& path) {
-  std::string ext = stoke::detail::lowercase(fs::path(path).extension().string());
-  if (!ext.empty()) ext.erase(0, 1);
-  return ext == "jpeg" || ext == "jpe" ? "jpg" : ext;
-}
-
 // A file's path in the index of a folder or list file.
 std::string sample_path(const DatasetIndex& index, std::int64_t i) {
   const auto& entry = index.entries[static_cast<std::size_t>(i)];
   return index.paths.substr(entry.path_offset, entry.path_length);
-}
-
-// The extension an image's bytes say (a Parquet row's, which has no name), or "".
-std::string sniffed_extension(const std::vector<std::uint8_t>& b) {
-  const auto starts = [&](std::string_view magic, std::size_t at = 0) {
-    return b.size() >= at + magic.size() &&
-           std::memcmp(b.data() + at, magic.data(), magic.size()) == 0;
-  };
-  if (starts("\xff\xd8\xff")) return "jpg";
-  if (starts("\x89PNG\r\n\x1a\n")) return "png";
-  if (starts("RIFF") && starts("WEBP", 8)) return "webp";
-  if (starts("GIF87a") || starts("GIF89a")) return "gif";
-  if (starts("BM")) return "bmp";
-  if (starts(std::string_view("II*\0", 4)) || starts(std::string_view("MM\0*", 4))) return "tiff";
-  return "";
 }
 
 // Rows of Parquet files, read as a worker reads them (their pages through the index a loader
@@ -267,7 +246,7 @@ class ParquetInput {
   std::string name(std::int64_t i) const {
     return stoke::detail::redact_url(view_->path(i)) + " (" + view_->parquet_row_place(i) + ")";
   }
-  // Row i's image, and its extension (from its file's name, else its bytes).
+  // Row i's image, and its extension (by what its bytes are).
   stoke::detail::BadInput read(std::int64_t i, Encoded& e) {
     const std::string path = view_->path(i);
     stoke::detail::ByteSpan value;
@@ -280,8 +259,8 @@ class ParquetInput {
         files_, file_bytes_, file, value);
     if (r != stoke::detail::BadInput::kNone) return r;
     e.bytes.assign(value.data, value.data + value.size);
-    e.ext = file.empty() ? "" : lowercase_extension(file);
-    if (e.ext.empty()) e.ext = sniffed_extension(e.bytes);
+    // By what the bytes are, whatever a file's name says: the extension a shard is read with.
+    e.ext = stoke::detail::shard_image_extension(e.bytes.data(), e.bytes.size());
     return e.ext.empty() ? stoke::detail::BadInput::kUndecodable : stoke::detail::BadInput::kNone;
   }
 
@@ -572,7 +551,15 @@ int run(const Args& args) {
         ++skipped;
         continue;
       }
-      e.ext = lowercase_extension(path);
+      // By what the bytes are: a shard's image member must have an extension stoke reads
+      // shards with, whatever the file's name (a .hdr or .gif, or garbage named .jpg, is not).
+      e.ext = stoke::detail::shard_image_extension(e.bytes.data(), e.bytes.size());
+      if (e.ext.empty()) {
+        std::cerr << "stoke-pack: skipped " << stoke::detail::printable(path)
+                  << ": not an image shards carry (jpg, png, bmp, tiff, webp, pnm)\n";
+        ++skipped;
+        continue;
+      }
     }
     if (args.max_side > 0 && (parquet || index.kind != stoke::detail::DatasetKind::kRaw)) {
       const std::size_t before = e.bytes.size();

@@ -27,20 +27,50 @@ std::int32_t le32(const std::uint8_t* p) {
 // than passed on to whichever of OpenCV's many decoders claims it (Debian's build includes
 // DICOM and GDAL readers that abort the process on malformed input, and some decoders spool
 // their input to temporary files).
-bool known_format(const std::uint8_t* d, std::size_t n) {
+// The formats stoke decodes besides JPEG, by their first bytes: the one table of them (the
+// decoder's and stoke-pack's).
+enum class Format { kNone, kPng, kBmp, kTiff, kWebp, kPnm, kHdr, kSunRaster };
+
+Format format_of(const std::uint8_t* d, std::size_t n) {
   const auto starts = [&](const char* magic, std::size_t len) {
     return n >= len && std::memcmp(d, magic, len) == 0;
   };
-  if (starts("\x89PNG\r\n\x1a\n", 8) || starts("BM", 2)) return true;  // PNG, BMP
-  if (starts("II*\0", 4) || starts("MM\0*", 4)) return true;           // TIFF
-  if (n >= 12 && starts("RIFF", 4) && std::memcmp(d + 8, "WEBP", 4) == 0) return true;
-  if (n >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '6') return true;  // PNM
-  if (starts("#?RADIANCE", 10) || starts("#?RGBE", 6)) return true;      // Radiance HDR
-  if (starts("\x59\xa6\x6a\x95", 4)) return true;                        // Sun raster
-  return false;
+  if (starts("\x89PNG\r\n\x1a\n", 8)) return Format::kPng;
+  if (starts("BM", 2)) return Format::kBmp;
+  if (starts("II*\0", 4) || starts("MM\0*", 4)) return Format::kTiff;
+  if (n >= 12 && starts("RIFF", 4) && std::memcmp(d + 8, "WEBP", 4) == 0) return Format::kWebp;
+  if (n >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '6') return Format::kPnm;
+  if (starts("#?RADIANCE", 10) || starts("#?RGBE", 6)) return Format::kHdr;
+  if (starts("\x59\xa6\x6a\x95", 4)) return Format::kSunRaster;
+  return Format::kNone;
+}
+
+bool known_format(const std::uint8_t* d, std::size_t n) {
+  return format_of(d, n) != Format::kNone;
 }
 
 }  // namespace
+
+const char* shard_image_extension(const std::uint8_t* data, std::size_t size) {
+  if (is_jpeg({data, size})) return "jpg";
+  switch (format_of(data, size)) {
+    case Format::kPng:
+      return "png";
+    case Format::kBmp:
+      return "bmp";
+    case Format::kTiff:
+      return "tiff";
+    case Format::kWebp:
+      return "webp";
+    case Format::kPnm:
+      return "pnm";
+    case Format::kNone:
+    case Format::kHdr:
+    case Format::kSunRaster:
+      break;
+  }
+  return "";
+}
 
 bool peek_dimensions(const std::uint8_t* data, std::size_t size, std::int64_t& width,
                      std::int64_t& height) {

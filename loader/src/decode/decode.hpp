@@ -64,6 +64,12 @@ inline bool is_jpeg(std::span<const std::uint8_t> data) {
   return data.size() >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
 }
 
+// The extension stoke's tar shards give an image of these bytes, by what they are: "jpg",
+// "png", "bmp", "tiff", "webp" or "pnm" (the image members a shard is read with); "" for bytes
+// of another kind: GIF (which stoke does not decode), Radiance HDR and Sun raster (which it
+// decodes from a folder but no shard member carries), or none.
+const char* shard_image_extension(const std::uint8_t* data, std::size_t size);
+
 // Width and height from a PNG or BMP header; false when `data` is neither or too short.
 bool peek_dimensions(const std::uint8_t* data, std::size_t size, std::int64_t& width,
                      std::int64_t& height);

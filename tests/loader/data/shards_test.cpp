@@ -17,6 +17,7 @@
 #include "data/dataset_index.hpp"
 #include "data/shard_list.hpp"
 #include "data/tar_index.hpp"
+#include "decode/decode.hpp"
 #include "plan/epoch_plan.hpp"
 #include "stoke/error.hpp"
 #include "stoke/pipeline.hpp"
@@ -421,6 +422,64 @@ TEST(StokePack, JpegsAreReLaidOutLosslesslyAndTheBatchesStayTheFolders) {
   const std::string shard = read_file(dir.path() / "kept/s-0.tar");
   EXPECT_EQ(shard.substr(kept.members[0].offset, kept.members[0].size),
             read_file(in / "a" / corpus[0].filename()));
+}
+
+// A shard member's extension comes from what its bytes are, and only images a shard is read with
+// are packed: a PPM goes in as .pnm, a JPEG named .png as .jpg; a Radiance file (decoded from a
+// folder, carried by no shard) and garbage named .png are skipped and named.
+TEST(StokePack, AMembersExtensionIsWhatItsBytesAre) {
+  const auto ext = [](const std::string& bytes) {
+    return std::string(detail::shard_image_extension(
+        reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
+  };
+  EXPECT_EQ(ext("\xff\xd8\xff\xe0"), "jpg");
+  EXPECT_EQ(ext("\x89PNG\r\n\x1a\n...."), "png");
+  EXPECT_EQ(ext("BM......"), "bmp");
+  EXPECT_EQ(ext(std::string("II*\0....", 8)), "tiff");
+  EXPECT_EQ(ext("RIFF....WEBPVP8 "), "webp");
+  EXPECT_EQ(ext("P6\n2 2\n255\n"), "pnm");
+  EXPECT_EQ(ext("GIF89a......"), "");  // stoke decodes no GIF
+  EXPECT_EQ(ext("#?RADIANCE\n"), "");  // decoded from a folder, but no shard member carries it
+  EXPECT_EQ(ext("hello"), "");
+
+  test::TempDir dir;
+  const fs::path in = dir.path() / "in";
+  fs::create_directories(in / "a");
+  fs::create_directories(in / "b");
+  std::vector<fs::path> corpus;
+  for (const auto& e : fs::recursive_directory_iterator(test::testdata("jpeg")))
+    if (e.path().extension() == ".jpg") corpus.push_back(e.path());
+  std::sort(corpus.begin(), corpus.end());
+  const cv::Mat photo = cv::imread(corpus[0].string());
+  fs::copy_file(corpus[1], in / "a/photo.png");  // a JPEG, named .png
+  cv::imwrite((in / "a/photo.ppm").string(), photo);
+  cv::Mat hdr;
+  photo.convertTo(hdr, CV_32FC3, 1.0 / 255);
+  cv::imwrite((in / "b/light.hdr").string(), hdr);
+  write_file(in / "b/garbage.png", "not an image at all");
+  fs::copy_file(corpus[2], in / "b/plain.jpg");
+  run(std::string(STOKE_PACK) + " --no-progress --no-relayout --data " + in.string() + " --out " +
+      (dir.path() / "out/s-%d.tar").string() + " > " + (dir.path() / "said.txt").string() +
+      " 2>&1");
+  const std::string said = read_file(dir.path() / "said.txt");
+  for (const char* skipped : {"b/light.hdr", "b/garbage.png"})
+    EXPECT_NE(said.find("stoke-pack: skipped " + (in / skipped).string() +
+                        ": not an image shards carry (jpg, png, bmp, tiff, webp, pnm)"),
+              std::string::npos)
+        << said;
+  EXPECT_NE(said.find("packed 3 samples into 1 shard(s)"), std::string::npos) << said;
+  const detail::ShardIndex index = walk(read_file(dir.path() / "out/s-0.tar"));
+  std::vector<std::string> names;
+  for (const auto& m : index.members) names.push_back(m.name);
+  // (Keys are the folder's index positions: b/garbage.png and b/light.hdr were 2 and 3.)
+  EXPECT_EQ(names, (std::vector<std::string>{"000000.jpg", "000000.cls", "000001.pnm", "000001.cls",
+                                             "000004.jpg", "000004.cls"}));
+  Options o = test::fashion_options(1, 3);
+  o.data = (dir.path() / "out/s-0.tar").string();
+  o.height = o.width = 32;
+  Loader loader(o);
+  EXPECT_EQ(loader.dataset_size(), 3);
+  EXPECT_EQ(test::collect(loader).labels.size(), 3u);
 }
 
 TEST(StokePack, RefusesABadPatternAndAnExistingShard) {
