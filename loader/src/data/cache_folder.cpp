@@ -1,16 +1,20 @@
 #include "data/cache_folder.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <random>
+#include <thread>
 
 #include "common/fd.hpp"
 #include "common/text.hpp"
@@ -177,6 +181,49 @@ bool write_cache_file(const std::string& path, const std::function<bool(int fd)>
 
 bool write_cache_file(const std::string& path, const std::string& text) {
   return write_cache_file(path, [&](int fd) { return write_fully(fd, text.data(), text.size()); });
+}
+
+bool is_key_text(std::string_view text) {
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+CacheFolderLock::CacheFolderLock(const std::string& path, mode_t mode,
+                                 const std::function<bool(const struct stat&)>& trusted,
+                                 std::chrono::duration<double> wait,
+                                 std::chrono::microseconds poll) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CREAT | kCacheOpenFlags, mode);
+  if (fd_ < 0) {
+    why_ = "cannot open " + path + ": " +
+           (errno == ELOOP ? std::string("a symbolic link where stoke keeps the folder's lock "
+                                         "(stoke never follows one; remove it)")
+                           : std::string(std::strerror(errno)));
+    return;
+  }
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || !trusted(st)) {
+    why_ = "cannot use " + path +
+           " as the folder's lock: not a regular file of this user's (remove it)";
+    return;
+  }
+  const auto until = std::chrono::steady_clock::now() + wait;
+  while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const bool busy = errno == EWOULDBLOCK || errno == EINTR;
+    if (!busy || std::chrono::steady_clock::now() > until) {
+      why_ = "cannot lock " + path + ": " +
+             (busy ? "another process has held it for " +
+                         std::to_string(static_cast<int>(std::ceil(wait.count()))) +
+                         " s (a stopped process?)"
+                   : std::string(std::strerror(errno)));
+      return;
+    }
+    std::this_thread::sleep_for(poll);
+  }
+  held_ = true;
+}
+
+CacheFolderLock::~CacheFolderLock() {
+  if (fd_ >= 0) ::close(fd_);  // (closing releases the flock)
 }
 
 std::string version_key(const std::string& url, std::uint64_t size, const std::string& etag) {

@@ -27,6 +27,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace stoke::detail {
@@ -75,6 +76,32 @@ bool write_cache_file(const std::string& path, const std::function<bool(int fd)>
 
 // A 64-bit FNV-1a hash of `text`, as 16 hex digits: the cache's file names.
 std::string cache_key(const std::string& text);
+
+// Whether `text` is all lowercase hex digits (cache_key()'s): a name stoke may have given.
+bool is_key_text(std::string_view text);
+
+// An flock on the lock file `path` of a cache folder, held while this lives. The file is made
+// when missing (mode `mode`), never opened through a symbolic link, and must be a regular file
+// `trusted` accepts. Another holder is waited for at most `wait`, polling every `poll` (a
+// holder keeps it for milliseconds: one that keeps it longer is a stopped process). When the
+// lock cannot be had, held() is false and why() says why, naming the file: "cannot open PATH:
+// ...", "cannot use PATH as the folder's lock: ...", "cannot lock PATH: ...".
+class CacheFolderLock {
+ public:
+  CacheFolderLock(const std::string& path, mode_t mode,
+                  const std::function<bool(const struct stat&)>& trusted,
+                  std::chrono::duration<double> wait, std::chrono::microseconds poll);
+  ~CacheFolderLock();
+  CacheFolderLock(const CacheFolderLock&) = delete;
+  CacheFolderLock& operator=(const CacheFolderLock&) = delete;
+  bool held() const { return held_; }
+  const std::string& why() const { return why_; }
+
+ private:
+  int fd_ = -1;
+  bool held_ = false;
+  std::string why_;
+};
 
 // The key of one version of a remote object: a hash of its URL as shown (redact_url: no userinfo
 // nor signed query values), size and ETag (the index cache and the shard cache name their files

@@ -43,9 +43,7 @@ std::string errno_text() {
 }
 
 bool is_key(std::string_view s) {
-  return s.size() == 16 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
+  return s.size() == 16 && is_key_text(s);
 }
 
 // "<key>.tar": a copy's name.
@@ -135,48 +133,20 @@ std::string ShardStore::copy_path(const std::string& url, std::uint64_t size,
 // file of a trusted owner) at the lock's name is a ShardCacheFolderError, never followed.
 class ShardStore::FolderLock {
  public:
-  // Waits at most `wait_s` seconds (at most kFolderLockWaitS) for another holder.
-  FolderLock(const ShardStore& store, double wait_s) : path_(store.folder_ + "/" + kLockName) {
-    fd_ =
-        ::open(path_.c_str(), O_RDONLY | O_CREAT | kCacheOpenFlags, cache_file_mode(store.shared_));
-    if (fd_ < 0)
-      throw ShardCacheFolderError(
-          "cannot open " + path_ + ": " +
-          (errno == ELOOP
-               ? std::string("a symbolic link where stoke keeps the folder's lock (stoke "
-                             "never follows one; remove it)")
-               : errno_text()));
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || !store.trusted(st)) {
-      ::close(fd_);
-      throw ShardCacheFolderError("cannot use " + path_ +
-                                  " as the folder's lock: not a regular file of this user's "
-                                  "(remove it)");
-    }
-    // Held for milliseconds by a running process: one that holds it for long is stopped, and
-    // is not waited for (the shard is read from the server instead).
-    wait_s = std::min<double>(wait_s, kFolderLockWaitS);
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
-    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      const bool busy = errno == EWOULDBLOCK || errno == EINTR;
-      if (!busy || std::chrono::steady_clock::now() > until) {
-        const std::string reason = busy ? "another process has held it for " +
-                                              std::to_string(static_cast<int>(std::ceil(wait_s))) +
-                                              " s (a stopped process?)"
-                                        : errno_text();
-        ::close(fd_);
-        throw ShardCacheFolderError("cannot lock " + path_ + ": " + reason);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+  // Waits at most `wait_s` seconds (at most kFolderLockWaitS) for another holder. Held for
+  // milliseconds by a running process: one that holds it for long is stopped, and is not waited
+  // for (the shard is read from the server instead).
+  FolderLock(const ShardStore& store, double wait_s)
+      : lock_(
+            store.folder_ + "/" + kLockName, cache_file_mode(store.shared_),
+            [&store](const struct stat& st) { return store.trusted(st); },
+            std::chrono::duration<double>(std::min<double>(wait_s, kFolderLockWaitS)),
+            std::chrono::milliseconds(1)) {
+    if (!lock_.held()) throw ShardCacheFolderError(lock_.why());
   }
-  ~FolderLock() { ::close(fd_); }
-  FolderLock(const FolderLock&) = delete;
-  FolderLock& operator=(const FolderLock&) = delete;
 
  private:
-  std::string path_;
-  int fd_ = -1;
+  CacheFolderLock lock_;
 };
 
 ShardStore::Reservation::Reservation(Reservation&& o) noexcept

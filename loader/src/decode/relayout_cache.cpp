@@ -2,17 +2,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <optional>
 #include <string_view>
-#include <thread>
 #include <utility>
 
 #include "common/fd.hpp"
@@ -64,45 +61,11 @@ Frame jpeg_frame(const std::vector<std::uint8_t>& d) {
   return f;
 }
 
-// The folder's lock, held for as long as this lives (held() says whether it was had).
-class FolderLock {
- public:
-  explicit FolderLock(const std::string& folder)
-      : fd_(::open((folder + "/" + kLockName).c_str(), O_RDONLY | O_CREAT | kCacheOpenFlags,
-                   cache_file_mode(cache_shared()))) {
-    struct stat st {};
-    if (fd_.get() < 0 || ::fstat(fd_.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
-        !trusted_cache_file(folder + "/" + kLockName, st))
-      return;
-    const auto until = std::chrono::steady_clock::now() + kLockWait;
-    while (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0) {
-      if (errno != EWOULDBLOCK || std::chrono::steady_clock::now() >= until) return;
-      std::this_thread::sleep_for(std::chrono::microseconds(100));  // (held for ~50 us)
-    }
-    held_ = true;
-  }
-  ~FolderLock() {
-    if (held_) ::flock(fd_.get(), LOCK_UN);
-  }
-  FolderLock(const FolderLock&) = delete;
-  FolderLock& operator=(const FolderLock&) = delete;
-  bool held() const { return held_; }
-
- private:
-  UniqueFd fd_;
-  bool held_ = false;
-};
-
 struct Listed {
   std::string path;
   std::uint64_t bytes = 0;
   std::int64_t used_ns = 0;
 };
-
-bool is_hex(std::string_view t) {
-  return std::all_of(t.begin(), t.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
 
 // The copies in `folder`: regular files named <32 hex digits>.jpg of a trusted owner (links not
 // followed), oldest use first (ties by name). Temporary files of writers that died (untouched
@@ -116,12 +79,12 @@ std::vector<Listed> list_copies(const std::string& folder) {
   while (const dirent* e = ::readdir(dir)) {
     const std::string name = e->d_name;
     const std::string path = folder + "/" + name;
-    if (name.size() > 32 + suffix.size() && is_hex(std::string_view(name).substr(0, 32)) &&
+    if (name.size() > 32 + suffix.size() && is_key_text(std::string_view(name).substr(0, 32)) &&
         std::string_view(name).substr(32, suffix.size() + 5) == std::string(suffix) + ".tmp.") {
       if (stale_cache_file(path, std::chrono::hours(1), now)) ::unlink(path.c_str());
       continue;
     }
-    if (name.size() != 32 + suffix.size() || !is_hex(std::string_view(name).substr(0, 32)) ||
+    if (name.size() != 32 + suffix.size() || !is_key_text(std::string_view(name).substr(0, 32)) ||
         !std::string_view(name).ends_with(suffix))
       continue;
     struct stat st {};
@@ -217,7 +180,11 @@ bool RelayoutCache::offer(std::vector<std::uint8_t>& bytes) {
 }
 
 bool RelayoutCache::count_in(const std::string& path, std::uint64_t bytes) {
-  const FolderLock lock(folder_);
+  const std::string lock_path = folder_ + "/" + kLockName;
+  const CacheFolderLock lock(
+      lock_path, cache_file_mode(cache_shared()),
+      [&lock_path](const struct stat& st) { return trusted_cache_file(lock_path, st); }, kLockWait,
+      std::chrono::microseconds(100));  // (held for ~50 us)
   if (!lock.held()) return false;  // (the copy stays; the next listing counts it)
   const std::string count_path = folder_ + "/" + kCountName;
   std::optional<std::uint64_t> counted;
