@@ -101,8 +101,11 @@ std::vector<Listed> list_copies(const std::string& folder) {
 }
 
 // What names a version of a local file: its path, where it lives and what it is now (a change
-// of contents moves the change time even when size and modification time are put back).
-std::string version_of(const std::string& source, const struct stat& st) {
+// of contents moves the change time even when size and modification time are put back); "" when
+// it is not a regular file that can be stat'ed.
+std::string version_of(const std::string& source) {
+  struct stat st {};
+  if (::stat(source.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
   return source + "\n" + std::to_string(st.st_dev) + "\n" + std::to_string(st.st_ino) + "\n" +
          std::to_string(st.st_size) + "\n" + std::to_string(st.st_mtim.tv_sec) + "." +
          std::to_string(st.st_mtim.tv_nsec) + "\n" + std::to_string(st.st_ctim.tv_sec) + "." +
@@ -120,9 +123,8 @@ RelayoutCache::RelayoutCache(std::string folder, std::uint64_t limit, stoke::Rel
     : folder_(std::move(folder)), limit_(limit), which_(which), max_pixels_(max_pixels) {}
 
 std::string RelayoutCache::copy_path(const std::string& source, std::string* version) const {
-  struct stat st {};
-  if (::stat(source.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
-  const std::string id = version_of(source, st);
+  const std::string id = version_of(source);
+  if (id.empty()) return {};
   if (version != nullptr) *version = id;
   // Two FNV-1a hashes of the version, each from its own first byte: 128 bits of name.
   return folder_ + "/" + cache_key("a" + id) + cache_key("b" + id) + kCopySuffix;
@@ -161,8 +163,7 @@ bool RelayoutCache::offer(std::vector<std::uint8_t>& bytes) {
       frame.pixels > max_pixels_)
     return false;  // (too many pixels: the decode refuses it before any coefficient is read)
   // The bytes must be the version the copy is named after (the file may have changed since).
-  std::string now;
-  if (copy_path(pending_source_, &now) != path || now != pending_version_) return false;
+  if (version_of(pending_source_) != pending_version_) return false;
   Relayout r = relayout_jpeg(bytes.data(), bytes.size());
   if (!r.why.empty()) {
     if (refused_.size() < kMaxRefused) refused_.insert(path);  // not tried again each epoch
