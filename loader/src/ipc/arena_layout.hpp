@@ -115,7 +115,9 @@ struct ArenaHeader {
   // default), the training process's, so that no worker reads the environment for it.
   double remote_deadline_s = 0;
   // The relayout cache (decode/relayout_cache.hpp): which local JPEGs it copies (a Relayout;
-  // kOff: none), its limit, and its folder (NUL-terminated).
+  // kOff: none), its limit, and its folder (NUL-terminated). The loader sets `relayout` only for
+  // a kFiles dataset that is not Parquet, with a folder it made and a limit above 0
+  // (Loader::Impl::set_up_relayout_cache).
   std::uint32_t relayout = 0;
   std::uint32_t pad0 = 0;
   std::uint64_t relayout_limit = 0;

@@ -39,8 +39,7 @@ ChunkRunner::ChunkRunner(const ArenaView& arena, FileReader* files)
     tables_.emplace(dataset_, arena_policy(arena.header()), arena.header().shard_copies != 0);
   jpeg_.set_verify(arena.header().verify_region != 0 ? Verify::kRegion : Verify::kWholeFile);
   const ArenaHeader& h = arena.header();
-  if (h.relayout != 0 && h.relayout_folder[0] != '\0' && h.relayout_limit > 0 &&
-      h.dataset_kind == DatasetKind::kFiles && !dataset_.parquet())
+  if (h.relayout != 0)  // (set only for a folder or list file, with a folder and a limit)
     relayout_.emplace(
         std::string(h.relayout_folder, ::strnlen(h.relayout_folder, sizeof h.relayout_folder)),
         h.relayout_limit, static_cast<stoke::Relayout>(h.relayout),
