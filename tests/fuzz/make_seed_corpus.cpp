@@ -8,11 +8,6 @@
 //
 //   stoke_fuzz_seedgen tests/fuzz/corpus/decode
 
-// clang-format off
-#include <cstdio>  // jpeglib.h needs FILE and size_t first
-#include <jpeglib.h>
-// clang-format on
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -22,6 +17,8 @@
 #include <opencv2/imgcodecs.hpp>
 #include <string>
 #include <vector>
+
+#include "libjpeg_writer.hpp"
 
 namespace {
 
@@ -53,32 +50,10 @@ Bytes encode(const cv::Mat& m, const std::string& ext, const std::vector<int>& p
 
 // An Adobe CMYK JPEG (OpenCV cannot write one): exercises decode.cpp's CMYK conversion.
 Bytes cmyk_jpeg(int h, int w) {
-  jpeg_compress_struct cinfo{};
-  jpeg_error_mgr err{};
-  cinfo.err = jpeg_std_error(&err);
-  jpeg_create_compress(&cinfo);
-  unsigned char* buf = nullptr;
-  unsigned long len = 0;
-  jpeg_mem_dest(&cinfo, &buf, &len);
-  cinfo.image_width = static_cast<JDIMENSION>(w);
-  cinfo.image_height = static_cast<JDIMENSION>(h);
-  cinfo.input_components = 4;
-  cinfo.in_color_space = JCS_CMYK;
-  jpeg_set_defaults(&cinfo);
-  jpeg_set_colorspace(&cinfo, JCS_YCCK);  // writes the Adobe marker
-  jpeg_set_quality(&cinfo, 75, TRUE);
-  jpeg_start_compress(&cinfo, TRUE);
-  const cv::Mat px = pattern(h, w, 4);
-  while (cinfo.next_scanline < cinfo.image_height) {
-    JSAMPROW row =
-        const_cast<JSAMPROW>(px.ptr<std::uint8_t>(static_cast<int>(cinfo.next_scanline)));
-    jpeg_write_scanlines(&cinfo, &row, 1);
-  }
-  jpeg_finish_compress(&cinfo);
-  jpeg_destroy_compress(&cinfo);
-  Bytes out(buf, buf + len);
-  std::free(buf);
-  return out;
+  return stoke::test::libjpeg_compress(pattern(h, w, 4), [](jpeg_compress_struct& c) {
+    jpeg_set_colorspace(&c, JCS_YCCK);  // writes the Adobe marker
+    jpeg_set_quality(&c, 75, TRUE);
+  });
 }
 
 void write(const std::string& dir, const std::string& name, std::uint8_t control,
