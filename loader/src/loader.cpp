@@ -107,6 +107,20 @@ Batch Loader::Impl::deliver(int slot, Clock::time_point entered) {
               std::to_string(core_->view.ids(u)[j]) + ")");
   }
   core_->metrics.delivered(entered, time_->now(), options_.batch, s.padded);
+  if (config_.mixture) {
+    const std::size_t n = config_.mixture->sources.size();
+    if (source_samples_.empty()) source_samples_.assign(n, 0);
+    if (s.epoch != source_epoch_) source_epoch_samples_.assign(n, 0);
+    source_epoch_ = s.epoch;
+    const std::int32_t* sources = core_->view.sources(u);
+    const std::uint8_t* valid = core_->view.valid(u);
+    for (int j = 0; j < options_.batch; ++j) {
+      if (valid[j] == 0) continue;
+      const auto from = static_cast<std::size_t>(sources[j]);
+      source_samples_[from] += 1;
+      source_epoch_samples_[from] += 1;
+    }
+  }
   return Batch(std::make_shared<BatchLease>(core_, slot, s.epoch, s.index, s.padded));
 }
 
@@ -181,6 +195,12 @@ Stats Loader::Impl::stats() const {
   }
   s.shard_cache = shard_cache_;
   s.relayout_cache = relayout_cache_;
+  if (config_.mixture) {
+    const std::size_t n = config_.mixture->sources.size();
+    s.source_samples = source_samples_.empty() ? std::vector<std::int64_t>(n) : source_samples_;
+    s.source_samples_epoch =
+        source_epoch_samples_.empty() ? std::vector<std::int64_t>(n) : source_epoch_samples_;
+  }
   if (prefetcher_) {
     const ShardCacheStats c = prefetcher_->stats();
     s.cache_bytes_fetched = static_cast<std::int64_t>(c.bytes_fetched);

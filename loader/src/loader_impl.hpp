@@ -45,7 +45,9 @@ using detail::Clock;
 
 class Loader::Impl {
  public:
-  Impl(detail::ResolvedConfig config, std::shared_ptr<const detail::MappedIndex> index,
+  // `indexes`: the dataset's, or a mixture's sources' in order (ResolvedConfig::mixture).
+  Impl(detail::ResolvedConfig config,
+       std::vector<std::shared_ptr<const detail::MappedIndex>> indexes,
        const detail::LoaderEnvironment& env, Clock::time_point created);
   ~Impl();
 
@@ -66,17 +68,18 @@ class Loader::Impl {
  private:
   // ---- construction (loader_setup.cpp)
   // `copies`: whether the workers read remote shards' local copies (the shard cache is on).
-  void lay_out_arena(std::shared_ptr<const detail::MappedIndex> index, bool copies,
-                     Clock::time_point created, const detail::LoaderEnvironment& env);
+  void lay_out_arena(const std::vector<std::shared_ptr<const detail::MappedIndex>>& indexes,
+                     bool copies, Clock::time_point created, const detail::LoaderEnvironment& env);
   // What makes the core's staging (LoaderCore::Setup::staging), or nothing when the consumers
   // read the arena itself.
   std::function<std::unique_ptr<detail::Staging>(detail::LoaderCore&)> staging_maker(
       const detail::LoaderEnvironment& env) const;
   // Remote shards: the prefetcher and its gate, when the plan (shard_cache_plan.hpp) caches any.
   void set_up_shard_cache(const detail::ShardCachePlan& plan);
-  // The relayout cache's fields of the arena header `h` for the dataset `view` (its folder made
-  // here, so that workers only write into it), and relayout_cache_.
-  void set_up_relayout_cache(const detail::DatasetView& view, detail::ArenaHeader& h);
+  // The relayout cache's fields of the arena header `h` for the datasets (its folder made here,
+  // so that workers only write into it), and relayout_cache_.
+  void set_up_relayout_cache(const std::vector<std::shared_ptr<const detail::MappedIndex>>& indexes,
+                             detail::ArenaHeader& h);
   void start_threads();
 
   // ---- the consumer (loader.cpp)
@@ -108,6 +111,10 @@ class Loader::Impl {
   std::string relayout_cache_ = "off";                   // for Stats::relayout_cache
   std::unique_ptr<detail::ShardPrefetcher> prefetcher_;  // remote shards with a cache
   std::unique_ptr<detail::ShardDiagnosis> diagnosis_;    // a dataset-level index's bad shards
+  // A mixture's samples delivered per source: in source_epoch_'s epoch, and in all (Stats).
+  std::vector<std::int64_t> source_epoch_samples_ GUARDED_BY(core_->mutex);
+  std::vector<std::int64_t> source_samples_ GUARDED_BY(core_->mutex);
+  std::int64_t source_epoch_ GUARDED_BY(core_->mutex) = -1;
 };
 
 }  // namespace stoke

@@ -11,6 +11,7 @@
 #include <future>
 #include <stdexcept>
 
+#include "api/mixture_text.hpp"
 #include "common/build_info.hpp"
 #include "common/fd.hpp"
 #include "common/number_text.hpp"
@@ -114,36 +115,59 @@ class CorePrefetchHost final : public PrefetchHost {
 
 // (Clang's thread-safety analysis does not look inside constructors and destructors: nothing
 // else can reach the members yet, or any more.)
-Loader::Impl::Impl(ResolvedConfig config, std::shared_ptr<const MappedIndex> mapped,
+Loader::Impl::Impl(ResolvedConfig config, std::vector<std::shared_ptr<const MappedIndex>> indexes,
                    const LoaderEnvironment& env, Clock::time_point created)
     : config_(std::move(config)),
       time_(env.time ? env.time
                      : std::shared_ptr<const TimeSource>(std::shared_ptr<void>{}, &steady_time())),
       log_(options_.log, [this](std::exception_ptr e) { log_failed(std::move(e)); }) {
-  const DatasetIndex& index = mapped->info();
-  const ShardCachePlan shard_cache =
-      plan_shard_cache(remote_shards_of(*mapped), config_.plan, config_.remote);
-  if (const std::string line = index_line(*mapped); !line.empty()) log_.post(line);
-  if (index.kind == DatasetKind::kShards)
-    diagnosis_ =
-        std::make_unique<ShardDiagnosis>(mapped->view(), config_.remote.policy,
-                                         [this](std::string line) { log_.post(std::move(line)); });
-  if (index.kind == DatasetKind::kShards && mapped->view().lazy_options().cache_root[0] == '\0')
-    log_.post(
-        "dataset-level index without a cache folder: each worker indexes the shards it "
-        "reads for itself, and again after it has dropped them (it keeps 64); set "
-        "cache_dir (or STOKE_CACHE_DIR) so that each shard is indexed once a machine");
-  // Without a shard cache the workers read the servers.
-  lay_out_arena(mapped, !shard_cache.cached.empty(), created, env);
-  for (const RejectedFile& r : index.rejected) {  // (resolve() refused them under kError)
-    core_->metrics.skipped(r.reason);
-    log_.post("skipped " + r.path + " while indexing: " + bad_input_name(r.reason));
+  const bool mixture = config_.mixture.has_value();
+  const MappedIndex& first = *indexes.front();
+  const DatasetIndex& index = first.info();
+  // (A mixture's remote sources are read from their servers: the shard cache plans one dataset.)
+  const ShardCachePlan shard_cache = plan_shard_cache(
+      mixture ? std::vector<RemoteShard>{} : remote_shards_of(first), config_.plan, config_.remote);
+  for (const auto& mapped : indexes) {
+    if (const std::string line = index_line(*mapped); !line.empty()) log_.post(line);
   }
-  for (const std::string& note : index.shard_notes) log_.post(note);
-  if (const std::string advice = parquet_window_advice(mapped->view(), config_.plan);
-      !advice.empty())
-    log_.post(advice);
-  for (const std::string& note : index.box_notes) log_.post(note);
+  if (mixture) {
+    for (std::size_t d = 0; d < indexes.size(); ++d) {
+      if (!remote_shards_of(*indexes[d]).empty()) {
+        log_.post("mixture source " + std::to_string(d) + " (" +
+                  redact_url(config_.source_data[d]) +
+                  ") is read from its servers by byte ranges: the shard cache serves a loader of "
+                  "one dataset");
+      }
+    }
+  }
+  if (!mixture && index.kind == DatasetKind::kShards)
+    diagnosis_ =
+        std::make_unique<ShardDiagnosis>(first.view(), config_.remote.policy,
+                                         [this](std::string line) { log_.post(std::move(line)); });
+  for (const auto& mapped : indexes) {
+    if (mapped->info().kind == DatasetKind::kShards &&
+        mapped->view().lazy_options().cache_root[0] == '\0') {
+      log_.post(
+          "dataset-level index without a cache folder: each worker indexes the shards it "
+          "reads for itself, and again after it has dropped them (it keeps 64); set "
+          "cache_dir (or STOKE_CACHE_DIR) so that each shard is indexed once a machine");
+      break;
+    }
+  }
+  // Without a shard cache the workers read the servers.
+  lay_out_arena(indexes, !shard_cache.cached.empty(), created, env);
+  for (const auto& mapped : indexes) {
+    const DatasetIndex& info = mapped->info();
+    for (const RejectedFile& r : info.rejected) {  // (resolve() refused them under kError)
+      core_->metrics.skipped(r.reason);
+      log_.post("skipped " + r.path + " while indexing: " + bad_input_name(r.reason));
+    }
+    for (const std::string& note : info.shard_notes) log_.post(note);
+    if (const std::string advice = parquet_window_advice(mapped->view(), config_.plan);
+        !advice.empty())
+      log_.post(advice);
+    for (const std::string& note : info.box_notes) log_.post(note);
+  }
   if (config_.over_max_boxes > 0)
     log_.post(std::to_string(config_.over_max_boxes) + " image(s) have more boxes than max_boxes " +
               std::to_string(config_.max_boxes) + ": each keeps its first " +
@@ -160,9 +184,11 @@ Loader::Impl::Impl(ResolvedConfig config, std::shared_ptr<const MappedIndex> map
   start_threads();
 }
 
-void Loader::Impl::lay_out_arena(std::shared_ptr<const MappedIndex> mapped, bool copies,
-                                 Clock::time_point created, const LoaderEnvironment& env) {
-  const DatasetIndex& index = mapped->info();
+void Loader::Impl::lay_out_arena(const std::vector<std::shared_ptr<const MappedIndex>>& indexes,
+                                 bool copies, Clock::time_point created,
+                                 const LoaderEnvironment& env) {
+  bool masks = false;
+  for (const auto& mapped : indexes) masks = masks || mapped->info().has_masks;
   ArenaPlanInput in;
   in.step_count = static_cast<std::uint32_t>(config_.pipeline.steps().size());
   in.batch = static_cast<std::uint32_t>(options_.batch);
@@ -179,38 +205,50 @@ void Loader::Impl::lay_out_arena(std::shared_ptr<const MappedIndex> mapped, bool
   in.erase_boxes = erasing && !erase_pixels;  // a float output is erased by its normalize
   in.mixing = mixing_on(options_);            // resolve(): a float output
   in.soft_classes = static_cast<std::uint32_t>(options_.num_classes);
-  in.mask_bytes = index.has_masks ? static_cast<std::uint32_t>(options_.mask_depth / 8) : 0;
+  in.mask_bytes = masks ? static_cast<std::uint32_t>(options_.mask_depth / 8) : 0;
   in.worker_capacity = static_cast<std::uint32_t>(config_.capacity);
   in.poison_capacity = kPoisonCapacity;
   in.initial_slots = config_.initial_slots;
   in.memory_budget = config_.memory_budget;
   ArenaHeader h = plan_arena(in);
   std::snprintf(h.version, sizeof h.version, "%s", worker_version_tag().c_str());
-  h.dataset_kind = index.kind;
   h.on_error_skip = options_.on_error == OnError::kSkip ? 1 : 0;
   h.verify_region = options_.verify == Verify::kRegion ? 1 : 0;
-  if (const DatasetView view = mapped->view(); view.parquet())
-    h.page_cache_mib = static_cast<std::uint32_t>(
-        page_cache_bytes(view, config_.plan.shuffle, config_.plan.shuffle_window) >> 20);
   h.max_pixels = options_.max_pixels;
-  h.sample_count = index.size;
-  h.raw_height = index.height;
-  h.raw_width = index.width;
-  h.raw_channels = index.channels;
-  h.box_total = static_cast<std::int64_t>(mapped->box_total());
-  h.index_offset = mapped->region_offset();
-  h.index_size = mapped->region_size();
-  h.shard_copies = copies ? 1 : 0;
+  h.dataset_count = static_cast<std::uint32_t>(indexes.size());  // resolve(): <= kMaxDatasets
+  std::int64_t first_id = 0;
+  for (std::size_t d = 0; d < indexes.size(); ++d) {
+    const MappedIndex& mapped = *indexes[d];
+    const DatasetIndex& index = mapped.info();
+    ArenaDataset& r = h.datasets[d];
+    r.kind = index.kind;
+    r.first_id = first_id;
+    r.sample_count = index.size;
+    first_id += index.size;
+    if (const DatasetView view = mapped.view(); view.parquet())
+      r.page_cache_mib = static_cast<std::uint32_t>(
+          page_cache_bytes(view, config_.plan.shuffle, config_.plan.shuffle_window) >> 20);
+    r.raw_height = index.height;
+    r.raw_width = index.width;
+    r.raw_channels = index.channels;
+    r.box_total = static_cast<std::int64_t>(mapped.box_total());
+    r.index_offset = mapped.region_offset();
+    r.index_size = mapped.region_size();
+    r.shard_copies = copies ? 1 : 0;
+    r.label_offset = config_.label_offsets.empty() ? 0 : config_.label_offsets[d];
+  }
+  h.sample_count = first_id;
   h.box_min_size = options_.min_box_size;
   h.box_min_area = options_.min_box_area;
   h.box_min_visible = options_.min_box_visible;
   h.mask_ignore = static_cast<std::uint32_t>(options_.mask_ignore);
   h.seed = options_.seed;
   h.remote_deadline_s = config_.remote.policy.deadline_s;
-  set_up_relayout_cache(mapped->view(), h);
+  set_up_relayout_cache(indexes, h);
 
   LoaderCore::Setup setup;
   setup.plan = config_.plan;
+  setup.mixture = config_.mixture;
   setup.initial_slots = config_.initial_slots;
   setup.start_epoch = config_.start_epoch;
   setup.start_batch = config_.start_batch;
@@ -218,9 +256,9 @@ void Loader::Impl::lay_out_arena(std::shared_ptr<const MappedIndex> mapped, bool
   setup.monitor_window = options_.monitor_window;
   setup.created = created;
   setup.devices = options_.devices;
-  setup.data = options_.data;
+  setup.data = config_.mixture ? config_.source_data : std::vector<std::string>{options_.data};
   setup.staging = staging_maker(env);
-  setup.index = std::move(mapped);
+  setup.indexes = indexes;
   const std::vector<Step>& steps = config_.pipeline.steps();
   core_ = std::make_shared<LoaderCore>(
       h,
@@ -272,10 +310,18 @@ std::function<std::unique_ptr<Staging>(LoaderCore&)> Loader::Impl::staging_maker
   };
 }
 
-void Loader::Impl::set_up_relayout_cache(const DatasetView& view, ArenaHeader& h) {
+void Loader::Impl::set_up_relayout_cache(
+    const std::vector<std::shared_ptr<const MappedIndex>>& indexes, ArenaHeader& h) {
   const Relayout which = options_.relayout_cache;
   if (which == Relayout::kOff || options_.relayout_limit == 0) return;
-  if (h.dataset_kind != DatasetKind::kFiles || view.parquet()) {
+  bool any = false;  // a local image folder or list file among the datasets
+  for (std::size_t d = 0; d < indexes.size(); ++d) {
+    const bool files =
+        indexes[d]->info().kind == DatasetKind::kFiles && !indexes[d]->info().parquet;
+    h.datasets[d].relayout = files ? 1 : 0;
+    any = any || files;
+  }
+  if (!any) {
     relayout_cache_ = "off (for image folders and list files)";
     return;
   }
@@ -331,13 +377,15 @@ void Loader::Impl::start_threads() {
     inline_runner_ = std::make_unique<ChunkRunner>(core_->view);
   } else {
     const std::string exe = locate_worker(options_.worker_path);
+    std::vector<WorkerPool::DatasetFds> fds;
+    for (const auto& index : core_->indexes) fds.push_back({index->fd(), index->pixels_fd()});
     done_fd_ = raise_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "an eventfd");
     try {
-      supervisor_ = std::make_unique<Supervisor>(
-          core_, config_, log_,
-          std::make_unique<WorkerPool>(core_->view, core_->arena.fd(), done_fd_, core_->index->fd(),
-                                       core_->index->pixels_fd(), exe),
-          done_fd_, *time_);
+      supervisor_ =
+          std::make_unique<Supervisor>(core_, config_, log_,
+                                       std::make_unique<WorkerPool>(core_->view, core_->arena.fd(),
+                                                                    done_fd_, std::move(fds), exe),
+                                       done_fd_, *time_);
       supervisor_->start();
     } catch (...) {
       supervisor_.reset();
@@ -412,30 +460,67 @@ std::uint64_t LoaderAccess::chunks_queued_for(Loader& loader, pid_t pid) {
 Loader::Loader(Options options, const LoaderEnvironment& env) {
   const Clock::time_point created = env.time ? env.time->now() : Clock::now();
   check_options(options);
-  IndexOptions request;
-  request.split = options.split;
-  request.label_field = options.label_field;
-  request.image_column = options.image_column;
-  request.label_column = options.label_column;
-  request.image_root = options.image_root;
-  request.mask_field = options.mask_field;
-  request.bytes_field = options.bytes_field;
-  request.box_field = options.box_field;
-  request.on_error = options.on_error;
-  request.max_classes = options.max_classes;
-  request.num_classes = options.num_classes;
+  read_mixture_file(options);
+  if (!options.sources.empty() && !options.data.empty())
+    throw ConfigError("give data (one dataset) or sources (a mixture), not both: data is " +
+                      redact_url(options.data));
+  // One source read once an epoch, its labels as they are: the loader of that one dataset (the
+  // same batches, bytes and states).
+  if (options.sources.size() == 1) {
+    const MixtureSource& only = options.sources.front();
+    if (only.weight >= 0 && only.samples == 0 && only.repeat == 0 && options.epoch_samples == 0 &&
+        (only.label_offset == 0 || only.label_offset == kAutoLabelOffset)) {
+      static_cast<SourceOptions&>(options) = only;
+      options.sources.clear();
+    }
+  }
   RemoteConfig remote = resolve_remote(options);
-  request.caches = {remote.cache_root, remote.cache_limit > 0};
-  request.remote = remote.policy;
   EventLog early(options.log);  // (the loader's own log does not exist yet)
-  request.progress = [&early](const std::string& line) {
-    early.post(line);
-    early.flush();
+  const auto index = [&](const SourceOptions& source, int num_classes) {
+    IndexOptions request;
+    request.split = source.split;
+    request.label_field = source.label_field;
+    request.image_column = source.image_column;
+    request.label_column = source.label_column;
+    request.image_root = source.image_root;
+    request.mask_field = options.mask_field;
+    request.bytes_field = options.bytes_field;
+    request.box_field = options.box_field;
+    request.on_error = options.on_error;
+    request.max_classes = options.max_classes;
+    request.num_classes = num_classes;
+    request.caches = {remote.cache_root, remote.cache_limit > 0};
+    request.remote = remote.policy;
+    request.progress = [&early](const std::string& line) {
+      early.post(line);
+      early.flush();
+    };
+    return index_dataset(source.data, request);
   };
-  std::shared_ptr<const MappedIndex> index = index_dataset(options.data, request);
-  ResolvedConfig config = resolve(std::move(options), *index, std::move(remote));
-  index->release_pages();  // what resolving read: the workers read the page cache's copy
-  impl_ = std::make_unique<Impl>(std::move(config), std::move(index), env, created);
+  std::vector<std::shared_ptr<const MappedIndex>> indexes;
+  std::optional<ResolvedConfig> config;
+  if (options.sources.empty()) {
+    indexes.push_back(index(options, options.num_classes));
+    config.emplace(resolve(std::move(options), *indexes.front(), std::move(remote)));
+  } else {
+    for (std::size_t s = 0; s < options.sources.size(); ++s) {
+      const MixtureSource& source = options.sources[s];
+      // (A dataset-level index's shards hold their labels below num_classes as they are read:
+      // a source's, less its offset; an automatic offset is known only once all are indexed.)
+      const int classes = options.num_classes > 0 && source.label_offset != kAutoLabelOffset
+                              ? std::max(options.num_classes - source.label_offset, 1)
+                              : 0;
+      try {
+        indexes.push_back(index(source, classes));
+      } catch (const ConfigError& e) {
+        throw ConfigError("source " + std::to_string(s) + ": " + e.what());
+      }
+    }
+    config.emplace(resolve_mixture(std::move(options), indexes, std::move(remote)));
+  }
+  for (const auto& mapped : indexes)
+    mapped->release_pages();  // what resolving read: the workers read the page cache's copy
+  impl_ = std::make_unique<Impl>(std::move(*config), std::move(indexes), env, created);
 }
 
 Loader::~Loader() = default;

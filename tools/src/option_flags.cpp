@@ -43,6 +43,8 @@ std::string value_name(const OptionInfo& option) {
       return "X,...";
     case OptionKind::kState:
       return "STATE";
+    case OptionKind::kSources:
+      return "JSON";
     default:
       return "TEXT";
   }

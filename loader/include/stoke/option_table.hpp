@@ -19,8 +19,19 @@
 
 namespace stoke {
 
-// The groups of stoke/options.hpp: SourceOptions is kSource, and so on.
-enum class OptionGroup { kSource, kRemote, kFields, kPlan, kPool, kOutput, kMixing, kLimits, kLog };
+// The groups of stoke/options.hpp: SourceOptions is kSource, MixtureOptions kSources, and so on.
+enum class OptionGroup {
+  kSource,
+  kSources,
+  kRemote,
+  kFields,
+  kPlan,
+  kPool,
+  kOutput,
+  kMixing,
+  kLimits,
+  kLog
+};
 
 // How an option's value is written as text: a flag's value, the word a Python keyword takes.
 enum class OptionKind {
@@ -37,6 +48,7 @@ enum class OptionKind {
   kSize,         // "HxW" or "N": height and width together; "" for the default
   kReals,        // numbers separated by commas; "" for none
   kState,        // a LoaderState::serialize() string; "" for none
+  kSources,      // a JSON list of a mixture's sources (api/mixture_text.hpp); "" for none
   kPipeline,     // no text form: a Pipeline built in code, or from steps (Python, --pipeline)
   kCallback,     // no text form: a C++ function
 };

@@ -105,6 +105,31 @@ struct SourceOptions {
   std::string label_column;
 };
 
+// One dataset of a mixture (Options::sources): where its samples come from, as SourceOptions says
+// for a loader of one dataset, and how many of them an epoch holds: exactly one of weight,
+// samples and repeat, or none of them (one pass an epoch). docs/USAGE.md, "Mixing datasets".
+struct MixtureSource : SourceOptions {
+  // A share of the epoch: of what the sources given samples or repeat leave of epoch_samples,
+  // in proportion to the other sources' weights.
+  double weight = 0;
+  std::int64_t samples = 0;  // so many samples an epoch (a part of a large source; 0: not given)
+  double repeat = 0;         // so many passes an epoch: 2 reads it twice, 0.5 half of it
+  // Added to every label the source gives (-1, no label, stays -1), so that the sources' labels
+  // can share one range; kAutoLabelOffset: after the classes of the sources before it (each of
+  // which must name its classes: an image folder, COCO, Parquet with a ClassLabel feature).
+  int label_offset = 0;
+};
+inline constexpr int kAutoLabelOffset = -1;
+
+// Several datasets as one: every global batch holds each source's share of it to within one
+// sample, each source's samples in its own seeded order (docs/USAGE.md, "Mixing datasets").
+// Empty: the one dataset SourceOptions names. A source's SourceOptions are its own; every other
+// option (the pipeline, the batch, the pool, the fields) is the loader's, for every source.
+struct MixtureOptions {
+  std::vector<MixtureSource> sources;
+  std::int64_t epoch_samples = 0;  // samples an epoch: 0 is every source's size summed
+};
+
 // Shards on HTTP or S3: a thread of the loader fetches the shards the epoch plan needs next,
 // whole, into a local cache folder ahead of the workers, who then read local bytes. The folder
 // (default: STOKE_CACHE_DIR, else $XDG_CACHE_HOME/stoke, else ~/.cache/stoke; copies under
@@ -291,6 +316,7 @@ struct LogOptions {
 
 // Everything a Loader is made from: `stoke::Options o; o.data = "..."; o.workers = 4;`.
 struct Options : SourceOptions,
+                 MixtureOptions,
                  RemoteOptions,
                  FieldOptions,
                  PlanOptions,

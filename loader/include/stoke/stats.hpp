@@ -45,6 +45,10 @@ struct Stats {
   std::int64_t padded = 0;   // delivered padding repeats
   std::int64_t skipped = 0;  // samples replaced under OnError::kSkip, index rejects included
   std::map<std::string, std::int64_t> skipped_by_reason;
+  // A mixture (Options::sources): each source's samples delivered (padding not counted) in the
+  // epoch of the last batch delivered, and since the loader was made. Empty for one dataset.
+  std::vector<std::int64_t> source_samples_epoch;
+  std::vector<std::int64_t> source_samples;
   std::int64_t worker_restarts = 0;
 
   double startup_s = 0;      // construction to first delivered batch

@@ -9,12 +9,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "data/dataset_index.hpp"
 #include "data/index_file.hpp"
 #include "plan/epoch_plan.hpp"
+#include "plan/mixture_plan.hpp"
 #include "remote/remote.hpp"
 #include "stoke/options.hpp"
 
@@ -64,6 +67,12 @@ struct ResolvedConfig {
   std::int64_t over_max_bytes = 0;  // samples whose bytes are cut to max_bytes
   // The classes' names where the dataset names them (Loader::class_names()).
   std::vector<std::string> class_names;
+  // A mixture (Options::sources): its plan (then `plan` holds only what every source shares,
+  // its samples the sources' in all), each source's data as names show it, and the offset added
+  // to each source's labels.
+  std::optional<MixtureConfig> mixture;
+  std::vector<std::string> source_data;
+  std::vector<std::int32_t> label_offsets;
 
   // Options::mean/stddev in uint8 units, one per output channel (float dtypes only).
   float mean[4] = {0, 0, 0, 0};
@@ -96,5 +105,13 @@ void check_options(const Options& o);
 // index was built with it) is kept as it is. Reads the index's per-sample arrays only for what
 // the options ask of them (labels for num_classes, boxes, bytes).
 ResolvedConfig resolve(Options o, const MappedIndex& index, RemoteConfig remote);
+
+// A mixture's (Options::sources, one index per source in order): each source resolved as a
+// loader of it alone would be, with the loader's other options, then combined. Throws
+// ConfigError for sources that cannot share one loader (their pipelines' outputs, their fields:
+// boxes, masks, bytes), naming them, and for what a mixture does not do yet (repeats).
+ResolvedConfig resolve_mixture(Options o,
+                               const std::vector<std::shared_ptr<const MappedIndex>>& indexes,
+                               RemoteConfig remote);
 
 }  // namespace stoke::detail

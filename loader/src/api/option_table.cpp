@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "api/mixture_text.hpp"
 #include "stoke/error.hpp"
 #include "stoke/format.hpp"
 #include "stoke/names.hpp"
@@ -200,6 +201,14 @@ struct Text<OptionKind::kState, std::optional<LoaderState>> {
 };
 
 template <>
+struct Text<OptionKind::kSources, std::vector<MixtureSource>> {
+  static std::string get(const std::vector<MixtureSource>& v) { return detail::sources_text(v); }
+  static void set(std::string_view name, std::string_view t, std::vector<MixtureSource>& v) {
+    v = detail::parse_sources(t, std::string(name));
+  }
+};
+
+template <>
 struct Text<OptionKind::kPipeline, std::optional<Pipeline>> {
   static std::string get(const std::optional<Pipeline>& v) {
     if (!v) return "";
@@ -218,8 +227,8 @@ struct Text<OptionKind::kCallback, std::function<void(std::string_view)>> {
 // ---- Rows ---------------------------------------------------------------------------------------
 
 // The groups of Options, in OptionGroup's order.
-using Groups = std::tuple<SourceOptions, RemoteOptions, FieldOptions, PlanOptions, PoolOptions,
-                          OutputOptions, MixingOptions, LimitOptions, LogOptions>;
+using Groups = std::tuple<SourceOptions, MixtureOptions, RemoteOptions, FieldOptions, PlanOptions,
+                          PoolOptions, OutputOptions, MixingOptions, LimitOptions, LogOptions>;
 
 template <class Group, std::size_t I = 0>
 constexpr OptionGroup group_of() {
@@ -312,6 +321,16 @@ const std::vector<OptionInfo>& rows() {
       STOKE_OPTION(SourceOptions, label_column, kText,
                    "Parquet: the column labels are read from, integers or class names (default: "
                    "the ClassLabel feature or a column named label; none: no labels)"),
+      // Sources
+      STOKE_OPTION(MixtureOptions, sources, kSources,
+                   "a mixture of datasets: a JSON list of sources, each {\"data\": ..., and one "
+                   "of \"weight\", \"samples\", \"repeat\"; \"label_offset\": N or "
+                   "\"auto\"; a source's own split, label_field, image_column, label_column, "
+                   "image_root}; data may also name a mixture file {\"sources\": [...]}"),
+      STOKE_OPTION(MixtureOptions, epoch_samples, kInt,
+                   "a mixture's samples an epoch, shared by the weighted sources (0: every "
+                   "source's size summed)",
+                   OptionRange{0, 1099511627776.0}),
       // Remote
       STOKE_OPTION(RemoteOptions, cache_dir, kPath,
                    "shards on HTTP/S3: the local shard cache folder, shared by the machine's "
@@ -511,15 +530,15 @@ std::string option_flag(const OptionInfo& option) {
 }
 
 const char* option_group_name(OptionGroup group) {
-  static constexpr const char* kNames[] = {"source", "remote", "fields", "plan", "pool",
-                                           "output", "mixing", "limits", "log"};
+  static constexpr const char* kNames[] = {"source", "sources", "remote", "fields", "plan",
+                                           "pool",   "output",  "mixing", "limits", "log"};
   return kNames[static_cast<int>(group)];
 }
 
 const char* option_kind_name(OptionKind kind) {
   static constexpr const char* kNames[] = {
-      "text", "path",    "word", "int",   "count", "optional_int", "bytes",   "real",
-      "flag", "devices", "size", "reals", "state", "pipeline",     "callback"};
+      "text", "path",    "word", "int",   "count", "optional_int", "bytes",    "real",
+      "flag", "devices", "size", "reals", "state", "sources",      "pipeline", "callback"};
   return kNames[static_cast<int>(kind)];
 }
 

@@ -12,7 +12,7 @@ namespace stoke::detail {
 
 int try_raise_fd(int fd) noexcept {
   if (fd < 0) return fd;
-  const int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
+  const int high = ::fcntl(fd, F_DUPFD_CLOEXEC, kFirstRaisedFd);
   const int err = errno;
   ::close(fd);
   errno = err;

@@ -1,6 +1,6 @@
 #pragma once
 // File descriptors: one closed when its owner goes out of scope (UniqueFd), and moving a new one
-// above the numbers a spawned worker is given (raise_fd), so that its dup2 onto 3 to 6 can
+// above the numbers a spawned worker is given (raise_fd), so that its dup2 onto 3 and up can
 // never clobber another of ours.
 //
 // Thread-safety: UniqueFd is a value type; the functions are reentrant.
@@ -35,7 +35,11 @@ class UniqueFd {
   int fd_;
 };
 
-// `fd` (just returned by a call that makes a descriptor) moved to a number >= 10 with
+// The lowest number raise_fd moves a descriptor to: above every number a worker is given (3, 4,
+// and two for each of at most 16 datasets from 5 on: supervision/worker_pool.hpp).
+inline constexpr int kFirstRaisedFd = 64;
+
+// `fd` (just returned by a call that makes a descriptor) moved to a number >= kFirstRaisedFd with
 // close-on-exec set; closes the original. Throws Error naming `what` ("cannot create <what>:
 // <reason>") when `fd` is negative (the call's errno) or cannot be moved.
 int raise_fd(int fd, const char* what);

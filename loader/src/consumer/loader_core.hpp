@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,44 +37,68 @@
 
 namespace stoke::detail {
 
-// Names a sample in messages: "<path> (sample 7)" for files, "<data> sample 7" for IDX data.
+// Names a sample in messages: "<path> (sample 7)" for files, "<data> sample 7" for IDX data; a
+// mixture's sample by its source's data and its number there ("..., source 1").
 class SampleNames {
  public:
-  SampleNames(std::string data, const ArenaView& arena)
-      : data_(std::move(data)), view_(arena.dataset()) {}
+  // `data`: each dataset's Options::data, in the arena's order.
+  SampleNames(std::vector<std::string> data, const ArenaView& arena) : data_(std::move(data)) {
+    const ArenaHeader& h = arena.header();
+    for (std::uint32_t d = 0; d < h.dataset_count; ++d) {
+      views_.push_back(arena.dataset(d));
+      firsts_.push_back(h.datasets[d].first_id);
+    }
+  }
   std::string operator()(std::int64_t sample) const {
-    if (view_.raw()) return redact_url(data_) + " sample " + std::to_string(sample);
-    const std::string number = "(sample " + std::to_string(sample);
-    if (view_.parquet()) {
-      const std::string file = view_.parquet_image_file(sample);
-      return redact_url(view_.path(sample)) + " " + number + ", " +
-             view_.parquet_row_place(sample) +
-             (file.empty() ? "" : ", its image " + redact_url(file)) + ")";
-    }
-    if (view_.lazy() || view_.in_shards()) {
-      // A shard's member, by its place in the shard: the index keeps no member names, and reading
-      // one back from the shard here would hold the loader's lock on a read of a file that may
-      // not answer (the one whose read a worker was just killed over).
-      const auto [shard, row] = view_.shard_of(sample);
-      return redact_url(std::string(view_.shard_path(shard))) + " " + number + ", number " +
-             std::to_string(row) + " of the shard)";
-    }
-    return redact_url(view_.path(sample)) + " " + number + ")";
+    const auto [d, i] = locate(sample);
+    const std::string text = name(d, i);
+    if (views_.size() < 2) return text;
+    if (text.back() != ')') return text + " (source " + std::to_string(d) + ")";
+    return text.substr(0, text.size() - 1) + ", source " + std::to_string(d) + ")";
   }
   // How a reported reason reads after the sample's name: "missing", or "missing (its mask
   // /data/m3.png)" when `code` says the mask was at fault.
   std::string reason(std::int64_t sample, std::uint32_t code) const {
+    const auto [d, i] = locate(sample);
+    const DatasetView& view = views_[d];
     const BadInput r = reason_of(code);
     std::string text = std::string(bad_input_name(r)) + bad_input_hint(r);
-    if (!mask_reason(code) || view_.raw() || view_.lazy()) return text;
-    if (view_.mask_kind(sample) == kMaskFile)
-      return text + " (its mask " + std::string(view_.mask_path(sample)) + ")";
+    if (!mask_reason(code) || view.raw() || view.lazy()) return text;
+    if (view.mask_kind(i) == kMaskFile)
+      return text + " (its mask " + std::string(view.mask_path(i)) + ")";
     return text + " (its mask member)";
   }
 
  private:
-  std::string data_;
-  DatasetView view_;
+  // The dataset holding `sample`, and its number there.
+  std::pair<std::size_t, std::int64_t> locate(std::int64_t sample) const {
+    std::size_t d = 0;
+    while (d + 1 < firsts_.size() && sample >= firsts_[d + 1]) ++d;
+    return {d, sample - firsts_[d]};
+  }
+  std::string name(std::size_t d, std::int64_t sample) const {
+    const DatasetView& view = views_[d];
+    if (view.raw()) return redact_url(data_[d]) + " sample " + std::to_string(sample);
+    const std::string number = "(sample " + std::to_string(sample);
+    if (view.parquet()) {
+      const std::string file = view.parquet_image_file(sample);
+      return redact_url(view.path(sample)) + " " + number + ", " + view.parquet_row_place(sample) +
+             (file.empty() ? "" : ", its image " + redact_url(file)) + ")";
+    }
+    if (view.lazy() || view.in_shards()) {
+      // A shard's member, by its place in the shard: the index keeps no member names, and reading
+      // one back from the shard here would hold the loader's lock on a read of a file that may
+      // not answer (the one whose read a worker was just killed over).
+      const auto [shard, row] = view.shard_of(sample);
+      return redact_url(std::string(view.shard_path(shard))) + " " + number + ", number " +
+             std::to_string(row) + " of the shard)";
+    }
+    return redact_url(view.path(sample)) + " " + number + ")";
+  }
+
+  std::vector<std::string> data_;
+  std::vector<DatasetView> views_;
+  std::vector<std::int64_t> firsts_;
 };
 
 struct LoaderCore {
@@ -90,25 +115,31 @@ struct LoaderCore {
     int monitor_window = 0;
     std::chrono::steady_clock::time_point created{};
     DeviceSet devices;  // what batches are split over
-    std::string data;   // Options::data, as sample names show it
+    // Each dataset's Options::data (a mixture's sources' in order), as sample names show it.
+    std::vector<std::string> data;
     // Makes the staging of batches to the devices from the finished core (its arena, its
     // signal_change()); empty: host devices reading the arena directly.
     std::function<std::unique_ptr<Staging>(LoaderCore&)> staging;
-    // The dataset index the arena's header describes (null: none, for tests of raw arenas).
-    std::shared_ptr<const MappedIndex> index;
+    // The dataset indexes the arena's header describes, one per record (none: for tests of raw
+    // arenas).
+    std::vector<std::shared_ptr<const MappedIndex>> indexes;
+    // A mixture's plan (its batches then follow it instead of `plan`'s).
+    std::optional<MixtureConfig> mixture;
   };
 
   // An arena laid out as `h` (written at its start, every worker record made empty, then
   // `fill`), its first slots reserved, the consumer at the start position.
   LoaderCore(const ArenaHeader& h, const Fill& fill, const Setup& setup)
-      : index(setup.index),
+      : indexes(setup.indexes),
         arena(h.total_size, arena_bytes_for(h, setup.initial_slots)),
-        view(written(arena, h, fill), index ? index->bytes() : nullptr,
-             index ? index->pixels() : nullptr),
+        view(written(arena, h, fill), mappings(indexes)),
         wake_fd(raise_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "an eventfd")),
         devices(setup.devices),
         names(setup.data, view),
-        slots(setup.plan, view, setup.initial_slots, setup.start_epoch, setup.start_batch),
+        slots(setup.mixture ? SlotTable(*setup.mixture, view, setup.initial_slots,
+                                        setup.start_epoch, setup.start_batch)
+                            : SlotTable(setup.plan, view, setup.initial_slots, setup.start_epoch,
+                                        setup.start_batch)),
         metrics(setup.monitor_window, setup.created),
         reserved_bytes(arena.reserved()) {
     slots.rechunk(setup.chunk);  // (no other thread exists yet)
@@ -212,8 +243,8 @@ struct LoaderCore {
     return grew;
   }
 
-  // The dataset index the view's dataset() reads: kept mapped while a Batch may name a sample.
-  const std::shared_ptr<const MappedIndex> index;
+  // The dataset indexes the view's dataset() reads: kept mapped while a Batch may name a sample.
+  const std::vector<std::shared_ptr<const MappedIndex>> indexes;
   SharedArena arena;
   const ArenaView view;  // the batch's shape and every array's place: view.header()
   const int wake_fd;
@@ -234,6 +265,12 @@ struct LoaderCore {
   std::unique_ptr<Staging> staging;
 
  private:
+  static std::vector<ArenaView::Mapping> mappings(
+      const std::vector<std::shared_ptr<const MappedIndex>>& indexes) {
+    std::vector<ArenaView::Mapping> out;
+    for (const auto& index : indexes) out.push_back({index->bytes(), index->pixels()});
+    return out;
+  }
   static std::uint8_t* written(SharedArena& a, const ArenaHeader& h, const Fill& fill) {
     std::memcpy(a.base(), &h, sizeof h);
     const ArenaView view(a.base());

@@ -9,9 +9,12 @@
 // lock-free atomic or a process-shared POSIX semaphore (whose post/wait cannot be left "held"
 // by a process that dies), so a worker that dies anywhere cannot block the others.
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <type_traits>
 
 #include "common/align.hpp"
@@ -35,10 +38,14 @@ inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKAREN
 // the index file; 13: the public stoke::Step itself as the step record (no mirror of it); 14:
 // the index file's narrow columns (format 3), IDX pixels in a file of their own (fd 6); 15: the
 // index file's Parquet sections (format 4), ArenaHeader::page_cache_mib; 16: the relayout cache
-// (ArenaHeader::relayout*, Completion::relayout_*), the slots' per-sample source index
-inline constexpr std::uint32_t kLayoutVersion = 16;
+// (ArenaHeader::relayout*, Completion::relayout_*), the slots' per-sample source index; 17: the
+// datasets' records (ArenaDataset: a mixture's sources)
+inline constexpr std::uint32_t kLayoutVersion = 17;
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
+// The most datasets a loader reads (a mixture's sources): each is a record in the header and two
+// descriptors of each worker (its index and pixels, fds 5 + 2s and 6 + 2s).
+inline constexpr std::size_t kMaxDatasets = 16;
 
 // A unit of work: samples [begin, begin + count) of a slot.
 struct Task {
@@ -89,6 +96,24 @@ struct WorkerRecord {
   SpscRing<Completion, kRingSize> done;  // worker -> training process
 };
 
+// A dataset's record in the header: what a worker needs to map its index and read its samples.
+struct ArenaDataset {
+  DatasetKind kind = DatasetKind::kRaw;
+  std::uint32_t shard_copies = 1;  // 0: remote shards' local copies are not read (no shard cache)
+  std::int64_t first_id = 0;       // its samples' ids in the loader: [first_id, + sample_count)
+  std::int64_t sample_count = 0;
+  std::uint64_t index_offset = 0;  // in its index file
+  std::uint64_t index_size = 0;
+  std::int64_t box_total = 0;   // kShards: the shards (kFiles' sections say their own sizes)
+  std::int32_t raw_height = 0;  // kRaw only: every sample is raw_height x raw_width x raw_channels
+  std::int32_t raw_width = 0;
+  std::int32_t raw_channels = 0;
+  // Parquet: the decoded pages a worker keeps, in MiB (data/parquet_reader.hpp).
+  std::uint32_t page_cache_mib = 0;
+  std::int32_t label_offset = 0;  // added to each label the dataset gives (-1 stays -1)
+  std::uint32_t relayout = 0;     // 1: the relayout cache copies its files
+};
+
 struct ArenaHeader {
   std::uint64_t magic = kArenaMagic;
   std::uint32_t layout_version = kLayoutVersion;
@@ -96,27 +121,21 @@ struct ArenaHeader {
   char version[kVersionChars] = {};  // library version that built the arena
   std::uint64_t total_size = 0;
 
-  // Dataset index.
-  DatasetKind dataset_kind = DatasetKind::kRaw;
+  // The datasets: one, or a mixture's sources (ids [first_id, first_id + sample_count) each).
+  std::uint32_t dataset_count = 1;
   std::uint32_t on_error_skip = 1;
+  ArenaDataset datasets[kMaxDatasets] = {};
   std::int64_t max_pixels = 0;  // decoded images larger than this are bad input (kTooLarge)
-  std::int64_t sample_count = 0;
-  std::uint64_t index_offset = 0;  // in the index file
-  std::uint64_t index_size = 0;
-  std::uint32_t shard_copies = 1;  // 0: remote shards' local copies are not read (no shard cache)
-  // Parquet: the decoded pages a worker keeps, in MiB (data/parquet_reader.hpp).
-  std::uint32_t page_cache_mib = 0;
-  std::int32_t raw_height = 0;  // kRaw only: every sample is raw_height x raw_width x raw_channels
-  std::int32_t raw_width = 0;
-  std::int32_t raw_channels = 0;
+  std::int64_t sample_count = 0;   // the datasets' in all
   std::int32_t verify_region = 0;  // Verify::kRegion: JPEG scans are decoded through the crop only
-  std::int64_t box_total = 0;      // kShards: the shards (kFiles' sections say their own sizes)
+  std::uint32_t pad4 = 0;
   // Remote shards: the deadline of a worker's ranged read (RemotePolicy::deadline_s; 0: the
   // default), the training process's, so that no worker reads the environment for it.
   double remote_deadline_s = 0;
   // The relayout cache (decode/relayout_cache.hpp): which local JPEGs it copies (a Relayout;
-  // kOff: none), its limit, and its folder (NUL-terminated). The loader sets `relayout` only for
-  // a kFiles dataset that is not Parquet, with a folder it made and a limit above 0
+  // kOff: none), its limit, and its folder (NUL-terminated), for the datasets whose record says
+  // so. The loader sets `relayout` only with a folder it made and a limit above 0, and a
+  // dataset's only for a kFiles dataset that is not Parquet
   // (Loader::Impl::set_up_relayout_cache).
   std::uint32_t relayout = 0;
   std::uint32_t pad0 = 0;
@@ -191,6 +210,7 @@ struct ArenaHeader {
 };
 
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
+static_assert(sizeof(ArenaHeader) <= kPage);  // the steps start on the next page
 static_assert(sizeof(AppliedOp) == 32 && std::is_trivially_copyable_v<AppliedOp>);
 // The pipeline's steps are copied into the arena as the public records they are: a worker of the
 // same layout version (and build: the version handshake) reads exactly what the loader wrote.
@@ -199,22 +219,27 @@ static_assert(std::is_trivially_copyable_v<Step> && std::is_standard_layout_v<St
 // Typed access to an arena mapped at `base`. Thread-safety: as the fields it points to.
 class ArenaView {
  public:
-  // `index`: the index file's mapping (the dataset() view reads it; null where none is needed);
-  // `pixels`: IDX data's first sample's pixels (MappedIndex::pixels()), null for other data.
-  explicit ArenaView(std::uint8_t* base, const std::uint8_t* index = nullptr,
-                     const std::uint8_t* pixels = nullptr)
-      : base_(base), index_(index), pixels_(pixels) {}
+  // The datasets' mappings, one per record: `index`, its index file's (the dataset() views read
+  // them; empty where none is needed); `pixels`, IDX data's first sample's pixels
+  // (MappedIndex::pixels()), null for other data.
+  struct Mapping {
+    const std::uint8_t* index = nullptr;
+    const std::uint8_t* pixels = nullptr;
+  };
+  explicit ArenaView(std::uint8_t* base, std::span<const Mapping> datasets = {}) : base_(base) {
+    std::copy_n(datasets.begin(), std::min(datasets.size(), kMaxDatasets), datasets_.begin());
+  }
 
   std::uint8_t* base() const { return base_; }
   ArenaHeader& header() const { return *reinterpret_cast<ArenaHeader*>(base_); }
-  // The dataset index at header().index_offset of the index file's mapping, read as the header
-  // describes it. REQUIRES: the view was made with the mapping.
-  DatasetView dataset() const {
-    const ArenaHeader& h = header();
-    return DatasetView(
-        IndexRegion{h.dataset_kind, h.sample_count, index_ + h.index_offset,
-                    static_cast<std::size_t>(h.raw_height) * h.raw_width * h.raw_channels,
-                    static_cast<std::size_t>(h.box_total), h.shard_copies != 0, pixels_});
+  // Dataset d's index at its record's index_offset of its mapping, read as the record describes
+  // it. REQUIRES: d < header().dataset_count, the view was made with d's mapping.
+  DatasetView dataset(std::size_t d = 0) const {
+    const ArenaDataset& r = header().datasets[d];
+    return DatasetView(IndexRegion{
+        r.kind, r.sample_count, datasets_[d].index + r.index_offset,
+        static_cast<std::size_t>(r.raw_height) * r.raw_width * r.raw_channels,
+        static_cast<std::size_t>(r.box_total), r.shard_copies != 0, datasets_[d].pixels});
   }
   const Step* steps() const { return reinterpret_cast<const Step*>(base_ + header().steps_offset); }
   WorkerRecord& worker(std::uint32_t i) const {
@@ -278,8 +303,7 @@ class ArenaView {
 
  private:
   std::uint8_t* base_;
-  const std::uint8_t* index_;
-  const std::uint8_t* pixels_;
+  std::array<Mapping, kMaxDatasets> datasets_{};
 };
 
 }  // namespace stoke::detail

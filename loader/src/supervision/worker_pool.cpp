@@ -58,13 +58,12 @@ void reset_worker_record(const ArenaView& arena, std::uint32_t i) {
   new (record) WorkerRecord();
 }
 
-WorkerPool::WorkerPool(ArenaView arena, int arena_fd, int done_fd, int index_fd, int pixels_fd,
+WorkerPool::WorkerPool(ArenaView arena, int arena_fd, int done_fd, std::vector<DatasetFds> datasets,
                        std::string executable)
     : arena_(arena),
       arena_fd_(arena_fd),
       done_fd_(done_fd),
-      index_fd_(index_fd),
-      pixels_fd_(pixels_fd),
+      datasets_(std::move(datasets)),
       executable_(std::move(executable)),
       workers_(arena.header().worker_capacity) {}
 
@@ -79,9 +78,14 @@ void WorkerPool::spawn(int i) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, arena_fd_, 3);
   posix_spawn_file_actions_adddup2(&actions, done_fd_, 4);
-  posix_spawn_file_actions_adddup2(&actions, index_fd_, 5);
-  posix_spawn_file_actions_adddup2(&actions, pixels_fd_ >= 0 ? pixels_fd_ : index_fd_, 6);
-  posix_spawn_file_actions_addclosefrom_np(&actions, 7);
+  // (Every descriptor given is raised above the numbers given out: common/fd.hpp.)
+  static_assert(5 + 2 * kMaxDatasets <= kFirstRaisedFd);
+  int next = 5;
+  for (const DatasetFds& d : datasets_) {
+    posix_spawn_file_actions_adddup2(&actions, d.index, next++);
+    posix_spawn_file_actions_adddup2(&actions, d.pixels >= 0 ? d.pixels : d.index, next++);
+  }
+  posix_spawn_file_actions_addclosefrom_np(&actions, next);
 
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);

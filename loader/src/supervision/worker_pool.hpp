@@ -7,7 +7,8 @@
 //
 // Workers are started with posix_spawn (never fork of a possibly multi-threaded, CUDA-using
 // process), in their own process group (Ctrl-C in a terminal reaches the training process only),
-// with the arena on fd 3, the completion eventfd on fd 4, and every other descriptor closed.
+// with the arena on fd 3, the completion eventfd on fd 4, dataset d's index file on fd 5 + 2d and
+// its IDX pixels file (else its index again) on fd 6 + 2d, and every other descriptor closed.
 // Death is observed through one pidfd per worker: no SIGCHLD handler, no reaping of children
 // the loader did not start.
 
@@ -24,7 +25,12 @@ namespace stoke::detail {
 
 class WorkerPool final : public WorkerProcesses {
  public:
-  WorkerPool(ArenaView arena, int arena_fd, int done_fd, int index_fd, int pixels_fd,
+  // A dataset's descriptors: its index file, and its IDX pixels file (-1: none).
+  struct DatasetFds {
+    int index = -1;
+    int pixels = -1;
+  };
+  WorkerPool(ArenaView arena, int arena_fd, int done_fd, std::vector<DatasetFds> datasets,
              std::string executable);
   ~WorkerPool() override;  // kills and reaps whatever is still running
   WorkerPool(const WorkerPool&) = delete;
@@ -57,8 +63,7 @@ class WorkerPool final : public WorkerProcesses {
   ArenaView arena_;
   int arena_fd_;
   int done_fd_;
-  int index_fd_;
-  int pixels_fd_;  // IDX data's pixels file, else -1
+  std::vector<DatasetFds> datasets_;
   std::string executable_;
   std::vector<Process> workers_;
 };

@@ -27,19 +27,26 @@ RemotePolicy arena_policy(const ArenaHeader& h) {
 
 }  // namespace
 
+ChunkRunner::Dataset::Dataset(const ArenaView& arena, std::size_t d)
+    : record(arena.header().datasets[d]),
+      first(record.first_id),
+      view(arena.dataset(d)),
+      parquet(std::size_t{record.page_cache_mib} << 20) {
+  if (view.lazy()) tables.emplace(view, arena_policy(arena.header()), record.shard_copies != 0);
+}
+
 ChunkRunner::ChunkRunner(const ArenaView& arena, FileReader* files)
     : arena_(arena),
       own_files_(files != nullptr ? nullptr
                                   : std::make_unique<SampleFiles>(arena_policy(arena.header()))),
       files_(files != nullptr ? *files : *own_files_),
-      dataset_(arena.dataset()),
-      decoder_(arena.header().max_pixels),
-      parquet_(std::size_t{arena.header().page_cache_mib} << 20) {
-  if (dataset_.lazy())
-    tables_.emplace(dataset_, arena_policy(arena.header()), arena.header().shard_copies != 0);
+      decoder_(arena.header().max_pixels) {
+  for (std::uint32_t d = 0; d < arena.header().dataset_count; ++d) datasets_.emplace_back(arena, d);
+  dataset_ = &datasets_.front();
+  view_ = &dataset_->view;
   jpeg_.set_verify(arena.header().verify_region != 0 ? Verify::kRegion : Verify::kWholeFile);
   const ArenaHeader& h = arena.header();
-  if (h.relayout != 0)  // (set only for a folder or list file, with a folder and a limit)
+  if (h.relayout != 0)  // (set only with a folder and a limit; each dataset's record says more)
     relayout_.emplace(
         std::string(h.relayout_folder, ::strnlen(h.relayout_folder, sizeof h.relayout_folder)),
         h.relayout_limit, static_cast<stoke::Relayout>(h.relayout),
@@ -53,18 +60,20 @@ BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* 
                               const FieldSlots& to) {
   if (current_ != nullptr) current_->store(sample, std::memory_order_relaxed);
   if (poisoned(sample)) return BadInput::kCrashedWorker;
-  if (tables_) {
-    const ShardTables::Located at = tables_->locate(sample);
+  dataset_ = &datasets_[dataset_of(sample)];
+  const std::int64_t row = sample - dataset_->first;
+  if (dataset_->tables) {
+    const ShardTables::Located at = dataset_->tables->locate(row);
     if (at.error != BadInput::kNone) return at.error;
     view_ = at.view;
     row_ = at.row;
   } else {
-    view_ = &dataset_;
-    row_ = sample;
+    view_ = &dataset_->view;
+    row_ = row;
   }
   augmenter_.set_boxes(view_->boxes(row_));  // for box_crop
   try {
-    const BadInput r = produce_or_throw(sample, rng, dst);
+    const BadInput r = produce_or_throw(rng, dst);
     if (r != BadInput::kNone) return r;
     if (to.mask != nullptr) {
       const BadInput m = produce_mask(to.mask);
@@ -82,15 +91,16 @@ BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* 
   }
 }
 
-BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std::uint8_t* dst) {
+BadInput ChunkRunner::produce_or_throw(SampleRng& rng, std::uint8_t* dst) {
   const ArenaHeader& h = arena_.header();
   ImageRef src;
-  if (dataset_.raw()) {
-    src = ImageRef{dataset_.raw_pixels(sample),
-                   h.raw_height,
-                   h.raw_width,
-                   h.raw_channels,
-                   static_cast<std::size_t>(h.raw_width) * h.raw_channels,
+  if (view_->raw()) {
+    const ArenaDataset& r = dataset_->record;
+    src = ImageRef{view_->raw_pixels(row_),
+                   r.raw_height,
+                   r.raw_width,
+                   r.raw_channels,
+                   static_cast<std::size_t>(r.raw_width) * r.raw_channels,
                    false};
   } else {
     std::span<const std::uint8_t> bytes;
@@ -98,12 +108,13 @@ BadInput ChunkRunner::produce_or_throw(std::int64_t sample, SampleRng& rng, std:
       const Stopwatch watch(read_ns_);
       ByteSpan row;
       const BadInput read =
-          parquet_.read_image(*view_, row_, page_reader(), files_, file_, path_, row);
+          dataset_->parquet.read_image(*view_, row_, page_reader(), files_, file_, path_, row);
       if (read != BadInput::kNone) return read;
       bytes = {row.data, row.size};
     } else {
-      const BadInput read =
-          relayout_ ? read_image_file() : read_sample_file(false, view_->range(row_));
+      const BadInput read = relayout_ && dataset_->record.relayout != 0
+                                ? read_image_file()
+                                : read_sample_file(false, view_->range(row_));
       if (read != BadInput::kNone) return read;
       bytes = file_;
     }
@@ -186,7 +197,7 @@ BadInput ChunkRunner::produce_bytes(std::uint8_t* dst, std::int32_t* count) {
     // not the page indexed).
     const Stopwatch watch(read_ns_);
     ByteSpan value;
-    const BadInput read = parquet_.read(*view_, row_, kParquetBytes, page_reader(), value);
+    const BadInput read = dataset_->parquet.read(*view_, row_, kParquetBytes, page_reader(), value);
     if (read != BadInput::kNone) return read;
     if (value.size != range.size) return BadInput::kCorrupt;
     std::memcpy(dst, value.data, n);
@@ -316,9 +327,17 @@ void ChunkRunner::write_ops(std::uint32_t slot, std::uint32_t j) {
   std::fill(row + n, row + width, AppliedOp{});
 }
 
+std::size_t ChunkRunner::dataset_of(std::int64_t sample) const {
+  std::size_t d = 0;  // (a handful of datasets: a walk beats a search)
+  while (d + 1 < datasets_.size() && sample >= datasets_[d + 1].first) ++d;
+  return d;
+}
+
 void ChunkRunner::prefetch_raw(std::int64_t sample) const {
-  const std::uint8_t* p = dataset_.raw_pixels(sample);
-  const std::size_t bytes = dataset_.raw_bytes();
+  const Dataset& d = datasets_[dataset_of(sample)];
+  if (!d.view.raw()) return;
+  const std::uint8_t* p = d.view.raw_pixels(sample - d.first);
+  const std::size_t bytes = d.view.raw_bytes();
   for (std::size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
 }
 
@@ -360,12 +379,13 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
   std::int64_t* ids = arena_.ids(task.slot);
   const std::int64_t* planned = arena_.planned_ids(task.slot);
   std::uint8_t* bad = arena_.bad(task.slot);
-  const std::int64_t n = dataset_.size();
   const std::uint32_t end = task.begin + task.count;
+  const bool raw = std::any_of(datasets_.begin(), datasets_.end(),
+                               [](const Dataset& d) { return d.view.raw(); });
   for (std::uint32_t j = task.begin; j < end; ++j) {
     // Raw samples sit at random places in a large index: fetch the next ones' pixels early so
     // the copy below does not wait on memory.
-    if (dataset_.raw() && j + 2 < end) prefetch_raw(planned[j + 2]);
+    if (raw && j + 2 < end) prefetch_raw(planned[j + 2]);
     const std::int64_t position = task.global_begin + (j - task.begin);
     const std::int64_t wanted = planned[j];
     std::uint8_t* dst = pixels + j * h.sample_bytes;
@@ -393,13 +413,17 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
       if (!h.on_error_skip) return fail();
       bad[j] = static_cast<std::uint8_t>(reason);
       bool replaced = false;
+      const Dataset& own =
+          datasets_[dataset_of(wanted)];  // a substitute is of the sample's own dataset
+      const std::int64_t n = own.view.size();
       for (int k = 1; k <= kMaxSubstitutes && !replaced; ++k) {
-        sample = (wanted + k) % n;
+        sample = own.first + (wanted - own.first + k) % n;
         replaced = produce(sample, rng(), dst, to) == BadInput::kNone;
       }
       if (!replaced) return fail();
     }
-    labels[j] = view_->label(row_);
+    const std::int32_t label = view_->label(row_);
+    labels[j] = label < 0 ? label : label + dataset_->record.label_offset;
     ids[j] = sample;
     // Through the map `sample` got:
     write_geometry(task.slot, j);

@@ -4,6 +4,7 @@
 // Thread-safety: one ChunkRunner per thread; it owns decode and resize buffers.
 
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <opencv2/core/mat.hpp>
 #include <optional>
@@ -49,7 +50,7 @@ class ChunkRunner {
   // Produces one sample into `dst`, with its mask and bytes; returns why it could not.
   BadInput produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst, const FieldSlots& to);
   // produce()'s pixels: read, decode and augment into `dst`; throws for what it cannot.
-  BadInput produce_or_throw(std::int64_t sample, SampleRng& rng, std::uint8_t* dst);
+  BadInput produce_or_throw(SampleRng& rng, std::uint8_t* dst);
   // The current sample's pass-through bytes (cut to max_bytes), and their length.
   BadInput produce_bytes(std::uint8_t* dst, std::int32_t* count);
   // The current sample's mask, through the maps and warps its pixels just got.
@@ -77,15 +78,28 @@ class ChunkRunner {
   void prefetch_raw(std::int64_t sample) const;
   bool poisoned(std::int64_t sample) const;
 
+  // One of the arena's datasets (a mixture's source): its samples are the loader's ids [first,
+  // first + view.size()).
+  struct Dataset {
+    Dataset(const ArenaView& arena, std::size_t d);
+    const ArenaDataset& record;
+    std::int64_t first = 0;
+    DatasetView view;
+    // A dataset-level index's shards, indexed as their samples are first read (kShards only).
+    std::optional<ShardTables> tables;
+    ParquetRows parquet;  // a Parquet dataset's decoded pages, within its record's budget
+  };
+  // The dataset holding the loader's sample `sample`: its place in datasets_.
+  std::size_t dataset_of(std::int64_t sample) const;
+
   ArenaView arena_;
   std::unique_ptr<FileReader> own_files_;  // when the constructor was given none
   FileReader& files_;
-  DatasetView dataset_;
-  // A dataset-level index's shards, indexed as their samples are first read (kShards only).
-  std::optional<ShardTables> tables_;
-  // The current sample (the one produce() was last given): its index's view and its place
-  // there (dataset_ and the sample itself, but for kShards).
-  const DatasetView* view_ = &dataset_;
+  std::deque<Dataset> datasets_;  // (a deque: a ShardTables keeps its view's address)
+  // The current sample (the one produce() was last given): its dataset, its index's view and
+  // its place there (the dataset's view and the sample's number in it, but for kShards).
+  Dataset* dataset_ = nullptr;
+  const DatasetView* view_ = nullptr;
   std::int64_t row_ = 0;
   Augmenter augmenter_;
   ImageDecoder decoder_;
@@ -93,7 +107,6 @@ class ChunkRunner {
   DecodedImage mask_;
   PngLabelMapReader png_mask_;
   JpegRegionSource jpeg_;
-  ParquetRows parquet_;  // a Parquet dataset's decoded pages, within the arena's budget
   // A local image folder's relayout cache, when the arena turns it on (else empty).
   std::optional<RelayoutCache> relayout_;
   std::string path_;
@@ -105,7 +118,8 @@ class ChunkRunner {
   std::int64_t decode_ns_ = 0;  // this chunk's, so far (JPEG: counted by jpeg_)
 };
 
-// Substitutes tried, in order, for a bad sample under OnError::kSkip: sample + 1, + 2, ...
+// Substitutes tried, in order, for a bad sample under OnError::kSkip: sample + 1, + 2, ... of its
+// own dataset (wrapping to its first).
 inline constexpr int kMaxSubstitutes = 16;
 
 }  // namespace stoke::detail

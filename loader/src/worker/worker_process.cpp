@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -24,8 +25,42 @@ namespace {
 
 constexpr int kArenaFd = 3;
 constexpr int kDoneFd = 4;
+// Dataset d's index is fd kIndexFd + 2d; its IDX pixels (MappedIndex::pixels_fd()) fd
+// kPixelsFd + 2d, else its index again.
 constexpr int kIndexFd = 5;
-constexpr int kPixelsFd = 6;  // IDX data's pixels (MappedIndex::pixels_fd()); else the index again
+constexpr int kPixelsFd = 6;
+
+// Maps a dataset's index file (the file the training process checked) read-only, and an IDX
+// dataset's pixels: the pixels and then the labels, in their own file, the first sample's pixels
+// at MappedIndex::pixels_offset(). False when the record does not fit its files.
+bool map_dataset(const ArenaDataset& r, int index_fd, int pixels_fd, ArenaView::Mapping& out) {
+  struct stat ist {};
+  if (::fstat(index_fd, &ist) != 0 || r.index_offset > static_cast<std::uint64_t>(ist.st_size) ||
+      r.index_size > static_cast<std::uint64_t>(ist.st_size) - r.index_offset)
+    return false;
+  void* index_base =
+      ::mmap(nullptr, static_cast<std::size_t>(ist.st_size), PROT_READ, MAP_SHARED, index_fd, 0);
+  if (index_base == MAP_FAILED) return false;
+  ::madvise(index_base, static_cast<std::size_t>(ist.st_size), MADV_RANDOM);  // samples are read so
+  out.index = static_cast<const std::uint8_t*>(index_base);
+  if (r.kind != DatasetKind::kRaw) return true;
+  // (The record's numbers, checked by the training process, are multiplied without wrapping.)
+  std::uint64_t bytes = 0, total = 0;
+  const auto n = static_cast<std::uint64_t>(r.sample_count);
+  struct stat pst {};
+  if (r.sample_count < 0 || r.raw_height < 0 || r.raw_width < 0 || r.raw_channels < 0 ||
+      __builtin_mul_overflow(n, static_cast<std::uint64_t>(r.raw_height), &bytes) ||
+      __builtin_mul_overflow(bytes, static_cast<std::uint64_t>(r.raw_width), &bytes) ||
+      __builtin_mul_overflow(bytes, static_cast<std::uint64_t>(r.raw_channels), &bytes) ||
+      __builtin_add_overflow(bytes, n + MappedIndex::pixels_offset(), &total) ||
+      ::fstat(pixels_fd, &pst) != 0 || static_cast<std::uint64_t>(pst.st_size) < total)
+    return false;
+  void* p =
+      ::mmap(nullptr, static_cast<std::size_t>(pst.st_size), PROT_READ, MAP_SHARED, pixels_fd, 0);
+  if (p == MAP_FAILED) return false;
+  out.pixels = static_cast<const std::uint8_t*>(p) + MappedIndex::pixels_offset();
+  return true;
+}
 
 void notify_parent() {
   const std::uint64_t one = 1;
@@ -91,39 +126,15 @@ int run_worker_process(int argc, char** argv, const WorkerEnvironment& env) {
   if (header.magic != kArenaMagic || header.layout_version != kLayoutVersion ||
       header.header_size != sizeof(ArenaHeader) || index >= header.worker_capacity)
     return kExitVersionMismatch;
-  // The dataset index: the file the training process checked, mapped read-only.
-  struct stat ist {};
-  if (::fstat(kIndexFd, &ist) != 0 ||
-      header.index_offset > static_cast<std::uint64_t>(ist.st_size) ||
-      header.index_size > static_cast<std::uint64_t>(ist.st_size) - header.index_offset)
-    return kExitBadArena;
-  void* index_base =
-      ::mmap(nullptr, static_cast<std::size_t>(ist.st_size), PROT_READ, MAP_SHARED, kIndexFd, 0);
-  if (index_base == MAP_FAILED) return kExitBadArena;
-  ::madvise(index_base, static_cast<std::size_t>(ist.st_size), MADV_RANDOM);  // samples are read so
-  // IDX data: the pixels and then the labels, in their own file, the first sample's pixels at
-  // MappedIndex::pixels_offset().
-  const std::uint8_t* pixels = nullptr;
-  if (header.dataset_kind == DatasetKind::kRaw) {
-    // (The header's numbers, checked by the training process, are multiplied without wrapping.)
-    std::uint64_t bytes = 0, total = 0;
-    const auto n = static_cast<std::uint64_t>(header.sample_count);
-    struct stat pst {};
-    if (header.sample_count < 0 || header.raw_height < 0 || header.raw_width < 0 ||
-        header.raw_channels < 0 ||
-        __builtin_mul_overflow(n, static_cast<std::uint64_t>(header.raw_height), &bytes) ||
-        __builtin_mul_overflow(bytes, static_cast<std::uint64_t>(header.raw_width), &bytes) ||
-        __builtin_mul_overflow(bytes, static_cast<std::uint64_t>(header.raw_channels), &bytes) ||
-        __builtin_add_overflow(bytes, n + MappedIndex::pixels_offset(), &total) ||
-        ::fstat(kPixelsFd, &pst) != 0 || static_cast<std::uint64_t>(pst.st_size) < total)
+  if (header.dataset_count < 1 || header.dataset_count > kMaxDatasets) return kExitBadArena;
+  std::array<ArenaView::Mapping, kMaxDatasets> mappings{};
+  for (std::uint32_t d = 0; d < header.dataset_count; ++d) {
+    if (!map_dataset(header.datasets[d], kIndexFd + 2 * static_cast<int>(d),
+                     kPixelsFd + 2 * static_cast<int>(d), mappings[d]))
       return kExitBadArena;
-    void* p =
-        ::mmap(nullptr, static_cast<std::size_t>(pst.st_size), PROT_READ, MAP_SHARED, kPixelsFd, 0);
-    if (p == MAP_FAILED) return kExitBadArena;
-    pixels = static_cast<const std::uint8_t*>(p) + MappedIndex::pixels_offset();
   }
-  ArenaView arena(static_cast<std::uint8_t*>(base), static_cast<const std::uint8_t*>(index_base),
-                  pixels);
+  ArenaView arena(static_cast<std::uint8_t*>(base),
+                  std::span<const ArenaView::Mapping>(mappings.data(), header.dataset_count));
   WorkerRecord& record = arena.worker(index);
   record.pid = ::getpid();
   std::snprintf(record.version, sizeof record.version, "%s", tag.c_str());

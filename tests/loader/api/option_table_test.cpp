@@ -46,8 +46,9 @@ int described_fields(OptionGroup group) {
 
 TEST(OptionsTable, DescribesEveryFieldOfEveryGroup) {
   // Options is its groups and nothing else: a field added to it directly would count here.
-  EXPECT_EQ(count_fields<Options>(), 9);
+  EXPECT_EQ(count_fields<Options>(), 10);
   EXPECT_EQ(described_fields(OptionGroup::kSource), count_fields<SourceOptions>());
+  EXPECT_EQ(described_fields(OptionGroup::kSources), count_fields<MixtureOptions>());
   EXPECT_EQ(described_fields(OptionGroup::kRemote), count_fields<RemoteOptions>());
   EXPECT_EQ(described_fields(OptionGroup::kFields), count_fields<FieldOptions>());
   EXPECT_EQ(described_fields(OptionGroup::kPlan), count_fields<PlanOptions>());
@@ -131,6 +132,10 @@ std::string another_value(const OptionInfo& row, const std::string& default_text
       return "0.25,0.5,2";
     case OptionKind::kState:
       return LoaderState{7, 2, 384, 3, 1000, 128, 1}.serialize();
+    case OptionKind::kSources:
+      return R"([{"data":"/data/a","weight":0.75},{"data":"/data/b","samples":40,)"
+             R"("label_offset":"auto","split":"test"},{"data":"s3://b/{0..3}.tar","repeat":2.5,)"
+             R"("label_offset":7}])";
     case OptionKind::kPipeline:
     case OptionKind::kCallback:
       break;

@@ -150,15 +150,15 @@ struct Rig {
     in.poison_capacity = 16;
     in.initial_slots = 4;
     ArenaHeader h = plan_arena(in);
-    h.dataset_kind = DatasetKind::kRaw;
-    h.sample_count = config.plan.samples;
+    h.datasets[0].kind = DatasetKind::kRaw;
+    h.datasets[0].sample_count = h.sample_count = config.plan.samples;
     LoaderCore::Setup setup;
     setup.plan = config.plan;
     setup.initial_slots = 4;
     setup.chunk = 2;
     setup.monitor_window = 50;
     setup.created = std::chrono::steady_clock::now();
-    setup.data = "fake-data";
+    setup.data = {"fake-data"};
     core = std::make_shared<LoaderCore>(
         h, [](std::uint8_t*) {}, setup);  // no index: raw data
     done_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

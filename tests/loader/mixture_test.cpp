@@ -1,0 +1,364 @@
+// Mixtures of datasets end to end (Options::sources): every global batch holds each source's
+// share to within one sample on every rank, a one-pass single source is the loader of that
+// dataset, worker counts deliver the same bytes, a resume on other ranks and devices delivers
+// each source's rest exactly once, a source past its size wraps into its next epoch's order,
+// labels stay per source or follow the classes before them, and sources that cannot share a
+// loader are refused, naming them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "plan/mixture_plan.hpp"
+#include "test_support.hpp"
+
+namespace stoke {
+namespace {
+
+// A source of Fashion-MNIST's IDX files: raw 28x28 samples, decoded by nothing (quick).
+MixtureSource idx_source(Split split, double weight) {
+  MixtureSource s;
+  s.data = tools::kDefaultFashionMnistDir;
+  s.split = split;
+  s.weight = weight;
+  return s;
+}
+
+// A source of an image folder of the test data.
+MixtureSource folder_source(const char* name, double weight) {
+  MixtureSource s;
+  s.data = test::testdata(name);
+  s.weight = weight;
+  return s;
+}
+
+Options mixture(std::vector<MixtureSource> sources, int batch, std::int64_t epoch_samples) {
+  Options o = test::fashion_options(0, batch);
+  o.data.clear();
+  o.sources = std::move(sources);
+  o.epoch_samples = epoch_samples;
+  return o;
+}
+
+// Two image folders (96 JPEGs, 1000 PNGs) at 32x32 through the default augmentation.
+Options folder_mixture(int workers) {
+  Options o = mixture({folder_source("jpeg", 1), folder_source("fashion-png", 2)}, 24, 144);
+  o.workers = workers;
+  o.height = o.width = 32;
+  return o;
+}
+
+// Every batch of an epoch: its sources, ids and valid flags, and everything test::collect takes.
+struct Epoch {
+  test::Delivered delivered;
+  std::vector<std::vector<std::int32_t>> sources;  // per batch
+  std::vector<std::vector<std::int64_t>> ids;      // per batch
+  std::vector<std::vector<std::uint8_t>> valid;    // per batch
+};
+
+Epoch take_epoch(Loader& loader, int batches = -1) {
+  Epoch e;
+  for (int i = 0; batches < 0 || i < batches; ++i) {
+    auto b = loader.next();
+    if (!b) break;
+    test::append(e.delivered, *b);
+    e.sources.emplace_back(b->sources().begin(), b->sources().end());
+    e.ids.emplace_back(b->sample_ids().begin(), b->sample_ids().end());
+    e.valid.emplace_back(b->valid().begin(), b->valid().end());
+  }
+  return e;
+}
+
+// Of each source, the samples of batch `i` of `e` (valid ones).
+std::vector<std::int64_t> counts(const Epoch& e, std::size_t i, std::size_t sources) {
+  std::vector<std::int64_t> c(sources);
+  for (std::size_t j = 0; j < e.sources[i].size(); ++j)
+    if (e.valid[i][j] != 0) c[static_cast<std::size_t>(e.sources[i][j])] += 1;
+  return c;
+}
+
+TEST(Mixture, EveryGlobalBatchHoldsEachSourcesShareToWithinOneOnEveryRank) {
+  const std::vector<double> weights = {0.6, 0.3, 0.1};
+  const auto sources = [&] {
+    return std::vector<MixtureSource>{idx_source(Split::kTest, weights[0]),
+                                      idx_source(Split::kTrain, weights[1]),
+                                      idx_source(Split::kTest, weights[2])};
+  };
+  // One rank: batches of 256, 154/77/25 of each (153.6, 76.8, 25.6) within one.
+  Loader one(mixture(sources(), 256, 256 * 8));
+  EXPECT_EQ(one.batches_per_epoch(), 8);
+  EXPECT_EQ(one.dataset_size(), 10000 + 60000 + 10000);
+  const Epoch all = take_epoch(one);
+  ASSERT_EQ(all.sources.size(), 8u);
+  const std::int64_t firsts[] = {0, 10000, 70000, 80000};
+  std::vector<std::set<std::int64_t>> seen(3);
+  std::vector<std::int64_t> totals(3);
+  for (std::size_t i = 0; i < all.sources.size(); ++i) {
+    const std::vector<std::int64_t> c = counts(all, i, 3);
+    for (std::size_t s = 0; s < 3; ++s) {
+      EXPECT_LT(std::abs(static_cast<double>(c[s]) - 256 * weights[s]), 1.0)
+          << "batch " << i << " source " << s << ": " << c[s];
+      totals[s] += c[s];
+    }
+    for (std::size_t j = 0; j < all.ids[i].size(); ++j) {
+      const auto s = static_cast<std::size_t>(all.sources[i][j]);
+      const std::int64_t id = all.ids[i][j];
+      EXPECT_GE(id, firsts[s]);
+      EXPECT_LT(id, firsts[s + 1]);
+      // Each source's budget is below its size: no sample twice in the epoch.
+      EXPECT_TRUE(seen[s].insert(id).second) << "sample " << id << " twice";
+    }
+  }
+  // The budgets: 0.6/0.3/0.1 of 2048, by largest remainder.
+  EXPECT_EQ(totals, (std::vector<std::int64_t>{1229, 614, 205}));
+  const Stats stats = one.stats();
+  EXPECT_EQ(stats.source_samples_epoch, totals);
+  EXPECT_EQ(stats.source_samples, totals);
+  // The labels are each source's own.
+  for (std::size_t i = 0; i < all.delivered.labels.size(); ++i) {
+    EXPECT_GE(all.delivered.labels[i], 0);
+    EXPECT_LT(all.delivered.labels[i], 10);
+  }
+
+  // Two ranks of 128: each holds floor or ceil of half of each source's count in the global
+  // batch, and together they hold the one rank's batch.
+  for (int rank = 0; rank < 2; ++rank) {
+    Options o = mixture(sources(), 128, 256 * 8);
+    o.world = 2;
+    o.rank = rank;
+    Loader half(o);
+    const Epoch mine = take_epoch(half);
+    ASSERT_EQ(mine.sources.size(), 8u);
+    for (std::size_t i = 0; i < mine.sources.size(); ++i) {
+      const std::vector<std::int64_t> global = counts(all, i, 3);
+      const std::vector<std::int64_t> c = counts(mine, i, 3);
+      for (std::size_t s = 0; s < 3; ++s) {
+        EXPECT_TRUE(c[s] == global[s] / 2 || c[s] == (global[s] + 1) / 2)
+            << "rank " << rank << " batch " << i << " source " << s << ": " << c[s] << " of "
+            << global[s];
+      }
+      const std::set<std::int64_t> whole(all.ids[i].begin(), all.ids[i].end());
+      for (const std::int64_t id : mine.ids[i]) EXPECT_TRUE(whole.count(id)) << id;
+    }
+  }
+}
+
+TEST(Mixture, OneSourceReadOncePerEpochIsTheLoaderOfThatDataset) {
+  Options plain = test::fashion_options(0, 100);
+  Options one = mixture({idx_source(Split::kTest, 0)}, 100, 0);
+  Loader a(plain), b(one);
+  EXPECT_TRUE(test::collect(a) == test::collect(b));
+  EXPECT_TRUE(b.state().sources.empty());
+  EXPECT_TRUE(b.stats().source_samples.empty());
+}
+
+TEST(Mixture, ZeroOneAndThreeWorkersDeliverTheSameBytes) {
+  Loader inline_loader(folder_mixture(0));
+  const Epoch expected = take_epoch(inline_loader);
+  ASSERT_EQ(expected.sources.size(), 6u);
+  // Both sources in every batch: 1 of 3 from the JPEGs.
+  for (std::size_t i = 0; i < expected.sources.size(); ++i)
+    EXPECT_EQ(counts(expected, i, 2), (std::vector<std::int64_t>{8, 16}));
+  for (const int workers : {1, 3}) {
+    Loader pooled(folder_mixture(workers));
+    const Epoch got = take_epoch(pooled);
+    EXPECT_TRUE(got.delivered == expected.delivered) << workers << " workers";
+    EXPECT_EQ(got.sources, expected.sources) << workers << " workers";
+  }
+}
+
+// Each source's samples of the epoch (valid ones), in delivery order.
+using PerSource = std::map<std::int32_t, std::vector<std::int64_t>>;
+
+void add(PerSource& into, const Epoch& e) {
+  for (std::size_t i = 0; i < e.ids.size(); ++i)
+    for (std::size_t j = 0; j < e.ids[i].size(); ++j)
+      if (e.valid[i][j] != 0) into[e.sources[i][j]].push_back(e.ids[i][j]);
+}
+
+TEST(Mixture, AResumeOnOtherRanksAndDevicesDeliversEachSourcesRestExactlyOnce) {
+  const auto shaped = [](int world, int rank, int batch, const char* devices) {
+    Options o = mixture({idx_source(Split::kTest, 3), idx_source(Split::kTrain, 1)}, batch, 400);
+    o.world = world;
+    o.rank = rank;
+    o.devices = DeviceSet::parse(devices);
+    return o;
+  };
+  // The uninterrupted epoch 1, on one rank.
+  Loader whole(shaped(1, 0, 32, "cpu:1"));
+  whole.set_epoch(1);
+  PerSource expected;
+  add(expected, take_epoch(whole));
+  ASSERT_EQ(expected[0].size(), 300u);
+  ASSERT_EQ(expected[1].size(), 100u);
+
+  // 2 ranks x 2 devices (batch 16 each) take 3 batches of epoch 1 and save.
+  PerSource got;
+  LoaderState saved;
+  for (int rank = 0; rank < 2; ++rank) {
+    Loader first(shaped(2, rank, 16, "cpu:2"));
+    first.set_epoch(1);
+    add(got, take_epoch(first, 3));
+    const LoaderState s = first.state();
+    EXPECT_EQ(s.sources.size(), 2u);
+    if (rank == 0) saved = s;
+    EXPECT_EQ(s.serialize(), saved.serialize()) << "every rank saves the same state";
+  }
+  EXPECT_EQ(saved.position, 96);
+  // 3 ranks x 1 device (batch 8 each) resume and take the rest of the epoch.
+  for (int rank = 0; rank < 3; ++rank) {
+    Options o = shaped(3, rank, 8, "cpu:1");
+    o.resume = saved;
+    Loader rest(o);
+    add(got, take_epoch(rest));
+  }
+  for (const auto& [s, ids] : expected) {
+    std::multiset<std::int64_t> want(ids.begin(), ids.end()), have(got[s].begin(), got[s].end());
+    EXPECT_EQ(have, want) << "source " << s;
+    EXPECT_EQ(std::set<std::int64_t>(have.begin(), have.end()).size(), have.size())
+        << "source " << s << ": a sample twice";
+  }
+}
+
+TEST(Mixture, ASourcePastItsSizeWrapsIntoItsNextEpochsOrder) {
+  // The test split (10,000) asked for 15,000 samples an epoch beside 100 of the train split.
+  MixtureSource wrapping = idx_source(Split::kTest, 0);
+  wrapping.samples = 15000;
+  MixtureSource other = idx_source(Split::kTrain, 0);
+  other.samples = 100;
+  Loader loader(mixture({wrapping, other}, 100, 0));
+  PerSource got;
+  add(got, take_epoch(loader));
+  ASSERT_EQ(got[0].size(), 15000u);
+  // The source's own orders: a loader of it alone, seeded as the mixture seeds source 0.
+  Options alone = test::fashion_options(0, 100);
+  alone.seed = detail::mixture_source_seed(7, 0);
+  Loader reference(alone);
+  std::vector<std::int64_t> orders = test::collect(reference).ids;
+  reference.set_epoch(1);
+  const std::vector<std::int64_t> next = test::collect(reference).ids;
+  orders.insert(orders.end(), next.begin(), next.begin() + 5000);
+  EXPECT_EQ(got[0], orders);
+  // Its next epoch continues where this one stopped: the rest of its second pass first.
+  loader.set_epoch(1);
+  PerSource later;
+  add(later, take_epoch(loader, 30));
+  EXPECT_EQ(std::vector<std::int64_t>(later[0].begin(), later[0].begin() + 100),
+            std::vector<std::int64_t>(next.begin() + 5000, next.begin() + 5100));
+}
+
+TEST(Mixture, LabelsStayPerSourceOrFollowTheClassesBeforeThem) {
+  Options o = folder_mixture(0);
+  o.shuffle = false;
+  Loader own(o);
+  EXPECT_TRUE(own.class_names().empty()) << "two tables that contradict each other";
+  const Epoch per_source = take_epoch(own);
+
+  o.sources[1].label_offset = kAutoLabelOffset;
+  Loader offset(o);
+  const Epoch shifted = take_epoch(offset);
+  Options jpeg_only = test::fashion_options(0);
+  jpeg_only.data = test::testdata("jpeg");
+  const std::vector<std::string> first = Loader(jpeg_only).class_names();
+  Options png_only = jpeg_only;
+  png_only.data = test::testdata("fashion-png");
+  const std::vector<std::string> second = Loader(png_only).class_names();
+  std::vector<std::string> both = first;
+  both.insert(both.end(), second.begin(), second.end());
+  EXPECT_EQ(offset.class_names(), both);
+  ASSERT_EQ(per_source.delivered.labels.size(), shifted.delivered.labels.size());
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < per_source.sources.size(); ++i) {
+    for (std::size_t j = 0; j < per_source.sources[i].size(); ++j, ++k) {
+      const std::int32_t add_by = per_source.sources[i][j] == 1 ? first.size() : 0;
+      EXPECT_EQ(shifted.delivered.labels[k], per_source.delivered.labels[k] + add_by);
+    }
+  }
+}
+
+TEST(Mixture, AMixtureFileNamedByDataReadsAsItsSources) {
+  test::TempDir dir;
+  const std::string file = (dir.path() / "mix.json").string();
+  std::ofstream(file) << R"({"sources": [{"data": ")" << test::testdata("jpeg")
+                      << R"(", "weight": 1}, {"data": ")" << test::testdata("fashion-png")
+                      << R"(", "weight": 2}], "epoch_samples": 144})";
+  Options from_file = folder_mixture(0);
+  from_file.sources.clear();
+  from_file.epoch_samples = 0;
+  from_file.data = file;
+  Loader a(from_file), b(folder_mixture(0));
+  EXPECT_TRUE(test::collect(a) == test::collect(b));
+
+  std::ofstream(file) << R"({"sources": [{"data": "x", "wieght": 1}]})";
+  try {
+    Loader bad(from_file);
+    ADD_FAILURE() << "a misspelt key was taken";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"wieght\" is not a source's key"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find(file + ", source 0"), std::string::npos) << e.what();
+  }
+}
+
+// The text of the ConfigError constructing a loader of `o` throws ("" when none).
+std::string refusal(const Options& o) {
+  try {
+    Loader loader(o);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Mixture, SourcesThatCannotShareALoaderAreAConfigErrorNamingThem) {
+  // Boxes in one source only.
+  MixtureSource coco;
+  coco.data = test::testdata("detection/instances.json");
+  coco.weight = 1;
+  Options boxes = mixture({coco, folder_source("jpeg", 1)}, 8, 0);
+  boxes.height = boxes.width = 32;
+  std::string why = refusal(boxes);
+  EXPECT_NE(why.find("must all carry boxes or none: source 0 (" + coco.data +
+                     ") carries them, "
+                     "source 1 (" +
+                     test::testdata("jpeg") + ") not"),
+            std::string::npos)
+      << why;
+  // Outputs of another shape (a pipeline per source is not supported yet).
+  why = refusal(mixture({idx_source(Split::kTest, 1), folder_source("jpeg", 1)}, 8, 0));
+  EXPECT_NE(why.find("share one pipeline"), std::string::npos) << why;
+  EXPECT_NE(why.find("28x28x1"), std::string::npos) << why;
+  EXPECT_NE(why.find("a pipeline per source is not supported yet"), std::string::npos) << why;
+  // Data and sources both.
+  Options both = mixture({idx_source(Split::kTest, 1)}, 8, 0);
+  both.data = tools::kDefaultFashionMnistDir;
+  EXPECT_NE(refusal(both).find("give data (one dataset) or sources (a mixture), not both"),
+            std::string::npos);
+  // Too many sources.
+  EXPECT_NE(refusal(mixture(std::vector<MixtureSource>(17, idx_source(Split::kTest, 1)), 8, 0))
+                .find("a mixture reads at most 16 sources, got 17"),
+            std::string::npos);
+  // Repeated augmentation.
+  Options repeats = mixture({idx_source(Split::kTest, 1), idx_source(Split::kTrain, 1)}, 8, 0);
+  repeats.repeats = 2;
+  EXPECT_NE(refusal(repeats).find("not supported yet"), std::string::npos);
+  // A budget rule that gives two of weight, samples and repeat.
+  MixtureSource twice = idx_source(Split::kTest, 1);
+  twice.samples = 10;
+  why = refusal(mixture({twice, idx_source(Split::kTrain, 1)}, 8, 0));
+  EXPECT_NE(why.find("source 0"), std::string::npos) << why;
+  // A state saved by a loader of one dataset.
+  Loader plain(test::fashion_options(0, 8));
+  plain.next();
+  Options resumed = mixture({idx_source(Split::kTest, 1), idx_source(Split::kTrain, 1)}, 8, 0);
+  resumed.resume = plain.state();
+  why = refusal(resumed);
+  EXPECT_NE(why.find("cannot resume from"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace stoke
