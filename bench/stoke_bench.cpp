@@ -102,14 +102,17 @@ std::vector<int> parse_sweep(const std::string& spec) {
 // The options stoke-bench takes, in its --help's order: each is --name-with-dashes, with its help,
 // default and range from the table of options (stoke/option_table.hpp).
 constexpr std::string_view kOptionFlags[] = {
-    "data",           "split",        "image_root",      "max_boxes",       "box_field",
-    "mask_field",     "bytes_field",  "max_bytes",       "label_field",     "max_classes",
-    "shuffle_window", "cache_dir",    "cache_limit",     "relayout_cache",  "relayout_limit",
-    "batch",          "devices",      "workers",         "max_workers",     "stall_target",
-    "seed",           "size",         "pipeline",        "augment",         "on_error",
-    "verify",         "prefetch",     "chunk",           "dtype",           "layout",
-    "mixup_alpha",    "cutmix_alpha", "mix_prob",        "mix_switch_prob", "mix_mode",
-    "mix_rule",       "num_classes",  "label_smoothing", "repeats"};
+    "data",           "sources",      "epoch_samples", "split",
+    "image_root",     "max_boxes",    "box_field",     "mask_field",
+    "bytes_field",    "max_bytes",    "label_field",   "max_classes",
+    "shuffle_window", "cache_dir",    "cache_limit",   "relayout_cache",
+    "relayout_limit", "batch",        "devices",       "workers",
+    "max_workers",    "stall_target", "seed",          "size",
+    "pipeline",       "augment",      "on_error",      "verify",
+    "prefetch",       "chunk",        "dtype",         "layout",
+    "mixup_alpha",    "cutmix_alpha", "mix_prob",      "mix_switch_prob",
+    "mix_mode",       "mix_rule",     "num_classes",   "label_smoothing",
+    "repeats"};
 
 // What the loader is asked for, from the command line. The pipeline has no text form in the
 // table (it needs the size and the channels): --pipeline keeps its text until parse_args().
@@ -460,6 +463,10 @@ int run(const Args& args) {
           static_cast<long long>(s.cache_evictions), s.cache_fetch_wait_s);
     else if (s.shard_cache != stoke::Stats{}.shard_cache)
       std::printf("  shards     cache %s\n", s.shard_cache.c_str());
+    for (std::size_t k = 0; k < s.source_samples.size(); ++k)
+      std::printf("  source %-3zu %lld samples delivered, %lld of them in the last epoch\n", k,
+                  static_cast<long long>(s.source_samples[k]),
+                  static_cast<long long>(s.source_samples_epoch[k]));
     if (s.relayout_cache.starts_with("on"))
       std::printf("  relayout   cache %s; %lld samples read from copies, %lld copies made\n",
                   s.relayout_cache.c_str(), static_cast<long long>(s.relayout_hits),
@@ -523,6 +530,13 @@ int run(const Args& args) {
                         {"evictions", s.cache_evictions}, {"fetch_wait_s", s.cache_fetch_wait_s}};
     j["relayout_cache"] = {
         {"state", s.relayout_cache}, {"hits", s.relayout_hits}, {"stored", s.relayout_stored}};
+    if (!s.source_samples.empty()) {
+      nlohmann::json sources = nlohmann::json::array();
+      for (std::size_t k = 0; k < s.source_samples.size(); ++k)
+        sources.push_back(
+            {{"samples", s.source_samples[k]}, {"samples_last_epoch", s.source_samples_epoch[k]}});
+      j["sources"] = sources;
+    }
     j["startup_s"] = s.startup_s;
     j["wait_fraction"] = s.wait_fraction;
     j["window_wait_fraction"] = s.window_wait_fraction;

@@ -14,6 +14,11 @@ nb::dict stats_dict(const Stats& s) {
   nb::dict reasons;
   for (const auto& [k, v] : s.skipped_by_reason) reasons[k.c_str()] = v;
   d["skipped_by_reason"] = reasons;
+  nb::list sources, sources_epoch;  // a mixture's, per source (empty for one dataset)
+  for (const std::int64_t n : s.source_samples) sources.append(n);
+  for (const std::int64_t n : s.source_samples_epoch) sources_epoch.append(n);
+  d["source_samples"] = sources;
+  d["source_samples_epoch"] = sources_epoch;
   d["worker_restarts"] = s.worker_restarts;
   d["startup_s"] = s.startup_s;
   d["active_s"] = s.active_s;

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import json
 import operator
 import os
 import textwrap
@@ -90,6 +91,8 @@ _PYTHON_FORMS = {
     "size": 'an int N (N x N), a (height, width) tuple, or a str "HxW" / "N"',
     "reals": "a sequence of floats",
     "state": "a Loader.state() str, or None",
+    "sources": 'a list of dicts, e.g. [{"data": "/data/a", "weight": 0.7}, {"data": "/data/b", '
+               '"repeat": 2, "label_offset": "auto"}], or their JSON text',
     "pipeline": 'a list of step names and (name, numbers...) tuples, e.g. [("resize", 256, 256), '
                 '"horizontal_flip"]; timm_augment and augmix take their settings as strs; '
                 'stoke.pipeline_steps() lists every step and what it takes',
@@ -113,7 +116,7 @@ def _python_default(row):
         return tuple(float(v) for v in text.split(",")) if text else ()
     if kind == "optional_int":
         return int(text) if text else None
-    if kind in ("size", "state", "pipeline"):
+    if kind in ("size", "state", "pipeline", "sources"):
         return text or None  # unset: the loader picks
     return text
 
@@ -159,6 +162,11 @@ def _text(keyword, kind, value):
         return f"{h}x{w}"
     if kind == "reals":
         return ",".join(repr(float(v)) for v in value)
+    if kind == "sources" and not isinstance(value, str):
+        if not isinstance(value, (list, tuple)) or not all(isinstance(s, dict) for s in value):
+            raise _wrong(keyword, "a list of dicts (one per source)", value)
+        return json.dumps([{k: os.fspath(v) if isinstance(v, os.PathLike) else v
+                            for k, v in s.items()} for s in value])
     if not isinstance(value, str):
         raise _wrong(keyword, "a str", value)
     return value
@@ -191,7 +199,7 @@ def _signature():
     params = [P("self", P.POSITIONAL_OR_KEYWORD)]
     for keyword, row in _KEYWORDS.items():
         if keyword == "data":
-            params.append(P("data", P.POSITIONAL_OR_KEYWORD))
+            params.append(P("data", P.POSITIONAL_OR_KEYWORD, default=None))
             continue
         params.append(P(keyword, P.KEYWORD_ONLY, default=_python_default(row)))
         if keyword == "pipeline":
@@ -200,8 +208,8 @@ def _signature():
 
 
 class Loader(_stoke.Loader):
-    def __init__(self, data, **options):
-        options["data"] = data
+    def __init__(self, data=None, **options):
+        options["data"] = data  # (None with sources=[...]: a mixture)
         texts, steps, channels = {}, [], 3
         for keyword, value in options.items():
             row = _KEYWORDS.get(keyword)
