@@ -97,7 +97,12 @@ class CorePrefetchHost final : public PrefetchHost {
   explicit CorePrefetchHost(std::shared_ptr<LoaderCore> core) : core_(std::move(core)) {}
   void read(const Look& look) override {
     MutexLock lock(core_->mutex);
-    look({core_->stop, core_->slots.next_seq(), core_->slots.generation()}, core_->slots.plan());
+    const PrefetchHost::Consumer at{core_->stop, core_->slots.next_seq(),
+                                    core_->slots.generation()};
+    if (core_->slots.mixture())
+      look(at, MixturePrefetchPlan(core_->slots.mixture_plan()));
+    else
+      look(at, EpochPrefetchPlan(core_->slots.plan()));
   }
   void ready_changed() override {
     core_->signal_change();  // the supervisor's eventfd, and the in-process consumer's wait
@@ -124,21 +129,20 @@ Loader::Impl::Impl(ResolvedConfig config, std::vector<std::shared_ptr<const Mapp
   const bool mixture = config_.mixture.has_value();
   const MappedIndex& first = *indexes.front();
   const DatasetIndex& index = first.info();
-  // (A mixture's remote sources are read from their servers: the shard cache plans one dataset.)
-  const ShardCachePlan shard_cache = plan_shard_cache(
-      mixture ? std::vector<RemoteShard>{} : remote_shards_of(first), config_.plan, config_.remote);
+  // A mixture's remote shards are numbered as its sources' shards in order.
+  std::vector<RemoteShard> remote;
+  for (std::size_t d = 0; d < indexes.size(); ++d) {
+    const std::size_t base = mixture ? MixturePrefetchPlan::shard_base(*config_.mixture, d) : 0;
+    for (RemoteShard& r : remote_shards_of(*indexes[d])) {
+      r.shard += base;
+      remote.push_back(std::move(r));
+    }
+  }
+  const ShardCachePlan shard_cache =
+      mixture ? plan_shard_cache(remote, MixturePlan(*config_.mixture), config_.remote)
+              : plan_shard_cache(remote, config_.plan, config_.remote);
   for (const auto& mapped : indexes) {
     if (const std::string line = index_line(*mapped); !line.empty()) log_.post(line);
-  }
-  if (mixture) {
-    for (std::size_t d = 0; d < indexes.size(); ++d) {
-      if (!remote_shards_of(*indexes[d]).empty()) {
-        log_.post("mixture source " + std::to_string(d) + " (" +
-                  redact_url(config_.source_data[d]) +
-                  ") is read from its servers by byte ranges: the shard cache serves a loader of "
-                  "one dataset");
-      }
-    }
   }
   if (!mixture && index.kind == DatasetKind::kShards)
     diagnosis_ =

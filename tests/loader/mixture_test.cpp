@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "plan/mixture_plan.hpp"
+#include "servers.hpp"
 #include "test_support.hpp"
 
 namespace stoke {
@@ -303,6 +304,59 @@ TEST(Mixture, AMixtureFileNamedByDataReadsAsItsSources) {
     EXPECT_NE(std::string(e.what()).find(file + ", source 0"), std::string::npos) << e.what();
   }
 }
+
+#ifdef STOKE_PACK
+// A mixture's remote shards go through the shard cache, as a loader of them alone does: each
+// fetched once, ahead of the batches that read it, and the batches are those of the same shards
+// read from local disk; without the cache (cache_limit 0), read by ranges, the same again.
+TEST(Mixture, RemoteShardsOfAMixtureGoThroughTheShardCache) {
+  STOKE_SKIP_WITHOUT(test::Nginx::available(), "nginx");
+  test::TempDir dir;
+  const std::filesystem::path www = dir.path() / "www";
+  ASSERT_NO_FATAL_FAILURE(test::pack_jpeg_shards(www, 24));  // 4 shards of 24
+  test::Nginx nginx(www, dir.path() / "nginx");
+  ASSERT_TRUE(nginx.started());
+  const auto shards_and_folder = [&](const std::string& shards) {
+    MixtureSource tars;
+    tars.data = shards;
+    tars.weight = 1;
+    tars.label_field = "cls";
+    Options o = mixture({tars, folder_source("fashion-png", 1)}, 16, 192);
+    o.height = o.width = 32;
+    o.shuffle_window = 2;
+    o.cache_dir = (dir.path() / "cache").string();
+    return o;
+  };
+  Loader local(shards_and_folder((www / "train-{0..3}.tar").string()));
+  const Epoch expected = take_epoch(local);
+  ASSERT_EQ(expected.sources.size(), 12u);
+  // The shards' source follows its shuffle windows (2 shards of 24 at a time): the first
+  // batches read two shards.
+  std::set<std::int64_t> shards;
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < expected.ids[i].size(); ++j)
+      if (expected.sources[i][j] == 0) shards.insert(expected.ids[i][j] / 24);
+  EXPECT_EQ(shards.size(), 2u);
+  std::uint64_t bytes = 0;
+  for (int i = 0; i < 4; ++i)
+    bytes += std::filesystem::file_size(www / ("train-" + std::to_string(i) + ".tar"));
+  {
+    Loader cached(shards_and_folder(nginx.url() + "/train-{0..3}.tar"));
+    const Epoch got = take_epoch(cached);
+    EXPECT_TRUE(got.delivered == expected.delivered);
+    EXPECT_EQ(got.sources, expected.sources);
+    const Stats s = cached.stats();
+    EXPECT_EQ(s.shard_cache.rfind("on: ", 0), 0u) << s.shard_cache;
+    EXPECT_EQ(s.cache_misses, 4);  // each shard fetched before the first batch reading it
+    EXPECT_EQ(static_cast<std::uint64_t>(s.cache_bytes_fetched), bytes);
+  }
+  Options ranged = shards_and_folder(nginx.url() + "/train-{0..3}.tar");
+  ranged.cache_limit = 0;
+  Loader by_ranges(ranged);
+  EXPECT_TRUE(take_epoch(by_ranges).delivered == expected.delivered);
+  EXPECT_EQ(by_ranges.stats().shard_cache.rfind("off", 0), 0u);
+}
+#endif
 
 // The text of the ConfigError constructing a loader of `o` throws ("" when none).
 std::string refusal(const Options& o) {

@@ -155,6 +155,8 @@ ResolvedConfig resolve_mixture(Options o,
   fields_agree(sources, masks, "masks");
   fields_agree(sources, bytes, "bytes");
 
+  std::vector<std::vector<std::int64_t>> shard_starts;  // (each[0] is moved from below)
+  for (const ResolvedConfig& one : each) shard_starts.push_back(one.plan.shard_starts);
   ResolvedConfig r = std::move(each[0]);
   o.devices = r.options.devices;  // as resolved
   r.options = std::move(o);
@@ -207,7 +209,7 @@ ResolvedConfig resolve_mixture(Options o,
   std::int64_t first = 0;
   for (std::size_t s = 0; s < sources.size(); ++s) {
     const std::int64_t n = indexes[s]->info().size;
-    m.sources.push_back({first, n, budgets[s], each[s].plan.shard_starts, r.plan.shuffle_window});
+    m.sources.push_back({first, n, budgets[s], shard_starts[s], r.plan.shuffle_window});
     first += n;
   }
   m.batch = r.plan.batch;

@@ -72,6 +72,8 @@ class SlotTable {
   void reposition(std::int64_t epoch, std::int64_t batch);
   // The plan of one dataset. REQUIRES: !mixture().
   const EpochPlan& plan() const { return *plan_; }
+  // The plan of a mixture. REQUIRES: mixture().
+  const MixturePlan& mixture_plan() const { return *mixture_; }
   bool mixture() const { return mixture_ != nullptr; }
   // Either plan's: the global position of batch `index` of `epoch` (LoaderState::position), and
   // of this rank's first sample of it.

@@ -320,6 +320,15 @@ void MixturePlan::batch_counts(std::int64_t epoch, std::int64_t index,
   counts_of(w.allocation, w.j, counts);
 }
 
+void MixturePlan::stream_ranges(std::int64_t epoch, std::int64_t index,
+                                std::span<std::int64_t> begin,
+                                std::span<std::int64_t> count) const {
+  const Where w = where(epoch, index);
+  before(w.allocation, w.j, begin);
+  counts_of(w.allocation, w.j, count);
+  for (std::size_t s = 0; s < begin.size(); ++s) begin[s] += w.stream[s];
+}
+
 void MixturePlan::consumed_before(std::int64_t epoch, std::int64_t index,
                                   std::span<std::int64_t> out) const {
   if (index >= batches_) {  // the epoch is done (under kDrop its tail is left out, not owed)

@@ -137,6 +137,13 @@ class MixturePlan {
   std::int64_t batch(std::int64_t epoch, std::int64_t index, std::span<std::int64_t> ids,
                      std::span<std::uint8_t> valid, std::span<std::int32_t> sources);
 
+  // Of each source, the stream indices global batch `index` of `epoch` reads (all its ranks'):
+  // [begin, begin + count). (Its padding repeats them.)
+  void stream_ranges(std::int64_t epoch, std::int64_t index, std::span<std::int64_t> begin,
+                     std::span<std::int64_t> count) const;
+  // The plan of source s's own epochs (its passes): pass p orders its samples as epoch p does.
+  const EpochPlan& source_plan(std::size_t s) const { return *orders_[s]; }
+
   // The mixture id of source s's stream index t (its pass t / N_s, position t mod N_s).
   std::int64_t stream_sample(std::size_t s, std::int64_t t);
 

@@ -1,6 +1,7 @@
 #include "prefetch/shard_cache_plan.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 
 #include "common/number_text.hpp"
@@ -8,8 +9,12 @@
 
 namespace stoke::detail {
 
-ShardCachePlan plan_shard_cache(const std::vector<RemoteShard>& remote, const PlanConfig& plan,
-                                const RemoteConfig& config) {
+namespace {
+
+// The decision once the plan's windows are known: `per_window`, the most shards a batch's
+// windows hold at once; `blind`, why a window cannot be known to fit ("" when it can).
+ShardCachePlan decide(const std::vector<RemoteShard>& remote, std::size_t per_window,
+                      const std::string& blind, const RemoteConfig& config) {
   ShardCachePlan out;
   if (remote.empty()) {
     out.summary = "off (no remote shards)";
@@ -29,17 +34,8 @@ ShardCachePlan plan_shard_cache(const std::vector<RemoteShard>& remote, const Pl
     out.log_line = "shard cache: " + out.summary;
     return out;
   }
-  std::size_t per_window = 0;  // the plan's windows hold the same counts of shards every epoch
-  for (const ShardWindow& w : EpochPlan(plan).shard_windows(0))
-    per_window = std::max(per_window, w.shards.size());
-  // A dataset-level index's shards are not sized until the prefetcher nears them: a window that
-  // holds all of them (a full shuffle) cannot be known to fit.
-  const std::size_t shards = plan.shard_starts.empty() ? 0 : plan.shard_starts.size() - 1;
-  if (unresolved > 0 && shards > 1 && per_window >= shards) {
-    out.summary = "off: shuffle_window " + std::to_string(plan.shuffle_window) +
-                  " reads every shard of the dataset-level index at once, and their sizes are "
-                  "not known before they are read; workers read byte ranges from the server "
-                  "(set shuffle_window to a few shards to cache them)";
+  if (!blind.empty()) {
+    out.summary = "off: " + blind;
     out.log_line = "shard cache: " + out.summary;
     return out;
   }
@@ -68,6 +64,57 @@ ShardCachePlan plan_shard_cache(const std::vector<RemoteShard>& remote, const Pl
                     "it)";
   out.cached = std::move(cached);
   return out;
+}
+
+// The most shards one of `plan`'s windows holds (they hold the same counts every epoch), and
+// whether one holds every shard of a dataset-level index (`unresolved`: it has some).
+std::size_t largest_window(const EpochPlan& plan, bool unresolved, std::string& blind) {
+  std::size_t per_window = 0;
+  for (const ShardWindow& w : plan.shard_windows(0))
+    per_window = std::max(per_window, w.shards.size());
+  // A dataset-level index's shards are not sized until the prefetcher nears them: a window that
+  // holds all of them (a full shuffle) cannot be known to fit.
+  const PlanConfig& c = plan.config();
+  const std::size_t shards = c.shard_starts.empty() ? 0 : c.shard_starts.size() - 1;
+  if (unresolved && shards > 1 && per_window >= shards && blind.empty())
+    blind = "shuffle_window " + std::to_string(c.shuffle_window) +
+            " reads every shard of the dataset-level index at once, and their sizes are "
+            "not known before they are read; workers read byte ranges from the server "
+            "(set shuffle_window to a few shards to cache them)";
+  return per_window;
+}
+
+bool any_unresolved(const std::vector<RemoteShard>& remote, std::size_t from, std::size_t to) {
+  return std::any_of(remote.begin(), remote.end(), [&](const RemoteShard& r) {
+    return r.unresolved && r.shard >= from && r.shard < to;
+  });
+}
+
+}  // namespace
+
+ShardCachePlan plan_shard_cache(const std::vector<RemoteShard>& remote, const PlanConfig& plan,
+                                const RemoteConfig& config) {
+  std::string blind;
+  const std::size_t per_window =
+      remote.empty() ? 0
+                     : largest_window(EpochPlan(plan), any_unresolved(remote, 0, SIZE_MAX), blind);
+  return decide(remote, per_window, blind, config);
+}
+
+ShardCachePlan plan_shard_cache(const std::vector<RemoteShard>& remote, const MixturePlan& plan,
+                                const RemoteConfig& config) {
+  // A batch reads a window of every source at once (and at a window's edge the next one too,
+  // as for one dataset).
+  std::string blind;
+  std::size_t per_window = 0, base = 0;
+  for (std::size_t s = 0; s < plan.config().sources.size() && !remote.empty(); ++s) {
+    const std::size_t starts = plan.config().sources[s].shard_starts.size();
+    const std::size_t shards = starts == 0 ? 0 : starts - 1;
+    per_window +=
+        largest_window(plan.source_plan(s), any_unresolved(remote, base, base + shards), blind);
+    base += shards;
+  }
+  return decide(remote, per_window, blind, config);
 }
 
 }  // namespace stoke::detail

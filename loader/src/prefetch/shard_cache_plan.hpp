@@ -15,6 +15,7 @@
 #include "api/config.hpp"
 #include "data/dataset_index.hpp"
 #include "plan/epoch_plan.hpp"
+#include "plan/mixture_plan.hpp"
 
 namespace stoke::detail {
 
@@ -39,6 +40,10 @@ struct ShardCachePlan {
 // checked against them here (the prefetcher fetches a batch's shards past the limit, and says
 // so, when they prove larger).
 ShardCachePlan plan_shard_cache(const std::vector<RemoteShard>& remote, const PlanConfig& plan,
+                                const RemoteConfig& config);
+// A mixture's: `remote` numbered as its sources' shards in order (MixturePrefetchPlan), the limit
+// holding the largest window of every source with shards at once.
+ShardCachePlan plan_shard_cache(const std::vector<RemoteShard>& remote, const MixturePlan& plan,
                                 const RemoteConfig& config);
 
 }  // namespace stoke::detail

@@ -29,11 +29,9 @@ RemotePolicy cancelled_by(RemotePolicy policy, const std::atomic<bool>* stop) {
 
 ShardPrefetcher::PlanShape ShardPrefetcher::shape_of(PrefetchHost& host) {
   PlanShape shape;
-  host.read([&](const Position&, const EpochPlan& plan) {
+  host.read([&](const Position&, const PrefetchPlan& plan) {
     shape.batches_per_epoch = plan.batches_per_epoch();
-    shape.samples = plan.config().samples;
-    const std::size_t starts = plan.config().shard_starts.size();
-    shape.shards = starts == 0 ? 0 : starts - 1;
+    shape.shards = plan.shards();
   });
   return shape;
 }
@@ -49,7 +47,7 @@ ShardPrefetcher::ShardPrefetcher(std::unique_ptr<PrefetchHost> host,
       store_(std::move(store)),
       log_(log),
       policy_(cancelled_by(policy, &stop_)),
-      ahead_(shape_.batches_per_epoch, shape_.samples),
+      ahead_(shape_.batches_per_epoch),
       reach_(std::max<std::int64_t>(kFirstReach, slot_capacity + 2)) {
   remote_of_.assign(shape_.shards, -1);
   bool lookups = false;  // (look-up threads are started only for unresolved shards)
@@ -171,7 +169,7 @@ void ShardPrefetcher::coordinate() {
     std::optional<Position> last;
     for (;;) {
       Position at;
-      host_->read([&](const Position& consumer, const EpochPlan& plan) {
+      host_->read([&](const Position& consumer, const PrefetchPlan& plan) {
         at = consumer;
         // The first positions of batches [next_seq, next_seq + reach()] and the shuffle windows
         // of their epochs: only what the last reading of this generation lacks.

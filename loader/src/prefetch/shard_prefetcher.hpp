@@ -65,7 +65,7 @@ class PrefetchHost {
     std::int64_t next_seq = 0;     // the batch it receives next (SlotTable::next_seq())
     std::uint64_t generation = 0;  // counts repositions (SlotTable::generation())
   };
-  using Look = std::function<void(const Consumer& at, const EpochPlan& plan)>;
+  using Look = std::function<void(const Consumer& at, const PrefetchPlan& plan)>;
 
   virtual ~PrefetchHost() = default;
   // Calls `look` once with the consumer's position and the plan its batches follow
@@ -110,7 +110,6 @@ class ShardPrefetcher {
   // The few numbers of the plan that never change: read from the host's once.
   struct PlanShape {
     std::int64_t batches_per_epoch = 0;
-    std::int64_t samples = 0;  // N
     std::size_t shards = 0;
   };
   static PlanShape shape_of(PrefetchHost& host);

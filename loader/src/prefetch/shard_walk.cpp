@@ -48,6 +48,7 @@ void ShardWalk::walk_batch() {
   // The ready batches, and the first one not ready, are wanted whole, past the limit.
   const bool must = seq_ <= result_.ready_end;
   const std::int64_t consumer_epoch = start_.next_seq / ahead_.batches_per_epoch();
+  const std::int64_t epoch = seq_ / ahead_.batches_per_epoch();  // the batch's
   for (const WindowRef& w : refs_) {
     if (!seen_.insert(w).second) continue;
     for (std::size_t s : ahead_.shards(w)) {
@@ -84,8 +85,7 @@ void ShardWalk::walk_batch() {
       result_.order.push_back(r);
       bytes_ += size;
       // (The next epoch's uses are counted when it comes.)
-      if (w.epoch == consumer_epoch && shards_[r].counted_epoch != w.epoch)
-        first_uses_.push_back(r);
+      if (epoch == consumer_epoch && shards_[r].counted_epoch != epoch) first_uses_.push_back(r);
     }
   }
 }

@@ -47,7 +47,7 @@ class FakeHost final : public detail::PrefetchHost {
 
   void read(const Look& look) override {
     detail::MutexLock lock(mutex_);
-    look(at_, plan_);
+    look(at_, detail::EpochPrefetchPlan(plan_));
   }
   void ready_changed() override {}
   void fail(std::exception_ptr error) override {

@@ -102,8 +102,8 @@ class ShardWalkTest : public ::testing::Test {
   }
 
   Walked walk(const ShardWalk::Start& s, const std::set<std::size_t>& on_disk = {}) {
-    ahead_ = std::make_unique<BatchesAhead>(plan_->batches_per_epoch(), plan_->config().samples);
-    ahead_->read(*plan_, 0, s.next_seq, s.horizon);
+    ahead_ = std::make_unique<BatchesAhead>(plan_->batches_per_epoch());
+    ahead_->read(detail::EpochPrefetchPlan(*plan_), 0, s.next_seq, s.horizon);
     ShardWalk w(*ahead_, shards_, remote_of_, s);
     Walked out;
     while (w.next_batch()) {
