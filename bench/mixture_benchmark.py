@@ -2,7 +2,7 @@
 """A mixture of a local image folder and remote shards against the two read alone, in one run.
 
     mixture_benchmark.py --folder DIR --shards DIR [--weight 0.5] [--epochs 2] [--workers 2]
-                         [--batch 64] [--size 224] [--repeat 3]
+                         [--batch 64] [--size 224] [--repeat 3] [--cache-limit 16GiB]
                          [--stoke-bench build/default/bin/stoke-bench] [--json-out FILE]
 
 DIR of --folder is an image folder (root/<class>/<image>); DIR of --shards holds WebDataset
@@ -13,9 +13,8 @@ the rest, its epoch as many samples as the folder and the shards hold together. 
 decodes, random-resized-crops (--size), flips and normalizes to float32 NCHW with --workers
 worker processes.
 
-The shards are read by ranged requests from the server in all three runs (--cache-limit 0): a
-mixture's remote sources are, the shard cache serving a loader of one dataset, so the runs
-read alike.
+The shards go through the shard cache in both runs that read them (--cache-limit; 0 reads
+byte ranges from the server instead), a fresh cache folder for every run, so each starts cold.
 
 Reports the median samples/s of --repeat rounds for each run, the weighted rate of the two
 alone (1 / (w / folder + (1 - w) / shards): the rate of a loader that spends each source's
@@ -48,7 +47,7 @@ def brace_pattern(folder):
 def run_bench(a, data, cache_dir):
     cmd = [a.stoke_bench, "--data", data, "--epochs", str(a.epochs), "--workers", str(a.workers),
            "--batch", str(a.batch), "--size", str(a.size), "--dtype", "float32",
-           "--shuffle-window", "4", "--cache-dir", cache_dir, "--cache-limit", "0",
+           "--shuffle-window", "4", "--cache-dir", cache_dir, "--cache-limit", a.cache_limit,
            "--relayout-cache", "off", "--json"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -64,6 +63,7 @@ def main():
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--size", type=int, default=224)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--cache-limit", default="16GiB")
     p.add_argument("--stoke-bench", default="build/default/bin/stoke-bench")
     p.add_argument("--json-out")
     a = p.parse_args()
@@ -88,7 +88,7 @@ def main():
         names = list(runs)
         for r in range(a.repeat):
             for name in names[r % len(names):] + names[:r % len(names)]:
-                result = run_bench(a, runs[name], os.path.join(work, f"cache-{r}-{len(name)}"))
+                result = run_bench(a, runs[name], os.path.join(work, f"cache-{r}-{names.index(name)}"))
                 rates[name].append(result["samples_per_s"])
                 if name == "mixture":
                     source_samples = [s["samples"] for s in result.get("sources", [])]
@@ -111,7 +111,8 @@ def main():
             json.dump({"median_samples_per_s": median, "weighted": weighted, "ratio": ratio,
                        "rates": rates, "weight": w, "source_samples": source_samples,
                        "sizes": sizes, "workers": a.workers, "batch": a.batch,
-                       "epochs": a.epochs, "size": a.size}, f, indent=1)
+                       "epochs": a.epochs, "size": a.size, "cache_limit": a.cache_limit}, f,
+                      indent=1)
 
 
 if __name__ == "__main__":

@@ -125,18 +125,8 @@ std::string sources_text(const std::vector<MixtureSource>& sources) {
   return out.dump();
 }
 
-bool read_mixture_file(Options& o) {
-  const std::string& path = o.data;
-  if (!o.sources.empty() || path.size() < 5 || path.compare(path.size() - 5, 5, ".json") != 0)
-    return false;
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
-      static_cast<std::uintmax_t>(st.st_size) > kMaxMixtureFile)
-    return false;
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  const Json j = Json::parse(text.str(), nullptr, false);
+bool parse_mixture_file(std::string_view text, const std::string& path, Options& o) {
+  const Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("sources")) return false;
   const std::string what = "mixture file " + path;
   for (const auto& [key, value] : j.items()) {
@@ -162,7 +152,7 @@ bool read_mixture_file(Options& o) {
       const std::string part = s.data.substr(at, comma - at);
       const bool relative =
           !part.empty() && part[0] != '/' && part.find("://") == std::string::npos;
-      if (!joined.empty() || at > 0) joined += ',';
+      if (at > 0) joined += ',';
       joined += (relative ? folder : "") + part;
       at = comma + 1;
     }
@@ -172,6 +162,20 @@ bool read_mixture_file(Options& o) {
   if (o.epoch_samples == 0) o.epoch_samples = epoch_samples;
   o.data.clear();
   return true;
+}
+
+bool read_mixture_file(Options& o) {
+  const std::string path = o.data;
+  if (!o.sources.empty() || path.size() < 5 || path.compare(path.size() - 5, 5, ".json") != 0)
+    return false;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<std::uintmax_t>(st.st_size) > kMaxMixtureFile)
+    return false;
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_mixture_file(text.str(), path, o);
 }
 
 }  // namespace stoke::detail

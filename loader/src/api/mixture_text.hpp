@@ -33,5 +33,7 @@ std::string sources_text(const std::vector<MixtureSource>& sources);
 // `o` sets its own). False, and `o` untouched, when data is not such a file (a COCO file is
 // not: it has no "sources"). Throws ConfigError naming the file for one it cannot take.
 bool read_mixture_file(Options& o);
+// read_mixture_file()'s reading of the file's `text`, found at `path`.
+bool parse_mixture_file(std::string_view text, const std::string& path, Options& o);
 
 }  // namespace stoke::detail

@@ -197,13 +197,6 @@ const char* staging_mode_name(StagingMode v) {
   return name_of<StagingMode>(v, kStagingMode);
 }
 
-DeviceSet parse_devices(std::string_view spec) {
-  return DeviceSet::parse(spec);
-}
-std::string devices_name(const DeviceSet& d) {
-  return d.to_string();
-}
-
 ImageSize parse_size(std::string_view text) {
   const auto x = text.find('x');
   ImageSize s;

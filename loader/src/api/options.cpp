@@ -6,6 +6,7 @@
 
 #include "stoke/devices.hpp"
 #include "stoke/error.hpp"
+#include "stoke/names.hpp"
 
 namespace stoke {
 namespace {
@@ -89,6 +90,15 @@ RankInfo rank_from_environment() {
   const bool mpi_world = env_int("OMPI_COMM_WORLD_SIZE", world);
   if (mpi_rank || mpi_world) info = {rank, world};
   return info;
+}
+
+// (stoke/names.hpp's words for a device set: with DeviceSet, not with the plain words, whose
+// file needs nothing of the devices.)
+DeviceSet parse_devices(std::string_view spec) {
+  return DeviceSet::parse(spec);
+}
+std::string devices_name(const DeviceSet& d) {
+  return d.to_string();
 }
 
 }  // namespace stoke
