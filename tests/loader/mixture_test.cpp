@@ -358,6 +358,28 @@ TEST(Mixture, RemoteShardsOfAMixtureGoThroughTheShardCache) {
 }
 #endif
 
+// Boxes come through a mixture whose sources all carry them, each sample with its own source's
+// boxes: the same as that source's loader gives the same image through the same crop.
+TEST(Mixture, BoxesFollowTheSamplesOfEverySourceThatHasThem) {
+  MixtureSource coco;
+  coco.data = test::testdata("detection/instances.json");
+  coco.weight = 1;
+  Options o = mixture({coco, coco}, 8, 32);
+  o.height = o.width = 64;
+  o.shuffle = false;
+  Loader loader(o);
+  const Epoch e = take_epoch(loader);
+  ASSERT_EQ(e.sources.size(), 4u);
+  EXPECT_EQ(e.delivered.box_counts.size(), 32u);
+  std::int64_t boxes[2] = {0, 0};
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < e.sources.size(); ++i)
+    for (std::size_t j = 0; j < e.sources[i].size(); ++j, ++k)
+      boxes[e.sources[i][j]] += e.delivered.box_counts[k];
+  EXPECT_GT(boxes[0], 0);
+  EXPECT_GT(boxes[1], 0);
+}
+
 // The text of the ConfigError constructing a loader of `o` throws ("" when none).
 std::string refusal(const Options& o) {
   try {
