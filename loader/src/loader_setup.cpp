@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 #include <future>
+#include <set>
 #include <stdexcept>
 
 #include "api/mixture_text.hpp"
@@ -130,10 +131,14 @@ Loader::Impl::Impl(ResolvedConfig config, std::vector<std::shared_ptr<const Mapp
   const MappedIndex& first = *indexes.front();
   const DatasetIndex& index = first.info();
   // A mixture's remote shards are numbered as its sources' shards in order.
+  // (A shard two sources both read is fetched and kept for the first; the second's samples read
+  // its copy while it is there, else the server's bytes.)
   std::vector<RemoteShard> remote;
+  std::set<std::string> urls;
   for (std::size_t d = 0; d < indexes.size(); ++d) {
     const std::size_t base = mixture ? MixturePrefetchPlan::shard_base(*config_.mixture, d) : 0;
     for (RemoteShard& r : remote_shards_of(*indexes[d])) {
+      if (!urls.insert(r.url).second) continue;
       r.shard += base;
       remote.push_back(std::move(r));
     }
@@ -507,18 +512,26 @@ Loader::Loader(Options options, const LoaderEnvironment& env) {
     indexes.push_back(index(options, options.num_classes));
     config.emplace(resolve(std::move(options), *indexes.front(), std::move(remote)));
   } else {
+    check_mixture_options(options);
+    std::int64_t next_class = 0;  // after the classes of the sources indexed so far
     for (std::size_t s = 0; s < options.sources.size(); ++s) {
       const MixtureSource& source = options.sources[s];
-      // (A dataset-level index's shards hold their labels below num_classes as they are read:
-      // a source's, less its offset; an automatic offset is known only once all are indexed.)
-      const int classes = options.num_classes > 0 && source.label_offset != kAutoLabelOffset
-                              ? std::max(options.num_classes - source.label_offset, 1)
-                              : 0;
+      // A dataset-level index's shards hold their labels below num_classes as they are read:
+      // a source's, less its offset (an automatic one follows the sources before it).
+      const std::int64_t offset =
+          source.label_offset == kAutoLabelOffset ? next_class : source.label_offset;
+      const int classes =
+          options.num_classes > 0
+              ? static_cast<int>(std::max<std::int64_t>(options.num_classes - offset, 1))
+              : 0;
       try {
         indexes.push_back(index(source, classes));
       } catch (const ConfigError& e) {
         throw ConfigError("source " + std::to_string(s) + ": " + e.what());
       }
+      next_class = std::max<std::int64_t>(
+          next_class,
+          offset + static_cast<std::int64_t>(indexes.back()->info().class_names.size()));
     }
     config.emplace(resolve_mixture(std::move(options), indexes, std::move(remote)));
   }

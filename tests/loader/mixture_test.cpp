@@ -39,7 +39,7 @@ MixtureSource folder_source(const char* name, double weight) {
 
 Options mixture(std::vector<MixtureSource> sources, int batch, std::int64_t epoch_samples) {
   Options o = test::fashion_options(0, batch);
-  o.data.clear();
+  static_cast<SourceOptions&>(o) = SourceOptions{};  // (each source has its own)
   o.sources = std::move(sources);
   o.epoch_samples = epoch_samples;
   return o;
@@ -413,6 +413,18 @@ TEST(Mixture, SourcesThatCannotShareALoaderAreAConfigErrorNamingThem) {
   Options both = mixture({idx_source(Split::kTest, 1)}, 8, 0);
   both.data = tools::kDefaultFashionMnistDir;
   EXPECT_NE(refusal(both).find("give data (one dataset) or sources (a mixture), not both"),
+            std::string::npos);
+  // A source option set on the loader, where each source has its own.
+  Options split = mixture({idx_source(Split::kTest, 1), idx_source(Split::kTrain, 1)}, 8, 0);
+  split.split = Split::kTest;
+  EXPECT_NE(refusal(split).find("split is each source's own in a mixture: set it on the sources "
+                                "that need it (sources[i].split), not on the loader"),
+            std::string::npos);
+  // A label offset out of range.
+  MixtureSource negative = idx_source(Split::kTest, 1);
+  negative.label_offset = -2;
+  EXPECT_NE(refusal(mixture({negative, idx_source(Split::kTrain, 1)}, 8, 0))
+                .find("label_offset must be kAutoLabelOffset or 0..16777216, got -2"),
             std::string::npos);
   // Too many sources.
   EXPECT_NE(refusal(mixture(std::vector<MixtureSource>(17, idx_source(Split::kTest, 1)), 8, 0))

@@ -10,6 +10,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "common/fd.hpp"
 #include "common/number_text.hpp"
 #include "common/text.hpp"
 #include "data/cache_folder.hpp"
@@ -24,8 +25,9 @@ namespace stoke::detail {
 
 namespace {
 
-// A loader needs a memfd, two eventfds and a pidfd per worker, all moved above fd 10. Checking
-// up front turns a too-low `ulimit -n` into a message instead of a failure halfway through.
+// A loader needs a memfd, two eventfds and a pidfd per worker, all moved to kFirstRaisedFd
+// (common/fd.hpp) and above. Checking up front turns a too-low `ulimit -n` into a message
+// instead of a failure halfway through.
 void check_descriptor_limit(int workers) {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
@@ -36,12 +38,13 @@ void check_descriptor_limit(int workers) {
     ++open;
   const long needed = 3 + workers + 1;  // +1: the directory listing's own descriptor, above
   const long limit_n = static_cast<long>(limit.rlim_cur);
-  if (limit_n < 16 || open + needed > limit_n) {
+  const long least = kFirstRaisedFd + needed;  // its descriptors are numbered from there
+  if (limit_n < least || open + needed > limit_n) {
     throw ConfigError("the open-file limit (ulimit -n) is " + std::to_string(limit_n) + " and " +
                       std::to_string(open) + " descriptors are open, but a loader with " +
                       std::to_string(workers) + " workers needs " + std::to_string(needed) +
-                      " more (and at least 16 in all); raise the limit (ulimit -n 4096) or "
-                      "use fewer workers");
+                      " more (and at least " + std::to_string(least) +
+                      " in all); raise the limit (ulimit -n 4096) or use fewer workers");
   }
 }
 

@@ -106,6 +106,11 @@ void check_options(const Options& o);
 // the options ask of them (labels for num_classes, boxes, bytes).
 ResolvedConfig resolve(Options o, const MappedIndex& index, RemoteConfig remote);
 
+// The checks of a mixture's options that need no index: at most kMaxDatasets sources, no
+// source option set on the loader itself (each source has its own), label offsets in range.
+// Throws ConfigError naming the problem.
+void check_mixture_options(const Options& o);
+
 // A mixture's (Options::sources, one index per source in order): each source resolved as a
 // loader of it alone would be, with the loader's other options, then combined. Throws
 // ConfigError for sources that cannot share one loader (their pipelines' outputs, their fields:

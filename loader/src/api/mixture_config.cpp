@@ -103,13 +103,41 @@ void resolve_mixture_resume(ResolvedConfig& r, MixtureConfig& m) {
 
 }  // namespace
 
+void check_mixture_options(const Options& o) {
+  if (o.sources.size() > kMaxDatasets)
+    throw ConfigError("a mixture reads at most " + std::to_string(kMaxDatasets) + " sources, got " +
+                      std::to_string(o.sources.size()));
+  // The loader's own source options would be ignored: each source has its own.
+  const SourceOptions defaults;
+  const struct {
+    const char* name;
+    bool set;
+  } own[] = {{"split", o.split != defaults.split},
+             {"label_field", o.label_field != defaults.label_field},
+             {"image_root", o.image_root != defaults.image_root},
+             {"image_column", o.image_column != defaults.image_column},
+             {"label_column", o.label_column != defaults.label_column}};
+  for (const auto& f : own) {
+    if (f.set)
+      throw ConfigError(std::string(f.name) +
+                        " is each source's own in a mixture: set it on the sources that need it "
+                        "(sources[i]." +
+                        f.name + "), not on the loader");
+  }
+  for (std::size_t s = 0; s < o.sources.size(); ++s) {
+    const int offset = o.sources[s].label_offset;
+    if (offset != kAutoLabelOffset && (offset < 0 || offset > kDefaultMaxClasses))
+      throw ConfigError(source_name(o.sources, s) + ": label_offset must be kAutoLabelOffset or " +
+                        "0.." + std::to_string(kDefaultMaxClasses) + ", got " +
+                        std::to_string(offset));
+  }
+}
+
 ResolvedConfig resolve_mixture(Options o,
                                const std::vector<std::shared_ptr<const MappedIndex>>& indexes,
                                RemoteConfig remote) {
+  check_mixture_options(o);
   const std::vector<MixtureSource> sources = o.sources;
-  if (sources.size() > kMaxDatasets)
-    throw ConfigError("a mixture reads at most " + std::to_string(kMaxDatasets) + " sources, got " +
-                      std::to_string(sources.size()));
   if (o.repeats > 1)
     throw ConfigError(
         "repeats (repeated augmentation) with a mixture of sources is not supported "
@@ -124,6 +152,9 @@ ResolvedConfig resolve_mixture(Options o,
     one.resume.reset();
     one.num_classes = 0;  // labels are checked against num_classes below, after their offsets
     one.mixup_alpha = one.cutmix_alpha = 0;
+    // A source smaller than a global batch is no error in a mixture: the mixture's epoch is
+    // checked as a whole (validate_mixture).
+    one.last_batch = LastBatch::kPad;
     try {
       each.push_back(resolve(std::move(one), *indexes[s], remote));
     } catch (const ConfigError& e) {
@@ -156,10 +187,15 @@ ResolvedConfig resolve_mixture(Options o,
   fields_agree(sources, bytes, "bytes");
 
   std::vector<std::vector<std::int64_t>> shard_starts;  // (each[0] is moved from below)
-  for (const ResolvedConfig& one : each) shard_starts.push_back(one.plan.shard_starts);
+  std::string order_folder;  // where shared orders live, if any source's order is an array
+  for (const ResolvedConfig& one : each) {
+    shard_starts.push_back(one.plan.shard_starts);
+    if (order_folder.empty()) order_folder = one.plan.order_folder;
+  }
   ResolvedConfig r = std::move(each[0]);
   o.devices = r.options.devices;  // as resolved
   r.options = std::move(o);
+  r.plan.last_batch = r.options.last_batch;  // (each source was resolved padded)
   r.label_offsets = label_offsets(sources, names);
   r.class_names = class_names(names, r.label_offsets);
   for (std::size_t s = 0; s < sources.size(); ++s) {
@@ -220,7 +256,7 @@ ResolvedConfig resolve_mixture(Options o,
   m.shuffle = r.plan.shuffle;
   m.last_batch = r.plan.last_batch;
   m.permuted_from = r.plan.permuted_from;
-  m.order_folder = r.plan.order_folder;
+  m.order_folder = order_folder;
   validate_mixture(m);
   r.plan.samples = total;
   r.plan.shard_starts.clear();

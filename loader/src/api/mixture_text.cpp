@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "data/shard_list.hpp"
 #include "stoke/error.hpp"
 #include "stoke/names.hpp"
 
@@ -122,7 +123,8 @@ std::string sources_text(const std::vector<MixtureSource>& sources) {
     if (s.label_column != defaults.label_column) j["label_column"] = s.label_column;
     out.push_back(std::move(j));
   }
-  return out.dump();
+  // (A path that is not UTF-8 is shown with replacement characters: the text is for reading.)
+  return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 bool parse_mixture_file(std::string_view text, const std::string& path, Options& o) {
@@ -140,23 +142,23 @@ bool parse_mixture_file(std::string_view text, const std::string& path, Options&
     epoch_samples = whole_of(*e, what, "epoch_samples");
     if (epoch_samples < 0) refuse(what, "epoch_samples must be 0 or more");
   }
-  // A source's relative paths (each of a comma-separated list) are relative to the file's
-  // folder, as a list file's are.
+  // A source's relative paths (each of a comma-separated list, as shard lists split them, and
+  // its image_root) are relative to the file's folder, as a list file's are.
   const std::size_t slash = path.rfind('/');
   const std::string folder = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  const auto under = [&folder](const std::string& p) {
+    const bool relative = !p.empty() && p[0] != '/' && p.find("://") == std::string::npos;
+    return relative ? folder + p : p;
+  };
   for (MixtureSource& s : sources) {
+    const std::vector<std::string> parts = split_top_level(s.data);
     std::string joined;
-    std::size_t at = 0;
-    while (at <= s.data.size()) {
-      const std::size_t comma = std::min(s.data.find(',', at), s.data.size());
-      const std::string part = s.data.substr(at, comma - at);
-      const bool relative =
-          !part.empty() && part[0] != '/' && part.find("://") == std::string::npos;
-      if (at > 0) joined += ',';
-      joined += (relative ? folder : "") + part;
-      at = comma + 1;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      if (i > 0) joined += ',';
+      joined += under(parts[i]);
     }
     s.data = joined;
+    s.image_root = under(s.image_root);
   }
   o.sources = std::move(sources);
   if (o.epoch_samples == 0) o.epoch_samples = epoch_samples;

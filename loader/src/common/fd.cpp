@@ -25,7 +25,10 @@ int raise_fd(int fd, const char* what) {
   if (high < 0) {
     const int err = errno;
     throw Error(std::string("cannot create ") + what + ": " + std::strerror(err) +
-                (err == EMFILE ? " (raise the open-file limit: ulimit -n)" : ""));
+                (err == EMFILE || err == EINVAL
+                     ? " (raise the open-file limit: ulimit -n; descriptors are numbered from " +
+                           std::to_string(kFirstRaisedFd) + ")"
+                     : ""));
   }
   return high;
 }

@@ -67,7 +67,8 @@ ConfigError too_many_bytes(const std::string& where) {
                      std::to_string(kMaxShardListBytes >> 20) + " MiB of shard names in all");
 }
 
-// Splits at commas outside braces.
+}  // namespace
+
 std::vector<std::string> split_top_level(const std::string& s) {
   std::vector<std::string> out;
   int depth = 0;
@@ -85,8 +86,6 @@ std::vector<std::string> split_top_level(const std::string& s) {
   out.push_back(std::move(current));
   return out;
 }
-
-}  // namespace
 
 std::vector<std::string> expand_names(const std::string& spec) {
   std::vector<std::string> out;

@@ -27,6 +27,9 @@ inline constexpr std::size_t kMaxShards = 1000000;
 inline constexpr std::size_t kMaxShardNameBytes = 4096;
 inline constexpr std::size_t kMaxShardListBytes = std::size_t{256} << 20;
 
+// `s`'s comma-separated parts, commas inside braces excepted ("a/{0,1}.tar,b.tar": two).
+std::vector<std::string> split_top_level(const std::string& s);
+
 // The names `spec` stands for: its comma-separated parts (commas inside braces excepted), each
 // through expand_braces. Throws ConfigError as expand_braces does, or for more than kMaxShards
 // names or kMaxShardListBytes of them in all.

@@ -90,6 +90,13 @@ bool any_unresolved(const std::vector<RemoteShard>& remote, std::size_t from, st
   });
 }
 
+// Whether shards [from, to) include one the cache would keep (a copy path, or unresolved).
+bool any_cached(const std::vector<RemoteShard>& remote, std::size_t from, std::size_t to) {
+  return std::any_of(remote.begin(), remote.end(), [&](const RemoteShard& r) {
+    return (!r.copy.empty() || r.unresolved) && r.shard >= from && r.shard < to;
+  });
+}
+
 }  // namespace
 
 ShardCachePlan plan_shard_cache(const std::vector<RemoteShard>& remote, const PlanConfig& plan,
@@ -110,8 +117,9 @@ ShardCachePlan plan_shard_cache(const std::vector<RemoteShard>& remote, const Mi
   for (std::size_t s = 0; s < plan.config().sources.size() && !remote.empty(); ++s) {
     const std::size_t starts = plan.config().sources[s].shard_starts.size();
     const std::size_t shards = starts == 0 ? 0 : starts - 1;
-    per_window +=
-        largest_window(plan.source_plan(s), any_unresolved(remote, base, base + shards), blind);
+    if (any_cached(remote, base, base + shards))  // (local shards take no room)
+      per_window +=
+          largest_window(plan.source_plan(s), any_unresolved(remote, base, base + shards), blind);
     base += shards;
   }
   return decide(remote, per_window, blind, config);

@@ -301,7 +301,8 @@ void ChunkRunner::write_boxes(std::uint32_t slot, std::uint32_t j) {
     boxes[4 * k + 1] = b.y1;
     boxes[4 * k + 2] = b.x2;
     boxes[4 * k + 3] = b.y2;
-    classes[k] = k < n ? source[kept_[k]].label : -1;
+    const std::int32_t label = k < n ? source[kept_[k]].label : -1;
+    classes[k] = label < 0 ? label : label + dataset_->record.label_offset;
   }
   arena_.box_counts(slot)[j] = static_cast<std::int32_t>(n);
 }
