@@ -166,7 +166,8 @@ def _text(keyword, kind, value):
         if not isinstance(value, (list, tuple)) or not all(isinstance(s, dict) for s in value):
             raise _wrong(keyword, "a list of dicts (one per source)", value)
         return json.dumps([{k: os.fspath(v) if isinstance(v, os.PathLike) else v
-                            for k, v in s.items()} for s in value])
+                            for k, v in s.items()} for s in value],
+                          default=lambda v: v.item() if hasattr(v, "item") else str(v))
     if not isinstance(value, str):
         raise _wrong(keyword, "a str", value)
     return value

@@ -316,12 +316,14 @@ TEST(Mixture, RemoteShardsOfAMixtureGoThroughTheShardCache) {
   ASSERT_NO_FATAL_FAILURE(test::pack_jpeg_shards(www, 24));  // 4 shards of 24
   test::Nginx nginx(www, dir.path() / "nginx");
   ASSERT_TRUE(nginx.started());
+  // Local shards first (the remote shards are numbered after them), the remote ones, a folder.
   const auto shards_and_folder = [&](const std::string& shards) {
-    MixtureSource tars;
+    MixtureSource local_tars, tars;
+    local_tars.data = (www / "train-{0..1}.tar").string();
+    local_tars.weight = 1;
     tars.data = shards;
-    tars.weight = 1;
-    tars.label_field = "cls";
-    Options o = mixture({tars, folder_source("fashion-png", 1)}, 16, 192);
+    tars.weight = 2;
+    Options o = mixture({local_tars, tars, folder_source("fashion-png", 2)}, 20, 240);
     o.height = o.width = 32;
     o.shuffle_window = 2;
     o.cache_dir = (dir.path() / "cache").string();
@@ -335,7 +337,7 @@ TEST(Mixture, RemoteShardsOfAMixtureGoThroughTheShardCache) {
   std::set<std::int64_t> shards;
   for (std::size_t i = 0; i < 3; ++i)
     for (std::size_t j = 0; j < expected.ids[i].size(); ++j)
-      if (expected.sources[i][j] == 0) shards.insert(expected.ids[i][j] / 24);
+      if (expected.sources[i][j] == 1) shards.insert((expected.ids[i][j] - 48) / 24);
   EXPECT_EQ(shards.size(), 2u);
   std::uint64_t bytes = 0;
   for (int i = 0; i < 4; ++i)
@@ -359,23 +361,45 @@ TEST(Mixture, RemoteShardsOfAMixtureGoThroughTheShardCache) {
 #endif
 
 // Boxes come through a mixture whose sources all carry them, each sample with its own source's
-// boxes: the same as that source's loader gives the same image through the same crop.
+// boxes; their classes move with the source's label offset (after the first source's classes).
 TEST(Mixture, BoxesFollowTheSamplesOfEverySourceThatHasThem) {
   MixtureSource coco;
   coco.data = test::testdata("detection/instances.json");
   coco.weight = 1;
-  Options o = mixture({coco, coco}, 8, 32);
+  MixtureSource after = coco;
+  after.label_offset = kAutoLabelOffset;
+  Options o = mixture({coco, after}, 8, 32);
   o.height = o.width = 64;
   o.shuffle = false;
   Loader loader(o);
+  Options alone = o;
+  alone.sources.clear();
+  alone.epoch_samples = 0;
+  alone.data = coco.data;
+  const std::vector<std::string> names = Loader(alone).class_names();
+  ASSERT_FALSE(names.empty());
+  std::vector<std::string> twice = names;
+  twice.insert(twice.end(), names.begin(), names.end());
+  EXPECT_EQ(loader.class_names(), twice);
   const Epoch e = take_epoch(loader);
   ASSERT_EQ(e.sources.size(), 4u);
   EXPECT_EQ(e.delivered.box_counts.size(), 32u);
+  const auto classes = static_cast<std::int32_t>(names.size());
+  const std::size_t max_boxes = e.delivered.box_classes.size() / 32;
   std::int64_t boxes[2] = {0, 0};
   std::size_t k = 0;
-  for (std::size_t i = 0; i < e.sources.size(); ++i)
-    for (std::size_t j = 0; j < e.sources[i].size(); ++j, ++k)
-      boxes[e.sources[i][j]] += e.delivered.box_counts[k];
+  for (std::size_t i = 0; i < e.sources.size(); ++i) {
+    for (std::size_t j = 0; j < e.sources[i].size(); ++j, ++k) {
+      const std::int32_t s = e.sources[i][j];
+      const int count = e.delivered.box_counts[k];
+      boxes[s] += count;
+      for (int b = 0; b < count; ++b) {
+        const std::int32_t c = e.delivered.box_classes[k * max_boxes + static_cast<std::size_t>(b)];
+        EXPECT_GE(c, s * classes);
+        EXPECT_LT(c, (s + 1) * classes);
+      }
+    }
+  }
   EXPECT_GT(boxes[0], 0);
   EXPECT_GT(boxes[1], 0);
 }
