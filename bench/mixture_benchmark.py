@@ -32,16 +32,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from local_servers import NginxServer  # noqa: E402
-
-
-def brace_pattern(folder):
-    """train-{000000..000011}.tar for the .tar files of `folder`."""
-    shards = sorted(f for f in os.listdir(folder) if f.endswith(".tar"))
-    if not shards:
-        sys.exit(f"no .tar shards in {folder}")
-    first, last = shards[0][:-4], shards[-1][:-4]
-    digits = len(first) - len(first.rstrip("0123456789"))
-    return f"{first[:-digits]}{{{first[-digits:]}..{last[-digits:]}}}.tar"
+from remote_benchmark import brace_pattern  # noqa: E402
 
 
 def run_bench(a, data, cache_dir):
