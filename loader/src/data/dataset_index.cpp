@@ -309,7 +309,9 @@ DatasetIndex index_path(const std::string& path, const IndexOptions& options) {
 }  // namespace
 
 DatasetIndex build_index(const std::string& path, const IndexOptions& options) {
-  if (path.empty()) throw ConfigError("no dataset given: set the data path");
+  if (path.empty())
+    throw ConfigError(
+        "no dataset given: set the data path (or sources, for a mixture of datasets)");
   try {
     return index_path(path, options);
   } catch (const fs::filesystem_error& e) {
