@@ -2,7 +2,8 @@
 // share to within one sample on every rank, a one-pass single source is the loader of that
 // dataset, worker counts deliver the same bytes, a resume on other ranks and devices delivers
 // each source's rest exactly once, a source past its size wraps into its next epoch's order,
-// labels stay per source or follow the classes before them, and sources that cannot share a
+// labels stay per source or follow the classes before them, remote shards go through the shard
+// cache, repeats put a sample's copies on different devices, and sources that cannot share a
 // loader are refused, naming them.
 #include <gtest/gtest.h>
 
@@ -454,10 +455,6 @@ TEST(Mixture, SourcesThatCannotShareALoaderAreAConfigErrorNamingThem) {
   EXPECT_NE(refusal(mixture(std::vector<MixtureSource>(17, idx_source(Split::kTest, 1)), 8, 0))
                 .find("a mixture reads at most 16 sources, got 17"),
             std::string::npos);
-  // Repeated augmentation.
-  Options repeats = mixture({idx_source(Split::kTest, 1), idx_source(Split::kTrain, 1)}, 8, 0);
-  repeats.repeats = 2;
-  EXPECT_NE(refusal(repeats).find("not supported yet"), std::string::npos);
   // A budget rule that gives two of weight, samples and repeat.
   MixtureSource twice = idx_source(Split::kTest, 1);
   twice.samples = 10;
@@ -470,6 +467,65 @@ TEST(Mixture, SourcesThatCannotShareALoaderAreAConfigErrorNamingThem) {
   resumed.resume = plain.state();
   why = refusal(resumed);
   EXPECT_NE(why.find("cannot resume from"), std::string::npos) << why;
+}
+
+// Repeated augmentation: each sample of a source's stream comes twice in a row, its two copies
+// on two different devices of the batch; the shares hold (in entries), 0 and 2 workers give the
+// same bytes, and a resume on another shape delivers each source's rest of entries once.
+TEST(Mixture, RepeatsPutASamplesCopiesOnDifferentDevices) {
+  const auto shaped = [](int world, int rank, int batch, const char* devices, int workers) {
+    Options o = mixture({idx_source(Split::kTest, 3), idx_source(Split::kTrain, 1)}, batch, 512);
+    o.repeats = 2;
+    o.world = world;
+    o.rank = rank;
+    o.workers = workers;
+    o.devices = DeviceSet::parse(devices);
+    return o;
+  };
+  Loader whole(shaped(1, 0, 64, "cpu:4", 0));
+  const Epoch e = take_epoch(whole);
+  ASSERT_EQ(e.sources.size(), 8u);
+  for (std::size_t i = 0; i < e.sources.size(); ++i) {
+    EXPECT_EQ(counts(e, i, 2), (std::vector<std::int64_t>{48, 16}));
+    std::map<std::int64_t, std::vector<std::size_t>> devices_of;  // id -> the devices with it
+    for (std::size_t j = 0; j < e.ids[i].size(); ++j) devices_of[e.ids[i][j]].push_back(j / 16);
+    std::size_t copies = 0;
+    for (const auto& [id, on] : devices_of) {
+      EXPECT_LE(on.size(), 2u) << "sample " << id;
+      if (on.size() == 2) {
+        EXPECT_NE(on[0], on[1]) << "sample " << id << "'s copies on one device";
+        ++copies;
+      }
+    }
+    EXPECT_GE(copies, 30u) << "batch " << i;  // 32 samples twice, less those cut at its ends
+  }
+  Loader pooled(shaped(1, 0, 64, "cpu:4", 2));
+  EXPECT_TRUE(take_epoch(pooled).delivered == e.delivered);
+
+  PerSource expected, got;
+  add(expected, e);
+  LoaderState saved;
+  {
+    Loader first(shaped(1, 0, 64, "cpu:4", 0));
+    add(got, take_epoch(first, 3));
+    saved = first.state();
+    EXPECT_EQ(saved.repeats, 2);
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    Options o = shaped(2, rank, 16, "cpu:1", 0);
+    o.resume = saved;
+    Loader rest(o);
+    add(got, take_epoch(rest));
+  }
+  for (const auto& [s, ids] : expected) {
+    EXPECT_EQ(std::multiset<std::int64_t>(got[s].begin(), got[s].end()),
+              std::multiset<std::int64_t>(ids.begin(), ids.end()))
+        << "source " << s;
+  }
+  Options other = shaped(1, 0, 64, "cpu:4", 0);
+  other.repeats = 1;
+  other.resume = saved;
+  EXPECT_NE(refusal(other).find("resume with the same repeats"), std::string::npos);
 }
 
 }  // namespace

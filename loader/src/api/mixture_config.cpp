@@ -94,6 +94,10 @@ void resolve_mixture_resume(ResolvedConfig& r, MixtureConfig& m) {
   if (s.epoch < 0 || s.epoch > kMaxEpoch)
     throw refuse("epoch must be in 0.." + std::to_string(kMaxEpoch));
   if (s.global_batch <= 0) throw refuse("global_batch must be positive");
+  if (s.repeats != m.repeats)
+    throw refuse("it was saved with repeats " + std::to_string(s.repeats) + " (now " +
+                 std::to_string(m.repeats) +
+                 "): its counts are of another stream; resume with the same repeats");
   m.resume_epoch = s.epoch;
   m.resume_consumed = s.sources;
   validate_mixture(m);  // each source's consumed count within its budget
@@ -138,10 +142,6 @@ ResolvedConfig resolve_mixture(Options o,
                                RemoteConfig remote) {
   check_mixture_options(o);
   const std::vector<MixtureSource> sources = o.sources;
-  if (o.repeats > 1)
-    throw ConfigError(
-        "repeats (repeated augmentation) with a mixture of sources is not supported "
-        "yet: set repeats 1, or give a source a repeat budget instead");
   std::vector<ResolvedConfig> each;
   std::vector<std::vector<std::string>> names;
   for (std::size_t s = 0; s < sources.size(); ++s) {
@@ -152,6 +152,7 @@ ResolvedConfig resolve_mixture(Options o,
     one.resume.reset();
     one.num_classes = 0;  // labels are checked against num_classes below, after their offsets
     one.mixup_alpha = one.cutmix_alpha = 0;
+    one.repeats = 1;  // (the mixture repeats its sources' streams: MixtureConfig::repeats)
     // A source smaller than a global batch is no error in a mixture: the mixture's epoch is
     // checked as a whole (validate_mixture).
     one.last_batch = LastBatch::kPad;
@@ -196,6 +197,7 @@ ResolvedConfig resolve_mixture(Options o,
   o.devices = r.options.devices;  // as resolved
   r.options = std::move(o);
   r.plan.last_batch = r.options.last_batch;  // (each source was resolved padded)
+  r.plan.repeats = r.options.repeats;        // (and without repeats)
   r.label_offsets = label_offsets(sources, names);
   r.class_names = class_names(names, r.label_offsets);
   for (std::size_t s = 0; s < sources.size(); ++s) {
@@ -255,6 +257,7 @@ ResolvedConfig resolve_mixture(Options o,
   m.seed = r.plan.seed;
   m.shuffle = r.plan.shuffle;
   m.last_batch = r.plan.last_batch;
+  m.repeats = r.options.repeats;
   m.permuted_from = r.plan.permuted_from;
   m.order_folder = order_folder;
   validate_mixture(m);

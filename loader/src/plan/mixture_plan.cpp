@@ -138,6 +138,7 @@ std::uint64_t mixture_source_seed(std::uint64_t seed, std::size_t s) {
 
 void validate_mixture(const MixtureConfig& c) {
   if (c.sources.empty()) throw ConfigError("a mixture needs at least one source");
+  if (c.repeats < 1) throw ConfigError("a mixture's repeats must be 1 or more");
   if (c.batch < 1 || c.devices < 1 || c.batch % c.devices != 0 || c.world < 1 || c.rank < 0 ||
       c.rank >= c.world)
     throw ConfigError("a mixture's batch must be a positive multiple of its devices, on ranks 0.." +
@@ -342,7 +343,8 @@ void MixturePlan::consumed_before(std::int64_t epoch, std::int64_t index,
 
 std::int64_t MixturePlan::stream_sample(std::size_t s, std::int64_t t) {
   const MixSource& m = config_.sources[s];
-  return m.first_id + orders_[s]->sample_at(t / m.samples, t % m.samples);
+  const std::int64_t u = t / config_.repeats;
+  return m.first_id + orders_[s]->sample_at(u / m.samples, u % m.samples);
 }
 
 std::int64_t MixturePlan::batch(std::int64_t epoch, std::int64_t index, std::span<std::int64_t> ids,
@@ -364,9 +366,16 @@ std::int64_t MixturePlan::batch(std::int64_t epoch, std::int64_t index, std::spa
     for (std::int64_t g = 0; g < config_.devices; ++g) {
       const std::int64_t d = std::int64_t{config_.rank} * config_.devices + g;
       for (std::size_t s = 0; s < n; ++s) {
-        const std::int64_t first = w.stream[s] + cum[s] + deal.before(d, s);
+        // Without repeats a device reads a run of the source's entries; with them, every
+        // units-th entry from its place on, so that consecutive entries (a sample's copies) go
+        // to consecutive places: other devices.
+        const bool strided = config_.repeats > 1;
+        const std::int64_t first =
+            w.stream[s] + cum[s] +
+            (strided ? (deal.place(d) - deal.start[s] % units + units) % units : deal.before(d, s));
+        const std::int64_t step = strided ? units : 1;
         for (std::int64_t q = 0; q < deal.count(d, s); ++q, ++slot) {
-          ids[slot] = stream_sample(s, first + q);
+          ids[slot] = stream_sample(s, first + q * step);
           valid[slot] = 1;
           sources[slot] = static_cast<std::int32_t>(s);
         }

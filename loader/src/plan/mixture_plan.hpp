@@ -34,6 +34,8 @@
 //   on D alone: W ranks x 1 device see what 1 rank x W devices see. A device's samples are its
 //   sources' in source order, each source's in stream order, the devices' in rank-major order.
 //
+// Repeats (MixtureConfig::repeats, below) keep all of the above, counted in stream entries.
+//
 // Resume. A state saved at position P of epoch e records each source's samples delivered so far
 // that epoch (consumed_s, summing to P). A loader with the saving loader's G, and consumed_s what
 // the plain epoch has delivered before batch P / G, continues the plain epoch (so an exact resume
@@ -75,6 +77,12 @@ struct MixtureConfig {
   // of that epoch. -1: none.
   std::int64_t resume_epoch = -1;
   std::vector<std::int64_t> resume_consumed;
+  // Repeated augmentation (k > 1): each source's stream holds every sample of its order k times
+  // in a row (stream entry t is sample t / k of its passes), and a full batch's entries of a
+  // source are dealt round its devices one at a time, in the device-major order, so a sample's k
+  // copies go to k different devices (when k is at most the devices in all), as RASampler deals
+  // them. Budgets, counts and resume count entries.
+  int repeats = 1;
   std::int64_t permuted_from = kPermutedOrderFrom;  // the sources' plans', as PlanConfig's
   std::string order_folder = {};
 };
@@ -144,7 +152,8 @@ class MixturePlan {
   // The plan of source s's own epochs (its passes): pass p orders its samples as epoch p does.
   const EpochPlan& source_plan(std::size_t s) const { return *orders_[s]; }
 
-  // The mixture id of source s's stream index t (its pass t / N_s, position t mod N_s).
+  // The mixture id of source s's stream index t: sample u = t / repeats of its passes (its pass
+  // u / N_s, position u mod N_s).
   std::int64_t stream_sample(std::size_t s, std::int64_t t);
 
   // One allocation of budgets y over global batches of G (above): public for the tests.

@@ -66,8 +66,10 @@ void MixturePrefetchPlan::batch_windows(std::int64_t epoch, std::int64_t index, 
     const MixSource& source = c.sources[s];
     if (source.shard_starts.empty() || count[s] == 0) continue;
     const std::size_t base = shard_base(c, s);
-    // Stream index t is position t mod N of the source's pass t / N.
-    for (std::int64_t t = begin[s], end = begin[s] + count[s]; t < end;) {
+    // Stream entries [begin, begin + count) are samples [begin / k, ceil((begin + count) / k))
+    // of the source's passes (k: the repeats); sample t is position t mod N of pass t / N.
+    const std::int64_t k = c.repeats;
+    for (std::int64_t t = begin[s] / k, end = (begin[s] + count[s] + k - 1) / k; t < end;) {
       const std::int64_t pass = t / source.samples, q = t % source.samples;
       const std::int64_t len = std::min(end - t, source.samples - q);
       const std::int64_t key = pass * kMaxSourceKeys + static_cast<std::int64_t>(s);
