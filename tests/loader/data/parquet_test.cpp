@@ -215,6 +215,30 @@ TEST(ParquetRemote, FilesOnHttpAndS3DeliverWhatTheLocalFilesDeliver) {
   EXPECT_EQ(ranged.stats().shard_cache.rfind("off", 0), 0u) << ranged.stats().shard_cache;
 }
 
+// A Parquet file in a mixture reads as the folder it was written from: a mixture of the file and
+// the folder gives the batches of a mixture of the folder twice.
+TEST(ParquetLoader, AParquetSourceOfAMixtureReadsAsItsFolder) {
+  REQUIRE_WRITER("pyarrow");
+  test::TempDir dir;
+  const std::string file =
+      write_parquet(dir, "train.parquet", "pyarrow", "--rows-per-group 16 --page-index");
+  const auto mixed = [](const std::string& first) {
+    Options o = jpeg_options("");
+    static_cast<SourceOptions&>(o) = SourceOptions{};
+    MixtureSource a, b;
+    a.data = first;
+    a.weight = 1;
+    b.data = test::testdata("jpeg");
+    b.weight = 2;
+    o.sources = {a, b};
+    return o;
+  };
+  Loader with_file(mixed(file)), folders(mixed(test::testdata("jpeg")));
+  const test::Delivered got = test::collect(with_file);
+  EXPECT_TRUE(got == test::collect(folders));
+  EXPECT_EQ(got.ids.size(), 192u);  // an epoch of 96 + 96: 64 from the file, 128 from the folder
+}
+
 // Hugging Face's Image struct with null bytes and a path (images `datasets` did not embed): the
 // row's image is that file, relative to the Parquet file's folder (or URL). Every row a file
 // (datasets' own writer), every other row (pyarrow), and the same over HTTP: the folder's
