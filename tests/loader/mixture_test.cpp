@@ -405,16 +405,6 @@ TEST(Mixture, BoxesFollowTheSamplesOfEverySourceThatHasThem) {
   EXPECT_GT(boxes[1], 0);
 }
 
-// The text of the ConfigError constructing a loader of `o` throws ("" when none).
-std::string refusal(const Options& o) {
-  try {
-    Loader loader(o);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(Mixture, SourcesThatCannotShareALoaderAreAConfigErrorNamingThem) {
   // Boxes in one source only.
   MixtureSource coco;
@@ -422,7 +412,7 @@ TEST(Mixture, SourcesThatCannotShareALoaderAreAConfigErrorNamingThem) {
   coco.weight = 1;
   Options boxes = mixture({coco, folder_source("jpeg", 1)}, 8, 0);
   boxes.height = boxes.width = 32;
-  std::string why = refusal(boxes);
+  std::string why = test::config_error(boxes);
   EXPECT_NE(why.find("must all carry boxes or none: source 0 (" + coco.data +
                      ") carries them, "
                      "source 1 (" +
@@ -430,42 +420,45 @@ TEST(Mixture, SourcesThatCannotShareALoaderAreAConfigErrorNamingThem) {
             std::string::npos)
       << why;
   // Outputs of another shape (a pipeline per source is not supported yet).
-  why = refusal(mixture({idx_source(Split::kTest, 1), folder_source("jpeg", 1)}, 8, 0));
+  why = test::config_error(mixture({idx_source(Split::kTest, 1), folder_source("jpeg", 1)}, 8, 0));
   EXPECT_NE(why.find("share one pipeline"), std::string::npos) << why;
   EXPECT_NE(why.find("28x28x1"), std::string::npos) << why;
   EXPECT_NE(why.find("a pipeline per source is not supported yet"), std::string::npos) << why;
   // Data and sources both.
   Options both = mixture({idx_source(Split::kTest, 1)}, 8, 0);
   both.data = tools::kDefaultFashionMnistDir;
-  EXPECT_NE(refusal(both).find("give data (one dataset) or sources (a mixture), not both"),
-            std::string::npos);
+  EXPECT_NE(
+      test::config_error(both).find("give data (one dataset) or sources (a mixture), not both"),
+      std::string::npos);
   // A source option set on the loader, where each source has its own.
   Options split = mixture({idx_source(Split::kTest, 1), idx_source(Split::kTrain, 1)}, 8, 0);
   split.split = Split::kTest;
-  EXPECT_NE(refusal(split).find("split is each source's own in a mixture: set it on the sources "
-                                "that need it (sources[i].split), not on the loader"),
+  EXPECT_NE(test::config_error(split).find(
+                "split is each source's own in a mixture: set it on the sources "
+                "that need it (sources[i].split), not on the loader"),
             std::string::npos);
   // A label offset out of range.
   MixtureSource negative = idx_source(Split::kTest, 1);
   negative.label_offset = -2;
-  EXPECT_NE(refusal(mixture({negative, idx_source(Split::kTrain, 1)}, 8, 0))
+  EXPECT_NE(test::config_error(mixture({negative, idx_source(Split::kTrain, 1)}, 8, 0))
                 .find("label_offset must be kAutoLabelOffset or 0..16777216, got -2"),
             std::string::npos);
   // Too many sources.
-  EXPECT_NE(refusal(mixture(std::vector<MixtureSource>(17, idx_source(Split::kTest, 1)), 8, 0))
-                .find("a mixture reads at most 16 sources, got 17"),
-            std::string::npos);
+  EXPECT_NE(
+      test::config_error(mixture(std::vector<MixtureSource>(17, idx_source(Split::kTest, 1)), 8, 0))
+          .find("a mixture reads at most 16 sources, got 17"),
+      std::string::npos);
   // A budget rule that gives two of weight, samples and repeat.
   MixtureSource twice = idx_source(Split::kTest, 1);
   twice.samples = 10;
-  why = refusal(mixture({twice, idx_source(Split::kTrain, 1)}, 8, 0));
+  why = test::config_error(mixture({twice, idx_source(Split::kTrain, 1)}, 8, 0));
   EXPECT_NE(why.find("source 0"), std::string::npos) << why;
   // A state saved by a loader of one dataset.
   Loader plain(test::fashion_options(0, 8));
   plain.next();
   Options resumed = mixture({idx_source(Split::kTest, 1), idx_source(Split::kTrain, 1)}, 8, 0);
   resumed.resume = plain.state();
-  why = refusal(resumed);
+  why = test::config_error(resumed);
   EXPECT_NE(why.find("cannot resume from"), std::string::npos) << why;
 }
 
@@ -525,7 +518,7 @@ TEST(Mixture, RepeatsPutASamplesCopiesOnDifferentDevices) {
   Options other = shaped(1, 0, 64, "cpu:4", 0);
   other.repeats = 1;
   other.resume = saved;
-  EXPECT_NE(refusal(other).find("resume with the same repeats"), std::string::npos);
+  EXPECT_NE(test::config_error(other).find("resume with the same repeats"), std::string::npos);
 }
 
 }  // namespace

@@ -207,6 +207,16 @@ inline Delivered collect(Loader& loader, std::int64_t max_batches = -1) {
   return d;
 }
 
+// The text of the ConfigError that constructing a loader of `o` throws, or "accepted".
+inline std::string config_error(const Options& o) {
+  try {
+    Loader loader(o);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
 // Children of this process (every thread's), from /proc.
 inline std::set<pid_t> children() {
   const std::vector<pid_t> pids = tools::child_pids();

@@ -13,19 +13,10 @@ namespace {
 
 using test::fashion_options;
 
-std::string construction_error(const Options& o) {
-  try {
-    Loader loader(o);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no ConfigError)";
-}
-
 TEST(Config, RejectsBatchNotMultipleOfDevicesProposingNearestSizes) {
   Options o = fashion_options(0, 250);
   o.devices = DeviceSet::parse("cpu:4");
-  EXPECT_EQ(construction_error(o), "batch 250 is not a multiple of 4 devices; use 248 or 252");
+  EXPECT_EQ(test::config_error(o), "batch 250 is not a multiple of 4 devices; use 248 or 252");
 }
 
 TEST(Config, RejectsUnknownDeviceSpec) {
@@ -44,25 +35,25 @@ TEST(Config, RejectsUnknownDeviceSpec) {
 TEST(Config, NamesAMissingDataPath) {
   Options o = fashion_options(0);
   o.data = "/nonexistent/stoke-data";
-  EXPECT_EQ(construction_error(o),
+  EXPECT_EQ(test::config_error(o),
             "/nonexistent/stoke-data: No such file or directory (the data path must be an image "
             "folder, a list file or a folder of IDX files)");
 }
 
 TEST(Config, RejectsNegativeWorkersAndHalfGivenSize) {
   Options o = fashion_options(-2);  // -1 is kAuto
-  EXPECT_EQ(construction_error(o),
+  EXPECT_EQ(test::config_error(o),
             "workers must be in 0..512 (0 runs in-process) or kAuto, got -2");
   o = fashion_options(0);
   o.height = 32;
-  EXPECT_EQ(construction_error(o),
+  EXPECT_EQ(test::config_error(o),
             "set both height and width (e.g. 224x224), or neither for the default size");
 }
 
 TEST(Config, RejectsDropWhenTheDatasetFillsNoBatch) {
   Options o = fashion_options(0, 20000);
   o.last_batch = LastBatch::kDrop;
-  EXPECT_EQ(construction_error(o),
+  EXPECT_EQ(test::config_error(o),
             "the dataset's 10000 samples fill no global batch of 20000 (batch 20000 x world 1) "
             "with last_batch=drop; use last_batch=pad or a batch of at most 10000");
 }
@@ -112,12 +103,12 @@ TEST(Config, RejectsStatesSavedWithAnotherDatasetOrSeed) {
   EXPECT_THROW(LoaderState::parse("stoke-state/1 seed=1 epoch=x"), ConfigError);
   Options o = fashion_options(0);
   o.resume = LoaderState{o.seed, 0, 300, 3, 60000, 100};
-  EXPECT_EQ(construction_error(o),
+  EXPECT_EQ(test::config_error(o),
             "cannot resume from 'stoke-state/2 seed=7 epoch=0 position=300 next_batch=3 "
             "dataset_size=60000 global_batch=100': it was saved with another dataset size or "
             "seed (now dataset_size=10000 seed=7)");
   o.resume = LoaderState{8, 0, 300, 3, 10000, 100};
-  EXPECT_EQ(construction_error(o),
+  EXPECT_EQ(test::config_error(o),
             "cannot resume from 'stoke-state/2 seed=8 epoch=0 position=300 next_batch=3 "
             "dataset_size=10000 global_batch=100': it was saved with another dataset size or "
             "seed (now dataset_size=10000 seed=7)");
@@ -126,29 +117,29 @@ TEST(Config, RejectsStatesSavedWithAnotherDatasetOrSeed) {
 TEST(Config, RejectsAResumePositionOutsideTheEpoch) {
   Options o = fashion_options(0);
   o.resume = LoaderState{o.seed, 0, 10001, 3, 10000, 100};
-  EXPECT_EQ(construction_error(o),
+  EXPECT_EQ(test::config_error(o),
             "cannot resume from 'stoke-state/2 seed=7 epoch=0 position=10001 next_batch=3 "
             "dataset_size=10000 global_batch=100': position must be in 0..10000 (the dataset's "
             "samples; 10000: the epoch is done)");
   o.resume = LoaderState{o.seed, 0, -1, 3, 10000, 100};
-  EXPECT_NE(construction_error(o).find("position must be in 0..10000"), std::string::npos);
+  EXPECT_NE(test::config_error(o).find("position must be in 0..10000"), std::string::npos);
   // next_batch counts batches of the saving loader's global batch: at most ceil(10000 / 300).
   o.resume = LoaderState{o.seed, 0, 300, 35, 10000, 300};
-  EXPECT_EQ(construction_error(o),
+  EXPECT_EQ(test::config_error(o),
             "cannot resume from 'stoke-state/2 seed=7 epoch=0 position=300 next_batch=35 "
             "dataset_size=10000 global_batch=300': next_batch must be in 0..34");
   o.resume = LoaderState{o.seed, 0, 300, 3, 10000, 0};
-  EXPECT_NE(construction_error(o).find("': global_batch must be positive"), std::string::npos);
+  EXPECT_NE(test::config_error(o).find("': global_batch must be positive"), std::string::npos);
   o.resume = LoaderState{o.seed, -1, 300, 3, 10000, 100};
-  EXPECT_NE(construction_error(o).find("': epoch must be in 0.."), std::string::npos);
+  EXPECT_NE(test::config_error(o).find("': epoch must be in 0.."), std::string::npos);
   LoaderState mixed{o.seed, 0, 300, 3, 10000, 100};
   mixed.sources = {200, 100};
   o.resume = mixed;
-  EXPECT_NE(construction_error(o).find(
+  EXPECT_NE(test::config_error(o).find(
                 "': it was saved by a mixture of 2 sources (its sources= counts); this loader "
                 "reads one dataset"),
             std::string::npos)
-      << construction_error(o);
+      << test::config_error(o);
 }
 
 TEST(Config, ResumesAtTheEndOfAnEpochByEndingItFirst) {
@@ -172,7 +163,7 @@ TEST(Config, RejectsAWorkerPathThatIsNotExecutable) {
       path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   Options o = fashion_options(2);
   o.worker_path = path;
-  EXPECT_EQ(construction_error(o), "worker path " + path +
+  EXPECT_EQ(test::config_error(o), "worker path " + path +
                                        " is not an executable file; point it at the stoke-worker "
                                        "that came with this library");
 }

@@ -195,23 +195,14 @@ TEST(RandomErasing, IsIdenticalForAnyWorkerCount) {
   }
 }
 
-std::string config_error(const Options& o) {
-  try {
-    Loader loader(o);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "accepted";
-}
-
 TEST(RandomErasing, ClearErrors) {
-  EXPECT_EQ(config_error(erasing_options("random_erasing_pixel", DType::kUInt8)),
+  EXPECT_EQ(test::config_error(erasing_options("random_erasing_pixel", DType::kUInt8)),
             "random_erasing with noise draws N(0, 1) values of the normalized image; it needs a "
             "float dtype (float32, float16 or bfloat16), not uint8");
-  EXPECT_EQ(
-      config_error(erasing_options("random_erasing 0.5 0.02 0.33 0.3 3.3 0.5", DType::kUInt8)),
-      "random_erasing on a uint8 output writes levels: its values must be whole numbers in "
-      "[0, 255], got 0.500000 (with a float dtype they are in normalized units)");
+  EXPECT_EQ(test::config_error(
+                erasing_options("random_erasing 0.5 0.02 0.33 0.3 3.3 0.5", DType::kUInt8)),
+            "random_erasing on a uint8 output writes levels: its values must be whole numbers in "
+            "[0, 255], got 0.500000 (with a float dtype they are in normalized units)");
   const auto pipeline_error = [](const char* steps) -> std::string {
     try {
       make_pipeline(kSide, kSide, 3, parse_steps(steps)).validate(0, 0);

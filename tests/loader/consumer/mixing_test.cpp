@@ -482,64 +482,56 @@ TEST(Mixing, ResumesExactly) {
   EXPECT_EQ(std::memcmp(got.mix.data(), want.mix.data(), got.mix.size() * sizeof(MixSample)), 0);
 }
 
-std::string config_error(const Options& o) {
-  try {
-    Loader loader(o);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "accepted";
-}
-
 TEST(Mixing, ClearErrors) {
   Options o = mixed(mixing_options());
   o.num_classes = 0;
   o.label_smoothing = 0;
-  EXPECT_EQ(config_error(o),
+  EXPECT_EQ(test::config_error(o),
             "mixing (mixup_alpha or cutmix_alpha) mixes the labels too: set num_classes to the "
             "dataset's number of classes, and read Batch::soft_labels");
   o = mixed(mixing_options());
   o.dtype = DType::kUInt8;
   o.pipeline = make_pipeline(kSide, kSide, 3, parse_steps("random_resized_crop 32 32"));
-  EXPECT_EQ(config_error(o),
+  EXPECT_EQ(test::config_error(o),
             "mixing works on the normalized output: it needs a float dtype (float32, float16 or "
             "bfloat16), not uint8");
   o = mixed(mixing_options());
   o.num_classes = 20;
-  EXPECT_EQ(config_error(o),
+  EXPECT_EQ(test::config_error(o),
             "num_classes is 20, but sample 92 has label 23; set num_classes to at least 24");
   o = mixed(mixing_options());
   o.mix_mode = MixMode::kPair;
-  EXPECT_EQ(config_error(o),
+  EXPECT_EQ(test::config_error(o),
             "mix_mode pair is timm's: torchvision's MixUp and CutMix draw once per batch; use "
             "mix_rule timm, or mix_mode batch");
   o.mix_rule = MixRule::kTimm;
   o.batch = 6;
-  EXPECT_EQ(config_error(o),
+  EXPECT_EQ(test::config_error(o),
             "mix_rule timm mixes sample i with sample n-1-i of each device's chunk, and timm's "
             "Mixup refuses an odd batch: the chunk (batch 6 / 2 devices = 3) must be even");
   o = mixed(mixing_options());
   o.mixup_alpha = -1;
   EXPECT_EQ(
-      config_error(o),
+      test::config_error(o),
       "mixup_alpha and cutmix_alpha must be in [0, 1e6] (0: off; 0.2 and 1.0 in torchvision's "
       "recipe), got -1 and 1");
   o = mixed(mixing_options());
   o.mix_prob = 1.5;
-  EXPECT_EQ(config_error(o),
+  EXPECT_EQ(test::config_error(o),
             "mix_prob and mix_switch_prob are probabilities in 0..1, got 1.5 and 0.5");
   o = mixed(mixing_options());
   o.label_smoothing = 1;
-  EXPECT_EQ(config_error(o),
+  EXPECT_EQ(test::config_error(o),
             "label_smoothing must be in [0, 1) (0.1 in the common recipes), got 1");
   o = mixing_options();
   o.label_smoothing = 0.1;
-  EXPECT_EQ(config_error(o), "label_smoothing smooths the soft labels: set num_classes as well");
+  EXPECT_EQ(test::config_error(o),
+            "label_smoothing smooths the soft labels: set num_classes as well");
   o = mixed(mixing_options());
   o.data = test::testdata("detection") + "/instances.json";
   o.pipeline.reset();
   o.height = o.width = 32;
-  const std::string boxes = config_error(o);
+  const std::string boxes = test::config_error(o);
   EXPECT_TRUE(boxes.find("MixUp and CutMix would blend the pixels but not the boxes") == 0 ||
               boxes.find("num_classes is 24") == 0)
       << boxes;
