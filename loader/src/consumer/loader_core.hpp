@@ -42,12 +42,10 @@ namespace stoke::detail {
 class SampleNames {
  public:
   // `data`: each dataset's Options::data, in the arena's order.
-  SampleNames(std::vector<std::string> data, const ArenaView& arena) : data_(std::move(data)) {
-    const ArenaHeader& h = arena.header();
-    for (std::uint32_t d = 0; d < h.dataset_count; ++d) {
+  SampleNames(std::vector<std::string> data, const ArenaView& arena)
+      : data_(std::move(data)), arena_(arena) {
+    for (std::uint32_t d = 0; d < arena.header().dataset_count; ++d)
       views_.push_back(arena.dataset(d));
-      firsts_.push_back(h.datasets[d].first_id);
-    }
   }
   std::string operator()(std::int64_t sample) const {
     const auto [d, i] = locate(sample);
@@ -72,9 +70,8 @@ class SampleNames {
  private:
   // The dataset holding `sample`, and its number there.
   std::pair<std::size_t, std::int64_t> locate(std::int64_t sample) const {
-    std::size_t d = 0;
-    while (d + 1 < firsts_.size() && sample >= firsts_[d + 1]) ++d;
-    return {d, sample - firsts_[d]};
+    const std::size_t d = arena_.dataset_of(sample);
+    return {d, sample - arena_.header().datasets[d].first_id};
   }
   std::string name(std::size_t d, std::int64_t sample) const {
     const DatasetView& view = views_[d];
@@ -97,8 +94,8 @@ class SampleNames {
   }
 
   std::vector<std::string> data_;
+  ArenaView arena_;
   std::vector<DatasetView> views_;
-  std::vector<std::int64_t> firsts_;
 };
 
 struct LoaderCore {

@@ -241,6 +241,13 @@ class ArenaView {
         static_cast<std::size_t>(r.raw_height) * r.raw_width * r.raw_channels,
         static_cast<std::size_t>(r.box_total), r.shard_copies != 0, datasets_[d].pixels});
   }
+  // The dataset whose ids hold the loader's sample `sample` (a handful of records: a walk).
+  std::size_t dataset_of(std::int64_t sample) const {
+    const ArenaHeader& h = header();
+    std::size_t d = 0;
+    while (d + 1 < h.dataset_count && sample >= h.datasets[d + 1].first_id) ++d;
+    return d;
+  }
   const Step* steps() const { return reinterpret_cast<const Step*>(base_ + header().steps_offset); }
   WorkerRecord& worker(std::uint32_t i) const {
     return *reinterpret_cast<WorkerRecord*>(base_ + header().workers_offset +

@@ -60,7 +60,7 @@ BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* 
                               const FieldSlots& to) {
   if (current_ != nullptr) current_->store(sample, std::memory_order_relaxed);
   if (poisoned(sample)) return BadInput::kCrashedWorker;
-  dataset_ = &datasets_[dataset_of(sample)];
+  dataset_ = &datasets_[arena_.dataset_of(sample)];
   const std::int64_t row = sample - dataset_->first;
   if (dataset_->tables) {
     const ShardTables::Located at = dataset_->tables->locate(row);
@@ -301,8 +301,7 @@ void ChunkRunner::write_boxes(std::uint32_t slot, std::uint32_t j) {
     boxes[4 * k + 1] = b.y1;
     boxes[4 * k + 2] = b.x2;
     boxes[4 * k + 3] = b.y2;
-    const std::int32_t label = k < n ? source[kept_[k]].label : -1;
-    classes[k] = label < 0 ? label : label + dataset_->record.label_offset;
+    classes[k] = k < n ? dataset_->offset(source[kept_[k]].label) : -1;
   }
   arena_.box_counts(slot)[j] = static_cast<std::int32_t>(n);
 }
@@ -328,14 +327,8 @@ void ChunkRunner::write_ops(std::uint32_t slot, std::uint32_t j) {
   std::fill(row + n, row + width, AppliedOp{});
 }
 
-std::size_t ChunkRunner::dataset_of(std::int64_t sample) const {
-  std::size_t d = 0;  // (a handful of datasets: a walk beats a search)
-  while (d + 1 < datasets_.size() && sample >= datasets_[d + 1].first) ++d;
-  return d;
-}
-
 void ChunkRunner::prefetch_raw(std::int64_t sample) const {
-  const Dataset& d = datasets_[dataset_of(sample)];
+  const Dataset& d = datasets_[arena_.dataset_of(sample)];
   if (!d.view.raw()) return;
   const std::uint8_t* p = d.view.raw_pixels(sample - d.first);
   const std::size_t bytes = d.view.raw_bytes();
@@ -415,7 +408,7 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
       bad[j] = static_cast<std::uint8_t>(reason);
       bool replaced = false;
       const Dataset& own =
-          datasets_[dataset_of(wanted)];  // a substitute is of the sample's own dataset
+          datasets_[arena_.dataset_of(wanted)];  // a substitute is of the sample's own dataset
       const std::int64_t n = own.view.size();
       for (int k = 1; k <= kMaxSubstitutes && !replaced; ++k) {
         sample = own.first + (wanted - own.first + k) % n;
@@ -423,8 +416,7 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
       }
       if (!replaced) return fail();
     }
-    const std::int32_t label = view_->label(row_);
-    labels[j] = label < 0 ? label : label + dataset_->record.label_offset;
+    labels[j] = dataset_->offset(view_->label(row_));
     ids[j] = sample;
     // Through the map `sample` got:
     write_geometry(task.slot, j);

@@ -88,9 +88,12 @@ class ChunkRunner {
     // A dataset-level index's shards, indexed as their samples are first read (kShards only).
     std::optional<ShardTables> tables;
     ParquetRows parquet;  // a Parquet dataset's decoded pages, within its record's budget
+    // A label (or box class) the dataset gives, in the loader's range: moved by its record's
+    // offset; -1 (none) stays.
+    std::int32_t offset(std::int32_t label) const {
+      return label < 0 ? label : label + record.label_offset;
+    }
   };
-  // The dataset holding the loader's sample `sample`: its place in datasets_.
-  std::size_t dataset_of(std::int64_t sample) const;
 
   ArenaView arena_;
   std::unique_ptr<FileReader> own_files_;  // when the constructor was given none
