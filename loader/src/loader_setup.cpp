@@ -513,13 +513,12 @@ Loader::Loader(Options options, const LoaderEnvironment& env) {
     config.emplace(resolve(std::move(options), *indexes.front(), std::move(remote)));
   } else {
     check_mixture_options(options);
-    std::int64_t next_class = 0;  // after the classes of the sources indexed so far
+    LabelOffsets offsets;
     for (std::size_t s = 0; s < options.sources.size(); ++s) {
       const MixtureSource& source = options.sources[s];
       // A dataset-level index's shards hold their labels below num_classes as they are read:
-      // a source's, less its offset (an automatic one follows the sources before it).
-      const std::int64_t offset =
-          source.label_offset == kAutoLabelOffset ? next_class : source.label_offset;
+      // a source's, less its offset (an automatic one follows the sources indexed before it).
+      const std::int64_t offset = offsets.of(source);
       const int classes =
           options.num_classes > 0
               ? static_cast<int>(std::max<std::int64_t>(options.num_classes - offset, 1))
@@ -529,9 +528,7 @@ Loader::Loader(Options options, const LoaderEnvironment& env) {
       } catch (const ConfigError& e) {
         throw ConfigError("source " + std::to_string(s) + ": " + e.what());
       }
-      next_class = std::max<std::int64_t>(
-          next_class,
-          offset + static_cast<std::int64_t>(indexes.back()->info().class_names.size()));
+      offsets.add(offset, indexes.back()->info().class_names.size());
     }
     config.emplace(resolve_mixture(std::move(options), indexes, std::move(remote)));
   }

@@ -282,6 +282,31 @@ TEST(Mixture, LabelsStayPerSourceOrFollowTheClassesBeforeThem) {
   }
 }
 
+// Soft labels count the labels after their offsets: the two folders' classes one after the
+// other need num_classes of both, and one fewer is refused, naming the source and its offset.
+TEST(Mixture, NumClassesCountsTheLabelsAfterTheirOffsets) {
+  Options o = folder_mixture(0);
+  o.sources[1].label_offset = kAutoLabelOffset;
+  o.dtype = DType::kFloat32;
+  Options first = o;
+  first.sources.clear();
+  first.epoch_samples = 0;
+  first.data = test::testdata("jpeg");
+  const auto jpeg_classes = static_cast<int>(Loader(first).class_names().size());
+  o.num_classes = jpeg_classes + 10;  // fashion-png: 10 classes
+  EXPECT_EQ(test::config_error(o), "accepted");
+  o.num_classes = jpeg_classes + 9;
+  const std::string why = test::config_error(o);
+  EXPECT_NE(why.find("source 1 (" + test::testdata("fashion-png") + ") (label_offset " +
+                     std::to_string(jpeg_classes) + "): num_classes is 9"),
+            std::string::npos)
+      << why;
+  o.num_classes = jpeg_classes;
+  EXPECT_NE(test::config_error(o).find("its label_offset " + std::to_string(jpeg_classes) +
+                                       " is not below num_classes " + std::to_string(jpeg_classes)),
+            std::string::npos);
+}
+
 TEST(Mixture, AMixtureFileNamedByDataReadsAsItsSources) {
   test::TempDir dir;
   const std::string file = (dir.path() / "mix.json").string();

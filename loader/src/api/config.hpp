@@ -7,6 +7,7 @@
 // resolve() runs after, when the dataset's size and kind are known. Both throw ConfigError with
 // a message that says what to change; the words are part of the interface (tests match them).
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -105,6 +106,19 @@ void check_options(const Options& o);
 // index was built with it) is kept as it is. Reads the index's per-sample arrays only for what
 // the options ask of them (labels for num_classes, boxes, bytes).
 ResolvedConfig resolve(Options o, const MappedIndex& index, RemoteConfig remote);
+
+// A mixture's label offsets, source by source in order (MixtureSource::label_offset): a source's
+// own, or (kAutoLabelOffset) after the classes of the sources before it.
+struct LabelOffsets {
+  std::int64_t of(const MixtureSource& source) const {
+    return source.label_offset == kAutoLabelOffset ? next : source.label_offset;
+  }
+  // The source at `offset` names `classes` classes.
+  void add(std::int64_t offset, std::size_t classes) {
+    next = std::max(next, offset + static_cast<std::int64_t>(classes));
+  }
+  std::int64_t next = 0;  // after the classes of the sources so far
+};
 
 // The checks of a mixture's options that need no index: at most kMaxDatasets sources, no
 // source option set on the loader itself (each source has its own), label offsets in range.

@@ -35,11 +35,10 @@ void fields_agree(const std::vector<MixtureSource>& sources, const std::vector<b
 std::vector<std::int32_t> label_offsets(const std::vector<MixtureSource>& sources,
                                         const std::vector<std::vector<std::string>>& names) {
   std::vector<std::int32_t> out;
-  std::int64_t next = 0;  // after the classes of the sources so far
+  LabelOffsets offsets;
   for (std::size_t s = 0; s < sources.size(); ++s) {
-    const int given = sources[s].label_offset;
-    const std::int64_t offset = given == kAutoLabelOffset ? next : given;
-    if (given == kAutoLabelOffset && s > 0) {
+    const std::int64_t offset = offsets.of(sources[s]);
+    if (sources[s].label_offset == kAutoLabelOffset && s > 0) {
       for (std::size_t t = 0; t < s; ++t) {
         if (names[t].empty())
           throw ConfigError(source_name(sources, s) +
@@ -51,7 +50,7 @@ std::vector<std::int32_t> label_offsets(const std::vector<MixtureSource>& source
       }
     }
     out.push_back(static_cast<std::int32_t>(offset));
-    next = std::max<std::int64_t>(next, offset + static_cast<std::int64_t>(names[s].size()));
+    offsets.add(offset, names[s].size());
   }
   return out;
 }
@@ -142,16 +141,27 @@ ResolvedConfig resolve_mixture(Options o,
                                RemoteConfig remote) {
   check_mixture_options(o);
   const std::vector<MixtureSource> sources = o.sources;
-  std::vector<ResolvedConfig> each;
   std::vector<std::vector<std::string>> names;
+  for (const auto& index : indexes) names.push_back(index->info().class_names);
+  const std::vector<std::int32_t> offsets = label_offsets(sources, names);
+  std::vector<ResolvedConfig> each;
   for (std::size_t s = 0; s < sources.size(); ++s) {
     Options one = o;
     static_cast<SourceOptions&>(one) = sources[s];
     one.sources.clear();
     one.epoch_samples = 0;
     one.resume.reset();
-    one.num_classes = 0;  // labels are checked against num_classes below, after their offsets
-    one.mixup_alpha = one.cutmix_alpha = 0;
+    // Its labels against num_classes after its offset (soft labels and mixing are checked with
+    // them).
+    std::string offset_note;
+    if (o.num_classes > 0) {
+      one.num_classes = o.num_classes - offsets[s];
+      if (one.num_classes <= 0)
+        throw ConfigError(source_name(sources, s) + ": its label_offset " +
+                          std::to_string(offsets[s]) + " is not below num_classes " +
+                          std::to_string(o.num_classes));
+      offset_note = " (label_offset " + std::to_string(offsets[s]) + ")";
+    }
     one.repeats = 1;  // (the mixture repeats its sources' streams: MixtureConfig::repeats)
     // A source smaller than a global batch is no error in a mixture: the mixture's epoch is
     // checked as a whole (validate_mixture).
@@ -159,9 +169,8 @@ ResolvedConfig resolve_mixture(Options o,
     try {
       each.push_back(resolve(std::move(one), *indexes[s], remote));
     } catch (const ConfigError& e) {
-      throw ConfigError(source_name(sources, s) + ": " + e.what());
+      throw ConfigError(source_name(sources, s) + offset_note + ": " + e.what());
     }
-    names.push_back(indexes[s]->info().class_names);
   }
   // One pipeline, one slot layout for every source.
   for (std::size_t s = 1; s < sources.size(); ++s) {
@@ -198,7 +207,7 @@ ResolvedConfig resolve_mixture(Options o,
   r.options = std::move(o);
   r.plan.last_batch = r.options.last_batch;  // (each source was resolved padded)
   r.plan.repeats = r.options.repeats;        // (and without repeats)
-  r.label_offsets = label_offsets(sources, names);
+  r.label_offsets = offsets;
   r.class_names = class_names(names, r.label_offsets);
   for (std::size_t s = 0; s < sources.size(); ++s) {
     r.source_data.push_back(sources[s].data);
@@ -208,27 +217,6 @@ ResolvedConfig resolve_mixture(Options o,
     r.over_max_boxes += each[s].over_max_boxes;
     r.over_max_bytes += each[s].over_max_bytes;
   }
-  // Labels against num_classes, after their offsets.
-  if (r.options.num_classes > 0) {
-    for (std::size_t s = 0; s < sources.size(); ++s) {
-      Options one = r.options;
-      static_cast<SourceOptions&>(one) = sources[s];
-      one.sources.clear();
-      one.resume.reset();
-      one.num_classes = r.options.num_classes - r.label_offsets[s];
-      if (one.num_classes <= 0)
-        throw ConfigError(source_name(sources, s) + ": its label_offset " +
-                          std::to_string(r.label_offsets[s]) + " is not below num_classes " +
-                          std::to_string(r.options.num_classes));
-      try {
-        resolve(std::move(one), *indexes[s], r.remote);
-      } catch (const ConfigError& e) {
-        throw ConfigError(source_name(sources, s) + " (label_offset " +
-                          std::to_string(r.label_offsets[s]) + "): " + e.what());
-      }
-    }
-  }
-
   // The plan.
   std::vector<BudgetRule> rules;
   std::int64_t total = 0;
