@@ -108,9 +108,8 @@ Batch Loader::Impl::deliver(int slot, Clock::time_point entered) {
   }
   core_->metrics.delivered(entered, time_->now(), options_.batch, s.padded);
   if (config_.mixture) {
-    const std::size_t n = config_.mixture->sources.size();
-    if (source_samples_.empty()) source_samples_.assign(n, 0);
-    if (s.epoch != source_epoch_) source_epoch_samples_.assign(n, 0);
+    if (s.epoch != source_epoch_)
+      std::fill(source_epoch_samples_.begin(), source_epoch_samples_.end(), 0);
     source_epoch_ = s.epoch;
     const std::int32_t* sources = core_->view.sources(u);
     const std::uint8_t* valid = core_->view.valid(u);
@@ -195,12 +194,8 @@ Stats Loader::Impl::stats() const {
   }
   s.shard_cache = shard_cache_;
   s.relayout_cache = relayout_cache_;
-  if (config_.mixture) {
-    const std::size_t n = config_.mixture->sources.size();
-    s.source_samples = source_samples_.empty() ? std::vector<std::int64_t>(n) : source_samples_;
-    s.source_samples_epoch =
-        source_epoch_samples_.empty() ? std::vector<std::int64_t>(n) : source_epoch_samples_;
-  }
+  s.source_samples = source_samples_;
+  s.source_samples_epoch = source_epoch_samples_;
   if (prefetcher_) {
     const ShardCacheStats c = prefetcher_->stats();
     s.cache_bytes_fetched = static_cast<std::int64_t>(c.bytes_fetched);

@@ -111,9 +111,13 @@ class Loader::Impl {
   std::string relayout_cache_ = "off";                   // for Stats::relayout_cache
   std::unique_ptr<detail::ShardPrefetcher> prefetcher_;  // remote shards with a cache
   std::unique_ptr<detail::ShardDiagnosis> diagnosis_;    // a dataset-level index's bad shards
-  // A mixture's samples delivered per source: in source_epoch_'s epoch, and in all (Stats).
-  std::vector<std::int64_t> source_epoch_samples_ GUARDED_BY(core_->mutex);
-  std::vector<std::int64_t> source_samples_ GUARDED_BY(core_->mutex);
+  // A mixture's samples delivered per source (one count per source; none for one dataset): in
+  // source_epoch_'s epoch, and in all (Stats).
+  std::size_t source_count() const { return config_.mixture ? config_.mixture->sources.size() : 0; }
+  std::vector<std::int64_t> source_epoch_samples_ GUARDED_BY(core_->mutex) =
+      std::vector<std::int64_t>(source_count());
+  std::vector<std::int64_t> source_samples_ GUARDED_BY(core_->mutex) =
+      std::vector<std::int64_t>(source_count());
   std::int64_t source_epoch_ GUARDED_BY(core_->mutex) = -1;
 };
 

@@ -63,7 +63,9 @@ MixtureSource source_of(const Json& j, const std::string& where) {
         s.label_offset = kAutoLabelOffset;
       } else {
         const std::int64_t v = whole_of(value, where, "label_offset");
-        if (v < 0 || v > (1 << 24)) refuse(where, "label_offset must be \"auto\" or 0..16777216");
+        if (v < 0 || v > kDefaultMaxClasses)
+          refuse(where,
+                 "label_offset must be \"auto\" or 0.." + std::to_string(kDefaultMaxClasses));
         s.label_offset = static_cast<int>(v);
       }
     } else if (key == "image_root") {

@@ -372,7 +372,7 @@ std::int64_t MixturePlan::batch(std::int64_t epoch, std::int64_t index, std::spa
         const bool strided = config_.repeats > 1;
         const std::int64_t first =
             w.stream[s] + cum[s] +
-            (strided ? (deal.place(d) - deal.start[s] % units + units) % units : deal.before(d, s));
+            (strided ? (deal.place(d) - deal.start[s] + units) % units : deal.before(d, s));
         const std::int64_t step = strided ? units : 1;
         for (std::int64_t q = 0; q < deal.count(d, s); ++q, ++slot) {
           ids[slot] = stream_sample(s, first + q * step);
