@@ -473,6 +473,9 @@ Loader::Loader(Options options, const LoaderEnvironment& env) {
   if (!options.sources.empty() && !options.data.empty())
     throw ConfigError("give data (one dataset) or sources (a mixture), not both: data is " +
                       redact_url(options.data));
+  // (Before a lone source becomes the loader's own dataset below: a loader-level source option
+  // beside it would be overwritten silently.)
+  if (!options.sources.empty()) check_mixture_options(options);
   // One source read once an epoch, its labels as they are: the loader of that one dataset (the
   // same batches, bytes and states).
   if (options.sources.size() == 1) {
@@ -512,7 +515,6 @@ Loader::Loader(Options options, const LoaderEnvironment& env) {
     indexes.push_back(index(options, options.num_classes));
     config.emplace(resolve(std::move(options), *indexes.front(), std::move(remote)));
   } else {
-    check_mixture_options(options);
     LabelOffsets offsets;
     for (std::size_t s = 0; s < options.sources.size(); ++s) {
       const MixtureSource& source = options.sources[s];

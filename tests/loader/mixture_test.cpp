@@ -462,6 +462,11 @@ TEST(Mixture, SourcesThatCannotShareALoaderAreAConfigErrorNamingThem) {
                 "split is each source's own in a mixture: set it on the sources "
                 "that need it (sources[i].split), not on the loader"),
             std::string::npos);
+  // Even beside a lone source (the loader of that one dataset).
+  Options lone = mixture({idx_source(Split::kTrain, 0)}, 8, 0);
+  lone.split = Split::kTest;
+  EXPECT_NE(test::config_error(lone).find("split is each source's own in a mixture"),
+            std::string::npos);
   // A label offset out of range.
   MixtureSource negative = idx_source(Split::kTest, 1);
   negative.label_offset = -2;
