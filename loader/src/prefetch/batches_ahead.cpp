@@ -1,7 +1,6 @@
 #include "prefetch/batches_ahead.hpp"
 
 #include <algorithm>
-#include <set>
 
 namespace stoke::detail {
 
@@ -93,6 +92,7 @@ void BatchesAhead::read(const PrefetchPlan& plan, std::uint64_t generation, std:
     generation_ = generation;  // (a reposition: what was planned may have changed)
     refs_.clear();
     windows_.clear();
+    last_read_.clear();
     first_ = first;
   }
   const bool dropped = first_ < first;
@@ -100,14 +100,19 @@ void BatchesAhead::read(const PrefetchPlan& plan, std::uint64_t generation, std:
   for (std::int64_t seq = first_ + static_cast<std::int64_t>(refs_.size()); seq <= last; ++seq) {
     std::vector<WindowRef>& refs = refs_.emplace_back();
     plan.batch_windows(seq / batches_per_epoch_, seq % batches_per_epoch_, windows_, refs);
+    for (const WindowRef& w : refs) last_read_[w.key] = seq;
   }
   if (!dropped) return;
   // The runs no batch ahead reads any more.
-  std::set<std::int64_t> keys;
-  for (const std::vector<WindowRef>& refs : refs_)
-    for (const WindowRef& w : refs) keys.insert(w.key);
-  for (auto it = windows_.begin(); it != windows_.end();)
-    it = keys.contains(it->first) ? std::next(it) : windows_.erase(it);
+  for (auto it = windows_.begin(); it != windows_.end();) {
+    const auto read = last_read_.find(it->first);
+    if (read != last_read_.end() && read->second >= first_) {
+      ++it;
+      continue;
+    }
+    if (read != last_read_.end()) last_read_.erase(read);
+    it = windows_.erase(it);
+  }
 }
 
 }  // namespace stoke::detail

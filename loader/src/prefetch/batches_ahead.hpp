@@ -104,6 +104,7 @@ class BatchesAhead {
   std::int64_t first_ = 0;                   // the batch refs_[0] is of
   std::deque<std::vector<WindowRef>> refs_;  // the windows each batch reads, by batch
   PrefetchPlan::Windows windows_;            // the runs of the keys they name
+  std::map<std::int64_t, std::int64_t> last_read_;  // by key: the last batch ahead reading it
 };
 
 }  // namespace stoke::detail
