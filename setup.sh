@@ -44,6 +44,23 @@ if ! build/servers/bin/python -c "import botocore" 2>/dev/null; then
   echo "setup.sh: installing botocore into build/servers"
   build/servers/bin/python -m pip install -q --disable-pip-version-check botocore==1.44.5
 fi
+# nvJPEG's header, for decode=gpu's nvJPEG decoder (loaded at run time, never linked): CUDA 13's
+# Debian packages do not ship it; NVIDIA's PyPI wheel nvidia-nvjpeg does. Only the header is
+# kept, under build/nvjpeg.
+if [ ! -f /usr/local/cuda/include/nvjpeg.h ] && [ ! -f build/nvjpeg/include/nvjpeg.h ]; then
+  echo "setup.sh: fetching nvjpeg.h (PyPI nvidia-nvjpeg) into build/nvjpeg"
+  rm -rf build/nvjpeg/wheel && mkdir -p build/nvjpeg/include
+  build/servers/bin/python -m pip download -q --disable-pip-version-check --no-deps \
+    --only-binary=:all: --dest build/nvjpeg/wheel nvidia-nvjpeg==13.3.2.43
+  build/servers/bin/python - <<'PY'
+import glob, zipfile
+wheel = glob.glob("build/nvjpeg/wheel/nvidia_nvjpeg-*.whl")[0]
+with zipfile.ZipFile(wheel) as z:
+    name = next(n for n in z.namelist() if n.endswith("include/nvjpeg.h"))
+    open("build/nvjpeg/include/nvjpeg.h", "wb").write(z.read(name))
+PY
+  rm -rf build/nvjpeg/wheel
+fi
 # Parquet: Apache Arrow's C++ Parquet reader, which libstoke_parquet builds against, ships in the
 # pyarrow wheel (Debian 12 does not package it); the Parquet tests write their files with pyarrow,
 # polars, DuckDB and Hugging Face datasets, and the benchmarks run datasets + PyTorch's DataLoader

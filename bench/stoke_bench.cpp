@@ -101,18 +101,50 @@ std::vector<int> parse_sweep(const std::string& spec) {
 
 // The options stoke-bench takes, in its --help's order: each is --name-with-dashes, with its help,
 // default and range from the table of options (stoke/option_table.hpp).
-constexpr std::string_view kOptionFlags[] = {
-    "data",           "sources",      "epoch_samples", "split",
-    "image_root",     "max_boxes",    "box_field",     "mask_field",
-    "bytes_field",    "max_bytes",    "label_field",   "max_classes",
-    "shuffle_window", "cache_dir",    "cache_limit",   "relayout_cache",
-    "relayout_limit", "batch",        "devices",       "workers",
-    "max_workers",    "stall_target", "seed",          "size",
-    "pipeline",       "augment",      "on_error",      "verify",
-    "prefetch",       "chunk",        "dtype",         "layout",
-    "mixup_alpha",    "cutmix_alpha", "mix_prob",      "mix_switch_prob",
-    "mix_mode",       "mix_rule",     "num_classes",   "label_smoothing",
-    "repeats"};
+constexpr std::string_view kOptionFlags[] = {"data",
+                                             "sources",
+                                             "epoch_samples",
+                                             "split",
+                                             "image_root",
+                                             "max_boxes",
+                                             "box_field",
+                                             "mask_field",
+                                             "bytes_field",
+                                             "max_bytes",
+                                             "label_field",
+                                             "max_classes",
+                                             "shuffle_window",
+                                             "cache_dir",
+                                             "cache_limit",
+                                             "relayout_cache",
+                                             "relayout_limit",
+                                             "batch",
+                                             "devices",
+                                             "workers",
+                                             "max_workers",
+                                             "stall_target",
+                                             "seed",
+                                             "size",
+                                             "pipeline",
+                                             "augment",
+                                             "on_error",
+                                             "verify",
+                                             "prefetch",
+                                             "chunk",
+                                             "dtype",
+                                             "layout",
+                                             "decode",
+                                             "gpu_share",
+                                             "max_compressed_bytes",
+                                             "mixup_alpha",
+                                             "cutmix_alpha",
+                                             "mix_prob",
+                                             "mix_switch_prob",
+                                             "mix_mode",
+                                             "mix_rule",
+                                             "num_classes",
+                                             "label_smoothing",
+                                             "repeats"};
 
 // What the loader is asked for, from the command line. The pipeline has no text form in the
 // table (it needs the size and the channels): --pipeline keeps its text until parse_args().
@@ -473,6 +505,19 @@ int run(const Args& args) {
                   static_cast<long long>(s.relayout_stored));
     else if (s.relayout_cache != stoke::Stats{}.relayout_cache)
       std::printf("  relayout   cache %s\n", s.relayout_cache.c_str());
+    if (o.decode != stoke::Decode::kCpu)
+      std::printf(
+          "  decode     %s: %lld samples on the devices (%.2f s), %lld by the workers (%lld "
+          "hybrid's share, %lld not JPEG, %lld unsupported JPEG, %lld over "
+          "max_compressed_bytes), %lld the devices could not decode\n",
+          stoke::decode_name(o.decode), static_cast<long long>(s.device_decoded), s.device_decode_s,
+          static_cast<long long>(s.worker_decoded_hybrid + s.worker_decoded_not_jpeg +
+                                 s.worker_decoded_unsupported + s.worker_decoded_too_large),
+          static_cast<long long>(s.worker_decoded_hybrid),
+          static_cast<long long>(s.worker_decoded_not_jpeg),
+          static_cast<long long>(s.worker_decoded_unsupported),
+          static_cast<long long>(s.worker_decoded_too_large),
+          static_cast<long long>(s.device_decode_failed));
     std::printf("  devices    %s %s on %s; staging %s", dtype, layout,
                 o.devices.to_string().c_str(), stoke::staging_mode_name(s.staging));
     if (s.dma_copies > 0)
@@ -530,6 +575,14 @@ int run(const Args& args) {
                         {"evictions", s.cache_evictions}, {"fetch_wait_s", s.cache_fetch_wait_s}};
     j["relayout_cache"] = {
         {"state", s.relayout_cache}, {"hits", s.relayout_hits}, {"stored", s.relayout_stored}};
+    j["decode"] = {{"mode", stoke::decode_name(o.decode)},
+                   {"device_decoded", s.device_decoded},
+                   {"device_decode_s", s.device_decode_s},
+                   {"device_decode_failed", s.device_decode_failed},
+                   {"worker_decoded_hybrid", s.worker_decoded_hybrid},
+                   {"worker_decoded_not_jpeg", s.worker_decoded_not_jpeg},
+                   {"worker_decoded_unsupported", s.worker_decoded_unsupported},
+                   {"worker_decoded_too_large", s.worker_decoded_too_large}};
     if (!s.source_samples.empty()) {
       nlohmann::json sources = nlohmann::json::array();
       for (std::size_t k = 0; k < s.source_samples.size(); ++k)

@@ -24,6 +24,7 @@ set(STOKE_EXACT_FLOAT_SOURCES
   loader/src/consumer/batch_mixer.cpp
   kernels/src/erase.cpp
   kernels/src/mix.cpp
+  kernels/src/resize.cpp
   tests/kernels/mix_test.cpp)
 
 set(stoke_exact_float_paths "")

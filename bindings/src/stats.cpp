@@ -38,6 +38,13 @@ nb::dict stats_dict(const Stats& s) {
   d["relayout_hits"] = s.relayout_hits;
   d["relayout_stored"] = s.relayout_stored;
   d["decode_s"] = s.decode_s;
+  d["device_decoded"] = s.device_decoded;
+  d["device_decode_s"] = s.device_decode_s;
+  d["device_decode_failed"] = s.device_decode_failed;
+  d["worker_decoded_hybrid"] = s.worker_decoded_hybrid;
+  d["worker_decoded_not_jpeg"] = s.worker_decoded_not_jpeg;
+  d["worker_decoded_unsupported"] = s.worker_decoded_unsupported;
+  d["worker_decoded_too_large"] = s.worker_decoded_too_large;
   d["augment_s"] = s.augment_s;
   d["compute_s"] = s.compute_s;
   d["window_batches"] = s.window_batches;

@@ -1,9 +1,11 @@
 // The consumer's side of the loader: next(), set_epoch(), state(), stats().
 
 #include <algorithm>
+#include <iterator>
 
 #include "data/shard_tables.hpp"
 #include "loader_impl.hpp"
+#include "stoke/names.hpp"
 
 namespace stoke {
 
@@ -120,6 +122,24 @@ Batch Loader::Impl::deliver(int slot, Clock::time_point entered) {
       source_epoch_samples_[from] += 1;
     }
   }
+  if (options_.decode != Decode::kCpu) {
+    const JpegJob* jobs = core_->view.jpeg_jobs(u);
+    for (int j = 0; j < options_.batch; ++j) {
+      if (jobs[j].by == JpegJob::kDevice)
+        ++device_decoded_;
+      else if (jobs[j].why < std::size(worker_decoded_))
+        ++worker_decoded_[jobs[j].why];
+    }
+    // Found by the devices' decoders as they ran (on a GPU, possibly batches later).
+    const std::int64_t failed = core_->staging->stats().device_decode_failed;
+    if (failed > decode_failures_logged_) {
+      log_.post(std::to_string(failed - decode_failures_logged_) +
+                " sample(s) the devices could not decode (damage past the header, which is "
+                "all a worker reads under decode=" +
+                decode_name(options_.decode) + "): their pixels are 0");
+      decode_failures_logged_ = failed;
+    }
+  }
   return Batch(std::make_shared<BatchLease>(core_, slot, s.epoch, s.index, s.padded));
 }
 
@@ -191,7 +211,14 @@ Stats Loader::Impl::stats() const {
     s.host_copy_bytes = t.host_copy_bytes;
     s.pinned_bytes = t.pinned_bytes;
     s.device_bytes = t.device_bytes;
+    s.device_decode_failed = t.device_decode_failed;
+    s.device_decode_s = static_cast<double>(t.device_decode_ns) * 1e-9;
   }
+  s.device_decoded = device_decoded_;
+  s.worker_decoded_hybrid = worker_decoded_[JpegJob::kHybrid];
+  s.worker_decoded_not_jpeg = worker_decoded_[JpegJob::kNotJpeg];
+  s.worker_decoded_unsupported = worker_decoded_[JpegJob::kUnsupported];
+  s.worker_decoded_too_large = worker_decoded_[JpegJob::kTooLarge];
   s.shard_cache = shard_cache_;
   s.relayout_cache = relayout_cache_;
   s.source_samples = source_samples_;

@@ -119,6 +119,11 @@ class Loader::Impl {
   std::vector<std::int64_t> source_samples_ GUARDED_BY(core_->mutex) =
       std::vector<std::int64_t>(source_count());
   std::int64_t source_epoch_ GUARDED_BY(core_->mutex) = -1;
+  // decode=gpu/hybrid: the delivered samples the devices decoded, and those the workers did,
+  // by JpegJob::Why (Stats).
+  std::int64_t device_decoded_ GUARDED_BY(core_->mutex) = 0;
+  std::int64_t worker_decoded_[5] GUARDED_BY(core_->mutex) = {};
+  std::int64_t decode_failures_logged_ GUARDED_BY(core_->mutex) = 0;
 };
 
 }  // namespace stoke

@@ -22,6 +22,7 @@
 #include "data/shard_list.hpp"
 #include "data/shard_tables.hpp"
 #include "decode/relayout_cache.hpp"
+#include "device/nvjpeg_decoder.hpp"
 #include "loader_environment.hpp"
 #include "loader_impl.hpp"
 #include "prefetch/shard_cache_plan.hpp"
@@ -214,6 +215,7 @@ void Loader::Impl::lay_out_arena(const std::vector<std::shared_ptr<const MappedI
   in.erase_boxes = erasing && !erase_pixels;  // a float output is erased by its normalize
   in.mixing = mixing_on(options_);            // resolve(): a float output
   in.soft_classes = static_cast<std::uint32_t>(options_.num_classes);
+  in.compressed_bytes = options_.decode == Decode::kCpu ? 0 : options_.max_compressed_bytes;
   in.mask_bytes = masks ? static_cast<std::uint32_t>(options_.mask_depth / 8) : 0;
   in.worker_capacity = static_cast<std::uint32_t>(config_.capacity);
   in.poison_capacity = kPoisonCapacity;
@@ -224,6 +226,8 @@ void Loader::Impl::lay_out_arena(const std::vector<std::shared_ptr<const MappedI
   h.on_error_skip = options_.on_error == OnError::kSkip ? 1 : 0;
   h.verify_region = options_.verify == Verify::kRegion ? 1 : 0;
   h.max_pixels = options_.max_pixels;
+  h.decode = static_cast<std::uint32_t>(options_.decode);
+  h.gpu_share = static_cast<float>(options_.gpu_share);
   h.dataset_count = static_cast<std::uint32_t>(indexes.size());  // resolve(): <= kMaxDatasets
   std::int64_t first_id = 0;
   for (std::size_t d = 0; d < indexes.size(); ++d) {
@@ -281,7 +285,8 @@ std::function<std::unique_ptr<Staging>(LoaderCore&)> Loader::Impl::staging_maker
     const LoaderEnvironment& env) const {
   const DeviceSet& set = options_.devices;
   const bool gpu = set.kind == DeviceSet::Kind::kCuda;
-  if (!gpu && options_.dtype == DType::kUInt8) return {};  // consumers read the arena itself
+  // Consumers read the arena itself, unless the devices have JPEGs to decode there.
+  if (!gpu && options_.dtype == DType::kUInt8 && options_.decode == Decode::kCpu) return {};
   return [this, &env, &set, gpu](LoaderCore& core) {
     const ArenaHeader& h = core.view.header();
     StagingConfig c;
@@ -304,6 +309,8 @@ std::function<std::unique_ptr<Staging>(LoaderCore&)> Loader::Impl::staging_maker
         throw ConfigError(std::string("dtype ") + kernels::dtype_name(c.dtype) + ": " + e.what());
       }
     }
+    // nvJPEG must load before any batch needs it (the tests' fake GPUs decode on the host).
+    if (gpu && !env.gpu_backend && options_.decode != Decode::kCpu) require_nvjpeg();
     std::unique_ptr<DeviceBackend> backend = !gpu              ? make_host_backend(set.count)
                                              : env.gpu_backend ? env.gpu_backend(set)
                                                                : make_cuda_backend(set);
@@ -311,6 +318,10 @@ std::function<std::unique_ptr<Staging>(LoaderCore&)> Loader::Impl::staging_maker
     c.valid_offset = h.valid_offset;
     c.erase_offset = h.erase_boxes != 0 ? h.erase_offset : 0;
     c.mix_offset = h.mixing != 0 ? h.mix_offset : 0;
+    c.jpeg_jobs_offset = h.jpeg_jobs_offset;
+    c.compressed_offset = h.compressed_offset;
+    c.compressed_bytes = h.compressed_bytes;
+    c.verify = options_.verify;
     LoaderCore* signalled = &core;
     auto staging = std::make_unique<Staging>(std::move(backend), c,
                                              [signalled](int) { signalled->signal_change(); });

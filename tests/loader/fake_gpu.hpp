@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "device/device_backend.hpp"
+#include "device/host_jpeg_decode.hpp"
 #include "loader_environment.hpp"
 #include "stoke/loader.hpp"
 
@@ -72,6 +73,7 @@ struct FakeGpuLog {
   std::vector<std::pair<std::int64_t, std::chrono::steady_clock::time_point>> copies_executed;
   int erases = 0;  // erase calls enqueued
   int mixes = 0;   // mix calls enqueued
+  int jpeg_decodes = 0;  // decode_jpegs calls enqueued
   // The fake device's memory (alloc'd, not yet freed), and the kernels handed arrays or chunks
   // outside it (host memory a real GPU could not read).
   std::map<std::uintptr_t, std::size_t> device_allocs;
@@ -98,7 +100,10 @@ class FakeGpu final : public detail::DeviceBackend {
  public:
   FakeGpu(const DeviceSet& set, std::shared_ptr<FakeGpuLog> log)
       : log_(std::move(log)), ids_(set.ids) {
-    for (int d = 0; d < set.count; ++d) queues_.push_back(std::make_unique<Queue>());
+    for (int d = 0; d < set.count; ++d) {
+      queues_.push_back(std::make_unique<Queue>());
+      decoders_.push_back(std::make_unique<detail::HostJpegDecode>());
+    }
     std::lock_guard lock(log_->mutex);
     log_->backends_created += 1;
   }
@@ -225,6 +230,28 @@ class FakeGpu final : public detail::DeviceBackend {
     }
     queue(dev).push([=] { kernels::mix_cpu(p, d_src, d_dst); });
   }
+  // The reference decode (host_jpeg_decode.hpp), in queue order, into the fake device's chunk;
+  // the jobs and bytes are read from the arena as nvJPEG reads them (host memory), checked
+  // unchanged between enqueue and execution like a copy's source.
+  void decode_jpegs(int dev, const detail::JpegChunk& chunk, std::uint8_t* d_out) override {
+    touch(dev);
+    const std::size_t job_bytes = sizeof(detail::JpegJob) * std::size_t(chunk.samples);
+    const std::size_t byte_count = chunk.stride * std::size_t(chunk.samples);
+    const std::uint64_t before = fnv1a(chunk.jobs, job_bytes) ^ fnv1a(chunk.compressed, byte_count);
+    {
+      std::lock_guard lock(log_->mutex);
+      log_->jpeg_decodes += 1;
+    }
+    detail::HostJpegDecode* decode = decoders_[static_cast<std::size_t>(dev)].get();
+    auto log = log_;
+    queue(dev).push([=] {
+      const bool changed =
+          (fnv1a(chunk.jobs, job_bytes) ^ fnv1a(chunk.compressed, byte_count)) != before;
+      decode->run(chunk, d_out);
+      std::lock_guard lock(log->mutex);
+      if (changed) log->sources_changed_before_dma += 1;
+    });
+  }
   void record(int dev, detail::Event e) override {
     touch(dev);
     auto* ev = static_cast<FakeEvent*>(e);
@@ -349,6 +376,8 @@ class FakeGpu final : public detail::DeviceBackend {
 
   std::shared_ptr<FakeGpuLog> log_;
   std::vector<int> ids_;  // CUDA ordinals
+  std::vector<std::unique_ptr<detail::HostJpegDecode>>
+      decoders_;  // per device (its queue's thread)
   std::vector<std::unique_ptr<Queue>> queues_;
 };
 

@@ -146,6 +146,15 @@ TEST(ElasticResume, AFolderContinuesOnOtherRanksDevicesAndBatches) {
   expect_elastic_resume_with_drop(small_images(test::testdata("jpeg")), "folder");
 }
 
+// decode=hybrid splits by global position and the devices decode what the workers drew: a
+// resume onto other ranks, devices and batches delivers the uninterrupted run's pixels.
+TEST(ElasticResume, HybridDecodeContinuesWithTheSamePixels) {
+  Options o = small_images(test::testdata("jpeg"));
+  o.decode = Decode::kHybrid;
+  o.gpu_share = 0.5;
+  expect_elastic_resume(o, "folder, decode=hybrid");
+}
+
 // Photometric steps and a policy draw from the sample's global position too: a resume onto
 // other ranks, devices and batches delivers the pixels of the uninterrupted run.
 TEST(ElasticResume, PhotometricStepsAndPoliciesContinueWithTheSamePixels) {

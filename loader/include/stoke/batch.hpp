@@ -35,7 +35,9 @@ struct DeviceChunk {
   int device = 0;
   int first = 0;
   int samples = 0;
-  // Host copies, always available: the uint8 NHWC pixels as the pipeline produced them.
+  // Host copies, always available: the uint8 NHWC pixels as the pipeline produced them (under
+  // decode=gpu/hybrid on GPUs, only the samples the workers decoded: the devices hold the
+  // others' pixels, in `data`).
   std::span<const std::uint8_t> pixels;  // samples x height x width x channels
   std::span<const std::int32_t> labels;
   std::span<const std::uint8_t> valid;

@@ -14,6 +14,7 @@
 //   Verify     whole-file, region
 //   Split      train, test
 //   Relayout   off, progressive, all
+//   Decode     cpu, gpu, hybrid
 //   MixMode    batch, pair, elem
 //   MixRule    torchvision, timm
 //   devices    cpu:G, cuda:0,1, auto  (DeviceSet::parse)
@@ -48,6 +49,9 @@ Verify parse_verify(std::string_view word);
 const char* verify_name(Verify value);
 Relayout parse_relayout(std::string_view word);
 const char* relayout_name(Relayout value);
+
+Decode parse_decode(std::string_view word);
+const char* decode_name(Decode value);
 
 MixMode parse_mix_mode(std::string_view word);
 const char* mix_mode_name(MixMode value);

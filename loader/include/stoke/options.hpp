@@ -28,6 +28,15 @@ enum class Verify { kWholeFile, kRegion };
 enum class Split { kTrain, kTest };
 // Which JPEGs of a local image folder the relayout cache copies (RemoteOptions::relayout_cache).
 enum class Relayout { kOff, kProgressive, kAll };
+// Where images are decoded (docs/USAGE.md, "Decoding on the GPU"):
+//   kCpu:    the workers decode and augment every sample into its slot.
+//   kGpu:    the workers read each JPEG's header, draw its crop and flips exactly as kCpu does,
+//            and write its compressed bytes and that geometry into the slot; the stager decodes
+//            the batch on each device (nvJPEG; host devices: the same region decoded by
+//            libjpeg-turbo) and resizes it there. What the device cannot take (other formats,
+//            CMYK, files over max_compressed_bytes) the workers decode as kCpu does.
+//   kHybrid: a seeded share (gpu_share) of the samples as kGpu, the rest as kCpu.
+enum class Decode { kCpu, kGpu, kHybrid };
 // Built-in pipelines, used when Options::pipeline is unset.
 //   kTraining:   photographs: random-resized-crop + horizontal flip;
 //                small images (IDX): pad-(side/7) random crop + horizontal flip.
@@ -256,6 +265,15 @@ struct OutputOptions {
   Layout layout = Layout::kNCHW;  // float dtypes only
   std::vector<float> mean;
   std::vector<float> stddev;
+  // Where JPEGs are decoded (Decode above). kGpu and kHybrid take pipelines of geometric steps
+  // (resizes, crops, flips) and random_erasing on a float output; other steps are refused.
+  Decode decode = Decode::kCpu;
+  // kHybrid: the share of samples decoded on the devices, each chosen from (seed, epoch,
+  // position) alone.
+  double gpu_share = 0.5;
+  // kGpu, kHybrid: the compressed bytes a slot holds per sample; a larger file is decoded by
+  // the workers (and counted: Stats::worker_decoded_too_large).
+  std::size_t max_compressed_bytes = std::size_t{1} << 20;
 };
 
 // MixUp and CutMix (docs/USAGE.md, "MixUp and CutMix"): after normalize and random erasing,

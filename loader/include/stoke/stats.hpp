@@ -97,6 +97,19 @@ struct Stats {
   std::int64_t pinned_bytes = 0;     // arena bytes page-locked
   std::int64_t device_bytes = 0;     // batch buffers allocated on the devices
 
+  // Decoding (Options::decode), over the delivered batches (padding included): samples the
+  // devices decoded; under decode=gpu/hybrid the samples the workers decoded instead, by
+  // reason. Over the batches staged: samples the devices could not decode (damage past the
+  // header, which is all a worker reads of them: their pixels are 0), and the devices' decode
+  // and resize time (host devices: the stager thread's).
+  std::int64_t device_decoded = 0;
+  std::int64_t worker_decoded_hybrid = 0;       // decode=hybrid's share for the workers
+  std::int64_t worker_decoded_not_jpeg = 0;     // PNG and other formats, raw pixels
+  std::int64_t worker_decoded_unsupported = 0;  // CMYK/YCCK, 12-bit, arithmetic-coded JPEGs
+  std::int64_t worker_decoded_too_large = 0;    // files over max_compressed_bytes
+  std::int64_t device_decode_failed = 0;
+  double device_decode_s = 0;
+
   // Where the producers' time went, summed over workers (seconds of their threads): reading
   // files, decoding them, and augmenting (everything else, writing the slot included). With
   // wait_s, the consumer's time spent waiting, these say which stage to speed up.

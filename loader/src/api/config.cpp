@@ -10,6 +10,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "augment/steps/step_def.hpp"
 #include "common/fd.hpp"
 #include "common/number_text.hpp"
 #include "common/text.hpp"
@@ -185,6 +186,27 @@ void resolve_erasing(const ResolvedConfig& r) {
   }
 }
 
+// decode=gpu/hybrid: the devices decode, resize and flip; a step that needs the pixels in the
+// worker (colour ops, policies, affine) has no device version, and a uint8 output's erasing is
+// the worker's (a float output's is the normalize's, on the device).
+void resolve_decode(const ResolvedConfig& r) {
+  const Options& o = r.options;
+  if (o.decode == Decode::kCpu) return;
+  const std::string mode = std::string("decode=") + decode_name(o.decode);
+  for (const Step& s : r.pipeline.steps()) {
+    if (works_in_place(s.kind))
+      throw ConfigError(mode + ": the pipeline's step " + std::string(step_def(s.kind).name) +
+                        " works on the decoded pixels, which the devices hold; the devices "
+                        "resize, crop and flip only (docs/USAGE.md, Decoding on the GPU): use "
+                        "decode=cpu for this pipeline");
+    if (s.kind == StepKind::kRandomErasing && o.dtype == DType::kUInt8)
+      throw ConfigError(mode +
+                        ": random_erasing on a uint8 output writes the worker's pixels; "
+                        "use a float dtype (the devices then erase after the normalize) or "
+                        "decode=cpu");
+  }
+}
+
 // The ranges of the mixing, soft-label and repeat options, and the combinations that mean
 // nothing.
 void check_mixing_ranges(const Options& o) {
@@ -316,6 +338,15 @@ void check_options(const Options& o) {
     throw ConfigError(
         "prefetch=auto needs worker processes (workers >= 1 or auto); the "
         "in-process pipeline fills one batch at a time");
+  if (!(o.gpu_share >= 0 && o.gpu_share <= 1))
+    throw ConfigError(
+        "gpu_share must be a fraction in 0..1 (the share of samples decode=hybrid "
+        "decodes on the devices), got " +
+        decimal_text(o.gpu_share));
+  if (o.max_compressed_bytes < kMinCompressedBytes || o.max_compressed_bytes > kMaxCompressedBytes)
+    throw ConfigError("max_compressed_bytes must be " + std::to_string(kMinCompressedBytes) + ".." +
+                      std::to_string(kMaxCompressedBytes) + " (4KiB..256MiB), got " +
+                      std::to_string(o.max_compressed_bytes));
   check_mixing_ranges(o);
   check_descriptor_limit(o.workers == kAuto ? 1 : o.workers);
 }
@@ -559,6 +590,7 @@ ResolvedConfig resolve(Options o, const MappedIndex& mapped, RemoteConfig remote
   resolve_bytes(r, index, view);
   resolve_normalization(r);
   resolve_erasing(r);
+  resolve_decode(r);
   resolve_mixing(r, index, view);
   resolve_resume(r);
   return r;

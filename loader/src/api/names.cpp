@@ -66,6 +66,8 @@ constexpr Word<MixRule> kMixRule[] = {{"torchvision", MixRule::kTorchvision},
                                       {"timm", MixRule::kTimm}};
 constexpr Word<Relayout> kRelayout[] = {
     {"off", Relayout::kOff}, {"progressive", Relayout::kProgressive}, {"all", Relayout::kAll}};
+constexpr Word<Decode> kDecode[] = {
+    {"cpu", Decode::kCpu}, {"gpu", Decode::kGpu}, {"hybrid", Decode::kHybrid}};
 constexpr Word<Split> kSplit[] = {{"train", Split::kTrain}, {"test", Split::kTest}};
 constexpr Word<TuneTarget> kTuneTarget[] = {{"workers", TuneTarget::kWorkers},
                                             {"prefetch", TuneTarget::kPrefetch}};
@@ -105,6 +107,7 @@ std::vector<std::string> canonical_words() {
   if constexpr (std::is_same_v<T, MixRule>) words = kMixRule;
   if constexpr (std::is_same_v<T, Split>) words = kSplit;
   if constexpr (std::is_same_v<T, Relayout>) words = kRelayout;
+  if constexpr (std::is_same_v<T, Decode>) words = kDecode;
   std::vector<std::string> out;
   for (const Word<T>& w : words)
     if (!w.alias) out.emplace_back(w.word);
@@ -120,6 +123,7 @@ template std::vector<std::string> canonical_words<MixMode>();
 template std::vector<std::string> canonical_words<MixRule>();
 template std::vector<std::string> canonical_words<Split>();
 template std::vector<std::string> canonical_words<Relayout>();
+template std::vector<std::string> canonical_words<Decode>();
 
 Augment parse_augment(std::string_view w) {
   return parse_word<Augment>("augment", w, kAugment);
@@ -161,6 +165,13 @@ Relayout parse_relayout(std::string_view w) {
 }
 const char* relayout_name(Relayout v) {
   return name_of<Relayout>(v, kRelayout);
+}
+
+Decode parse_decode(std::string_view w) {
+  return parse_word<Decode>("decode", w, kDecode);
+}
+const char* decode_name(Decode v) {
+  return name_of<Decode>(v, kDecode);
 }
 
 MixMode parse_mix_mode(std::string_view w) {

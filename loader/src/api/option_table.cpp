@@ -75,7 +75,8 @@ constexpr std::tuple kWordFunctions{WordFunctions<Augment>{&augment_name, &parse
                                     WordFunctions<MixMode>{&mix_mode_name, &parse_mix_mode},
                                     WordFunctions<MixRule>{&mix_rule_name, &parse_mix_rule},
                                     WordFunctions<Split>{&split_name, &parse_split},
-                                    WordFunctions<Relayout>{&relayout_name, &parse_relayout}};
+                                    WordFunctions<Relayout>{&relayout_name, &parse_relayout},
+                                    WordFunctions<Decode>{&decode_name, &parse_decode}};
 
 // How a field of type T reads and writes as kind K: `get` and `set`, or no Text at all for a
 // combination that makes no sense (which then fails to compile in the table below).
@@ -447,6 +448,18 @@ const std::vector<OptionInfo>& rows() {
       python_name(STOKE_OPTION(OutputOptions, stddev, kReals,
                                "normalization standard deviations, given as mean is"),
                   "std"),
+      STOKE_OPTION(OutputOptions, decode, kWord,
+                   "where JPEGs are decoded: cpu (the workers), gpu (the workers draw each crop "
+                   "and hand over the compressed bytes; the devices decode and resize), or "
+                   "hybrid (gpu_share of the samples on the devices) (docs/USAGE.md, Decoding "
+                   "on the GPU)"),
+      STOKE_OPTION(OutputOptions, gpu_share, kReal,
+                   "decode=hybrid: the share of samples decoded on the devices, 0..1, each "
+                   "chosen from (seed, epoch, position)",
+                   kFraction),
+      STOKE_OPTION(OutputOptions, max_compressed_bytes, kBytes,
+                   "decode=gpu/hybrid: compressed bytes a slot holds per sample; larger files "
+                   "are decoded by the workers"),
       // Mixing
       STOKE_OPTION(MixingOptions, mixup_alpha, kReal,
                    "MixUp's Beta(alpha, alpha) on each device's chunk (0: off; needs a float "

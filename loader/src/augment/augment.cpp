@@ -148,6 +148,11 @@ void Augmenter::run(const Step* steps, int step_count, ImageSource& source, Samp
     after_warps_ = OutputMap{1, 0, 1, 0, out_width, out_height};
   }
   output_map_ = then(composed_, after_warps_);
+  if (geometry_only_) {
+    if (step_count > 0 && steps[step_count - 1].kind == StepKind::kRandomErasing)
+      finish_erasing(nullptr);  // (records the rectangle; erase_pixels_ is false)
+    return;
+  }
   write_output(w, dst, out_channels);
   if (w.vflip) mirror_rows(dst, out_channels);
   const Pixels out{dst, out_height, out_width, out_channels,
@@ -285,6 +290,12 @@ void Augmenter::resize_to(Window& w, int height, int width) {
   height = std::max(height, 1);
   width = std::max(width, 1);
   if (static_cast<std::int64_t>(height) * width > kMaxIntermediatePixels) throw ImageTooLarge();
+  if (geometry_only_) {  // the window follows; the devices resize
+    w.lazy = nullptr;
+    w.src = ImageRef{nullptr, height, width, out_channels_, 0, false};
+    resized(w, height, width);
+    return;
+  }
   if (w.lazy != nullptr) {
     if (resize_region(w, height, width)) return;
     realize(w);

@@ -113,6 +113,17 @@ class Augmenter {
     run(steps, step_count, plain, rng, dst, out_height, out_width, out_channels);
   }
 
+  // run()'s draws and geometry without its pixels (decode=gpu: the devices decode, resize and
+  // flip): output_map(), warps(), erase_box() and applied_ops() as run() would leave them;
+  // nothing is decoded or written. REQUIRES: no step works in place, and a random_erasing step
+  // only under set_erase_pixels(false) (api/config.cpp, resolve_decode).
+  void run_geometry(const Step* steps, int step_count, ImageSource& source, SampleRng& rng,
+                    int out_height, int out_width, int out_channels) {
+    geometry_only_ = true;
+    run(steps, step_count, source, rng, nullptr, out_height, out_width, out_channels);
+    geometry_only_ = false;
+  }
+
   // The boxes of the sample the next run() makes, in its source's pixels, for box_crop (empty:
   // none). They must stay valid through that run().
   void set_boxes(std::span<const SampleBox> boxes) { boxes_ = boxes; }
@@ -210,6 +221,7 @@ class Augmenter {
   std::uint8_t* dst_ = nullptr;
   int out_height_ = 0, out_width_ = 0, out_channels_ = 0;
   bool written_ = false;  // dst already holds the output
+  bool geometry_only_ = false;  // run_geometry(): windows and maps only, no pixels
   bool erase_pixels_ = false;
   // The current stage's start (the source, or the last warp's image) in the current image's
   // coordinates (what the window's x0, y0 refer to): (ax_ * x + bx_, ay_ * y + by_); that

@@ -55,6 +55,12 @@ BadInput JpegRegionSource::open(const std::uint8_t* data, std::size_t size, int 
   return BadInput::kNone;
 }
 
+bool JpegRegionSource::device_decodable() const {
+  const bool colour = (cinfo_.jpeg_color_space == JCS_YCbCr && cinfo_.num_components == 3) ||
+                      (cinfo_.jpeg_color_space == JCS_GRAYSCALE && cinfo_.num_components == 1);
+  return colour && cinfo_.data_precision == 8 && cinfo_.arith_code == 0;
+}
+
 int JpegRegionSource::scale_for(int w, int h, int min_w, int min_h) {
   for (int num : {1, 2, 4}) {
     // The scaled region spans at least floor(w * num / 8) whole pixels.

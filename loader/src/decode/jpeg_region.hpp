@@ -44,6 +44,12 @@ class JpegRegionSource final : public ImageSource {
   // `channels` (1 or 3) is the output's.
   BadInput open(const std::uint8_t* data, std::size_t size, int channels, std::int64_t max_pixels);
 
+  // What the header says of the file opened last, for decode=gpu's choice of decoder: whether
+  // it is progressive, and whether NVIDIA's decoders take it at all (8-bit Huffman-coded
+  // YCbCr or grayscale; not CMYK/YCCK, 12-bit or arithmetic-coded). REQUIRES: open() gave kNone.
+  bool progressive() const { return cinfo_.progressive_mode != 0; }
+  bool device_decodable() const;
+
   // kWholeFile unless set; applies to every later region().
   void set_verify(Verify v) { verify_ = v; }
 

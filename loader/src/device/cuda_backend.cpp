@@ -11,8 +11,10 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "cuda_check.hpp"
+#include "device/nvjpeg_decoder.hpp"
 #include "stoke/kernels/erase_cuda.hpp"
 #include "stoke/kernels/mix_cuda.hpp"
 #include "stoke/kernels/normalize_cuda.hpp"
@@ -136,6 +138,7 @@ class CudaBackend final : public DeviceBackend {
       cudaStream_t s = nullptr;
       STOKE_CUDA_CALL(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
       streams_.push_back(s);
+      decoders_.emplace_back();
       cudaDeviceProp prop{};
       STOKE_CUDA_CALL(cudaGetDeviceProperties(&prop, id));
       names_.emplace_back(prop.name);
@@ -143,8 +146,10 @@ class CudaBackend final : public DeviceBackend {
   }
   ~CudaBackend() override {
     synchronize();
-    for (int dev = 0; dev < static_cast<int>(streams_.size()); ++dev)
+    for (int dev = 0; dev < static_cast<int>(streams_.size()); ++dev) {
+      quietly(dev, [&] { decoders_[static_cast<std::size_t>(dev)].reset(); });
       quietly(dev, [&] { cudaStreamDestroy(stream_of(dev)); });
+    }
     for (int id : ids_) release_primary_context(id);
   }
 
@@ -221,6 +226,14 @@ class CudaBackend final : public DeviceBackend {
   void mix(int dev, const kernels::MixParams& p, const void* d_src, void* d_dst) override {
     const ContextScope scope(context(dev));
     kernels::mix_cuda(p, d_src, d_dst, stream_of(dev));
+  }
+  // nvJPEG's decoder for the device, made at its first batch (its handles and buffers live in
+  // the device's context).
+  void decode_jpegs(int dev, const JpegChunk& chunk, std::uint8_t* d_out) override {
+    const ContextScope scope(context(dev));
+    std::unique_ptr<NvjpegDecoder>& decoder = decoders_[static_cast<std::size_t>(dev)];
+    if (!decoder) decoder = std::make_unique<NvjpegDecoder>(stream_of(dev));
+    decoder->decode(chunk, d_out);
   }
   void record(int dev, Event e) override {
     const ContextScope scope(context(dev));
@@ -299,6 +312,7 @@ class CudaBackend final : public DeviceBackend {
   std::vector<CUcontext> contexts_;  // primary contexts, retained by the runtime
   std::vector<cudaStream_t> streams_;
   std::vector<std::string> names_;
+  std::vector<std::unique_ptr<NvjpegDecoder>> decoders_;  // per device; null until decode=gpu
 };
 
 }  // namespace

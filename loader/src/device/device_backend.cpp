@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 
+#include "device/host_jpeg_decode.hpp"
 #include "stoke/error.hpp"
 
 namespace stoke::detail {
@@ -44,6 +45,9 @@ class HostBackend final : public DeviceBackend {
   void mix(int, const kernels::MixParams& p, const void* d_src, void* d_dst) override {
     kernels::mix_cpu(p, d_src, d_dst);
   }
+  void decode_jpegs(int, const JpegChunk& chunk, std::uint8_t* d_out) override {
+    decode_.run(chunk, d_out);
+  }
   void record(int, Event) override {}
   void call_when_done(int, void (*fn)(void*), void* arg) override { fn(arg); }
   void wait_for_stream(int, void*) override {}
@@ -62,6 +66,7 @@ class HostBackend final : public DeviceBackend {
     return p;
   }
   int count_;
+  HostJpegDecode decode_;  // (the stager's thread only)
 };
 
 }  // namespace

@@ -13,12 +13,14 @@
 // the calling thread's current device, or its lack of one, as it found it: a loader on cuda:1
 // never makes a context on GPU 0.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "ipc/arena_layout.hpp"
 #include "stoke/kernels/erase.hpp"
 #include "stoke/kernels/mix.hpp"
 #include "stoke/kernels/normalize.hpp"
@@ -27,6 +29,20 @@
 namespace stoke::detail {
 
 using Event = void*;
+
+// decode=gpu/hybrid: what a device's decode is told of its chunk (Staging::stage fills it).
+struct JpegChunk {
+  const JpegJob* jobs = nullptr;  // the chunk's samples' jobs (host memory: the arena slot's)
+  const std::uint8_t* compressed = nullptr;  // sample k's bytes: compressed + k * stride (host)
+  std::size_t stride = 0;
+  int samples = 0;
+  int height = 0, width = 0, channels = 0;  // each sample's output
+  Verify verify = Verify::kRegion;          // how much of each file the decode checks (host)
+  // Counted as the queue runs the decode: samples the decoder could not decode (their pixels
+  // are 0), and the nanoseconds the decode and resize took.
+  std::atomic<std::int64_t>* failed = nullptr;
+  std::atomic<std::int64_t>* decode_ns = nullptr;
+};
 
 class DeviceBackend {
  public:
@@ -56,6 +72,11 @@ class DeviceBackend {
   virtual void erase(int dev, const kernels::EraseParams& p, void* d_dst) = 0;
   // MixUp/CutMix (p.mix in device memory) from one normalized buffer into another.
   virtual void mix(int dev, const kernels::MixParams& p, const void* d_src, void* d_dst) = 0;
+  // decode=gpu/hybrid: the chunk's JPEGs that its workers left compressed (JpegJob::kDevice),
+  // decoded and resized into d_out, the device's uint8 chunk (which holds the workers' pixels
+  // of its other samples). REQUIRES: the jobs and bytes stay unchanged until the queue has
+  // passed the decode, as a copy's source does.
+  virtual void decode_jpegs(int dev, const JpegChunk& chunk, std::uint8_t* d_out) = 0;
   virtual void record(int dev, Event e) = 0;
   // fn(arg) runs once the queue has passed everything enqueued before it.
   virtual void call_when_done(int dev, void (*fn)(void*), void* arg) = 0;

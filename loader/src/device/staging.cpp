@@ -73,6 +73,23 @@ const std::uint8_t* Staging::meta_src(int slot) const {
          config_.labels_offset;
 }
 
+JpegChunk Staging::jpeg_chunk(int slot, int dev) {
+  std::uint8_t* base = config_.slots_base + static_cast<std::size_t>(slot) * config_.slot_stride;
+  const auto first = static_cast<std::size_t>(samples_before(dev));
+  JpegChunk c;
+  c.jobs = reinterpret_cast<const JpegJob*>(base + config_.jpeg_jobs_offset) + first;
+  c.compressed = base + config_.compressed_offset + first * config_.compressed_bytes;
+  c.stride = config_.compressed_bytes;
+  c.samples = config_.samples_per_device;
+  c.height = config_.height;
+  c.width = config_.width;
+  c.channels = config_.channels;
+  c.verify = config_.verify;
+  c.failed = &decode_failed_;
+  c.decode_ns = &decode_ns_;
+  return c;
+}
+
 void Staging::try_pin(int slot, SlotStage& s) {
   if (!backend_->gpu() || s.pinned) return;
   {
@@ -250,6 +267,11 @@ void Staging::stage(int slot) {
       backend_->copy(d, set.d_meta[u], meta, meta_bytes_);
       src = static_cast<const std::uint8_t*>(set.d_in[u]);
     }
+    if (config_.compressed_bytes > 0) {
+      // Host devices decode into the slot's own pixels: the slot is the stager's until
+      // on_done, and its chunk is what they normalize (or deliver, for uint8).
+      backend_->decode_jpegs(d, jpeg_chunk(slot, d), const_cast<std::uint8_t*>(src));
+    }
     // Mixing reads every sample of the erased chunk while it writes: the chunk is made in a
     // buffer of its own first.
     void* normalized = mixing ? set.d_pre[u] : set.d_out[u];
@@ -316,7 +338,10 @@ void Staging::consumer_used(int dev, void* stream) {
 
 StagingStats Staging::stats() const {
   MutexLock lock(mutex_);
-  return counts_;
+  StagingStats s = counts_;
+  s.device_decode_failed = decode_failed_.load(std::memory_order_relaxed);
+  s.device_decode_ns = decode_ns_.load(std::memory_order_relaxed);
+  return s;
 }
 
 }  // namespace stoke::detail

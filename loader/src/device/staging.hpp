@@ -58,6 +58,14 @@ struct StagingConfig {
   // erasing (0: none). The normalize and erase then write a per-device buffer of their own, and
   // the mix reads it into the output.
   std::size_t mix_offset = 0;
+  // decode=gpu/hybrid: within a slot, the samples' JpegJobs and compressed bytes
+  // (compressed_bytes per sample; 0: decode=cpu, nothing to decode), and how much of each file
+  // the host decode checks. Each device decodes its chunk's JPEGs into its uint8 chunk before
+  // the normalize (host devices: into the slot's pixels).
+  std::size_t jpeg_jobs_offset = 0;
+  std::size_t compressed_offset = 0;
+  std::size_t compressed_bytes = 0;
+  Verify verify = Verify::kRegion;
 };
 
 // The normalize step's parameters for one device's chunk under `config`.
@@ -72,6 +80,9 @@ struct StagingStats {
   std::int64_t host_copy_bytes = 0;  // copied on the host before a DMA; 0 when registered
   std::int64_t pinned_bytes = 0;     // arena bytes page-locked
   std::int64_t device_bytes = 0;     // device buffers allocated
+  // decode=gpu/hybrid: samples the devices could not decode, and their decode time.
+  std::int64_t device_decode_failed = 0;
+  std::int64_t device_decode_ns = 0;
 };
 
 class Staging {
@@ -158,6 +169,8 @@ class Staging {
   void give_bounce(void* p);
   const std::uint8_t* chunk_src(int slot, int dev) const;
   const std::uint8_t* meta_src(int slot) const;
+  // Device dev's part of the slot's JPEG jobs and bytes (REQUIRES: compressed_bytes > 0).
+  JpegChunk jpeg_chunk(int slot, int dev);
   const std::uint8_t* meta(int slot, int dev) const;
   int samples_before(int dev) const { return dev * config_.samples_per_device; }
 
@@ -178,6 +191,9 @@ class Staging {
   std::vector<BufferSet*> free_sets_ GUARDED_BY(mutex_);
   std::string fallback_reason_ GUARDED_BY(mutex_);
   StagingStats counts_ GUARDED_BY(mutex_);
+  // Counted by the devices' decodes as their queues run them (JpegChunk).
+  std::atomic<std::int64_t> decode_failed_{0};
+  std::atomic<std::int64_t> decode_ns_{0};
 };
 
 }  // namespace stoke::detail

@@ -39,8 +39,9 @@ inline constexpr std::uint64_t kArenaMagic = 0x414e4552414b5453ull;  // "STKAREN
 // the index file's narrow columns (format 3), IDX pixels in a file of their own (fd 6); 15: the
 // index file's Parquet sections (format 4), ArenaHeader::page_cache_mib; 16: the relayout cache
 // (ArenaHeader::relayout*, Completion::relayout_*), the slots' per-sample source index; 17: the
-// datasets' records (ArenaDataset: a mixture's sources)
-inline constexpr std::uint32_t kLayoutVersion = 17;
+// datasets' records (ArenaDataset: a mixture's sources); 18: decode=gpu/hybrid
+// (ArenaHeader::decode, the slots' JpegJobs and compressed bytes)
+inline constexpr std::uint32_t kLayoutVersion = 18;
 inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kVersionChars = 32;
 // The most datasets a loader reads (a mixture's sources): each is a record in the header and two
@@ -113,6 +114,32 @@ struct ArenaDataset {
   std::int32_t label_offset = 0;  // added to each label the dataset gives (-1 stays -1)
   std::uint32_t relayout = 0;     // 1: the relayout cache copies its files
 };
+
+// decode=gpu/hybrid: how sample j of a slot reaches its pixels. Written by the worker that
+// produces the sample, read by the training process's stager once the slot is ready.
+struct JpegJob {
+  // Who decodes it: the worker (the slot's pixels hold the sample, as under decode=cpu) or the
+  // devices (the sample's place in the compressed bytes holds `size` bytes of a JPEG).
+  enum By : std::uint32_t { kWorker = 0, kDevice = 1 };
+  // Why a worker decoded it (kDevice: kNone).
+  enum Why : std::uint32_t {
+    kNone = 0,
+    kHybrid = 1,       // decode=hybrid chose the worker for its position
+    kNotJpeg = 2,      // another format (PNG, ...) or raw pixels
+    kUnsupported = 3,  // a JPEG the devices do not take: CMYK/YCCK, 12-bit, arithmetic, lossless
+    kTooLarge = 4,     // more bytes than max_compressed_bytes
+  };
+  std::uint32_t by = kWorker;
+  std::uint32_t why = kNone;
+  std::uint32_t size = 0;
+  std::uint32_t progressive = 0;  // kDevice: a progressive JPEG (nvJPEG's hardware backend: no)
+  std::int32_t width = 0, height = 0;  // kDevice: the JPEG's size
+  // kDevice: the source window the output covers, in the JPEG's pixels (it may extend past the
+  // image, which reads as 0 there), and whether the output is mirrored left-right, top-bottom.
+  float x = 0, y = 0, w = 0, h = 0;
+  std::uint32_t mirror_x = 0, mirror_y = 0;
+};
+static_assert(std::is_trivially_copyable_v<JpegJob> && sizeof(JpegJob) == 48);
 
 struct ArenaHeader {
   std::uint64_t magic = kArenaMagic;
@@ -207,6 +234,13 @@ struct ArenaHeader {
   std::uint32_t soft_classes = 0;
   std::uint64_t mix_offset = 0;
   std::uint64_t soft_labels_offset = 0;
+  // Decoding (Options::decode): 0 cpu, 1 gpu, 2 hybrid (a Decode); hybrid's share of samples
+  // for the devices; and, unless cpu, a JpegJob and compressed_bytes bytes per sample.
+  std::uint32_t decode = 0;
+  float gpu_share = 0;
+  std::uint64_t compressed_bytes = 0;
+  std::uint64_t jpeg_jobs_offset = 0;  // within a slot
+  std::uint64_t compressed_offset = 0;
 };
 
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
@@ -307,6 +341,11 @@ class ArenaView {
   float* soft_labels(std::uint32_t s) const {
     return reinterpret_cast<float*>(slot(s) + header().soft_labels_offset);
   }
+  JpegJob* jpeg_jobs(std::uint32_t s) const {
+    return reinterpret_cast<JpegJob*>(slot(s) + header().jpeg_jobs_offset);
+  }
+  // Sample j's compressed bytes: compressed(s) + j * header().compressed_bytes.
+  std::uint8_t* compressed(std::uint32_t s) const { return slot(s) + header().compressed_offset; }
 
  private:
   std::uint8_t* base_;

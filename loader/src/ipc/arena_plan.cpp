@@ -45,7 +45,11 @@ ArenaHeader plan_arena(const ArenaPlanInput& in) {
   h.geometry_offset = align_up(h.bad_offset + b, 64);
   h.max_ops = in.max_ops;
   h.ops_offset = align_up(h.geometry_offset + 6 * sizeof(float) * b, 64);
-  h.slot_stride = align_up(h.ops_offset + sizeof(AppliedOp) * in.max_ops * b, kPage);
+  h.jpeg_jobs_offset = align_up(h.ops_offset + sizeof(AppliedOp) * in.max_ops * b, 64);
+  h.compressed_bytes = in.compressed_bytes;
+  const bool jobs = in.compressed_bytes > 0;
+  h.compressed_offset = align_up(h.jpeg_jobs_offset + (jobs ? sizeof(JpegJob) * b : 0), 64);
+  h.slot_stride = align_up(h.compressed_offset + in.compressed_bytes * b, kPage);
 
   h.steps_offset = kPage;
   h.workers_offset = align_up(h.steps_offset + sizeof(Step) * h.step_count, kPage);

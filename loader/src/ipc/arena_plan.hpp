@@ -16,6 +16,11 @@ namespace stoke::detail {
 inline constexpr std::size_t kSlotBytesPerBox = 4 * sizeof(float) + sizeof(std::int32_t);
 inline constexpr std::size_t kSlotBytesPerByte = 1;
 
+// decode=gpu/hybrid: the compressed bytes a slot may hold per sample
+// (Options::max_compressed_bytes).
+inline constexpr std::size_t kMinCompressedBytes = std::size_t{4} << 10;
+inline constexpr std::size_t kMaxCompressedBytes = std::size_t{256} << 20;
+
 struct ArenaPlanInput {
   std::uint32_t step_count = 0;
   std::uint32_t batch = 0;
@@ -27,6 +32,8 @@ struct ArenaPlanInput {
   bool erase_boxes = false;        // one EraseBox per sample, for the batch's normalize
   bool mixing = false;             // one MixSample per sample, for the batch's mixing
   std::uint32_t soft_classes = 0;  // soft labels: float32 per sample (0: none)
+  // decode=gpu/hybrid: a JpegJob and so many compressed bytes per sample (0: decode=cpu, none).
+  std::size_t compressed_bytes = 0;
   std::uint32_t worker_capacity = 0;
   std::uint32_t poison_capacity = 0;
   std::size_t initial_slots = 0;
@@ -37,8 +44,8 @@ struct ArenaPlanInput {
 // the rest (version, dataset kind, seed, ...).
 // Slot: pixels | labels | boxes | box classes | box counts | masks | bytes | byte counts | ids |
 // planned | erase boxes | mix samples | soft labels | valid | bad |
-// geometry | ops, each 64-byte aligned (labels..valid: the bytes a GPU receives beside the pixels),
-// the slot page-aligned so it can be page-locked on its own.
+// geometry | ops | jpeg jobs | compressed bytes, each 64-byte aligned (labels..valid: the bytes a
+// GPU receives beside the pixels), the slot page-aligned so it can be page-locked on its own.
 ArenaHeader plan_arena(const ArenaPlanInput& in);
 
 // Bytes of the arena that hold `slots` slots: what must be reserved before they are used.

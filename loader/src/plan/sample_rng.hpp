@@ -27,6 +27,7 @@ inline constexpr std::uint64_t kSampleStream = 0x53414d504cull;   // per-sample 
 inline constexpr std::uint64_t kShardStream = 0x5348415244ull;    // epoch permutation of shards
 inline constexpr std::uint64_t kMixStream = 0x4d49585550ull;      // MixUp/CutMix, per chunk
 inline constexpr std::uint64_t kSourceStream = 0x534f555243ull;   // a mixture's sources
+inline constexpr std::uint64_t kDecodeStream = 0x4445434f44ull;   // decode=hybrid's split
 
 class SampleRng {
   __extension__ typedef unsigned __int128 U128;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <new>
 #include <opencv2/core.hpp>
@@ -72,8 +73,9 @@ BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* 
     row_ = row;
   }
   augmenter_.set_boxes(view_->boxes(row_));  // for box_crop
+  if (to.job != nullptr) *to.job = JpegJob{.why = to.device ? JpegJob::kNotJpeg : JpegJob::kHybrid};
   try {
-    const BadInput r = produce_or_throw(rng, dst);
+    const BadInput r = produce_or_throw(rng, dst, to);
     if (r != BadInput::kNone) return r;
     if (to.mask != nullptr) {
       const BadInput m = produce_mask(to.mask);
@@ -91,7 +93,7 @@ BadInput ChunkRunner::produce(std::int64_t sample, SampleRng rng, std::uint8_t* 
   }
 }
 
-BadInput ChunkRunner::produce_or_throw(SampleRng& rng, std::uint8_t* dst) {
+BadInput ChunkRunner::produce_or_throw(SampleRng& rng, std::uint8_t* dst, const FieldSlots& to) {
   const ArenaHeader& h = arena_.header();
   ImageRef src;
   if (view_->raw()) {
@@ -123,6 +125,7 @@ BadInput ChunkRunner::produce_or_throw(SampleRng& rng, std::uint8_t* dst) {
       const BadInput r = jpeg_.open(bytes.data(), bytes.size(), h.out_channels, h.max_pixels);
       if (r != BadInput::kNone) return r;
       if (!annotated_size(jpeg_.width(), jpeg_.height())) return BadInput::kWrongSize;
+      if (to.device && hand_to_devices(bytes, rng, to)) return BadInput::kNone;
       augmenter_.run(arena_.steps(), static_cast<int>(h.step_count), jpeg_, rng, dst, h.out_height,
                      h.out_width, h.out_channels);
       return BadInput::kNone;
@@ -140,6 +143,40 @@ BadInput ChunkRunner::produce_or_throw(SampleRng& rng, std::uint8_t* dst) {
   augmenter_.run(arena_.steps(), static_cast<int>(h.step_count), src, rng, dst, h.out_height,
                  h.out_width, h.out_channels);
   return BadInput::kNone;
+}
+
+bool ChunkRunner::hand_to_devices(std::span<const std::uint8_t> bytes, SampleRng& rng,
+                                  const FieldSlots& to) {
+  const ArenaHeader& h = arena_.header();
+  JpegJob& job = *to.job;
+  if (!jpeg_.device_decodable()) {
+    job.why = JpegJob::kUnsupported;
+    return false;
+  }
+  if (bytes.size() > h.compressed_bytes) {
+    job.why = JpegJob::kTooLarge;
+    return false;
+  }
+  augmenter_.run_geometry(arena_.steps(), static_cast<int>(h.step_count), jpeg_, rng, h.out_height,
+                          h.out_width, h.out_channels);
+  // The output's edges, back through the map: the source window it covers.
+  const OutputMap& m = augmenter_.output_map();
+  const double x0 = -m.tx / m.sx, x1 = (h.out_width - m.tx) / m.sx;
+  const double y0 = -m.ty / m.sy, y1 = (h.out_height - m.ty) / m.sy;
+  job = JpegJob{.by = JpegJob::kDevice,
+                .why = JpegJob::kNone,
+                .size = static_cast<std::uint32_t>(bytes.size()),
+                .progressive = jpeg_.progressive() ? 1u : 0u,
+                .width = jpeg_.width(),
+                .height = jpeg_.height(),
+                .x = static_cast<float>(std::min(x0, x1)),
+                .y = static_cast<float>(std::min(y0, y1)),
+                .w = static_cast<float>(std::abs(x1 - x0)),
+                .h = static_cast<float>(std::abs(y1 - y0)),
+                .mirror_x = m.sx < 0 ? 1u : 0u,
+                .mirror_y = m.sy < 0 ? 1u : 0u};
+  std::memcpy(to.compressed, bytes.data(), bytes.size());
+  return true;
 }
 
 ParquetRows::ReadRange ChunkRunner::page_reader() {
@@ -390,6 +427,12 @@ Completion ChunkRunner::run(const Task& task, std::atomic<std::int64_t>* current
     if (h.max_bytes > 0) {
       to.bytes = arena_.bytes(task.slot) + std::size_t(j) * h.max_bytes;
       to.byte_count = arena_.byte_counts(task.slot) + j;
+    }
+    if (h.decode != 0) {
+      to.job = arena_.jpeg_jobs(task.slot) + j;
+      to.compressed = arena_.compressed(task.slot) + std::size_t(j) * h.compressed_bytes;
+      to.device = h.decode == static_cast<std::uint32_t>(Decode::kGpu) ||
+                  SampleRng(h.seed, kDecodeStream, task.epoch, position).uniform() < h.gpu_share;
     }
     // Every attempt at this position draws the same numbers: output depends on the position only.
     const auto rng = [&] { return SampleRng(h.seed, kSampleStream, task.epoch, position); };

@@ -46,11 +46,20 @@ class ChunkRunner {
     std::uint8_t* mask = nullptr;
     std::uint8_t* bytes = nullptr;
     std::int32_t* byte_count = nullptr;
+    // decode=gpu/hybrid: the sample's job and compressed bytes, and whether its position goes to
+    // the devices (a JPEG they take then gets only its geometry drawn here).
+    JpegJob* job = nullptr;
+    std::uint8_t* compressed = nullptr;
+    bool device = false;
   };
   // Produces one sample into `dst`, with its mask and bytes; returns why it could not.
   BadInput produce(std::int64_t sample, SampleRng rng, std::uint8_t* dst, const FieldSlots& to);
-  // produce()'s pixels: read, decode and augment into `dst`; throws for what it cannot.
-  BadInput produce_or_throw(SampleRng& rng, std::uint8_t* dst);
+  // produce()'s pixels: read, decode and augment into `dst` (or, for the devices, the JPEG's
+  // bytes and geometry into to.job and to.compressed); throws for what it cannot.
+  BadInput produce_or_throw(SampleRng& rng, std::uint8_t* dst, const FieldSlots& to);
+  // A JPEG jpeg_ has opened, for the devices when they take it: its geometry drawn, its bytes
+  // and job written; false (to.job says why) when the worker is to decode it.
+  bool hand_to_devices(std::span<const std::uint8_t> bytes, SampleRng& rng, const FieldSlots& to);
   // The current sample's pass-through bytes (cut to max_bytes), and their length.
   BadInput produce_bytes(std::uint8_t* dst, std::int32_t* count);
   // The current sample's mask, through the maps and warps its pixels just got.

@@ -1,0 +1,99 @@
+#include "device/host_jpeg_decode.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+namespace stoke::detail {
+
+namespace {
+
+// One axis of resize_region(): the window [start, start + extent) resampled to `out` pixels
+// reads taps within max(scale, 1) of its centres.
+void span(float start, float extent, int out, int size, int& lo, int& hi) {
+  const double support = std::max(1.0, static_cast<double>(extent) / out);
+  lo = std::clamp(static_cast<int>(std::floor(start - support)) - 1, 0, size);
+  hi = std::clamp(static_cast<int>(std::ceil(start + extent + support)) + 1, 0, size);
+}
+
+}  // namespace
+
+ResizeRegion resize_region(const JpegJob& job, int out_width, int out_height) {
+  ResizeRegion r;
+  span(job.x, job.w, out_width, job.width, r.x0, r.x1);
+  span(job.y, job.h, out_height, job.height, r.y0, r.y1);
+  return r;
+}
+
+bool HostJpegDecode::decode_one(const JpegChunk& chunk, int k, std::uint8_t* out) {
+  const JpegJob& job = chunk.jobs[k];
+  const std::size_t sample_bytes =
+      static_cast<std::size_t>(chunk.height) * chunk.width * chunk.channels;
+  std::uint8_t* dst = out + static_cast<std::size_t>(k) * sample_bytes;
+  const ResizeRegion region = resize_region(job, chunk.width, chunk.height);
+  if (region.empty()) {  // the window lies outside the image: all padding
+    std::memset(dst, 0, sample_bytes);
+    return true;
+  }
+  const std::uint8_t* bytes = chunk.compressed + static_cast<std::size_t>(k) * chunk.stride;
+  source_.set_verify(chunk.verify);
+  if (source_.open(bytes, job.size, chunk.channels, std::int64_t{job.width} * job.height) !=
+          BadInput::kNone ||
+      source_.width() != job.width || source_.height() != job.height)
+    return false;
+  const int w = region.x1 - region.x0, h = region.y1 - region.y0;
+  SourceRegion r;
+  try {
+    r = source_.region(region.x0, region.y0, w, h, w, h);
+  } catch (const BadImage&) {
+    return false;
+  }
+  if (r.scale != 1 || r.image.channels != chunk.channels) return false;
+  kernels::ResizeImage m;
+  m.src = r.image.data;
+  m.src_stride = static_cast<std::int64_t>(r.image.stride);
+  m.region_x = static_cast<std::int32_t>(r.origin_x);
+  m.region_y = static_cast<std::int32_t>(r.origin_y);
+  m.region_width = r.image.width;
+  m.region_height = r.image.height;
+  m.image_width = job.width;
+  m.image_height = job.height;
+  m.x = job.x;
+  m.y = job.y;
+  m.w = job.w;
+  m.h = job.h;
+  m.mirror_x = job.mirror_x;
+  m.mirror_y = job.mirror_y;
+  m.out_index = 0;
+  kernels::ResizeParams p;
+  p.images = 1;
+  p.samples = 1;
+  p.height = chunk.height;
+  p.width = chunk.width;
+  p.channels = chunk.channels;
+  p.jobs = &m;
+  kernels::resize_cpu(p, dst);
+  return true;
+}
+
+void HostJpegDecode::run(const JpegChunk& chunk, std::uint8_t* out) {
+  const auto started = std::chrono::steady_clock::now();
+  std::int64_t failed = 0;
+  for (int k = 0; k < chunk.samples; ++k) {
+    if (chunk.jobs[k].by != JpegJob::kDevice) continue;
+    if (!decode_one(chunk, k, out)) {
+      std::memset(out + static_cast<std::size_t>(k) * chunk.height * chunk.width * chunk.channels,
+                  0, static_cast<std::size_t>(chunk.height) * chunk.width * chunk.channels);
+      ++failed;
+    }
+  }
+  if (chunk.failed != nullptr) chunk.failed->fetch_add(failed, std::memory_order_relaxed);
+  if (chunk.decode_ns != nullptr)
+    chunk.decode_ns->fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now() - started)
+                                   .count(),
+                               std::memory_order_relaxed);
+}
+
+}  // namespace stoke::detail

@@ -1,0 +1,41 @@
+#pragma once
+// decode=gpu's reference decode, for host devices and the tests' fake GPU: each JpegJob::kDevice
+// sample's JPEG decoded by libjpeg-turbo at full scale over its window (widened by the resize's
+// support, clamped to the image), then kernels::resize_cpu into its place in the chunk. The
+// same slot format, jobs and resize the GPUs take, so planning, fallback, determinism and resume
+// run without one; only the decoder differs (libjpeg-turbo's IDCT and chroma upsampling against
+// nvJPEG's).
+//
+// Thread-safety: one thread at a time (it owns a decoder and buffers).
+
+#include <cstdint>
+#include <vector>
+
+#include "decode/jpeg_region.hpp"
+#include "device/device_backend.hpp"
+#include "stoke/kernels/resize.hpp"
+
+namespace stoke::detail {
+
+class HostJpegDecode {
+ public:
+  // Decodes the chunk's device jobs into `out` (chunk.samples outputs); counts into the chunk's
+  // counters. A file the decoder refuses gets 0 pixels and is counted as failed.
+  void run(const JpegChunk& chunk, std::uint8_t* out);
+
+ private:
+  // Sample k's JPEG decoded and resized into its output; false when the file is bad.
+  bool decode_one(const JpegChunk& chunk, int k, std::uint8_t* out);
+
+  JpegRegionSource source_;
+};
+
+// The source rectangle a window's resize reads (resize.hpp's taps, and a pixel more), clamped
+// to the image: [x0, x1) x [y0, y1); empty when the window lies outside it.
+struct ResizeRegion {
+  int x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  bool empty() const { return x1 <= x0 || y1 <= y0; }
+};
+ResizeRegion resize_region(const JpegJob& job, int out_width, int out_height);
+
+}  // namespace stoke::detail
