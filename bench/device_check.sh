@@ -33,6 +33,9 @@
 #
 # Knobs: DEVICE_CHECK_CORPUS_IMAGES (4000); DEVICE_CHECK_RESNET_BATCH (256), _WARMUP (30),
 # _STEPS (300), _WORKERS (16), _SECONDS (90: each run stops measuring after this long);
+# DEVICE_CHECK_DECODE_SECONDS (10: each decode rate), DEVICE_CHECK_CAMERA_IMAGES (160);
+# DEVICE_CHECK_ONLY=name,name,... runs only the steps named (e.g.
+# "python_module,corpus,decode,resnet50_stoke_gpu_decode,resnet50_stoke,resnet50_torch");
 # DEVICE_CHECK_BUILD_MODULE=1 builds the Python module here even when the carried one imports.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -81,6 +84,11 @@ fi
 # Only the carried binaries see the carried libraries (not nvidia-smi or python3). cuBLAS and
 # NCCL come from the machine's own PyTorch packages (too large to carry).
 nvlibs=$(timeout 60 python3 "$tools/nvidia_libs.py" 2>"$scratch/nvidia_libs.txt")
+# nvJPEG for decode=gpu: the machine's (a file path: torchvision's copy has a hashed name).
+if [ -z "${STOKE_NVJPEG:-}" ]; then
+  STOKE_NVJPEG=$(timeout 60 python3 "$tools/nvidia_libs.py" --nvjpeg 2>>"$scratch/nvidia_libs.txt")
+  export STOKE_NVJPEG
+fi
 libs=$deps:$carry/lib${nvlibs:+:$nvlibs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # The Python steps load PyTorch, which may need the machine's libstdc++ when that is newer than
 # the carried one (Debian 12's): the carried libstdc++ and libgcc_s stay out of their path when
@@ -144,7 +152,10 @@ run_step() {
   local left status log=$scratch/logs/$name.txt
   step_start=$(date +%s)
   left=$((budget - (step_start - t0)))
-  if [ -n "$dry" ] && [ "$kind" = gpu-bin ]; then
+  if [ -n "${DEVICE_CHECK_ONLY:-}" ] && [[ ",$DEVICE_CHECK_ONLY," != *",$name,"* ]]; then
+    echo "not selected (DEVICE_CHECK_ONLY=$DEVICE_CHECK_ONLY)" >"$log"
+    status="not selected"
+  elif [ -n "$dry" ] && [ "$kind" = gpu-bin ]; then
     echo "no GPU ($dry): not run" >"$log"
     status="no GPU"
   elif [ "$left" -lt 5 ]; then
@@ -172,7 +183,7 @@ run_step() {
     [ -n "$dry" ] && [ "$kind" = gpu-py ] && [ $rc -eq 0 ] && status="no GPU"
   fi
   end_step "$name" "$status"
-  case $status in ok | "no GPU" | skipped*) ;; *) tail -n 3 "$log" ;; esac
+  case $status in ok | "no GPU" | skipped* | "not selected") ;; *) tail -n 3 "$log" ;; esac
   return 0
 }
 
@@ -227,6 +238,14 @@ run_step gpu-bin h2d 30 "$bin/stoke-gpu-bench" h2d --mib 256 --reps 20
 run_step gpu-bin normalize 30 "$bin/stoke-gpu-bench" normalize --batch 256 --size 224 --reps 50
 run_step gpu-bin corpus 45 "$bin/stoke-gpu-bench" make-corpus --out "$corpus" \
   --count "${DEVICE_CHECK_CORPUS_IMAGES:-4000}"
+# decode=gpu: stoke's device decoders against its workers and torchvision's GPU path, pixels
+# against the workers' (bench/device_check/decode_check.py), then ResNet-50 fed by decode=gpu
+# with 4 workers.
+run_step gpu-py decode 150 python3 "$tools/decode_check.py" "$corpus" \
+  --seconds "${DEVICE_CHECK_DECODE_SECONDS:-10}" --camera "${DEVICE_CHECK_CAMERA_IMAGES:-160}" \
+  --scratch "$scratch/decode"
+run_step gpu-py resnet50_stoke_gpu_decode 150 "${resnet[@]}" --loader stoke --dtype bfloat16 \
+  --decode gpu --workers 4
 # The same model, loop, steps and batch size; only the loader differs.
 run_step gpu-py resnet50_stoke 150 "${resnet[@]}" --loader stoke --dtype bfloat16
 run_step gpu-py resnet50_torch 150 "${resnet[@]}" --loader torch

@@ -44,7 +44,7 @@ cp -P build/lean/lib/libstoke_loader.so* "$dest/lib/"
 cp build/lean/libexec/stoke/stoke-worker "$dest/libexec/stoke/"
 cp bench/device_check.sh bench/resnet50_check.py "$dest/"
 mkdir -p "$dest/device_check"
-cp bench/device_check/{CMakeLists.txt,build_module.sh,dlpack_cuda.py,nvidia_libs.py,python_module.sh,stoke_smoke.py,summary.py} \
+cp bench/device_check/{CMakeLists.txt,build_module.sh,decode_check.py,dlpack_cuda.py,nvidia_libs.py,python_module.sh,stoke_smoke.py,summary.py} \
   "$dest/device_check/"
 
 # The module's sources: bindings/src/ includes only nanobind and stoke's public headers, laid

@@ -74,6 +74,8 @@ def parse_args(argv):
     p.add_argument("--max-seconds", type=float, default=100.0,
                    help="stop measuring after this long (the steps done are reported)")
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    p.add_argument("--decode", default="cpu", choices=("cpu", "gpu", "hybrid"),
+                   help="stoke: where JPEGs are decoded (docs/USAGE.md, Decoding on the GPU)")
     p.add_argument("--dry", action="store_true", help="print 'no GPU' and exit (the dry run)")
     a = p.parse_args(argv)
     for name in ("batch", "steps", "workers", "size"):
@@ -122,7 +124,7 @@ def stoke_batches(torch, args, device, files, repeat, scratch):
     try:
         loader = stoke.Loader(listing, batch=args.batch, devices=devices, workers=args.workers,
                               size=args.size, augment="train", dtype=args.dtype, layout="nhwc",
-                              mean=IMAGENET_MEAN, std=IMAGENET_STD)
+                              mean=IMAGENET_MEAN, std=IMAGENET_STD, decode=args.decode)
     except (ValueError, stoke.Error) as e:
         raise Failure(5, f"stoke.Loader: {e}")
 
@@ -253,7 +255,8 @@ def run(args):
               "batch": args.batch, "warmup": args.warmup, "steps": args.steps,
               "workers": args.workers, "images": len(files), "repeat": repeat,
               "dtype": args.dtype if args.loader == "stoke" else "float32",
-              "layout": "nhwc" if args.loader == "stoke" else "nchw"}
+              "layout": "nhwc" if args.loader == "stoke" else "nchw",
+              "decode": args.decode if args.loader == "stoke" else "cpu"}
     with tempfile.TemporaryDirectory(prefix="resnet50-check-") as scratch:
         if args.loader == "stoke":
             loader, batches, labels = stoke_batches(torch, args, device, files, repeat, scratch)

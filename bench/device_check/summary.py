@@ -150,6 +150,62 @@ def dlpack_row(steps):
     return (title, what, "all pass: " + met(total["failed"] == 0 and total["passed"] > 0))
 
 
+def decode_rows(steps):
+    """decode=gpu against the goals (docs/BENCHMARKS.md, "Decoding on the GPU")."""
+    runs = {(r["corpus"], r["run"]): r for r in steps.jsons("decode") if "run" in r}
+    skipped = next((r["skipped"] for r in steps.jsons("decode") if "skipped" in r), None)
+    if not runs:
+        return [("decode=gpu", skipped or steps.why_not("decode"), "")]
+    rows = []
+    for (corpus, run), r in runs.items():
+        if "images_per_s" in r:
+            what = f'{r["images_per_s"]:,.0f} img/s'
+            if "device_decoded" in r:
+                workers = sum(r.get(k, 0) for k in (
+                    "worker_decoded_hybrid", "worker_decoded_not_jpeg",
+                    "worker_decoded_unsupported", "worker_decoded_too_large"))
+                what += (f', {r["device_decoded"]} on the GPU ({r["device_decode_s"]:.1f} s), '
+                         f'{workers} by workers, {r["device_decode_failed"]} failed, consumer '
+                         f'waited {100 * r["wait_fraction"]:.0f}%')
+            rows.append((f"decode {corpus}: {run}", what, ""))
+        elif run == "pixels":
+            rows.append((f"decode {corpus}: pixels gpu vs cpu",
+                         f'mean {r["mean"]:.2f}, p99 {r["p99"]}, max {r["max"]} levels',
+                         "mean <= 1, p99 <= 4: " + met(r["mean"] <= 1 and r["p99"] <= 4)))
+    cores = [k for k in runs if k[0] == "standard" and k[1].startswith("cpu,")
+             and not k[1].startswith("cpu, 4 ")]
+
+    def ratio(title, a, b, goal):
+        if a in runs and b in runs:
+            x = runs[a]["images_per_s"] / runs[b]["images_per_s"]
+            rows.append((title, f"{x:.2f}x", f"goal >= {goal}: " + met(x >= goal)))
+        else:
+            rows.append((title, "needs both runs", f"goal >= {goal}"))
+
+    ratio("decode=gpu 4 workers vs decode=cpu 4 workers", ("standard", "gpu, 4 workers"),
+          ("standard", "cpu, 4 workers"), 3)
+    if cores:
+        ratio("decode=gpu 4 workers vs decode=cpu every core", ("standard", "gpu, 4 workers"),
+              cores[0], 1)
+    ratio("decode=gpu vs torchvision's GPU path", ("standard", "gpu, 4 workers"),
+          ("standard", "torchvision GPU"), 1.5)
+    camera_cores = [k for k in runs if k[0] == "camera" and k[1].startswith("cpu,")]
+    if camera_cores:
+        ratio("camera: decode=gpu 4 workers vs decode=cpu every core", ("camera", "gpu, 4 workers"),
+              camera_cores[0], 5)
+    r = next((j for j in steps.jsons("resnet50_stoke_gpu_decode") if j.get("test") == "resnet50"),
+             None)
+    if r is None or "skipped" in r:
+        rows.append(("ResNet-50 fed by decode=gpu, 4 workers",
+                     r["skipped"] if r else steps.why_not("resnet50_stoke_gpu_decode"),
+                     "data stall < 2%"))
+    else:
+        rows.append(("ResNet-50 fed by decode=gpu, 4 workers",
+                     f'{r["images_per_s"]:,.0f} img/s, data stall {100 * r["data_stall"]:.1f}%',
+                     "data stall < 2%: " + met(r["data_stall"] < 0.02)))
+    return rows
+
+
 def loader_rows(steps):
     rows = []
     for name in ("e2e_cuda", "e2e_host"):
@@ -182,6 +238,7 @@ def main():
             gtest_row(steps, "kernel_tests", "kernel tests (GPU vs CPU reference, bit-identical)"),
             *bandwidth_rows(steps),
             *resnet_rows(steps),
+            *decode_rows(steps),
             gtest_row(steps, "gpu_tests", "loader GPU tests"),
             dlpack_row(steps),
             gtest_row(steps, "nn_gpu_tests", "trainer ops and trainer on the GPU vs CPU reference"),
