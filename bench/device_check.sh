@@ -33,9 +33,10 @@
 #
 # Knobs: DEVICE_CHECK_CORPUS_IMAGES (4000); DEVICE_CHECK_RESNET_BATCH (256), _WARMUP (30),
 # _STEPS (300), _WORKERS (16), _SECONDS (90: each run stops measuring after this long);
-# DEVICE_CHECK_DECODE_SECONDS (10: each decode rate), DEVICE_CHECK_CAMERA_IMAGES (160);
-# DEVICE_CHECK_ONLY=name,name,... runs only the steps named (e.g.
-# "python_module,corpus,decode,resnet50_stoke_gpu_decode,resnet50_stoke,resnet50_torch");
+# DEVICE_CHECK_DECODE_SECONDS (10: each decode rate), DEVICE_CHECK_CAMERA_IMAGES (96);
+# DEVICE_CHECK_ONLY=name,name,... runs only the steps named: the decode=gpu steps come last, so
+# a run for them names them, e.g. DEVICE_CHECK_ONLY=python_module,corpus,decode,
+# resnet50_stoke_gpu_decode,resnet50_stoke (with DEVICE_CHECK_BUDGET_S=560);
 # DEVICE_CHECK_BUILD_MODULE=1 builds the Python module here even when the carried one imports.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -238,14 +239,6 @@ run_step gpu-bin h2d 30 "$bin/stoke-gpu-bench" h2d --mib 256 --reps 20
 run_step gpu-bin normalize 30 "$bin/stoke-gpu-bench" normalize --batch 256 --size 224 --reps 50
 run_step gpu-bin corpus 45 "$bin/stoke-gpu-bench" make-corpus --out "$corpus" \
   --count "${DEVICE_CHECK_CORPUS_IMAGES:-4000}"
-# decode=gpu: stoke's device decoders against its workers and torchvision's GPU path, pixels
-# against the workers' (bench/device_check/decode_check.py), then ResNet-50 fed by decode=gpu
-# with 4 workers.
-run_step gpu-py decode 150 python3 "$tools/decode_check.py" "$corpus" \
-  --seconds "${DEVICE_CHECK_DECODE_SECONDS:-10}" --camera "${DEVICE_CHECK_CAMERA_IMAGES:-160}" \
-  --scratch "$scratch/decode"
-run_step gpu-py resnet50_stoke_gpu_decode 150 "${resnet[@]}" --loader stoke --dtype bfloat16 \
-  --decode gpu --workers 4
 # The same model, loop, steps and batch size; only the loader differs.
 run_step gpu-py resnet50_stoke 150 "${resnet[@]}" --loader stoke --dtype bfloat16
 run_step gpu-py resnet50_torch 150 "${resnet[@]}" --loader torch
@@ -264,5 +257,14 @@ run_step gpu-bin train_cuda 60 "$bin/stoke-train" --data "$fm" --devices cuda:0 
   --epochs 3 --batch 256 --checkpoint "$scratch/train_cuda.ckpt" --no-progress
 run_step gpu-bin train_host 60 "$bin/stoke-train" --data "$fm" --devices cpu:1 --workers 4 \
   --epochs 3 --batch 256 --checkpoint "$scratch/train_host.ckpt" --no-progress
+
+# decode=gpu: stoke's device decoders against its workers and torchvision's GPU path, pixels
+# against the workers' (bench/device_check/decode_check.py), then ResNet-50 fed by decode=gpu
+# with 4 workers.
+run_step gpu-py decode 240 python3 "$tools/decode_check.py" "$corpus" \
+  --seconds "${DEVICE_CHECK_DECODE_SECONDS:-10}" --camera "${DEVICE_CHECK_CAMERA_IMAGES:-96}" \
+  --scratch "$scratch/decode"
+run_step gpu-py resnet50_stoke_gpu_decode 150 "${resnet[@]}" --loader stoke --dtype bfloat16 \
+  --decode gpu --workers 4
 
 summarize

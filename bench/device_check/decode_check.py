@@ -12,13 +12,14 @@ On cuda:0, random-resized-crop 224 + flip + float32 normalize:
            each image on the GPU, then the normalize), files read by 8 threads;
   camera   camera-sized photographs (4000x3000, made here from the corpus with sensor-like
            noise, JPEG quality 92): decode=gpu with 4 workers against decode=cpu with every core
-           (batch 64, max_compressed_bytes 8 MiB);
+           (batch 64, max_compressed_bytes 8 MiB, prefetch 6);
   pixels   uint8 batches of decode=gpu against decode=cpu with the same seed (the same crops):
            the mean and the 99th percentile of the absolute difference, on both corpora;
   stats    what the devices decoded, what the workers did instead and why, and the devices'
            decode time (Stats).
-One JSON line per measurement, {"test": "decode", ...}. With --dry (no GPU) it checks its
-arguments and prints {"test": "decode", "skipped": "no GPU"}. Exit status 0 unless a run failed.
+One JSON line per measurement, {"test": "decode", ...} (a measurement that fails gives its
+"error" and the others still run). With --dry (no GPU) it checks its arguments and prints
+{"test": "decode", "skipped": "no GPU"}. Exit status 0 unless a measurement failed.
 """
 
 import argparse
@@ -154,7 +155,7 @@ def main():
     p.add_argument("data", help="a JPEG folder DIR/<class>/<image>.jpg")
     p.add_argument("--seconds", type=float, default=12, help="each rate's measurement")
     p.add_argument("--batch", type=int, default=256)
-    p.add_argument("--camera", type=int, default=160, help="camera photographs to make (0: none)")
+    p.add_argument("--camera", type=int, default=96, help="camera photographs to make (0: none)")
     p.add_argument("--scratch", default="/tmp/stoke-decode-check")
     p.add_argument("--dry", action="store_true", help="check the arguments only (no GPU)")
     p.add_argument("--devices", default="cuda:0",
@@ -175,33 +176,50 @@ def main():
     import stoke
 
     cores = os.cpu_count()
+    failures = []
+
+    def measure(corpus, run, what):
+        """One measurement's row, or an error row: a failure does not end the others."""
+        try:
+            emit(corpus=corpus, run=run, **what())
+        except Exception as e:  # noqa: BLE001 (reported, and the exit status says so)
+            failures.append(run)
+            emit(corpus=corpus, run=run, error=f"{type(e).__name__}: {e}")
+
+    def rate(data, **options):
+        images_per_s, stats = stoke_rate(stoke, torch, data, a.seconds, **options)
+        return dict(images_per_s=images_per_s, **stats)
+
+    def pixels(data, batches, **options):
+        mean, p99, worst = pixel_difference(stoke, torch, data, batches, **options)
+        return dict(mean=mean, p99=p99, max=worst)
+
     common = dict(batch=a.batch, dtype="float32")
     for label, options in (("cpu, 4 workers", dict(decode="cpu", workers=4)),
                            (f"cpu, {cores} workers", dict(decode="cpu", workers=cores)),
                            ("gpu, 4 workers", dict(decode="gpu", workers=4)),
                            ("hybrid 0.5, 4 workers", dict(decode="hybrid", gpu_share=0.5,
                                                           workers=4))):
-        rate, stats = stoke_rate(stoke, torch, a.data, a.seconds, **common, **options)
-        emit(corpus="standard", run=label, images_per_s=rate, **stats)
+        measure("standard", label, lambda: rate(a.data, **common, **options))
     if DEVICES.startswith("cuda"):
-        emit(corpus="standard", run="torchvision GPU", images_per_s=torchvision_rate(
-            torch, files, a.batch, a.seconds))
-    mean, p99, worst = pixel_difference(stoke, torch, a.data, 8, batch=a.batch, workers=cores)
-    emit(corpus="standard", run="pixels", mean=mean, p99=p99, max=worst)
+        measure("standard", "torchvision GPU", lambda: dict(
+            images_per_s=torchvision_rate(torch, files, a.batch, a.seconds)))
+    measure("standard", "pixels", lambda: pixels(a.data, 8, batch=a.batch, workers=4, prefetch=4))
     if a.camera > 0:
         camera = os.path.join(a.scratch, "camera")
         started = time.perf_counter()
-        average = make_camera_corpus(files, camera, a.camera)
-        emit(corpus="camera", run="made", images=a.camera, mean_bytes=average,
-             seconds=time.perf_counter() - started)
+        measure("camera", "made", lambda: dict(
+            images=a.camera, mean_bytes=make_camera_corpus(files, camera, a.camera),
+            seconds=time.perf_counter() - started))
         big = dict(batch=64, dtype="float32", max_compressed_bytes=8 << 20, prefetch=6)
         for label, options in ((f"cpu, {cores} workers", dict(decode="cpu", workers=cores)),
                                ("gpu, 4 workers", dict(decode="gpu", workers=4))):
-            rate, stats = stoke_rate(stoke, torch, camera, a.seconds, **big, **options)
-            emit(corpus="camera", run=label, images_per_s=rate, **stats)
-        mean, p99, worst = pixel_difference(stoke, torch, camera, 2, batch=64, workers=cores,
-                                            max_compressed_bytes=8 << 20, prefetch=6)
-        emit(corpus="camera", run="pixels", mean=mean, p99=p99, max=worst)
+            measure("camera", label, lambda: rate(camera, **big, **options))
+        measure("camera", "pixels", lambda: pixels(camera, 2, batch=64, workers=4,
+                                                   max_compressed_bytes=8 << 20, prefetch=4))
+    if failures:
+        print(f"decode_check: failed: {', '.join(failures)}", file=sys.stderr)
+        return 1
     return 0
 
 

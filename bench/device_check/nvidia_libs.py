@@ -57,7 +57,8 @@ def nvjpeg():
         for folder, subfolders, files in os.walk(root):
             subfolders.sort()
             for name in sorted(files):
-                if name.startswith("libnvjpeg") and ".so" in name:
+                # libnvjpeg.so.13, or torchvision's libnvjpeg-<hash>.so.13 (not nvjpeg2k)
+                if name.startswith(("libnvjpeg.so", "libnvjpeg-")) and ".so" in name:
                     return os.path.join(folder, name)
     return None
 

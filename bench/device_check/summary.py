@@ -158,7 +158,9 @@ def decode_rows(steps):
         return [("decode=gpu", skipped or steps.why_not("decode"), "")]
     rows = []
     for (corpus, run), r in runs.items():
-        if "images_per_s" in r:
+        if "error" in r:
+            rows.append((f"decode {corpus}: {run}", "failed: " + r["error"], ""))
+        elif "images_per_s" in r:
             what = f'{r["images_per_s"]:,.0f} img/s'
             if "device_decoded" in r:
                 workers = sum(r.get(k, 0) for k in (
@@ -176,7 +178,7 @@ def decode_rows(steps):
              and not k[1].startswith("cpu, 4 ")]
 
     def ratio(title, a, b, goal):
-        if a in runs and b in runs:
+        if "images_per_s" in runs.get(a, {}) and "images_per_s" in runs.get(b, {}):
             x = runs[a]["images_per_s"] / runs[b]["images_per_s"]
             rows.append((title, f"{x:.2f}x", f"goal >= {goal}: " + met(x >= goal)))
         else:

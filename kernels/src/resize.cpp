@@ -25,17 +25,18 @@ struct Axis {
   std::vector<std::size_t> at;  // where coordinate i's weights start in `weights`
   std::vector<float> weights;
 
-  void make(float start, float extent, int out, int size, int lo, int hi, bool mirror, bool area) {
+  void make(float start, float extent, int out, int size, int lo, int hi, bool mirror, bool area,
+            bool padded) {
     taps.resize(static_cast<std::size_t>(out));
     at.resize(static_cast<std::size_t>(out));
     weights.clear();
     for (int o = 0; o < out; ++o) {
       const int i = mirror ? out - 1 - o : o;
-      const detail::Taps t = detail::resize_taps(start, extent, out, size, lo, hi, i, area);
+      const detail::Taps t = detail::resize_taps(start, extent, out, size, lo, hi, i, area, padded);
       taps[static_cast<std::size_t>(o)] = t;
       at[static_cast<std::size_t>(o)] = weights.size();
-      if (t.total > 0.f)
-        for (int j = t.first; j < t.end; ++j)
+      if (t.total > 0.f)  // (those of the taps that read pixels)
+        for (int j = t.read_first; j < t.read_end; ++j)
           weights.push_back(detail::resize_weight(t, j) / t.total);
     }
   }
@@ -43,11 +44,12 @@ struct Axis {
 
 void resize_image(const ResizeParams& p, const ResizeImage& m, std::uint8_t* dst) {
   const bool area = detail::resize_by_area(m, p.height, p.width);
+  const bool padded = detail::resize_padded(m);
   Axis xs, ys;
   xs.make(m.x, m.w, p.width, m.image_width, m.region_x, m.region_x + m.region_width,
-          m.mirror_x != 0, area);
+          m.mirror_x != 0, area, padded);
   ys.make(m.y, m.h, p.height, m.image_height, m.region_y, m.region_y + m.region_height,
-          m.mirror_y != 0, area);
+          m.mirror_y != 0, area, padded);
   const int ch = p.channels;
   std::uint8_t* out = dst + static_cast<std::size_t>(m.out_index) * p.height * p.width * ch;
   for (int oy = 0; oy < p.height; ++oy) {
@@ -63,14 +65,14 @@ void resize_image(const ResizeParams& p, const ResizeImage& m, std::uint8_t* dst
           continue;
         }
         float acc = 0.f;
-        for (int y = ty.first; y < ty.end; ++y) {
+        for (int y = ty.read_first; y < ty.read_end; ++y) {
           const std::uint8_t* row = m.src +
                                     static_cast<std::int64_t>(y - m.region_y) * m.src_stride +
-                                    static_cast<std::int64_t>(tx.first - m.region_x) * ch + c;
+                                    static_cast<std::int64_t>(tx.read_first - m.region_x) * ch + c;
           float sum = 0.f;
-          for (int k = 0; k < tx.end - tx.first; ++k, row += ch)
+          for (int k = 0; k < tx.read_end - tx.read_first; ++k, row += ch)
             sum = fmaf(wx[k], static_cast<float>(*row), sum);
-          acc = fmaf(wy[y - ty.first], sum, acc);
+          acc = fmaf(wy[y - ty.read_first], sum, acc);
         }
         const float r = rintf(acc);
         o[c] = static_cast<std::uint8_t>(r < 0.f ? 0.f : (r > 255.f ? 255.f : r));

@@ -34,17 +34,18 @@ __global__ void __launch_bounds__(kResizeThreads)
   for (unsigned n = blockIdx.y; n < static_cast<unsigned>(images); n += gridDim.y) {
     const ResizeImage& m = jobs.images[n];
     const bool area = detail::resize_by_area(m, height, width);
+    const bool padded = detail::resize_padded(m);
     std::uint8_t* out = dst + static_cast<std::size_t>(m.out_index) * pixels * channels;
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < pixels;
          i += gridDim.x * blockDim.x) {
       const int oy = static_cast<int>(i / static_cast<unsigned>(width));
       const int ox = static_cast<int>(i - static_cast<unsigned>(oy) * static_cast<unsigned>(width));
-      const detail::Taps tx =
-          detail::resize_taps(m.x, m.w, width, m.image_width, m.region_x,
-                              m.region_x + m.region_width, m.mirror_x ? width - 1 - ox : ox, area);
+      const detail::Taps tx = detail::resize_taps(m.x, m.w, width, m.image_width, m.region_x,
+                                                  m.region_x + m.region_width,
+                                                  m.mirror_x ? width - 1 - ox : ox, area, padded);
       const detail::Taps ty = detail::resize_taps(m.y, m.h, height, m.image_height, m.region_y,
                                                   m.region_y + m.region_height,
-                                                  m.mirror_y ? height - 1 - oy : oy, area);
+                                                  m.mirror_y ? height - 1 - oy : oy, area, padded);
       for (int c = 0; c < channels; ++c)
         out[static_cast<std::size_t>(i) * channels + c] =
             detail::resize_pixel(m, tx, ty, channels, c);

@@ -134,8 +134,8 @@ Batch Loader::Impl::deliver(int slot, Clock::time_point entered) {
     const std::int64_t failed = core_->staging->stats().device_decode_failed;
     if (failed > decode_failures_logged_) {
       log_.post(std::to_string(failed - decode_failures_logged_) +
-                " sample(s) the devices could not decode (damage past the header, which is "
-                "all a worker reads under decode=" +
+                " sample(s) the devices could not decode, by nvJPEG or by the reference "
+                "decoder (damage past the header, which is all a worker reads under decode=" +
                 decode_name(options_.decode) + "): their pixels are 0");
       decode_failures_logged_ = failed;
     }

@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -93,6 +95,30 @@ TEST(Resize, AWindowPastTheImageReadsZeroThere) {
     for (int x = 0; x < 10; ++x)
       for (int c = 0; c < 3; ++c)
         ASSERT_EQ(out[(std::size_t(y) * 10 + x) * 3 + c], x < 4 ? 0 : m.at(x - 4, y, c));
+}
+
+// A window past the image is resampled as the window made into an image of its own, 0 outside
+// the source (the workers' general path): the same, within rounding, as resizing that image.
+TEST(Resize, AWindowPastTheImageIsResampledWithItsZeroPadding) {
+  const Image m(60, 40, 3, 7);
+  for (const bool area : {false, true}) {
+    SCOPED_TRACE(area ? "area" : "bilinear");
+    const int out_w = area ? 30 : 70, out_h = area ? 25 : 50;
+    // The window [-10, 70) x [-5, 45): the image with a 10-pixel and 5-pixel margin.
+    Image padded(80, 50, 3, 0);
+    std::fill(padded.pixels.begin(), padded.pixels.end(), 0);
+    for (int y = 0; y < 40; ++y)
+      for (int x = 0; x < 60; ++x)
+        for (int c = 0; c < 3; ++c)
+          padded.pixels[(std::size_t(y + 5) * 80 + x + 10) * 3 + c] = m.at(x, y, c);
+    const std::vector<std::uint8_t> expected =
+        resized({whole(padded, 0, 0, 80, 50)}, out_h, out_w, 3);
+    const std::vector<std::uint8_t> got = resized({whole(m, -10, -5, 80, 50)}, out_h, out_w, 3);
+    int worst = 0;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      worst = std::max(worst, std::abs(int(got[i]) - int(expected[i])));
+    EXPECT_LE(worst, 1);
+  }
 }
 
 TEST(Resize, ADecodedRegionGivesWhatTheWholeImageGives) {

@@ -101,7 +101,7 @@ struct Stats {
   // devices decoded; under decode=gpu/hybrid the samples the workers decoded instead, by
   // reason. Over the batches staged: samples the devices could not decode (damage past the
   // header, which is all a worker reads of them: their pixels are 0), and the devices' decode
-  // and resize time (host devices: the stager thread's).
+  // and resize time (docs/USAGE.md, "Decoding on the GPU", says what each counts).
   std::int64_t device_decoded = 0;
   std::int64_t worker_decoded_hybrid = 0;       // decode=hybrid's share for the workers
   std::int64_t worker_decoded_not_jpeg = 0;     // PNG and other formats, raw pixels

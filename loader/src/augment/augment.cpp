@@ -162,6 +162,18 @@ void Augmenter::run(const Step* steps, int step_count, ImageSource& source, Samp
   if (step_count > 0 && steps[step_count - 1].kind == StepKind::kRandomErasing) finish_erasing(dst);
 }
 
+void Augmenter::run_geometry(const Step* steps, int step_count, ImageSource& source, SampleRng& rng,
+                             int out_height, int out_width, int out_channels) {
+  // Cleared however run() ends: a step that throws (ImageTooLarge) must not leave the next
+  // run(), whose pixels a worker writes, without them.
+  struct Reset {
+    bool& flag;
+    ~Reset() { flag = false; }
+  } reset{geometry_only_};
+  geometry_only_ = true;
+  run(steps, step_count, source, rng, nullptr, out_height, out_width, out_channels);
+}
+
 void Augmenter::apply_in_place(Window& w, const Step& s, SampleRng& rng) {
   const std::size_t first = applied_.size();
   draw_pixel_ops(s, rng, w.height, w.width, applied_);

@@ -118,11 +118,7 @@ class Augmenter {
   // nothing is decoded or written. REQUIRES: no step works in place, and a random_erasing step
   // only under set_erase_pixels(false) (api/config.cpp, resolve_decode).
   void run_geometry(const Step* steps, int step_count, ImageSource& source, SampleRng& rng,
-                    int out_height, int out_width, int out_channels) {
-    geometry_only_ = true;
-    run(steps, step_count, source, rng, nullptr, out_height, out_width, out_channels);
-    geometry_only_ = false;
-  }
+                    int out_height, int out_width, int out_channels);
 
   // The boxes of the sample the next run() makes, in its source's pixels, for box_crop (empty:
   // none). They must stay valid through that run().

@@ -26,11 +26,10 @@ ResizeRegion resize_region(const JpegJob& job, int out_width, int out_height) {
   return r;
 }
 
-bool HostJpegDecode::decode_one(const JpegChunk& chunk, int k, std::uint8_t* out) {
+bool HostJpegDecode::decode_sample(const JpegChunk& chunk, int k, std::uint8_t* dst) {
   const JpegJob& job = chunk.jobs[k];
   const std::size_t sample_bytes =
       static_cast<std::size_t>(chunk.height) * chunk.width * chunk.channels;
-  std::uint8_t* dst = out + static_cast<std::size_t>(k) * sample_bytes;
   const ResizeRegion region = resize_region(job, chunk.width, chunk.height);
   if (region.empty()) {  // the window lies outside the image: all padding
     std::memset(dst, 0, sample_bytes);
@@ -82,9 +81,11 @@ void HostJpegDecode::run(const JpegChunk& chunk, std::uint8_t* out) {
   std::int64_t failed = 0;
   for (int k = 0; k < chunk.samples; ++k) {
     if (chunk.jobs[k].by != JpegJob::kDevice) continue;
-    if (!decode_one(chunk, k, out)) {
-      std::memset(out + static_cast<std::size_t>(k) * chunk.height * chunk.width * chunk.channels,
-                  0, static_cast<std::size_t>(chunk.height) * chunk.width * chunk.channels);
+    const std::size_t sample_bytes =
+        static_cast<std::size_t>(chunk.height) * chunk.width * chunk.channels;
+    std::uint8_t* dst = out + static_cast<std::size_t>(k) * sample_bytes;
+    if (!decode_sample(chunk, k, dst)) {
+      std::memset(dst, 0, sample_bytes);
       ++failed;
     }
   }

@@ -22,11 +22,11 @@ class HostJpegDecode {
   // Decodes the chunk's device jobs into `out` (chunk.samples outputs); counts into the chunk's
   // counters. A file the decoder refuses gets 0 pixels and is counted as failed.
   void run(const JpegChunk& chunk, std::uint8_t* out);
+  // Sample k's JPEG decoded and resized into `dst` (its output: height x width x channels);
+  // false when the file is bad. (nvJPEG's decoder falls back to this for a file it refuses.)
+  bool decode_sample(const JpegChunk& chunk, int k, std::uint8_t* dst);
 
  private:
-  // Sample k's JPEG decoded and resized into its output; false when the file is bad.
-  bool decode_one(const JpegChunk& chunk, int k, std::uint8_t* out);
-
   JpegRegionSource source_;
 };
 

@@ -129,7 +129,7 @@ struct Item {
   int k = 0;  // the sample in the chunk
   int x = 0, y = 0, width = 0, height = 0;
   std::size_t offset = 0;
-  bool failed = false;
+  bool host = false;  // nvJPEG refused it: the reference decoded it (or it failed too)
 };
 
 constexpr std::size_t kRegionAlignment = 256;
@@ -156,12 +156,23 @@ struct NvjpegDecoder::State {
   int next_pinned = 0;
   nvjpegJpegStream_t jpeg = nullptr;
   nvjpegDecodeParams_t params = nullptr;
-  // The hardware decoder (null where the GPU has none): batched, a parameter set per file.
+  // The hardware decoder (null where the GPU has none): batched, a parameter set per file, and
+  // two states taken in turn, each free again once the stream has passed its last batch (the
+  // stager enqueues a batch while the device may still decode the one before).
   nvjpegHandle_t hw_handle = nullptr;
-  nvjpegJpegState_t hw_state = nullptr;
+  nvjpegJpegState_t hw_states[2] = {};
+  cudaEvent_t hw_free[2] = {};
+  int hw_batch[2] = {};  // the batch size nvjpegDecodeBatchedInitialize last gave each state
+  int next_hw = 0;
   nvjpegJpegStream_t hw_jpeg = nullptr;
   std::vector<nvjpegDecodeParams_t> hw_params;
-  int hw_batch = 0;  // the batch size nvjpegDecodeBatchedInitialize was last given
+  // Files nvJPEG refuses are decoded by the reference (libjpeg-turbo, the resize's CPU
+  // reference) into a page-locked buffer and copied to their places; the buffer is free again
+  // once the stream has passed those copies.
+  HostJpegDecode host;
+  std::uint8_t* fallback = nullptr;
+  std::size_t fallback_capacity = 0;
+  cudaEvent_t fallback_free = nullptr;
   // The decoded regions of a chunk, reused from batch to batch.
   std::uint8_t* d_regions = nullptr;
   std::size_t capacity = 0;
@@ -171,6 +182,8 @@ struct NvjpegDecoder::State {
   std::atomic<std::int64_t>* pending_to[kTimings] = {};
   int next_timing = 0;
 
+  // nvJPEG's objects go in the order its samples release them: states (a pinned buffer may be
+  // attached to either), decoders, then buffers.
   ~State() {
     if (stream != nullptr) cudaStreamSynchronize(stream);
     for (int i = 0; i < kTimings; ++i) {
@@ -178,15 +191,22 @@ struct NvjpegDecoder::State {
       if (ended[i] != nullptr) cudaEventDestroy(ended[i]);
     }
     if (d_regions != nullptr) cudaFree(d_regions);
+    if (fallback != nullptr) cudaFreeHost(fallback);
+    if (fallback_free != nullptr) cudaEventDestroy(fallback_free);
     for (nvjpegDecodeParams_t p : hw_params) nv.nvjpegDecodeParamsDestroy(p);
     if (hw_jpeg != nullptr) nv.nvjpegJpegStreamDestroy(hw_jpeg);
-    if (hw_state != nullptr) nv.nvjpegJpegStateDestroy(hw_state);
+    for (int i = 0; i < 2; ++i) {
+      if (hw_states[i] != nullptr) nv.nvjpegJpegStateDestroy(hw_states[i]);
+      if (hw_free[i] != nullptr) cudaEventDestroy(hw_free[i]);
+    }
     if (hw_handle != nullptr) nv.nvjpegDestroy(hw_handle);
     if (params != nullptr) nv.nvjpegDecodeParamsDestroy(params);
     if (jpeg != nullptr) nv.nvjpegJpegStreamDestroy(jpeg);
+    for (nvjpegJpegState_t st : states)
+      if (st != nullptr) nv.nvjpegJpegStateDestroy(st);
+    for (nvjpegJpegDecoder_t d : decoders)
+      if (d != nullptr) nv.nvjpegDecoderDestroy(d);
     for (int i = 0; i < 2; ++i) {
-      if (states[i] != nullptr) nv.nvjpegJpegStateDestroy(states[i]);
-      if (decoders[i] != nullptr) nv.nvjpegDecoderDestroy(decoders[i]);
       if (device_buffers[i] != nullptr) nv.nvjpegBufferDeviceDestroy(device_buffers[i]);
       if (pinned[i] != nullptr) nv.nvjpegBufferPinnedDestroy(pinned[i]);
       if (pinned_free[i] != nullptr) cudaEventDestroy(pinned_free[i]);
@@ -199,7 +219,10 @@ struct NvjpegDecoder::State {
   nvjpegDecodeParams_t hw_params_at(std::size_t i);
   bool decode_on_hardware(const JpegChunk& c, std::vector<Item*>& items,
                           nvjpegOutputFormat_t format);
-  bool decode_with_cuda(const JpegChunk& c, const Item& item, nvjpegOutputFormat_t format);
+  bool decode_with_cuda(const JpegChunk& c, const Item& item, nvjpegOutputFormat_t format,
+                        int which);
+  // The reference's decode of sample k, copied to its place in d_out; false when it fails too.
+  bool decode_on_host(const JpegChunk& c, int k, std::uint8_t* d_out);
 };
 
 NvjpegDecoder::NvjpegDecoder(void* stream) : state_(std::make_unique<State>()) {
@@ -227,11 +250,15 @@ NvjpegDecoder::NvjpegDecoder(void* stream) : state_(std::make_unique<State>()) {
   // The hardware decoder, where the GPU has one (elsewhere nvJPEG refuses the backend).
   if (nv.nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, NVJPEG_FLAGS_DEFAULT,
                         &s.hw_handle) == NVJPEG_STATUS_SUCCESS) {
-    check(nv.nvjpegJpegStateCreate(s.hw_handle, &s.hw_state), "creating the hardware state");
+    for (int i = 0; i < 2; ++i) {
+      check(nv.nvjpegJpegStateCreate(s.hw_handle, &s.hw_states[i]), "creating a hardware state");
+      STOKE_CUDA_CALL(cudaEventCreateWithFlags(&s.hw_free[i], cudaEventDisableTiming));
+    }
     check(nv.nvjpegJpegStreamCreate(s.hw_handle, &s.hw_jpeg), "creating a stream parser");
   } else {
     s.hw_handle = nullptr;
   }
+  STOKE_CUDA_CALL(cudaEventCreateWithFlags(&s.fallback_free, cudaEventDisableTiming));
   for (int i = 0; i < kTimings; ++i) {
     STOKE_CUDA_CALL(cudaEventCreate(&s.began[i]));
     STOKE_CUDA_CALL(cudaEventCreate(&s.ended[i]));
@@ -324,13 +351,19 @@ bool NvjpegDecoder::State::decode_on_hardware(const JpegChunk& c, std::vector<It
   }
   if (taken.empty()) return true;
   const int n = static_cast<int>(taken.size());
-  if (n != hw_batch &&
-      nv.nvjpegDecodeBatchedInitialize(hw_handle, hw_state, n, 1, format) != NVJPEG_STATUS_SUCCESS)
+  const int h = next_hw;
+  next_hw ^= 1;
+  STOKE_CUDA_CALL(cudaEventSynchronize(hw_free[h]));  // its previous batch is decoded
+  if (n != hw_batch[h] && nv.nvjpegDecodeBatchedInitialize(hw_handle, hw_states[h], n, 1, format) !=
+                              NVJPEG_STATUS_SUCCESS)
     return false;
-  hw_batch = n;
-  if (nv.nvjpegDecodeBatchedEx(hw_handle, hw_state, data.data(), lengths.data(), outputs.data(),
-                               per_file.data(), stream) != NVJPEG_STATUS_SUCCESS) {
-    hw_batch = 0;  // initialize again before the next batch
+  hw_batch[h] = n;
+  const bool decoded =
+      nv.nvjpegDecodeBatchedEx(hw_handle, hw_states[h], data.data(), lengths.data(), outputs.data(),
+                               per_file.data(), stream) == NVJPEG_STATUS_SUCCESS;
+  STOKE_CUDA_CALL(cudaEventRecord(hw_free[h], stream));
+  if (!decoded) {
+    hw_batch[h] = 0;  // initialize again before its next batch
     return false;
   }
   items = std::move(left);
@@ -340,10 +373,9 @@ bool NvjpegDecoder::State::decode_on_hardware(const JpegChunk& c, std::vector<It
 // One file through the CUDA decoders (decode phases: Huffman on the host or the GPU, the copy to
 // the device, the rest on the device). False when nvJPEG refuses it.
 bool NvjpegDecoder::State::decode_with_cuda(const JpegChunk& c, const Item& item,
-                                            nvjpegOutputFormat_t format) {
+                                            nvjpegOutputFormat_t format, int which) {
   const JpegJob& job = c.jobs[item.k];
   const unsigned char* bytes = c.compressed + static_cast<std::size_t>(item.k) * c.stride;
-  const int which = job.progressive != 0 ? 1 : 0;
   if (nv.nvjpegJpegStreamParse(handle, bytes, job.size, 0, 0, jpeg) != NVJPEG_STATUS_SUCCESS ||
       nv.nvjpegDecodeParamsSetOutputFormat(params, format) != NVJPEG_STATUS_SUCCESS ||
       nv.nvjpegDecodeParamsSetROI(params, item.x, item.y, item.width, item.height) !=
@@ -357,14 +389,35 @@ bool NvjpegDecoder::State::decode_with_cuda(const JpegChunk& c, const Item& item
   if (nv.nvjpegDecodeJpegHost(handle, decoders[which], states[which], params, jpeg) !=
       NVJPEG_STATUS_SUCCESS)
     return false;
-  check(nv.nvjpegDecodeJpegTransferToDevice(handle, decoders[which], states[which], jpeg, stream),
-        "copying a file's data to the device");
+  const bool moved = nv.nvjpegDecodeJpegTransferToDevice(handle, decoders[which], states[which],
+                                                         jpeg, stream) == NVJPEG_STATUS_SUCCESS;
   STOKE_CUDA_CALL(cudaEventRecord(pinned_free[b], stream));
+  if (!moved) return false;
   nvjpegImage_t out{};
   out.channel[0] = d_regions + item.offset;
   out.pitch[0] = static_cast<std::size_t>(item.width) * c.channels;
   return nv.nvjpegDecodeJpegDevice(handle, decoders[which], states[which], &out, stream) ==
          NVJPEG_STATUS_SUCCESS;
+}
+
+bool NvjpegDecoder::State::decode_on_host(const JpegChunk& c, int k, std::uint8_t* d_out) {
+  const std::size_t sample_bytes = static_cast<std::size_t>(c.height) * c.width * c.channels;
+  const std::size_t need = sample_bytes * static_cast<std::size_t>(c.samples);
+  if (need > fallback_capacity) {
+    STOKE_CUDA_CALL(cudaEventSynchronize(fallback_free));
+    if (fallback != nullptr) STOKE_CUDA_CALL(cudaFreeHost(fallback));
+    fallback = nullptr;
+    fallback_capacity = 0;
+    STOKE_CUDA_CALL(cudaHostAlloc(reinterpret_cast<void**>(&fallback), need, cudaHostAllocDefault));
+    fallback_capacity = need;
+  }
+  // (decode() waited for the buffer's copies of an earlier batch; in a batch each sample has a
+  // place of its own.)
+  std::uint8_t* dst = fallback + static_cast<std::size_t>(k) * sample_bytes;
+  if (!host.decode_sample(c, k, dst)) return false;
+  STOKE_CUDA_CALL(cudaMemcpyAsync(d_out + static_cast<std::size_t>(k) * sample_bytes, dst,
+                                  sample_bytes, cudaMemcpyHostToDevice, stream));
+  return true;
 }
 
 void NvjpegDecoder::decode(const JpegChunk& c, std::uint8_t* d_out) {
@@ -406,16 +459,27 @@ void NvjpegDecoder::decode(const JpegChunk& c, std::uint8_t* d_out) {
     std::vector<Item*> rest;
     for (Item& item : items) rest.push_back(&item);
     if (s.hw_handle != nullptr) s.decode_on_hardware(c, rest, format);
-    for (Item* item : rest) item->failed = !s.decode_with_cuda(c, *item, format);
-    std::vector<kernels::ResizeImage> images;
+    // The CUDA decoders (CPU Huffman for progressive files, and for a baseline file the
+    // GPU-assisted one refuses), then the reference for what nvJPEG refuses altogether.
+    bool fallback_used = false;
     std::int64_t failed = 0;
+    for (Item* item : rest) {
+      const bool progressive = c.jobs[item->k].progressive != 0;
+      if (s.decode_with_cuda(c, *item, format, progressive ? 1 : 0) ||
+          (!progressive && s.decode_with_cuda(c, *item, format, 1)))
+        continue;
+      item->host = true;
+      if (!fallback_used) STOKE_CUDA_CALL(cudaEventSynchronize(s.fallback_free));
+      fallback_used = true;
+      if (s.decode_on_host(c, item->k, d_out)) continue;
+      ++failed;
+      STOKE_CUDA_CALL(cudaMemsetAsync(d_out + item->k * sample_bytes, 0, sample_bytes, s.stream));
+    }
+    if (fallback_used) STOKE_CUDA_CALL(cudaEventRecord(s.fallback_free, s.stream));
+    std::vector<kernels::ResizeImage> images;
     for (const Item& item : items) {
       const JpegJob& job = c.jobs[item.k];
-      if (item.failed) {
-        ++failed;
-        STOKE_CUDA_CALL(cudaMemsetAsync(d_out + item.k * sample_bytes, 0, sample_bytes, s.stream));
-        continue;
-      }
+      if (item.host) continue;  // (its output is in place already, or 0)
       kernels::ResizeImage m;
       m.src = s.d_regions + item.offset;
       m.src_stride = static_cast<std::int64_t>(item.width) * c.channels;

@@ -37,6 +37,25 @@ bool same(const cv::Mat& a, const cv::Mat& b) {
   return a.size() == b.size() && a.type() == b.type() && cv::norm(a, b, cv::NORM_INF) == 0;
 }
 
+// decode=gpu's geometry-only run ends with the run, also when a step throws: the next run()
+// writes its pixels.
+TEST(Augment, AGeometryRunThatThrowsLeavesTheNextRunItsPixels) {
+  Pipeline thin(64, 64, 3);
+  thin.resize_shorter(64).center_crop(64, 64);
+  const std::vector<Step> steps = thin.steps();
+  const cv::Mat strip = pattern(1, 200000, 3);  // resize_shorter would make it 13 million wide
+  Augmenter a;
+  PlainSource source(ref(strip));
+  SampleRng rng(1, 2, 3, 4);
+  EXPECT_THROW(a.run_geometry(steps.data(), static_cast<int>(steps.size()), source, rng, 64, 64, 3),
+               ImageTooLarge);
+  const cv::Mat src = pattern(80, 100, 3);
+  cv::Mat out(64, 64, CV_8UC3, cv::Scalar::all(0xab));
+  SampleRng again(1, 2, 3, 4);
+  a.run(steps.data(), static_cast<int>(steps.size()), ref(src), again, out.data, 64, 64, 3);
+  EXPECT_TRUE(same(out, run(thin, src, SampleRng(1, 2, 3, 4))));
+}
+
 TEST(Augment, PadRandomCropAndFlipMatchPaddedCropOfTheImage) {
   const cv::Mat src = pattern(28, 28, 1);
   Pipeline p(28, 28, 1);
