@@ -26,6 +26,26 @@ ResizeRegion resize_region(const JpegJob& job, int out_width, int out_height) {
   return r;
 }
 
+kernels::ResizeImage resize_image(const JpegJob& job, const DecodedRegion& region, int out_index) {
+  kernels::ResizeImage m;
+  m.src = region.src;
+  m.src_stride = region.stride;
+  m.region_x = region.x;
+  m.region_y = region.y;
+  m.region_width = region.width;
+  m.region_height = region.height;
+  m.image_width = job.width;
+  m.image_height = job.height;
+  m.x = job.x;
+  m.y = job.y;
+  m.w = job.w;
+  m.h = job.h;
+  m.mirror_x = job.mirror_x;
+  m.mirror_y = job.mirror_y;
+  m.out_index = out_index;
+  return m;
+}
+
 bool HostJpegDecode::decode_sample(const JpegChunk& chunk, int k, std::uint8_t* dst) {
   const JpegJob& job = chunk.jobs[k];
   const std::size_t sample_bytes =
@@ -49,22 +69,11 @@ bool HostJpegDecode::decode_sample(const JpegChunk& chunk, int k, std::uint8_t* 
     return false;
   }
   if (r.scale != 1 || r.image.channels != chunk.channels) return false;
-  kernels::ResizeImage m;
-  m.src = r.image.data;
-  m.src_stride = static_cast<std::int64_t>(r.image.stride);
-  m.region_x = static_cast<std::int32_t>(r.origin_x);
-  m.region_y = static_cast<std::int32_t>(r.origin_y);
-  m.region_width = r.image.width;
-  m.region_height = r.image.height;
-  m.image_width = job.width;
-  m.image_height = job.height;
-  m.x = job.x;
-  m.y = job.y;
-  m.w = job.w;
-  m.h = job.h;
-  m.mirror_x = job.mirror_x;
-  m.mirror_y = job.mirror_y;
-  m.out_index = 0;
+  const kernels::ResizeImage m = resize_image(
+      job,
+      {r.image.data, static_cast<std::int64_t>(r.image.stride), static_cast<int>(r.origin_x),
+       static_cast<int>(r.origin_y), r.image.width, r.image.height},
+      0);
   kernels::ResizeParams p;
   p.images = 1;
   p.samples = 1;

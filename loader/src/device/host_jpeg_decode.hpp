@@ -30,6 +30,16 @@ class HostJpegDecode {
   JpegRegionSource source_;
 };
 
+// Where a job's decoded region lies: its first pixel, bytes per row, and its rectangle in the
+// image (ResizeImage's region).
+struct DecodedRegion {
+  const std::uint8_t* src = nullptr;
+  std::int64_t stride = 0;
+  int x = 0, y = 0, width = 0, height = 0;
+};
+// The resize of `job`'s window from `region` into output sample `out_index`.
+kernels::ResizeImage resize_image(const JpegJob& job, const DecodedRegion& region, int out_index);
+
 // The source rectangle a window's resize reads (resize.hpp's taps, and a pixel more), clamped
 // to the image: [x0, x1) x [y0, y1); empty when the window lies outside it.
 struct ResizeRegion {

@@ -480,22 +480,11 @@ void NvjpegDecoder::decode(const JpegChunk& c, std::uint8_t* d_out) {
     for (const Item& item : items) {
       const JpegJob& job = c.jobs[item.k];
       if (item.host) continue;  // (its output is in place already, or 0)
-      kernels::ResizeImage m;
-      m.src = s.d_regions + item.offset;
-      m.src_stride = static_cast<std::int64_t>(item.width) * c.channels;
-      m.region_x = item.x;
-      m.region_y = item.y;
-      m.region_width = item.width;
-      m.region_height = item.height;
-      m.image_width = job.width;
-      m.image_height = job.height;
-      m.x = job.x;
-      m.y = job.y;
-      m.w = job.w;
-      m.h = job.h;
-      m.mirror_x = job.mirror_x;
-      m.mirror_y = job.mirror_y;
-      m.out_index = item.k;
+      const kernels::ResizeImage m = resize_image(
+          job,
+          {s.d_regions + item.offset, static_cast<std::int64_t>(item.width) * c.channels, item.x,
+           item.y, item.width, item.height},
+          item.k);
       images.push_back(m);
     }
     kernels::ResizeParams p;
