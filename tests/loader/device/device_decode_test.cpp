@@ -213,7 +213,11 @@ TEST(DeviceDecode, AScanTheDevicesCannotDecodeIsCountedAndLogged) {
   EXPECT_TRUE(std::all_of(d.pixels.begin() + sample, d.pixels.begin() + 2 * sample,
                           [](std::uint8_t v) { return v == 0; }));
   EXPECT_GE(failed, 1);
-  EXPECT_TRUE(log.contains("1 sample(s) the devices could not decode")) << log.lines().size();
+  // (How many the line names depends on how many batches of later epochs were staged by then.)
+  EXPECT_TRUE(
+      log.contains(" sample(s) the devices could not decode, by nvJPEG or by the reference "
+                   "decoder (damage past the header"))
+      << log.lines().size();
 }
 
 TEST(DeviceDecode, FakeGpusDecodeBeforeTheNormalizeAsHostDevicesDo) {
