@@ -319,6 +319,7 @@ std::function<std::unique_ptr<Staging>(LoaderCore&)> Loader::Impl::staging_maker
     c.erase_offset = h.erase_boxes != 0 ? h.erase_offset : 0;
     c.mix_offset = h.mixing != 0 ? h.mix_offset : 0;
     c.jpeg_jobs_offset = h.jpeg_jobs_offset;
+    c.geometry_offset = h.geometry_offset;
     c.compressed_offset = h.compressed_offset;
     c.compressed_bytes = h.compressed_bytes;
     c.verify = options_.verify;

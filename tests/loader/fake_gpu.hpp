@@ -231,13 +231,18 @@ class FakeGpu final : public detail::DeviceBackend {
     queue(dev).push([=] { kernels::mix_cpu(p, d_src, d_dst); });
   }
   // The reference decode (host_jpeg_decode.hpp), in queue order, into the fake device's chunk;
-  // the jobs and bytes are read from the arena as nvJPEG reads them (host memory), checked
-  // unchanged between enqueue and execution like a copy's source.
+  // the jobs, geometry and bytes are read from the arena as nvJPEG reads them (host memory),
+  // checked unchanged between enqueue and execution like a copy's source.
   void decode_jpegs(int dev, const detail::JpegChunk& chunk, std::uint8_t* d_out) override {
     touch(dev);
     const std::size_t job_bytes = sizeof(detail::JpegJob) * std::size_t(chunk.samples);
     const std::size_t byte_count = chunk.stride * std::size_t(chunk.samples);
-    const std::uint64_t before = fnv1a(chunk.jobs, job_bytes) ^ fnv1a(chunk.compressed, byte_count);
+    const std::size_t geometry_bytes = 6 * sizeof(float) * std::size_t(chunk.samples);
+    const auto inputs = [=] {
+      return fnv1a(chunk.jobs, job_bytes) ^ fnv1a(chunk.compressed, byte_count) ^
+             fnv1a(chunk.geometry, geometry_bytes);
+    };
+    const std::uint64_t before = inputs();
     {
       std::lock_guard lock(log_->mutex);
       log_->jpeg_decodes += 1;
@@ -245,8 +250,7 @@ class FakeGpu final : public detail::DeviceBackend {
     detail::HostJpegDecode* decode = decoders_[static_cast<std::size_t>(dev)].get();
     auto log = log_;
     queue(dev).push([=] {
-      const bool changed =
-          (fnv1a(chunk.jobs, job_bytes) ^ fnv1a(chunk.compressed, byte_count)) != before;
+      const bool changed = inputs() != before;
       decode->run(chunk, d_out);
       std::lock_guard lock(log->mutex);
       if (changed) log->sources_changed_before_dma += 1;

@@ -33,6 +33,9 @@ using Event = void*;
 // decode=gpu/hybrid: what a device's decode is told of its chunk (Staging::stage fills it).
 struct JpegChunk {
   const JpegJob* jobs = nullptr;  // the chunk's samples' jobs (host memory: the arena slot's)
+  // The chunk's samples' geometry records (6 floats each: the map from the source to the
+  // output, the source's size; host memory), which say the window each output covers.
+  const float* geometry = nullptr;
   const std::uint8_t* compressed = nullptr;  // sample k's bytes: compressed + k * stride (host)
   std::size_t stride = 0;
   int samples = 0;

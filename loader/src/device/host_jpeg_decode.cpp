@@ -19,14 +19,31 @@ void span(float start, float extent, int out, int size, int& lo, int& hi) {
 
 }  // namespace
 
-ResizeRegion resize_region(const JpegJob& job, int out_width, int out_height) {
+JpegWindow window_of(const float* g, int out_width, int out_height) {
+  const double sx = g[0], tx = g[1], sy = g[2], ty = g[3];
+  const double x0 = -tx / sx, x1 = (out_width - tx) / sx;
+  const double y0 = -ty / sy, y1 = (out_height - ty) / sy;
+  JpegWindow w;
+  w.width = static_cast<int>(g[4]);
+  w.height = static_cast<int>(g[5]);
+  w.x = static_cast<float>(std::min(x0, x1));
+  w.y = static_cast<float>(std::min(y0, y1));
+  w.w = static_cast<float>(std::abs(x1 - x0));
+  w.h = static_cast<float>(std::abs(y1 - y0));
+  w.mirror_x = sx < 0 ? 1u : 0u;
+  w.mirror_y = sy < 0 ? 1u : 0u;
+  return w;
+}
+
+ResizeRegion resize_region(const JpegWindow& window, int out_width, int out_height) {
   ResizeRegion r;
-  span(job.x, job.w, out_width, job.width, r.x0, r.x1);
-  span(job.y, job.h, out_height, job.height, r.y0, r.y1);
+  span(window.x, window.w, out_width, window.width, r.x0, r.x1);
+  span(window.y, window.h, out_height, window.height, r.y0, r.y1);
   return r;
 }
 
-kernels::ResizeImage resize_image(const JpegJob& job, const DecodedRegion& region, int out_index) {
+kernels::ResizeImage resize_image(const JpegWindow& job, const DecodedRegion& region,
+                                  int out_index) {
   kernels::ResizeImage m;
   m.src = region.src;
   m.src_stride = region.stride;
@@ -48,18 +65,19 @@ kernels::ResizeImage resize_image(const JpegJob& job, const DecodedRegion& regio
 
 bool HostJpegDecode::decode_sample(const JpegChunk& chunk, int k, std::uint8_t* dst) {
   const JpegJob& job = chunk.jobs[k];
+  const JpegWindow window = window_of(chunk.geometry + 6 * k, chunk.width, chunk.height);
   const std::size_t sample_bytes =
       static_cast<std::size_t>(chunk.height) * chunk.width * chunk.channels;
-  const ResizeRegion region = resize_region(job, chunk.width, chunk.height);
+  const ResizeRegion region = resize_region(window, chunk.width, chunk.height);
   if (region.empty()) {  // the window lies outside the image: all padding
     std::memset(dst, 0, sample_bytes);
     return true;
   }
   const std::uint8_t* bytes = chunk.compressed + static_cast<std::size_t>(k) * chunk.stride;
   source_.set_verify(chunk.verify);
-  if (source_.open(bytes, job.size, chunk.channels, std::int64_t{job.width} * job.height) !=
+  if (source_.open(bytes, job.size, chunk.channels, std::int64_t{window.width} * window.height) !=
           BadInput::kNone ||
-      source_.width() != job.width || source_.height() != job.height)
+      source_.width() != window.width || source_.height() != window.height)
     return false;
   const int w = region.x1 - region.x0, h = region.y1 - region.y0;
   SourceRegion r;
@@ -70,7 +88,7 @@ bool HostJpegDecode::decode_sample(const JpegChunk& chunk, int k, std::uint8_t* 
   }
   if (r.scale != 1 || r.image.channels != chunk.channels) return false;
   const kernels::ResizeImage m = resize_image(
-      job,
+      window,
       {r.image.data, static_cast<std::int64_t>(r.image.stride), static_cast<int>(r.origin_x),
        static_cast<int>(r.origin_y), r.image.width, r.image.height},
       0);

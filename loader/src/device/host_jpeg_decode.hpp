@@ -30,6 +30,16 @@ class HostJpegDecode {
   JpegRegionSource source_;
 };
 
+// The source window a sample's output covers, from its geometry record (ArenaView::geometry:
+// the map sx, tx, sy, ty and the source's size): the output's edges, back through the map. It
+// may reach past the image (which reads as 0 there); mirror_x, mirror_y: the output is mirrored.
+struct JpegWindow {
+  int width = 0, height = 0;  // the source image's
+  float x = 0, y = 0, w = 0, h = 0;
+  std::uint32_t mirror_x = 0, mirror_y = 0;
+};
+JpegWindow window_of(const float* geometry, int out_width, int out_height);
+
 // Where a job's decoded region lies: its first pixel, bytes per row, and its rectangle in the
 // image (ResizeImage's region).
 struct DecodedRegion {
@@ -37,8 +47,9 @@ struct DecodedRegion {
   std::int64_t stride = 0;
   int x = 0, y = 0, width = 0, height = 0;
 };
-// The resize of `job`'s window from `region` into output sample `out_index`.
-kernels::ResizeImage resize_image(const JpegJob& job, const DecodedRegion& region, int out_index);
+// The resize of `window` from `region` into output sample `out_index`.
+kernels::ResizeImage resize_image(const JpegWindow& window, const DecodedRegion& region,
+                                  int out_index);
 
 // The source rectangle a window's resize reads (resize.hpp's taps, and a pixel more), clamped
 // to the image: [x0, x1) x [y0, y1); empty when the window lies outside it.
@@ -46,6 +57,6 @@ struct ResizeRegion {
   int x0 = 0, y0 = 0, x1 = 0, y1 = 0;
   bool empty() const { return x1 <= x0 || y1 <= y0; }
 };
-ResizeRegion resize_region(const JpegJob& job, int out_width, int out_height);
+ResizeRegion resize_region(const JpegWindow& window, int out_width, int out_height);
 
 }  // namespace stoke::detail

@@ -127,6 +127,7 @@ void check(nvjpegStatus_t s, const char* what) {
 // boundaries, which every backend's region decode takes), and where in the regions' buffer.
 struct Item {
   int k = 0;  // the sample in the chunk
+  JpegWindow window;  // the source window its output covers
   int x = 0, y = 0, width = 0, height = 0;
   std::size_t offset = 0;
   bool host = false;  // nvJPEG refused it: the reference decoded it (or it failed too)
@@ -436,13 +437,15 @@ void NvjpegDecoder::decode(const JpegChunk& c, std::uint8_t* d_out) {
   for (int k = 0; k < c.samples; ++k) {
     const JpegJob& job = c.jobs[k];
     if (job.by != JpegJob::kDevice) continue;
-    const ResizeRegion r = resize_region(job, c.width, c.height);
+    const JpegWindow window = window_of(c.geometry + 6 * k, c.width, c.height);
+    const ResizeRegion r = resize_region(window, c.width, c.height);
     if (r.empty()) {  // the window lies outside the image: all padding
       STOKE_CUDA_CALL(cudaMemsetAsync(d_out + k * sample_bytes, 0, sample_bytes, s.stream));
       continue;
     }
     Item item;
     item.k = k;
+    item.window = window;
     item.x = r.x0 / 16 * 16;
     item.y = r.y0 / 16 * 16;
     item.width = r.x1 - item.x;
@@ -478,10 +481,9 @@ void NvjpegDecoder::decode(const JpegChunk& c, std::uint8_t* d_out) {
     if (fallback_used) STOKE_CUDA_CALL(cudaEventRecord(s.fallback_free, s.stream));
     std::vector<kernels::ResizeImage> images;
     for (const Item& item : items) {
-      const JpegJob& job = c.jobs[item.k];
       if (item.host) continue;  // (its output is in place already, or 0)
       const kernels::ResizeImage m = resize_image(
-          job,
+          item.window,
           {s.d_regions + item.offset, static_cast<std::int64_t>(item.width) * c.channels, item.x,
            item.y, item.width, item.height},
           item.k);

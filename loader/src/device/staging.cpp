@@ -78,6 +78,7 @@ JpegChunk Staging::jpeg_chunk(int slot, int dev) {
   const auto first = static_cast<std::size_t>(samples_before(dev));
   JpegChunk c;
   c.jobs = reinterpret_cast<const JpegJob*>(base + config_.jpeg_jobs_offset) + first;
+  c.geometry = reinterpret_cast<const float*>(base + config_.geometry_offset) + 6 * first;
   c.compressed = base + config_.compressed_offset + first * config_.compressed_bytes;
   c.stride = config_.compressed_bytes;
   c.samples = config_.samples_per_device;

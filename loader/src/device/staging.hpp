@@ -63,6 +63,7 @@ struct StagingConfig {
   // the host decode checks. Each device decodes its chunk's JPEGs into its uint8 chunk before
   // the normalize (host devices: into the slot's pixels).
   std::size_t jpeg_jobs_offset = 0;
+  std::size_t geometry_offset = 0;  // the samples' geometry records (the windows they cover)
   std::size_t compressed_offset = 0;
   std::size_t compressed_bytes = 0;
   Verify verify = Verify::kRegion;

@@ -129,17 +129,13 @@ struct JpegJob {
     kUnsupported = 3,  // a JPEG the devices do not take: CMYK/YCCK, 12-bit, arithmetic, lossless
     kTooLarge = 4,     // more bytes than max_compressed_bytes
   };
+  // (Where its output comes from is the sample's geometry record, as for every sample.)
   std::uint32_t by = kWorker;
   std::uint32_t why = kNone;
   std::uint32_t size = 0;
   std::uint32_t progressive = 0;  // kDevice: a progressive JPEG (nvJPEG's hardware backend: no)
-  std::int32_t width = 0, height = 0;  // kDevice: the JPEG's size
-  // kDevice: the source window the output covers, in the JPEG's pixels (it may extend past the
-  // image, which reads as 0 there), and whether the output is mirrored left-right, top-bottom.
-  float x = 0, y = 0, w = 0, h = 0;
-  std::uint32_t mirror_x = 0, mirror_y = 0;
 };
-static_assert(std::is_trivially_copyable_v<JpegJob> && sizeof(JpegJob) == 48);
+static_assert(std::is_trivially_copyable_v<JpegJob> && sizeof(JpegJob) == 16);
 
 struct ArenaHeader {
   std::uint64_t magic = kArenaMagic;

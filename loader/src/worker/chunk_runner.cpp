@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstring>
 #include <new>
 #include <opencv2/core.hpp>
@@ -157,24 +156,14 @@ bool ChunkRunner::hand_to_devices(std::span<const std::uint8_t> bytes, SampleRng
     job.why = JpegJob::kTooLarge;
     return false;
   }
+  // Its map goes into the slot's geometry (write_geometry), which says where the devices
+  // resample from.
   augmenter_.run_geometry(arena_.steps(), static_cast<int>(h.step_count), jpeg_, rng, h.out_height,
                           h.out_width, h.out_channels);
-  // The output's edges, back through the map: the source window it covers.
-  const OutputMap& m = augmenter_.output_map();
-  const double x0 = -m.tx / m.sx, x1 = (h.out_width - m.tx) / m.sx;
-  const double y0 = -m.ty / m.sy, y1 = (h.out_height - m.ty) / m.sy;
   job = JpegJob{.by = JpegJob::kDevice,
                 .why = JpegJob::kNone,
                 .size = static_cast<std::uint32_t>(bytes.size()),
-                .progressive = jpeg_.progressive() ? 1u : 0u,
-                .width = jpeg_.width(),
-                .height = jpeg_.height(),
-                .x = static_cast<float>(std::min(x0, x1)),
-                .y = static_cast<float>(std::min(y0, y1)),
-                .w = static_cast<float>(std::abs(x1 - x0)),
-                .h = static_cast<float>(std::abs(y1 - y0)),
-                .mirror_x = m.sx < 0 ? 1u : 0u,
-                .mirror_y = m.sy < 0 ? 1u : 0u};
+                .progressive = jpeg_.progressive() ? 1u : 0u};
   std::memcpy(to.compressed, bytes.data(), bytes.size());
   return true;
 }
